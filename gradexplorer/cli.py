@@ -1,0 +1,79 @@
+"""The ``gradexplorer`` command: a thin dispatcher over subcommand modules."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from gradexplorer._version import __version__
+from gradexplorer.core.errors import UserError
+
+# Each subcommand lives in gradexplorer/commands/<module>.py and defines
+# ``register(subparsers)`` which adds its parser and sets ``func(args) -> int``.
+COMMAND_MODULES = ("run", "graph", "hooks", "inspect", "compare", "gui", "open")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The top-level parser with every available subcommand."""
+    parser = argparse.ArgumentParser(
+        prog="gradexplorer",
+        description="See and control PyTorch's backward pass. With no command, opens the app.",
+    )
+    parser.add_argument("--version", action=VersionAction, nargs=0, help="show versions and exit")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(f"gradexplorer.commands.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name == f"gradexplorer.commands.{name}":
+                continue  # that command is not part of this build
+            raise
+        module.register(sub)
+    return parser
+
+
+class VersionAction(argparse.Action):
+    """Print the multi-line version text verbatim (argparse's own action re-wraps it)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):  # noqa: D102
+        print(version_text())
+        parser.exit(0)
+
+
+def version_text() -> str:
+    """Version line plus the library versions people paste into bug reports."""
+    from gradexplorer.core.environment import environment_summary
+
+    return f"gradexplorer {__version__}\n{environment_summary()}"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point; returns the process exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    if not argv or argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version"):
+        argv = [default_command(parser), *argv]
+    args = parser.parse_args(argv)
+    if getattr(args, "func", None) is None:
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except UserError as exc:
+        print(f"gradexplorer: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("gradexplorer: interrupted", file=sys.stderr)
+        return 130
+
+
+def default_command(parser: argparse.ArgumentParser) -> str:
+    """``gui`` when the desktop app is installed, else a headless ``run`` of the default example."""
+    choices = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+    return "gui" if "gui" in choices else "run"
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,62 @@
+"""Arguments shared by every command that loads a model, and the session they build."""
+
+from __future__ import annotations
+
+import argparse
+
+from gradexplorer.core.engine import OPTIMIZERS, SessionConfig, TrainingSession
+from gradexplorer.core.errors import UserError
+from gradexplorer.core.model_spec import DEFAULT_SPEC, ModelOptions, load_workload, parse_shape
+from gradexplorer.core.workload import Workload
+
+
+def add_model_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--model`` and what shapes how it is built."""
+    g = parser.add_argument_group("model")
+    g.add_argument(
+        "--model", default=DEFAULT_SPEC, metavar="SPEC",
+        help="example:NAME[:k=v,...], path/to/file.py:callable or package.module:callable "
+        f"(default {DEFAULT_SPEC})",
+    )
+    g.add_argument("--input-shape", metavar="N,C,H,W", help="input shape when SPEC returns an nn.Module")
+    g.add_argument("--loss", help="loss for a bare nn.Module: mse (default), l1, huber, cross_entropy, sum")
+    g.add_argument("--weights", metavar="FILE", help="state dict to load (.safetensors, .pt, .pth)")
+    g.add_argument("--batch-size", type=int, metavar="N", help="batch size (examples and --input-shape)")
+    g.add_argument("--seed", type=int, default=0, help="seed for initialisation and data (default 0)")
+
+
+def add_training_arguments(parser: argparse.ArgumentParser) -> None:
+    """Device and optimizer."""
+    g = parser.add_argument_group("training")
+    g.add_argument("--device", default="auto", help="auto (default), cpu, cuda, cuda:N or mps")
+    g.add_argument("--optimizer", default="sgd", choices=OPTIMIZERS)
+    g.add_argument("--lr", type=float, help="learning rate (default 0.05 for sgd, 0.001 for adam)")
+    g.add_argument("--momentum", type=float, default=0.0, help="SGD momentum (default 0)")
+
+
+def model_options(args: argparse.Namespace) -> ModelOptions:
+    """The ModelOptions that the parsed arguments describe."""
+    if args.batch_size is not None and args.batch_size <= 0:
+        raise UserError(f"--batch-size must be positive, got {args.batch_size}")
+    return ModelOptions(
+        input_shape=parse_shape(args.input_shape) if args.input_shape else None,
+        loss=args.loss,
+        weights=args.weights,
+        batch_size=args.batch_size,
+        seed=args.seed,
+    )
+
+
+def load_from_args(args: argparse.Namespace) -> Workload:
+    """Load the workload named by ``--model`` and friends."""
+    return load_workload(args.model, model_options(args))
+
+
+def session_from_args(args: argparse.Namespace) -> TrainingSession:
+    """Load the model and set up a training session as the arguments say."""
+    workload = load_from_args(args)
+    config = SessionConfig(
+        device=args.device, optimizer=args.optimizer, lr=args.lr,
+        momentum=args.momentum, seed=args.seed,
+    )
+    return TrainingSession(workload, config)

@@ -1,0 +1,37 @@
+"""``gradexplorer run``: train headless and report every step."""
+
+from __future__ import annotations
+
+import argparse
+
+from gradexplorer.commands.common import add_model_arguments, add_training_arguments, session_from_args
+from gradexplorer.commands.progress import StepReporter
+from gradexplorer.core.devices import describe_device
+from gradexplorer.core.errors import UserError
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser("run", help="run training steps headless and print each step")
+    add_model_arguments(parser)
+    add_training_arguments(parser)
+    parser.add_argument("--steps", type=int, default=10, metavar="N", help="steps to run (default 10)")
+    parser.set_defaults(func=run_command)
+
+
+def run_command(args: argparse.Namespace) -> int:
+    if args.steps < 1:
+        raise UserError(f"--steps must be at least 1, got {args.steps}")
+    session = session_from_args(args)
+    workload = session.workload
+    print(
+        f"{workload.name}: {workload.description}; {session.parameter_count():,} parameters; "
+        f"device {describe_device(session.device)}; {args.optimizer} lr "
+        f"{session.optimizer.param_groups[0]['lr']:g}"
+    )
+    reporter = StepReporter(args.steps)
+    try:
+        for result in session.run(args.steps):
+            reporter(result)
+    finally:
+        reporter.close()
+    return 0
