@@ -91,7 +91,8 @@ def test_bad_input_as_a_process_has_no_traceback(tmp_path):
         capture_output=True, text=True, timeout=300,
     )
     assert proc.returncode == 2
-    assert proc.stderr.strip().splitlines() == [f"gradexplorer: error: syntax error in {bad}:1: invalid syntax"]
+    expected = f"gradexplorer: error: syntax error in {bad}:1: invalid syntax"
+    assert proc.stderr.strip().splitlines() == [expected]
 
 
 def test_progress_bar_on_a_terminal():
