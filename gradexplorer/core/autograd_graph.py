@@ -189,7 +189,7 @@ def _add_nodes(G: nx.DiGraph, fns: list, param_names: dict[int, str],
 
 def _attribute(nodes: dict, fns: list, ops: list[int], attribution: ModuleAttribution) -> None:
     modules = attribution.modules_of([fns[i]._sequence_nr() for i in ops])
-    for i, module in zip(ops, modules):
+    for i, module in zip(ops, modules, strict=True):
         attrs = nodes[i]
         attrs["module"] = module
         if attrs["kind"] == "hook":
