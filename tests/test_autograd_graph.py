@@ -75,6 +75,7 @@ def test_saved_tensor_shapes_and_slots(lenet_graph):
     top = next(iter(G.successors(G.graph["root"])))
     saved = G.nodes[top]["saved"]
     assert saved["mat1"] == (1, 84) and saved["mat2"] == (84, 10)
+    assert G.nodes[top]["shape"] == (1, 10) and G.nodes[top]["dtype"] == "float32"  # fc3's output
     slots = sorted(s for _, _, s in G.out_edges(top, data="slot"))
     assert slots == [0, 1, 2]  # bias, input, weight.t()
     assert extract_graph(session_for("example:lenet").forward_loss(), saved=False).nodes[top]["saved"] == {}

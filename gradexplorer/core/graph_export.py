@@ -108,9 +108,10 @@ def _dot_quote(text: Any) -> str:
 
 
 def dot_text(G: nx.DiGraph, pos: Mapping[Hashable, Point]) -> str:
-    """Graphviz DOT with labels, colours and ``pos`` in points (``neato -n`` keeps them)."""
+    """Graphviz DOT with labels, colours and our ``pos`` (``neato -n`` draws it as laid out)."""
     lines = ["digraph backward {",
-             '  node [shape=box, style="rounded,filled", fontname="monospace", fontsize=10];']
+             '  node [shape=box, style="rounded,filled", fontname="monospace", fontsize=10, '
+             'height=0.3, margin="0.06,0.02"];']
     for node, attrs in G.nodes(data=True):
         fields = {"label": node_label(attrs), "fillcolor": KIND_FILL.get(attrs.get("kind"), "#eeeeee"),
                   "kind": attrs.get("kind", ""), "module": attrs.get("module") or ""}
@@ -118,7 +119,7 @@ def dot_text(G: nx.DiGraph, pos: Mapping[Hashable, Point]) -> str:
             fields["param"] = attrs["param"]
         if node in pos:
             x, y = pos[node]
-            fields["pos"] = f"{x * 0.75:.1f},{-y * 0.75:.1f}"  # pixels to points, y up
+            fields["pos"] = f"{x:.1f},{-y:.1f}"  # one pixel per point, y up
         body = ", ".join(f"{k}={_dot_quote(v)}" for k, v in fields.items())
         lines.append(f"  {_dot_quote(node)} [{body}];")
     for u, v, attrs in G.edges(data=True):

@@ -236,20 +236,23 @@ def _group_mean(values: np.ndarray, group: np.ndarray) -> np.ndarray:
 def _best_order(layer: np.ndarray, src: np.ndarray, dst: np.ndarray, roots: list[int],
                 rounds: int) -> np.ndarray:
     """Vectorised crossing reduction from a depth-first order and, if crossings remain, from
-    the mirrored one; small graphs that still cross get dot-style refinement of the better."""
-    best, best_crossings = None, None
+    the mirrored one; small graphs that still cross get dot-style refinement of both."""
     ids = np.arange(len(layer), dtype=np.float64)
+    found = []
     for reverse in (False, True):
         start = dfs_preorder(len(layer), src, dst, roots, reverse=reverse)
         order = reduce_crossings(ranks_within_layers(layer, start, ids), layer, src, dst, rounds)
-        crossings = count_crossings(order, layer, src, dst)
-        if best_crossings is None or crossings < best_crossings:
-            best, best_crossings = order, crossings
-        if best_crossings == 0 or rounds == 0:
-            return best
-    if len(layer) + len(src) <= REFINE_LIMIT:
-        best = refine_order(best, layer, src, dst)
-    return best
+        found.append((count_crossings(order, layer, src, dst), reverse, order))
+        if found[-1][0] == 0 or rounds == 0:
+            return order
+    size = len(layer) + len(src)
+    if size <= REFINE_LIMIT:
+        found.sort(key=lambda f: f[0])
+        tries = found[:] if 2 * size <= REFINE_LIMIT else found[:1]
+        for _, reverse, order in tries:
+            better = refine_order(order, layer, src, dst)
+            found.append((count_crossings(better, layer, src, dst), reverse, better))
+    return min(found, key=lambda f: (f[0], f[1]))[2]
 
 
 def layered_layout(n: int, src: np.ndarray, dst: np.ndarray, widths: np.ndarray,

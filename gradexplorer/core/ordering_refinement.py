@@ -105,7 +105,7 @@ class LayerOrder:
 
 
 def refine_order(pos: np.ndarray, layer: np.ndarray, src: np.ndarray, dst: np.ndarray,
-                 iterations: int = 24, patience: int = 4) -> np.ndarray:
+                 iterations: int = 24, patience: int = 8) -> np.ndarray:
     """dot-style mincross iterations from ``pos``; returns the best order seen."""
     state = LayerOrder(pos, layer, src, dst)
     best = state.positions()
