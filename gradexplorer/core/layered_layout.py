@@ -277,7 +277,7 @@ def layered_layout(n: int, src: np.ndarray, dst: np.ndarray, widths: np.ndarray,
     half[:n] += 0.5 * np.asarray(widths, dtype=np.float64)
     x = assign_x(order, full_layer, psrc, pdst, half, is_dummy)
     if total:
-        x -= x.min() - half[np.argmin(x)]
+        x -= (x - half).min()
     y = full_layer.astype(np.float64) * layer_step
     long, first, count = routes
     return LayeredDrawing(n, x, y, full_layer, order, psrc, pdst, long_edges=edge_ids[long],
