@@ -191,7 +191,7 @@ def _grouped_rev_cummin(values: np.ndarray, group: np.ndarray) -> np.ndarray:
 
 
 def assign_x(order: np.ndarray, layer: np.ndarray, src: np.ndarray, dst: np.ndarray,
-             half_space: np.ndarray, is_dummy: np.ndarray, iterations: int = 8) -> np.ndarray:
+             half_space: np.ndarray, is_dummy: np.ndarray, iterations: int = 12) -> np.ndarray:
     """x of every node: its order kept, ``half_space`` kept free on each side, edges short.
 
     Each pass moves nodes towards the weighted mean of their neighbours (above, below or
@@ -210,8 +210,11 @@ def assign_x(order: np.ndarray, layer: np.ndarray, src: np.ndarray, dst: np.ndar
     c = total - np.maximum.accumulate(np.where(first, total, 0.0))  # offset inside the layer
     x = np.empty(len(seq))
     x[seq] = c - _group_mean(c, group)
-    weight = 1.0 + 1.5 * is_dummy[src] + 1.5 * is_dummy[dst] + 4.0 * (is_dummy[src] & is_dummy[dst])
     n = len(order)
+    in_deg, out_deg = np.bincount(dst, minlength=n), np.bincount(src, minlength=n)
+    link = (in_deg <= 1) & (out_deg <= 1)  # a node inside a chain
+    weight = (1.0 + 1.5 * is_dummy[src] + 1.5 * is_dummy[dst] + 4.0 * (is_dummy[src] & is_dummy[dst])
+              + 3.0 * (link[src] & link[dst]))
     for i in range(iterations):
         mode = ("up", "down", "both")[i % 3] if i < iterations - 1 else "both"
         num = np.zeros(n)
