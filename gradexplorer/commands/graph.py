@@ -8,6 +8,7 @@ from collections import Counter
 from pathlib import Path
 
 from gradexplorer.commands.common import add_model_arguments, load_from_args
+from gradexplorer.commands.hook_options import add_hook_arguments, attach_hooks_from_args
 from gradexplorer.core.autograd_graph import hide_hook_nodes, trace_backward_graph
 from gradexplorer.core.engine import SessionConfig, TrainingSession
 from gradexplorer.core.errors import UserError
@@ -36,6 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--hide-hooks", action="store_true",
                    help="leave out the nodes that full backward hooks insert")
     g.add_argument("--no-saved", action="store_true", help="skip the shapes of saved tensors")
+    add_hook_arguments(parser)
     parser.set_defaults(func=graph_command)
 
 
@@ -45,6 +47,7 @@ def graph_command(args: argparse.Namespace) -> int:
     if Path(args.out).suffix.lower() not in EXPORT_FORMATS:
         raise UserError(f"cannot tell the format of {args.out!r}: use one of {', '.join(EXPORT_FORMATS)}")
     session = TrainingSession(load_from_args(args), SessionConfig(device=args.device, seed=args.seed))
+    attach_hooks_from_args(session, args)
     t0 = time.perf_counter()
     G = trace_backward_graph(session, saved=not args.no_saved)
     t1 = time.perf_counter()
