@@ -27,6 +27,16 @@ def application() -> QApplication:
     return app
 
 
+def scratch_settings():
+    """Throw-away settings, so that scripted screenshots never depend on past launches."""
+    import tempfile
+
+    from PySide6.QtCore import QSettings
+
+    folder = tempfile.mkdtemp(prefix="gradexplorer-settings-")
+    return QSettings(str(Path(folder) / "settings.ini"), QSettings.IniFormat)
+
+
 def build_window(settings: AppSettings | None = None):
     """A themed main window (not shown yet)."""
     application()
@@ -45,7 +55,7 @@ def launch(
 ) -> int:
     """Open the window on a model and run the event loop; returns the exit status."""
     app = application()
-    settings = AppSettings()
+    settings = AppSettings(scratch_settings() if screenshot else None)
     window = build_window(settings)
     if spec is None:
         spec = (None if screenshot else settings.last_model()) or DEFAULT_SPEC

@@ -35,6 +35,7 @@ class SessionController(QObject):
         self.timeline = Timeline()
         self.hooks: dict[str, str] = {}
         self._control = None
+        self._jobs_pending = 0
         self._buffer = RunBuffer()
         self._worker = SessionWorker(self._buffer)
         self._worker.run_started.connect(self._on_run_started)
@@ -55,7 +56,7 @@ class SessionController(QObject):
         options = options or ModelOptions()
         config = config or (self.live.config if self.live else SessionConfig())
         self._set_state(LOADING)
-        self._worker.post("open", lambda: open_live_session(spec, options, config))
+        self.post("open", lambda: open_live_session(spec, options, config))
 
     def reconfigure(self, **changes: Any) -> None:
         """Switch device or optimizer (``device=``, ``optimizer=``, ``lr=``, ``momentum=``)."""
@@ -63,7 +64,7 @@ class SessionController(QObject):
         if live is None:
             return
         self.stop()
-        self._worker.post("reconfigure", lambda: reconfigure(live, **changes))
+        self.post("reconfigure", lambda: reconfigure(live, **changes))
 
     def set_lr(self, lr: float) -> None:
         """Change the learning rate from the next step on."""
@@ -107,26 +108,38 @@ class SessionController(QObject):
 
     def post(self, tag: str, fn) -> None:
         """Run ``fn()`` on the training thread; ``job_finished(tag, result)`` follows."""
+        self._jobs_pending += 1
         self._worker.post(tag, fn)
+
+    @property
+    def busy(self) -> bool:
+        """Whether a run, a load or a posted job is still under way."""
+        return self.state != IDLE or self._jobs_pending > 0
 
     # -- hooks -----------------------------------------------------------------------------
     def attach_hook(self, module: str, action: str) -> None:
         """Attach ``action`` to ``module`` between steps."""
         registry = self._registry()
         if registry is not None:
-            self._worker.post("hooks", lambda: self._hook_state(registry.attach(module, action)))
+            self.post("hooks", lambda: self._hook_state(registry.attach(module, action)))
 
     def detach_hook(self, module: str) -> None:
         """Detach whatever hook ``module`` has, between steps."""
         registry = self._registry()
         if registry is not None:
-            self._worker.post("hooks", lambda: self._hook_state(registry.detach(module)))
+            self.post("hooks", lambda: self._hook_state(registry.detach(module)))
 
     def detach_all_hooks(self) -> None:
         """Detach every hook, between steps."""
         registry = self._registry()
         if registry is not None:
-            self._worker.post("hooks", lambda: self._hook_state(registry.detach_all()))
+            self.post("hooks", lambda: self._hook_state(registry.detach_all()))
+
+    def hook_problem(self, module: str) -> str | None:
+        """Why a full backward hook on ``module`` would be unsafe or useless, if it would."""
+        hookable = self.live.hookable if self.live else {}
+        safe, reason = hookable.get(module, (True, ""))
+        return reason or None
 
     def _registry(self):
         if self.live is None or self.live.hooks is None:
@@ -159,6 +172,7 @@ class SessionController(QObject):
         self._set_state(IDLE)
 
     def _on_job_done(self, tag: str, result: object) -> None:
+        self._jobs_pending -= 1
         if tag in ("open", "reconfigure"):
             self._install(result, fresh=tag == "open")
         elif tag == "hooks":
@@ -167,6 +181,8 @@ class SessionController(QObject):
         self.job_finished.emit(tag, result)
 
     def _on_failed(self, tag: str, text: str) -> None:
+        if tag != "run":
+            self._jobs_pending -= 1
         if tag == "open":
             self._set_state(IDLE)
         self.error.emit(text)

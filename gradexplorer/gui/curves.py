@@ -10,14 +10,15 @@ from gradexplorer.gui.timeline import Timeline
 
 
 class TrainingCurves(pg.GraphicsLayoutWidget):
-    """Two x-linked plots; ``refresh`` pushes the timeline's data into the existing items."""
+    """Two x-linked plots side by side; ``refresh`` pushes the timeline's data into the existing items."""
 
     def __init__(self, timeline: Timeline, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.timeline = timeline
         self.loss_plot = self.addPlot(row=0, col=0, title="loss")
-        self.norm_plot = self.addPlot(row=1, col=0, title="global gradient norm")
+        self.norm_plot = self.addPlot(row=0, col=1, title="global gradient norm")
         self.norm_plot.setXLink(self.loss_plot)
+        self.loss_plot.setLabel("bottom", "step")
         self.norm_plot.setLabel("bottom", "step")
         self.loss_item = self._curve(self.loss_plot, PLOT_PENS["loss"])
         self.norm_item = self._curve(self.norm_plot, PLOT_PENS["norm"])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gradexplorer.core.engine import SessionConfig, TrainingSession
@@ -13,9 +13,9 @@ try:  # contract (1): gradient statistics
 except ImportError:  # pragma: no cover - before the stats branch is merged
     GradientMonitor = None  # type: ignore[assignment,misc]
 try:  # contract (3): hooks
-    from gradexplorer.core.hooks import HookRegistry
+    from gradexplorer.core.hooks import HookRegistry, hookable_modules
 except ImportError:  # pragma: no cover
-    HookRegistry = None  # type: ignore[assignment,misc]
+    HookRegistry = hookable_modules = None  # type: ignore[assignment,misc]
 
 
 @dataclass
@@ -27,6 +27,7 @@ class LiveSession:
     options: ModelOptions
     monitor: Any = None
     hooks: Any = None
+    hookable: dict[str, tuple[bool, str]] = field(default_factory=dict)  # path -> (safe, reason)
 
     @property
     def config(self) -> SessionConfig:
@@ -41,8 +42,12 @@ def open_live_session(
     workload = load_workload(spec, options)
     session = TrainingSession(workload, config)
     monitor = GradientMonitor(bins=bins, every=every) if GradientMonitor else None
-    hooks = HookRegistry(session.model) if HookRegistry else None
-    live = LiveSession(session, spec, options, monitor, hooks)
+    inputs = session.batch(0)[0]
+    hooks = HookRegistry(session.model, seed=config.seed, sample_inputs=inputs) if HookRegistry else None
+    hookable = {}
+    if hookable_modules is not None:
+        hookable = {row.path: (row.safe, row.reason) for row in hookable_modules(session.model, inputs)}
+    live = LiveSession(session, spec, options, monitor, hooks, hookable)
     _attach(live)
     return live
 
@@ -52,7 +57,7 @@ def reconfigure(live: LiveSession, **changes: Any) -> LiveSession:
     config = replace(live.session.config, **changes)
     session = TrainingSession(live.session.workload, config)
     session.step_count = live.session.step_count
-    new = LiveSession(session, live.spec, live.options, live.monitor, live.hooks)
+    new = LiveSession(session, live.spec, live.options, live.monitor, live.hooks, live.hookable)
     _attach(new)
     return new
 

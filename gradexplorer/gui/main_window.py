@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QCloseEvent
-from PySide6.QtWidgets import QDockWidget, QLabel, QMainWindow, QSplitter, QWidget
+from PySide6.QtWidgets import QDockWidget, QMainWindow, QSplitter, QWidget
 
-from gradexplorer.gui.controller import SessionController
+from gradexplorer.gui.controller import IDLE, SessionController
 from gradexplorer.gui.curves import TrainingCurves
+from gradexplorer.gui.details_pane import DetailsPane
 from gradexplorer.gui.errors import show_error
+from gradexplorer.gui.graph.core_api import trace_backward_graph
+from gradexplorer.gui.graph.panel import GraphPanel
+from gradexplorer.gui.hook_menu import HookMenu
 from gradexplorer.gui.menus import build_menus
 from gradexplorer.gui.module_tree import ModuleTree
 from gradexplorer.gui.open_model_dialog import ask_model
 from gradexplorer.gui.parameter_table import ParameterTable
+from gradexplorer.gui.plots.gradient_panel import GradientPanel
 from gradexplorer.gui.run_controls import RunControls
 from gradexplorer.gui.selection import SelectionModel
 from gradexplorer.gui.settings import AppSettings
@@ -30,20 +35,18 @@ class MainWindow(QMainWindow):
         self.selection = SelectionModel(self)
         self.tree = ModuleTree(self.selection)
         self.table = ParameterTable(self.selection)
+        self.graph_panel = GraphPanel(self.selection)
+        self.details = DetailsPane(self.selection)
+        self.gradients = GradientPanel(self.selection, self.controller.timeline)
         self.curves = TrainingCurves(self.controller.timeline)
         self.run_controls = RunControls(self.controller, self)
         self.addToolBar(self.run_controls)
         self.setStatusBar(RunStatusBar(self.controller, self))
-        self.setCentralWidget(self._central())
+        self.setCentralWidget(self.graph_panel)
         self._docks()
         build_menus(self)
         self._connect()
         self._restore()
-
-    def _central(self) -> QWidget:
-        label = QLabel("The backward graph appears here.")
-        label.setAlignment(Qt.AlignCenter)
-        return label
 
     def _dock(self, title: str, widget: QWidget, area: Qt.DockWidgetArea) -> QDockWidget:
         dock = QDockWidget(title, self)
@@ -54,31 +57,79 @@ class MainWindow(QMainWindow):
 
     def _docks(self) -> None:
         model_split = QSplitter(Qt.Vertical)
-        model_split.addWidget(self.tree)
-        model_split.addWidget(self.table)
-        model_split.setSizes([300, 300])
+        for widget in (self.tree, self.table, self.details):
+            model_split.addWidget(widget)
+        model_split.setSizes([220, 260, 220])
         self.model_dock = self._dock("Model", model_split, Qt.LeftDockWidgetArea)
+        self.gradients_dock = self._dock("Gradients", self.gradients, Qt.RightDockWidgetArea)
         self.curves_dock = self._dock("Training", self.curves, Qt.BottomDockWidgetArea)
+
+    def _default_sizes(self) -> None:
+        self.resizeDocks([self.model_dock, self.gradients_dock], [380, 440], Qt.Horizontal)
+        self.resizeDocks([self.curves_dock], [200], Qt.Vertical)
 
     def _connect(self) -> None:
         c = self.controller
         c.session_opened.connect(self._session_opened)
         c.updated.connect(self._updated)
-        c.hooks_changed.connect(self.tree.set_hooks)
+        c.state_changed.connect(self._state_changed)
+        c.hooks_changed.connect(self._hooks_changed)
+        c.job_finished.connect(self._job_finished)
         c.error.connect(lambda text: show_error(self, text))
+        self.tree.hook_menu_requested.connect(self.show_hook_menu)
+        self.graph_panel.hook_menu_requested.connect(self.show_hook_menu)
+        self.graph_panel.refresh_requested.connect(lambda: self.trace_graph(fit=False))
+        self.graph_panel.laid_out.connect(lambda graph: self.details.set_context(graph=graph))
 
     def _session_opened(self, live) -> None:
         self.setWindowTitle(f"gradexplorer — {live.spec}")
-        self.tree.set_model(live.session.model)
-        self.table.table.set_model(live.session.model)
+        model = live.session.model
+        self.tree.set_model(model)
+        self.table.table.set_model(model)
+        self.details.set_context(model=model, stats={}, hooks={})
+        self.gradients.set_model(model)
         self.curves.refresh()
         self.settings.set_last_model(live.spec)
+        self.trace_graph(fit=True)
+
+    def trace_graph(self, fit: bool = True) -> None:
+        """Trace the backward graph on the training thread; the panel lays it out."""
+        live = self.controller.live
+        if live is not None and trace_backward_graph is not None:
+            self._fit_graph = fit
+            self.controller.post("graph", lambda: trace_backward_graph(live.session))
+
+    def _job_finished(self, tag: str, result) -> None:
+        if tag == "graph":
+            self.graph_panel.set_graph(result, fit=getattr(self, "_fit_graph", True))
 
     def _updated(self, update) -> None:
         self.curves.refresh(update)
         latest = self.controller.timeline.latest_gradients
         if latest is not None:
             self.table.table.set_stats(latest.params)
+            self.graph_panel.set_stats(latest.params)
+            self.details.set_context(stats=latest.params)
+        self.gradients.refresh(update)
+
+    def _state_changed(self, state: str) -> None:
+        if state == IDLE:
+            self.gradients.refresh(force=True)
+
+    def _hooks_changed(self, hooks: dict) -> None:
+        self.tree.set_hooks(hooks)
+        self.graph_panel.set_hooks(hooks)
+        self.details.set_context(hooks=hooks)
+        if self.graph_panel.graph is not None:
+            self.trace_graph(fit=False)  # hook nodes appear in (or leave) the graph
+
+    def show_hook_menu(self, module: str, where: QPoint) -> None:
+        """The attach/detach menu for ``module``."""
+        menu = HookMenu(module, self.controller.hooks.get(module),
+                        self.controller.hook_problem(module), self)
+        menu.attach_requested.connect(self.controller.attach_hook)
+        menu.detach_requested.connect(self.controller.detach_hook)
+        menu.exec(where)
 
     def open_model_dialog(self) -> None:
         """Ask for a model and open it."""
@@ -89,18 +140,25 @@ class MainWindow(QMainWindow):
 
     def busy(self) -> bool:
         """Whether work is still under way (a run, a load, a graph layout)."""
-        return self.controller.state != "idle"
+        return self.controller.busy or self.graph_panel.busy()
 
     def _restore(self) -> None:
-        self.resize(1400, 900)
+        self.resize(1500, 920)
         geometry, state = self.settings.geometry(), self.settings.window_state()
         if geometry is not None:
             self.restoreGeometry(geometry)
-        if state is not None:
-            self.restoreState(state)
+        self._restored = state is not None and self.restoreState(state)
+
+    def showEvent(self, event) -> None:  # noqa: N802 - Qt API
+        """Give the docks sensible sizes the first time the app runs."""
+        super().showEvent(event)
+        if not self._restored:
+            self._restored = True
+            self._default_sizes()
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt API
         """Remember the layout, stop the worker and wait for it."""
         self.settings.save_window(self.saveGeometry(), self.saveState())
         self.controller.close()
+        self.graph_panel.layouts.wait(5000)
         super().closeEvent(event)

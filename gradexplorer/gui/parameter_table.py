@@ -12,8 +12,9 @@ from torch import nn
 from gradexplorer.gui.selection import Selection, SelectionModel
 from gradexplorer.gui.theme import ALARM
 
-COLUMNS = ("Parameter", "Shape", "Numel", "Grad", "Norm", "Max |g|", "NaN/Inf")
-LIVE_FIRST = 4
+COLUMNS = ("Parameter", "Norm", "Max |g|", "NaN/Inf", "Shape", "Numel", "Grad")
+LIVE = (1, 2, 3)  # columns that follow the latest step
+STATIC = {4: 1, 5: 2, 6: 3}  # column -> index into a row after the name
 
 
 def format_number(value: float | None) -> str:
@@ -41,8 +42,7 @@ class ParameterTableModel(QAbstractTableModel):
         """New per-parameter statistics (ParamStats by name)."""
         self.stats = params
         if self.rows:
-            self.dataChanged.emit(self.index(0, LIVE_FIRST),
-                                  self.index(len(self.rows) - 1, len(COLUMNS) - 1))
+            self.dataChanged.emit(self.index(0, LIVE[0]), self.index(len(self.rows) - 1, LIVE[-1]))
 
     def rowCount(self, parent=QModelIndex()) -> int:  # noqa: N802 - Qt API
         return 0 if parent.isValid() else len(self.rows)
@@ -60,7 +60,7 @@ class ParameterTableModel(QAbstractTableModel):
         column = index.column()
         if role == Qt.UserRole:  # sort key
             return self._sort_value(index.row(), column)
-        if role == Qt.TextAlignmentRole and column >= 2:
+        if role == Qt.TextAlignmentRole and column in (1, 2, 5):
             return int(Qt.AlignRight | Qt.AlignVCenter)
         stats = self.stats.get(name)
         bad = stats is not None and (stats.nan_count or stats.inf_count)
@@ -68,8 +68,10 @@ class ParameterTableModel(QAbstractTableModel):
             return QColor(ALARM)
         if role != Qt.DisplayRole:
             return None
-        if column < LIVE_FIRST:
-            return (name, shape, f"{numel:,}", "yes" if requires_grad else "no")[column]
+        if column == 0:
+            return name
+        if column in STATIC:
+            return (name, shape, f"{numel:,}", "yes" if requires_grad else "no")[STATIC[column]]
         return self._live_text(stats, column)
 
     @staticmethod
@@ -77,10 +79,10 @@ class ParameterTableModel(QAbstractTableModel):
         if stats is None:
             return ""
         if not stats.has_grad:
-            return "no grad" if column == LIVE_FIRST else ""
-        if column == LIVE_FIRST:
+            return "no grad" if column == 1 else ""
+        if column == 1:
             return format_number(stats.norm)
-        if column == LIVE_FIRST + 1:
+        if column == 2:
             return format_number(stats.abs_max)
         bad = (stats.nan_count or 0) + (stats.inf_count or 0)
         return f"⚠ {stats.nan_count}/{stats.inf_count}" if bad else "ok"
@@ -88,12 +90,12 @@ class ParameterTableModel(QAbstractTableModel):
     def _sort_value(self, row: int, column: int):
         name, shape, numel, requires_grad = self.rows[row]
         stats = self.stats.get(name)
-        if column == 2:
-            return numel
-        if column >= LIVE_FIRST and stats is not None and stats.has_grad:
+        if column in LIVE:
+            if stats is None or not stats.has_grad:
+                return -1.0
             return (stats.norm, stats.abs_max, (stats.nan_count or 0) + (stats.inf_count or 0))[
-                column - LIVE_FIRST]
-        return -1.0 if column >= LIVE_FIRST else (name, shape, numel, requires_grad)[column]
+                column - 1]
+        return (name, shape, numel, requires_grad)[STATIC.get(column, 0)]
 
     def row_of(self, name: str) -> int:
         """Row of parameter ``name`` or -1."""

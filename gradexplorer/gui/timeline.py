@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections import deque
 from typing import Any
 
 import numpy as np
 
+from gradexplorer.core.grad_history import GradientHistory
 from gradexplorer.gui.run_buffer import RunUpdate
 
 
@@ -50,34 +50,35 @@ class Timeline:
     def __init__(self, history: int = 256) -> None:
         self.loss = Curve()
         self.norm = Curve()
-        self.gradients: deque[Any] = deque(maxlen=history)
+        self.gradients = GradientHistory(history)
         self.steps_per_second = 0.0
 
     def clear(self) -> None:
         """Forget everything (a new model was opened)."""
-        self.__init__(self.gradients.maxlen or 256)
+        self.__init__(self.gradients.maxlen)
 
     def add(self, update: RunUpdate) -> None:
         """Take in what a drain of the run buffer brought."""
         steps = [float(p.step) for p in update.points]
         self.loss.extend(steps, [p.loss for p in update.points])
-        self.norm.extend(steps, [np.nan if p.grad_norm is None else p.grad_norm for p in update.points])
-        self.gradients.extend(update.gradients)
+        norms = [np.nan if p.grad_norm is None else p.grad_norm for p in update.points]
+        self.norm.extend(steps, norms)
+        for item in update.gradients:
+            self.gradients.append(item)
         if update.points:
             self.steps_per_second = update.steps_per_second
 
     @property
     def latest_gradients(self) -> Any:
         """The newest StepGradients, or None."""
-        return self.gradients[-1] if self.gradients else None
+        return self.gradients.latest()
 
-    def previous_histogram(self, param: str) -> Any:
-        """The histogram of ``param`` recorded before the newest one, or None."""
-        seen = 0
-        for grads in reversed(self.gradients):
-            hist = grads.histograms.get(param)
-            if hist is not None:
-                seen += 1
-                if seen == 2:
-                    return hist
-        return None
+    def histograms_of(self, param: str) -> tuple[Any, Any]:
+        """``param``'s histogram at the newest recorded histogram step and at the one before.
+
+        Either is None when that step recorded no histogram for ``param`` (no gradient).
+        """
+        recorded = [g for g in self.gradients if g.histograms]
+        current = recorded[-1].histograms.get(param) if recorded else None
+        previous = recorded[-2].histograms.get(param) if len(recorded) > 1 else None
+        return current, previous
