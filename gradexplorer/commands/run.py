@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from gradexplorer.commands.common import add_model_arguments, add_training_arguments, session_from_args
+from gradexplorer.commands.hook_options import add_hook_arguments, attach_hooks_from_args
 from gradexplorer.commands.progress import StepReporter
 from gradexplorer.core.devices import describe_device
 from gradexplorer.core.errors import UserError
@@ -15,6 +16,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_model_arguments(parser)
     add_training_arguments(parser)
     parser.add_argument("--steps", type=int, default=10, metavar="N", help="steps to run (default 10)")
+    add_hook_arguments(parser)
     parser.set_defaults(func=run_command)
 
 
@@ -28,6 +30,7 @@ def run_command(args: argparse.Namespace) -> int:
         f"device {describe_device(session.device)}; {args.optimizer} lr "
         f"{session.optimizer.param_groups[0]['lr']:g}"
     )
+    attach_hooks_from_args(session, args)
     reporter = StepReporter(args.steps)
     try:
         for result in session.run(args.steps):

@@ -195,13 +195,15 @@ class TrainingSession:
         for _attempt in range(8):
             self.optimizer.zero_grad(set_to_none=True)
             t0 = time.perf_counter()
-            loss = self.forward_loss(self.step_count)
-            t1 = time.perf_counter()
-            try:
+            try:  # hooks can break the forward too (in-place ops next to a hooked module)
+                loss = self.forward_loss(self.step_count)
+                t1 = time.perf_counter()
                 loss.backward()
             except Exception as exc:  # noqa: BLE001
                 if any(handler(self, exc) for handler in self.backward_error_handlers):
                     continue  # a handler fixed the cause (e.g. detached a hook): redo the step
+                if isinstance(exc, UserError):
+                    raise
                 raise UserError(f"backward pass failed: {first_line(exc)}") from None
             timings["forward"], timings["backward"] = t1 - t0, time.perf_counter() - t1
             return loss

@@ -1,0 +1,53 @@
+"""``--hook MODULE=ACTION`` for ``gradexplorer run``: attach hooks, print their events."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TextIO
+
+from gradexplorer.core.engine import TrainingSession
+from gradexplorer.core.errors import UserError
+from gradexplorer.core.hooks import ACTION_HELP, HookRegistry
+
+
+def add_hook_arguments(parser: argparse.ArgumentParser) -> None:
+    """The repeatable ``--hook`` option."""
+    actions = "; ".join(ACTION_HELP.values())
+    parser.add_argument(
+        "--hook", action="append", default=[], metavar="MODULE=ACTION",
+        help="attach a full backward hook to MODULE (dotted path, <root> for the model; see "
+        f"'gradexplorer hooks'); repeatable. ACTION is one of: {actions}",
+    )
+
+
+def parse_hook_option(text: str) -> tuple[str, str]:
+    """``"fc1=scale:0.5"`` → ``("fc1", "scale:0.5")``."""
+    module, sep, action = text.partition("=")
+    if not sep or not action.strip():
+        raise UserError(f"bad --hook {text!r}: use MODULE=ACTION, e.g. --hook fc1=scale:0.5")
+    return module.strip(), action.strip()
+
+
+class EventPrinter:
+    """A registry listener printing each hook event as one line."""
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self.stream = stream or sys.stdout
+        self.live = bool(getattr(self.stream, "isatty", lambda: False)())
+
+    def __call__(self, kind: str, module: str, message: str) -> None:
+        clear = "\r\x1b[K" if self.live else ""  # step over a live progress bar
+        print(f"{clear}{message}", file=self.stream, flush=True)
+
+
+def attach_hooks_from_args(session: TrainingSession, args: argparse.Namespace) -> HookRegistry:
+    """Attach every ``--hook`` to the session's model; events are printed as they happen."""
+    registry = HookRegistry(session.model, seed=getattr(args, "seed", 0))
+    registry.listeners.append(EventPrinter())
+    hooks = [parse_hook_option(text) for text in getattr(args, "hook", None) or []]
+    if hooks:
+        registry.install(session)
+    for module, action in hooks:
+        registry.attach(module, action)
+    return registry

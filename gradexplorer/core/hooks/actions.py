@@ -1,0 +1,219 @@
+"""What a hook does to a module's gradients: each action is a full backward hook callable."""
+
+from __future__ import annotations
+
+import math
+import zlib
+from typing import Any
+
+import torch
+
+from gradexplorer.core.errors import UserError
+from gradexplorer.core.hooks.grad_summary import as_floats, summarize_tuple, total_norm
+
+ACTIONS = ("observe", "scale", "block", "clip", "noise", "once", "file")
+
+ACTION_HELP = {
+    "observe": "observe[:capture] — record grad_input/grad_output statistics (capture: keep them)",
+    "scale": "scale:K — multiply the module's input gradients by K",
+    "block": "block — stop gradient flow through the module's inputs",
+    "clip": "clip:NORM — clip the total norm of the input gradients to NORM",
+    "noise": "noise:STD[:SEED] — add seeded Gaussian noise of std STD to the input gradients",
+    "once": "once:ACTION — apply ACTION on the first backward only, then detach",
+    "file": "file:PATH.py:FUNCTION — your own hook(module, grad_input, grad_output)",
+}
+
+
+class Action:
+    """Base of all actions: ``action(module, grad_input, grad_output) -> new grad_input | None``."""
+
+    modifies = True  # changes gradients (meaningless where grad_input is all None)
+
+    def __init__(self, spec: str) -> None:
+        self.spec = spec
+        self.spent = False
+
+    def __call__(self, module: torch.nn.Module, grad_input: tuple, grad_output: tuple):
+        raise NotImplementedError
+
+    def stats(self) -> dict[str, Any]:
+        """Statistics of the last call as plain numbers (may synchronise the device)."""
+        return {}
+
+    def captured(self) -> dict[str, torch.Tensor]:
+        """Tensors kept from the last call, keyed by ``grad_input.I`` / ``grad_output.I``."""
+        return {}
+
+
+class Observe(Action):
+    """Record statistics of grad_input and grad_output; optionally keep the tensors."""
+
+    modifies = False
+
+    def __init__(self, spec: str, capture: bool = False) -> None:
+        super().__init__(spec)
+        self.capture = capture
+        self._inputs: list = []
+        self._outputs: list = []
+        self._tensors: dict[str, torch.Tensor] = {}
+
+    def __call__(self, module, grad_input, grad_output):
+        self._inputs, self._outputs = summarize_tuple(grad_input), summarize_tuple(grad_output)
+        if self.capture:
+            self._tensors = {
+                f"{kind}.{i}": g.detach().clone()
+                for kind, grads in (("grad_input", grad_input), ("grad_output", grad_output))
+                for i, g in enumerate(grads)
+                if isinstance(g, torch.Tensor)
+            }
+        return None
+
+    def stats(self) -> dict[str, Any]:
+        return {"grad_input": as_floats(self._inputs), "grad_output": as_floats(self._outputs)}
+
+    def captured(self) -> dict[str, torch.Tensor]:
+        return dict(self._tensors)
+
+
+class Scale(Action):
+    """Multiply every input gradient by ``factor``; None entries stay None."""
+
+    def __init__(self, spec: str, factor: float) -> None:
+        super().__init__(spec)
+        self.factor = factor
+
+    def __call__(self, module, grad_input, grad_output):
+        return tuple(None if g is None else g * self.factor for g in grad_input)
+
+
+class Block(Action):
+    """Replace every input gradient by None: nothing flows upstream through this module."""
+
+    def __call__(self, module, grad_input, grad_output):
+        return tuple(None for _ in grad_input)
+
+
+class Clip(Action):
+    """Scale the input gradients down so that their total L2 norm is at most ``max_norm``."""
+
+    def __init__(self, spec: str, max_norm: float) -> None:
+        super().__init__(spec)
+        self.max_norm = max_norm
+        self._norm: torch.Tensor | None = None
+
+    def __call__(self, module, grad_input, grad_output):
+        norm = total_norm(grad_input)
+        self._norm = norm
+        if norm is None:
+            return None
+        factor = torch.clamp(self.max_norm / (norm + 1e-6), max=1.0)
+        return tuple(None if g is None else g * factor.to(g.dtype) for g in grad_input)
+
+    def stats(self) -> dict[str, Any]:
+        return {} if self._norm is None else {"norm_before": float(self._norm)}
+
+
+class Noise(Action):
+    """Add Gaussian noise of standard deviation ``std`` from a seeded generator per device."""
+
+    def __init__(self, spec: str, std: float, seed: int) -> None:
+        super().__init__(spec)
+        self.std, self.seed = std, seed
+        self._generators: dict[torch.device, torch.Generator] = {}
+
+    def _generator(self, device: torch.device) -> torch.Generator:
+        gen = self._generators.get(device)
+        if gen is None:
+            gen = self._generators[device] = torch.Generator(device=device).manual_seed(self.seed)
+        return gen
+
+    def __call__(self, module, grad_input, grad_output):
+        return tuple(
+            None if g is None
+            else g + self.std * torch.randn(
+                g.shape, generator=self._generator(g.device), device=g.device, dtype=g.dtype
+            )
+            for g in grad_input
+        )
+
+
+class Once(Action):
+    """Apply ``inner`` on the first call only; afterwards pass gradients through untouched."""
+
+    def __init__(self, spec: str, inner: Action) -> None:
+        super().__init__(spec)
+        self.inner = inner
+        self.modifies = inner.modifies
+
+    def __call__(self, module, grad_input, grad_output):
+        if self.spent:
+            return None
+        self.spent = True
+        return self.inner(module, grad_input, grad_output)
+
+    def stats(self) -> dict[str, Any]:
+        return self.inner.stats()
+
+    def captured(self) -> dict[str, torch.Tensor]:
+        return self.inner.captured()
+
+
+def _number(spec: str, arg: str, what: str) -> float:
+    try:
+        value = float(arg)
+    except ValueError:
+        raise UserError(f"bad hook action {spec!r}: {what} must be a number, got {arg!r}") from None
+    if not math.isfinite(value):
+        raise UserError(f"bad hook action {spec!r}: {what} must be finite")
+    return value
+
+
+def _no_argument(spec: str, name: str, arg: str) -> None:
+    if arg:
+        raise UserError(f"bad hook action {spec!r}: {name} takes no argument")
+
+
+def parse_action(spec: str, module: str = "", seed: int = 0) -> Action:
+    """The action an ``ACTION[:ARG]`` string names; a UserError for unknown or malformed ones."""
+    spec = spec.strip()
+    name, _, arg = spec.partition(":")
+    if name == "observe":
+        if arg not in ("", "capture"):
+            raise UserError(f"bad hook action {spec!r}: use observe or observe:capture")
+        return Observe(spec, capture=arg == "capture")
+    if name == "scale":
+        return Scale(spec, _number(spec, arg, "the factor K in scale:K"))
+    if name == "block":
+        _no_argument(spec, "block", arg)
+        return Block(spec)
+    if name == "clip":
+        max_norm = _number(spec, arg, "NORM in clip:NORM")
+        if max_norm <= 0:
+            raise UserError(f"bad hook action {spec!r}: NORM must be positive")
+        return Clip(spec, max_norm)
+    if name == "noise":
+        return _parse_noise(spec, arg, module, seed)
+    if name == "once":
+        if not arg or arg.startswith("once"):
+            raise UserError(f"bad hook action {spec!r}: use once:ACTION, e.g. once:scale:0.5")
+        return Once(spec, parse_action(arg, module, seed))
+    if name == "file":
+        from gradexplorer.core.hooks.user_hook import UserHook
+
+        return UserHook.load(spec, arg, module)
+    raise UserError(
+        f"unknown hook action {spec!r}; actions are: {', '.join(ACTIONS)} "
+        "(e.g. observe, scale:0.5, block, clip:1.0, noise:0.01, once:scale:0.5, file:hooks.py:fn)"
+    )
+
+
+def _parse_noise(spec: str, arg: str, module: str, seed: int) -> Noise:
+    std_text, _, seed_text = arg.partition(":")
+    std = _number(spec, std_text, "STD in noise:STD")
+    if std < 0:
+        raise UserError(f"bad hook action {spec!r}: STD must not be negative")
+    if seed_text:
+        noise_seed = int(_number(spec, seed_text, "SEED in noise:STD:SEED"))
+    else:  # distinct, reproducible streams per module
+        noise_seed = (seed * 1_000_003 + zlib.crc32(module.encode())) % 2**63
+    return Noise(spec, std, noise_seed)

@@ -1,0 +1,99 @@
+"""A side-effect-free forward pass that learns, per module, what a full backward hook would see."""
+
+from __future__ import annotations
+
+import contextlib
+from collections import OrderedDict
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+
+@dataclass
+class ModuleProbe:
+    """What one module did during the probe forward."""
+
+    calls: int = 0
+    output_kind: str = ""  # "tensor", "tuple", or the type name of anything else
+    output_has_tensor: bool = False  # a tensor (or tuple with one) that needs grad
+    inputs_need_grad: bool = False  # some positional tensor input requires grad
+    modifies_input: bool = False  # the module changed its input in place
+    output_modified: bool = False  # something changed the output in place afterwards
+
+
+def _tensors(values) -> list[torch.Tensor]:
+    return [v for v in values if isinstance(v, torch.Tensor)]
+
+
+def _output_tensors(output) -> tuple[str, list[torch.Tensor]]:
+    if isinstance(output, torch.Tensor):
+        return "tensor", [output]
+    if isinstance(output, tuple):
+        return "tuple", _tensors(output)
+    return type(output).__name__, []
+
+
+@contextlib.contextmanager
+def _side_effects_undone(model: nn.Module) -> Iterator[None]:
+    """Restore buffers (BatchNorm statistics) and the random number generators afterwards."""
+    saved = [(b, b.detach().clone()) for b in model.buffers()]
+    cuda = sorted({b.device.index or 0 for b in model.parameters() if b.device.type == "cuda"})
+    with torch.random.fork_rng(devices=cuda):
+        try:
+            yield
+        finally:
+            with torch.no_grad():
+                for buffer, value in saved:
+                    buffer.copy_(value)
+
+
+@contextlib.contextmanager
+def _backward_hooks_lifted(model: nn.Module) -> Iterator[None]:
+    """Hide every module's backward hooks (handles stay valid) so the probe cannot trip them."""
+    lifted = []
+    for module in model.modules():
+        if module._backward_hooks or module._backward_pre_hooks:
+            lifted.append((module, module._backward_hooks, module._backward_pre_hooks))
+            module.__dict__["_backward_hooks"] = OrderedDict()
+            module.__dict__["_backward_pre_hooks"] = OrderedDict()
+    try:
+        yield
+    finally:
+        for module, hooks, pre_hooks in lifted:
+            module.__dict__["_backward_hooks"] = hooks
+            module.__dict__["_backward_pre_hooks"] = pre_hooks
+
+
+def probe_modules(model: nn.Module, inputs: tuple) -> dict[str, ModuleProbe]:
+    """Run ``model(*inputs)`` once with grad enabled, leaving no trace, and report per module."""
+    names = {module: name for name, module in model.named_modules()}
+    probes = {name: ModuleProbe() for name in names.values()}
+    input_versions: dict[nn.Module, list[list[tuple[torch.Tensor, int]]]] = {}
+    outputs: list[tuple[str, torch.Tensor, int]] = []
+
+    def pre(module, args):
+        input_versions.setdefault(module, []).append([(t, t._version) for t in _tensors(args)])
+
+    def post(module, args, output):
+        probe = probes[names[module]]
+        probe.calls += 1
+        seen = input_versions[module].pop() if input_versions.get(module) else []
+        probe.modifies_input |= any(t._version != v for t, v in seen)
+        probe.inputs_need_grad |= any(t.requires_grad for t, _ in seen)
+        probe.output_kind, tensors = _output_tensors(output)
+        probe.output_has_tensor |= any(t.requires_grad for t in tensors)
+        outputs.extend((names[module], t, t._version) for t in tensors)
+
+    handles = [h for m in names for h in (m.register_forward_pre_hook(pre),
+                                          m.register_forward_hook(post))]
+    try:
+        with _side_effects_undone(model), _backward_hooks_lifted(model), torch.enable_grad():
+            model(*inputs)
+            for name, tensor, version in outputs:
+                probes[name].output_modified |= tensor._version != version
+    finally:
+        for handle in handles:
+            handle.remove()
+    return probes

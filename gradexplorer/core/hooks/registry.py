@@ -1,0 +1,279 @@
+"""Attach and detach full backward hooks by module path, keeping every handle, and recover
+from the errors hooks cause during a step.
+
+The registry is thread-confined: attach/detach it only where the model trains between steps
+(a GUI queues them with ``session.submit``). Listeners are plain callables
+``listener(kind, module, message)`` called on that thread.
+"""
+
+from __future__ import annotations
+
+import difflib
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import nn
+from torch.utils.hooks import RemovableHandle
+
+from gradexplorer.core.errors import UserError
+from gradexplorer.core.forward_check import first_line
+from gradexplorer.core.hooks.actions import Action, parse_action
+from gradexplorer.core.hooks.failures import (
+    INPLACE_REASON,
+    HookFailure,
+    find_hook_failure,
+    inplace_view_error,
+)
+from gradexplorer.core.hooks.hookable import (
+    NO_GRAD_INPUTS,
+    display_name,
+    inplace_problem,
+    mixing_problem,
+    never_fires,
+)
+from gradexplorer.core.hooks.probe import ModuleProbe, probe_modules
+
+EVENT_KINDS = ("attached", "detached", "failed", "note")
+MAX_EVENTS = 1000
+Listener = Callable[[str, str, str], None]
+# PyTorch warns each time a hook fires on a module whose inputs need no grad; we explain it once.
+OUTPUT_FIRING_WARNING = "Full backward hook is firing when gradients are computed with respect"
+
+
+@dataclass(eq=False)
+class AttachedHook:
+    """One full backward hook the registry holds: where, what, how often it ran."""
+
+    module: str
+    action: str
+    calls: int = 0
+    impl: Action | None = field(default=None, repr=False)
+    handle: RemovableHandle | None = field(default=None, repr=False)
+    notes: list[str] = field(default_factory=list, repr=False)
+
+    @property
+    def last_stats(self) -> dict[str, Any]:
+        """Statistics of the latest call as plain numbers ({} before the first call)."""
+        return self.impl.stats() if self.calls and self.impl is not None else {}
+
+    def describe(self) -> dict[str, Any]:
+        """``{"module", "action", "calls"}`` for manifests and listings."""
+        return {"module": self.module, "action": self.action, "calls": self.calls}
+
+
+class HookRegistry:
+    """Full backward hooks on a model's modules, addressed by dotted path ("" is the root)."""
+
+    def __init__(self, model: nn.Module, seed: int = 0, sample_inputs: tuple | None = None) -> None:
+        self.model = model
+        self.seed = seed
+        self.sample_inputs = sample_inputs
+        self.events: list[str] = []
+        self.listeners: list[Listener] = []
+        self._hooks: dict[str, AttachedHook] = {}
+        self._original_flags: dict[str, bool | None] = {}
+        self._probes: dict[str, ModuleProbe] | None = None
+        self._sessions: list[Any] = []
+
+    # -- looking things up -------------------------------------------------------
+    def module(self, path: str) -> nn.Module:
+        """The module at ``path``; a UserError that suggests names when there is none."""
+        path = normalize_path(path)
+        names = dict(self.model.named_modules())
+        if path in names:
+            return names[path]
+        close = difflib.get_close_matches(path, [n for n in names if n], n=4)
+        hint = f"; did you mean {', '.join(close)}?" if close else " (see gradexplorer hooks)"
+        raise UserError(f"the model has no module {path!r}{hint}")
+
+    def attached(self) -> dict[str, AttachedHook]:
+        """The hooks attached now, by module path."""
+        return dict(self._hooks)
+
+    def describe(self) -> list[dict[str, Any]]:
+        """``[{"module", "action", "calls"}]`` for the snapshot manifest."""
+        return [hook.describe() for hook in self._hooks.values()]
+
+    def captured_tensors(self) -> dict[str, torch.Tensor]:
+        """Tensors kept by ``observe:capture``: ``hooks/<module>/grad_input.0`` → CPU tensor."""
+        out = {}
+        for path, hook in self._hooks.items():
+            if hook.impl is not None:
+                for key, tensor in hook.impl.captured().items():
+                    out[f"hooks/{display_name(path)}/{key}"] = tensor.cpu()
+        return out
+
+    # -- attaching and detaching -------------------------------------------------
+    def attach(self, module_path: str, action: str) -> AttachedHook:
+        """Attach ``action`` (e.g. "scale:0.5") to a module, replacing a hook already there."""
+        self.prune()
+        path = normalize_path(module_path)
+        module = self.module(path)
+        impl = parse_action(action, path, self.seed)
+        problem = mixing_problem(module) or self._probe_refusal(path, impl)
+        if problem:
+            raise UserError(f"cannot hook '{display_name(path)}' with {impl.spec}: {problem}")
+        old = self._hooks.get(path)
+        if old is not None:
+            self._remove(old, "detached", f"{self._label(old)} replaced")
+        hook = AttachedHook(path, impl.spec, impl=impl)
+        self._original_flags[path] = module._is_full_backward_hook
+        hook.handle = module.register_full_backward_hook(self._make_hook(hook))
+        self._hooks[path] = hook
+        self._emit("attached", path, f"{self._label(hook)} attached")
+        probe = self._probe(path)
+        if probe is not None and not probe.inputs_need_grad:
+            warnings.filterwarnings("ignore", message=OUTPUT_FIRING_WARNING)
+            self._emit("note", path, f"{self._label(hook)}: {NO_GRAD_INPUTS}")
+        return hook
+
+    def detach(self, module_path: str) -> AttachedHook | None:
+        """Remove the hook on ``module_path``; None if there was none."""
+        hook = self._hooks.get(normalize_path(module_path))
+        if hook is not None:
+            self._remove(hook, "detached", f"{self._label(hook)} detached")
+        return hook
+
+    def detach_all(self) -> None:
+        """Remove every hook this registry attached."""
+        for hook in list(self._hooks.values()):
+            self._remove(hook, "detached", f"{self._label(hook)} detached")
+
+    def prune(self) -> None:
+        """Report notes from hook calls and drop ``once:`` hooks that have acted."""
+        for hook in list(self._hooks.values()):
+            for note in hook.notes:
+                self._emit("note", hook.module, f"{self._label(hook)}: {note}")
+            hook.notes.clear()
+            if hook.impl is not None and hook.impl.spent:
+                self._remove(hook, "detached", f"{self._label(hook)} acted once and detached")
+
+    # -- working with a training session -----------------------------------------
+    def install(self, session) -> None:
+        """Recover from hook errors in ``session``'s steps and report hooks in each result."""
+        if session.model is not self.model:
+            raise ValueError("HookRegistry.install: the session trains a different model")
+        if session in self._sessions:
+            return
+        if self.sample_inputs is None:
+            self.sample_inputs = session.batch(session.step_count)[0]
+        session.backward_error_handlers.append(self.handle_backward_error)
+        session.add_observer(self)
+        self._sessions.append(session)
+
+    def uninstall(self, session) -> None:
+        """Undo ``install`` (hooks stay attached; use ``detach_all`` for those)."""
+        if session in self._sessions:
+            session.backward_error_handlers.remove(self.handle_backward_error)
+            session.remove_observer(self)
+            self._sessions.remove(session)
+
+    def after_backward(self, session, step: int) -> None:
+        """Session observer: runs between backward and optimizer step."""
+        self.prune()
+
+    def after_step(self, session, result) -> None:
+        """Session observer: ``result.extras["hooks"]`` lists the hooks and their call counts."""
+        if self._hooks:
+            result.extras["hooks"] = self.describe()
+
+    def handle_backward_error(self, session, exc: BaseException) -> bool:
+        """Detach the hook behind ``exc`` and report why; True means the step can be redone."""
+        failure = find_hook_failure(exc)
+        if failure is not None and failure.module in self._hooks:
+            hook = self._hooks[failure.module]
+            self._remove(hook, "failed", f"{self._label(hook)} detached: {failure.detail}")
+            return True
+        pytorch_says = inplace_view_error(exc)
+        if pytorch_says and self._hooks:
+            for hook, reason in self._inplace_culprits(session.batch(session.step_count)[0]):
+                message = f"{self._label(hook)} detached: {reason} (PyTorch: {pytorch_says})"
+                self._remove(hook, "failed", message)
+            return True
+        return False
+
+    # -- internals -----------------------------------------------------------------
+    def _make_hook(self, hook: AttachedHook):
+        impl, path = hook.impl, hook.module
+
+        def full_backward_hook(module, grad_input, grad_output):
+            if impl.spent:
+                return None
+            hook.calls += 1
+            if impl.modifies and not hook.notes and all(g is None for g in grad_input):
+                hook.notes.append(NO_GRAD_INPUTS)
+            try:
+                return impl(module, grad_input, grad_output)
+            except HookFailure:
+                raise
+            except Exception as exc:  # noqa: BLE001 - report any failure of an action
+                detail = f"it failed: {first_line(exc)}"
+                raise HookFailure(path, f"{self._label(hook)}: {detail}", detail) from exc
+
+        return full_backward_hook
+
+    def _remove(self, hook: AttachedHook, kind: str, message: str) -> None:
+        if hook.handle is not None:
+            hook.handle.remove()
+        module = self.model.get_submodule(hook.module)
+        original = self._original_flags.pop(hook.module, None)
+        if not module._backward_hooks:
+            module._is_full_backward_hook = original  # PyTorch leaves it set after removal
+        self._hooks.pop(hook.module, None)
+        self._emit(kind, hook.module, message)
+
+    def _probe(self, path: str) -> ModuleProbe | None:
+        if self._probes is None and self.sample_inputs is not None:
+            try:
+                self._probes = probe_modules(self.model, self.sample_inputs)
+            except Exception:  # noqa: BLE001 - the step itself will report a broken model
+                self._probes = {}
+        return (self._probes or {}).get(path)
+
+    def _probe_refusal(self, path: str, impl: Action) -> str | None:
+        probe = self._probe(path)
+        if probe is None:
+            return None
+        problem = never_fires(probe)
+        if problem is None and impl.modifies and not probe.inputs_need_grad:
+            problem = NO_GRAD_INPUTS
+        return problem
+
+    def _inplace_culprits(self, inputs: tuple) -> list[tuple[AttachedHook, str]]:
+        try:
+            self._probes = probe_modules(self.model, inputs)
+        except Exception:  # noqa: BLE001
+            self._probes = {}
+        found = []
+        for path, hook in self._hooks.items():
+            module = self.model.get_submodule(path)
+            problem = inplace_problem(module, self._probes.get(path))
+            if problem:
+                found.append((hook, problem))
+        if found:
+            return found
+        reason = f"{INPLACE_REASON}; it is unclear which hook is affected, so all were detached"
+        return [(hook, reason) for hook in self._hooks.values()]
+
+    def _label(self, hook: AttachedHook) -> str:
+        return f"hook {hook.action} on '{display_name(hook.module)}'"
+
+    def _emit(self, kind: str, module: str, message: str) -> None:
+        self.events.append(message)
+        if len(self.events) > MAX_EVENTS:
+            del self.events[: len(self.events) - MAX_EVENTS]
+        for listener in list(self.listeners):
+            try:
+                listener(kind, module, message)
+            except Exception as exc:  # noqa: BLE001 - a broken listener must not stop training
+                warnings.warn(f"hook event listener {listener!r} failed: {first_line(exc)}",
+                              stacklevel=2)
+
+
+def normalize_path(path: str) -> str:
+    """Dotted module path, with ``<root>`` (or blank) meaning the root module."""
+    path = path.strip()
+    return "" if path in ("<root>", ".") else path

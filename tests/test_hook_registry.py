@@ -1,0 +1,191 @@
+"""The registry: no trace after detaching, refusals with reasons, recovery from hook errors."""
+
+from __future__ import annotations
+
+import gc
+import tracemalloc
+
+import pytest
+import torch
+from torch import nn
+
+from gradexplorer.core.engine import SessionConfig, TrainingSession
+from gradexplorer.core.errors import UserError
+from gradexplorer.core.hooks import HookRegistry, hookable_modules
+from gradexplorer.core.workload import Workload
+from tests.hooks_helpers import (
+    GradRecorder,
+    hook_state,
+    inplace_workload,
+    lenet_session,
+    run_with_hooks,
+)
+
+ACTIONS = ("observe:capture", "scale:0.5", "block", "clip:1.0", "noise:0.1", "once:block")
+
+
+def cycle(registry: HookRegistry, times: int) -> None:
+    for i in range(times):
+        registry.attach(("fc1", "fc2", "conv2")[i % 3], ACTIONS[i % len(ACTIONS)])
+        if i % 2:
+            registry.attach("fc3", "observe")
+        registry.detach_all() if i % 5 == 0 else registry.detach(("fc1", "fc2", "conv2")[i % 3])
+        registry.detach("fc3")
+
+
+def test_attach_detach_a_thousand_times_leaves_no_trace():
+    session = lenet_session()
+    model = session.model
+    before = hook_state(model)
+    registry = HookRegistry(model, sample_inputs=session.batch(0)[0])
+    registry.attach("fc1", "scale:0.5")
+    session.forward_loss().backward()  # hooks that have fired must come off as cleanly
+    registry.detach("fc1")
+    tracemalloc.start()
+    cycle(registry, 300)  # warm up: fills the bounded event list
+    gc.collect()
+    start = tracemalloc.take_snapshot()
+    cycle(registry, 1000)
+    gc.collect()
+    growth = sum(s.size_diff for s in tracemalloc.take_snapshot().compare_to(start, "filename"))
+    tracemalloc.stop()
+    assert growth < 32_000, f"memory grew by {growth} bytes over 1000 attach/detach cycles"
+    assert hook_state(model) == before
+    assert registry.attached() == {} and len(registry.events) <= 1000
+    model.fc1.register_backward_hook(lambda *a: None)  # flag restored: old-style hooks allowed
+
+
+def test_listeners_get_kind_module_and_message():
+    session = lenet_session()
+    registry = HookRegistry(session.model)
+    seen = []
+    registry.listeners.append(lambda *event: seen.append(event))
+    registry.attach("fc2", "scale:2")
+    registry.attach("fc2", "block")  # replaces
+    registry.detach("fc2")
+    assert [(k, m) for k, m, _ in seen] == [
+        ("attached", "fc2"), ("detached", "fc2"), ("attached", "fc2"), ("detached", "fc2")
+    ]
+    assert seen[1][2] == "hook scale:2 on 'fc2' replaced"
+    assert registry.events == [message for _, _, message in seen]
+    assert registry.detach("fc2") is None
+
+
+def test_attach_through_submit_applies_between_steps():
+    session = lenet_session()
+    registry = HookRegistry(session.model)
+    registry.install(session)
+    session.submit(lambda: registry.attach("fc1", "observe"))
+    assert registry.attached() == {}
+    result = session.step()
+    assert result.extras["hooks"] == [{"module": "fc1", "action": "observe", "calls": 1}]
+
+
+def test_unknown_module_and_action_are_user_errors():
+    registry = HookRegistry(lenet_session().model)
+    with pytest.raises(UserError, match="did you mean fc1"):
+        registry.attach("fc_1", "observe")
+    with pytest.raises(UserError, match="unknown hook action 'halve'"):
+        registry.attach("fc1", "halve")
+    with pytest.raises(UserError, match="once:ACTION"):
+        registry.attach("fc1", "once:once:block")
+
+
+class DictOut(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return {"features": self.fc(x)}
+
+
+class UsesDict(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.inp = nn.Linear(4, 4)
+        self.body = DictOut()
+
+    def forward(self, x):
+        return self.body(self.inp(x))["features"]
+
+
+def test_module_returning_a_dict_is_refused_with_the_reason():
+    model, x = UsesDict(), torch.randn(2, 4)
+    registry = HookRegistry(model, sample_inputs=(x,))
+    with pytest.raises(UserError, match="'body'.*returns a dict.*never fire"):
+        registry.attach("body", "observe")
+    registry.attach("body.fc", "scale:0.5")  # inside it, tensors flow: fine
+    rows = {row.path: row for row in hookable_modules(model, (x,))}
+    assert not rows["body"].safe and "dict" in rows["body"].reason
+    assert rows["body.fc"].safe and rows["inp"].safe
+
+
+def test_root_module_explains_grad_input_is_none():
+    session = lenet_session()
+    registry = HookRegistry(session.model)
+    registry.install(session)
+    with pytest.raises(UserError, match=r"grad_input is \(None,\)"):
+        registry.attach("<root>", "scale:0.5")
+    hook = registry.attach("", "observe")
+    assert "grad_input is (None,)" in registry.events[-1]
+    session.step()
+    assert hook.calls == 1
+    stats = hook.last_stats
+    assert stats["grad_input"] == [None] and stats["grad_output"][0]["norm"] > 0
+
+
+def test_mixing_with_old_style_hooks_is_refused():
+    model = lenet_session().model
+    handle = model.fc2.register_backward_hook(lambda module, gi, go: None)
+    registry = HookRegistry(model)
+    with pytest.raises(UserError, match="old-style register_backward_hook"):
+        registry.attach("fc2", "observe")
+    assert not {row.path: row for row in hookable_modules(model)}["fc2"].safe
+    handle.remove()
+
+
+def test_inplace_case_is_detected_reported_and_survived():
+    workload = inplace_workload()
+    rows = {row.path: row for row in hookable_modules(workload.model, (workload.make_batch(0)[0],))}
+    assert not rows["1"].safe and "in place" in rows["1"].reason
+    assert not rows["2"].safe and rows["3"].safe
+
+    plain = TrainingSession(inplace_workload(), SessionConfig(device="cpu"))
+    plain_grads = GradRecorder()
+    plain.add_observer(plain_grads)
+    plain_losses = [r.loss for r in plain.run(3)]
+
+    session = TrainingSession(workload, SessionConfig(device="cpu"))
+    registry = HookRegistry(session.model)
+    registry.install(session)
+    registry.attach("1", "scale:0.5")
+    registry.attach("3", "observe")
+    kinds = []
+    registry.listeners.append(lambda kind, module, message: kinds.append((kind, module)))
+    recorder = GradRecorder()
+    session.add_observer(recorder)
+    losses = [r.loss for r in session.run(3)]
+    assert kinds == [("failed", "1")]
+    assert "'1'" in registry.events[-1] and "modified in place" in registry.events[-1]
+    assert "BackwardHookFunction is a view" in registry.events[-1]
+    assert list(registry.attached()) == ["3"] and registry.attached()["3"].calls == 3
+    assert losses == plain_losses
+    for got, ref in zip(recorder.grads, plain_grads.grads, strict=True):
+        assert all(torch.equal(got[n], ref[n]) for n in ref)
+
+
+def test_without_install_the_inplace_error_reaches_the_caller():
+    workload = inplace_workload()
+    session = TrainingSession(workload, SessionConfig(device="cpu"))
+    HookRegistry(session.model).attach("1", "observe")
+    with pytest.raises(UserError, match="BackwardHookFunction is a view"):
+        session.step()
+
+
+def test_step_results_name_the_hooks():
+    recorder, registry = run_with_hooks({"fc1": "observe", "fc3": "scale:1"}, steps=2)
+    assert registry.describe() == [
+        {"module": "fc1", "action": "observe", "calls": 2},
+        {"module": "fc3", "action": "scale:1", "calls": 2},
+    ]
