@@ -65,8 +65,8 @@ class MainWindow(QMainWindow):
         self.curves_dock = self._dock("Training", self.curves, Qt.BottomDockWidgetArea)
 
     def _default_sizes(self) -> None:
-        self.resizeDocks([self.model_dock, self.gradients_dock], [380, 440], Qt.Horizontal)
-        self.resizeDocks([self.curves_dock], [200], Qt.Vertical)
+        self.resizeDocks([self.model_dock, self.gradients_dock], [380, 420], Qt.Horizontal)
+        self.resizeDocks([self.curves_dock], [170], Qt.Vertical)
 
     def _connect(self) -> None:
         c = self.controller

@@ -11,13 +11,13 @@ from PySide6.QtWidgets import QApplication
 from gradexplorer.resources import resource_path
 
 # Fill colours of backward-graph nodes by kind (contract (2) kinds plus collapsed modules).
-KIND_COLOURS: dict[str, str] = {
-    "op": "#90a4ae",
-    "param": "#43a047",
-    "hook": "#8e24aa",
-    "loss": "#e53935",
-    "module": "#1e88e5",
-    "other": "#cfd8dc",
+KIND_COLOURS: dict[str, str] = {  # light fills: node labels are dark text
+    "op": "#b0bec5",
+    "param": "#a5d6a7",
+    "hook": "#e1bee7",
+    "loss": "#80deea",
+    "module": "#90caf9",
+    "other": "#eceff1",
 }
 ACCENT = "#1e88e5"
 HOOK_MARK = "#8e24aa"

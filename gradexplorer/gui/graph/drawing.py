@@ -7,7 +7,7 @@ from collections.abc import Hashable, Mapping
 import networkx as nx
 import numpy as np
 
-NODE_W, NODE_H = 150.0, 40.0
+NODE_W, NODE_H = 190.0, 44.0
 KIND_CODES = ("op", "param", "hook", "loss", "module", "other")
 LAYERED = ("layered", "multipartite")
 
@@ -113,7 +113,7 @@ def normalise_positions(raw: np.ndarray, layered: bool, root: int | None) -> np.
         xy[:, 1] = -xy[:, 1]  # scene y grows downwards
     if layered:
         sx, sy = _row_gap(xy[:, 0], xy[:, 1]), _gap(np.unique(np.round(xy[:, 1], 9)))
-        scale = np.array([NODE_W * 1.25 / sx if sx else 1.0, NODE_H * 2.5 / sy if sy else 1.0])
+        scale = np.array([NODE_W * 1.15 / sx if sx else 1.0, NODE_H * 1.6 / sy if sy else 1.0])
     else:
         w, h = np.ptp(xy, axis=0)
         spacing = np.sqrt(max(w * h, 1e-12) / len(xy)) if len(xy) > 1 else 1.0

@@ -69,17 +69,17 @@ def paint_nodes(painter: QPainter, drawing: GraphDrawing, nodes: np.ndarray, fil
 def paint_labels(painter: QPainter, drawing: GraphDrawing, nodes: np.ndarray) -> None:
     """Two lines of text inside each node box, elided to fit."""
     font = QFont()
-    font.setPixelSize(13)
+    font.setPixelSize(16)
     painter.setFont(font)
     metrics = painter.fontMetrics()
     painter.setPen(TEXT_COLOUR)
     for i, (x, y) in zip(nodes.tolist(), drawing.xy[nodes].tolist()):
         first, second = drawing.labels[i]
         width = int(NODE_W - 10)
-        top = QRectF(x - NODE_W / 2 + 5, y - NODE_H / 2 + 2, NODE_W - 10, NODE_H / 2)
+        top = QRectF(x - NODE_W / 2 + 5, y - NODE_H / 2 + 1, NODE_W - 10, NODE_H / 2)
         painter.drawText(top, Qt.AlignCenter, metrics.elidedText(first, Qt.ElideMiddle, width))
         if second:
-            bottom = top.translated(0, NODE_H / 2 - 4)
+            bottom = top.translated(0, NODE_H / 2 - 2)
             painter.drawText(bottom, Qt.AlignCenter, metrics.elidedText(second, Qt.ElideMiddle, width))
 
 

@@ -84,7 +84,7 @@ class GraphPanel(QWidget):
             self.detail_box.addItem(text)
         self.detail_box.setEnabled(collapse_by_module is not None)
         self.detail_box.activated.connect(self._detail_changed)
-        self.tint_action = QAction(icon("log-scale"), "Tint", self, checkable=True, checked=True,
+        self.tint_action = QAction(icon("tint"), "Tint", self, checkable=True, checked=True,
                                    toolTip="colour nodes by the latest gradient norm")
         self.tint_action.toggled.connect(lambda _on: self.refresh_tint())
         self.fit_action = make_action(self, "Fit", "fit", "Ctrl+0", self.view.fit)

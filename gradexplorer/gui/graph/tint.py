@@ -10,8 +10,8 @@ import numpy as np
 from gradexplorer.gui.graph.drawing import KIND_CODES, GraphDrawing
 
 # From small to large gradient norm (log scale across the graph), then "no gradient".
-HEAT_STOPS = np.array([[0xff, 0xf8, 0xe1], [0xff, 0xcc, 0x80], [0xfb, 0x8c, 0x00],
-                       [0xe6, 0x4a, 0x19], [0x8e, 0x00, 0x00]], dtype=float)
+HEAT_STOPS = np.array([[0xff, 0xf8, 0xe1], [0xff, 0xe0, 0xb2], [0xff, 0xb7, 0x4d],
+                       [0xff, 0x8a, 0x65], [0xef, 0x53, 0x50]], dtype=float)  # text stays legible
 NO_GRADIENT = 0xFFE0E0E0
 MODULE = KIND_CODES.index("module")
 PARAM = KIND_CODES.index("param")

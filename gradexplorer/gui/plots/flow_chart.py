@@ -32,7 +32,10 @@ class GradientFlowChart(pg.PlotWidget):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.plotItem.setTitle("gradient flow per parameter")
+        self.plotItem.setTitle(
+            f"gradient flow <span style='color:{PLOT_PENS['max']}'>■ max |g|</span> "
+            f"<span style='color:{PLOT_PENS['mean']}'>■ rms</span> "
+            "<span style='color:#78909c'>✕ none</span>", size="10pt")
         self.plotItem.setLabel("bottom", "log10 |g|")
         self.plotItem.showGrid(x=True, alpha=0.2)
         self.plotItem.invertY(True)
@@ -44,10 +47,7 @@ class GradientFlowChart(pg.PlotWidget):
         self.alarms = pg.ScatterPlotItem(symbol="t", size=11, brush=pg.mkBrush(ALARM), pen=None)
         for item in (self.peak_bars, self.rms_bars, self.missing, self.alarms):
             self.addItem(item)
-        legend = self.plotItem.addLegend(offset=(-5, 5), labelTextSize="8pt")
-        legend.addItem(self.peak_bars, "max |g|")
-        legend.addItem(self.rms_bars, "rms g")
-        legend.addItem(self.missing, "no gradient")
+
         self._names: list[str] = []
 
     def show_stats(self, params: dict[str, Any]) -> None:
