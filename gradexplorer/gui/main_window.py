@@ -30,6 +30,7 @@ class MainWindow(QMainWindow):
     def __init__(self, settings: AppSettings | None = None, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setWindowTitle("gradexplorer")
+        self.scripted = False  # True while --steps/--screenshot drive the window: no dialogs
         self.settings = settings or AppSettings()
         self.controller = SessionController(self)
         self.selection = SelectionModel(self)
@@ -75,11 +76,16 @@ class MainWindow(QMainWindow):
         c.state_changed.connect(self._state_changed)
         c.hooks_changed.connect(self._hooks_changed)
         c.job_finished.connect(self._job_finished)
-        c.error.connect(lambda text: show_error(self, text))
+        c.error.connect(self.show_error)
         self.tree.hook_menu_requested.connect(self.show_hook_menu)
         self.graph_panel.hook_menu_requested.connect(self.show_hook_menu)
         self.graph_panel.refresh_requested.connect(lambda: self.trace_graph(fit=False))
         self.graph_panel.laid_out.connect(lambda graph: self.details.set_context(graph=graph))
+
+    def show_error(self, text: str) -> None:
+        """An error dialog, unless the window runs a script (then stderr has it)."""
+        if not self.scripted:
+            show_error(self, text)
 
     def _session_opened(self, live) -> None:
         self.setWindowTitle(f"gradexplorer — {live.spec}")

@@ -35,6 +35,7 @@ class ScreenshotRun(QObject):
         controller.state_changed.connect(self._state_changed)
         controller.error.connect(self._failed)
         window.exit_status = 0
+        window.scripted = True
 
     def _state_changed(self, state: str) -> None:
         controller = self.window.controller
