@@ -72,7 +72,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 def default_command(parser: argparse.ArgumentParser) -> str:
     """``gui`` when the desktop app is installed, else a headless ``run`` of the default example."""
     choices = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
-    return "gui" if "gui" in choices else "run"
+    if "gui" in choices:
+        return "gui"
+    print("gradexplorer: the desktop app is not part of this build; running the default example headless")
+    return "run"
 
 
 if __name__ == "__main__":  # pragma: no cover

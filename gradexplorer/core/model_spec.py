@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -31,12 +32,10 @@ class ModelOptions:
 
 def parse_shape(text: str) -> tuple[int, ...]:
     """``"1,1,32,32"`` (or ``1x1x32x32``) to a tuple of positive ints."""
-    parts = [p for p in text.replace("x", ",").replace("×", ",").split(",") if p.strip()]
-    try:
-        shape = tuple(int(p) for p in parts)
-    except ValueError:
-        raise UserError(f"bad shape {text!r}: expected comma-separated integers such as 1,1,32,32") from None
-    if not shape or any(d <= 0 for d in shape):
+    if not re.fullmatch(r"\s*-?\d+(\s*[,x×]\s*-?\d+)*\s*", text):
+        raise UserError(f"bad shape {text!r}: expected comma-separated integers such as 1,1,32,32")
+    shape = tuple(int(p) for p in re.split(r"[,x×]", text))
+    if any(d <= 0 for d in shape):
         raise UserError(f"bad shape {text!r}: every dimension must be a positive integer")
     return shape
 

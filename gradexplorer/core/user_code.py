@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import importlib.util
-import hashlib
 import sys
 import traceback
 from collections.abc import Callable

@@ -83,4 +83,5 @@ def build(options: dict[str, str], seed: int) -> Workload:
 
 def build_resnet18(options: dict[str, str], seed: int) -> Workload:
     """ResNet-18 sized (width 64, two blocks per stage, 1000 classes: 11.7M parameters) on 8×3×64×64."""
-    return _build("resnet18", options, seed, {"width": 64, "blocks": 2, "batch": 8, "size": 64, "classes": 1000})
+    defaults = {"width": 64, "blocks": 2, "batch": 8, "size": 64, "classes": 1000}
+    return _build("resnet18", options, seed, defaults)

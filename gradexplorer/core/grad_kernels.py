@@ -1,0 +1,185 @@
+"""Numba kernels: gradient moments and exact histograms over segments of a flat CPU array.
+
+A *segment* is one parameter's gradient inside a flat array (``offsets[i]:offsets[i+1]``).
+Moments take one pass; a histogram takes a second pass (its range comes from the first).
+Histograms are exact: element ``v`` lands in bin ``k`` iff ``edges[k] <= v < edges[k+1]``
+(the last bin also holds ``v == edges[-1]``), as ``np.histogram`` with those edges.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from gradexplorer.core.grad_raw import (
+    FINITE,
+    INFS,
+    MAX,
+    MIN,
+    MOMENT_COLUMNS,
+    NANS,
+    SUM,
+    SUMSQ,
+    ZEROS,
+)
+
+# Reassociation lets LLVM vectorise the sums; NaN/Inf semantics are kept (no nnan/ninf).
+_FAST = {"reassoc", "contract"}
+CHUNK = 4096
+__all__ = ["MOMENT_COLUMNS", "segment_histograms", "segment_moments", "segment_update_norms"]
+
+
+@njit(nogil=True, cache=True, fastmath=_FAST)
+def _fast_moments(x, row):
+    """Moments assuming every element is finite; returns False if one is not."""
+    s = 0.0
+    q = 0.0
+    zeros = 0
+    bad = 0.0
+    for i in range(x.size):
+        v = np.float64(x[i])
+        s += v
+        q += v * v
+        zeros += v == 0.0
+        bad += v - v  # NaN as soon as one element is NaN or ±Inf
+    if bad != 0.0 or bad != bad:
+        return False
+    lo = np.inf
+    hi = -np.inf
+    for i in range(x.size):
+        v = np.float64(x[i])
+        lo = v if v < lo else lo
+        hi = v if v > hi else hi
+    row[SUM], row[SUMSQ], row[MIN], row[MAX] = s, q, lo, hi
+    row[ZEROS], row[NANS], row[INFS], row[FINITE] = zeros, 0, 0, x.size
+    return True
+
+
+@njit(nogil=True, cache=True)
+def _careful_moments(x, row):
+    """Moments of the finite elements, NaN and ±Inf counted apart."""
+    s = 0.0
+    q = 0.0
+    lo = np.inf
+    hi = -np.inf
+    zeros = nans = infs = 0
+    for i in range(x.size):
+        v = np.float64(x[i])
+        if v != v:
+            nans += 1
+        elif v - v != 0.0:
+            infs += 1
+        else:
+            s += v
+            q += v * v
+            lo = min(lo, v)
+            hi = max(hi, v)
+            zeros += v == 0.0
+    row[SUM], row[SUMSQ], row[MIN], row[MAX] = s, q, lo, hi
+    row[ZEROS], row[NANS], row[INFS] = zeros, nans, infs
+    row[FINITE] = x.size - nans - infs
+
+
+@njit(nogil=True, cache=True)
+def segment_moments(x, offsets, out):
+    """Fill ``out[i]`` (MOMENT_COLUMNS wide) with the moments of segment ``i`` of ``x``."""
+    for seg in range(offsets.size - 1):
+        part = x[offsets[seg] : offsets[seg + 1]]
+        if not _fast_moments(part, out[seg]):
+            _careful_moments(part, out[seg])
+
+
+@njit(nogil=True, cache=True)
+def _exact_bin(v, guess, edges, bins):
+    """Move ``guess`` until ``edges[b] <= v < edges[b+1]`` (last bin closed)."""
+    b = min(max(guess, 0), bins - 1)
+    while b > 0 and v < edges[b]:
+        b -= 1
+    while b < bins - 1 and v >= edges[b + 1]:
+        b += 1
+    return b
+
+
+@njit(nogil=True, cache=True, fastmath=_FAST)
+def _fast_histogram(x, edges, counts):
+    """Histogram of a segment whose elements are all finite and inside the edges."""
+    bins = edges.size - 1
+    lo = edges[0]
+    scale = np.float32(bins / (edges[bins] - lo))
+    lo32 = np.float32(lo)
+    top = np.float32(bins - 1)
+    guess = np.empty(CHUNK, np.int32)
+    lanes = np.zeros((8, bins), np.int64)  # 8 sub-histograms avoid store-to-load stalls
+    for chunk in range(0, x.size, CHUNK):
+        part = x[chunk : chunk + CHUNK]
+        n = part.size
+        for j in range(n):  # vectorised first guess in float32
+            t = (np.float32(part[j]) - lo32) * scale
+            t = t if t > 0 else np.float32(0)
+            t = t if t < top else top
+            guess[j] = np.int32(t)
+        for j in range(n):  # exact correction against the float64 edges
+            b = _exact_bin(np.float64(part[j]), guess[j], edges, bins)
+            lanes[j & 7, b] += 1
+    for lane in range(8):
+        for b in range(bins):
+            counts[b] += lanes[lane, b]
+
+
+@njit(nogil=True, cache=True)
+def _careful_histogram(x, edges, counts, extra):
+    """Histogram of finite in-range elements; ``extra`` gets below, above, NaN, Inf counts."""
+    bins = edges.size - 1
+    lo = edges[0]
+    hi = edges[bins]
+    scale = bins / (hi - lo)
+    for i in range(x.size):
+        v = np.float64(x[i])
+        if v != v:
+            extra[2] += 1
+        elif v - v != 0.0:
+            extra[3] += 1
+        elif v < lo:
+            extra[0] += 1
+        elif v > hi:
+            extra[1] += 1
+        else:
+            t = (v - lo) * scale
+            guess = np.int64(t) if t == t and t < bins else bins - 1
+            counts[_exact_bin(v, guess, edges, bins)] += 1
+
+
+@njit(nogil=True, cache=True)
+def segment_histograms(x, offsets, segments, edges, counts, extra, careful):
+    """Histogram segment ``segments[k]`` into ``counts[k]`` with ``edges[k]``.
+
+    ``careful[k]`` selects the slow kernel (NaN/Inf present or values outside the range);
+    ``extra[k]`` then receives below, above, NaN and Inf counts.
+    """
+    for k in range(segments.size):
+        seg = segments[k]
+        part = x[offsets[seg] : offsets[seg + 1]]
+        if careful[k]:
+            _careful_histogram(part, edges[k], counts[k], extra[k])
+        else:
+            _fast_histogram(part, edges[k], counts[k])
+
+
+@njit(nogil=True, cache=True, fastmath=_FAST)
+def _update_norms(new, old):
+    d2 = 0.0
+    o2 = 0.0
+    for i in range(new.size):
+        o = np.float64(old[i])
+        d = np.float64(new[i]) - o
+        d2 += d * d
+        o2 += o * o
+    return d2, o2
+
+
+@njit(nogil=True, cache=True)
+def segment_update_norms(new, old, offsets, out):
+    """``out[i] = (‖new - old‖², ‖old‖²)`` over segment ``i``."""
+    for seg in range(offsets.size - 1):
+        a, b = offsets[seg], offsets[seg + 1]
+        out[seg, 0], out[seg, 1] = _update_norms(new[a:b], old[a:b])

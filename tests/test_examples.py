@@ -1,0 +1,90 @@
+"""Built-in examples build, step, and (for digits) really learn."""
+
+import pytest
+import torch
+
+from gradexplorer.core.engine import SessionConfig, TrainingSession
+from gradexplorer.core.errors import UserError
+from gradexplorer.core.examples import EXAMPLES
+from gradexplorer.core.examples.digits import load_digits
+from gradexplorer.core.model_spec import load_workload
+
+SMALL = {
+    "digits": "example:digits",
+    "lenet": "example:lenet",
+    "mlp": "example:mlp",
+    "resnet": "example:resnet:width=4,size=16",
+    "resnet18": "example:resnet18:width=4,size=16,batch=2",
+    "transformer": "example:transformer:layers=1,d_model=16,heads=2",
+    "deep": "example:deep:blocks=5",
+}
+
+
+def test_every_example_is_covered_here():
+    assert set(SMALL) == set(EXAMPLES)
+
+
+@pytest.mark.parametrize("name", sorted(SMALL))
+def test_example_steps_and_lowers_its_loss(name):
+    session = TrainingSession(load_workload(SMALL[name]), SessionConfig(device="cpu", lr=0.01))
+    results = list(session.run(4))
+    assert [r.step for r in results] == [1, 2, 3, 4]
+    assert all(torch.isfinite(torch.tensor(r.loss)) for r in results)
+    assert all(r.grad_norm and r.grad_norm > 0 for r in results)
+    assert all(r.timings["total"] >= r.timings["forward"] > 0 for r in results)
+
+
+def test_lenet_matches_the_tutorial():
+    model = load_workload("example:lenet").model
+    names = [n for n, _ in model.named_parameters()]
+    assert names == [
+        "conv1.weight", "conv1.bias", "conv2.weight", "conv2.bias",
+        "fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias", "fc3.weight", "fc3.bias",
+    ]
+    assert sum(p.numel() for p in model.parameters()) == 61_706
+    x, target = load_workload("example:lenet").make_batch(0)
+    assert list(x.shape) == [1, 1, 32, 32] and list(target.shape) == [1, 10]
+
+
+def test_resnet18_is_resnet18_sized():
+    model = load_workload("example:resnet18").model
+    n = sum(p.numel() for p in model.parameters())
+    assert 11_000_000 < n < 12_000_000
+    assert any(isinstance(m, torch.nn.BatchNorm2d) for m in model.modules())
+
+
+def test_deep_blocks_option_sets_depth():
+    assert len(load_workload("example:deep:blocks=37").model.blocks) == 37
+
+
+def test_bundled_digits_are_real_digits():
+    x, y = load_digits()
+    assert x.shape == (1797, 1, 8, 8) and 0 <= float(x.min()) and float(x.max()) <= 1
+    assert sorted(set(y.tolist())) == list(range(10))
+
+
+def test_digits_default_example_learns():
+    workload = load_workload(None)
+    assert workload.name == "example:digits"
+    session = TrainingSession(workload, SessionConfig(device="cpu", optimizer="adam", lr=3e-3))
+    losses = [r.loss for r in session.run(60)]
+    test_x, test_y = workload.extra["test_set"]
+    with torch.no_grad():
+        accuracy = (session.model(test_x).argmax(1) == test_y).float().mean().item()
+    assert sum(losses[-5:]) / 5 < 0.6 * sum(losses[:5]) / 5
+    assert accuracy > 0.6  # 10 classes: chance is 0.1
+
+
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("example:nope", "unknown example 'nope'"),
+        ("example:deep:blocks=x", "not an integer"),
+        ("example:deep:depth=3", "does not take option(s) depth"),
+        ("example:deep:blocks", "expected key=value"),
+        ("example:deep:blocks=0", "out of range"),
+    ],
+)
+def test_bad_example_specs_say_why(spec, message):
+    with pytest.raises(UserError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        load_workload(spec)
