@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import networkx as nx
 import torch
@@ -20,6 +21,10 @@ from torch import nn
 
 from gradexplorer.core.errors import UserError
 from gradexplorer.core.module_attribution import ROOT, ModuleAttribution
+from gradexplorer.core.training_state import preserved_state
+
+if TYPE_CHECKING:
+    from gradexplorer.core.engine import TrainingSession
 
 KINDS = ("loss", "op", "param", "hook", "other")
 HOOK_NODE_NAMES = frozenset({"BackwardHookFunctionBackward"})
@@ -231,3 +236,19 @@ def hide_hook_nodes(G: nx.DiGraph) -> nx.DiGraph:
                     H.add_edge(u, v, **data)
         H.remove_node(node)
     return H
+
+
+def trace_backward_graph(session: TrainingSession, step: int | None = None, *,
+                         saved: bool = True) -> nx.DiGraph:
+    """Run the session's forward pass and loss with module attribution; return its graph.
+
+    No backward pass, no optimizer step; buffers (BatchNorm statistics) and random state are
+    restored afterwards, so training continues exactly as if this had not run. Call it
+    between steps (e.g. through ``session.submit``), never during one.
+    """
+    model = session.model
+    with preserved_state(model, session.device), ModuleAttribution(model) as attribution:
+        loss = session.forward_loss(step)
+    graph = extract_graph(loss, model, attribution, saved=saved)
+    graph.graph["step"] = session.step_count if step is None else step
+    return graph
