@@ -1,0 +1,127 @@
+"""Write a laid-out graph to .json, .graphml, .dot, .svg or .png (chosen by the extension)."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Hashable, Mapping
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+
+from gradexplorer.core.errors import UserError
+from gradexplorer.core.graph_geometry import Point
+from gradexplorer.core.graph_raster import render_png
+from gradexplorer.core.graph_style import KIND_FILL, format_shape, node_label
+from gradexplorer.core.graph_svg import svg_text
+
+EXPORT_FORMATS = (".json", ".graphml", ".dot", ".svg", ".png")
+
+
+def export_graph(G: nx.DiGraph, pos: Mapping[Hashable, Point], path: str | os.PathLike,
+                 *, edge_points: Mapping[tuple, list[Point]] | None = None) -> Path:
+    """Write ``G`` with positions ``pos`` to ``path``; the suffix picks the format."""
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix not in EXPORT_FORMATS:
+        raise UserError(f"cannot tell the format of {path.name!r}: use one of {', '.join(EXPORT_FORMATS)}")
+    if suffix == ".json":
+        data = json.dumps(node_link_json(G, pos), indent=1, default=_jsonable).encode()
+    elif suffix == ".graphml":
+        data = "\n".join(nx.generate_graphml(graphml_ready(G, pos))).encode()
+    elif suffix == ".dot":
+        data = dot_text(G, pos).encode()
+    elif suffix == ".svg":
+        data = svg_text(G, pos, edge_points).encode()
+    else:
+        data = render_png(G, pos, edge_points)
+    write_atomic(path, data)
+    return path
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write to a temporary file beside ``path``, then rename it into place."""
+    if path.parent and not path.parent.exists():
+        raise UserError(f"folder {str(path.parent)!r} does not exist")
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent or ".")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, (tuple, set, frozenset)):
+        return list(value)
+    return str(value)
+
+
+def _with_positions(G: nx.DiGraph, pos: Mapping[Hashable, Point]) -> nx.DiGraph:
+    H = G.copy()
+    for node, (x, y) in pos.items():
+        if node in H:
+            H.nodes[node]["x"], H.nodes[node]["y"] = float(x), float(y)
+    return H
+
+
+def node_link_json(G: nx.DiGraph, pos: Mapping[Hashable, Point]) -> dict:
+    """networkx node-link data (``nodes``/``edges``) with ``x``, ``y`` on every node."""
+    H = _with_positions(G, pos)
+    try:
+        return nx.node_link_data(H, edges="edges")
+    except TypeError:  # networkx < 3.4 has no ``edges`` keyword
+        return nx.node_link_data(H)
+
+
+def _scalar(key: str, value: Any) -> Any:
+    if isinstance(value, (bool, int, float, str)):
+        return value
+    if key == "shape":
+        return format_shape(value)
+    if isinstance(value, (list, tuple)):
+        return ",".join(map(str, value))
+    return json.dumps(value, default=_jsonable)
+
+
+def graphml_ready(G: nx.DiGraph, pos: Mapping[Hashable, Point]) -> nx.DiGraph:
+    """A copy GraphML can hold: scalar attributes only (None dropped, shapes as text)."""
+    H = nx.DiGraph()
+    H.graph.update({k: _scalar(k, v) for k, v in G.graph.items() if v is not None})
+    for node, attrs in G.nodes(data=True):
+        data = {k: _scalar(k, v) for k, v in attrs.items() if v is not None}
+        if node in pos:
+            data["x"], data["y"] = float(pos[node][0]), float(pos[node][1])
+        H.add_node(str(node), **data)
+    for u, v, attrs in G.edges(data=True):
+        H.add_edge(str(u), str(v), **{k: _scalar(k, x) for k, x in attrs.items() if x is not None})
+    return H
+
+
+def _dot_quote(text: Any) -> str:
+    return '"' + str(text).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def dot_text(G: nx.DiGraph, pos: Mapping[Hashable, Point]) -> str:
+    """Graphviz DOT with labels, colours and ``pos`` in points (``neato -n`` keeps them)."""
+    lines = ["digraph backward {",
+             '  node [shape=box, style="rounded,filled", fontname="monospace", fontsize=10];']
+    for node, attrs in G.nodes(data=True):
+        fields = {"label": node_label(attrs), "fillcolor": KIND_FILL.get(attrs.get("kind"), "#eeeeee"),
+                  "kind": attrs.get("kind", ""), "module": attrs.get("module") or ""}
+        if attrs.get("param"):
+            fields["param"] = attrs["param"]
+        if node in pos:
+            x, y = pos[node]
+            fields["pos"] = f"{x * 0.75:.1f},{-y * 0.75:.1f}"  # pixels to points, y up
+        body = ", ".join(f"{k}={_dot_quote(v)}" for k, v in fields.items())
+        lines.append(f"  {_dot_quote(node)} [{body}];")
+    for u, v, attrs in G.edges(data=True):
+        lines.append(f"  {_dot_quote(u)} -> {_dot_quote(v)} [slot={attrs.get('slot', 0)}];")
+    lines.append("}")
+    return "\n".join(lines) + "\n"

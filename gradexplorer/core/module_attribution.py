@@ -1,0 +1,119 @@
+"""Which module created each autograd node: forward hooks record sequence-number intervals.
+
+Every autograd node gets a thread-local, increasing sequence number when it is created.
+Forward pre/post hooks on every module note the next number to be handed out, so after the
+forward pass a node's number tells which module calls were running when it was made; the
+innermost one wins. Nothing is guessed from names.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+from torch import nn
+
+ROOT = ""
+
+
+def _next_sequence_nr() -> int:
+    """The sequence number the next autograd node created on this thread will get."""
+    getter = getattr(torch.autograd, "_get_sequence_nr", None)
+    if getter is not None:
+        return getter()
+    with torch.enable_grad():  # older torch: make a throw-away node and read its number
+        probe = torch.zeros((), requires_grad=True).view(())
+    return probe.grad_fn._sequence_nr() + 1
+
+
+def has_backward_hooks(module: nn.Module) -> bool:
+    """True when ``module`` has full backward (pre-)hooks, which insert hook nodes."""
+    return bool(module._backward_hooks or module._backward_pre_hooks)
+
+
+class ModuleAttribution:
+    """Context manager that records module calls during a forward pass.
+
+    ``with ModuleAttribution(model) as attribution: loss = ...`` then pass it to
+    ``extract_graph``. Hooks are removed on exit; the object is then read-only.
+    """
+
+    def __init__(self, model: nn.Module) -> None:
+        self.model = model
+        self.module_types: dict[str, str] = {
+            path: type(m).__name__ for path, m in model.named_modules()
+        }
+        self._bounds: list[int] = []  # sequence number at each event
+        self._owner: list[str] = []  # innermost running module after each event
+        self._exited: list[str | None] = []  # module whose exit was the event, if hooked
+        self._stack: list[str] = []
+        self._calls = 0
+        self._handles: list = []
+
+    # -- recording -----------------------------------------------------------------
+    def __enter__(self) -> ModuleAttribution:
+        for path, module in self.model.named_modules():
+            self._handles.append(module.register_forward_pre_hook(self._pre_hook(path)))
+            self._handles.append(
+                module.register_forward_hook(self._post_hook(path, module), always_call=True)
+            )
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        for handle in self._handles:
+            handle.remove()
+        self._handles.clear()
+        self._stack.clear()
+
+    def _record(self, exited: str | None) -> None:
+        self._bounds.append(_next_sequence_nr())
+        self._owner.append(self._stack[-1] if self._stack else ROOT)
+        self._exited.append(exited)
+
+    def _pre_hook(self, path: str):
+        def hook(module, args):
+            self._stack.append(path)
+            self._calls += 1
+            self._record(None)
+
+        return hook
+
+    def _post_hook(self, path: str, module: nn.Module):
+        def hook(mod, args, output):
+            if self._stack and self._stack[-1] == path:
+                self._stack.pop()
+            self._record(path if has_backward_hooks(module) else None)
+
+        return hook
+
+    # -- lookup --------------------------------------------------------------------
+    @property
+    def calls(self) -> int:
+        """How many module calls were recorded."""
+        return self._calls
+
+    def _event_index(self, seq: int) -> int:
+        return bisect.bisect_right(self._bounds, seq) - 1
+
+    def module_of(self, seq: int, is_hook: bool = False) -> str:
+        """The module running when the node with sequence number ``seq`` was created.
+
+        A hook node made just after a module returned (its output hook) belongs to that module.
+        """
+        i = self._event_index(seq)
+        if i < 0:
+            return ROOT
+        if is_hook and self._exited[i] is not None:
+            return self._exited[i]
+        return self._owner[i]
+
+    def modules_of(self, seqs: Sequence[int]) -> list[str]:
+        """``module_of`` for many sequence numbers at once (ops, not hook nodes)."""
+        if not self._bounds:
+            return [ROOT] * len(seqs)
+        index = np.searchsorted(np.asarray(self._bounds, dtype=np.int64),
+                                np.asarray(seqs, dtype=np.int64), side="right") - 1
+        owner = [*self._owner, ROOT]  # index -1 (before the first event) picks ROOT
+        return [owner[i] for i in index.tolist()]
