@@ -11,8 +11,8 @@ from gradexplorer.core.model_spec import ModelOptions
 TIMEOUT_MS = 60_000
 
 
-@pytest.fixture
-def make_window(qtbot, tmp_path):
+@pytest.fixture(name="make_window")
+def make_window_fixture(qtbot, tmp_path):
     """Build main windows that remember nothing between tests and always shut down cleanly."""
     from gradexplorer.gui.app import build_window
     from gradexplorer.gui.settings import AppSettings

@@ -5,7 +5,7 @@ from __future__ import annotations
 from PySide6.QtCore import QPointF, Qt
 
 from gradexplorer.gui.graph.tint import NO_GRADIENT
-from tests.gui_helpers import TIMEOUT_MS, make_window, open_model, wait_idle  # noqa: F401
+from tests.gui_helpers import TIMEOUT_MS, make_window_fixture, open_model, wait_idle  # noqa: F401
 
 
 def node_index(drawing, name: str, module: str) -> int:

@@ -6,16 +6,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gradexplorer.core.engine import SessionConfig, TrainingSession
+from gradexplorer.core.grad_stats import GradientMonitor
+from gradexplorer.core.hooks import HookRegistry, hookable_modules
 from gradexplorer.core.model_spec import ModelOptions, load_workload
-
-try:  # contract (1): gradient statistics
-    from gradexplorer.core.grad_stats import GradientMonitor
-except ImportError:  # pragma: no cover - before the stats branch is merged
-    GradientMonitor = None  # type: ignore[assignment,misc]
-try:  # contract (3): hooks
-    from gradexplorer.core.hooks import HookRegistry, hookable_modules
-except ImportError:  # pragma: no cover
-    HookRegistry = hookable_modules = None  # type: ignore[assignment,misc]
 
 
 @dataclass
@@ -25,8 +18,8 @@ class LiveSession:
     session: TrainingSession
     spec: str
     options: ModelOptions
-    monitor: Any = None
-    hooks: Any = None
+    monitor: GradientMonitor
+    hooks: HookRegistry
     hookable: dict[str, tuple[bool, str]] = field(default_factory=dict)  # path -> (safe, reason)
 
     @property
@@ -41,13 +34,12 @@ def open_live_session(
     """Load ``spec`` and build a session with a gradient monitor and a hook registry."""
     workload = load_workload(spec, options)
     session = TrainingSession(workload, config)
-    monitor = GradientMonitor(bins=bins, every=every) if GradientMonitor else None
+    monitor = GradientMonitor(bins=bins, every=every)
     inputs = session.batch(0)[0]
-    hooks = HookRegistry(session.model, seed=config.seed, sample_inputs=inputs) if HookRegistry else None
-    hookable = {}
-    if hookable_modules is not None:
-        hookable = {row.path: (row.safe, row.reason) for row in hookable_modules(session.model, inputs)}
-    live = LiveSession(session, spec, options, monitor, hooks, hookable)
+    hooks = HookRegistry(session.model, seed=config.seed, sample_inputs=inputs)
+    rows = hookable_modules(session.model, inputs)
+    live = LiveSession(session, spec, options, monitor, hooks,
+                       {row.path: (row.safe, row.reason) for row in rows})
     _attach(live)
     return live
 
@@ -63,7 +55,6 @@ def reconfigure(live: LiveSession, **changes: Any) -> LiveSession:
 
 
 def _attach(live: LiveSession) -> None:
-    if live.monitor is not None:
-        live.session.add_observer(live.monitor)
-    if live.hooks is not None:
-        live.hooks.install(live.session)
+    live.session.config.grad_norm = False  # the monitor reports the global norm itself
+    live.session.add_observer(live.monitor)
+    live.hooks.install(live.session)

@@ -17,7 +17,8 @@ def node_label(attrs: Mapping) -> tuple[str, str]:
     kind = attrs.get("kind", "other")
     if kind == "module":
         members = attrs.get("members")
-        return attrs.get("module") or "(model)", f"{members} ops" if members else "module"
+        detail = " · ".join(t for t in (attrs.get("name"), f"{members} nodes" if members else "") if t)
+        return attrs.get("module") or "(model)", detail
     if kind == "param":
         return attrs.get("param") or "AccumulateGrad", "×".join(map(str, attrs.get("shape") or ()))
     return str(attrs.get("name", "?")), attrs.get("module") or ""
@@ -89,7 +90,8 @@ class GraphDrawing:
         needle = text.strip().lower()
         if not needle:
             return []
-        return [i for i, (label, module, param) in enumerate(zip(self.labels, self.modules, self.params))
+        return [i for i, (label, module, param) in enumerate(
+            zip(self.labels, self.modules, self.params, strict=True))
                 if needle in label[0].lower() or needle in module.lower()
                 or (param is not None and needle in param.lower())]
 
@@ -97,7 +99,7 @@ class GraphDrawing:
         """Nodes produced by module ``path`` or its submodules (and its parameters)."""
         prefix = path + "."
         out = []
-        for i, (module, param) in enumerate(zip(self.modules, self.params)):
+        for i, (module, param) in enumerate(zip(self.modules, self.params, strict=True)):
             owner = module if param is None else param.rpartition(".")[0]
             if owner == path or owner.startswith(prefix) or (not path and owner == ""):
                 out.append(i)

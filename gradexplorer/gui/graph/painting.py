@@ -73,7 +73,7 @@ def paint_labels(painter: QPainter, drawing: GraphDrawing, nodes: np.ndarray) ->
     painter.setFont(font)
     metrics = painter.fontMetrics()
     painter.setPen(TEXT_COLOUR)
-    for i, (x, y) in zip(nodes.tolist(), drawing.xy[nodes].tolist()):
+    for i, (x, y) in zip(nodes.tolist(), drawing.xy[nodes].tolist(), strict=True):
         first, second = drawing.labels[i]
         width = int(NODE_W - 10)
         top = QRectF(x - NODE_W / 2 + 5, y - NODE_H / 2 + 1, NODE_W - 10, NODE_H / 2)

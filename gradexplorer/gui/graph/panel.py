@@ -15,7 +15,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gradexplorer.gui.graph.core_api import LAYOUTS, collapse_by_module, layout_graph
+from gradexplorer.gui.graph.core_api import (
+    LAYOUTS,
+    collapse_by_module,
+    hide_hook_nodes,
+    layout_graph,
+)
 from gradexplorer.gui.graph.drawing import KIND_CODES
 from gradexplorer.gui.graph.layout_worker import BackgroundQueue, LaidOut, lay_out
 from gradexplorer.gui.graph.painting import base_fills, render_overview
@@ -82,8 +87,11 @@ class GraphPanel(QWidget):
         self.detail_box = QComboBox(toolTip="show every operation, or one node per module")
         for text, _depth in DETAIL_LEVELS:
             self.detail_box.addItem(text)
-        self.detail_box.setEnabled(collapse_by_module is not None)
         self.detail_box.activated.connect(self._detail_changed)
+        self.hook_nodes_action = QAction(icon("hook"), "Hook nodes", self, checkable=True,
+                                         checked=True, toolTip="show the nodes that full "
+                                         "backward hooks insert (BackwardHookFunctionBackward)")
+        self.hook_nodes_action.toggled.connect(lambda _on: self.relayout())
         self.tint_action = QAction(icon("tint"), "Tint", self, checkable=True, checked=True,
                                    toolTip="colour nodes by the latest gradient norm")
         self.tint_action.toggled.connect(lambda _on: self.refresh_tint())
@@ -101,7 +109,8 @@ class GraphPanel(QWidget):
         bar.addSeparator()
         bar.addWidget(self.layout_box)
         bar.addWidget(self.detail_box)
-        for action in (self.tint_action, self.fit_action, self.zoom_sel_action, self.refresh_action):
+        for action in (self.hook_nodes_action, self.tint_action, self.fit_action,
+                       self.zoom_sel_action, self.refresh_action):
             bar.addAction(action)
         self.addAction(self.find_action)
         bar.addWidget(self.busy_bar)
@@ -137,13 +146,15 @@ class GraphPanel(QWidget):
         self.layouts.request(lambda: lay_out(graph, name, layout_graph, self._collapser()))
 
     def _collapser(self):
+        """graph -> shown graph: hook nodes hidden or not, modules collapsed or not."""
         depth = DETAIL_LEVELS[self.detail_box.currentIndex()][1]
-        if depth is None or collapse_by_module is None:
-            return None
-        expanded = frozenset(self.expanded)
-        if not expanded:
-            return lambda g: collapse_by_module(g, depth=depth)
-        return lambda g: collapse_by_module(g, modules=collapsed_modules(g, depth, expanded))
+        expanded, hide = sorted(self.expanded), not self.hook_nodes_action.isChecked()
+
+        def transform(graph):
+            shown = hide_hook_nodes(graph) if hide else graph
+            return shown if depth is None else collapse_by_module(shown, depth=depth,
+                                                                   expanded=expanded)
+        return transform
 
     def _detail_changed(self) -> None:
         self.expanded = set()
@@ -268,16 +279,3 @@ class GraphPanel(QWidget):
         self._clicked(index)
         self.hook_menu_requested.emit(module, where)
 
-
-def collapsed_modules(graph, depth: int, expanded: frozenset[str]) -> list[str]:
-    """Modules to collapse: those at ``depth``, with each expanded one replaced by its children."""
-    modules = {a.get("module") for _, a in graph.nodes(data=True) if a.get("module")}
-    chosen: set[str] = set()
-    for path in modules:
-        parts = path.split(".")
-        for d in range(depth, len(parts) + 1):
-            prefix = ".".join(parts[:d])
-            if prefix not in expanded:
-                chosen.add(prefix)
-                break
-    return sorted(chosen)

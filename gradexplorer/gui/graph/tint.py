@@ -23,7 +23,7 @@ def params_behind(drawing: GraphDrawing, names: list[str]) -> list[list[str]]:
     for name in names:
         by_owner.setdefault(name.rpartition(".")[0], []).append(name)
     out: list[list[str]] = []
-    for i, (module, param) in enumerate(zip(drawing.modules, drawing.params)):
+    for i, (module, param) in enumerate(zip(drawing.modules, drawing.params, strict=True)):
         if param is not None:
             out.append([param])
         elif drawing.kinds[i] == MODULE:
