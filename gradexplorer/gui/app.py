@@ -69,3 +69,22 @@ def launch(
     window.controller.open_model(spec, options or ModelOptions(), config or SessionConfig())
     status = app.exec()
     return getattr(window, "exit_status", status)
+
+
+def open_snapshot_window(path: Path, other: Path | None = None, screenshot: Path | None = None) -> int:
+    """Browse one snapshot (or two compared) in its own window; returns the exit status."""
+    from PySide6.QtCore import QTimer
+
+    from gradexplorer.gui.screenshot import save_window_image
+    from gradexplorer.gui.snapshots.snapshot_window import SnapshotWindow
+
+    app = application()
+    window = SnapshotWindow(path, other)
+    window.show()
+    if screenshot is not None:
+        def shoot() -> None:
+            save_window_image(window, screenshot)
+            print(f"saved {screenshot}")
+            window.close()
+        QTimer.singleShot(300, shoot)
+    return app.exec()

@@ -11,6 +11,7 @@ from gradexplorer.core.model_spec import ModelOptions
 from gradexplorer.gui.live_session import LiveSession, open_live_session, reconfigure
 from gradexplorer.gui.run_buffer import RunBuffer
 from gradexplorer.gui.session_worker import SessionWorker
+from gradexplorer.gui.snapshot_jobs import export_now, start_periodic_export, stop_periodic_export
 from gradexplorer.gui.timeline import Timeline
 
 IDLE, LOADING, RUNNING, PAUSED = "idle", "loading", "running", "paused"
@@ -27,6 +28,7 @@ class SessionController(QObject):
     job_finished = Signal(str, object)  # tag, result (graph traces, exports)
     error = Signal(str)  # one line for an error dialog
     message = Signal(str)  # a status-bar note
+    event = Signal(str, str)  # kind (attached/detached/failed/note/snapshot/error), text
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
@@ -36,6 +38,7 @@ class SessionController(QObject):
         self.hooks: dict[str, str] = {}
         self._control = None
         self._jobs_pending = 0
+        self.exporter = None  # a SnapshotExporter while "export every K steps" is on
         self._buffer = RunBuffer()
         self._worker = SessionWorker(self._buffer)
         self._worker.run_started.connect(self._on_run_started)
@@ -64,7 +67,15 @@ class SessionController(QObject):
         if live is None:
             return
         self.stop()
-        self.post("reconfigure", lambda: reconfigure(live, **changes))
+        exporter = self.exporter
+
+        def switch() -> LiveSession:
+            new = reconfigure(live, **changes)
+            if exporter is not None:  # keep exporting from the new session
+                live.session.remove_observer(exporter)
+                new.session.add_observer(exporter)
+            return new
+        self.post("reconfigure", switch)
 
     def set_lr(self, lr: float) -> None:
         """Change the learning rate from the next step on."""
@@ -150,6 +161,29 @@ class SessionController(QObject):
     def _hook_state(self, _result=None) -> dict[str, str]:
         return {path: hook.action for path, hook in self.live.hooks.attached().items()}
 
+    # -- snapshots --------------------------------------------------------------------------
+    def export_snapshot(self, directory: str) -> None:
+        """Write a snapshot of the latest step; ``job_finished("snapshot", path)`` follows."""
+        live = self.live
+        if live is not None:
+            self.post("snapshot", lambda: export_now(live, directory))
+
+    def export_every(self, directory: str | None, every: int = 0) -> None:
+        """Export every ``every`` steps into ``directory``; None stops exporting."""
+        live, old = self.live, self.exporter
+        if live is None:
+            return
+        push = self._buffer.push_event
+
+        def change():
+            if old is not None:
+                stop_periodic_export(live, old)
+            if directory is None:
+                return None
+            return start_periodic_export(live, directory, every,
+                                         lambda step, path: push("snapshot", "", f"snapshot {path}"))
+        self.post("exporter", change)
+
     # -- results ---------------------------------------------------------------------------
     def flush(self) -> None:
         """Take what the worker produced and announce it (the refresh timer calls this)."""
@@ -157,9 +191,10 @@ class SessionController(QObject):
         if update is None:
             return
         self.timeline.add(update)
-        for kind, module, text in update.events:
-            self.message.emit(f"{module}: {text}" if module else text)
-            if kind == "detached":
+        for kind, _module, text in update.events:
+            self.message.emit(text)
+            self.event.emit(kind, text)
+            if kind in ("detached", "failed"):
                 self.post("hooks", self._hook_state)
         self.updated.emit(update)
 
@@ -178,11 +213,16 @@ class SessionController(QObject):
         elif tag == "hooks":
             self.hooks = dict(result)
             self.hooks_changed.emit(self.hooks)
+        elif tag == "exporter":
+            self.exporter = result
+        elif tag == "snapshot":
+            self.event.emit("snapshot", f"snapshot {result}")
         self.job_finished.emit(tag, result)
 
     def _on_failed(self, tag: str, text: str) -> None:
         if tag != "run":
             self._jobs_pending -= 1
+        self.event.emit("error", text)
         if tag == "open":
             self._set_state(IDLE)
         self.error.emit(text)
@@ -192,6 +232,7 @@ class SessionController(QObject):
         if fresh:
             self.timeline.clear()
             self.hooks = {}
+            self.exporter = None
             if live.hooks is not None:
                 live.hooks.listeners.append(self._buffer.push_event)
         self._set_state(IDLE)

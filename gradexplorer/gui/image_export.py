@@ -59,11 +59,12 @@ def save_scene(scene: QGraphicsScene, rect: QRectF, path: Path) -> Path:
     return path
 
 
-def save_plot(plot: pg.PlotWidget, path: Path) -> Path:
-    """Save a pyqtgraph plot with pyqtgraph's own exporters."""
+def save_plot(plot, path: Path) -> Path:
+    """Save a pyqtgraph plot (a PlotWidget or PlotItem) with pyqtgraph's own exporters."""
     path = _check(path)
     tmp = _tmp(path)
-    exporter_type = pg.exporters.SVGExporter if path.suffix.lower() == ".svg" else pg.exporters.ImageExporter
-    exporter_type(plot.plotItem).export(str(tmp))
+    item = getattr(plot, "plotItem", plot)
+    svg = path.suffix.lower() == ".svg"
+    (pg.exporters.SVGExporter if svg else pg.exporters.ImageExporter)(item).export(str(tmp))
     tmp.replace(path)
     return path

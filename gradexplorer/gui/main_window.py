@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from PySide6.QtCore import QPoint, Qt
-from PySide6.QtGui import QCloseEvent
+from PySide6.QtGui import QCloseEvent, QCursor
 from PySide6.QtWidgets import QDockWidget, QMainWindow, QSplitter, QWidget
 
 from gradexplorer.gui.controller import IDLE, SessionController
 from gradexplorer.gui.curves import TrainingCurves
 from gradexplorer.gui.details_pane import DetailsPane
 from gradexplorer.gui.errors import show_error
+from gradexplorer.gui.event_log import EventLog
+from gradexplorer.gui.file_actions import FileActions
 from gradexplorer.gui.graph.core_api import trace_backward_graph
 from gradexplorer.gui.graph.panel import GraphPanel
 from gradexplorer.gui.hook_menu import HookMenu
@@ -40,7 +42,9 @@ class MainWindow(QMainWindow):
         self.details = DetailsPane(self.selection)
         self.gradients = GradientPanel(self.selection, self.controller.timeline)
         self.curves = TrainingCurves(self.controller.timeline)
+        self.events = EventLog()
         self.run_controls = RunControls(self.controller, self)
+        self.file_actions = FileActions(self)
         self.addToolBar(self.run_controls)
         self.setStatusBar(RunStatusBar(self.controller, self))
         self.setCentralWidget(self.graph_panel)
@@ -64,6 +68,9 @@ class MainWindow(QMainWindow):
         self.model_dock = self._dock("Model", model_split, Qt.LeftDockWidgetArea)
         self.gradients_dock = self._dock("Gradients", self.gradients, Qt.RightDockWidgetArea)
         self.curves_dock = self._dock("Training", self.curves, Qt.BottomDockWidgetArea)
+        self.events_dock = self._dock("Events", self.events, Qt.BottomDockWidgetArea)
+        self.tabifyDockWidget(self.curves_dock, self.events_dock)
+        self.curves_dock.raise_()
 
     def _default_sizes(self) -> None:
         self.resizeDocks([self.model_dock, self.gradients_dock], [380, 420], Qt.Horizontal)
@@ -77,10 +84,12 @@ class MainWindow(QMainWindow):
         c.hooks_changed.connect(self._hooks_changed)
         c.job_finished.connect(self._job_finished)
         c.error.connect(self.show_error)
+        c.event.connect(lambda kind, text: self.events.add(text, kind))
         self.tree.hook_menu_requested.connect(self.show_hook_menu)
         self.graph_panel.hook_menu_requested.connect(self.show_hook_menu)
         self.graph_panel.refresh_requested.connect(lambda: self.trace_graph(fit=False))
         self.graph_panel.laid_out.connect(lambda graph: self.details.set_context(graph=graph))
+        self.graph_panel.hook_selected_requested.connect(self.hook_selected)
 
     def show_error(self, text: str) -> None:
         """An error dialog, unless the window runs a script (then stderr has it)."""
@@ -137,6 +146,16 @@ class MainWindow(QMainWindow):
         menu.detach_requested.connect(self.controller.detach_hook)
         menu.exec(where)
 
+    def hook_selected(self) -> None:
+        """The hook menu for the selected module, at the mouse pointer."""
+        selection = self.selection.current
+        module = selection.module if selection.module is not None else (
+            selection.param.rpartition(".")[0] if selection.param else None)
+        if module is None:
+            self.statusBar().showMessage("select a module first (click a node or a tree row)", 5000)
+            return
+        self.show_hook_menu(module, QCursor.pos())
+
     def open_model_dialog(self) -> None:
         """Ask for a model and open it."""
         current = self.controller.live.spec if self.controller.live else ""
@@ -167,4 +186,6 @@ class MainWindow(QMainWindow):
         self.settings.save_window(self.saveGeometry(), self.saveState())
         self.controller.close()
         self.graph_panel.layouts.wait(5000)
+        for window in self.file_actions.snapshot_windows:
+            window.close()
         super().closeEvent(event)

@@ -16,6 +16,9 @@ SHORTCUTS_HELP = """<table>
 <tr><td><b>Ctrl+F</b></td><td>find in the graph</td></tr>
 <tr><td><b>Ctrl+0</b> / <b>Ctrl+1</b></td><td>zoom to fit / to the selection</td></tr>
 <tr><td><b>Ctrl+E</b></td><td>export a gradient snapshot</td></tr>
+<tr><td><b>Ctrl+Shift+O</b></td><td>open a snapshot</td></tr>
+<tr><td><b>Ctrl+S</b></td><td>save the graph as PNG or SVG</td></tr>
+<tr><td><b>H</b></td><td>hook menu for the selected module</td></tr>
 <tr><td>right-click a module</td><td>attach or detach a hook</td></tr>
 </table>"""
 
@@ -24,11 +27,14 @@ def build_menus(window: QMainWindow) -> None:
     """Add the File, Run, View and Help menus to ``window``."""
     bar = window.menuBar()
     file_menu = bar.addMenu("&File")
-    file_menu.addAction(make_action(window, "Open model…", "open", "Ctrl+O", window.open_model_dialog))
+    file_menu.addAction(make_action(window, "Open model…", "open", "Ctrl+O",
+                                    window.open_model_dialog))
     window.file_menu = file_menu
     file_menu.addSeparator()
-    file_menu.addAction(make_action(window, "Quit", "stop", QKeySequence(QKeySequence.Quit).toString(),
-                                    window.close))
+    window.file_actions.add_to(file_menu)
+    file_menu.addSeparator()
+    quit_keys = QKeySequence(QKeySequence.Quit).toString() or "Ctrl+Q"
+    file_menu.addAction(make_action(window, "Quit", "stop", quit_keys, window.close))
     run_menu = bar.addMenu("&Run")
     rc = window.run_controls
     for action in (rc.step_action, rc.run_n_action, rc.run_action, rc.stop_action):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from PySide6.QtCore import QPoint, Signal
+from PySide6.QtCore import QPoint, Qt, Signal
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import (
     QComboBox,
@@ -41,6 +41,7 @@ class GraphPanel(QWidget):
     hook_menu_requested = Signal(str, QPoint)  # module path, global position
     refresh_requested = Signal()
     laid_out = Signal(object)  # the graph now shown (collapsed or not)
+    hook_selected_requested = Signal()
 
     def __init__(self, selection: SelectionModel, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -69,6 +70,7 @@ class GraphPanel(QWidget):
         layout.setSpacing(0)
         layout.addWidget(self.toolbar)
         layout.addWidget(self.view, 1)
+        layout.addWidget(legend_label())
 
     # -- toolbar -------------------------------------------------------------------------
     def _build_toolbar(self) -> None:
@@ -76,19 +78,21 @@ class GraphPanel(QWidget):
         bar.setIconSize(bar.iconSize() * 0.8)
         self.search_edit = QLineEdit(placeholderText="find op, module or parameter (Ctrl+F)")
         self.search_edit.setClearButtonEnabled(True)
-        self.search_edit.setMinimumWidth(170)
-        self.search_edit.setMaximumWidth(280)
+        self.search_edit.setMinimumWidth(150)
+        self.search_edit.setMaximumWidth(260)
         self.search_edit.textChanged.connect(self.search)
         self.search_edit.returnPressed.connect(self.next_match)
         self.match_label = QLabel("")
         self.layout_box = QComboBox(toolTip="layout algorithm")
         self.layout_box.addItems(list(LAYOUTS))
+        self.layout_box.setMaximumWidth(120)
         self.layout_box.activated.connect(lambda: self.relayout())
         self.detail_box = QComboBox(toolTip="show every operation, or one node per module")
         for text, _depth in DETAIL_LEVELS:
             self.detail_box.addItem(text)
+        self.detail_box.setMaximumWidth(150)
         self.detail_box.activated.connect(self._detail_changed)
-        self.hook_nodes_action = QAction(icon("hook"), "Hook nodes", self, checkable=True,
+        self.hook_nodes_action = QAction(icon("hook-node"), "Hook nodes", self, checkable=True,
                                          checked=True, toolTip="show the nodes that full "
                                          "backward hooks insert (BackwardHookFunctionBackward)")
         self.hook_nodes_action.toggled.connect(lambda _on: self.relayout())
@@ -99,6 +103,8 @@ class GraphPanel(QWidget):
         self.zoom_sel_action = make_action(self, "Zoom to selection", "zoom-selection", "Ctrl+1",
                                            self.zoom_to_selection)
         self.find_action = make_action(self, "Find", "search", "Ctrl+F", self._focus_search)
+        self.hook_action = make_action(self, "Hook…", "hook", "H", self.hook_selected_requested.emit)
+        self.hook_action.setToolTip("attach or detach a hook on the selected module (H)")
         self.refresh_action = make_action(self, "Re-trace", "graph", None, self.refresh_requested.emit)
         self.refresh_action.setToolTip("trace the backward graph again")
         self.busy_bar = QProgressBar(maximum=0, maximumWidth=80, textVisible=False, visible=False)
@@ -109,9 +115,11 @@ class GraphPanel(QWidget):
         bar.addSeparator()
         bar.addWidget(self.layout_box)
         bar.addWidget(self.detail_box)
+        bar.addAction(self.hook_action)
         for action in (self.hook_nodes_action, self.tint_action, self.fit_action,
                        self.zoom_sel_action, self.refresh_action):
             bar.addAction(action)
+        self.hook_action.setShortcutContext(Qt.WindowShortcut)
         self.addAction(self.find_action)
         bar.addWidget(self.busy_bar)
         bar.addWidget(self.busy_label)
@@ -279,3 +287,23 @@ class GraphPanel(QWidget):
         self._clicked(index)
         self.hook_menu_requested.emit(module, where)
 
+
+
+def legend_label() -> QLabel:
+    """The colour key under the graph."""
+    from gradexplorer.gui.theme import HOOK_MARK, KIND_COLOURS, SELECTION
+
+    def swatch(colour: str, text: str, ring: bool = False) -> str:
+        if ring:
+            return f"<b style='color:{colour}'>▢</b>&nbsp;{text}&nbsp;&nbsp; "
+        return f"<span style='background:{colour}'>&nbsp;&nbsp;&nbsp;&nbsp;</span>&nbsp;{text}&nbsp;&nbsp; "
+
+    kinds = (("op", "operation"), ("param", "parameter"), ("hook", "hook node"), ("loss", "loss"),
+             ("module", "module"))
+    text = "".join(swatch(KIND_COLOURS[k], label) for k, label in kinds)
+    text += (swatch("#ffb74d", "tint: |g| low→high") + swatch("#e0e0e0", "no gradient")
+             + swatch(HOOK_MARK, "hooked", True) + swatch(SELECTION, "selected", True))
+    label = QLabel(text)
+    label.setContentsMargins(6, 2, 6, 2)
+    label.setWordWrap(True)
+    return label
