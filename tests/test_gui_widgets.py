@@ -57,7 +57,7 @@ def test_module_tree_lists_modules_and_selects(qtbot, digits_session):
     tree.set_model(digits_session.model)
     assert set(tree._items) == {"", "conv1", "conv2", "fc1", "fc2"}
     assert tree._items["fc1"].text(2) == "32,832"
-    tree._items["fc1"].setSelected(True)
+    tree.setCurrentItem(tree._items["fc1"])
     assert selection.current.module == "fc1"
     tree.set_hooks({"fc1": "block"})
     assert tree._items["fc1"].text(3) == "block" and tree._items["fc2"].text(3) == ""

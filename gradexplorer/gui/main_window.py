@@ -138,13 +138,16 @@ class MainWindow(QMainWindow):
         if self.graph_panel.graph is not None:
             self.trace_graph(fit=False)  # hook nodes appear in (or leave) the graph
 
-    def show_hook_menu(self, module: str, where: QPoint) -> None:
-        """The attach/detach menu for ``module``."""
+    def show_hook_menu(self, module: str, where: QPoint) -> HookMenu:
+        """Pop up the attach/detach menu for ``module`` (it deletes itself when closed)."""
         menu = HookMenu(module, self.controller.hooks.get(module),
                         self.controller.hook_problem(module), self)
+        menu.setAttribute(Qt.WA_DeleteOnClose)
         menu.attach_requested.connect(self.controller.attach_hook)
         menu.detach_requested.connect(self.controller.detach_hook)
-        menu.exec(where)
+        menu.popup(where)
+        self.hook_menu = menu
+        return menu
 
     def hook_selected(self) -> None:
         """The hook menu for the selected module, at the mouse pointer."""

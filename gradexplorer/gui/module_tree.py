@@ -30,6 +30,7 @@ class ModuleTree(QTreeWidget):
         self.setHeaderLabels(COLUMNS)
         self.setAlternatingRowColors(True)
         self.setUniformRowHeights(True)
+        self.setSelectionMode(QTreeWidget.SingleSelection)
         self.setContextMenuPolicy(Qt.CustomContextMenu)
         self.customContextMenuRequested.connect(self._context_menu)
         self.itemSelectionChanged.connect(self._user_selected)
@@ -85,7 +86,7 @@ class ModuleTree(QTreeWidget):
         self.blockSignals(True)
         self.clearSelection()
         if item is not None:
-            item.setSelected(True)
+            self.setCurrentItem(item)
             self.scrollToItem(item)
         self.blockSignals(False)
 

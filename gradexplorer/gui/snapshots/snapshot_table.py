@@ -20,7 +20,7 @@ def _item(text: str, numeric: bool = False, alarm: bool = False) -> QTableWidget
     item = QTableWidgetItem(text)
     item.setFlags(Qt.ItemIsSelectable | Qt.ItemIsEnabled)
     if numeric:
-        item.setTextAlignment(int(Qt.AlignRight | Qt.AlignVCenter))
+        item.setTextAlignment(Qt.AlignRight | Qt.AlignVCenter)
     if alarm:
         item.setForeground(QColor(ALARM))
     return item
