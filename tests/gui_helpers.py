@@ -36,7 +36,7 @@ def make_window_fixture(qtbot, tmp_path):
 def wait_idle(qtbot, window, timeout: int = TIMEOUT_MS) -> None:
     """Wait until runs, jobs and layouts have finished and results have been shown."""
     qtbot.waitUntil(lambda: not window.busy(), timeout=timeout)
-    window.controller.flush()
+    window.settle()
 
 
 def open_model(qtbot, window, spec: str = "example:digits", **options) -> None:

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pyqtgraph as pg
 from PySide6.QtWidgets import QWidget
 
 from gradexplorer.gui.theme import PLOT_PENS
 from gradexplorer.gui.timeline import Timeline
+
+
+MAX_POINTS = 4000  # longer curves are drawn from per-bucket minima and maxima
 
 
 class TrainingCurves(pg.GraphicsLayoutWidget):
@@ -26,17 +30,30 @@ class TrainingCurves(pg.GraphicsLayoutWidget):
     @staticmethod
     def _curve(plot: pg.PlotItem, colour: str) -> pg.PlotDataItem:
         plot.showGrid(x=True, y=True, alpha=0.2)
-        item = plot.plot(pen=pg.mkPen(colour, width=1.5))
-        item.setClipToView(True)
-        item.setDownsampling(auto=True, method="peak")
-        return item
+        plot.disableAutoRange()
+        return plot.plot(pen=pg.mkPen(colour, width=1.5))
 
     def refresh(self, _update=None) -> None:
-        """Show the timeline's current curves."""
+        """Show the timeline's current curves (one range change per plot, not one per item)."""
         t = self.timeline
-        self.loss_item.setData(t.loss.x, t.loss.y, connect="finite")
-        self.norm_item.setData(t.norm.x, t.norm.y, connect="finite")
+        for plot, item, curve in ((self.loss_plot, self.loss_item, t.loss),
+                                  (self.norm_plot, self.norm_item, t.norm)):
+            x, y = curve.decimated(MAX_POINTS)
+            item.setData(x, y, connect="finite")
+            fit_range(plot, x, y, log=plot.ctrl.logYCheck.isChecked())
 
     def set_log_norm(self, log: bool) -> None:
         """Logarithmic y axis for the gradient norm."""
         self.norm_plot.setLogMode(y=log)
+
+
+def fit_range(plot: pg.PlotItem, x: np.ndarray, y: np.ndarray, log: bool = False) -> None:
+    """Set both axis ranges at once, with a little padding (NaN and, for log, ≤0 ignored)."""
+    finite = np.isfinite(y) & ((y > 0) if log else True)
+    if not finite.any():
+        return
+    values = np.log10(y[finite]) if log else y[finite]
+    lo, hi = float(values.min()), float(values.max())
+    pad = (hi - lo) * 0.05 or abs(hi) * 0.05 or 1.0
+    plot.vb.setRange(xRange=(float(x[0]), float(x[-1]) + 0.5), yRange=(lo - pad, hi + pad),
+                     padding=0, update=True)

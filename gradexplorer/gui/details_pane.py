@@ -58,8 +58,11 @@ class DetailsPane(QTextBrowser):
         self.refresh()
 
     def refresh(self) -> None:
-        """Describe the current selection."""
-        self.setHtml(self.describe(self.selection.current))
+        """Describe the current selection (the text is only replaced when it changed)."""
+        html = self.describe(self.selection.current)
+        if html != getattr(self, "_html", None):
+            self._html = html
+            self.setHtml(html)
 
     def describe(self, sel: Selection) -> str:
         """HTML for ``sel``."""

@@ -20,6 +20,7 @@ from gradexplorer.gui.module_tree import ModuleTree
 from gradexplorer.gui.open_model_dialog import ask_model
 from gradexplorer.gui.parameter_table import ParameterTable
 from gradexplorer.gui.plots.gradient_panel import GradientPanel
+from gradexplorer.gui.refresh import RefreshScheduler
 from gradexplorer.gui.run_controls import RunControls
 from gradexplorer.gui.selection import SelectionModel
 from gradexplorer.gui.settings import AppSettings
@@ -45,6 +46,11 @@ class MainWindow(QMainWindow):
         self.events = EventLog()
         self.run_controls = RunControls(self.controller, self)
         self.file_actions = FileActions(self)
+        self.redraws = RefreshScheduler(self)
+        for name, redraw in (("curves", self.curves.refresh), ("histogram", self.gradients.refresh),
+                             ("parameters", self._redraw_parameters),
+                             ("slow", self._redraw_graph_and_slow_plots)):
+            self.redraws.add(name, redraw)
         self.addToolBar(self.run_controls)
         self.setStatusBar(RunStatusBar(self.controller, self))
         self.setCentralWidget(self.graph_panel)
@@ -101,6 +107,7 @@ class MainWindow(QMainWindow):
         model = live.session.model
         self.tree.set_model(model)
         self.table.table.set_model(model)
+        self.table.fit_columns()
         self.details.set_context(model=model, stats={}, hooks={})
         self.gradients.set_model(model)
         self.curves.refresh()
@@ -118,18 +125,31 @@ class MainWindow(QMainWindow):
         if tag == "graph":
             self.graph_panel.set_graph(result, fit=getattr(self, "_fit_graph", True))
 
-    def _updated(self, update) -> None:
-        self.curves.refresh(update)
+    def _updated(self, _update) -> None:
+        self.redraws.mark_dirty()
+
+    def _redraw_parameters(self) -> None:
         latest = self.controller.timeline.latest_gradients
         if latest is not None:
+            first = not self.table.table.stats
             self.table.table.set_stats(latest.params)
-            self.graph_panel.set_stats(latest.params)
+            if first:
+                self.table.fit_columns()
             self.details.set_context(stats=latest.params)
-        self.gradients.refresh(update)
+
+    def _redraw_graph_and_slow_plots(self) -> None:
+        latest = self.controller.timeline.latest_gradients
+        if latest is not None:
+            self.graph_panel.set_stats(latest.params)
+        self.gradients.refresh_slow()
 
     def _state_changed(self, state: str) -> None:
-        if state == IDLE:
-            self.gradients.refresh(force=True)
+        if state == IDLE:  # the run ended: show its very last step everywhere
+            self.redraws.flush()
+            self.gradients.refresh_slow(force=True)
+            latest = self.controller.timeline.latest_gradients
+            if latest is not None:
+                self.graph_panel.set_stats(latest.params, force=True)
 
     def _hooks_changed(self, hooks: dict) -> None:
         self.tree.set_hooks(hooks)
@@ -169,6 +189,11 @@ class MainWindow(QMainWindow):
     def busy(self) -> bool:
         """Whether work is still under way (a run, a load, a graph layout)."""
         return self.controller.busy or self.graph_panel.busy()
+
+    def settle(self) -> None:
+        """Show everything received so far (tests and screenshots call this)."""
+        self.controller.flush()
+        self.redraws.flush()
 
     def _restore(self) -> None:
         self.resize(1500, 920)

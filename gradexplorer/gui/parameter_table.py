@@ -29,6 +29,8 @@ class ParameterTableModel(QAbstractTableModel):
         super().__init__(parent)
         self.rows: list[tuple[str, str, int, bool]] = []
         self.stats: dict[str, Any] = {}
+        self._live: list[tuple[str, str, str]] = []  # formatted live cells per row
+        self._bad: list[bool] = []
 
     def set_model(self, model: nn.Module) -> None:
         """Show ``model``'s parameters."""
@@ -36,11 +38,16 @@ class ParameterTableModel(QAbstractTableModel):
         self.rows = [(n, "×".join(map(str, p.shape)) or "scalar", p.numel(), p.requires_grad)
                      for n, p in model.named_parameters()]
         self.stats = {}
+        self._live = [("", "", "")] * len(self.rows)
+        self._bad = [False] * len(self.rows)
         self.endResetModel()
 
     def set_stats(self, params: dict[str, Any]) -> None:
         """New per-parameter statistics (ParamStats by name)."""
         self.stats = params
+        self._live = [tuple(self._live_text(params.get(row[0]), c) for c in LIVE) for row in self.rows]
+        self._bad = [bool(s is not None and (s.nan_count or s.inf_count))
+                     for s in (params.get(row[0]) for row in self.rows)]
         if self.rows:
             self.dataChanged.emit(self.index(0, LIVE[0]), self.index(len(self.rows) - 1, LIVE[-1]))
 
@@ -56,23 +63,21 @@ class ParameterTableModel(QAbstractTableModel):
         return None
 
     def data(self, index: QModelIndex, role=Qt.DisplayRole):
-        name, shape, numel, requires_grad = self.rows[index.row()]
-        column = index.column()
-        if role == Qt.UserRole:  # sort key
-            return self._sort_value(index.row(), column)
+        row, column = index.row(), index.column()
+        if role == Qt.DisplayRole:
+            if column in LIVE:
+                return self._live[row][column - 1]
+            name, shape, numel, requires_grad = self.rows[row]
+            if column == 0:
+                return name
+            return (name, shape, f"{numel:,}", "yes" if requires_grad else "no")[STATIC[column]]
         if role == Qt.TextAlignmentRole and column in (1, 2, 5):
             return int(Qt.AlignRight | Qt.AlignVCenter)
-        stats = self.stats.get(name)
-        bad = stats is not None and (stats.nan_count or stats.inf_count)
-        if role == Qt.ForegroundRole and bad:
+        if role == Qt.ForegroundRole and self._bad[row]:
             return QColor(ALARM)
-        if role != Qt.DisplayRole:
-            return None
-        if column == 0:
-            return name
-        if column in STATIC:
-            return (name, shape, f"{numel:,}", "yes" if requires_grad else "no")[STATIC[column]]
-        return self._live_text(stats, column)
+        if role == Qt.UserRole:  # sort key
+            return self._sort_value(row, column)
+        return None
 
     @staticmethod
     def _live_text(stats: Any, column: int) -> str:
@@ -105,6 +110,10 @@ class ParameterTableModel(QAbstractTableModel):
 class ParameterTable(QTableView):
     """The table view; clicking a row selects that parameter everywhere."""
 
+    def fit_columns(self) -> None:
+        """Size the columns to their contents once (not on every update: that is costly)."""
+        self.resizeColumnsToContents()
+
     def __init__(self, selection: SelectionModel, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.selection = selection
@@ -120,8 +129,9 @@ class ParameterTable(QTableView):
         self.setSelectionMode(QAbstractItemView.SingleSelection)
         self.verticalHeader().setVisible(False)
         self.verticalHeader().setDefaultSectionSize(20)
-        self.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeToContents)
+        self.horizontalHeader().setSectionResizeMode(QHeaderView.Interactive)
         self.horizontalHeader().setStretchLastSection(True)
+        self.horizontalHeader().setMinimumSectionSize(48)
         self.selectionModel().selectionChanged.connect(self._user_selected)
         selection.changed.connect(self.show_selection)
 

@@ -52,7 +52,7 @@ class ScreenshotRun(QObject):
         if self.window.busy():
             QTimer.singleShot(100, self._finish)
             return
-        self.window.controller.flush()
+        self.window.settle()
         if self.path is not None:
             QApplication.processEvents()
             save_window_image(self.window, self.path)

@@ -35,6 +35,24 @@ class Curve:
             self._y[:keep] = self._y[self.size - keep : self.size]
             self.size = keep
 
+    def decimated(self, max_points: int) -> tuple[np.ndarray, np.ndarray]:
+        """At most about ``max_points`` points keeping each bucket's minimum and maximum."""
+        x, y = self.x, self.y
+        if len(x) <= max_points:
+            return x, y
+        buckets = max_points // 2
+        edges = np.linspace(0, len(x), buckets + 1).astype(int)
+        keep = []
+        for lo, hi in zip(edges[:-1], edges[1:], strict=True):
+            part = y[lo:hi]
+            if not np.isfinite(part).any():
+                keep.append(lo)
+                continue
+            a, b = lo + int(np.nanargmin(part)), lo + int(np.nanargmax(part))
+            keep.extend(sorted({a, b}))
+        index = np.asarray(keep)
+        return x[index], y[index]
+
     @property
     def x(self) -> np.ndarray:
         return self._x[: self.size]

@@ -14,7 +14,7 @@ from gradexplorer.gui.plots.histogram_plot import HistogramPlot
 from gradexplorer.gui.selection import Selection, SelectionModel
 from gradexplorer.gui.timeline import Timeline
 
-SLOW_PLOTS_S = 0.2  # heat map and flow chart redraw at most 5 times a second
+SLOW_PLOTS_S = 0.1  # heat map and flow chart take turns, each redrawn about 5 times a second
 
 
 def parameter_for(selection: Selection, model) -> str | None:
@@ -82,7 +82,7 @@ class GradientPanel(QWidget):
             self.refresh(force=True)
 
     def refresh(self, _update=None, force: bool = False) -> None:
-        """Redraw from the timeline (fast plots always, slow ones at most every SLOW_PLOTS_S)."""
+        """Redraw the alarm and the histogram (and, with ``force``, the slower plots too)."""
         latest = self.timeline.latest_gradients
         self.alarm.show_gradients(latest)
         name = self.param
@@ -90,10 +90,18 @@ class GradientPanel(QWidget):
         self.param_label.setText(f"<b>{name}</b>" if name else "no parameter selected")
         current, previous = self.timeline.histograms_of(name) if name else (None, None)
         self.histogram.show_histograms(name, current, previous, stats)
+        if force:
+            self.refresh_slow(force=True)
+
+    def refresh_slow(self, force: bool = False) -> None:
+        """Redraw the heat map and the flow chart, at most every SLOW_PLOTS_S unless forced."""
         now = time.monotonic()
-        if force or now - self._slow_at >= SLOW_PLOTS_S:
-            self._slow_at = now
-            matrix = self.timeline.gradients.histogram_matrix(name) if name else None
-            self.heatmap.show_matrix(name, matrix)
-            if latest is not None:
-                self.flow.show_stats(latest.params)
+        if not force and now - self._slow_at < SLOW_PLOTS_S:
+            return
+        self._slow_at = now
+        name, latest = self.param, self.timeline.latest_gradients
+        self._slow_turn = not getattr(self, "_slow_turn", False)
+        if force or self._slow_turn:  # heat map and flow chart take turns: one repaint per call
+            self.heatmap.show_matrix(name, self.timeline.gradients.histogram_matrix(name) if name else None)
+        if latest is not None and (force or not self._slow_turn):
+            self.flow.show_stats(latest.params)

@@ -26,6 +26,7 @@ class HistogramPlot(pg.PlotWidget):
         self.plotItem.setTitle("gradient histogram")
         self.plotItem.setLabel("bottom", "gradient value")
         self.plotItem.showGrid(x=True, y=True, alpha=0.15)
+        self.plotItem.disableAutoRange()  # ranges are set once per redraw (one repaint, not two)
         self.previous_item = self.plot(stepMode="center", pen=pg.mkPen(PLOT_PENS["previous"], width=1.5))
         self.current_item = self.plot(stepMode="center", fillLevel=0,
                                       brush=pg.mkBrush(30, 136, 229, 110),
@@ -46,11 +47,20 @@ class HistogramPlot(pg.PlotWidget):
     def show_histograms(self, name: str | None, current: Any, previous: Any, stats: Any) -> None:
         """Draw ``current`` (and ``previous`` ghosted); explain when there is nothing to draw."""
         self.plotItem.setTitle(f"gradient histogram · {name}" if name else "gradient histogram")
+        shown = []
         for item, hist in ((self.current_item, current), (self.previous_item, previous)):
             if hist is None:
                 item.setData([], [])
             else:
-                item.setData(np.asarray(hist.edges, dtype=float), shown_counts(hist.counts, self.log))
+                edges, counts = np.asarray(hist.edges, dtype=float), shown_counts(hist.counts, self.log)
+                item.setData(edges, counts)
+                shown.append((edges, counts))
+        if shown:
+            lo = min(float(e[0]) for e, _ in shown)
+            hi = max(float(e[-1]) for e, _ in shown)
+            top = max(float(c.max()) for _, c in shown) or 1.0
+            self.plotItem.vb.setRange(xRange=(lo, hi if hi > lo else lo + 1.0), yRange=(0, top * 1.08),
+                                      padding=0.02)
         self._show_note(name, current, stats)
 
     def _show_note(self, name: str | None, current: Any, stats: Any) -> None:
@@ -63,6 +73,8 @@ class HistogramPlot(pg.PlotWidget):
             text = "no histogram yet: run a step"
         if current is not None and (current.nan_count or current.inf_count):
             text = f"⚠ {current.nan_count} NaN · {current.inf_count} Inf (not binned)"
-        self.note.setText(text)
-        view = self.plotItem.vb.viewRange()
-        self.note.setPos((view[0][0] + view[0][1]) / 2, (view[1][0] + view[1][1]) / 2)
+        if text != self.note.toPlainText():
+            self.note.setText(text)
+        if text:  # centre the note (moving it costs a repaint, so only when shown)
+            view = self.plotItem.vb.viewRange()
+            self.note.setPos((view[0][0] + view[0][1]) / 2, (view[1][0] + view[1][1]) / 2)
