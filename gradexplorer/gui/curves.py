@@ -9,7 +9,6 @@ from PySide6.QtWidgets import QWidget
 from gradexplorer.gui.theme import PLOT_PENS
 from gradexplorer.gui.timeline import Timeline
 
-
 MAX_POINTS = 4000  # longer curves are drawn from per-bucket minima and maxima
 
 

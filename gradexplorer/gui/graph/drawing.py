@@ -19,6 +19,8 @@ def node_label(attrs: Mapping) -> tuple[str, str]:
         members = attrs.get("members")
         detail = " · ".join(t for t in (attrs.get("name"), f"{members} nodes" if members else "") if t)
         return attrs.get("module") or "(model)", detail
+    if kind == "hook":  # BackwardHookFunctionBackward, inserted by a full backward hook
+        return "backward hook", attrs.get("module") or ""
     if kind == "param":
         return attrs.get("param") or "AccumulateGrad", "×".join(map(str, attrs.get("shape") or ()))
     return str(attrs.get("name", "?")), attrs.get("module") or ""
