@@ -150,3 +150,50 @@ def test_a_bad_model_file_shows_an_error_and_the_app_keeps_going(qtbot, make_win
     window.controller.run(1)
     wait_idle(qtbot, window)
     assert window.controller.live.session.step_count == 1
+
+
+def test_open_model_dialog_builds_specs(qtbot, tmp_path):
+    from gradexplorer.core.errors import UserError
+    from gradexplorer.gui.open_model_dialog import OpenModelDialog
+
+    dialog = OpenModelDialog(None, "example:lenet")
+    qtbot.addWidget(dialog)
+    assert dialog.spec() == "example:lenet"
+    dialog.example_options.setText("batch=4")
+    assert dialog.spec() == "example:lenet:batch=4"
+    model = tmp_path / "net.py"
+    model.write_text("def helper(): pass\ndef build(): pass\n")
+    dialog.tabs.setCurrentIndex(1)
+    dialog.file_edit.setText(str(model))
+    assert dialog.callable_box.currentText() == "build"
+    dialog.shape_edit.setText("2,3")
+    assert dialog.spec() == f"{model}:build" and dialog.options().input_shape == (2, 3)
+    dialog.shape_edit.setText("2,x")
+    try:
+        dialog.options()
+    except UserError as exc:
+        assert "bad shape" in str(exc)
+    else:
+        raise AssertionError("a bad shape must be refused")
+
+
+def test_switching_optimizer_keeps_model_hooks_and_step_count(qtbot, make_window):
+    window = make_window()
+    open_model(qtbot, window)
+    controller = window.controller
+    with qtbot.waitSignal(controller.hooks_changed, timeout=TIMEOUT_MS):
+        controller.attach_hook("fc2", "scale:0.5")
+    controller.run(2)
+    wait_idle(qtbot, window)
+    model = controller.live.session.model
+    controller.reconfigure(optimizer="adam", lr=1e-3)
+    wait_idle(qtbot, window)
+    session = controller.live.session
+    assert session.model is model and session.step_count == 2
+    assert type(session.optimizer).__name__ == "Adam"
+    assert window.run_controls.optimizer_box.currentText() == "adam"
+    assert list(controller.live.hooks.attached()) == ["fc2"]
+    controller.run(1)
+    wait_idle(qtbot, window)
+    assert controller.timeline.loss.x.tolist() == [1.0, 2.0, 3.0]
+    assert window.settings.last_model() == "example:digits"
