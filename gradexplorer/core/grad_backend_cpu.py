@@ -6,7 +6,10 @@ first, so a model with many tiny parameters costs a few kernel calls, not hundre
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -33,6 +36,11 @@ def _kernel_ready(t: torch.Tensor) -> torch.Tensor:
     return t if t.dtype in KERNEL_DTYPES else t.float()
 
 
+def _concatenate(parts: list[np.ndarray]) -> np.ndarray:
+    """One flat copy (numpy: single-threaded, so no wait on a busy thread pool)."""
+    return np.concatenate(parts) if parts else np.zeros(0, np.float32)
+
+
 def _offsets(sizes: list[int]) -> np.ndarray:
     return np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
 
@@ -48,41 +56,44 @@ def pack_tensors(tensors: list[torch.Tensor]) -> list[Pack]:
         else:
             small.setdefault(t.dtype, []).append(i)
     for indices in small.values():
-        parts = [ready[i].reshape(-1) for i in indices]
-        flat = torch.cat(parts) if parts else torch.empty(0)
-        packs.append(Pack(flat.numpy(), _offsets([p.numel() for p in parts]), indices))
+        parts = [ready[i].reshape(-1).numpy() for i in indices]
+        packs.append(Pack(_concatenate(parts), _offsets([p.size for p in parts]), indices))
     return packs
 
 
-def moments(packs: list[Pack], count: int) -> np.ndarray:
-    """``(count, MOMENT_COLUMNS)`` moments, rows in the original tensor order."""
-    out = np.zeros((count, MOMENT_COLUMNS))
-    for pack in packs:
-        rows = np.zeros((len(pack.indices), MOMENT_COLUMNS))
-        K.segment_moments(pack.flat, pack.offsets, rows)
-        out[pack.indices] = rows
-    return out
+def in_parallel(fn: Callable[[Pack], Any], packs: list[Pack]) -> list[Any]:
+    """``[fn(p) for p in packs]``, spread over torch's thread count (the kernels drop the GIL)."""
+    workers = max(1, torch.get_num_threads())
+    if workers == 1 or len(packs) < 2:
+        return [fn(p) for p in packs]
+    global _POOL
+    if _POOL is None or _POOL._max_workers != workers:
+        _POOL = ThreadPoolExecutor(workers, thread_name_prefix="gradexplorer-stats")
+    order = sorted(range(len(packs)), key=lambda i: -packs[i].flat.size)  # biggest first
+    results = dict(zip(order, _POOL.map(fn, [packs[i] for i in order]), strict=True))
+    return [results[i] for i in range(len(packs))]
 
 
-def histograms(packs: list[Pack], stats: np.ndarray, bins: int, hist_range: HistRange):
-    """Exact histograms of every packed tensor: ``(edges, counts, extra)`` arrays by tensor."""
+_POOL: ThreadPoolExecutor | None = None
+
+
+def pack_moments(pack: Pack) -> np.ndarray:
+    """Moments of each tensor in one pack."""
+    rows = np.zeros((len(pack.indices), MOMENT_COLUMNS))
+    K.segment_moments(pack.flat, pack.offsets, rows)
+    return rows
+
+
+def pack_histograms(pack: Pack, stats: np.ndarray, bins: int, hist_range: HistRange):
+    """Exact histograms of each tensor in one pack: ``(edges, counts, extra)``."""
     count = stats.shape[0]
-    lo, hi = range_bounds(stats[:, MIN], stats[:, MAX], hist_range)
-    edges = histogram_edges(lo, hi, bins)
+    edges = histogram_edges(*range_bounds(stats[:, MIN], stats[:, MAX], hist_range), bins)
     counts = np.zeros((count, bins), np.int64)
     extra = np.zeros((count, 4), np.int64)
     nonfinite = stats[:, NANS] + stats[:, INFS] > 0
     outside = (stats[:, MIN] < edges[:, 0]) | (stats[:, MAX] > edges[:, -1])
-    careful = nonfinite | outside
-    for pack in packs:
-        idx = np.asarray(pack.indices)
-        sub_counts = np.zeros((idx.size, bins), np.int64)
-        sub_extra = np.zeros((idx.size, 4), np.int64)
-        K.segment_histograms(
-            pack.flat, pack.offsets, np.arange(idx.size), np.ascontiguousarray(edges[idx]),
-            sub_counts, sub_extra, careful[idx],
-        )
-        counts[idx], extra[idx] = sub_counts, sub_extra
+    K.segment_histograms(pack.flat, pack.offsets, np.arange(count), edges, counts, extra,
+                         nonfinite | outside)
     extra[:, 2], extra[:, 3] = stats[:, NANS], stats[:, INFS]
     return edges, counts, extra
 
@@ -98,35 +109,51 @@ class ParamCopies:
         """Copy ``params`` now: big ones into kept buffers, small ones packed together."""
         self.packs = []
         small = [i for i, p in enumerate(params) if p.numel() < SMALL]
+        sources = {}
         for i, p in enumerate(params):
             if p.numel() >= SMALL:
                 src = _kernel_ready(p).reshape(-1)
                 buf = self._buffers.get(i)
                 if buf is None or buf.shape != src.shape or buf.dtype != src.dtype:
                     buf = self._buffers[i] = torch.empty_like(src)
-                np.copyto(buf.numpy(), src.numpy())  # one thread: no contention with torch's pool
                 self.packs.append(Pack(buf.numpy(), _offsets([src.numel()]), [i]))
+                sources[i] = src.numpy()
+        in_parallel(lambda pack: np.copyto(pack.flat, sources[pack.indices[0]]), self.packs)
         for pack in pack_tensors([params[i] for i in small]):
             pack.indices = [small[j] for j in pack.indices]
             self.packs.append(pack)
 
     def update_norms(self, params: list[torch.Tensor]) -> np.ndarray:
         """``(P, 2)``: ‖θ_now − θ_copy‖² and ‖θ_copy‖² per parameter."""
-        out = np.zeros((len(params), 2))
-        for pack in self.packs:
-            parts = [_kernel_ready(params[i]).reshape(-1) for i in pack.indices]
-            now = parts[0] if len(parts) == 1 else torch.cat(parts)
+        def work(pack: Pack) -> np.ndarray:
+            parts = [_kernel_ready(params[i]).reshape(-1).numpy() for i in pack.indices]
+            now = parts[0] if len(parts) == 1 else _concatenate(parts)
             rows = np.zeros((len(pack.indices), 2))
-            K.segment_update_norms(now.numpy(), pack.flat, pack.offsets, rows)
+            K.segment_update_norms(now, pack.flat, pack.offsets, rows)
+            return rows
+
+        out = np.zeros((len(params), 2))
+        for pack, rows in zip(self.packs, in_parallel(work, self.packs), strict=True):
             out[pack.indices] = rows
         return out
 
 
 def compute(grads: list[torch.Tensor], want_histograms: bool, bins: int,
             hist_range: HistRange) -> RawStats:
-    """Moments, and histograms when asked, of CPU gradients."""
+    """Moments, and histograms when asked, of CPU gradients (rows in the order given)."""
+    count = len(grads)
+
+    def work(pack: Pack):
+        rows = pack_moments(pack)
+        return rows, pack_histograms(pack, rows, bins, hist_range) if want_histograms else None
+
+    raw = RawStats(np.zeros((count, MOMENT_COLUMNS)))
+    if want_histograms:
+        raw.edges, raw.counts = np.zeros((count, bins + 1)), np.zeros((count, bins), np.int64)
+        raw.extra = np.zeros((count, 4), np.int64)
     packs = pack_tensors(grads)
-    stats = moments(packs, len(grads))
-    if not want_histograms:
-        return RawStats(stats)
-    return RawStats(stats, *histograms(packs, stats, bins, hist_range))
+    for pack, (rows, hist) in zip(packs, in_parallel(work, packs), strict=True):
+        raw.moments[pack.indices] = rows
+        if hist is not None:
+            raw.edges[pack.indices], raw.counts[pack.indices], raw.extra[pack.indices] = hist
+    return raw

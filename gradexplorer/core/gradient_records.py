@@ -128,7 +128,7 @@ def build_step_gradients(step: int, named_shapes: list[tuple[str, tuple[int, ...
     params: dict[str, ParamStats] = {}
     histograms: dict[str, Histogram] = {}
     row = 0
-    for (name, shape), present in zip(named_shapes, has_grad):
+    for (name, shape), present in zip(named_shapes, has_grad, strict=True):
         if not present:
             params[name] = param_stats(name, shape, None, None)
             continue
