@@ -30,26 +30,37 @@ __all__ = ["MOMENT_COLUMNS", "segment_histograms", "segment_moments", "segment_u
 
 
 @njit(nogil=True, cache=True, fastmath=_FAST)
-def _fast_moments(x, row):
-    """Moments assuming every element is finite; returns False if one is not."""
+def _sums(x):
+    """Sum, sum of squares (float64) and zero count; the squares turn NaN/Inf on any non-finite."""
     s = 0.0
     q = 0.0
     zeros = 0
-    bad = 0.0
     for i in range(x.size):
         v = np.float64(x[i])
         s += v
         q += v * v
         zeros += v == 0.0
-        bad += v - v  # NaN as soon as one element is NaN or ±Inf
-    if bad != 0.0 or bad != bad:
-        return False
-    lo = np.inf
-    hi = -np.inf
+    return s, q, zeros
+
+
+@njit(nogil=True, cache=True, fastmath=True)
+def _finite_min_max(x):
+    """Min and max of a non-empty array known to be all finite (so NaN-free fast math holds)."""
+    lo = x[0]
+    hi = x[0]
     for i in range(x.size):
-        v = np.float64(x[i])
-        lo = v if v < lo else lo
-        hi = v if v > hi else hi
+        lo = min(lo, x[i])
+        hi = max(hi, x[i])
+    return lo, hi
+
+
+@njit(nogil=True, cache=True)
+def _fast_moments(x, row):
+    """Moments when every element is finite; returns False (nothing written) otherwise."""
+    s, q, zeros = _sums(x)
+    if not q - q == 0.0:  # NaN or Inf somewhere (or float64 squares overflowed)
+        return False
+    lo, hi = _finite_min_max(x) if x.size else (x.dtype.type(np.inf), x.dtype.type(-np.inf))
     row[SUM], row[SUMSQ], row[MIN], row[MAX] = s, q, lo, hi
     row[ZEROS], row[NANS], row[INFS], row[FINITE] = zeros, 0, 0, x.size
     return True
@@ -100,7 +111,7 @@ def _exact_bin(v, guess, edges, bins):
     return b
 
 
-@njit(nogil=True, cache=True, fastmath=_FAST)
+@njit(nogil=True, cache=True, fastmath=True)  # fast path only: values finite, in range
 def _guess_bins(part, lo, scale, top, delta, guess):
     """Vectorised bin guesses in the input's precision; True if one may be off by a bin.
 
