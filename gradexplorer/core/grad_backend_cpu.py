@@ -31,9 +31,13 @@ class Pack:
     indices: list[int]
 
 
-def _kernel_ready(t: torch.Tensor) -> torch.Tensor:
-    t = t.detach()
-    return t if t.dtype in KERNEL_DTYPES else t.float()
+def flat_array(t: torch.Tensor) -> np.ndarray:
+    """A 1-D float32/float64 numpy view of a CPU tensor (a copy if not contiguous or half)."""
+    if t.requires_grad:
+        t = t.detach()
+    if t.dtype not in KERNEL_DTYPES:
+        t = t.float()
+    return t.numpy().reshape(-1)
 
 
 def _concatenate(parts: list[np.ndarray]) -> np.ndarray:
@@ -48,15 +52,15 @@ def _offsets(sizes: list[int]) -> np.ndarray:
 def pack_tensors(tensors: list[torch.Tensor]) -> list[Pack]:
     """Group tensors into flat packs: big ones alone (as views), small ones joined (a copy)."""
     packs: list[Pack] = []
-    small: dict[torch.dtype, list[int]] = {}
-    ready = [_kernel_ready(t) for t in tensors]
-    for i, t in enumerate(ready):
-        if t.numel() >= SMALL:
-            packs.append(Pack(t.reshape(-1).numpy(), _offsets([t.numel()]), [i]))
+    small: dict[np.dtype, list[int]] = {}
+    ready = [flat_array(t) for t in tensors]
+    for i, a in enumerate(ready):
+        if a.size >= SMALL:
+            packs.append(Pack(a, _offsets([a.size]), [i]))
         else:
-            small.setdefault(t.dtype, []).append(i)
+            small.setdefault(a.dtype, []).append(i)
     for indices in small.values():
-        parts = [ready[i].reshape(-1).numpy() for i in indices]
+        parts = [ready[i] for i in indices]
         packs.append(Pack(_concatenate(parts), _offsets([p.size for p in parts]), indices))
     return packs
 
@@ -102,8 +106,19 @@ class ParamCopies:
     """Reusable copies of parameters taken before the optimizer step (for ‖Δθ‖)."""
 
     def __init__(self) -> None:
-        self._buffers: dict[int, torch.Tensor] = {}
+        self._buffers: dict[int, np.ndarray] = {}
+        self._views: dict[int, tuple[int, np.ndarray]] = {}
         self.packs: list[Pack] = []
+
+    def view(self, p: torch.Tensor) -> np.ndarray:
+        """Flat numpy array of a parameter, a kept view while its storage stays the same."""
+        kept = self._views.get(id(p))
+        if kept is not None and kept[0] == p.data_ptr():
+            return kept[1]
+        array = flat_array(p)
+        if p.is_contiguous() and p.dtype in KERNEL_DTYPES:  # a true view: safe to keep
+            self._views[id(p)] = (p.data_ptr(), array)
+        return array
 
     def take(self, params: list[torch.Tensor]) -> None:
         """Copy ``params`` now: big ones into kept buffers, small ones packed together."""
@@ -112,21 +127,24 @@ class ParamCopies:
         sources = {}
         for i, p in enumerate(params):
             if p.numel() >= SMALL:
-                src = _kernel_ready(p).reshape(-1)
+                src = self.view(p)
                 buf = self._buffers.get(i)
                 if buf is None or buf.shape != src.shape or buf.dtype != src.dtype:
-                    buf = self._buffers[i] = torch.empty_like(src)
-                self.packs.append(Pack(buf.numpy(), _offsets([src.numel()]), [i]))
-                sources[i] = src.numpy()
+                    buf = self._buffers[i] = np.empty_like(src)
+                self.packs.append(Pack(buf, _offsets([src.size]), [i]))
+                sources[i] = src
         in_parallel(lambda pack: np.copyto(pack.flat, sources[pack.indices[0]]), self.packs)
-        for pack in pack_tensors([params[i] for i in small]):
-            pack.indices = [small[j] for j in pack.indices]
-            self.packs.append(pack)
+        by_dtype: dict[np.dtype, list[int]] = {}
+        for i in small:
+            by_dtype.setdefault(self.view(params[i]).dtype, []).append(i)
+        for indices in by_dtype.values():
+            parts = [self.view(params[i]) for i in indices]
+            self.packs.append(Pack(_concatenate(parts), _offsets([a.size for a in parts]), indices))
 
     def update_norms(self, params: list[torch.Tensor]) -> np.ndarray:
         """``(P, 2)``: ‖θ_now − θ_copy‖² and ‖θ_copy‖² per parameter."""
         def work(pack: Pack) -> np.ndarray:
-            parts = [_kernel_ready(params[i]).reshape(-1).numpy() for i in pack.indices]
+            parts = [self.view(params[i]) for i in pack.indices]
             now = parts[0] if len(parts) == 1 else _concatenate(parts)
             rows = np.zeros((len(pack.indices), 2))
             K.segment_update_norms(now, pack.flat, pack.offsets, rows)
