@@ -19,6 +19,7 @@ from gradexplorer.core.grad_raw import INFS, MAX, MIN, MOMENT_COLUMNS, NANS, Raw
 from gradexplorer.core.histogram_math import HistRange, histogram_edges, range_bounds
 
 SMALL = 1 << 16  # tensors below this many elements are packed together
+PARALLEL_MIN = 1 << 19  # less work than this (elements) is not worth handing to threads
 KERNEL_DTYPES = (torch.float32, torch.float64)
 
 
@@ -65,17 +66,19 @@ def pack_tensors(tensors: list[torch.Tensor]) -> list[Pack]:
     return packs
 
 
-def in_parallel(fn: Callable[[Pack], Any], packs: list[Pack]) -> list[Any]:
-    """``[fn(p) for p in packs]``, spread over torch's thread count (the kernels drop the GIL)."""
+def in_parallel(fn: Callable[[Any], Any], items: list[Any],
+                size: Callable[[Any], int] = lambda pack: pack.flat.size) -> list[Any]:
+    """``[fn(x) for x in items]``, spread over torch's thread count (the kernels drop the GIL)."""
     workers = max(1, torch.get_num_threads())
-    if workers == 1 or len(packs) < 2:
-        return [fn(p) for p in packs]
+    sizes = [size(x) for x in items]
+    if workers == 1 or len(items) < 2 or sum(sizes) < PARALLEL_MIN:
+        return [fn(x) for x in items]
     global _POOL
     if _POOL is None or _POOL._max_workers != workers:
         _POOL = ThreadPoolExecutor(workers, thread_name_prefix="gradexplorer-stats")
-    order = sorted(range(len(packs)), key=lambda i: -packs[i].flat.size)  # biggest first
-    results = dict(zip(order, _POOL.map(fn, [packs[i] for i in order]), strict=True))
-    return [results[i] for i in range(len(packs))]
+    order = sorted(range(len(items)), key=lambda i: -sizes[i])  # biggest first
+    results = dict(zip(order, _POOL.map(fn, [items[i] for i in order]), strict=True))
+    return [results[i] for i in range(len(items))]
 
 
 _POOL: ThreadPoolExecutor | None = None
@@ -128,9 +131,9 @@ class ParamCopies:
         for i, p in enumerate(params):
             if p.numel() >= SMALL:
                 src = self.view(p)
-                buf = self._buffers.get(i)
+                buf = self._buffers.get(id(p))
                 if buf is None or buf.shape != src.shape or buf.dtype != src.dtype:
-                    buf = self._buffers[i] = np.empty_like(src)
+                    buf = self._buffers[id(p)] = np.empty_like(src)
                 self.packs.append(Pack(buf, _offsets([src.size]), [i]))
                 sources[i] = src
         in_parallel(lambda pack: np.copyto(pack.flat, sources[pack.indices[0]]), self.packs)

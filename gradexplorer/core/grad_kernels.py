@@ -26,7 +26,9 @@ from gradexplorer.core.grad_raw import (
 # Reassociation lets LLVM vectorise the sums; NaN/Inf semantics are kept (no nnan/ninf).
 _FAST = {"reassoc", "contract"}
 CHUNK = 1024  # small chunks: few of them hold a value near a bin edge
-__all__ = ["MOMENT_COLUMNS", "segment_histograms", "segment_moments", "segment_update_norms"]
+__all__ = [
+    "MOMENT_COLUMNS", "segment_histograms", "segment_moments", "segment_update_norms", "step_norms",
+]
 
 
 @njit(nogil=True, cache=True, fastmath=_FAST)
@@ -221,3 +223,17 @@ def segment_update_norms(new, old, offsets, out):
     for seg in range(offsets.size - 1):
         a, b = offsets[seg], offsets[seg + 1]
         out[seg, 0], out[seg, 1] = _update_norms(new[a:b], old[a:b])
+
+
+@njit(nogil=True, cache=True, fastmath=_FAST)
+def step_norms(theta, direction, scale):
+    """``(‖scale·D‖², ‖θ + scale·D‖²)``: the step and the weights before it, when
+    ``θ_before = θ_after + scale·D`` for an optimizer whose step direction D is known."""
+    d2 = 0.0
+    o2 = 0.0
+    for i in range(theta.size):
+        d = scale * np.float64(direction[i])
+        o = np.float64(theta[i]) + d
+        d2 += d * d
+        o2 += o * o
+    return d2, o2

@@ -106,7 +106,8 @@ def _stats_rows(named_shapes: list[tuple[str, tuple[int, ...]]], raw: RawStats) 
         ratio = [None] * len(numel)
         if raw.update is not None:
             delta, before = np.sqrt(raw.update[:, 0]), np.sqrt(raw.update[:, 1])
-            ratio = np.where(before > 0, delta / before, np.where(delta == 0, 0.0, np.inf)).tolist()
+            ratio = np.where(before > 0, delta / before, np.where(delta == 0, 0.0, np.inf))
+            ratio = np.where(np.isnan(delta) | np.isnan(before), np.nan, ratio).tolist()
     lists = [c.tolist() for c in columns]
     counts = [m[:, C.NANS].astype(np.int64).tolist(), m[:, C.INFS].astype(np.int64).tolist()]
     return [
