@@ -195,3 +195,17 @@ def test_update_ratio_for_sgd_variants(kwargs):
             step = (p.detach() - before[name]).double().norm()
             expected = float(step / before[name].double().norm())
             assert record.params[name].update_ratio == pytest.approx(expected, rel=1e-4)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_narrow_range_far_from_zero_is_still_exact(backend):
+    model = torch.nn.Linear(100, 1000, bias=False)  # 100,000 weights
+    model.weight.grad = 1000 + torch.rand(1000, 100) * 0.002
+    record = gradient_stats(model, bins=16, hist_range=(1000.0, 1000.001), backend=backend)
+    h = record.histograms["weight"]
+    g = model.weight.grad.double().numpy().ravel()
+    inside = g[(g >= 1000.0) & (g <= 1000.001)]
+    assert np.array_equal(h.counts, np.histogram(inside, bins=h.edges)[0])
+    assert h.total == g.size and h.above == int((g > 1000.001).sum())
+    auto = gradient_stats(model, bins=16, backend=backend).histograms["weight"]
+    assert np.array_equal(auto.counts, np.histogram(g, bins=auto.edges)[0])
