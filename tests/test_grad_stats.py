@@ -73,8 +73,9 @@ def test_big_small_and_unused_parameters(backend):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_update_ratio_is_step_size_over_weight_norm(backend):
-    session = make_session("example:lenet", momentum=0.9)
+@pytest.mark.parametrize("optimizer,momentum", [("sgd", 0.9), ("sgd", 0.0), ("adam", 0.0)])
+def test_update_ratio_is_step_size_over_weight_norm(backend, optimizer, momentum):
+    session = make_session("example:lenet", optimizer=optimizer, momentum=momentum)
     session.add_observer(GradientMonitor(backend=backend))
     session.step()
     before = {n: p.detach().clone() for n, p in session.model.named_parameters()}
@@ -160,3 +161,51 @@ def test_edges_match_linspace_and_sparkline():
     assert np.array_equal(edges[0], np.linspace(-1.5, 0.25, 8))
     assert np.array_equal(edges[1], np.linspace(1.5, 2.5, 8))
     assert sparkline(np.array([0, 1, 8, 4]), 4) == " ▁█▄"
+
+
+def test_auto_backend_is_numba_on_cpu_and_torch_without_it(monkeypatch):
+    from gradexplorer.core import grad_stats
+
+    session = make_session()
+    monitor = GradientMonitor()
+    session.add_observer(monitor)
+    session.step()
+    assert monitor.backend == "numba"
+    monkeypatch.setattr(grad_stats, "numba_available", lambda: False)
+    session = make_session()
+    monitor = GradientMonitor()
+    session.add_observer(monitor)
+    record = session.step().extras["gradients"]
+    assert monitor.backend == "torch"
+    check_against_raw(record, session.model)
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"maximize": True}, {"weight_decay": 0.1}, {"momentum": 0.5, "nesterov": True},
+    {"momentum": 0.5, "dampening": 0.3, "weight_decay": 0.01, "maximize": True},
+])
+def test_update_ratio_for_sgd_variants(kwargs):
+    session = make_session("example:lenet")
+    session.optimizer = torch.optim.SGD(session.model.parameters(), lr=0.05, **kwargs)
+    session.add_observer(GradientMonitor())
+    for _ in range(2):
+        before = {n: p.detach().clone() for n, p in session.model.named_parameters()}
+        record = session.step().extras["gradients"]
+        for name, p in session.model.named_parameters():
+            step = (p.detach() - before[name]).double().norm()
+            expected = float(step / before[name].double().norm())
+            assert record.params[name].update_ratio == pytest.approx(expected, rel=1e-4)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_narrow_range_far_from_zero_is_still_exact(backend):
+    model = torch.nn.Linear(100, 1000, bias=False)  # 100,000 weights
+    model.weight.grad = 1000 + torch.rand(1000, 100) * 0.002
+    record = gradient_stats(model, bins=16, hist_range=(1000.0, 1000.001), backend=backend)
+    h = record.histograms["weight"]
+    g = model.weight.grad.double().numpy().ravel()
+    inside = g[(g >= 1000.0) & (g <= 1000.001)]
+    assert np.array_equal(h.counts, np.histogram(inside, bins=h.edges)[0])
+    assert h.total == g.size and h.above == int((g > 1000.001).sum())
+    auto = gradient_stats(model, bins=16, backend=backend).histograms["weight"]
+    assert np.array_equal(auto.counts, np.histogram(g, bins=auto.edges)[0])

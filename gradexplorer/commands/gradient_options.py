@@ -28,7 +28,7 @@ def add_gradient_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--bins", type=int, metavar="N", help="histogram bins (default 64)")
     g.add_argument("--hist-range", metavar="auto|symmetric|LO,HI",
                    help="histogram range: each gradient's finite min..max (auto, default), "
-                   "±max|g| (symmetric) or fixed LO,HI")
+                   "±max|g| (symmetric) or fixed LO,HI (write --hist-range=-0.1,0.1)")
 
 
 def _positive(args: argparse.Namespace, name: str, lo: int = 1, hi: int = 1 << 30) -> None:

@@ -28,6 +28,7 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]], left: int = 1) 
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
     lines = []
     for r in cells:
-        parts = [c.ljust(w) if i < left else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))]
+        pairs = enumerate(zip(r, widths, strict=True))
+        parts = [c.ljust(w) if i < left else c.rjust(w) for i, (c, w) in pairs]
         lines.append("  ".join(parts).rstrip())
     return "\n".join(lines)

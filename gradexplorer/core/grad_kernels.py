@@ -25,31 +25,44 @@ from gradexplorer.core.grad_raw import (
 
 # Reassociation lets LLVM vectorise the sums; NaN/Inf semantics are kept (no nnan/ninf).
 _FAST = {"reassoc", "contract"}
-CHUNK = 4096
-__all__ = ["MOMENT_COLUMNS", "segment_histograms", "segment_moments", "segment_update_norms"]
+CHUNK = 1024  # small chunks: few of them hold a value near a bin edge
+__all__ = [
+    "MOMENT_COLUMNS", "segment_histograms", "segment_moments", "segment_update_norms", "step_norms",
+]
 
 
 @njit(nogil=True, cache=True, fastmath=_FAST)
-def _fast_moments(x, row):
-    """Moments assuming every element is finite; returns False if one is not."""
+def _sums(x):
+    """Sum, sum of squares (float64) and zero count; the squares turn NaN/Inf on any non-finite."""
     s = 0.0
     q = 0.0
     zeros = 0
-    bad = 0.0
     for i in range(x.size):
         v = np.float64(x[i])
         s += v
         q += v * v
         zeros += v == 0.0
-        bad += v - v  # NaN as soon as one element is NaN or ±Inf
-    if bad != 0.0 or bad != bad:
-        return False
-    lo = np.inf
-    hi = -np.inf
+    return s, q, zeros
+
+
+@njit(nogil=True, cache=True, fastmath=True)
+def _finite_min_max(x):
+    """Min and max of a non-empty array known to be all finite (so NaN-free fast math holds)."""
+    lo = x[0]
+    hi = x[0]
     for i in range(x.size):
-        v = np.float64(x[i])
-        lo = v if v < lo else lo
-        hi = v if v > hi else hi
+        lo = min(lo, x[i])
+        hi = max(hi, x[i])
+    return lo, hi
+
+
+@njit(nogil=True, cache=True)
+def _fast_moments(x, row):
+    """Moments when every element is finite; returns False (nothing written) otherwise."""
+    s, q, zeros = _sums(x)
+    if not q - q == 0.0:  # NaN or Inf somewhere (or float64 squares overflowed)
+        return False
+    lo, hi = _finite_min_max(x) if x.size else (x.dtype.type(np.inf), x.dtype.type(-np.inf))
     row[SUM], row[SUMSQ], row[MIN], row[MAX] = s, q, lo, hi
     row[ZEROS], row[NANS], row[INFS], row[FINITE] = zeros, 0, 0, x.size
     return True
@@ -100,27 +113,54 @@ def _exact_bin(v, guess, edges, bins):
     return b
 
 
-@njit(nogil=True, cache=True, fastmath=_FAST)
+@njit(nogil=True, cache=True, fastmath=True)  # fast path only: values finite, in range
+def _guess_bins(part, lo, scale, top, delta, guess):
+    """Vectorised bin guesses in the input's precision; True if one may be off by a bin.
+
+    A guess is exact unless its fractional position lies within ``delta`` of a bin edge,
+    ``delta`` bounding the rounding error of ``(v - lo) * scale``.
+    """
+    zero = lo - lo
+    near = 0
+    for j in range(part.size):
+        t = (part[j] - lo) * scale
+        tc = t if t > zero else zero
+        tc = tc if tc < top else top
+        b = np.int32(tc)
+        frac = t - b
+        near += (frac < delta) | (frac > 1 - delta)
+        guess[j] = b
+    return near > 0
+
+
+@njit(nogil=True, cache=True)
 def _fast_histogram(x, edges, counts):
     """Histogram of a segment whose elements are all finite and inside the edges."""
     bins = edges.size - 1
-    lo = edges[0]
-    scale = np.float32(bins / (edges[bins] - lo))
-    lo32 = np.float32(lo)
-    top = np.float32(bins - 1)
+    lo64, hi64 = edges[0], edges[bins]
+    scale64 = bins / (hi64 - lo64)
+    eps = 2.0**-23 if x.itemsize == 4 else 2.0**-52
+    delta = 4 * eps * ((abs(lo64) + abs(hi64)) * scale64 + bins)
+    if not delta < 0.25:  # the working precision cannot place values: exact search only
+        extra = np.zeros(4, np.int64)
+        _careful_histogram(x, edges, counts, extra)
+        return
+    typed = np.empty(3, x.dtype)  # lo, scale, top in the working precision
+    typed[0], typed[1], typed[2] = lo64, scale64, bins - 1
     guess = np.empty(CHUNK, np.int32)
     lanes = np.zeros((8, bins), np.int64)  # 8 sub-histograms avoid store-to-load stalls
     for chunk in range(0, x.size, CHUNK):
         part = x[chunk : chunk + CHUNK]
         n = part.size
-        for j in range(n):  # vectorised first guess in float32
-            t = (np.float32(part[j]) - lo32) * scale
-            t = t if t > 0 else np.float32(0)
-            t = t if t < top else top
-            guess[j] = np.int32(t)
-        for j in range(n):  # exact correction against the float64 edges
-            b = _exact_bin(np.float64(part[j]), guess[j], edges, bins)
-            lanes[j & 7, b] += 1
+        if _guess_bins(part, typed[0], typed[1], typed[2], delta, guess):
+            for j in range(n):
+                guess[j] = _exact_bin(np.float64(part[j]), guess[j], edges, bins)
+        m = n - n % 8
+        for j in range(0, m, 8):
+            for lane in range(8):
+                lanes[lane, guess[j + lane]] += 1
+        for j in range(m, n):
+            lanes[0, guess[j]] += 1
     for lane in range(8):
         for b in range(bins):
             counts[b] += lanes[lane, b]
@@ -183,3 +223,17 @@ def segment_update_norms(new, old, offsets, out):
     for seg in range(offsets.size - 1):
         a, b = offsets[seg], offsets[seg + 1]
         out[seg, 0], out[seg, 1] = _update_norms(new[a:b], old[a:b])
+
+
+@njit(nogil=True, cache=True, fastmath=_FAST)
+def step_norms(theta, direction, scale):
+    """``(‖scale·D‖², ‖θ + scale·D‖²)``: the step and the weights before it, when
+    ``θ_before = θ_after + scale·D`` for an optimizer whose step direction D is known."""
+    d2 = 0.0
+    o2 = 0.0
+    for i in range(theta.size):
+        d = scale * np.float64(direction[i])
+        o = np.float64(theta[i]) + d
+        d2 += d * d
+        o2 += o * o
+    return d2, o2

@@ -43,19 +43,20 @@ class NumbaBackend:
 
     def __init__(self) -> None:
         from gradexplorer.core import grad_backend_cpu
+        from gradexplorer.core.update_tracker import UpdateTracker
 
         self._cpu = grad_backend_cpu
-        self._copies = grad_backend_cpu.ParamCopies()
+        self._tracker = UpdateTracker()
 
-    def begin(self, grads, params, want_histograms, bins, hist_range):
+    def begin(self, grads, params, want_histograms, bins, hist_range, optimizer=None):
         raw = self._cpu.compute(grads, want_histograms, bins, hist_range)
         if params is not None:
-            self._copies.take(params)
+            self._tracker.before(params, optimizer)
         return raw
 
-    def finish(self, raw, params):
+    def finish(self, raw, params, optimizer=None):
         if params is not None:
-            raw.update = self._copies.update_norms(params)
+            raw.update = self._tracker.after(params, optimizer)
         return raw
 
 
@@ -69,10 +70,10 @@ class TorchBackend:
 
         self._dev = grad_backend_torch
 
-    def begin(self, grads, params, want_histograms, bins, hist_range):
+    def begin(self, grads, params, want_histograms, bins, hist_range, optimizer=None):
         return self._dev.begin(grads, params, want_histograms, bins, hist_range)
 
-    def finish(self, pending, params):
+    def finish(self, pending, params, optimizer=None):
         return self._dev.finish(pending, params)
 
 
@@ -80,7 +81,7 @@ def numba_available() -> bool:
     """True when the Numba kernels can be imported."""
     try:
         import gradexplorer.core.grad_kernels  # noqa: F401
-    except ImportError:
+    except Exception:  # noqa: BLE001 - not installed, or no writable kernel cache: use torch
         return False
     return True
 
@@ -136,6 +137,11 @@ class GradientMonitor:
         self._backend = None
         self._pending: tuple | None = None
 
+    @property
+    def backend(self) -> str | None:
+        """``numba`` or ``torch`` once the first step chose one, else None."""
+        return None if self._backend is None else self._backend.name
+
     def wants_histogram(self, step: int) -> bool:
         """Whether step ``step`` (1-based, as StepResult.step) gets histograms."""
         return self.every > 0 and step % self.every == 0
@@ -151,7 +157,7 @@ class GradientMonitor:
             self._backend = make_backend(self.backend_name, grads or [p for _, p in named])
         pending = self._backend.begin(
             grads, params if self.update_ratio else None,
-            self.wants_histogram(step + 1), self.bins, self.hist_range,
+            self.wants_histogram(step + 1), self.bins, self.hist_range, session.optimizer,
         )
         self._pending = (named, present, params, pending, time.perf_counter() - start)
 
@@ -162,7 +168,8 @@ class GradientMonitor:
         start = time.perf_counter()
         named, present, params, pending, spent = self._pending
         self._pending = None
-        raw = self._backend.finish(pending, params if self.update_ratio else None)
+        raw = self._backend.finish(pending, params if self.update_ratio else None,
+                                   session.optimizer)
         shapes = [(n, tuple(p.shape)) for n, p in named]
         record = build_step_gradients(result.step, shapes, present, raw, self.bins,
                                       self.hist_range)

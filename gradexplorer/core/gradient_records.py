@@ -79,34 +79,42 @@ class StepGradients:
         return {n: s for n, s in self.params.items() if s.nonfinite}
 
 
-def _finite_or_nan(value: float) -> float:
-    return float(value) if math.isfinite(value) else math.nan
-
-
 def param_stats(name: str, shape: tuple[int, ...], row: np.ndarray | None,
                 update: np.ndarray | None) -> ParamStats:
     """ParamStats from one moments row (None: no gradient this step)."""
-    numel = math.prod(shape)
     if row is None:
-        return ParamStats(name, shape, numel, False)
-    finite = row[C.FINITE]
-    mean = row[C.SUM] / finite if finite else math.nan
-    var = max(row[C.SUMSQ] / finite - mean * mean, 0.0) if finite else math.nan
-    low, high = _finite_or_nan(row[C.MIN]), _finite_or_nan(row[C.MAX])
-    return ParamStats(
-        name, shape, numel, True,
-        norm=math.sqrt(row[C.SUMSQ]), mean=float(mean), std=math.sqrt(var),
-        min=low, max=high, abs_max=max(abs(low), abs(high)) if finite else math.nan,
-        zero_fraction=float(row[C.ZEROS] / numel) if numel else 0.0,
-        nan_count=int(row[C.NANS]), inf_count=int(row[C.INFS]),
-        update_ratio=None if update is None else _ratio(*update),
-    )
+        return ParamStats(name, shape, math.prod(shape), False)
+    raw = RawStats(row[None, :], update=None if update is None else update[None, :])
+    return _stats_rows([(name, shape)], raw)[0]
 
 
-def _ratio(delta_sq: float, before_sq: float) -> float:
-    if before_sq > 0:
-        return math.sqrt(delta_sq) / math.sqrt(before_sq)
-    return 0.0 if delta_sq == 0 else math.inf
+def _stats_rows(named_shapes: list[tuple[str, tuple[int, ...]]], raw: RawStats) -> list[ParamStats]:
+    """ParamStats for every row of ``raw`` at once (numpy does the arithmetic)."""
+    m = raw.moments
+    numel = np.array([math.prod(shape) for _, shape in named_shapes], dtype=np.float64)
+    finite = m[:, C.FINITE]
+    some = finite > 0
+    with np.errstate(all="ignore"):
+        mean = np.where(some, m[:, C.SUM] / finite, np.nan)
+        std = np.sqrt(np.maximum(np.where(some, m[:, C.SUMSQ] / finite - mean * mean, np.nan), 0))
+        low = np.where(some, m[:, C.MIN], np.nan)
+        high = np.where(some, m[:, C.MAX], np.nan)
+        columns = [
+            np.sqrt(m[:, C.SUMSQ]), mean, std, low, high, np.maximum(np.abs(low), np.abs(high)),
+            np.where(numel > 0, m[:, C.ZEROS] / np.maximum(numel, 1), 0.0),
+        ]
+        ratio = [None] * len(numel)
+        if raw.update is not None:
+            delta, before = np.sqrt(raw.update[:, 0]), np.sqrt(raw.update[:, 1])
+            ratio = np.where(before > 0, delta / before, np.where(delta == 0, 0.0, np.inf))
+            ratio = np.where(np.isnan(delta) | np.isnan(before), np.nan, ratio).tolist()
+    lists = [c.tolist() for c in columns]
+    counts = [m[:, C.NANS].astype(np.int64).tolist(), m[:, C.INFS].astype(np.int64).tolist()]
+    return [
+        ParamStats(name, shape, int(numel[i]), True, *(col[i] for col in lists),
+                   counts[0][i], counts[1][i], ratio[i])
+        for i, (name, shape) in enumerate(named_shapes)
+    ]
 
 
 def global_norm(stats: list[ParamStats]) -> float | None:
@@ -125,22 +133,18 @@ def build_step_gradients(step: int, named_shapes: list[tuple[str, tuple[int, ...
                          has_grad: list[bool], raw: RawStats, bins: int,
                          hist_range: HistRange) -> StepGradients:
     """Assemble a StepGradients from a backend's RawStats (rows only for params with grads)."""
-    params: dict[str, ParamStats] = {}
+    present = [ns for ns, h in zip(named_shapes, has_grad, strict=True) if h]
+    rows = iter(_stats_rows(present, raw))
+    params = {
+        name: next(rows) if h else ParamStats(name, shape, math.prod(shape), False)
+        for (name, shape), h in zip(named_shapes, has_grad, strict=True)
+    }
     histograms: dict[str, Histogram] = {}
-    row = 0
-    for (name, shape), present in zip(named_shapes, has_grad):
-        if not present:
-            params[name] = param_stats(name, shape, None, None)
-            continue
-        update = None if raw.update is None else raw.update[row]
-        params[name] = param_stats(name, shape, raw.moments[row], update)
-        if raw.counts is not None:
-            extra = raw.extra[row]
-            histograms[name] = Histogram(
-                raw.edges[row].copy(), raw.counts[row].copy(), nan_count=int(extra[2]),
-                inf_count=int(extra[3]), below=int(extra[0]), above=int(extra[1]),
-            )
-        row += 1
+    if raw.counts is not None:
+        extra = raw.extra.tolist()
+        for row, (name, _) in enumerate(present):
+            below, above, nans, infs = extra[row]
+            histograms[name] = Histogram(raw.edges[row], raw.counts[row], nans, infs, below, above)
     total = sum(s.numel for s in params.values() if s.has_grad)
     return StepGradients(step, global_norm(list(params.values())), total, params, histograms,
                          bins, hist_range)
