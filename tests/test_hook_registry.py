@@ -12,7 +12,6 @@ from torch import nn
 from gradexplorer.core.engine import SessionConfig, TrainingSession
 from gradexplorer.core.errors import UserError
 from gradexplorer.core.hooks import HookRegistry, hookable_modules
-from gradexplorer.core.workload import Workload
 from tests.hooks_helpers import (
     GradRecorder,
     hook_state,
@@ -189,3 +188,18 @@ def test_step_results_name_the_hooks():
         {"module": "fc1", "action": "observe", "calls": 2},
         {"module": "fc3", "action": "scale:1", "calls": 2},
     ]
+
+
+def test_the_probe_leaves_batchnorm_statistics_and_random_state_alone():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.Dropout(0.5), nn.Linear(8, 2))
+    x = torch.randn(6, 4)
+    state = {k: v.clone() for k, v in model.state_dict().items()}
+    rng = torch.get_rng_state()
+    registry = HookRegistry(model, sample_inputs=(x,))
+    registry.attach("3", "observe")
+    rows = registry.hookable()
+    assert [r.path for r in rows] == ["", "0", "1", "2", "3"] and all(r.safe for r in rows)
+    assert torch.equal(torch.get_rng_state(), rng)
+    assert all(torch.equal(v, state[k]) for k, v in model.state_dict().items())
+    assert model[3]._backward_hooks  # the probe put the registry's hook back

@@ -48,7 +48,7 @@ def test_run_with_hooks_prints_their_events(run_cli):
 def test_run_survives_an_inplace_hook(run_cli, tmp_path):
     path = tmp_path / "net.py"
     path.write_text(INPLACE_MODEL)
-    code, out, err = run_cli("run", "--model", f"{path}:build", "--steps", "2", "--hook", "mid=block")
+    code, out, err = run_cli("run", "--model", f"{path}:build", "--steps", "2", "--hook=mid=block")
     assert code == 0, err
     detached = [line for line in out.splitlines() if "detached:" in line]
     assert len(detached) == 1 and "'mid'" in detached[0] and "in place" in detached[0]

@@ -20,7 +20,7 @@ import torch
 from torch import nn
 
 from gradexplorer.core.errors import UserError
-from gradexplorer.core.module_attribution import ROOT, ModuleAttribution
+from gradexplorer.core.module_attribution import ROOT, ModuleAttribution, parameter_names
 from gradexplorer.core.training_state import preserved_state
 
 if TYPE_CHECKING:
@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 KINDS = ("loss", "op", "param", "hook", "other")
 HOOK_NODE_NAMES = frozenset({"BackwardHookFunctionBackward"})
 _OP_NAME = re.compile(r"Backward\d*$")
+_DTYPE_NAMES = {d: str(d).removeprefix("torch.") for d in (
+    torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.bool)}
 _SKIPPED_SAVED = ("_sym_sizes", "_sym_strides", "_sym_argsize_dim")
 
 
@@ -39,6 +41,7 @@ class OpType:
     name: str
     kind: str
     saved_attrs: tuple[tuple[str, str], ...]  # (attribute, key in the node's ``saved``)
+    has_metadata: bool  # exposes ``_input_metadata`` (torch >= 2.1)
 
 
 def op_type(fn) -> OpType:
@@ -53,7 +56,7 @@ def op_type(fn) -> OpType:
     else:
         kind = "other"
     attrs = tuple((a, a.removeprefix("_saved_")) for a in dir(fn) if _holds_tensors(fn, a))
-    return OpType(name, kind, attrs)
+    return OpType(name, kind, attrs, hasattr(fn, "_input_metadata"))
 
 
 def _holds_tensors(fn, attr: str) -> bool:
@@ -128,12 +131,15 @@ def extract_graph(
     attribution: ModuleAttribution | None = None,
     *,
     saved: bool = True,
+    shapes: bool = True,
 ) -> nx.DiGraph:
     """The backward graph of ``loss``; ``model`` names parameters, ``attribution`` names modules.
 
     Node attributes: ``name``, ``kind`` (loss/op/param/hook/other), ``module`` (dotted path,
-    "" for the root or unknown), ``param`` (dotted name or None), ``shape`` and ``dtype`` (for
-    leaves), ``saved`` (attribute → shape of each saved tensor; empty with ``saved=False``).
+    "" for the root or unknown), ``param`` (dotted name or None), ``shape`` and ``dtype`` (a
+    leaf's tensor; for an op its forward output, i.e. the gradient it receives; None with
+    ``shapes=False``), ``saved`` (attribute → shape of each saved tensor; empty with
+    ``saved=False``).
     Graph attributes: ``root`` (the loss node), ``module_types`` (path → class name).
     """
     root = getattr(loss, "grad_fn", None) if isinstance(loss, torch.Tensor) else loss
@@ -144,30 +150,25 @@ def extract_graph(
     with gc_paused():  # building ~10^5 small objects; the cyclic collector only slows that down
         fns, edges = walk_grad_fns(root)
         G = nx.DiGraph(root=0, module_types=_module_types(model, attribution))
-        _add_nodes(G, fns, parameter_names(model) if model is not None else {}, attribution, saved)
+        if attribution is not None:
+            names = attribution.parameter_names
+        else:
+            names = parameter_names(model) if model is not None else {}
+        ops, seqs = _add_nodes(G, fns, names, saved, shapes)
+        if attribution is not None:
+            _attribute(G._node, ops, seqs, attribution)
         _add_edges(G, edges)
     G.nodes[0]["kind"] = "loss"
     return G
 
 
-def parameter_names(model: nn.Module) -> dict[int, str]:
-    """``id(parameter) -> dotted name``, first name wins (as ``named_parameters`` does)."""
-    names: dict[int, str] = {}
-    stack = [("", model)]
-    while stack:
-        prefix, module = stack.pop()
-        for name, p in module._parameters.items():
-            if p is not None:
-                names.setdefault(id(p), prefix + name)
-        stack.extend((f"{prefix}{n}.", m) for n, m in reversed(module._modules.items()) if m is not None)
-    return names
-
-
-def _add_nodes(G: nx.DiGraph, fns: list, param_names: dict[int, str],
-               attribution: ModuleAttribution | None, saved: bool) -> None:
+def _add_nodes(G: nx.DiGraph, fns: list, param_names: dict[int, str], saved: bool,
+               shapes: bool) -> tuple[list[int], list[int]]:
+    """Add a node per grad_fn; returns the non-leaf nodes and their sequence numbers."""
     types: dict[type, OpType] = {}
     nodes, succ, pred = G._node, G._adj, G._pred  # filled directly: networkx's own layout
     ops: list[int] = []
+    seqs: list[int] = []
     for i, fn in enumerate(fns):
         info = types.get(type(fn))
         if info is None:
@@ -177,29 +178,31 @@ def _add_nodes(G: nx.DiGraph, fns: list, param_names: dict[int, str],
             "name": info.name, "kind": kind, "module": ROOT, "param": None, "shape": None,
             "dtype": None, "saved": saved_shapes(fn, info.saved_attrs) if saved and info.saved_attrs else {},
         }
-        if kind == "param":
-            _describe_leaf(fn, attrs, param_names)
-        else:
-            ops.append(i)
         succ[i] = {}
         pred[i] = {}
-    if attribution is not None:
-        _attribute(nodes, fns, ops, attribution)
+        if kind == "param":
+            _describe_leaf(fn, attrs, param_names)
+            continue
+        ops.append(i)
+        seqs.append(fn._sequence_nr())
+        meta = fn._input_metadata if shapes and info.has_metadata else None
+        if meta:  # the op's (first) forward output: the gradient this node receives
+            attrs["shape"] = tuple(meta[0].shape)
+            dtype = meta[0].dtype
+            attrs["dtype"] = _DTYPE_NAMES.get(dtype) or str(dtype).removeprefix("torch.")
+    return ops, seqs
 
 
-def _attribute(nodes: dict, fns: list, ops: list[int], attribution: ModuleAttribution) -> None:
-    modules = attribution.modules_of([fns[i]._sequence_nr() for i in ops])
-    for i, module in zip(ops, modules):
+def _attribute(nodes: dict, ops: list[int], seqs: list[int], attribution: ModuleAttribution) -> None:
+    for i, seq, module in zip(ops, seqs, attribution.modules_of(seqs), strict=True):
         attrs = nodes[i]
-        attrs["module"] = module
-        if attrs["kind"] == "hook":
-            attrs["module"] = attribution.module_of(fns[i]._sequence_nr(), is_hook=True)
+        attrs["module"] = attribution.module_of(seq, is_hook=True) if attrs["kind"] == "hook" else module
 
 
 def _describe_leaf(fn, attrs: dict, param_names: dict[int, str]) -> None:
     var = fn.variable
     attrs["shape"] = tuple(var.shape)
-    attrs["dtype"] = str(var.dtype).removeprefix("torch.")
+    attrs["dtype"] = _DTYPE_NAMES.get(var.dtype) or str(var.dtype).removeprefix("torch.")
     name = param_names.get(id(var))
     if name is not None:
         attrs["param"] = name

@@ -189,7 +189,7 @@ class TrainingSession:
             raise UserError(f"loss_fn returned a tensor of shape {list(loss.shape)}; it must be a scalar")
         if not loss.requires_grad:
             raise UserError("the loss does not depend on any parameter that requires grad")
-        return loss.reshape(())
+        return loss if loss.dim() == 0 else loss.reshape(())
 
     def _forward_backward(self, timings: dict[str, float]) -> torch.Tensor:
         for _attempt in range(8):

@@ -14,8 +14,9 @@ import networkx as nx
 from gradexplorer.core.errors import UserError
 from gradexplorer.core.graph_geometry import Point
 from gradexplorer.core.graph_raster import render_png
-from gradexplorer.core.graph_style import KIND_FILL, format_shape, node_label
+from gradexplorer.core.graph_style import KIND_FILL, node_label
 from gradexplorer.core.graph_svg import svg_text
+from gradexplorer.core.graphml_writer import graphml_text
 
 EXPORT_FORMATS = (".json", ".graphml", ".dot", ".svg", ".png")
 
@@ -28,9 +29,9 @@ def export_graph(G: nx.DiGraph, pos: Mapping[Hashable, Point], path: str | os.Pa
     if suffix not in EXPORT_FORMATS:
         raise UserError(f"cannot tell the format of {path.name!r}: use one of {', '.join(EXPORT_FORMATS)}")
     if suffix == ".json":
-        data = json.dumps(node_link_json(G, pos), indent=1, default=_jsonable).encode()
+        data = json.dumps(node_link_json(G, pos), default=_jsonable).encode()
     elif suffix == ".graphml":
-        data = "\n".join(nx.generate_graphml(graphml_ready(G, pos))).encode()
+        data = graphml_text(G, pos).encode()
     elif suffix == ".dot":
         data = dot_text(G, pos).encode()
     elif suffix == ".svg":
@@ -62,45 +63,20 @@ def _jsonable(value: Any) -> Any:
     return str(value)
 
 
-def _with_positions(G: nx.DiGraph, pos: Mapping[Hashable, Point]) -> nx.DiGraph:
-    H = G.copy()
-    for node, (x, y) in pos.items():
-        if node in H:
-            H.nodes[node]["x"], H.nodes[node]["y"] = float(x), float(y)
-    return H
-
-
 def node_link_json(G: nx.DiGraph, pos: Mapping[Hashable, Point]) -> dict:
-    """networkx node-link data (``nodes``/``edges``) with ``x``, ``y`` on every node."""
-    H = _with_positions(G, pos)
-    try:
-        return nx.node_link_data(H, edges="edges")
-    except TypeError:  # networkx < 3.4 has no ``edges`` keyword
-        return nx.node_link_data(H)
+    """networkx node-link data (``nodes``, ``edges``) with ``x``, ``y`` on every placed node.
 
-
-def _scalar(key: str, value: Any) -> Any:
-    if isinstance(value, (bool, int, float, str)):
-        return value
-    if key == "shape":
-        return format_shape(value)
-    if isinstance(value, (list, tuple)):
-        return ",".join(map(str, value))
-    return json.dumps(value, default=_jsonable)
-
-
-def graphml_ready(G: nx.DiGraph, pos: Mapping[Hashable, Point]) -> nx.DiGraph:
-    """A copy GraphML can hold: scalar attributes only (None dropped, shapes as text)."""
-    H = nx.DiGraph()
-    H.graph.update({k: _scalar(k, v) for k, v in G.graph.items() if v is not None})
+    Read it back with ``networkx.node_link_graph(data, edges="edges")``.
+    """
+    nodes = []
     for node, attrs in G.nodes(data=True):
-        data = {k: _scalar(k, v) for k, v in attrs.items() if v is not None}
+        item = {**attrs, "id": node}
         if node in pos:
-            data["x"], data["y"] = float(pos[node][0]), float(pos[node][1])
-        H.add_node(str(node), **data)
-    for u, v, attrs in G.edges(data=True):
-        H.add_edge(str(u), str(v), **{k: _scalar(k, x) for k, x in attrs.items() if x is not None})
-    return H
+            item["x"], item["y"] = float(pos[node][0]), float(pos[node][1])
+        nodes.append(item)
+    edges = [{**attrs, "source": u, "target": v} for u, v, attrs in G.edges(data=True)]
+    return {"directed": True, "multigraph": False, "graph": dict(G.graph), "nodes": nodes,
+            "edges": edges}
 
 
 def _dot_quote(text: Any) -> str:
@@ -108,9 +84,10 @@ def _dot_quote(text: Any) -> str:
 
 
 def dot_text(G: nx.DiGraph, pos: Mapping[Hashable, Point]) -> str:
-    """Graphviz DOT with labels, colours and ``pos`` in points (``neato -n`` keeps them)."""
+    """Graphviz DOT with labels, colours and our ``pos`` (``neato -n`` draws it as laid out)."""
     lines = ["digraph backward {",
-             '  node [shape=box, style="rounded,filled", fontname="monospace", fontsize=10];']
+             '  node [shape=box, style="rounded,filled", fontname="monospace", fontsize=10, '
+             'height=0.3, margin="0.06,0.02"];']
     for node, attrs in G.nodes(data=True):
         fields = {"label": node_label(attrs), "fillcolor": KIND_FILL.get(attrs.get("kind"), "#eeeeee"),
                   "kind": attrs.get("kind", ""), "module": attrs.get("module") or ""}
@@ -118,7 +95,7 @@ def dot_text(G: nx.DiGraph, pos: Mapping[Hashable, Point]) -> str:
             fields["param"] = attrs["param"]
         if node in pos:
             x, y = pos[node]
-            fields["pos"] = f"{x * 0.75:.1f},{-y * 0.75:.1f}"  # pixels to points, y up
+            fields["pos"] = f"{x:.1f},{-y:.1f}"  # one pixel per point, y up
         body = ", ".join(f"{k}={_dot_quote(v)}" for k, v in fields.items())
         lines.append(f"  {_dot_quote(node)} [{body}];")
     for u, v, attrs in G.edges(data=True):

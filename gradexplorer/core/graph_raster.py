@@ -29,7 +29,8 @@ def _rgb(hex_color: str) -> tuple[int, int, int]:
     return tuple(int(hex_color[i:i + 2], 16) for i in (1, 3, 5))
 
 
-def raster_scale(width: float, height: float, max_side: int = MAX_SIDE, max_pixels: int = MAX_PIXELS) -> float:
+def raster_scale(width: float, height: float, max_side: int = MAX_SIDE,
+                 max_pixels: int = MAX_PIXELS) -> float:
     """1.0, or less so the image fits both limits."""
     return min(1.0, max_side / max(width, height, 1.0), math.sqrt(max_pixels / max(width * height, 1.0)))
 
@@ -88,7 +89,7 @@ def render_png(G: nx.DiGraph, pos: Mapping[Hashable, Point],
     img = np.full((max(1, int(height * scale) + 1), max(1, int(width * scale) + 1), 3), 255, np.uint8)
     segments = []
     for _, points in edge_polylines(G, boxes, pos, edge_points):
-        segments.extend((a[0], a[1], b[0], b[1]) for a, b in zip(points, points[1:]))
+        segments.extend((a[0], a[1], b[0], b[1]) for a, b in zip(points, points[1:], strict=False))
         segments.extend(_arrowhead(points, 7.0))
     draw_segments(img, np.asarray(segments, dtype=np.float64).reshape(-1, 4) * scale, EDGE_COLOR)
     for box in boxes.values():

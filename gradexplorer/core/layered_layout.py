@@ -9,6 +9,8 @@ default drawing style.
 
 from __future__ import annotations
 
+import itertools
+from array import array
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -25,8 +27,9 @@ REFINE_LIMIT = 6000
 class LayeredDrawing:
     """Result of a layered layout on integer nodes ``0..n-1``.
 
-    ``x``/``y``/``layer``/``order`` cover real nodes then dummy nodes; ``routes[e]`` lists
-    the dummy nodes edge ``e`` passes through (top to bottom as given by its direction).
+    ``x``/``y``/``layer``/``order`` cover real nodes then dummy nodes. Input edge
+    ``long_edges[i]`` passes through dummy nodes ``first_dummy[i] + 0 .. dummy_count[i] - 1``,
+    from its (possibly reversed, see ``reversed_edges``) top end down.
     """
 
     n: int
@@ -36,7 +39,9 @@ class LayeredDrawing:
     order: np.ndarray
     src: np.ndarray  # proper (layer-to-next-layer) edges including dummies
     dst: np.ndarray
-    routes: dict[int, np.ndarray] = field(default_factory=dict)
+    long_edges: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    first_dummy: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    dummy_count: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     reversed_edges: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
     def crossings(self) -> int:
@@ -44,19 +49,27 @@ class LayeredDrawing:
         return count_crossings(self.order, self.layer, self.src, self.dst)
 
 
-def _csr(n: int, src: np.ndarray, dst: np.ndarray) -> tuple[list[int], list[int]]:
+def _ints(values: np.ndarray) -> array:
+    """A compact Python int array (8 bytes an element; a list would hold int objects)."""
+    return array("q", np.ascontiguousarray(values, dtype=np.int64).tobytes())
+
+
+def _csr(n: int, src: np.ndarray, dst: np.ndarray) -> tuple[array, array]:
     order = np.argsort(src, kind="stable")
     ptr = np.concatenate(([0], np.cumsum(np.bincount(src, minlength=n))))
-    return ptr.tolist(), dst[order].tolist()
+    return _ints(ptr), _ints(dst[order])
 
 
-def topological_layers(n: int, src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, list[int]]:
+def topological_layers(n: int, src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, array]:
     """Longest-path layer of each node (Kahn's algorithm); nodes left over sit on cycles."""
     ptr, targets = _csr(n, src, dst)
-    indeg = np.bincount(dst, minlength=n).tolist()
-    layer = [0] * n
-    queue = [v for v in range(n) if indeg[v] == 0]
-    for v in queue:  # the list grows while we walk it
+    indeg = _ints(np.bincount(dst, minlength=n))
+    layer = _ints(np.zeros(n))
+    queue = _ints(np.flatnonzero(np.bincount(dst, minlength=n) == 0))
+    i = 0
+    while i < len(queue):  # the queue grows while we walk it
+        v = queue[i]
+        i += 1
         lv = layer[v] + 1
         for w in targets[ptr[v]:ptr[v + 1]]:
             if layer[w] < lv:
@@ -64,7 +77,7 @@ def topological_layers(n: int, src: np.ndarray, dst: np.ndarray) -> tuple[np.nda
             indeg[w] -= 1
             if indeg[w] == 0:
                 queue.append(w)
-    return np.asarray(layer, dtype=np.int64), queue
+    return np.frombuffer(layer, dtype=np.int64).copy(), queue
 
 
 def back_edges(n: int, src: np.ndarray, dst: np.ndarray, roots: list[int]) -> np.ndarray:
@@ -74,7 +87,7 @@ def back_edges(n: int, src: np.ndarray, dst: np.ndarray, roots: list[int]) -> np
     targets, edge_ids = dst[order].tolist(), order.tolist()
     state = [0] * n  # 0 new, 1 on stack, 2 done
     found: list[int] = []
-    for start in [*roots, *range(n)]:
+    for start in itertools.chain(roots, range(n)):
         if state[start]:
             continue
         state[start] = 1
@@ -141,28 +154,29 @@ def add_dummies(n: int, layer: np.ndarray, src: np.ndarray, dst: np.ndarray):
     psrc = np.concatenate((src, dummy[inner] - 1, last))
     pdst = np.concatenate((first_hop, dummy[inner], dst[long]))
     dummy_layer = layer[src[long]][owner] + 1 + j
-    routes = {int(e): n + offset[i] + np.arange(k[i]) for i, e in enumerate(long.tolist())}
-    return np.concatenate((layer, dummy_layer)), psrc, pdst, routes
+    return np.concatenate((layer, dummy_layer)), psrc, pdst, (long, n + offset, k)
 
 
 def dfs_preorder(n: int, src: np.ndarray, dst: np.ndarray, roots: list[int],
                  reverse: bool = False) -> np.ndarray:
     """Discovery time of every node in a depth-first walk (edges in given or reversed order)."""
     ptr, targets = _csr(n, src[::-1], dst[::-1]) if reverse else _csr(n, src, dst)
-    seen = [-1] * n
+    seen = _ints(np.full(n, -1))
     t = 0
-    for start in [*roots, *range(n)]:
+    for start in itertools.chain(roots, range(n)):
         if seen[start] >= 0:
             continue
-        stack = [start]
+        stack = array("q", [start])
         while stack:
             v = stack.pop()
             if seen[v] >= 0:
                 continue
             seen[v] = t
             t += 1
-            stack.extend(w for w in reversed(targets[ptr[v]:ptr[v + 1]]) if seen[w] < 0)
-    return np.asarray(seen, dtype=np.float64)
+            children = targets[ptr[v]:ptr[v + 1]]
+            children.reverse()
+            stack.extend(w for w in children if seen[w] < 0)
+    return np.frombuffer(seen, dtype=np.int64).astype(np.float64)
 
 
 def _grouped_cummax(values: np.ndarray, group: np.ndarray) -> np.ndarray:
@@ -177,7 +191,7 @@ def _grouped_rev_cummin(values: np.ndarray, group: np.ndarray) -> np.ndarray:
 
 
 def assign_x(order: np.ndarray, layer: np.ndarray, src: np.ndarray, dst: np.ndarray,
-             half_space: np.ndarray, is_dummy: np.ndarray, iterations: int = 8) -> np.ndarray:
+             half_space: np.ndarray, is_dummy: np.ndarray, iterations: int = 12) -> np.ndarray:
     """x of every node: its order kept, ``half_space`` kept free on each side, edges short.
 
     Each pass moves nodes towards the weighted mean of their neighbours (above, below or
@@ -196,8 +210,11 @@ def assign_x(order: np.ndarray, layer: np.ndarray, src: np.ndarray, dst: np.ndar
     c = total - np.maximum.accumulate(np.where(first, total, 0.0))  # offset inside the layer
     x = np.empty(len(seq))
     x[seq] = c - _group_mean(c, group)
-    weight = 1.0 + 1.5 * is_dummy[src] + 1.5 * is_dummy[dst] + 4.0 * (is_dummy[src] & is_dummy[dst])
     n = len(order)
+    in_deg, out_deg = np.bincount(dst, minlength=n), np.bincount(src, minlength=n)
+    link = (in_deg <= 1) & (out_deg <= 1)  # a node inside a chain
+    weight = (1.0 + 1.5 * is_dummy[src] + 1.5 * is_dummy[dst] + 4.0 * (is_dummy[src] & is_dummy[dst])
+              + 3.0 * (link[src] & link[dst]))
     for i in range(iterations):
         mode = ("up", "down", "both")[i % 3] if i < iterations - 1 else "both"
         num = np.zeros(n)
@@ -222,20 +239,23 @@ def _group_mean(values: np.ndarray, group: np.ndarray) -> np.ndarray:
 def _best_order(layer: np.ndarray, src: np.ndarray, dst: np.ndarray, roots: list[int],
                 rounds: int) -> np.ndarray:
     """Vectorised crossing reduction from a depth-first order and, if crossings remain, from
-    the mirrored one; small graphs that still cross get dot-style refinement of the better."""
-    best, best_crossings = None, None
+    the mirrored one; small graphs that still cross get dot-style refinement of both."""
     ids = np.arange(len(layer), dtype=np.float64)
+    found = []
     for reverse in (False, True):
         start = dfs_preorder(len(layer), src, dst, roots, reverse=reverse)
         order = reduce_crossings(ranks_within_layers(layer, start, ids), layer, src, dst, rounds)
-        crossings = count_crossings(order, layer, src, dst)
-        if best_crossings is None or crossings < best_crossings:
-            best, best_crossings = order, crossings
-        if best_crossings == 0 or rounds == 0:
-            return best
-    if len(layer) + len(src) <= REFINE_LIMIT:
-        best = refine_order(best, layer, src, dst)
-    return best
+        found.append((count_crossings(order, layer, src, dst), reverse, order))
+        if found[-1][0] == 0 or rounds == 0:
+            return order
+    size = len(layer) + len(src)
+    if size <= REFINE_LIMIT:
+        found.sort(key=lambda f: f[0])
+        tries = found[:] if 2 * size <= REFINE_LIMIT else found[:1]
+        for _, reverse, order in tries:
+            better = refine_order(order, layer, src, dst)
+            found.append((count_crossings(better, layer, src, dst), reverse, better))
+    return min(found, key=lambda f: (f[0], f[1]))[2]
 
 
 def layered_layout(n: int, src: np.ndarray, dst: np.ndarray, widths: np.ndarray,
@@ -260,7 +280,8 @@ def layered_layout(n: int, src: np.ndarray, dst: np.ndarray, widths: np.ndarray,
     half[:n] += 0.5 * np.asarray(widths, dtype=np.float64)
     x = assign_x(order, full_layer, psrc, pdst, half, is_dummy)
     if total:
-        x -= x.min() - half[np.argmin(x)]
+        x -= (x - half).min()
     y = full_layer.astype(np.float64) * layer_step
-    routes = {int(edge_ids[e]): d for e, d in routes.items()}
-    return LayeredDrawing(n, x, y, full_layer, order, psrc, pdst, routes, edge_ids[flipped])
+    long, first, count = routes
+    return LayeredDrawing(n, x, y, full_layer, order, psrc, pdst, long_edges=edge_ids[long],
+                          first_dummy=first, dummy_count=count, reversed_edges=edge_ids[flipped])

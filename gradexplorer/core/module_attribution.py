@@ -33,6 +33,19 @@ def has_backward_hooks(module: nn.Module) -> bool:
     return bool(module._backward_hooks or module._backward_pre_hooks)
 
 
+def parameter_names(model: nn.Module) -> dict[int, str]:
+    """``id(parameter) -> dotted name``, first name wins (as ``named_parameters`` does)."""
+    names: dict[int, str] = {}
+    stack = [("", model)]
+    while stack:
+        prefix, module = stack.pop()
+        for name, p in module._parameters.items():
+            if p is not None:
+                names.setdefault(id(p), prefix + name)
+        stack.extend((f"{prefix}{n}.", m) for n, m in reversed(module._modules.items()) if m is not None)
+    return names
+
+
 class ModuleAttribution:
     """Context manager that records module calls during a forward pass.
 
@@ -45,6 +58,7 @@ class ModuleAttribution:
         self.module_types: dict[str, str] = {
             path: type(m).__name__ for path, m in model.named_modules()
         }
+        self.parameter_names = parameter_names(model)
         self._bounds: list[int] = []  # sequence number at each event
         self._owner: list[str] = []  # innermost running module after each event
         self._exited: list[str | None] = []  # module whose exit was the event, if hooked

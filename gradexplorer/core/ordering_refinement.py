@@ -33,7 +33,7 @@ class LayerOrder:
         n = len(pos)
         self.up: list[list[int]] = [[] for _ in range(n)]
         self.down: list[list[int]] = [[] for _ in range(n)]
-        for a, b in zip(src.tolist(), dst.tolist()):
+        for a, b in zip(src.tolist(), dst.tolist(), strict=True):
             self.down[a].append(b)
             self.up[b].append(a)
         self.layers: list[list[int]] = [[] for _ in range(int(layer.max()) + 1 if n else 0)]
@@ -105,7 +105,7 @@ class LayerOrder:
 
 
 def refine_order(pos: np.ndarray, layer: np.ndarray, src: np.ndarray, dst: np.ndarray,
-                 iterations: int = 24, patience: int = 4) -> np.ndarray:
+                 iterations: int = 24, patience: int = 8) -> np.ndarray:
     """dot-style mincross iterations from ``pos``; returns the best order seen."""
     state = LayerOrder(pos, layer, src, dst)
     best = state.positions()

@@ -7,39 +7,40 @@ from typing import Any
 import torch
 
 FIELDS = ("norm", "mean", "std", "abs_max")
+Summary = tuple[list[int], tuple[torch.Tensor, ...]]
 
 
-def summarize(grad: torch.Tensor) -> torch.Tensor:
-    """``[norm, mean, std, abs_max]`` of one gradient as a float tensor on its device (no sync)."""
-    g = grad.detach().float()
+def summarize(grad: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """``(norm, mean, std, min, max)`` of one gradient as 0-d tensors on its device (no sync)."""
+    g = grad.detach()
     if g.numel() == 0:
-        return torch.zeros(len(FIELDS), device=g.device)
-    std = g.std() if g.numel() > 1 else torch.zeros((), device=g.device)
-    return torch.stack((torch.linalg.vector_norm(g), g.mean(), std, g.abs().amax()))
+        zero = torch.zeros((), device=g.device)
+        return (zero,) * 5
+    std, mean = torch.std_mean(g) if g.numel() > 1 else (torch.zeros_like(g.sum()), g.sum())
+    low, high = torch.aminmax(g)
+    return torch.linalg.vector_norm(g), mean, std, low, high
 
 
 def summarize_tuple(grads: tuple) -> list[Summary | None]:
-    """Per entry: ``(shape, summary tensor)``, or None where the entry is not a tensor."""
+    """Per entry: ``(shape, summary tensors)``, or None where the entry is not a tensor."""
     return [
         (list(g.shape), summarize(g)) if isinstance(g, torch.Tensor) else None for g in grads
     ]
 
 
-Summary = tuple[list[int], torch.Tensor]
-
-
 def as_floats(summaries: list[Summary | None]) -> list[dict[str, Any] | None]:
     """Turn ``summarize_tuple`` output into plain dicts of floats (one device sync)."""
     present = [s for s in summaries if s is not None]
-    values = torch.stack([t for _, t in present]).tolist() if present else []
+    flat = [t.float() for _, parts in present for t in parts]
+    values = iter(torch.stack(flat).tolist() if flat else [])
     out: list[dict[str, Any] | None] = []
-    it = iter(values)
     for s in summaries:
         if s is None:
             out.append(None)
             continue
-        row = next(it)
-        out.append({"shape": s[0], **dict(zip(FIELDS, row, strict=True))})
+        norm, mean, std, low, high = (next(values) for _ in range(5))
+        out.append({"shape": s[0], "norm": norm, "mean": mean, "std": std,
+                    "abs_max": max(abs(low), abs(high))})
     return out
 
 

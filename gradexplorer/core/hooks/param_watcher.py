@@ -9,10 +9,11 @@ from torch import nn
 
 
 class ParameterGradientWatcher:
-    """Records each watched parameter's gradient norm as soon as it is accumulated.
+    """Knows each watched parameter's gradient as soon as it is accumulated.
 
-    One ``register_post_accumulate_grad_hook`` per parameter: no full backward hook, no extra
-    autograd nodes and no device sync until ``norms()`` is read. As a session observer it puts
+    One ``register_post_accumulate_grad_hook`` per parameter, which only keeps a reference to
+    the gradient: no full backward hook, no extra autograd node, no kernel during backward.
+    ``norms()`` computes all norms in one fused call. As a session observer it puts
     ``{name: norm or None}`` into ``result.extras["param_grad_norms"]``.
     """
 
@@ -23,7 +24,7 @@ class ParameterGradientWatcher:
         if missing:
             raise KeyError(f"no parameter(s) named {', '.join(missing)}")
         self.params = {n: params[n] for n in wanted if params[n].requires_grad}
-        self._pending: dict[str, torch.Tensor] = {}
+        self.grads: dict[str, torch.Tensor] = {}
         self._handles: list = []
 
     def attach(self) -> ParameterGradientWatcher:
@@ -36,10 +37,11 @@ class ParameterGradientWatcher:
         return self
 
     def detach(self) -> None:
-        """Remove every hook this watcher registered."""
+        """Remove every hook this watcher registered and forget the gradients."""
         for handle in self._handles:
             handle.remove()
         self._handles.clear()
+        self.grads.clear()
 
     def __enter__(self) -> ParameterGradientWatcher:
         return self.attach()
@@ -48,22 +50,24 @@ class ParameterGradientWatcher:
         self.detach()
 
     def _recorder(self, name: str):
-        pending = self._pending
+        grads = self.grads
 
         def record(param: torch.Tensor) -> None:
             if param.grad is not None:  # None when the gradient path was blocked
-                pending[name] = torch.linalg.vector_norm(param.grad.detach())
+                grads[name] = param.grad
 
         return record
 
     def norms(self) -> dict[str, float | None]:
         """Gradient norm per watched parameter from the last backward (None: no gradient)."""
-        names = [n for n in self.params if n in self._pending]
-        values = torch.stack([self._pending[n].float() for n in names]).tolist() if names else []
-        found = dict(zip(names, values, strict=True))
+        names = [n for n in self.params if n in self.grads]
+        found: dict[str, float] = {}
+        if names:
+            norms = torch._foreach_norm([self.grads[n].detach() for n in names])
+            found = dict(zip(names, torch.stack(norms).float().tolist(), strict=True))
         return {n: found.get(n) for n in self.params}
 
     def after_step(self, session, result) -> None:
-        """Session observer: ``result.extras["param_grad_norms"]``."""
+        """Session observer: ``result.extras["param_grad_norms"]``, then forget this step."""
         result.extras["param_grad_norms"] = self.norms()
-        self._pending.clear()
+        self.grads.clear()

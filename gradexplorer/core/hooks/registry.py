@@ -29,7 +29,9 @@ from gradexplorer.core.hooks.failures import (
 )
 from gradexplorer.core.hooks.hookable import (
     NO_GRAD_INPUTS,
+    HookableModule,
     display_name,
+    hookable_modules,
     inplace_problem,
     mixing_problem,
     never_fires,
@@ -92,6 +94,10 @@ class HookRegistry:
     def attached(self) -> dict[str, AttachedHook]:
         """The hooks attached now, by module path."""
         return dict(self._hooks)
+
+    def hookable(self) -> list[HookableModule]:
+        """``hookable_modules`` of this model, probed with the sample inputs when known."""
+        return hookable_modules(self.model, self.sample_inputs)
 
     def describe(self) -> list[dict[str, Any]]:
         """``[{"module", "action", "calls"}]`` for the snapshot manifest."""

@@ -1,0 +1,62 @@
+"""``gradexplorer graph``: extract a model's backward graph, lay it out and write it to a file."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections import Counter
+from pathlib import Path
+
+from gradexplorer.commands.common import add_model_arguments, load_from_args
+from gradexplorer.core.autograd_graph import hide_hook_nodes, trace_backward_graph
+from gradexplorer.core.engine import SessionConfig, TrainingSession
+from gradexplorer.core.errors import UserError
+from gradexplorer.core.graph_collapse import collapse_by_module
+from gradexplorer.core.graph_export import EXPORT_FORMATS, export_graph
+from gradexplorer.core.graph_layout import LAYOUTS, layout_drawing
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "graph", help="write the backward graph (.json, .graphml, .dot, .svg, .png)",
+        description="Trace one forward pass, extract the autograd graph behind the loss with "
+        "each node's module, lay it out and write it; the extension of --out picks the format.",
+    )
+    add_model_arguments(parser)
+    parser.add_argument("--device", default="cpu", help="device for the forward pass (default cpu)")
+    g = parser.add_argument_group("graph")
+    g.add_argument("--out", required=True, metavar="FILE", help=f"output file: {', '.join(EXPORT_FORMATS)}")
+    g.add_argument("--layout", default="layered", choices=LAYOUTS, help="node placement (default layered)")
+    g.add_argument("--collapse", type=int, metavar="DEPTH",
+                   help="fold modules deeper than DEPTH into one node each (1 = top-level modules)")
+    g.add_argument("--collapse-module", action="append", default=[], metavar="PATH",
+                   help="fold this module into one node (repeatable)")
+    g.add_argument("--expand", action="append", default=[], metavar="PATH",
+                   help="keep this module open when collapsing (repeatable)")
+    g.add_argument("--hide-hooks", action="store_true",
+                   help="leave out the nodes that full backward hooks insert")
+    g.add_argument("--no-saved", action="store_true", help="skip the shapes of saved tensors")
+    parser.set_defaults(func=graph_command)
+
+
+def graph_command(args: argparse.Namespace) -> int:
+    if args.collapse is not None and args.collapse < 1:
+        raise UserError(f"--collapse must be at least 1, got {args.collapse}")
+    if Path(args.out).suffix.lower() not in EXPORT_FORMATS:
+        raise UserError(f"cannot tell the format of {args.out!r}: use one of {', '.join(EXPORT_FORMATS)}")
+    session = TrainingSession(load_from_args(args), SessionConfig(device=args.device, seed=args.seed))
+    t0 = time.perf_counter()
+    G = trace_backward_graph(session, saved=not args.no_saved)
+    t1 = time.perf_counter()
+    if args.hide_hooks:
+        G = hide_hook_nodes(G)
+    if args.collapse is not None or args.collapse_module:
+        G = collapse_by_module(G, depth=args.collapse, modules=args.collapse_module, expanded=args.expand)
+    drawing = layout_drawing(G, args.layout)
+    t2 = time.perf_counter()
+    path = export_graph(G, drawing.positions, args.out, edge_points=drawing.edge_points)
+    kinds = Counter(kind for _, kind in G.nodes(data="kind"))
+    summary = ", ".join(f"{count} {kind}" for kind, count in sorted(kinds.items()))
+    print(f"{path}: {G.number_of_nodes():,} nodes ({summary}), {G.number_of_edges():,} edges; "
+          f"traced in {t1 - t0:.2f} s, {args.layout} layout in {t2 - t1:.2f} s")
+    return 0
