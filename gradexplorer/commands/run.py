@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import argparse
 
-from gradexplorer.commands.common import add_model_arguments, add_training_arguments, session_from_args
+from gradexplorer.commands.common import (
+    add_model_arguments,
+    add_training_arguments,
+    session_from_args,
+)
+from gradexplorer.commands.gradient_options import add_gradient_arguments, attach_gradient_options
 from gradexplorer.commands.hook_options import add_hook_arguments, attach_hooks_from_args
 from gradexplorer.commands.progress import StepReporter
 from gradexplorer.core.devices import describe_device
@@ -17,6 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_training_arguments(parser)
     parser.add_argument("--steps", type=int, default=10, metavar="N", help="steps to run (default 10)")
     add_hook_arguments(parser)
+    add_gradient_arguments(parser)
     parser.set_defaults(func=run_command)
 
 
@@ -24,6 +30,7 @@ def run_command(args: argparse.Namespace) -> int:
     if args.steps < 1:
         raise UserError(f"--steps must be at least 1, got {args.steps}")
     session = session_from_args(args)
+    attach_gradient_options(session, args)
     workload = session.workload
     print(
         f"{workload.name}: {workload.description}; {session.parameter_count():,} parameters; "

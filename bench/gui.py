@@ -1,0 +1,146 @@
+"""GUI benchmark: the GUI thread's worst stall while training runs at full speed, and the
+frame time of pan and zoom on a ~10k-node backward graph.
+
+    python bench/gui.py [--model example:digits] [--steps 300] [--graph-blocks 2000]
+
+Runs offscreen (QT_QPA_PLATFORM=offscreen) unless a display is set.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+import numpy as np  # noqa: E402
+from PySide6.QtCore import QElapsedTimer, QSettings, QTimer  # noqa: E402
+
+from gradexplorer.core.engine import SessionConfig, TrainingSession  # noqa: E402
+from gradexplorer.core.model_spec import ModelOptions, load_workload  # noqa: E402
+from gradexplorer.gui.app import application, build_window  # noqa: E402
+from gradexplorer.gui.settings import AppSettings  # noqa: E402
+
+HEARTBEAT_MS = 5
+
+
+def heartbeat_during_run(model: str, steps: int) -> dict:
+    """Run ``steps`` steps in the app's worker; a 5 ms timer on the GUI thread measures stalls."""
+    app = application()
+    folder = Path(os.environ.get("TMPDIR", "/tmp")) / f"gradexplorer-bench-{os.getpid()}"
+    window = build_window(AppSettings(QSettings(str(folder / "s.ini"), QSettings.IniFormat)))
+    window.show()
+    controller = window.controller
+    controller.open_model(model, ModelOptions(), SessionConfig(device="cpu"))
+    while controller.live is None or window.busy():
+        app.processEvents()
+        time.sleep(0.01)
+    gaps: list[float] = []
+    refreshes: list[float] = []
+    clock = QElapsedTimer()
+    clock.start()
+    last = [clock.nsecsElapsed()]
+
+    def beat() -> None:
+        now = clock.nsecsElapsed()
+        gaps.append((now - last[0]) / 1e6)
+        last[0] = now
+
+    controller.updated.connect(lambda _u: refreshes.append(clock.nsecsElapsed() / 1e9))
+    timer = QTimer()
+    timer.setInterval(HEARTBEAT_MS)
+    timer.timeout.connect(beat)
+    timer.start()
+    start = time.perf_counter()
+    first_step = controller.live.session.step_count
+    controller.run(steps)
+    while controller.busy:
+        app.processEvents()
+        time.sleep(0.001)
+    seconds = time.perf_counter() - start
+    timer.stop()
+    done = controller.live.session.step_count - first_step
+    window.close()
+    stalls = np.array(gaps[1:]) - HEARTBEAT_MS
+    span = refreshes[-1] - refreshes[0] if len(refreshes) > 1 else float("nan")
+    return {"steps": done, "steps_per_s": done / seconds, "worst_stall_ms": float(stalls.max()),
+            "p99_stall_ms": float(np.percentile(stalls, 99)),
+            "refresh_hz": (len(refreshes) - 1) / span if span == span and span > 0 else 0.0}
+
+
+def graph_frames(blocks: int) -> dict:
+    """Trace, lay out and draw the deep example's graph; time pan and zoom repaints."""
+    from gradexplorer.gui.graph.core_api import layout_graph, trace_backward_graph
+    from gradexplorer.gui.graph.layout_worker import lay_out
+    from gradexplorer.gui.graph.view import GraphView
+
+    app = application()
+    session = TrainingSession(load_workload(f"example:deep:blocks={blocks}"), SessionConfig("cpu"))
+    t0 = time.perf_counter()
+    graph = trace_backward_graph(session)
+    trace_s = time.perf_counter() - t0
+    laid = lay_out(graph, "layered", layout_graph)
+    view = GraphView()
+    view.resize(1200, 800)
+    view.show()
+    view.canvas.set_drawing(laid.drawing, laid.overview, laid.scale)
+    app.processEvents()
+    rows = {}
+    for label, scale in (("fit", None), ("far", 0.05), ("mid", 0.2), ("near", 0.5), ("close", 1.0)):
+        if scale is None:
+            view.fit()
+        else:
+            view.resetTransform()
+            view.scale(scale, scale)
+            view.centerOn(0.0, float(np.median(laid.drawing.xy[:, 1])))
+        app.processEvents()
+        rows[label] = (view.scale_factor, _frames(app, view, "pan"), _frames(app, view, "zoom"))
+    view.close()
+    return {"nodes": len(laid.drawing), "edges": len(laid.drawing.edges), "trace_s": trace_s,
+            "layout_s": laid.seconds, "rows": rows}
+
+
+def _frames(app, view, kind: str, count: int = 40) -> tuple[float, float]:
+    times = []
+    bar = view.verticalScrollBar()
+    for i in range(count):
+        t = time.perf_counter()
+        if kind == "pan":
+            bar.setValue(bar.value() + (25 if i % 2 else -25))
+        else:
+            view.zoom(1.04 if i < count // 2 else 1 / 1.04)
+        view.viewport().repaint()
+        times.append(time.perf_counter() - t)
+    return float(np.mean(times) * 1e3), float(np.max(times) * 1e3)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="example:digits")
+    parser.add_argument("--steps", type=int, default=300)
+    parser.add_argument("--graph-blocks", type=int, default=2000,
+                        help="deep example blocks (2000 gives about 10k nodes)")
+    args = parser.parse_args()
+    hb = heartbeat_during_run(args.model, args.steps)
+    print(f"training {args.model}: {hb['steps']} steps at {hb['steps_per_s']:.1f} steps/s")
+    print(f"  GUI thread stall (5 ms heartbeat lateness): worst {hb['worst_stall_ms']:.1f} ms, "
+          f"p99 {hb['p99_stall_ms']:.1f} ms  (bar: worst <= 50 ms)")
+    print(f"  plot refresh rate while running: {hb['refresh_hz']:.1f} Hz  (bar: >= 10 Hz)")
+    g = graph_frames(args.graph_blocks)
+    print(f"graph example:deep:blocks={args.graph_blocks}: {g['nodes']:,} nodes, {g['edges']:,} "
+          f"edges; trace {g['trace_s']:.2f} s, layout+drawing data {g['layout_s']:.2f} s")
+    print(f"  {'view':6} {'px/unit':>8} {'pan mean':>9} {'pan worst':>10} {'zoom mean':>10} "
+          f"{'zoom worst':>11} {'fps (mean)':>10}")
+    for label, (scale, pan, zoom) in g["rows"].items():
+        fps = 1000.0 / max(pan[0], zoom[0])
+        print(f"  {label:6} {scale:8.3f} {pan[0]:7.1f}ms {pan[1]:8.1f}ms {zoom[0]:8.1f}ms "
+              f"{zoom[1]:9.1f}ms {fps:10.0f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

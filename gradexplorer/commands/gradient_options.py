@@ -1,0 +1,108 @@
+"""``run`` options for gradient statistics, histograms, snapshots, and NaN/Inf alarms."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from typing import TextIO
+
+from gradexplorer.core.errors import UserError
+from gradexplorer.core.grad_stats import GradientMonitor, nonfinite_counts
+from gradexplorer.core.histogram_math import parse_hist_range
+from gradexplorer.core.snapshot_exporter import SnapshotExporter
+
+MAX_NAMED = 4  # parameters named in one alarm line
+
+
+def add_gradient_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--export``, ``--export-every``, ``--every``, ``--bins``, ``--hist-range``."""
+    g = parser.add_argument_group("gradients")
+    g.add_argument("--export", metavar="DIR",
+                   help="write gradient snapshots to DIR/step-NNNNNN (at the last step, "
+                   "and every --export-every steps)")
+    g.add_argument("--export-every", type=int, metavar="K",
+                   help="also snapshot every K steps (default: the last step only)")
+    g.add_argument("--every", type=int, metavar="K",
+                   help="compute histograms every K steps (default 1; statistics every step)")
+    g.add_argument("--bins", type=int, metavar="N", help="histogram bins (default 64)")
+    g.add_argument("--hist-range", metavar="auto|symmetric|LO,HI",
+                   help="histogram range: each gradient's finite min..max (auto, default), "
+                   "±max|g| (symmetric) or fixed LO,HI (write --hist-range=-0.1,0.1)")
+
+
+def _positive(args: argparse.Namespace, name: str, lo: int = 1, hi: int = 1 << 30) -> None:
+    value = getattr(args, name)
+    if value is not None and not lo <= value <= hi:
+        flag = "--" + name.replace("_", "-")
+        raise UserError(f"{flag} must be between {lo} and {hi}, got {value}")
+
+
+def monitor_from_args(args: argparse.Namespace) -> GradientMonitor | None:
+    """A GradientMonitor when any gradient option was given, else None."""
+    for name in ("export_every", "every"):
+        _positive(args, name)
+    _positive(args, "bins", 1, 4096)
+    if args.export_every is not None and not args.export:
+        raise UserError("--export-every needs --export DIR")
+    wanted = (args.export, args.every, args.bins, args.hist_range)
+    if all(v is None for v in wanted):
+        return None
+    return GradientMonitor(
+        bins=args.bins or 64, every=args.every or 1, hist_range=parse_hist_range(args.hist_range)
+    )
+
+
+def attach_gradient_options(session, args: argparse.Namespace,
+                            stream: TextIO | None = None) -> GradientMonitor | None:
+    """Add the monitor, exporter and NaN/Inf alarm that ``args`` ask for to ``session``."""
+    stream = stream or sys.stdout
+    monitor = monitor_from_args(args)
+    if monitor is not None:
+        session.add_observer(monitor)
+        session.config.grad_norm = False  # the monitor reports the global norm itself
+    if args.export:
+        exporter = SnapshotExporter(args.export, monitor, every=args.export_every or 0,
+                                    last_step=session.step_count + args.steps)
+        exporter.listeners.append(
+            lambda step, path: print_line(f"  snapshot of step {step}: {path}", stream))
+        session.add_observer(exporter)
+    session.add_observer(NonFiniteAlarm(stream))
+    return monitor
+
+
+def print_line(text: str, stream: TextIO) -> None:
+    """Print a line, first clearing a live progress bar on a terminal."""
+    live = bool(getattr(stream, "isatty", lambda: False)())
+    stream.write(("\r\x1b[K" if live else "") + text + "\n")
+    stream.flush()
+
+
+class NonFiniteAlarm:
+    """Prints one line for each step whose gradients hold NaN or ±Inf."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+
+    def after_step(self, session, result) -> None:
+        record = result.extras.get("gradients")
+        if record is not None:
+            bad = {n: (s.nan_count, s.inf_count) for n, s in record.nonfinite().items()}
+        elif result.grad_norm is not None and not math.isfinite(result.grad_norm):
+            bad = nonfinite_counts(session.model)
+        else:
+            return
+        if bad:
+            print_line(alarm_text(result.step, bad, len(list(session.model.parameters()))),
+                       self.stream)
+
+
+def alarm_text(step: int, bad: dict[str, tuple[int, int]], total: int) -> str:
+    """``step 3: NaN/Inf gradients in 2 of 10 parameters: fc1.weight (12 NaN), …``."""
+    parts = []
+    for name, (nans, infs) in list(bad.items())[:MAX_NAMED]:
+        counts = [f"{nans:,} NaN" if nans else "", f"{infs:,} Inf" if infs else ""]
+        parts.append(f"{name} ({', '.join(c for c in counts if c)})")
+    more = f", … {len(bad) - MAX_NAMED} more" if len(bad) > MAX_NAMED else ""
+    return f"  ! step {step}: NaN/Inf gradients in {len(bad)} of {total} parameters: " \
+        f"{', '.join(parts)}{more}"

@@ -1,0 +1,61 @@
+"""``gradexplorer inspect SNAPSHOT``: a readable table of one gradient snapshot."""
+
+from __future__ import annotations
+
+import argparse
+
+from gradexplorer.commands.table_text import number, shape_text, table
+from gradexplorer.core.histogram_math import sparkline
+from gradexplorer.core.snapshot import Snapshot, read_snapshot
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser("inspect", help="print the gradients of a snapshot as a table")
+    parser.add_argument("snapshot", metavar="SNAPSHOT", help="a snapshot directory (DIR/step-NNNNNN)")
+    parser.add_argument("--width", type=int, default=16, metavar="N",
+                        help="characters of each histogram sparkline (default 16)")
+    parser.set_defaults(func=inspect_command)
+
+
+def header(snap: Snapshot) -> str:
+    """Two lines: where the snapshot came from, and its totals."""
+    m = snap.manifest
+    count = len(snap.gradient_names())
+    return (
+        f"{snap.path}: step {m['step']} of {m.get('model', '?')} on {m.get('device', '?')} "
+        f"(torch {m.get('torch_version', '?')}, gradexplorer {m.get('gradexplorer_version', '?')}, "
+        f"{m.get('created', '?')})\n"
+        f"{count} gradients, {m.get('total_numel', 0):,} numbers, "
+        f"global norm {number(snap.global_norm)}"
+    )
+
+
+def parameter_rows(snap: Snapshot, width: int) -> list[list[str]]:
+    """One row per parameter: name, shape, norm, max |g|, NaN/Inf, sparkline."""
+    rows = []
+    for name, s in snap.stats.items():
+        if not s.has_grad:
+            rows.append([name, shape_text(s.shape), "no grad", "", "", ""])
+            continue
+        hist = snap.histograms.get(name)
+        spark = sparkline(hist.counts, width) if hist is not None else ""
+        rows.append([name, shape_text(s.shape), number(s.norm), number(s.abs_max),
+                     f"{s.nan_count}/{s.inf_count}", f"|{spark}|" if spark else ""])
+    return rows
+
+
+def inspect_command(args: argparse.Namespace) -> int:
+    snap = read_snapshot(args.snapshot)
+    print(header(snap))
+    headers = ["parameter", "shape", "norm", "max |g|", "NaN/Inf", "histogram"]
+    print(table(headers, parameter_rows(snap, max(4, args.width)), left=2))
+    extras = snap.manifest.get("extra_tensors", [])
+    if extras:
+        print("captured tensors: " + ", ".join(
+            f"{e['key']} {shape_text(e['shape'])}" for e in extras))
+    hooks = snap.manifest.get("hooks", [])
+    if hooks:
+        print("hooks: " + "; ".join(
+            ", ".join(f"{k}={v}" for k, v in h.items()) if isinstance(h, dict) else str(h)
+            for h in hooks))
+    return 0

@@ -1,0 +1,34 @@
+"""Plain-text tables and number formatting for snapshot commands."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+
+def number(value: float | int | None, digits: int = 4) -> str:
+    """Compact figure: ``0.0123``, ``1.2e-07``, ``nan``, ``—`` for None."""
+    if value is None:
+        return "—"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if not math.isfinite(value):
+        return str(value)
+    return f"{value:.{digits}g}"
+
+
+def shape_text(shape: Sequence[int]) -> str:
+    """``6×1×5×5`` (``scalar`` for ``()``)."""
+    return "×".join(str(d) for d in shape) if len(shape) else "scalar"
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[str]], left: int = 1) -> str:
+    """Columns padded to width; the first ``left`` columns left-aligned, the rest right."""
+    cells = [list(headers), *[list(r) for r in rows]]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    lines = []
+    for r in cells:
+        pairs = enumerate(zip(r, widths, strict=True))
+        parts = [c.ljust(w) if i < left else c.rjust(w) for i, (c, w) in pairs]
+        lines.append("  ".join(parts).rstrip())
+    return "\n".join(lines)

@@ -1,0 +1,116 @@
+"""Histogram arithmetic: bin edges, ranges, distances between histograms, rebinning."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+HistRange = str | tuple[float, float]
+RANGE_MODES = ("auto", "symmetric")
+
+
+def parse_hist_range(value: str | Sequence[float] | None) -> HistRange:
+    """``"auto"``, ``"symmetric"``, ``"LO,HI"`` or ``(lo, hi)`` checked and normalised."""
+    from gradexplorer.core.errors import UserError
+
+    if value is None:
+        return "auto"
+    if isinstance(value, str) and value.strip().lower() in RANGE_MODES:
+        return value.strip().lower()
+    parts = value.split(",") if isinstance(value, str) else list(value)
+    try:
+        lo, hi = (float(p) for p in parts)
+    except (TypeError, ValueError):
+        raise UserError(
+            f"bad histogram range {value!r}: use auto, symmetric or LO,HI such as -0.01,0.01"
+        ) from None
+    if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
+        raise UserError(f"bad histogram range {value!r}: need finite LO < HI")
+    return (lo, hi)
+
+
+def range_bounds(mins: np.ndarray, maxs: np.ndarray, hist_range: HistRange) -> tuple[np.ndarray, np.ndarray]:
+    """Per-parameter (lo, hi) from finite minima/maxima (inf where none) and the range mode."""
+    empty = ~(mins <= maxs)
+    lo = np.where(empty, 0.0, mins)
+    hi = np.where(empty, 0.0, maxs)
+    if hist_range == "auto":
+        return lo, hi
+    if hist_range == "symmetric":
+        top = np.maximum(np.abs(lo), np.abs(hi))
+        return -top, top
+    return np.full_like(lo, hist_range[0]), np.full_like(hi, hist_range[1])
+
+
+def histogram_edges(lo: np.ndarray, hi: np.ndarray, bins: int) -> np.ndarray:
+    """``(P, bins+1)`` edges, row ``i`` equal to ``np.linspace(lo[i], hi[i], bins+1)``.
+
+    An empty range (lo == hi) widens to ``lo - 0.5 … hi + 0.5``, as ``np.histogram`` does.
+    """
+    lo = np.asarray(lo, dtype=np.float64)
+    hi = np.asarray(hi, dtype=np.float64)
+    same = lo == hi
+    lo = np.where(same, lo - 0.5, lo)
+    hi = np.where(same, hi + 0.5, hi)
+    step = (hi - lo) / bins
+    edges = np.arange(bins + 1, dtype=np.float64)[None, :] * step[:, None] + lo[:, None]
+    edges[:, -1] = hi
+    return edges
+
+
+def _cdf_at(points: np.ndarray, edges: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """CDF of a histogram (uniform density inside each bin) at ``points``."""
+    total = counts.sum()
+    if total == 0:
+        return np.zeros_like(points)
+    cumulative = np.concatenate([[0.0], np.cumsum(counts, dtype=np.float64)]) / total
+    return np.interp(points, edges, cumulative, left=0.0, right=1.0)
+
+
+def _abs_integral(x: np.ndarray, d: np.ndarray) -> float:
+    """∫|d| for ``d`` piecewise linear through ``(x, d)``, exact where it changes sign."""
+    dx = np.diff(x)
+    d0, d1 = d[:-1], d[1:]
+    same = d0 * d1 >= 0
+    denom = np.where(same, 1.0, np.abs(d0) + np.abs(d1))
+    crossing = (d0 * d0 + d1 * d1) / (2 * denom)
+    return float(np.sum(np.where(same, np.abs(d0 + d1) / 2, crossing) * dx))
+
+
+def mixture_w1(hists_a: Sequence[tuple[np.ndarray, np.ndarray]],
+               hists_b: Sequence[tuple[np.ndarray, np.ndarray]]) -> float:
+    """Earth mover's (Wasserstein-1) distance between two mixtures of ``(edges, counts)``."""
+    grid = np.unique(np.concatenate([e for e, _ in (*hists_a, *hists_b)]))
+
+    def cdf(hists):
+        total = sum(float(c.sum()) for _, c in hists)
+        if total == 0:
+            return np.zeros_like(grid)
+        return sum(_cdf_at(grid, e, c) * float(c.sum()) for e, c in hists) / total
+
+    return _abs_integral(grid, cdf(hists_a) - cdf(hists_b))
+
+
+def histogram_w1(edges_a: np.ndarray, counts_a: np.ndarray,
+                 edges_b: np.ndarray, counts_b: np.ndarray) -> float:
+    """Earth mover's distance between two histograms, in the units of the values."""
+    return mixture_w1([(edges_a, counts_a)], [(edges_b, counts_b)])
+
+
+def rebin(edges: np.ndarray, counts: np.ndarray, new_edges: np.ndarray) -> np.ndarray:
+    """Counts redistributed onto ``new_edges`` assuming uniform density inside each bin."""
+    cdf = _cdf_at(new_edges, edges, counts) * counts.sum()
+    return np.diff(cdf)
+
+
+def sparkline(counts: np.ndarray, width: int = 16) -> str:
+    """A tiny text picture of a histogram: ``▁▂▅█▅▂▁``; empty bins print as spaces."""
+    counts = np.asarray(counts, dtype=np.float64)
+    if counts.size == 0 or counts.sum() == 0:
+        return " " * width
+    groups = np.array_split(counts, min(width, counts.size))
+    merged = np.array([g.sum() for g in groups])
+    levels = "▁▂▃▄▅▆▇█"
+    scaled = np.ceil(merged / merged.max() * len(levels)).astype(int)
+    return "".join(" " if s == 0 else levels[s - 1] for s in scaled)

@@ -1,0 +1,72 @@
+"""Update-to-weight ratio ‖Δθ‖/‖θ‖ across ``optimizer.step()`` on the CPU, as cheaply as possible.
+
+For ``torch.optim.SGD`` the step is known from what the optimizer keeps: with momentum (not
+Nesterov) ``θ_after = θ_before − lr·buf``, without momentum or weight decay
+``θ_after = θ_before ∓ lr·g``. One read of θ and of that direction after the step gives both
+norms; no copy of the weights is needed. Any other optimizer (Adam, Nesterov, weight decay
+without momentum) gets a copy of the weights before the step and a read of both after it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from gradexplorer.core import grad_kernels as K
+from gradexplorer.core.grad_backend_cpu import ParamCopies, flat_array, in_parallel
+
+Rule = tuple[str, float] | None  # ("momentum_buffer" | "grad", sign) or None: copy
+
+
+def step_rules(optimizer: torch.optim.Optimizer | None, params: list[torch.Tensor]) -> list[Rule]:
+    """For each parameter, how its step can be read back after ``optimizer.step()``."""
+    if type(optimizer) is not torch.optim.SGD:
+        return [None] * len(params)
+    group_of = {id(p): g for g in optimizer.param_groups for p in g["params"]}
+    rules: list[Rule] = []
+    for p in params:
+        g = group_of.get(id(p))
+        if g is None or g.get("nesterov"):
+            rules.append(None)
+        elif g["momentum"] > 0:
+            rules.append(("momentum_buffer", float(g["lr"])))
+        elif g["weight_decay"] == 0:
+            rules.append(("grad", float(g["lr"]) * (-1.0 if g.get("maximize") else 1.0)))
+        else:
+            rules.append(None)
+    return rules
+
+
+class UpdateTracker:
+    """``before(params, optimizer)`` ahead of the step, ``after(...)`` → (P, 2) squared norms."""
+
+    def __init__(self) -> None:
+        self.copies = ParamCopies()
+        self._rules: list[Rule] = []
+        self._copied: list[int] = []
+
+    def before(self, params: list[torch.Tensor], optimizer=None) -> None:
+        """Note how each step will be measured; copy the weights whose step cannot be read back."""
+        self._rules = step_rules(optimizer, params)
+        self._copied = [i for i, rule in enumerate(self._rules) if rule is None]
+        self.copies.take([params[i] for i in self._copied])
+
+    def after(self, params: list[torch.Tensor], optimizer=None) -> np.ndarray:
+        """``(P, 2)``: ‖Δθ‖² and ‖θ_before‖² per parameter (NaN where it cannot be told)."""
+        out = np.full((len(params), 2), np.nan)
+        if self._copied:
+            out[self._copied] = self.copies.update_norms([params[i] for i in self._copied])
+        known = [(i, rule) for i, rule in enumerate(self._rules) if rule is not None]
+
+        def work(item):
+            i, (source, scale) = item
+            p = params[i]
+            direction = p.grad if source == "grad" else optimizer.state[p].get(source)
+            if direction is None or direction.shape != p.shape:
+                return np.nan, np.nan
+            return K.step_norms(self.copies.view(p), flat_array(direction), scale)
+
+        for (i, _), norms in zip(known, in_parallel(work, known, lambda it: params[it[0]].numel()),
+                                 strict=True):
+            out[i] = norms
+        return out

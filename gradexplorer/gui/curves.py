@@ -1,0 +1,58 @@
+"""Loss and global gradient-norm curves over steps."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtWidgets import QWidget
+
+from gradexplorer.gui.theme import PLOT_PENS
+from gradexplorer.gui.timeline import Timeline
+
+MAX_POINTS = 4000  # longer curves are drawn from per-bucket minima and maxima
+
+
+class TrainingCurves(pg.GraphicsLayoutWidget):
+    """Two x-linked plots side by side; ``refresh`` pushes the timeline's data into the existing items."""
+
+    def __init__(self, timeline: Timeline, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.timeline = timeline
+        self.loss_plot = self.addPlot(row=0, col=0, title="loss")
+        self.norm_plot = self.addPlot(row=0, col=1, title="global gradient norm")
+        self.norm_plot.setXLink(self.loss_plot)
+        self.loss_plot.setLabel("bottom", "step")
+        self.norm_plot.setLabel("bottom", "step")
+        self.loss_item = self._curve(self.loss_plot, PLOT_PENS["loss"])
+        self.norm_item = self._curve(self.norm_plot, PLOT_PENS["norm"])
+
+    @staticmethod
+    def _curve(plot: pg.PlotItem, colour: str) -> pg.PlotDataItem:
+        plot.showGrid(x=True, y=True, alpha=0.2)
+        plot.disableAutoRange()
+        return plot.plot(pen=pg.mkPen(colour, width=1.5))
+
+    def refresh(self, _update=None) -> None:
+        """Show the timeline's current curves (one range change per plot, not one per item)."""
+        t = self.timeline
+        for plot, item, curve in ((self.loss_plot, self.loss_item, t.loss),
+                                  (self.norm_plot, self.norm_item, t.norm)):
+            x, y = curve.decimated(MAX_POINTS)
+            item.setData(x, y, connect="finite")
+            fit_range(plot, x, y, log=plot.ctrl.logYCheck.isChecked())
+
+    def set_log_norm(self, log: bool) -> None:
+        """Logarithmic y axis for the gradient norm."""
+        self.norm_plot.setLogMode(y=log)
+
+
+def fit_range(plot: pg.PlotItem, x: np.ndarray, y: np.ndarray, log: bool = False) -> None:
+    """Set both axis ranges at once, with a little padding (NaN and, for log, ≤0 ignored)."""
+    finite = np.isfinite(y) & ((y > 0) if log else True)
+    if not finite.any():
+        return
+    values = np.log10(y[finite]) if log else y[finite]
+    lo, hi = float(values.min()), float(values.max())
+    pad = (hi - lo) * 0.05 or abs(hi) * 0.05 or 1.0
+    plot.vb.setRange(xRange=(float(x[0]), float(x[-1]) + 0.5), yRange=(lo - pad, hi + pad),
+                     padding=0, update=True)

@@ -1,0 +1,124 @@
+"""The details pane: what the selected node, module or parameter is, and its latest gradient."""
+
+from __future__ import annotations
+
+from html import escape
+from typing import Any
+
+from PySide6.QtWidgets import QTextBrowser, QWidget
+
+from gradexplorer.gui.selection import Selection, SelectionModel
+
+STAT_FIELDS = (("norm", "norm"), ("mean", "mean"), ("std", "std"), ("min", "min"), ("max", "max"),
+               ("abs_max", "max |g|"), ("zero_fraction", "zeros"), ("update_ratio", "‖Δθ‖/‖θ‖"))
+
+
+def _row(key: str, value: Any) -> str:
+    return f"<tr><td style='color:#607d8b;padding-right:10px'>{escape(key)}</td><td>{value}</td></tr>"
+
+
+def stats_rows(stats: Any) -> list[str]:
+    """Table rows for one parameter's ParamStats."""
+    if stats is None:
+        return [_row("gradient", "not recorded yet: run a step")]
+    if not stats.has_grad:
+        return [_row("gradient", "<b style='color:#d32f2f'>none this step</b> (no gradient reached it)")]
+    rows = [_row(label, "" if getattr(stats, f, None) is None else f"{getattr(stats, f):.4g}")
+            for f, label in STAT_FIELDS]
+    bad = (stats.nan_count or 0) + (stats.inf_count or 0)
+    flag = (f"<b style='color:#d32f2f'>⚠ {stats.nan_count} NaN, {stats.inf_count} Inf</b>"
+            if bad else "none")
+    return rows + [_row("NaN / Inf", flag)]
+
+
+class DetailsPane(QTextBrowser):
+    """Rewrites itself when the selection changes or new statistics arrive."""
+
+    def __init__(self, selection: SelectionModel, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.selection = selection
+        self.graph = None
+        self.model = None
+        self.stats: dict[str, Any] = {}
+        self.hooks: dict[str, str] = {}
+        self.setOpenLinks(False)
+        selection.changed.connect(lambda _s: self.refresh())
+        self.refresh()
+
+    def set_context(self, graph=None, model=None, stats=None, hooks=None) -> None:
+        """Update whichever sources are given and redraw."""
+        if graph is not None:
+            self.graph = graph
+        if model is not None:
+            self.model = model
+        if stats is not None:
+            self.stats = stats
+        if hooks is not None:
+            self.hooks = hooks
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Describe the current selection (the text is only replaced when it changed)."""
+        html = self.describe(self.selection.current)
+        if html != getattr(self, "_html", None):
+            self._html = html
+            self.setHtml(html)
+
+    def describe(self, sel: Selection) -> str:
+        """HTML for ``sel``."""
+        if sel.node is None and sel.module is None and sel.param is None:
+            return ("<p style='color:#607d8b'>Click a node in the graph, a module in the tree or a "
+                    "parameter in the table. Right-click a module to attach a hook.</p>")
+        rows: list[str] = []
+        title = "selection"
+        attrs = self._node_attrs(sel.node)
+        if attrs:
+            title = escape(str(attrs.get("name") or attrs.get("module") or "node"))
+            rows += [_row("kind", escape(str(attrs.get("kind", "")))),
+                     _row("module", escape(attrs.get("module") or "(model)"))]
+            saved = attrs.get("saved") or {}
+            rows += [_row(f"saved {k}", "×".join(map(str, v)) or "scalar")
+                     for k, v in saved.items()]
+            if attrs.get("members"):
+                rows.append(_row("operations", attrs["members"]))
+        elif sel.module is not None:
+            title = escape(sel.module or "(model)")
+            rows.append(_row("type", escape(self._module_type(sel.module))))
+        if sel.module is not None:
+            rows.append(_row("hook", escape(self.hooks.get(sel.module, "none"))))
+        param = sel.param or self._first_param(sel.module)
+        if param:
+            rows.append(f"<tr><td colspan=2><b>{escape(param)}</b> {self._param_shape(param)}</td></tr>")
+            rows += stats_rows(self.stats.get(param))
+        return f"<h3 style='margin:2px'>{title}</h3><table>{''.join(rows)}</table>"
+
+    def _node_attrs(self, node) -> dict:
+        if node is None or self.graph is None or node not in self.graph:
+            return {}
+        return self.graph.nodes[node]
+
+    def _module_type(self, path: str) -> str:
+        if self.model is None:
+            return ""
+        try:
+            return type(self.model.get_submodule(path)).__name__
+        except AttributeError:
+            return ""
+
+    def _first_param(self, module: str | None) -> str | None:
+        if module is None or self.model is None:
+            return None
+        try:
+            sub = self.model.get_submodule(module)
+        except AttributeError:
+            return None
+        name = next((n for n, _ in sub.named_parameters(recurse=False)), None)
+        return None if name is None else (f"{module}.{name}" if module else name)
+
+    def _param_shape(self, name: str) -> str:
+        if self.model is None:
+            return ""
+        try:
+            return "×".join(map(str, self.model.get_parameter(name).shape))
+        except AttributeError:
+            return ""

@@ -1,0 +1,1 @@
+"""The backward-graph view: drawing data, canvas, view, layout worker, panel."""

@@ -1,0 +1,140 @@
+"""A laid-out graph as flat arrays for fast drawing, culling, hit-testing and search (Qt-free)."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping
+
+import networkx as nx
+import numpy as np
+
+NODE_W, NODE_H = 190.0, 44.0
+KIND_CODES = ("op", "param", "hook", "loss", "module", "other")
+LAYERED = ("layered", "multipartite")
+
+
+def node_label(attrs: Mapping) -> tuple[str, str]:
+    """The two text lines of a node: what it is, and where it comes from."""
+    kind = attrs.get("kind", "other")
+    if kind == "module":
+        members = attrs.get("members")
+        detail = " · ".join(t for t in (attrs.get("name"), f"{members} nodes" if members else "") if t)
+        return attrs.get("module") or "(model)", detail
+    if kind == "hook":  # BackwardHookFunctionBackward, inserted by a full backward hook
+        return "backward hook", attrs.get("module") or ""
+    if kind == "param":
+        return attrs.get("param") or "AccumulateGrad", "×".join(map(str, attrs.get("shape") or ()))
+    return str(attrs.get("name", "?")), attrs.get("module") or ""
+
+
+class GraphDrawing:
+    """Node positions (scene units, loss at the top), kinds, labels and edges as arrays."""
+
+    def __init__(self, graph: nx.DiGraph, pos: Mapping[Hashable, tuple[float, float]],
+                 layout: str = "layered") -> None:
+        self.graph = graph
+        self.ids: list[Hashable] = list(graph.nodes)
+        self.index = {node: i for i, node in enumerate(self.ids)}
+        attrs = [graph.nodes[n] for n in self.ids]
+        self.kinds = np.array([KIND_CODES.index(a.get("kind", "other"))
+                               if a.get("kind") in KIND_CODES else KIND_CODES.index("other")
+                               for a in attrs], dtype=np.int8)
+        self.labels = [node_label(a) for a in attrs]
+        self.modules = [a.get("module") or "" for a in attrs]
+        self.params = [a.get("param") for a in attrs]
+        raw = np.array([pos[n] for n in self.ids], dtype=float).reshape(-1, 2)
+        self.xy = normalise_positions(raw, layout in LAYERED, self._root_index(graph))
+        edges = [(self.index[u], self.index[v]) for u, v in graph.edges if u in self.index]
+        self.edges = np.array(edges, dtype=np.int64).reshape(-1, 2)
+
+    def _root_index(self, graph: nx.DiGraph) -> int | None:
+        root = graph.graph.get("root")
+        return self.index.get(root) if root is not None else None
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def bounds(self) -> tuple[float, float, float, float]:
+        """(left, top, width, height) of every node box."""
+        if not len(self):
+            return 0.0, 0.0, NODE_W, NODE_H
+        lo, hi = self.xy.min(axis=0), self.xy.max(axis=0)
+        return (float(lo[0] - NODE_W), float(lo[1] - NODE_H),
+                float(hi[0] - lo[0] + 2 * NODE_W), float(hi[1] - lo[1] + 2 * NODE_H))
+
+    def visible_nodes(self, left: float, top: float, right: float, bottom: float) -> np.ndarray:
+        """Indices of nodes whose box meets the rectangle."""
+        x, y = self.xy[:, 0], self.xy[:, 1]
+        mask = ((x > left - NODE_W / 2) & (x < right + NODE_W / 2)
+                & (y > top - NODE_H / 2) & (y < bottom + NODE_H / 2))
+        return np.flatnonzero(mask)
+
+    def visible_edges(self, left: float, top: float, right: float, bottom: float) -> np.ndarray:
+        """Indices of edges whose bounding box meets the rectangle."""
+        if not len(self.edges):
+            return np.empty(0, dtype=np.int64)
+        a, b = self.xy[self.edges[:, 0]], self.xy[self.edges[:, 1]]
+        lo, hi = np.minimum(a, b), np.maximum(a, b)
+        mask = (hi[:, 0] >= left) & (lo[:, 0] <= right) & (hi[:, 1] >= top) & (lo[:, 1] <= bottom)
+        return np.flatnonzero(mask)
+
+    def node_at(self, x: float, y: float, slack: float = 0.0) -> int | None:
+        """Index of the node whose box contains (x, y), else None."""
+        if not len(self):
+            return None
+        d = np.abs(self.xy - (x, y))
+        inside = np.flatnonzero((d[:, 0] <= NODE_W / 2 + slack) & (d[:, 1] <= NODE_H / 2 + slack))
+        if not len(inside):
+            return None
+        return int(inside[np.argmin((d[inside] ** 2).sum(axis=1))])
+
+    def search(self, text: str) -> list[int]:
+        """Nodes whose op name, module or parameter contains ``text`` (case-insensitive)."""
+        needle = text.strip().lower()
+        if not needle:
+            return []
+        return [i for i, (label, module, param) in enumerate(
+            zip(self.labels, self.modules, self.params, strict=True))
+                if needle in label[0].lower() or needle in module.lower()
+                or (param is not None and needle in param.lower())]
+
+    def nodes_of_module(self, path: str) -> list[int]:
+        """Nodes produced by module ``path`` or its submodules (and its parameters)."""
+        prefix = path + "."
+        out = []
+        for i, (module, param) in enumerate(zip(self.modules, self.params, strict=True)):
+            owner = module if param is None else param.rpartition(".")[0]
+            if owner == path or owner.startswith(prefix) or (not path and owner == ""):
+                out.append(i)
+        return out
+
+
+def normalise_positions(raw: np.ndarray, layered: bool, root: int | None) -> np.ndarray:
+    """Scale a layout to node-sized spacing and put the root (loss) at the top."""
+    if len(raw) == 0:
+        return raw
+    xy = raw - raw.mean(axis=0)
+    if root is not None and xy[root, 1] > np.median(xy[:, 1]):
+        xy[:, 1] = -xy[:, 1]  # scene y grows downwards
+    if layered:
+        sx, sy = _row_gap(xy[:, 0], xy[:, 1]), _gap(np.unique(np.round(xy[:, 1], 9)))
+        scale = np.array([NODE_W * 1.15 / sx if sx else 1.0, NODE_H * 1.6 / sy if sy else 1.0])
+    else:
+        w, h = np.ptp(xy, axis=0)
+        spacing = np.sqrt(max(w * h, 1e-12) / len(xy)) if len(xy) > 1 else 1.0
+        scale = np.full(2, NODE_W * 1.6 / spacing if spacing else 1.0)
+    return xy * scale
+
+
+def _gap(sorted_values: np.ndarray) -> float:
+    diffs = np.diff(sorted_values)
+    diffs = diffs[diffs > 1e-9]
+    return float(np.median(diffs)) if len(diffs) else 0.0
+
+
+def _row_gap(x: np.ndarray, y: np.ndarray) -> float:
+    order = np.lexsort((x, np.round(y, 9)))
+    xs, ys = x[order], np.round(y[order], 9)
+    same_row = ys[1:] == ys[:-1]
+    diffs = np.diff(xs)[same_row]
+    diffs = diffs[diffs > 1e-9]
+    return float(np.min(diffs)) if len(diffs) else 0.0

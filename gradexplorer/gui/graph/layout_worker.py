@@ -1,0 +1,110 @@
+"""Collapsing and laying out graphs off the GUI thread; a newer request supersedes older ones."""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
+
+from gradexplorer.gui.graph.canvas import overview_scale
+from gradexplorer.gui.graph.drawing import GraphDrawing
+from gradexplorer.gui.graph.painting import base_fills, render_overview
+from gradexplorer.gui.session_worker import describe_failure
+
+
+@dataclass
+class LaidOut:
+    """A finished layout: drawing data and its overview image (None for small graphs)."""
+
+    drawing: GraphDrawing
+    overview: Any
+    scale: float
+    seconds: float
+
+
+class _Task(QRunnable):
+    def __init__(self, fn: Callable[[], Any], done: Callable[[Any], None],
+                 failed: Callable[[str], None]) -> None:
+        super().__init__()
+        self.fn, self.done, self.failed = fn, done, failed
+
+    def run(self) -> None:  # noqa: D102
+        try:
+            result = self.fn()
+        except Exception as exc:  # noqa: BLE001 - reported in the GUI
+            traceback.print_exception(exc, file=sys.stderr)
+            self.failed(describe_failure(exc))
+        else:
+            self.done(result)
+
+
+class BackgroundQueue(QObject):
+    """Runs one function at a time on its own thread; only the newest waiting request is kept."""
+
+    finished = Signal(int, object)  # request number, result
+    failed = Signal(int, str)
+    busy_changed = Signal(bool)
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self._pool = QThreadPool(self)
+        self._pool.setMaxThreadCount(1)
+        self._pending: tuple[int, Callable[[], Any]] | None = None
+        self._running = False
+        self._number = 0
+        self.finished.connect(self._next)
+        self.failed.connect(self._next)
+
+    @property
+    def busy(self) -> bool:
+        """Whether a request is running or waiting."""
+        return self._running or self._pending is not None
+
+    def request(self, fn: Callable[[], Any]) -> int:
+        """Queue ``fn``; returns its number (results of older numbers may be dropped)."""
+        self._number += 1
+        self._pending = (self._number, fn)
+        if not self._running:
+            self._start()
+        return self._number
+
+    @property
+    def latest(self) -> int:
+        """The number of the newest request."""
+        return self._number
+
+    def _start(self) -> None:
+        number, fn = self._pending
+        self._pending = None
+        self._running = True
+        self.busy_changed.emit(True)
+        self._pool.start(_Task(fn, lambda r: self.finished.emit(number, r),
+                               lambda m: self.failed.emit(number, m)))
+
+    def _next(self, *_args) -> None:
+        self._running = False
+        if self._pending is not None:
+            self._start()
+        else:
+            self.busy_changed.emit(False)
+
+    def wait(self, msecs: int = 30_000) -> bool:
+        """Block until idle (tests and shutdown)."""
+        return self._pool.waitForDone(msecs)
+
+
+def lay_out(graph, layout: str, layout_fn, collapse: Callable | None = None) -> LaidOut:
+    """Collapse (optionally), lay out, build drawing data and overview: the whole off-thread job."""
+    import time
+
+    start = time.perf_counter()
+    shown = collapse(graph) if collapse is not None else graph
+    pos = layout_fn(shown, layout)
+    drawing = GraphDrawing(shown, pos, layout)
+    scale = overview_scale(drawing)
+    image = render_overview(drawing, base_fills(drawing), scale) if scale else None
+    return LaidOut(drawing, image, scale, time.perf_counter() - start)

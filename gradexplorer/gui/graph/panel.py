@@ -1,0 +1,316 @@
+"""The graph panel: toolbar (search, layout, detail, tint, zoom, save), view, busy indicator."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from PySide6.QtCore import QPoint, Qt, Signal
+from PySide6.QtGui import QAction
+from PySide6.QtWidgets import (
+    QComboBox,
+    QLabel,
+    QLineEdit,
+    QProgressBar,
+    QToolBar,
+    QVBoxLayout,
+    QWidget,
+)
+
+from gradexplorer.gui.graph.core_api import (
+    LAYOUTS,
+    collapse_by_module,
+    hide_hook_nodes,
+    layout_graph,
+)
+from gradexplorer.gui.graph.drawing import KIND_CODES
+from gradexplorer.gui.graph.layout_worker import BackgroundQueue, LaidOut, lay_out
+from gradexplorer.gui.graph.painting import base_fills, render_overview
+from gradexplorer.gui.graph.tint import node_norms, params_behind, tinted_fills
+from gradexplorer.gui.graph.view import GraphView
+from gradexplorer.gui.run_controls import make_action
+from gradexplorer.gui.selection import Selection, SelectionModel
+from gradexplorer.gui.theme import icon
+
+MODULE_KIND = KIND_CODES.index("module")
+TINT_HZ = 4  # the gradient tint follows training at most this often
+DETAIL_LEVELS = (("Operations", None), ("Modules, depth 1", 1), ("Modules, depth 2", 2),
+                 ("Modules, depth 3", 3))
+
+
+class GraphPanel(QWidget):
+    """Shows a backward graph; the graph itself comes from ``set_graph``."""
+
+    hook_menu_requested = Signal(str, QPoint)  # module path, global position
+    refresh_requested = Signal()
+    laid_out = Signal(object)  # the graph now shown (collapsed or not)
+    hook_selected_requested = Signal()
+
+    def __init__(self, selection: SelectionModel, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.selection = selection
+        self.graph = None
+        self.drawing = None
+        self.expanded: set[str] = set()
+        self._behind: list[list[str]] = []
+        self._stats: dict = {}
+        self._hooks: dict[str, str] = {}
+        self._match_cursor = -1
+        self._tinted_at = 0.0
+        self.view = GraphView()
+        self.layouts = BackgroundQueue(self)
+        self.overviews = BackgroundQueue(self)
+        self._build_toolbar()
+        self.layouts.finished.connect(self._laid_out)
+        self.layouts.failed.connect(lambda _n, text: self.busy_label.setText(f"layout failed: {text}"))
+        self.layouts.busy_changed.connect(self._show_busy)
+        self.overviews.finished.connect(self._overview_ready)
+        self.view.node_clicked.connect(self._clicked)
+        self.view.node_double_clicked.connect(self._double_clicked)
+        self.view.context_requested.connect(self._context)
+        selection.changed.connect(self.show_selection)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(0)
+        layout.addWidget(self.toolbar)
+        layout.addWidget(self.view, 1)
+        layout.addWidget(legend_label())
+
+    # -- toolbar -------------------------------------------------------------------------
+    def _build_toolbar(self) -> None:
+        bar = self.toolbar = QToolBar("Graph")
+        bar.setIconSize(bar.iconSize() * 0.8)
+        self.search_edit = QLineEdit(placeholderText="find op, module or parameter (Ctrl+F)")
+        self.search_edit.setClearButtonEnabled(True)
+        self.search_edit.setMinimumWidth(150)
+        self.search_edit.setMaximumWidth(260)
+        self.search_edit.textChanged.connect(self.search)
+        self.search_edit.returnPressed.connect(self.next_match)
+        self.match_label = QLabel("")
+        self.layout_box = QComboBox(toolTip="layout algorithm")
+        self.layout_box.addItems(list(LAYOUTS))
+        self.layout_box.setMaximumWidth(120)
+        self.layout_box.activated.connect(lambda: self.relayout())
+        self.detail_box = QComboBox(toolTip="show every operation, or one node per module")
+        for text, _depth in DETAIL_LEVELS:
+            self.detail_box.addItem(text)
+        self.detail_box.setMaximumWidth(150)
+        self.detail_box.activated.connect(self._detail_changed)
+        self.hook_nodes_action = QAction(icon("hook-node"), "Hook nodes", self, checkable=True,
+                                         checked=True, toolTip="show the nodes that full "
+                                         "backward hooks insert (BackwardHookFunctionBackward)")
+        self.hook_nodes_action.toggled.connect(lambda _on: self.relayout())
+        self.tint_action = QAction(icon("tint"), "Tint", self, checkable=True, checked=True,
+                                   toolTip="colour nodes by the latest gradient norm")
+        self.tint_action.toggled.connect(lambda _on: self.refresh_tint())
+        self.fit_action = make_action(self, "Fit", "fit", "Ctrl+0", self.view.fit)
+        self.zoom_sel_action = make_action(self, "Zoom to selection", "zoom-selection", "Ctrl+1",
+                                           self.zoom_to_selection)
+        self.find_action = make_action(self, "Find", "search", "Ctrl+F", self._focus_search)
+        self.hook_action = make_action(self, "Hook…", "hook", "H", self.hook_selected_requested.emit)
+        self.hook_action.setToolTip("attach or detach a hook on the selected module (H)")
+        self.refresh_action = make_action(self, "Re-trace", "graph", None, self.refresh_requested.emit)
+        self.refresh_action.setToolTip("trace the backward graph again")
+        self.busy_bar = QProgressBar(maximum=0, maximumWidth=80, textVisible=False, visible=False)
+        self.busy_label = QLabel("")
+        self.busy_label.setObjectName("busy")
+        bar.addWidget(self.search_edit)
+        bar.addWidget(self.match_label)
+        bar.addSeparator()
+        bar.addWidget(self.layout_box)
+        bar.addWidget(self.detail_box)
+        bar.addAction(self.hook_action)
+        for action in (self.hook_nodes_action, self.tint_action, self.fit_action,
+                       self.zoom_sel_action, self.refresh_action):
+            bar.addAction(action)
+        self.hook_action.setShortcutContext(Qt.WindowShortcut)
+        self.addAction(self.find_action)
+        bar.addWidget(self.busy_bar)
+        bar.addWidget(self.busy_label)
+
+    def _focus_search(self) -> None:
+        self.search_edit.setFocus()
+        self.search_edit.selectAll()
+
+    def _show_busy(self, busy: bool) -> None:
+        self.busy_bar.setVisible(busy)
+        if busy:
+            self.busy_label.setText("laying out…")
+
+    def busy(self) -> bool:
+        """Whether a layout is being computed."""
+        return self.layouts.busy
+
+    # -- graph and layout ----------------------------------------------------------------------
+    def set_graph(self, graph, fit: bool = True) -> None:
+        """Show a freshly traced graph (keeps the chosen layout and detail level)."""
+        self.graph = graph
+        if fit:
+            self.expanded = set()
+        self.relayout(fit=fit)
+
+    def relayout(self, fit: bool = False) -> None:
+        """Recompute the layout off the GUI thread."""
+        if self.graph is None:
+            return
+        self._fit_next = fit or getattr(self, "_fit_next", False)
+        graph, name = self.graph, self.layout_box.currentText() or "layered"
+        self.layouts.request(lambda: lay_out(graph, name, layout_graph, self._collapser()))
+
+    def _collapser(self):
+        """graph -> shown graph: hook nodes hidden or not, modules collapsed or not."""
+        depth = DETAIL_LEVELS[self.detail_box.currentIndex()][1]
+        expanded, hide = sorted(self.expanded), not self.hook_nodes_action.isChecked()
+
+        def transform(graph):
+            shown = hide_hook_nodes(graph) if hide else graph
+            return shown if depth is None else collapse_by_module(shown, depth=depth,
+                                                                   expanded=expanded)
+        return transform
+
+    def _detail_changed(self) -> None:
+        self.expanded = set()
+        self.relayout(fit=True)
+
+    def _laid_out(self, number: int, result: LaidOut) -> None:
+        if number != self.layouts.latest:
+            return  # superseded by a newer request
+        self.drawing = result.drawing
+        self.view.canvas.set_drawing(result.drawing, result.overview, result.scale)
+        self._behind = params_behind(result.drawing, list(self._stats) or self._param_names())
+        self.busy_label.setText(f"{len(result.drawing):,} nodes · laid out in {result.seconds:.2f} s")
+        self.refresh_tint()
+        self.set_hooks(self._hooks)
+        self.search(self.search_edit.text())
+        self.show_selection(self.selection.current)
+        if self._fit_next:
+            self._fit_next = False
+            self.view.fit()
+        self.laid_out.emit(result.drawing.graph)
+
+    def _param_names(self) -> list[str]:
+        return [a["param"] for _, a in self.graph.nodes(data=True) if a.get("param")]
+
+    # -- overlays ----------------------------------------------------------------------------------
+    def set_stats(self, params: dict, force: bool = False) -> None:
+        """Latest per-parameter statistics (for the tint); recolours at most TINT_HZ a second."""
+        first = not self._stats
+        self._stats = params
+        if first and self.drawing is not None:
+            self._behind = params_behind(self.drawing, list(params))
+        now = time.monotonic()
+        if first or force or now - self._tinted_at >= 1.0 / TINT_HZ:
+            self._tinted_at = now
+            self.refresh_tint()
+
+    def refresh_tint(self) -> None:
+        """Recolour nodes by gradient norm (or by kind when the tint is off)."""
+        drawing = self.drawing
+        if drawing is None:
+            return
+        fills = base_fills(drawing)
+        if self.tint_action.isChecked() and self._stats:
+            fills = tinted_fills(fills, node_norms(self._behind, self._stats))
+        if np.array_equal(fills, self.view.canvas.fills):
+            return
+        self.view.canvas.set_fills(fills)
+        if self.view.canvas.overview is not None:
+            scale = self.view.canvas.overview_scale
+            self.overviews.request(lambda: (drawing, render_overview(drawing, fills, scale), scale))
+
+    def _overview_ready(self, _number: int, result) -> None:
+        drawing, image, scale = result
+        if drawing is self.drawing:
+            self.view.canvas.set_overview(image, scale)
+
+    def set_hooks(self, hooks: dict[str, str]) -> None:
+        """Ring the nodes of hooked modules."""
+        self._hooks = dict(hooks)
+        if self.drawing is not None:
+            marked = sorted({i for path in hooks for i in self.drawing.nodes_of_module(path)
+                             if self.drawing.params[i] is None})
+            self.view.canvas.set_highlights(marked=marked)
+
+    def search(self, text: str) -> None:
+        """Highlight nodes matching ``text``."""
+        matches = self.drawing.search(text) if self.drawing is not None else []
+        self._matches, self._match_cursor = matches, -1
+        self.view.canvas.set_highlights(matches=matches)
+        self.match_label.setText(f" {len(matches)} found " if text.strip() else "")
+
+    def next_match(self) -> None:
+        """Select and frame the next search match."""
+        if not getattr(self, "_matches", None):
+            return
+        self._match_cursor = (self._match_cursor + 1) % len(self._matches)
+        index = self._matches[self._match_cursor]
+        self._clicked(index)
+        self.view.zoom_to([index])
+
+    # -- selection -------------------------------------------------------------------------------
+    def _clicked(self, index: int) -> None:
+        if index < 0 or self.drawing is None:
+            self.selection.clear()
+            return
+        d = self.drawing
+        param = d.params[index]
+        module = param.rpartition(".")[0] if param else d.modules[index]
+        self.selection.select(node=d.ids[index], module=module, param=param, source="graph")
+
+    def show_selection(self, selection: Selection) -> None:
+        """Ring the selected node, or every node of the selected module or parameter."""
+        d = self.drawing
+        if d is None:
+            return
+        if selection.node is not None and selection.node in d.index:
+            nodes = [d.index[selection.node]]
+        elif selection.param:
+            nodes = [i for i, p in enumerate(d.params) if p == selection.param]
+        elif selection.module is not None:
+            nodes = d.nodes_of_module(selection.module)
+        else:
+            nodes = []
+        self.view.canvas.set_highlights(selected=nodes)
+
+    def selected_nodes(self) -> np.ndarray:
+        """Indices currently ringed as selected."""
+        return self.view.canvas.selected
+
+    def zoom_to_selection(self) -> None:
+        """Frame the selected nodes."""
+        self.view.zoom_to(self.selected_nodes())
+
+    def _double_clicked(self, index: int) -> None:
+        d = self.drawing
+        if d is not None and d.kinds[index] == MODULE_KIND and d.modules[index]:  # a collapsed module
+            self.expanded.add(d.modules[index])
+            self.relayout()
+
+    def _context(self, index: int, where: QPoint) -> None:
+        if index < 0 or self.drawing is None:
+            return
+        param = self.drawing.params[index]
+        module = param.rpartition(".")[0] if param else self.drawing.modules[index]
+        self._clicked(index)
+        self.hook_menu_requested.emit(module, where)
+
+
+
+def legend_label() -> QLabel:
+    """The colour key under the graph."""
+    from gradexplorer.gui.theme import HOOK_MARK, KIND_COLOURS, SELECTION
+
+    def swatch(colour: str, text: str, ring: bool = False) -> str:
+        if ring:
+            return f"<b style='color:{colour}'>▢</b>&nbsp;{text}&nbsp;&nbsp; "
+        return f"<span style='background:{colour}'>&nbsp;&nbsp;&nbsp;&nbsp;</span>&nbsp;{text}&nbsp;&nbsp; "
+
+    kinds = (("op", "operation"), ("param", "parameter"), ("hook", "hook node"), ("loss", "loss"),
+             ("module", "module"))
+    text = "".join(swatch(KIND_COLOURS[k], label) for k, label in kinds)
+    text += (swatch("#ffb74d", "tint: |g| low→high") + swatch("#e0e0e0", "no gradient")
+             + swatch(HOOK_MARK, "hooked", True) + swatch(SELECTION, "selected", True))
+    label = QLabel(text)
+    label.setContentsMargins(6, 2, 6, 2)
+    label.setWordWrap(True)
+    return label

@@ -1,0 +1,108 @@
+"""The graph's viewport: wheel zoom, drag to pan, click to pick, zoom to fit or to nodes."""
+
+from __future__ import annotations
+
+import numpy as np
+from PySide6.QtCore import QPoint, QRectF, Qt, Signal
+from PySide6.QtGui import QColor, QMouseEvent, QPainter, QWheelEvent
+from PySide6.QtWidgets import QGraphicsScene, QGraphicsView, QWidget
+
+from gradexplorer.gui.graph.canvas import GraphCanvas
+from gradexplorer.gui.graph.drawing import NODE_H, NODE_W
+
+MIN_SCALE, MAX_SCALE = 1e-4, 4.0
+CLICK_SLOP = 4  # pixels a press may move and still count as a click
+
+
+class GraphView(QGraphicsView):
+    """Shows one :class:`GraphCanvas`; emits node indices the user clicks."""
+
+    node_clicked = Signal(int)  # -1 for empty space
+    node_double_clicked = Signal(int)
+    context_requested = Signal(int, QPoint)  # node index (-1: none), global position
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.canvas = GraphCanvas()
+        scene = QGraphicsScene(self)
+        scene.setItemIndexMethod(QGraphicsScene.NoIndex)
+        scene.addItem(self.canvas)
+        self.setScene(scene)
+        self.setBackgroundBrush(QColor("#fbfcfc"))
+        self.setRenderHint(QPainter.Antialiasing, False)
+        self.setDragMode(QGraphicsView.ScrollHandDrag)
+        self.setTransformationAnchor(QGraphicsView.AnchorUnderMouse)
+        self.setResizeAnchor(QGraphicsView.AnchorViewCenter)
+        self.setViewportUpdateMode(QGraphicsView.FullViewportUpdate)
+        self.setOptimizationFlag(QGraphicsView.DontAdjustForAntialiasing, True)
+        self._press: QPoint | None = None
+
+    @property
+    def scale_factor(self) -> float:
+        """Current pixels per scene unit."""
+        return self.transform().m11()
+
+    def zoom(self, factor: float) -> None:
+        """Zoom by ``factor`` about the mouse (or the centre), within limits."""
+        target = min(MAX_SCALE, max(MIN_SCALE, self.scale_factor * factor))
+        factor = target / self.scale_factor
+        self.scale(factor, factor)
+
+    def wheelEvent(self, event: QWheelEvent) -> None:  # noqa: N802 - Qt API
+        self.zoom(1.0015 ** event.angleDelta().y())
+
+    def fit(self) -> None:
+        """Show the whole graph (readable width first for very tall graphs)."""
+        rect = self.canvas.boundingRect()
+        if rect.isEmpty():
+            return
+        self.fitInView(rect, Qt.KeepAspectRatio)
+        if self.scale_factor > 1.0:
+            self.zoom(1.0 / self.scale_factor)
+        self.centerOn(rect.center())
+
+    def zoom_to(self, nodes) -> None:
+        """Frame the given node indices."""
+        drawing = self.canvas.drawing
+        nodes = np.asarray(nodes, dtype=np.int64)
+        if drawing is None or not len(nodes):
+            return
+        xy = drawing.xy[nodes]
+        lo, hi = xy.min(axis=0), xy.max(axis=0)
+        rect = QRectF(lo[0] - NODE_W, lo[1] - 2 * NODE_H, hi[0] - lo[0] + 2 * NODE_W,
+                      hi[1] - lo[1] + 4 * NODE_H)
+        self.fitInView(rect, Qt.KeepAspectRatio)
+        if self.scale_factor > 1.2:
+            self.zoom(1.2 / self.scale_factor)
+        self.centerOn(rect.center())
+
+    def node_at(self, pos: QPoint) -> int:
+        """Node index under viewport position ``pos``, or -1."""
+        drawing = self.canvas.drawing
+        if drawing is None:
+            return -1
+        p = self.mapToScene(pos)
+        slack = 3 / max(self.scale_factor, 1e-9)  # a few pixels of tolerance when zoomed out
+        hit = drawing.node_at(p.x(), p.y(), slack)
+        return -1 if hit is None else hit
+
+    def mousePressEvent(self, event: QMouseEvent) -> None:  # noqa: N802
+        if event.button() == Qt.LeftButton:
+            self._press = event.position().toPoint()
+        super().mousePressEvent(event)
+
+    def mouseReleaseEvent(self, event: QMouseEvent) -> None:  # noqa: N802
+        super().mouseReleaseEvent(event)
+        if event.button() == Qt.LeftButton and self._press is not None:
+            moved = (event.position().toPoint() - self._press).manhattanLength()
+            self._press = None
+            if moved <= CLICK_SLOP:
+                self.node_clicked.emit(self.node_at(event.position().toPoint()))
+
+    def mouseDoubleClickEvent(self, event: QMouseEvent) -> None:  # noqa: N802
+        index = self.node_at(event.position().toPoint())
+        if index >= 0:
+            self.node_double_clicked.emit(index)
+
+    def contextMenuEvent(self, event) -> None:  # noqa: N802
+        self.context_requested.emit(self.node_at(event.pos()), event.globalPos())

@@ -1,0 +1,71 @@
+"""The right-click menu that attaches or detaches a hook on one module."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import QFileDialog, QInputDialog, QMenu, QWidget
+
+from gradexplorer.gui.callable_finder import list_callables
+from gradexplorer.gui.theme import icon
+
+# (label, action name, argument prompt, default argument); None prompt: no argument.
+CHOICES = (
+    ("Observe", "observe", None, None),
+    ("Scale…", "scale", "Multiply the input gradients by", 0.5),
+    ("Block", "block", None, None),
+    ("Clip…", "clip", "Clip the input-gradient norm to", 1.0),
+    ("Noise…", "noise", "Add Gaussian noise of standard deviation", 0.01),
+)
+
+
+class HookMenu(QMenu):
+    """Emits what the user chose; the controller applies it between steps."""
+
+    attach_requested = Signal(str, str)  # module path, action spec
+    detach_requested = Signal(str)
+
+    def __init__(self, module: str, current: str | None = None, problem: str | None = None,
+                 parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.module = module
+        title = self.addAction(icon("hook"), f"{module or '(model)'}: "
+                               + (f"hooked ({current})" if current else "no hook"))
+        title.setEnabled(False)
+        if problem:
+            note = self.addAction(f"⚠ {problem}")
+            note.setEnabled(False)
+        self.addSeparator()
+        for label, name, prompt, default in CHOICES:
+            self.addAction(label, lambda n=name, p=prompt, d=default: self._choose(n, p, d))
+        once = self.addMenu("Once (first backward only)")
+        for label, name, prompt, default in CHOICES[1:]:
+            once.addAction(label, lambda n=name, p=prompt, d=default: self._choose(n, p, d, "once:"))
+        self.addAction("User hook file…", self._choose_file)
+        self.addSeparator()
+        detach = self.addAction(icon("unhook"), "Detach", lambda: self.detach_requested.emit(module))
+        detach.setEnabled(bool(current))
+
+    def _choose(self, name: str, prompt: str | None, default: float | None, prefix: str = "") -> None:
+        spec = name
+        if prompt is not None:
+            value, ok = QInputDialog.getDouble(self.parentWidget(), f"{name} {self.module}", prompt,
+                                               default, -1e9, 1e9, 6)
+            if not ok:
+                return
+            spec = f"{name}:{value:g}"
+        self.attach_requested.emit(self.module, prefix + spec)
+
+    def _choose_file(self) -> None:
+        parent = self.parentWidget()
+        path, _ = QFileDialog.getOpenFileName(parent, "Hook file", "", "Python files (*.py)")
+        if not path:
+            return
+        names = list_callables(path) or ["hook"]
+        function, ok = QInputDialog.getItem(parent, "Hook function",
+                                            f"Function in {Path(path).name} "
+                                            "(hook(module, grad_input, grad_output))",
+                                            names, 0, True)
+        if ok and function:
+            self.attach_requested.emit(self.module, f"file:{path}:{function}")

@@ -1,0 +1,60 @@
+"""A training session together with the observers the app attaches to it (Qt-free)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from gradexplorer.core.engine import SessionConfig, TrainingSession
+from gradexplorer.core.grad_stats import GradientMonitor
+from gradexplorer.core.hooks import HookRegistry, hookable_modules
+from gradexplorer.core.model_spec import ModelOptions, load_workload
+
+
+@dataclass
+class LiveSession:
+    """The session the app drives, its gradient monitor and its hook registry."""
+
+    session: TrainingSession
+    spec: str
+    options: ModelOptions
+    monitor: GradientMonitor
+    hooks: HookRegistry
+    hookable: dict[str, tuple[bool, str]] = field(default_factory=dict)  # path -> (safe, reason)
+
+    @property
+    def config(self) -> SessionConfig:
+        """How the session trains."""
+        return self.session.config
+
+
+def open_live_session(
+    spec: str, options: ModelOptions, config: SessionConfig, bins: int = 64, every: int = 1
+) -> LiveSession:
+    """Load ``spec`` and build a session with a gradient monitor and a hook registry."""
+    workload = load_workload(spec, options)
+    session = TrainingSession(workload, config)
+    monitor = GradientMonitor(bins=bins, every=every)
+    inputs = session.batch(0)[0]
+    hooks = HookRegistry(session.model, seed=config.seed, sample_inputs=inputs)
+    rows = hookable_modules(session.model, inputs)
+    live = LiveSession(session, spec, options, monitor, hooks,
+                       {row.path: (row.safe, row.reason) for row in rows})
+    _attach(live)
+    return live
+
+
+def reconfigure(live: LiveSession, **changes: Any) -> LiveSession:
+    """The same model and hooks under a new device or optimizer; the step count carries on."""
+    config = replace(live.session.config, **changes)
+    session = TrainingSession(live.session.workload, config)
+    session.step_count = live.session.step_count
+    new = LiveSession(session, live.spec, live.options, live.monitor, live.hooks, live.hookable)
+    _attach(new)
+    return new
+
+
+def _attach(live: LiveSession) -> None:
+    live.session.config.grad_norm = False  # the monitor reports the global norm itself
+    live.session.add_observer(live.monitor)
+    live.hooks.install(live.session)

@@ -1,0 +1,219 @@
+"""The main window: composes the docks and toolbars; each part observes the controller."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QPoint, Qt
+from PySide6.QtGui import QCloseEvent, QCursor
+from PySide6.QtWidgets import QDockWidget, QMainWindow, QSplitter, QWidget
+
+from gradexplorer.gui.controller import IDLE, SessionController
+from gradexplorer.gui.curves import TrainingCurves
+from gradexplorer.gui.details_pane import DetailsPane
+from gradexplorer.gui.errors import show_error
+from gradexplorer.gui.event_log import EventLog
+from gradexplorer.gui.file_actions import FileActions
+from gradexplorer.gui.graph.core_api import trace_backward_graph
+from gradexplorer.gui.graph.panel import GraphPanel
+from gradexplorer.gui.hook_menu import HookMenu
+from gradexplorer.gui.menus import build_menus
+from gradexplorer.gui.module_tree import ModuleTree
+from gradexplorer.gui.open_model_dialog import ask_model
+from gradexplorer.gui.parameter_table import ParameterTable
+from gradexplorer.gui.plots.gradient_panel import GradientPanel
+from gradexplorer.gui.refresh import RefreshScheduler
+from gradexplorer.gui.run_controls import RunControls
+from gradexplorer.gui.selection import SelectionModel
+from gradexplorer.gui.settings import AppSettings
+from gradexplorer.gui.status_bar import RunStatusBar
+
+
+class MainWindow(QMainWindow):
+    """gradexplorer's window. It wires parts together; the parts do the work."""
+
+    def __init__(self, settings: AppSettings | None = None, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("gradexplorer")
+        self.scripted = False  # True while --steps/--screenshot drive the window: no dialogs
+        self.settings = settings or AppSettings()
+        self.controller = SessionController(self)
+        self.selection = SelectionModel(self)
+        self.tree = ModuleTree(self.selection)
+        self.table = ParameterTable(self.selection)
+        self.graph_panel = GraphPanel(self.selection)
+        self.details = DetailsPane(self.selection)
+        self.gradients = GradientPanel(self.selection, self.controller.timeline)
+        self.curves = TrainingCurves(self.controller.timeline)
+        self.events = EventLog()
+        self.run_controls = RunControls(self.controller, self)
+        self.file_actions = FileActions(self)
+        self.redraws = RefreshScheduler(self)
+        for name, redraw in (("curves", self.curves.refresh), ("histogram", self.gradients.refresh),
+                             ("parameters", self._redraw_parameters),
+                             ("slow", self._redraw_graph_and_slow_plots)):
+            self.redraws.add(name, redraw)
+        self.addToolBar(self.run_controls)
+        self.setStatusBar(RunStatusBar(self.controller, self))
+        self.setCentralWidget(self.graph_panel)
+        self._docks()
+        build_menus(self)
+        self._connect()
+        self._restore()
+
+    def _dock(self, title: str, widget: QWidget, area: Qt.DockWidgetArea) -> QDockWidget:
+        dock = QDockWidget(title, self)
+        dock.setObjectName(title.lower().replace(" ", "_"))
+        dock.setWidget(widget)
+        self.addDockWidget(area, dock)
+        return dock
+
+    def _docks(self) -> None:
+        model_split = QSplitter(Qt.Vertical)
+        for widget in (self.tree, self.table, self.details):
+            model_split.addWidget(widget)
+        model_split.setSizes([220, 260, 220])
+        self.model_dock = self._dock("Model", model_split, Qt.LeftDockWidgetArea)
+        self.gradients_dock = self._dock("Gradients", self.gradients, Qt.RightDockWidgetArea)
+        self.curves_dock = self._dock("Training", self.curves, Qt.BottomDockWidgetArea)
+        self.events_dock = self._dock("Events", self.events, Qt.BottomDockWidgetArea)
+        self.tabifyDockWidget(self.curves_dock, self.events_dock)
+        self.curves_dock.raise_()
+
+    def _default_sizes(self) -> None:
+        self.resizeDocks([self.model_dock, self.gradients_dock], [380, 420], Qt.Horizontal)
+        self.resizeDocks([self.curves_dock], [170], Qt.Vertical)
+
+    def _connect(self) -> None:
+        c = self.controller
+        c.session_opened.connect(self._session_opened)
+        c.updated.connect(self._updated)
+        c.state_changed.connect(self._state_changed)
+        c.hooks_changed.connect(self._hooks_changed)
+        c.job_finished.connect(self._job_finished)
+        c.error.connect(self.show_error)
+        c.event.connect(lambda kind, text: self.events.add(text, kind))
+        self.tree.hook_menu_requested.connect(self.show_hook_menu)
+        self.graph_panel.hook_menu_requested.connect(self.show_hook_menu)
+        self.graph_panel.refresh_requested.connect(lambda: self.trace_graph(fit=False))
+        self.graph_panel.laid_out.connect(lambda graph: self.details.set_context(graph=graph))
+        self.graph_panel.hook_selected_requested.connect(self.hook_selected)
+
+    def show_error(self, text: str) -> None:
+        """An error dialog, unless the window runs a script (then stderr has it)."""
+        if not self.scripted:
+            show_error(self, text)
+
+    def _session_opened(self, live) -> None:
+        self.setWindowTitle(f"gradexplorer — {live.spec}")
+        model = live.session.model
+        self.tree.set_model(model)
+        self.table.table.set_model(model)
+        self.table.fit_columns()
+        self.details.set_context(model=model, stats={}, hooks={})
+        self.gradients.set_model(model)
+        self.curves.refresh()
+        self.settings.set_last_model(live.spec)
+        self.trace_graph(fit=True)
+
+    def trace_graph(self, fit: bool = True) -> None:
+        """Trace the backward graph on the training thread; the panel lays it out."""
+        live = self.controller.live
+        if live is not None and trace_backward_graph is not None:
+            self._fit_graph = fit
+            self.controller.post("graph", lambda: trace_backward_graph(live.session))
+
+    def _job_finished(self, tag: str, result) -> None:
+        if tag == "graph":
+            self.graph_panel.set_graph(result, fit=getattr(self, "_fit_graph", True))
+
+    def _updated(self, _update) -> None:
+        self.redraws.mark_dirty()
+
+    def _redraw_parameters(self) -> None:
+        latest = self.controller.timeline.latest_gradients
+        if latest is not None:
+            first = not self.table.table.stats
+            self.table.table.set_stats(latest.params)
+            if first:
+                self.table.fit_columns()
+            self.details.set_context(stats=latest.params)
+
+    def _redraw_graph_and_slow_plots(self) -> None:
+        latest = self.controller.timeline.latest_gradients
+        if latest is not None:
+            self.graph_panel.set_stats(latest.params)
+        self.gradients.refresh_slow()
+
+    def _state_changed(self, state: str) -> None:
+        if state == IDLE:  # the run ended: show its very last step everywhere
+            self.redraws.flush()
+            self.gradients.refresh_slow(force=True)
+            latest = self.controller.timeline.latest_gradients
+            if latest is not None:
+                self.graph_panel.set_stats(latest.params, force=True)
+
+    def _hooks_changed(self, hooks: dict) -> None:
+        self.tree.set_hooks(hooks)
+        self.graph_panel.set_hooks(hooks)
+        self.details.set_context(hooks=hooks)
+        if self.graph_panel.graph is not None:
+            self.trace_graph(fit=False)  # hook nodes appear in (or leave) the graph
+
+    def show_hook_menu(self, module: str, where: QPoint) -> HookMenu:
+        """Pop up the attach/detach menu for ``module`` (it deletes itself when closed)."""
+        menu = HookMenu(module, self.controller.hooks.get(module),
+                        self.controller.hook_problem(module), self)
+        menu.setAttribute(Qt.WA_DeleteOnClose)
+        menu.attach_requested.connect(self.controller.attach_hook)
+        menu.detach_requested.connect(self.controller.detach_hook)
+        menu.popup(where)
+        self.hook_menu = menu
+        return menu
+
+    def hook_selected(self) -> None:
+        """The hook menu for the selected module, at the mouse pointer."""
+        selection = self.selection.current
+        module = selection.module if selection.module is not None else (
+            selection.param.rpartition(".")[0] if selection.param else None)
+        if module is None:
+            self.statusBar().showMessage("select a module first (click a node or a tree row)", 5000)
+            return
+        self.show_hook_menu(module, QCursor.pos())
+
+    def open_model_dialog(self) -> None:
+        """Ask for a model and open it."""
+        current = self.controller.live.spec if self.controller.live else ""
+        chosen = ask_model(self, current)
+        if chosen is not None:
+            self.controller.open_model(*chosen)
+
+    def busy(self) -> bool:
+        """Whether work is still under way (a run, a load, a graph layout)."""
+        return self.controller.busy or self.graph_panel.busy()
+
+    def settle(self) -> None:
+        """Show everything received so far (tests and screenshots call this)."""
+        self.controller.flush()
+        self.redraws.flush()
+
+    def _restore(self) -> None:
+        self.resize(1500, 920)
+        geometry, state = self.settings.geometry(), self.settings.window_state()
+        if geometry is not None:
+            self.restoreGeometry(geometry)
+        self._restored = state is not None and self.restoreState(state)
+
+    def showEvent(self, event) -> None:  # noqa: N802 - Qt API
+        """Give the docks sensible sizes the first time the app runs."""
+        super().showEvent(event)
+        if not self._restored:
+            self._restored = True
+            self._default_sizes()
+
+    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt API
+        """Remember the layout, stop the worker and wait for it."""
+        self.settings.save_window(self.saveGeometry(), self.saveState())
+        self.controller.close()
+        self.graph_panel.layouts.wait(5000)
+        for window in self.file_actions.snapshot_windows:
+            window.close()
+        super().closeEvent(event)

@@ -1,0 +1,1 @@
+"""Live gradient plots: histogram, histogram over time, gradient flow, NaN/Inf alarm."""

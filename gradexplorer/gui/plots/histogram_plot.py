@@ -1,0 +1,80 @@
+"""One parameter's gradient histogram: the current step, with the previous one ghosted."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtWidgets import QWidget
+
+from gradexplorer.gui.theme import ALARM, PLOT_PENS
+
+
+def shown_counts(counts: np.ndarray, log: bool) -> np.ndarray:
+    """Counts as drawn: raw, or log10(1 + count)."""
+    counts = np.asarray(counts, dtype=float)
+    return np.log10(1.0 + counts) if log else counts
+
+
+class HistogramPlot(pg.PlotWidget):
+    """Draws with two existing step-curves; ``show`` only calls ``setData``."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.log = False
+        self.plotItem.setTitle("gradient histogram")
+        self.plotItem.setLabel("bottom", "gradient value")
+        self.plotItem.showGrid(x=True, y=True, alpha=0.15)
+        self.plotItem.disableAutoRange()  # ranges are set once per redraw (one repaint, not two)
+        self.previous_item = self.plot(stepMode="center", pen=pg.mkPen(PLOT_PENS["previous"], width=1.5))
+        self.current_item = self.plot(stepMode="center", fillLevel=0,
+                                      brush=pg.mkBrush(30, 136, 229, 110),
+                                      pen=pg.mkPen(PLOT_PENS["current"], width=1.5))
+        self.note = pg.TextItem("", anchor=(0.5, 0.5), color=ALARM)
+        self.note.setZValue(10)
+        self.addItem(self.note, ignoreBounds=True)
+        self._set_axis_label()
+
+    def _set_axis_label(self) -> None:
+        self.plotItem.setLabel("left", "log10(1 + count)" if self.log else "count")
+
+    def set_log(self, log: bool) -> None:
+        """Logarithmic counts (applies on the next ``show``)."""
+        self.log = log
+        self._set_axis_label()
+
+    def show_histograms(self, name: str | None, current: Any, previous: Any, stats: Any) -> None:
+        """Draw ``current`` (and ``previous`` ghosted); explain when there is nothing to draw."""
+        self.plotItem.setTitle(f"gradient histogram · {name}" if name else "gradient histogram")
+        shown = []
+        for item, hist in ((self.current_item, current), (self.previous_item, previous)):
+            if hist is None:
+                item.setData([], [])
+            else:
+                edges, counts = np.asarray(hist.edges, dtype=float), shown_counts(hist.counts, self.log)
+                item.setData(edges, counts)
+                shown.append((edges, counts))
+        if shown:
+            lo = min(float(e[0]) for e, _ in shown)
+            hi = max(float(e[-1]) for e, _ in shown)
+            top = max(float(c.max()) for _, c in shown) or 1.0
+            self.plotItem.vb.setRange(xRange=(lo, hi if hi > lo else lo + 1.0), yRange=(0, top * 1.08),
+                                      padding=0.02)
+        self._show_note(name, current, stats)
+
+    def _show_note(self, name: str | None, current: Any, stats: Any) -> None:
+        text = ""
+        if name is None:
+            text = "select a parameter"
+        elif stats is not None and not stats.has_grad:
+            text = "no gradient this step"
+        elif current is None:
+            text = "no histogram yet: run a step"
+        if current is not None and (current.nan_count or current.inf_count):
+            text = f"⚠ {current.nan_count} NaN · {current.inf_count} Inf (not binned)"
+        if text != self.note.toPlainText():
+            self.note.setText(text)
+        if text:  # centre the note (moving it costs a repaint, so only when shown)
+            view = self.plotItem.vb.viewRange()
+            self.note.setPos((view[0][0] + view[0][1]) / 2, (view[1][0] + view[1][1]) / 2)

@@ -1,0 +1,37 @@
+"""Snapshot work done on the training thread: export now, or every K steps (Qt-free)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gradexplorer.core.errors import UserError
+from gradexplorer.core.snapshot import write_snapshot
+from gradexplorer.core.snapshot_exporter import SnapshotExporter
+from gradexplorer.gui.live_session import LiveSession
+
+
+def export_now(live: LiveSession, directory: str | Path) -> Path:
+    """Write a snapshot of the gradients the model holds after the latest step."""
+    session = live.session
+    if session.step_count == 0:
+        raise UserError("run at least one step before exporting a snapshot: there are no gradients yet")
+    return write_snapshot(directory, session, live.monitor.latest(), hooks=live.hooks.describe(),
+                          extra_tensors=live.hooks.captured_tensors(), history=live.monitor.history)
+
+
+def start_periodic_export(live: LiveSession, directory: str | Path, every: int,
+                          listener) -> SnapshotExporter:
+    """Export every ``every`` steps from now on; ``listener(step, path)`` hears each one."""
+    if every < 1:
+        raise UserError(f"export every K steps needs K >= 1, got {every}")
+    exporter = SnapshotExporter(directory, live.monitor, every=every, hooks=live.hooks.describe,
+                                captured=live.hooks.captured_tensors)
+    exporter.listeners.append(listener)
+    live.session.add_observer(exporter)
+    return exporter
+
+
+def stop_periodic_export(live: LiveSession, exporter: SnapshotExporter) -> list[Path]:
+    """Stop an exporter; returns what it wrote."""
+    live.session.remove_observer(exporter)
+    return exporter.written

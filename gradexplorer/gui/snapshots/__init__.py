@@ -1,0 +1,1 @@
+"""Browsing gradient snapshots without the model, alone or two side by side."""

@@ -1,0 +1,78 @@
+"""A window that browses one snapshot, or compares two side by side, without the model."""
+
+from __future__ import annotations
+
+from html import escape
+from pathlib import Path
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLabel, QMainWindow, QSplitter, QVBoxLayout, QWidget
+
+from gradexplorer.core.snapshot import compare_snapshots, read_snapshot
+from gradexplorer.gui.plots.flow_chart import GradientFlowChart
+from gradexplorer.gui.plots.histogram_plot import HistogramPlot
+from gradexplorer.gui.snapshots.snapshot_table import SnapshotTable
+
+
+def describe(snapshot) -> str:
+    """One HTML line: path, step, model, device, hooks."""
+    m = snapshot.manifest
+    hooks = ", ".join(f"{h['module'] or '<root>'}={h['action']}" for h in m.get("hooks", [])) or "none"
+    model = m.get("model") or "?"
+    return (f"<b>{escape(snapshot.path.name)}</b> · step {snapshot.step} · model {escape(str(model))}"
+            f" · device {escape(str(m.get('device', '?')))} · hooks: {escape(hooks)}")
+
+
+class SnapshotWindow(QMainWindow):
+    """Reads with core's ``read_snapshot``/``compare_snapshots``; UserErrors reach the caller."""
+
+    def __init__(self, path: str | Path, other: str | Path | None = None,
+                 parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.a = read_snapshot(path)
+        self.b = read_snapshot(other) if other is not None else None
+        self.comparison = compare_snapshots(self.a, self.b) if self.b is not None else None
+        self.setWindowTitle(f"gradexplorer — snapshot {self.a.path}"
+                            + (f" vs {self.b.path}" if self.b is not None else ""))
+        self.table = SnapshotTable()
+        self.histogram = HistogramPlot()
+        self.flow = GradientFlowChart()
+        self._build()
+        self.table.itemSelectionChanged.connect(self.show_selected)
+        if self.comparison is not None:
+            self.table.show_comparison(self.comparison)
+        else:
+            self.table.show_snapshot(self.a)
+        self.flow.show_stats(self.a.stats)
+        self.show_selected()
+        self.resize(1200, 760)
+
+    def _build(self) -> None:
+        header = QLabel(describe(self.a) + ("<br>vs " + describe(self.b) if self.b else ""))
+        header.setObjectName("details")
+        header.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        plots = QSplitter(Qt.Vertical)
+        plots.addWidget(self.histogram)
+        plots.addWidget(self.flow)
+        split = QSplitter(Qt.Horizontal)
+        split.addWidget(self.table)
+        split.addWidget(plots)
+        split.setSizes([520, 680])
+        central = QWidget()
+        layout = QVBoxLayout(central)
+        layout.addWidget(header)
+        layout.addWidget(split, 1)
+        self.setCentralWidget(central)
+
+    def show_selected(self) -> None:
+        """Histogram of the selected parameter (B drawn over A, A ghosted, when comparing)."""
+        name = self.table.current_name()
+        if name is None or name not in self.a.stats:
+            self.histogram.show_histograms(None, None, None, None)
+            return
+        if self.b is not None and name in self.b.stats:
+            self.histogram.show_histograms(f"{name} (B over A)", self.b.histograms.get(name),
+                                           self.a.histograms.get(name), self.b.stats[name])
+        else:
+            self.histogram.show_histograms(name, self.a.histograms.get(name), None,
+                                           self.a.stats[name])

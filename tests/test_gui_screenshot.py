@@ -1,0 +1,60 @@
+"""``gradexplorer gui --steps N --screenshot FILE`` and the command-line entry points."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+
+def run_gradexplorer(*args: str, cwd) -> subprocess.CompletedProcess:
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", PYTHONPATH=os.getcwd())
+    return subprocess.run([sys.executable, "-m", "gradexplorer", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=240)
+
+
+def image_pixels(path) -> np.ndarray:
+    from PySide6.QtGui import QImage
+
+    image = QImage(str(path)).convertToFormat(QImage.Format_RGB32)
+    assert not image.isNull()
+    buffer = image.constBits()
+    return np.frombuffer(buffer, dtype=np.uint32, count=image.width() * image.height()).reshape(
+        image.height(), image.width()).copy()
+
+
+def test_screenshot_writes_a_picture_of_the_trained_window(qapp, tmp_path):
+    shot = tmp_path / "shots" / "main.png"
+    done = run_gradexplorer("gui", "--model", "example:digits", "--batch-size", "16",
+                            "--steps", "3", "--screenshot", str(shot), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert f"saved {shot}" in done.stdout
+    pixels = image_pixels(shot)
+    assert pixels.shape[0] >= 600 and pixels.shape[1] >= 1000
+    assert len(np.unique(pixels)) > 100  # widgets, graph and plots, not a blank frame
+    assert not list(shot.parent.glob(".*tmp*"))  # written atomically
+
+
+def test_screenshot_of_a_bad_model_fails_with_one_line(tmp_path):
+    done = run_gradexplorer("gui", "--model", "nowhere.py:build", "--screenshot",
+                            str(tmp_path / "x.png"), cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines()[-1].startswith("gradexplorer: error: model file not found")
+    assert not (tmp_path / "x.png").exists()
+
+
+def test_gui_command_rejects_bad_arguments(run_cli):
+    code, _, err = run_cli("gui", "--screenshot", "shot.gif")
+    assert code == 2 and "use a .png or .jpg" in err
+
+
+def test_run_command_never_imports_qt(tmp_path):
+    code = ("import sys; from gradexplorer.cli import main; "
+            "main(['run', '--steps', '1', '--batch-size', '8']); "
+            "print('QT' if any(m.startswith(('PySide6', 'pyqtgraph')) for m in sys.modules) else 'NOQT')")
+    env = dict(os.environ, PYTHONPATH=os.getcwd())
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.stdout.strip().splitlines()[-1] == "NOQT", done.stderr

@@ -1,0 +1,83 @@
+"""Snapshots from the app: export now and every K steps, browse one, compare two, `open`."""
+
+from __future__ import annotations
+
+from gradexplorer.core.snapshot import read_snapshot
+from tests.gui_helpers import TIMEOUT_MS, make_window_fixture, open_model, wait_idle  # noqa: F401
+from tests.test_gui_screenshot import image_pixels, run_gradexplorer
+
+
+def export(qtbot, window, folder):
+    with qtbot.waitSignal(window.controller.job_finished, timeout=TIMEOUT_MS,
+                          check_params_cb=lambda tag, _r: tag == "snapshot") as blocker:
+        window.controller.export_snapshot(str(folder))
+    return blocker.args[1]
+
+
+def test_blocked_run_exports_a_snapshot_that_opens_without_the_model(qtbot, make_window, tmp_path):
+    window = make_window()
+    open_model(qtbot, window)
+    shown = []
+    window.controller.error.disconnect(window.show_error)
+    window.controller.error.connect(shown.append)
+    window.controller.export_snapshot(str(tmp_path))  # nothing to export before a step
+    qtbot.waitUntil(lambda: bool(shown), timeout=TIMEOUT_MS)
+    assert "run at least one step" in shown[0]
+    with qtbot.waitSignal(window.controller.hooks_changed, timeout=TIMEOUT_MS):
+        window.controller.attach_hook("fc1", "block")
+    window.controller.run(2)
+    wait_idle(qtbot, window)
+    path = export(qtbot, window, tmp_path / "snaps")
+    snapshot = read_snapshot(path)
+    assert snapshot.step == 2
+    assert snapshot.gradient_names() == ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"]
+    assert snapshot.manifest["hooks"][0]["module"] == "fc1"
+    assert snapshot.manifest["hooks"][0]["action"] == "block"
+    viewer = window.file_actions.open_snapshot(str(path))
+    qtbot.addWidget(viewer)
+    table = viewer.table
+    assert table.rowCount() == 8
+    assert table.item(0, 0).text() == "conv1.weight" and table.item(0, 2).text() == "no grad"
+    assert "no gradient" in viewer.histogram.note.toPlainText()
+    table.selectRow(4)  # fc1.weight
+    assert viewer.histogram.current_item.getData()[1].sum() == 64 * 512
+
+
+def test_export_every_k_steps_and_compare(qtbot, make_window, tmp_path):
+    from gradexplorer.gui.snapshots.snapshot_window import SnapshotWindow
+
+    window = make_window()
+    open_model(qtbot, window)
+    folder = tmp_path / "snaps"
+    window.controller.export_every(str(folder), 2)
+    window.controller.run(4)
+    wait_idle(qtbot, window)
+    assert sorted(p.name for p in folder.iterdir()) == ["step-000002", "step-000004"]
+    assert any("snapshot" in window.events.item(i).text() for i in range(window.events.count()))
+    window.controller.export_every(None)
+    window.controller.run(2)
+    wait_idle(qtbot, window)
+    assert len(list(folder.iterdir())) == 2  # stopped
+    viewer = SnapshotWindow(folder / "step-000002", folder / "step-000004")
+    qtbot.addWidget(viewer)
+    names = [viewer.table.item(r, 0).text() for r in range(viewer.table.rowCount())]
+    assert names[:8] == [n for n, _ in window.controller.live.session.model.named_parameters()]
+    assert names[8] == "(all gradients)"
+    cosine = float(viewer.table.item(0, 4).text())
+    assert -1.0 <= cosine <= 1.0
+    assert "B over A" in viewer.histogram.plotItem.titleLabel.text
+
+
+def test_open_command_refuses_a_foreign_folder(run_cli, tmp_path):
+    code, _, err = run_cli("open", str(tmp_path))
+    assert code == 2 and err.startswith("gradexplorer: error:") and len(err.strip().splitlines()) == 1
+
+
+def test_open_command_screenshot(tmp_path):
+    done = run_gradexplorer("run", "--steps", "2", "--batch-size", "8", "--export", "snaps",
+                            cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    snapshot = next((tmp_path / "snaps").iterdir())
+    done = run_gradexplorer("open", str(snapshot), "--screenshot", "open.png", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert len(set(image_pixels(tmp_path / "open.png").ravel().tolist())) > 50

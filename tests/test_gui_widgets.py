@@ -1,0 +1,149 @@
+"""GUI parts built straight from core objects (no main window)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gradexplorer.core.engine import SessionConfig, TrainingSession
+from gradexplorer.core.grad_stats import GradientMonitor
+from gradexplorer.core.hooks import HookRegistry
+from gradexplorer.core.model_spec import ModelOptions, load_workload
+from gradexplorer.gui.callable_finder import list_callables
+from gradexplorer.gui.run_buffer import RunBuffer
+from gradexplorer.gui.timeline import Timeline
+
+
+@pytest.fixture
+def digits_session():
+    session = TrainingSession(load_workload("example:digits", ModelOptions(batch_size=16)),
+                              SessionConfig(device="cpu"))
+    monitor = GradientMonitor(bins=32)
+    session.add_observer(monitor)
+    return session
+
+
+def test_run_buffer_hands_over_every_step_once(digits_session):
+    buffer = RunBuffer()
+    results = [digits_session.step() for _ in range(3)]
+    for result in results:
+        buffer.push(result)
+    update = buffer.drain()
+    assert [p.step for p in update.points] == [1, 2, 3]
+    assert [p.loss for p in update.points] == [r.loss for r in results]
+    assert [g.step for g in update.gradients] == [1, 2, 3]
+    assert buffer.drain() is None  # nothing new
+
+
+def test_timeline_keeps_curves_and_histograms(digits_session):
+    buffer, timeline = RunBuffer(), Timeline(history=2)
+    for _ in range(3):
+        buffer.push(digits_session.step())
+    timeline.add(buffer.drain())
+    assert timeline.loss.x.tolist() == [1.0, 2.0, 3.0]
+    assert len(timeline.gradients) == 2  # bounded history
+    current, previous = timeline.histograms_of("fc1.weight")
+    assert current.counts.sum() == 64 * 512 and previous is not None
+    assert not np.array_equal(current.counts, previous.counts)
+
+
+def test_module_tree_lists_modules_and_selects(qtbot, digits_session):
+    from gradexplorer.gui.module_tree import ModuleTree
+    from gradexplorer.gui.selection import SelectionModel
+
+    selection = SelectionModel()
+    tree = ModuleTree(selection)
+    qtbot.addWidget(tree)
+    tree.set_model(digits_session.model)
+    assert set(tree._items) == {"", "conv1", "conv2", "fc1", "fc2"}
+    assert tree._items["fc1"].text(2) == "32,832"
+    tree.setCurrentItem(tree._items["fc1"])
+    assert selection.current.module == "fc1"
+    tree.set_hooks({"fc1": "block"})
+    assert tree._items["fc1"].text(3) == "block" and tree._items["fc2"].text(3) == ""
+    selection.select(param="conv2.bias", module="conv2", source="table")
+    assert [i.data(0, 256) for i in tree.selectedItems()] == ["conv2"]
+
+
+def test_parameter_table_shows_live_stats(qtbot, digits_session):
+    from gradexplorer.gui.parameter_table import ParameterTable
+    from gradexplorer.gui.selection import SelectionModel
+
+    selection = SelectionModel()
+    table = ParameterTable(selection)
+    qtbot.addWidget(table)
+    table.table.set_model(digits_session.model)
+    result = digits_session.step()
+    stats = result.extras["gradients"].params
+    table.table.set_stats(stats)
+    model = table.table
+    row = model.row_of("fc1.weight")
+    assert model.data(model.index(row, 4)) == "64×512"
+    assert model.data(model.index(row, 1)) == f"{stats['fc1.weight'].norm:.3g}"
+    assert model.data(model.index(row, 3)) == "ok"
+    selection.select(param="fc2.bias", module="fc2", source="graph")
+    selected = table.selectionModel().selectedRows()
+    assert [model.rows[table.proxy.mapToSource(i).row()][0] for i in selected] == ["fc2.bias"]
+
+
+def test_parameter_table_flags_missing_gradients(qtbot, digits_session):
+    from gradexplorer.gui.parameter_table import ParameterTableModel
+
+    hooks = HookRegistry(digits_session.model)
+    hooks.install(digits_session)
+    hooks.attach("fc1", "block")
+    stats = digits_session.step().extras["gradients"].params
+    model = ParameterTableModel()
+    model.set_model(digits_session.model)
+    model.set_stats(stats)
+    text = {name: model.data(model.index(i, 1)) for i, (name, *_r) in enumerate(model.rows)}
+    assert text["conv1.weight"] == "no grad" and text["conv2.bias"] == "no grad"
+    assert text["fc1.weight"] not in ("", "no grad")
+
+
+def test_callable_finder_lists_builders_first(tmp_path):
+    path = tmp_path / "model.py"
+    path.write_text("import torch\nclass Net: pass\ndef helper(): pass\ndef build(): pass\n"
+                    "def _private(): pass\n")
+    assert list_callables(path) == ["build", "Net", "helper"]
+    assert list_callables(tmp_path / "missing.py") == []
+    (tmp_path / "bad.py").write_text("def (:\n")
+    assert list_callables(tmp_path / "bad.py") == []
+
+
+def test_histogram_plot_ghosts_previous_and_explains_missing(qtbot, digits_session):
+    from gradexplorer.gui.plots.histogram_plot import HistogramPlot
+
+    plot = HistogramPlot()
+    qtbot.addWidget(plot)
+    first = digits_session.step().extras["gradients"]
+    second = digits_session.step().extras["gradients"]
+    name = "conv1.weight"
+    plot.show_histograms(name, second.histograms[name], first.histograms[name], second.params[name])
+    x, y = plot.current_item.getData()
+    assert len(x) == 33 and y.sum() == 144
+    assert plot.previous_item.getData()[1].sum() == 144
+    assert plot.note.toPlainText() == ""
+    plot.set_log(True)
+    plot.show_histograms(name, second.histograms[name], None, second.params[name])
+    assert np.allclose(plot.current_item.getData()[1], np.log10(1 + second.histograms[name].counts))
+    no_grad = type(second.params[name])(name, (16, 1, 3, 3), 144, has_grad=False)
+    plot.show_histograms(name, None, None, no_grad)
+    assert plot.current_item.getData()[0] is None or len(plot.current_item.getData()[0]) == 0
+    assert "no gradient" in plot.note.toPlainText()
+
+
+def test_flow_chart_and_alarm_follow_stats(qtbot, digits_session):
+    from gradexplorer.gui.plots.alarm_banner import alarm_text
+    from gradexplorer.gui.plots.flow_chart import GradientFlowChart, flow_values
+
+    gradients = digits_session.step().extras["gradients"]
+    chart = GradientFlowChart()
+    qtbot.addWidget(chart)
+    chart.show_stats(gradients.params)
+    names, rms, peak, bad = flow_values(gradients.params)
+    assert names[0] == "conv1.weight" and np.all(peak >= rms) and not bad.any()
+    assert len(chart.peak_bars.opts["y"]) == len(names)
+    assert alarm_text(gradients) == ""
+    gradients.params["fc2.bias"].nan_count = 3
+    assert "fc2.bias (3 NaN, 0 Inf)" in alarm_text(gradients)
