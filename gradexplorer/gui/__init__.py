@@ -1,0 +1,1 @@
+"""The desktop app: Qt widgets observing gradexplorer's core objects."""
