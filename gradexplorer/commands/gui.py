@@ -1,0 +1,35 @@
+"""``gradexplorer gui``: the desktop app (``gradexplorer`` alone opens it too)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from gradexplorer.commands.common import add_model_arguments, add_training_arguments, model_options
+from gradexplorer.core.engine import SessionConfig
+from gradexplorer.core.errors import UserError
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser("gui", help="open the desktop app (the default command)")
+    add_model_arguments(parser)
+    add_training_arguments(parser)
+    parser.set_defaults(model=None)  # None: the model opened last, else the default example
+    parser.add_argument("--steps", type=int, default=0, metavar="N",
+                        help="run N steps after opening (with --screenshot: then save and exit)")
+    parser.add_argument("--screenshot", type=Path, metavar="FILE.png",
+                        help="save a picture of the window after the steps, then exit")
+    parser.set_defaults(func=gui_command)
+
+
+def gui_command(args: argparse.Namespace) -> int:
+    if args.steps < 0:
+        raise UserError(f"--steps must be at least 0, got {args.steps}")
+    if args.screenshot is not None and args.screenshot.suffix.lower() not in (".png", ".jpg", ".jpeg"):
+        raise UserError(f"--screenshot {args.screenshot}: use a .png or .jpg file name")
+    options = model_options(args)
+    config = SessionConfig(device=args.device, optimizer=args.optimizer, lr=args.lr,
+                           momentum=args.momentum, seed=args.seed)
+    from gradexplorer.gui.app import launch  # Qt is imported only when the app starts
+
+    return launch(args.model, options, config, steps=args.steps, screenshot=args.screenshot)

@@ -1,0 +1,193 @@
+"""The app's model: the live session, the worker thread that drives it, and the run state."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import QObject, QTimer, Signal
+
+from gradexplorer.core.engine import SessionConfig
+from gradexplorer.core.model_spec import ModelOptions
+from gradexplorer.gui.live_session import LiveSession, open_live_session, reconfigure
+from gradexplorer.gui.run_buffer import RunBuffer
+from gradexplorer.gui.session_worker import SessionWorker
+from gradexplorer.gui.timeline import Timeline
+
+IDLE, LOADING, RUNNING, PAUSED = "idle", "loading", "running", "paused"
+REFRESH_MS = 50  # the GUI redraws at most 20 times a second
+
+
+class SessionController(QObject):
+    """Owns the session and the worker; widgets call its methods and observe its signals."""
+
+    session_opened = Signal(object)  # LiveSession
+    state_changed = Signal(str)
+    updated = Signal(object)  # RunUpdate, at most every REFRESH_MS
+    hooks_changed = Signal(dict)  # module path -> action spec
+    job_finished = Signal(str, object)  # tag, result (graph traces, exports)
+    error = Signal(str)  # one line for an error dialog
+    message = Signal(str)  # a status-bar note
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self.live: LiveSession | None = None
+        self.state = IDLE
+        self.timeline = Timeline()
+        self.hooks: dict[str, str] = {}
+        self._control = None
+        self._buffer = RunBuffer()
+        self._worker = SessionWorker(self._buffer)
+        self._worker.run_started.connect(self._on_run_started)
+        self._worker.run_finished.connect(self._on_run_finished)
+        self._worker.job_done.connect(self._on_job_done)
+        self._worker.failed.connect(self._on_failed)
+        self._worker.start()
+        self._timer = QTimer(self)
+        self._timer.setInterval(REFRESH_MS)
+        self._timer.timeout.connect(self.flush)
+        self._timer.start()
+
+    # -- models ------------------------------------------------------------------------
+    def open_model(self, spec: str, options: ModelOptions | None = None,
+                   config: SessionConfig | None = None) -> None:
+        """Load a model in the worker; ``session_opened`` or ``error`` follows."""
+        self.stop()
+        options = options or ModelOptions()
+        config = config or (self.live.config if self.live else SessionConfig())
+        self._set_state(LOADING)
+        self._worker.post("open", lambda: open_live_session(spec, options, config))
+
+    def reconfigure(self, **changes: Any) -> None:
+        """Switch device or optimizer (``device=``, ``optimizer=``, ``lr=``, ``momentum=``)."""
+        live = self.live
+        if live is None:
+            return
+        self.stop()
+        self._worker.post("reconfigure", lambda: reconfigure(live, **changes))
+
+    def set_lr(self, lr: float) -> None:
+        """Change the learning rate from the next step on."""
+        if self.live is not None:
+            session = self.live.session
+            session.submit(lambda: session.set_lr(lr))
+            session.config.lr = lr
+
+    def set_histogram_every(self, every: int) -> None:
+        """Record histograms every ``every`` steps."""
+        monitor = self.live.monitor if self.live else None
+        if monitor is not None:
+            self.live.session.submit(lambda: setattr(monitor, "every", max(1, int(every))))
+
+    # -- running -------------------------------------------------------------------------
+    def run(self, steps: int | None = None) -> None:
+        """Run ``steps`` steps (None: until stopped) in the worker."""
+        if self.live is None or self.state in (RUNNING, PAUSED, LOADING):
+            return
+        self._control = self._worker.start_run(self.live.session, steps)
+        self._set_state(RUNNING)
+
+    def step(self) -> None:
+        """Run exactly one step."""
+        self.run(1)
+
+    def toggle_pause(self) -> None:
+        """Pause a running run, resume a paused one, or start running until stopped."""
+        if self.state == RUNNING:
+            self._control.pause()
+            self._set_state(PAUSED)
+        elif self.state == PAUSED:
+            self._control.resume()
+            self._set_state(RUNNING)
+        else:
+            self.run(None)
+
+    def stop(self) -> None:
+        """Stop the current run after its current step."""
+        self._worker.stop_run()
+
+    def post(self, tag: str, fn) -> None:
+        """Run ``fn()`` on the training thread; ``job_finished(tag, result)`` follows."""
+        self._worker.post(tag, fn)
+
+    # -- hooks -----------------------------------------------------------------------------
+    def attach_hook(self, module: str, action: str) -> None:
+        """Attach ``action`` to ``module`` between steps."""
+        registry = self._registry()
+        if registry is not None:
+            self._worker.post("hooks", lambda: self._hook_state(registry.attach(module, action)))
+
+    def detach_hook(self, module: str) -> None:
+        """Detach whatever hook ``module`` has, between steps."""
+        registry = self._registry()
+        if registry is not None:
+            self._worker.post("hooks", lambda: self._hook_state(registry.detach(module)))
+
+    def detach_all_hooks(self) -> None:
+        """Detach every hook, between steps."""
+        registry = self._registry()
+        if registry is not None:
+            self._worker.post("hooks", lambda: self._hook_state(registry.detach_all()))
+
+    def _registry(self):
+        if self.live is None or self.live.hooks is None:
+            self.error.emit("hooks are not available in this build")
+            return None
+        return self.live.hooks
+
+    def _hook_state(self, _result=None) -> dict[str, str]:
+        return {path: hook.action for path, hook in self.live.hooks.attached().items()}
+
+    # -- results ---------------------------------------------------------------------------
+    def flush(self) -> None:
+        """Take what the worker produced and announce it (the refresh timer calls this)."""
+        update = self._buffer.drain()
+        if update is None:
+            return
+        self.timeline.add(update)
+        for kind, module, text in update.events:
+            self.message.emit(f"{module}: {text}" if module else text)
+            if kind == "detached":
+                self.post("hooks", self._hook_state)
+        self.updated.emit(update)
+
+    def _on_run_started(self) -> None:
+        if self.state not in (RUNNING, PAUSED):
+            self._set_state(RUNNING)
+
+    def _on_run_finished(self, _done: int) -> None:
+        self.flush()
+        self._set_state(IDLE)
+
+    def _on_job_done(self, tag: str, result: object) -> None:
+        if tag in ("open", "reconfigure"):
+            self._install(result, fresh=tag == "open")
+        elif tag == "hooks":
+            self.hooks = dict(result)
+            self.hooks_changed.emit(self.hooks)
+        self.job_finished.emit(tag, result)
+
+    def _on_failed(self, tag: str, text: str) -> None:
+        if tag == "open":
+            self._set_state(IDLE)
+        self.error.emit(text)
+
+    def _install(self, live: LiveSession, fresh: bool) -> None:
+        self.live = live
+        if fresh:
+            self.timeline.clear()
+            self.hooks = {}
+            if live.hooks is not None:
+                live.hooks.listeners.append(self._buffer.push_event)
+        self._set_state(IDLE)
+        self.session_opened.emit(live)
+        self.hooks_changed.emit(self.hooks)
+
+    def _set_state(self, state: str) -> None:
+        if state != self.state:
+            self.state = state
+            self.state_changed.emit(state)
+
+    def close(self) -> None:
+        """Stop the worker and wait for it (call before the app quits)."""
+        self._timer.stop()
+        self._worker.shutdown()

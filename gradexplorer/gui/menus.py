@@ -1,0 +1,41 @@
+"""The menu bar: file, run and view commands with their keyboard shortcuts."""
+
+from __future__ import annotations
+
+from PySide6.QtGui import QKeySequence
+from PySide6.QtWidgets import QMainWindow, QMessageBox
+
+from gradexplorer.gui.run_controls import make_action
+
+SHORTCUTS_HELP = """<table>
+<tr><td><b>Ctrl+O</b></td><td>open a model</td></tr>
+<tr><td><b>F6</b></td><td>one step</td></tr>
+<tr><td><b>F7</b></td><td>run N steps</td></tr>
+<tr><td><b>F5</b></td><td>run / pause / resume</td></tr>
+<tr><td><b>Shift+F5</b></td><td>stop</td></tr>
+<tr><td><b>Ctrl+F</b></td><td>find in the graph</td></tr>
+<tr><td><b>Ctrl+0</b> / <b>Ctrl+1</b></td><td>zoom to fit / to the selection</td></tr>
+<tr><td><b>Ctrl+E</b></td><td>export a gradient snapshot</td></tr>
+<tr><td>right-click a module</td><td>attach or detach a hook</td></tr>
+</table>"""
+
+
+def build_menus(window: QMainWindow) -> None:
+    """Add the File, Run, View and Help menus to ``window``."""
+    bar = window.menuBar()
+    file_menu = bar.addMenu("&File")
+    file_menu.addAction(make_action(window, "Open model…", "open", "Ctrl+O", window.open_model_dialog))
+    window.file_menu = file_menu
+    file_menu.addSeparator()
+    file_menu.addAction(make_action(window, "Quit", "stop", QKeySequence(QKeySequence.Quit).toString(),
+                                    window.close))
+    run_menu = bar.addMenu("&Run")
+    rc = window.run_controls
+    for action in (rc.step_action, rc.run_n_action, rc.run_action, rc.stop_action):
+        run_menu.addAction(action)
+    window.view_menu = bar.addMenu("&View")
+    for dock in window.findChildren(type(window.model_dock)):
+        window.view_menu.addAction(dock.toggleViewAction())
+    help_menu = bar.addMenu("&Help")
+    help_menu.addAction("Keyboard shortcuts", lambda: QMessageBox.information(
+        window, "Keyboard shortcuts", SHORTCUTS_HELP))

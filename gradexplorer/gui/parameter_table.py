@@ -1,0 +1,143 @@
+"""The parameter table: name, shape, numel, requires_grad and live gradient statistics."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSortFilterProxyModel, Qt
+from PySide6.QtGui import QColor
+from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView, QWidget
+from torch import nn
+
+from gradexplorer.gui.selection import Selection, SelectionModel
+from gradexplorer.gui.theme import ALARM
+
+COLUMNS = ("Parameter", "Shape", "Numel", "Grad", "Norm", "Max |g|", "NaN/Inf")
+LIVE_FIRST = 4
+
+
+def format_number(value: float | None) -> str:
+    """Compact scientific text, blank for None."""
+    return "" if value is None else f"{value:.3g}"
+
+
+class ParameterTableModel(QAbstractTableModel):
+    """Rows are ``named_parameters()``; the live columns follow the latest StepGradients."""
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self.rows: list[tuple[str, str, int, bool]] = []
+        self.stats: dict[str, Any] = {}
+
+    def set_model(self, model: nn.Module) -> None:
+        """Show ``model``'s parameters."""
+        self.beginResetModel()
+        self.rows = [(n, "×".join(map(str, p.shape)) or "scalar", p.numel(), p.requires_grad)
+                     for n, p in model.named_parameters()]
+        self.stats = {}
+        self.endResetModel()
+
+    def set_stats(self, params: dict[str, Any]) -> None:
+        """New per-parameter statistics (ParamStats by name)."""
+        self.stats = params
+        if self.rows:
+            self.dataChanged.emit(self.index(0, LIVE_FIRST),
+                                  self.index(len(self.rows) - 1, len(COLUMNS) - 1))
+
+    def rowCount(self, parent=QModelIndex()) -> int:  # noqa: N802 - Qt API
+        return 0 if parent.isValid() else len(self.rows)
+
+    def columnCount(self, parent=QModelIndex()) -> int:  # noqa: N802
+        return 0 if parent.isValid() else len(COLUMNS)
+
+    def headerData(self, section, orientation, role=Qt.DisplayRole):  # noqa: N802
+        if orientation == Qt.Horizontal and role == Qt.DisplayRole:
+            return COLUMNS[section]
+        return None
+
+    def data(self, index: QModelIndex, role=Qt.DisplayRole):
+        name, shape, numel, requires_grad = self.rows[index.row()]
+        column = index.column()
+        if role == Qt.UserRole:  # sort key
+            return self._sort_value(index.row(), column)
+        if role == Qt.TextAlignmentRole and column >= 2:
+            return int(Qt.AlignRight | Qt.AlignVCenter)
+        stats = self.stats.get(name)
+        bad = stats is not None and (stats.nan_count or stats.inf_count)
+        if role == Qt.ForegroundRole and bad:
+            return QColor(ALARM)
+        if role != Qt.DisplayRole:
+            return None
+        if column < LIVE_FIRST:
+            return (name, shape, f"{numel:,}", "yes" if requires_grad else "no")[column]
+        return self._live_text(stats, column)
+
+    @staticmethod
+    def _live_text(stats: Any, column: int) -> str:
+        if stats is None:
+            return ""
+        if not stats.has_grad:
+            return "no grad" if column == LIVE_FIRST else ""
+        if column == LIVE_FIRST:
+            return format_number(stats.norm)
+        if column == LIVE_FIRST + 1:
+            return format_number(stats.abs_max)
+        bad = (stats.nan_count or 0) + (stats.inf_count or 0)
+        return f"⚠ {stats.nan_count}/{stats.inf_count}" if bad else "ok"
+
+    def _sort_value(self, row: int, column: int):
+        name, shape, numel, requires_grad = self.rows[row]
+        stats = self.stats.get(name)
+        if column == 2:
+            return numel
+        if column >= LIVE_FIRST and stats is not None and stats.has_grad:
+            return (stats.norm, stats.abs_max, (stats.nan_count or 0) + (stats.inf_count or 0))[
+                column - LIVE_FIRST]
+        return -1.0 if column >= LIVE_FIRST else (name, shape, numel, requires_grad)[column]
+
+    def row_of(self, name: str) -> int:
+        """Row of parameter ``name`` or -1."""
+        return next((i for i, row in enumerate(self.rows) if row[0] == name), -1)
+
+
+class ParameterTable(QTableView):
+    """The table view; clicking a row selects that parameter everywhere."""
+
+    def __init__(self, selection: SelectionModel, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.selection = selection
+        self.table = ParameterTableModel(self)
+        self.proxy = QSortFilterProxyModel(self)
+        self.proxy.setSourceModel(self.table)
+        self.proxy.setSortRole(Qt.UserRole)
+        self.setModel(self.proxy)
+        self.setSortingEnabled(True)
+        self.sortByColumn(-1, Qt.AscendingOrder)
+        self.setAlternatingRowColors(True)
+        self.setSelectionBehavior(QAbstractItemView.SelectRows)
+        self.setSelectionMode(QAbstractItemView.SingleSelection)
+        self.verticalHeader().setVisible(False)
+        self.verticalHeader().setDefaultSectionSize(20)
+        self.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeToContents)
+        self.horizontalHeader().setStretchLastSection(True)
+        self.selectionModel().selectionChanged.connect(self._user_selected)
+        selection.changed.connect(self.show_selection)
+
+    def _user_selected(self) -> None:
+        rows = self.selectionModel().selectedRows()
+        if rows:
+            name = self.table.rows[self.proxy.mapToSource(rows[0]).row()][0]
+            self.selection.select(param=name, module=name.rpartition(".")[0], source="table")
+
+    def show_selection(self, selection: Selection) -> None:
+        """Select the row of the selected parameter."""
+        if selection.source == "table":
+            return
+        row = self.table.row_of(selection.param) if selection.param else -1
+        blocker = self.selectionModel().blockSignals(True)
+        self.clearSelection()
+        if row >= 0:
+            index = self.proxy.mapFromSource(self.table.index(row, 0))
+            self.selectRow(index.row())
+            self.scrollTo(index)
+        self.selectionModel().blockSignals(blocker)

@@ -1,0 +1,114 @@
+"""The run toolbar: Step, Run N, Run/Pause, Stop, device, optimizer, learning rate, cadence."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import QComboBox, QDoubleSpinBox, QLabel, QSpinBox, QToolBar, QWidget
+
+from gradexplorer.core.devices import available_devices
+from gradexplorer.core.engine import DEFAULT_LR, OPTIMIZERS
+from gradexplorer.gui.controller import IDLE, LOADING, PAUSED, RUNNING, SessionController
+from gradexplorer.gui.theme import icon
+
+
+def make_action(parent, text: str, icon_name: str, shortcut: str | None, slot) -> QAction:
+    """A toolbar/menu action with an icon, a shortcut shown in its tooltip, and a slot."""
+    action = QAction(icon(icon_name), text, parent)
+    if shortcut:
+        action.setShortcut(QKeySequence(shortcut))
+        action.setToolTip(f"{text} ({QKeySequence(shortcut).toString()})")
+    action.triggered.connect(slot)
+    return action
+
+
+class RunControls(QToolBar):
+    """Drives the controller; enables what makes sense in each run state."""
+
+    def __init__(self, controller: SessionController, parent: QWidget | None = None) -> None:
+        super().__init__("Run", parent)
+        self.setObjectName("run_toolbar")
+        self.controller = controller
+        self.step_action = make_action(self, "Step", "step", "F6", controller.step)
+        self.run_n_action = make_action(self, "Run N", "run-n", "F7", self._run_n)
+        self.run_action = make_action(self, "Run", "run", "F5", controller.toggle_pause)
+        self.stop_action = make_action(self, "Stop", "stop", "Shift+F5", controller.stop)
+        self.steps_spin = self._spin(1, 1_000_000, 20, " steps", "steps for Run N")
+        self.every_spin = self._spin(1, 10_000, 1, "", "record histograms every K steps")
+        self.every_spin.setPrefix("every ")
+        self.device_box = QComboBox(toolTip="device the model trains on")
+        self.device_box.addItems(available_devices())
+        self.optimizer_box = QComboBox(toolTip="optimizer")
+        self.optimizer_box.addItems(OPTIMIZERS)
+        self.lr_spin = QDoubleSpinBox(decimals=6, minimum=1e-6, maximum=10.0, singleStep=0.001,
+                                      toolTip="learning rate (applies from the next step)")
+        self.lr_spin.setKeyboardTracking(False)
+        self._layout_toolbar()
+        self._connect()
+        self.set_state(controller.state)
+
+    @staticmethod
+    def _spin(lo: int, hi: int, value: int, suffix: str, tip: str) -> QSpinBox:
+        spin = QSpinBox(minimum=lo, maximum=hi, value=value, suffix=suffix, toolTip=tip)
+        spin.setKeyboardTracking(False)
+        return spin
+
+    def _layout_toolbar(self) -> None:
+        self.setToolButtonStyle(Qt.ToolButtonTextBesideIcon)
+        for action in (self.step_action, self.run_n_action):
+            self.addAction(action)
+        self.addWidget(self.steps_spin)
+        for action in (self.run_action, self.stop_action):
+            self.addAction(action)
+        self.addSeparator()
+        for label, widget in (("Device", self.device_box), ("Optimizer", self.optimizer_box),
+                              ("lr", self.lr_spin), ("Histograms", self.every_spin)):
+            self.addWidget(QLabel(f" {label} "))
+            self.addWidget(widget)
+
+    def _connect(self) -> None:
+        c = self.controller
+        c.state_changed.connect(self.set_state)
+        c.session_opened.connect(self.show_session)
+        self.device_box.activated.connect(lambda: c.reconfigure(device=self.device_box.currentText()))
+        self.optimizer_box.activated.connect(self._optimizer_chosen)
+        self.lr_spin.valueChanged.connect(c.set_lr)
+        self.every_spin.valueChanged.connect(c.set_histogram_every)
+
+    def _run_n(self) -> None:
+        self.controller.run(self.steps_spin.value())
+
+    def _optimizer_chosen(self) -> None:
+        name = self.optimizer_box.currentText()
+        self.controller.reconfigure(optimizer=name, lr=DEFAULT_LR[name])
+
+    def show_session(self, live) -> None:
+        """Reflect a newly opened or reconfigured session's settings."""
+        session = live.session
+        for box, value in ((self.device_box, str(session.device)),
+                           (self.optimizer_box, session.config.optimizer)):
+            if box.findText(value) < 0:
+                box.addItem(value)
+            box.setCurrentText(value)
+        self.lr_spin.blockSignals(True)
+        self.lr_spin.setValue(session.optimizer.param_groups[0]["lr"])
+        self.lr_spin.blockSignals(False)
+        if live.monitor is not None:
+            self.every_spin.blockSignals(True)
+            self.every_spin.setValue(int(getattr(live.monitor, "every", 1)))
+            self.every_spin.blockSignals(False)
+
+    def set_state(self, state: str) -> None:
+        """Enable the controls that make sense in ``state``."""
+        idle = state == IDLE and self.controller.live is not None
+        busy = state in (RUNNING, PAUSED)
+        for action in (self.step_action, self.run_n_action):
+            action.setEnabled(idle)
+        self.run_action.setEnabled(idle or busy)
+        self.stop_action.setEnabled(busy)
+        running = state == RUNNING
+        self.run_action.setIcon(icon("pause" if running else "run"))
+        self.run_action.setText("Pause" if running else ("Resume" if state == PAUSED else "Run"))
+        for widget in (self.device_box, self.optimizer_box):
+            widget.setEnabled(idle)
+        self.setEnabled(state != LOADING)

@@ -1,0 +1,40 @@
+"""What the user has selected: one graph node, module or parameter, shared by every view."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from PySide6.QtCore import QObject, Signal
+
+
+@dataclass(frozen=True)
+class Selection:
+    """A selected thing; any field may be empty. ``source`` names the view that set it."""
+
+    node: object = None
+    module: str | None = None
+    param: str | None = None
+    source: str = ""
+
+
+class SelectionModel(QObject):
+    """Holds the current selection and announces changes."""
+
+    changed = Signal(object)  # Selection
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self.current = Selection()
+
+    def select(self, node=None, module: str | None = None, param: str | None = None,
+               source: str = "") -> None:
+        """Make a new selection (views ignore changes whose ``source`` is themselves)."""
+        selection = Selection(node, module, param, source)
+        if selection == self.current:
+            return
+        self.current = selection
+        self.changed.emit(selection)
+
+    def clear(self) -> None:
+        """Select nothing."""
+        self.select()

@@ -1,0 +1,140 @@
+"""The one thread that touches the model: runs steps and queued jobs, one at a time."""
+
+from __future__ import annotations
+
+import queue
+import sys
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from PySide6.QtCore import QThread, Signal
+
+from gradexplorer.core.engine import RunControl, TrainingSession
+from gradexplorer.core.errors import UserError
+from gradexplorer.gui.run_buffer import RunBuffer
+
+_QUIT = object()
+
+
+@dataclass
+class _Job:
+    tag: str
+    fn: Callable[[], Any]
+
+
+@dataclass
+class _Run:
+    session: TrainingSession
+    steps: int | None
+    control: RunControl
+
+
+def describe_failure(exc: BaseException) -> str:
+    """One line for a dialog: the UserError text, else the exception type and first line."""
+    if isinstance(exc, UserError):
+        return str(exc)
+    text = (str(exc).strip().splitlines() or [""])[0]
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+class SessionWorker(QThread):
+    """Executes training runs and jobs (graph tracing, hook changes, exports) in order.
+
+    Jobs posted while a run is going are executed between its steps, so they never
+    overlap a forward or backward pass. Results reach the GUI as queued signals (jobs)
+    or through the :class:`RunBuffer` (steps), which the GUI drains at its own rate.
+    """
+
+    run_started = Signal()
+    run_finished = Signal(int)  # steps done
+    job_done = Signal(str, object)  # tag, result
+    failed = Signal(str, str)  # tag ("run" for a run), one-line message
+
+    def __init__(self, buffer: RunBuffer, parent=None) -> None:
+        super().__init__(parent)
+        self.buffer = buffer
+        self._queue: queue.Queue = queue.Queue()
+        self._control: RunControl | None = None
+
+    # -- called from the GUI thread ------------------------------------------------
+    def post(self, tag: str, fn: Callable[[], Any]) -> None:
+        """Run ``fn()`` on this thread; its result comes back through ``job_done``."""
+        self._queue.put(_Job(tag, fn))
+
+    def start_run(self, session: TrainingSession, steps: int | None) -> RunControl:
+        """Queue a run of ``steps`` steps (None: until stopped); returns its control."""
+        control = RunControl()
+        self._control = control
+        self._queue.put(_Run(session, steps, control))
+        return control
+
+    def stop_run(self) -> None:
+        """Ask the current run to stop after its current step."""
+        if self._control is not None:
+            self._control.stop()
+
+    def shutdown(self, timeout_ms: int = 10_000) -> bool:
+        """Stop any run, finish, and wait for the thread; False if it did not end in time."""
+        self.stop_run()
+        self._queue.put(_QUIT)
+        return self.wait(timeout_ms) if self.isRunning() else True
+
+    # -- the thread -------------------------------------------------------------------
+    def run(self) -> None:  # noqa: D102 - QThread entry point
+        while True:
+            item = self._queue.get()
+            if item is _QUIT:
+                return
+            if isinstance(item, _Run):
+                self._run_steps(item)
+            else:
+                self._execute(item)
+
+    def _execute(self, job: _Job) -> None:
+        try:
+            result = job.fn()
+        except Exception as exc:  # noqa: BLE001 - reported to the user, thread keeps going
+            self._report(job.tag, exc)
+        else:
+            self.job_done.emit(job.tag, result)
+
+    def _run_steps(self, run: _Run) -> None:
+        self.run_started.emit()
+        done, deferred = 0, []
+        try:
+            while (run.steps is None or done < run.steps) and not run.control.stopped:
+                if self._jobs_between_steps(deferred, block=run.control.paused):
+                    break
+                if run.control.paused or run.control.stopped:
+                    continue
+                self.buffer.push(run.session.step())
+                done += 1
+        except Exception as exc:  # noqa: BLE001
+            self._report("run", exc)
+        finally:
+            for item in deferred:
+                self._queue.put(item)
+            self.run_finished.emit(done)
+
+    def _jobs_between_steps(self, deferred: list, block: bool) -> bool:
+        """Execute queued jobs; True when asked to quit. Waits a little when paused."""
+        while True:
+            try:
+                item = self._queue.get(timeout=0.05) if block else self._queue.get_nowait()
+            except queue.Empty:
+                return False
+            block = False
+            if item is _QUIT:
+                self._queue.put(_QUIT)
+                return True
+            if isinstance(item, _Run):
+                deferred.append(item)
+            else:
+                self._execute(item)
+
+    def _report(self, tag: str, exc: BaseException) -> None:
+        if not isinstance(exc, UserError):
+            traceback.print_exception(exc, file=sys.stderr)
+        self.failed.emit(tag, describe_failure(exc))

@@ -1,0 +1,46 @@
+"""What the app remembers between launches (QSettings): window geometry, last model."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QByteArray, QSettings
+
+ORGANIZATION, APPLICATION = "gradexplorer", "gradexplorer"
+
+
+class AppSettings:
+    """Typed access to the persistent settings."""
+
+    def __init__(self, settings: QSettings | None = None) -> None:
+        self._s = settings or QSettings(ORGANIZATION, APPLICATION)
+
+    def geometry(self) -> QByteArray | None:
+        """Saved main-window geometry."""
+        value = self._s.value("window/geometry")
+        return value if isinstance(value, QByteArray) else None
+
+    def window_state(self) -> QByteArray | None:
+        """Saved dock and toolbar arrangement."""
+        value = self._s.value("window/state")
+        return value if isinstance(value, QByteArray) else None
+
+    def save_window(self, geometry: QByteArray, state: QByteArray) -> None:
+        self._s.setValue("window/geometry", geometry)
+        self._s.setValue("window/state", state)
+
+    def last_model(self) -> str | None:
+        """The spec of the model opened last."""
+        value = self._s.value("model/last")
+        return str(value) if value else None
+
+    def set_last_model(self, spec: str) -> None:
+        self._s.setValue("model/last", spec)
+
+    def last_dir(self) -> str:
+        """Folder of the last file dialog."""
+        return str(self._s.value("paths/last_dir") or "")
+
+    def set_last_dir(self, path: str) -> None:
+        self._s.setValue("paths/last_dir", path)
+
+    def sync(self) -> None:
+        self._s.sync()

@@ -1,0 +1,44 @@
+"""The status bar: run state, step, loss, steps per second and the latest note."""
+
+from __future__ import annotations
+
+from PySide6.QtWidgets import QLabel, QStatusBar, QWidget
+
+from gradexplorer.gui.controller import SessionController
+from gradexplorer.gui.run_buffer import RunUpdate
+
+
+class RunStatusBar(QStatusBar):
+    """Observes the controller; shows numbers, never stores them."""
+
+    def __init__(self, controller: SessionController, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.controller = controller
+        self.model_label = QLabel("no model")
+        self.state_label = QLabel("idle")
+        self.step_label = QLabel("step 0")
+        self.loss_label = QLabel("loss —")
+        self.rate_label = QLabel("— steps/s")
+        for label in (self.model_label, self.state_label, self.step_label, self.loss_label,
+                      self.rate_label):
+            self.addPermanentWidget(label)
+        controller.state_changed.connect(self.state_label.setText)
+        controller.updated.connect(self.show_update)
+        controller.session_opened.connect(self.show_session)
+        controller.message.connect(lambda text: self.showMessage(text, 8000))
+        controller.error.connect(lambda text: self.showMessage(f"error: {text}", 15000))
+
+    def show_session(self, live) -> None:
+        """Name the model and device."""
+        session = live.session
+        self.model_label.setText(f"{live.spec} · {session.parameter_count():,} params · {session.device}")
+        self.step_label.setText(f"step {session.step_count}")
+
+    def show_update(self, update: RunUpdate) -> None:
+        """Show the newest step."""
+        latest = update.latest
+        if latest is None:
+            return
+        self.step_label.setText(f"step {latest.step}")
+        self.loss_label.setText(f"loss {latest.loss:.4g}")
+        self.rate_label.setText(f"{update.steps_per_second:.1f} steps/s")

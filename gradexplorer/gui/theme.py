@@ -1,0 +1,56 @@
+"""The app's look: stylesheet, icons, plot defaults and the colours of graph node kinds."""
+
+from __future__ import annotations
+
+from functools import cache
+
+import pyqtgraph as pg
+from PySide6.QtGui import QColor, QIcon
+from PySide6.QtWidgets import QApplication
+
+from gradexplorer.resources import resource_path
+
+# Fill colours of backward-graph nodes by kind (contract (2) kinds plus collapsed modules).
+KIND_COLOURS: dict[str, str] = {
+    "op": "#90a4ae",
+    "param": "#43a047",
+    "hook": "#8e24aa",
+    "loss": "#e53935",
+    "module": "#1e88e5",
+    "other": "#cfd8dc",
+}
+ACCENT = "#1e88e5"
+HOOK_MARK = "#8e24aa"
+SELECTION = "#ff6f00"
+ALARM = "#d32f2f"
+PLOT_PENS = {"loss": "#1e88e5", "norm": "#e53935", "mean": "#1e88e5", "max": "#e53935",
+             "current": "#1e88e5", "previous": "#b0bec5"}
+
+
+def kind_colour(kind: str) -> QColor:
+    """The fill colour for a node of ``kind``."""
+    return QColor(KIND_COLOURS.get(kind, KIND_COLOURS["other"]))
+
+
+@cache
+def icon(name: str) -> QIcon:
+    """The SVG icon ``resources/icons/<name>.svg``."""
+    return QIcon(str(resource_path("icons", f"{name}.svg")))
+
+
+def stylesheet() -> str:
+    """The app's Qt stylesheet text."""
+    return resource_path("style.qss").read_text(encoding="utf-8")
+
+
+def configure_plots() -> None:
+    """pyqtgraph defaults matching the light theme."""
+    pg.setConfigOptions(background="w", foreground="#37474f", antialias=False)
+
+
+def apply_theme(app: QApplication) -> None:
+    """Style the whole application."""
+    app.setStyle("Fusion")
+    app.setStyleSheet(stylesheet())
+    app.setWindowIcon(icon("app"))
+    configure_plots()
