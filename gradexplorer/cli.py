@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -67,6 +68,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("gradexplorer: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # e.g. `gradexplorer run | head`: the reader left, so stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
 
 
 def default_command(parser: argparse.ArgumentParser) -> str:

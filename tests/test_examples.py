@@ -59,14 +59,18 @@ def test_deep_blocks_option_sets_depth():
 
 def test_bundled_digits_are_real_digits():
     x, y = load_digits()
-    assert x.shape == (1797, 1, 8, 8) and 0 <= float(x.min()) and float(x.max()) <= 1
+    assert x.shape == (1797, 1, 8, 8)
+    assert abs(float(x.mean())) < 1e-4 and abs(float(x.std()) - 1) < 1e-4  # standardised
+    assert len(torch.unique(x)) == 17  # the 0..16 pixel counts of the UCI digits
     assert sorted(set(y.tolist())) == list(range(10))
 
 
-def test_digits_default_example_learns():
+def test_digits_default_example_learns_with_its_suggested_settings():
     workload = load_workload(None)
     assert workload.name == "example:digits"
-    session = TrainingSession(workload, SessionConfig(device="cpu", optimizer="adam", lr=3e-3))
+    session = TrainingSession(workload, SessionConfig(device="cpu"))
+    group = session.optimizer.param_groups[0]
+    assert (group["lr"], group["momentum"]) == (0.1, 0.9)
     losses = [r.loss for r in session.run(60)]
     test_x, test_y = workload.extra["test_set"]
     with torch.no_grad():

@@ -30,8 +30,9 @@ def add_training_arguments(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("training")
     g.add_argument("--device", default="auto", help="auto (default), cpu, cuda, cuda:N or mps")
     g.add_argument("--optimizer", default="sgd", choices=OPTIMIZERS)
-    g.add_argument("--lr", type=float, help="learning rate (default 0.05 for sgd, 0.001 for adam)")
-    g.add_argument("--momentum", type=float, default=0.0, help="SGD momentum (default 0)")
+    g.add_argument("--lr", type=float, help="learning rate (default: the example's suggestion, "
+                   "else 0.05 for sgd, 0.001 for adam)")
+    g.add_argument("--momentum", type=float, help="SGD momentum (default: the example's suggestion, else 0)")
 
 
 def model_options(args: argparse.Namespace) -> ModelOptions:

@@ -34,8 +34,7 @@ def run_command(args: argparse.Namespace) -> int:
     workload = session.workload
     print(
         f"{workload.name}: {workload.description}; {session.parameter_count():,} parameters; "
-        f"device {describe_device(session.device)}; {args.optimizer} lr "
-        f"{session.optimizer.param_groups[0]['lr']:g}"
+        f"device {describe_device(session.device)}; {optimizer_text(session)}"
     )
     attach_hooks_from_args(session, args)
     reporter = StepReporter(args.steps)
@@ -45,3 +44,10 @@ def run_command(args: argparse.Namespace) -> int:
     finally:
         reporter.close()
     return 0
+
+
+def optimizer_text(session) -> str:
+    """``sgd lr 0.1 momentum 0.9`` / ``adam lr 0.001``."""
+    group = session.optimizer.param_groups[0]
+    text = f"{session.config.optimizer} lr {group['lr']:g}"
+    return text + (f" momentum {group['momentum']:g}" if group.get("momentum") else "")

@@ -54,18 +54,22 @@ class SessionConfig:
 
     device: str = "auto"
     optimizer: str = "sgd"
-    lr: float | None = None
-    momentum: float = 0.0
+    lr: float | None = None  # None: the workload's suggestion, else DEFAULT_LR
+    momentum: float | None = None  # None: the workload's suggestion, else 0
     seed: int = 0
     grad_norm: bool = True
 
 
-def make_optimizer(name: str, params, lr: float | None, momentum: float) -> torch.optim.Optimizer:
-    """``sgd`` or ``adam`` over ``params``."""
+def make_optimizer(
+    name: str, params, lr: float | None, momentum: float | None, suggested: dict | None = None
+) -> torch.optim.Optimizer:
+    """``sgd`` or ``adam`` over ``params``; unset lr/momentum come from ``suggested[name]``."""
     name = name.lower()
     if name not in OPTIMIZERS:
         raise UserError(f"unknown optimizer {name!r}; choose one of: {', '.join(OPTIMIZERS)}")
-    lr = DEFAULT_LR[name] if lr is None else lr
+    hints = (suggested or {}).get(name, {})
+    lr = hints.get("lr", DEFAULT_LR[name]) if lr is None else lr
+    momentum = hints.get("momentum", 0.0) if momentum is None else momentum
     if not lr > 0:
         raise UserError(f"learning rate must be positive, got {lr}")
     if name == "sgd":
@@ -121,7 +125,8 @@ class TrainingSession:
         self.model: nn.Module = workload.model.to(self.device)
         self.model.train()
         self.optimizer = make_optimizer(
-            self.config.optimizer, self.model.parameters(), self.config.lr, self.config.momentum
+            self.config.optimizer, self.model.parameters(), self.config.lr, self.config.momentum,
+            workload.extra.get("optimizer_defaults"),
         )
         self.step_count = 0
         self.observers: list[Any] = []

@@ -18,6 +18,8 @@ class Workload:
 
     ``make_batch(step) -> (inputs, target)``: ``inputs`` is a tensor or a tuple of tensors
     passed positionally to the model; ``loss_fn(output, target)`` returns a scalar tensor.
+    ``extra["optimizer_defaults"]``, e.g. ``{"sgd": {"lr": 0.1, "momentum": 0.9}}``, suggests
+    settings used when the user gives none.
     """
 
     model: nn.Module

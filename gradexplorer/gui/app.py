@@ -23,6 +23,7 @@ def application() -> QApplication:
         app.setOrganizationName(ORGANIZATION)
         app.setApplicationName(APPLICATION)
         app.setApplicationDisplayName("gradexplorer")
+        app.setDesktopFileName("io.github.gradexplorer.GradExplorer")
         apply_theme(app)
     return app
 

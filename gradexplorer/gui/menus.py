@@ -5,6 +5,7 @@ from __future__ import annotations
 from PySide6.QtGui import QKeySequence
 from PySide6.QtWidgets import QMainWindow, QMessageBox
 
+from gradexplorer.gui.about_dialog import AboutDialog
 from gradexplorer.gui.run_controls import make_action
 
 SHORTCUTS_HELP = """<table>
@@ -45,3 +46,4 @@ def build_menus(window: QMainWindow) -> None:
     help_menu = bar.addMenu("&Help")
     help_menu.addAction("Keyboard shortcuts", lambda: QMessageBox.information(
         window, "Keyboard shortcuts", SHORTCUTS_HELP))
+    help_menu.addAction("About gradexplorer", lambda: AboutDialog(window).exec())

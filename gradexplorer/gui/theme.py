@@ -52,5 +52,5 @@ def apply_theme(app: QApplication) -> None:
     """Style the whole application."""
     app.setStyle("Fusion")
     app.setStyleSheet(stylesheet())
-    app.setWindowIcon(icon("app"))
+    app.setWindowIcon(icon("gradexplorer"))
     configure_plots()

@@ -14,11 +14,12 @@ from gradexplorer.core.workload import Workload
 
 
 def load_digits() -> tuple[torch.Tensor, torch.Tensor]:
-    """The 1,797 UCI digits: images scaled to [0, 1] as N×1×8×8 floats, labels as int64."""
+    """The 1,797 UCI digits: standardised N×1×8×8 float images, int64 labels."""
     with resources.files("gradexplorer.core.data").joinpath("digits.npz").open("rb") as fh:
         data = np.load(fh)
         images, labels = data["images"], data["labels"]
     x = torch.from_numpy(images.astype(np.float32) / 16.0).unsqueeze(1)
+    x = (x - x.mean()) / x.std()
     return x, torch.from_numpy(labels.astype(np.int64))
 
 
@@ -63,5 +64,8 @@ def build(options: dict[str, str], seed: int) -> Workload:
         loss_fn=nn.CrossEntropyLoss(),
         name="digits",
         description=f"CNN on the 8×8 handwritten digits (1,500 train / 297 held out), batch {batch}",
-        extra={"test_set": (test_x, test_y)},
+        extra={
+            "test_set": (test_x, test_y),
+            "optimizer_defaults": {"sgd": {"lr": 0.1, "momentum": 0.9}, "adam": {"lr": 3e-3}},
+        },
     )
