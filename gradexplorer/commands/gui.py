@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from gradexplorer.commands.common import add_model_arguments, add_training_arguments, model_options
+from gradexplorer.commands.hook_options import add_hook_arguments, parse_hook_option
 from gradexplorer.core.engine import SessionConfig
 from gradexplorer.core.errors import UserError
 
@@ -19,6 +20,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="run N steps after opening (with --screenshot: then save and exit)")
     parser.add_argument("--screenshot", type=Path, metavar="FILE.png",
                         help="save a picture of the window after the steps, then exit")
+    add_hook_arguments(parser)
+    parser.add_argument("--select", metavar="NAME",
+                        help="parameter or module to select at start, e.g. conv1.weight")
     parser.set_defaults(func=gui_command)
 
 
@@ -28,8 +32,10 @@ def gui_command(args: argparse.Namespace) -> int:
     if args.screenshot is not None and args.screenshot.suffix.lower() not in (".png", ".jpg", ".jpeg"):
         raise UserError(f"--screenshot {args.screenshot}: use a .png or .jpg file name")
     options = model_options(args)
+    hooks = [parse_hook_option(text) for text in args.hook]
     config = SessionConfig(device=args.device, optimizer=args.optimizer, lr=args.lr,
                            momentum=args.momentum, seed=args.seed)
     from gradexplorer.gui.app import launch  # Qt is imported only when the app starts
 
-    return launch(args.model, options, config, steps=args.steps, screenshot=args.screenshot)
+    return launch(args.model, options, config, steps=args.steps, screenshot=args.screenshot,
+                  hooks=hooks, select=args.select)

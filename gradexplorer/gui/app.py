@@ -53,6 +53,8 @@ def launch(
     steps: int = 0,
     screenshot: Path | None = None,
     script=None,
+    hooks: list[tuple[str, str]] = (),
+    select: str | None = None,
 ) -> int:
     """Open the window on a model and run the event loop; returns the exit status."""
     app = application()
@@ -63,6 +65,10 @@ def launch(
     window.show()
     if script is not None:
         script(window)
+    if hooks or select:
+        from gradexplorer.gui.startup_actions import StartupActions
+
+        StartupActions(window, list(hooks), select)
     if screenshot is not None or steps:
         from gradexplorer.gui.screenshot import ScreenshotRun
 

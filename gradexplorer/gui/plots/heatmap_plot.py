@@ -7,6 +7,8 @@ import pyqtgraph as pg
 from PySide6.QtCore import QRectF
 from PySide6.QtWidgets import QWidget
 
+from gradexplorer.gui.theme import ALARM
+
 
 class HistogramHeatmap(pg.PlotWidget):
     """An ImageItem re-fed with ``setImage``; x is the step, y the gradient value."""
@@ -20,6 +22,8 @@ class HistogramHeatmap(pg.PlotWidget):
         self.image = pg.ImageItem(axisOrder="row-major")
         self.image.setColorMap(pg.colormap.get("viridis"))
         self.addItem(self.image)
+        self.note = pg.TextItem("", anchor=(0.5, 0.5), color=ALARM)
+        self.addItem(self.note, ignoreBounds=True)
         self.has_data = False
 
     def set_log(self, log: bool) -> None:
@@ -32,7 +36,9 @@ class HistogramHeatmap(pg.PlotWidget):
         if matrix is None or not len(matrix.steps):
             self.image.clear()
             self.has_data = False
+            self._show_note("no gradient recorded yet" if name else "select a parameter")
             return
+        self._show_note("")
         edges, counts = matrix.on_common_grid()
         shown = np.log10(1.0 + counts) if self.log else counts.astype(float)
         steps = matrix.steps
@@ -41,3 +47,12 @@ class HistogramHeatmap(pg.PlotWidget):
         height = float(edges[-1] - edges[0]) or 1.0
         self.image.setRect(QRectF(float(steps[0]), float(edges[0]), span, height))
         self.has_data = True
+
+    def _show_note(self, text: str) -> None:
+        """A centred note in place of the image (hidden when empty)."""
+        if text == self.note.toPlainText():
+            return
+        self.note.setText(text)
+        if text:
+            self.plotItem.vb.setRange(xRange=(0, 1), yRange=(0, 1), padding=0)
+            self.note.setPos(0.5, 0.5)
