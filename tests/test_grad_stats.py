@@ -209,3 +209,22 @@ def test_narrow_range_far_from_zero_is_still_exact(backend):
     assert h.total == g.size and h.above == int((g > 1000.001).sum())
     auto = gradient_stats(model, bins=16, backend=backend).histograms["weight"]
     assert np.array_equal(auto.counts, np.histogram(g, bins=auto.edges)[0])
+
+
+def test_sparse_embedding_gradient(tmp_path):
+    from gradexplorer.core.snapshot import read_snapshot, write_snapshot
+
+    emb = torch.nn.Embedding(50, 4, sparse=True)
+    emb(torch.tensor([1, 2, 2])).sum().backward()
+    record = gradient_stats(emb)
+    dense = emb.weight.grad.to_dense().numpy()
+    assert record.params["weight"].zero_fraction == pytest.approx(np.mean(dense == 0))
+    assert record.params["weight"].norm == pytest.approx(np.linalg.norm(dense), rel=1e-6)
+
+    class Holder:
+        model, optimizer, step_count = emb, torch.optim.SGD(emb.parameters(), lr=0.1), 1
+        device = "cpu"
+        workload = type("W", (), {"name": "embedding", "description": ""})()
+
+    snap = read_snapshot(write_snapshot(tmp_path, Holder()))
+    assert np.array_equal(snap.gradients()["weight"].numpy(), dense)

@@ -41,12 +41,12 @@ def flat_array(t: torch.Tensor) -> np.ndarray:
     return t.numpy().reshape(-1)
 
 
-def _concatenate(parts: list[np.ndarray]) -> np.ndarray:
+def concatenate(parts: list[np.ndarray]) -> np.ndarray:
     """One flat copy (numpy: single-threaded, so no wait on a busy thread pool)."""
     return np.concatenate(parts) if parts else np.zeros(0, np.float32)
 
 
-def _offsets(sizes: list[int]) -> np.ndarray:
+def offsets_of(sizes: list[int]) -> np.ndarray:
     return np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
 
 
@@ -57,12 +57,12 @@ def pack_tensors(tensors: list[torch.Tensor]) -> list[Pack]:
     ready = [flat_array(t) for t in tensors]
     for i, a in enumerate(ready):
         if a.size >= SMALL:
-            packs.append(Pack(a, _offsets([a.size]), [i]))
+            packs.append(Pack(a, offsets_of([a.size]), [i]))
         else:
             small.setdefault(a.dtype, []).append(i)
     for indices in small.values():
         parts = [ready[i] for i in indices]
-        packs.append(Pack(_concatenate(parts), _offsets([p.size for p in parts]), indices))
+        packs.append(Pack(concatenate(parts), offsets_of([p.size for p in parts]), indices))
     return packs
 
 
@@ -116,7 +116,7 @@ class ParamCopies:
     def view(self, p: torch.Tensor) -> np.ndarray:
         """Flat numpy array of a parameter, a kept view while its storage stays the same."""
         kept = self._views.get(id(p))
-        if kept is not None and kept[0] == p.data_ptr():
+        if kept is not None and kept[0] == p.data_ptr() and kept[1].size == p.numel():
             return kept[1]
         array = flat_array(p)
         if p.is_contiguous() and p.dtype in KERNEL_DTYPES:  # a true view: safe to keep
@@ -134,7 +134,7 @@ class ParamCopies:
                 buf = self._buffers.get(id(p))
                 if buf is None or buf.shape != src.shape or buf.dtype != src.dtype:
                     buf = self._buffers[id(p)] = np.empty_like(src)
-                self.packs.append(Pack(buf, _offsets([src.size]), [i]))
+                self.packs.append(Pack(buf, offsets_of([src.size]), [i]))
                 sources[i] = src
         in_parallel(lambda pack: np.copyto(pack.flat, sources[pack.indices[0]]), self.packs)
         by_dtype: dict[np.dtype, list[int]] = {}
@@ -142,13 +142,13 @@ class ParamCopies:
             by_dtype.setdefault(self.view(params[i]).dtype, []).append(i)
         for indices in by_dtype.values():
             parts = [self.view(params[i]) for i in indices]
-            self.packs.append(Pack(_concatenate(parts), _offsets([a.size for a in parts]), indices))
+            self.packs.append(Pack(concatenate(parts), offsets_of([a.size for a in parts]), indices))
 
     def update_norms(self, params: list[torch.Tensor]) -> np.ndarray:
         """``(P, 2)``: ‖θ_now − θ_copy‖² and ‖θ_copy‖² per parameter."""
         def work(pack: Pack) -> np.ndarray:
             parts = [self.view(params[i]) for i in pack.indices]
-            now = parts[0] if len(parts) == 1 else _concatenate(parts)
+            now = parts[0] if len(parts) == 1 else concatenate(parts)
             rows = np.zeros((len(pack.indices), 2))
             K.segment_update_norms(now, pack.flat, pack.offsets, rows)
             return rows

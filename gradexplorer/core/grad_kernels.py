@@ -27,7 +27,8 @@ from gradexplorer.core.grad_raw import (
 _FAST = {"reassoc", "contract"}
 CHUNK = 1024  # small chunks: few of them hold a value near a bin edge
 __all__ = [
-    "MOMENT_COLUMNS", "segment_histograms", "segment_moments", "segment_update_norms", "step_norms",
+    "MOMENT_COLUMNS", "segment_histograms", "segment_moments", "segment_step_norms",
+    "segment_update_norms", "step_norms",
 ]
 
 
@@ -134,8 +135,11 @@ def _guess_bins(part, lo, scale, top, delta, guess):
 
 
 @njit(nogil=True, cache=True)
-def _fast_histogram(x, edges, counts):
-    """Histogram of a segment whose elements are all finite and inside the edges."""
+def _fast_histogram(x, edges, counts, guess, lanes):
+    """Histogram of a segment whose elements are all finite and inside the edges.
+
+    ``guess`` (CHUNK int32) and ``lanes`` (8 × bins int64, zeroed) are scratch space.
+    """
     bins = edges.size - 1
     lo64, hi64 = edges[0], edges[bins]
     scale64 = bins / (hi64 - lo64)
@@ -147,8 +151,6 @@ def _fast_histogram(x, edges, counts):
         return
     typed = np.empty(3, x.dtype)  # lo, scale, top in the working precision
     typed[0], typed[1], typed[2] = lo64, scale64, bins - 1
-    guess = np.empty(CHUNK, np.int32)
-    lanes = np.zeros((8, bins), np.int64)  # 8 sub-histograms avoid store-to-load stalls
     for chunk in range(0, x.size, CHUNK):
         part = x[chunk : chunk + CHUNK]
         n = part.size
@@ -161,9 +163,10 @@ def _fast_histogram(x, edges, counts):
                 lanes[lane, guess[j + lane]] += 1
         for j in range(m, n):
             lanes[0, guess[j]] += 1
-    for lane in range(8):
+    for lane in range(8):  # 8 sub-histograms avoided store-to-load stalls; merge, reset
         for b in range(bins):
             counts[b] += lanes[lane, b]
+            lanes[lane, b] = 0
 
 
 @njit(nogil=True, cache=True)
@@ -196,13 +199,15 @@ def segment_histograms(x, offsets, segments, edges, counts, extra, careful):
     ``careful[k]`` selects the slow kernel (NaN/Inf present or values outside the range);
     ``extra[k]`` then receives below, above, NaN and Inf counts.
     """
+    guess = np.empty(CHUNK, np.int32)
+    lanes = np.zeros((8, edges.shape[1] - 1), np.int64)
     for k in range(segments.size):
         seg = segments[k]
         part = x[offsets[seg] : offsets[seg + 1]]
         if careful[k]:
             _careful_histogram(part, edges[k], counts[k], extra[k])
         else:
-            _fast_histogram(part, edges[k], counts[k])
+            _fast_histogram(part, edges[k], counts[k], guess, lanes)
 
 
 @njit(nogil=True, cache=True, fastmath=_FAST)
@@ -237,3 +242,11 @@ def step_norms(theta, direction, scale):
         d2 += d * d
         o2 += o * o
     return d2, o2
+
+
+@njit(nogil=True, cache=True)
+def segment_step_norms(theta, direction, scales, offsets, out):
+    """``out[i] = step_norms`` of segment ``i`` with its own ``scales[i]``."""
+    for seg in range(offsets.size - 1):
+        a, b = offsets[seg], offsets[seg + 1]
+        out[seg, 0], out[seg, 1] = step_norms(theta[a:b], direction[a:b], scales[seg])

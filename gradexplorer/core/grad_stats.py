@@ -6,8 +6,8 @@
     result.extras["gradients"]  # StepGradients
 
 On CPU tensors the work is two fused Numba passes per gradient (moments, then an exact
-histogram) plus one pass for the update ratio; on a GPU it is torch ops on the device with a
-single host transfer per step.
+histogram) plus one read of the weights for the update ratio; on a GPU it is torch ops on the
+device with a single host transfer per step.
 """
 
 from __future__ import annotations
@@ -100,11 +100,15 @@ def _named(model: nn.Module) -> list[tuple[str, nn.Parameter]]:
     return list(model.named_parameters())
 
 
+def _dense(grad: torch.Tensor) -> torch.Tensor:
+    return grad.to_dense() if grad.is_sparse else grad
+
+
 def gradient_stats(model: nn.Module, bins: int = 64, hist_range: HistRange = "auto",
                    histograms: bool = True, step: int = 0, backend: str = "auto") -> StepGradients:
     """Statistics (and histograms) of the gradients ``model`` holds now, without a monitor."""
     named = _named(model)
-    grads = [p.grad for _, p in named if p.grad is not None]
+    grads = [_dense(p.grad) for _, p in named if p.grad is not None]
     engine = make_backend(backend, grads)
     hist_range = parse_hist_range(hist_range)
     raw = engine.finish(engine.begin(grads, None, histograms, bins, hist_range), None)
@@ -117,8 +121,8 @@ class GradientMonitor:
     """Session observer computing StepGradients every step into ``result.extras["gradients"]``.
 
     ``every``: histograms on steps where ``step % every == 0`` (0: never); ``history``: steps
-    kept in ``monitor.history``; ``update_ratio``: keep a copy of the parameters across the
-    optimizer step to report ‖Δθ‖/‖θ‖ (costs one parameter-sized buffer).
+    kept in ``monitor.history``; ``update_ratio``: report ‖Δθ‖/‖θ‖ of each optimizer step (free
+    of copies under SGD; other optimizers cost one parameter-sized buffer).
     """
 
     def __init__(self, bins: int = 64, every: int = 1, history: int = 256,
@@ -151,7 +155,7 @@ class GradientMonitor:
         start = time.perf_counter()
         named = _named(session.model)
         present = [p.grad is not None for _, p in named]
-        grads = [p.grad for _, p in named if p.grad is not None]
+        grads = [_dense(p.grad) for _, p in named if p.grad is not None]
         params = [p for _, p in named if p.grad is not None]
         if self._backend is None:
             self._backend = make_backend(self.backend_name, grads or [p for _, p in named])
@@ -190,9 +194,10 @@ def nonfinite_counts(model: nn.Module) -> dict[str, tuple[int, int]]:
     """``name -> (NaN count, Inf count)`` for gradients holding any non-finite value."""
     out = {}
     for name, p in model.named_parameters():
-        if p.grad is None or p.grad.is_sparse:
+        if p.grad is None:
             continue
-        nans, infs = int(torch.isnan(p.grad).sum()), int(torch.isinf(p.grad).sum())
+        grad = _dense(p.grad)
+        nans, infs = int(torch.isnan(grad).sum()), int(torch.isinf(grad).sum())
         if nans or infs:
             out[name] = (nans, infs)
     return out

@@ -66,7 +66,7 @@ def _consistent_record(model, record: StepGradients | None, step: int) -> StepGr
 
 def _gradient_tensors(model) -> dict[str, torch.Tensor]:
     return {
-        n: p.grad.detach().to("cpu").contiguous()
+        n: (p.grad.to_dense() if p.grad.is_sparse else p.grad).detach().to("cpu").contiguous()
         for n, p in model.named_parameters() if p.grad is not None
     }
 

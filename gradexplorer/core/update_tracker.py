@@ -13,7 +13,14 @@ import numpy as np
 import torch
 
 from gradexplorer.core import grad_kernels as K
-from gradexplorer.core.grad_backend_cpu import ParamCopies, flat_array, in_parallel
+from gradexplorer.core.grad_backend_cpu import (
+    SMALL,
+    ParamCopies,
+    concatenate,
+    flat_array,
+    in_parallel,
+    offsets_of,
+)
 
 Rule = tuple[str, float] | None  # ("momentum_buffer" | "grad", sign) or None: copy
 
@@ -57,16 +64,33 @@ class UpdateTracker:
         if self._copied:
             out[self._copied] = self.copies.update_norms([params[i] for i in self._copied])
         known = [(i, rule) for i, rule in enumerate(self._rules) if rule is not None]
+        directions = {i: self._direction(params[i], source, optimizer) for i, (source, _) in known}
+        readable = [(i, scale) for i, (_, scale) in known if directions[i] is not None]
+        big = [(i, s) for i, s in readable if params[i].numel() >= SMALL]
+        small = [(i, s) for i, s in readable if params[i].numel() < SMALL]
 
         def work(item):
-            i, (source, scale) = item
-            p = params[i]
-            direction = p.grad if source == "grad" else optimizer.state[p].get(source)
-            if direction is None or direction.shape != p.shape:
-                return np.nan, np.nan
-            return K.step_norms(self.copies.view(p), flat_array(direction), scale)
+            i, scale = item
+            return K.step_norms(self.copies.view(params[i]), directions[i], scale)
 
-        for (i, _), norms in zip(known, in_parallel(work, known, lambda it: params[it[0]].numel()),
+        for (i, _), norms in zip(big, in_parallel(work, big, lambda it: params[it[0]].numel()),
                                  strict=True):
             out[i] = norms
+        if small:
+            thetas = [self.copies.view(params[i]) for i, _ in small]
+            rows = np.zeros((len(small), 2))
+            K.segment_step_norms(
+                concatenate(thetas), concatenate([directions[i] for i, _ in small]),
+                np.array([s for _, s in small]), offsets_of([t.size for t in thetas]), rows,
+            )
+            out[[i for i, _ in small]] = rows
         return out
+
+    def _direction(self, p: torch.Tensor, source: str, optimizer) -> np.ndarray | None:
+        direction = p.grad if source == "grad" else optimizer.state[p].get(source)
+        if direction is None or direction.shape != p.shape or direction.is_sparse:
+            return None
+        if direction.dtype != p.dtype:
+            return flat_array(direction.to(p.dtype))
+        # a momentum buffer lives across steps: keep its view like the weights'
+        return flat_array(direction) if source == "grad" else self.copies.view(direction)
