@@ -53,17 +53,24 @@ def monitor_from_args(args: argparse.Namespace) -> GradientMonitor | None:
     )
 
 
-def attach_gradient_options(session, args: argparse.Namespace,
-                            stream: TextIO | None = None) -> GradientMonitor | None:
-    """Add the monitor, exporter and NaN/Inf alarm that ``args`` ask for to ``session``."""
+def attach_gradient_options(session, args: argparse.Namespace, stream: TextIO | None = None,
+                            hooks=None) -> GradientMonitor | None:
+    """Add the monitor, exporter and NaN/Inf alarm that ``args`` ask for to ``session``.
+
+    ``hooks`` (a HookRegistry) puts the attached hooks and their captured tensors in snapshots.
+    """
     stream = stream or sys.stdout
     monitor = monitor_from_args(args)
     if monitor is not None:
         session.add_observer(monitor)
         session.config.grad_norm = False  # the monitor reports the global norm itself
     if args.export:
-        exporter = SnapshotExporter(args.export, monitor, every=args.export_every or 0,
-                                    last_step=session.step_count + args.steps)
+        exporter = SnapshotExporter(
+            args.export, monitor, every=args.export_every or 0,
+            last_step=session.step_count + args.steps,
+            hooks=hooks.describe if hooks is not None else None,
+            captured=hooks.captured_tensors if hooks is not None else None,
+        )
         exporter.listeners.append(
             lambda step, path: print_line(f"  snapshot of step {step}: {path}", stream))
         session.add_observer(exporter)

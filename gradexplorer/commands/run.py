@@ -30,13 +30,13 @@ def run_command(args: argparse.Namespace) -> int:
     if args.steps < 1:
         raise UserError(f"--steps must be at least 1, got {args.steps}")
     session = session_from_args(args)
-    attach_gradient_options(session, args)
     workload = session.workload
     print(
         f"{workload.name}: {workload.description}; {session.parameter_count():,} parameters; "
         f"device {describe_device(session.device)}; {optimizer_text(session)}"
     )
-    attach_hooks_from_args(session, args)
+    registry = attach_hooks_from_args(session, args)
+    attach_gradient_options(session, args, hooks=registry)
     reporter = StepReporter(args.steps)
     try:
         for result in session.run(args.steps):
