@@ -201,3 +201,39 @@ def nonfinite_counts(model: nn.Module) -> dict[str, tuple[int, int]]:
         if nans or infs:
             out[name] = (nans, infs)
     return out
+
+
+def warm_up(bins: int = 64) -> None:
+    """Load (or JIT-compile) the statistics kernels now rather than during the first real step.
+
+    A tiny model takes two SGD-with-momentum steps and one Adam step with a NaN and an Inf in
+    its gradients, so the fast, careful and update-ratio paths all run once.
+    """
+    model = nn.Linear(8, 4)
+    for optimizer in (torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9),
+                      torch.optim.Adam(model.parameters(), lr=0.1)):
+        for _ in range(2):
+            monitor_pass(model, optimizer, bins)
+
+
+def monitor_pass(model: nn.Module, optimizer: torch.optim.Optimizer, bins: int) -> StepGradients:
+    """One monitored optimizer step of ``model`` on made-up gradients (see ``warm_up``)."""
+    for p in model.parameters():
+        p.grad = torch.linspace(-1.0, 1.0, p.numel()).reshape(p.shape)
+    model.bias.grad[0], model.bias.grad[1] = float("nan"), float("inf")
+
+    class _Session:  # the little a monitor reads from a TrainingSession
+        pass
+
+    session = _Session()
+    session.model, session.optimizer = model, optimizer
+    monitor = GradientMonitor(bins=bins, history=1)
+    monitor.after_backward(session, 0)
+    with torch.no_grad():
+        optimizer.step()
+
+    class _Result:
+        step, grad_norm, extras = 1, None, {}
+
+    monitor.after_step(session, _Result())
+    return monitor.latest()

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field, replace
+from functools import cache
 from typing import Any
 
+import torch
+
 from gradexplorer.core.engine import SessionConfig, TrainingSession
-from gradexplorer.core.grad_stats import GradientMonitor
+from gradexplorer.core.grad_stats import GradientMonitor, warm_up
 from gradexplorer.core.hooks import HookRegistry, hookable_modules
 from gradexplorer.core.model_spec import ModelOptions, load_workload
 
@@ -32,6 +36,7 @@ def open_live_session(
     spec: str, options: ModelOptions, config: SessionConfig, bins: int = 64, every: int = 1
 ) -> LiveSession:
     """Load ``spec`` and build a session with a gradient monitor and a hook registry."""
+    prepare_training_thread()
     workload = load_workload(spec, options)
     session = TrainingSession(workload, config)
     monitor = GradientMonitor(bins=bins, every=every)
@@ -42,6 +47,20 @@ def open_live_session(
                        {row.path: (row.safe, row.reason) for row in rows})
     _attach(live)
     return live
+
+
+@cache
+def prepare_training_thread() -> None:
+    """Once per process, on the training thread: leave the GUI a core, load the stats kernels.
+
+    With every core busy in torch's intra-op pool the GUI thread waits for CPU time and the
+    window stutters; the statistics kernels load (or compile, the first time) while a model
+    opens instead of during the first step.
+    """
+    cores = os.cpu_count() or 1
+    if cores > 1 and torch.get_num_threads() >= cores:
+        torch.set_num_threads(cores - 1)
+    warm_up()
 
 
 def reconfigure(live: LiveSession, **changes: Any) -> LiveSession:
