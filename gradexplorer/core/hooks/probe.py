@@ -10,6 +10,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from gradexplorer.core.training_state import preserved_state
+
 
 @dataclass
 class ModuleProbe:
@@ -33,20 +35,6 @@ def _output_tensors(output) -> tuple[str, list[torch.Tensor]]:
     if isinstance(output, tuple):
         return "tuple", _tensors(output)
     return type(output).__name__, []
-
-
-@contextlib.contextmanager
-def _side_effects_undone(model: nn.Module) -> Iterator[None]:
-    """Restore buffers (BatchNorm statistics) and the random number generators afterwards."""
-    saved = [(b, b.detach().clone()) for b in model.buffers()]
-    cuda = sorted({b.device.index or 0 for b in model.parameters() if b.device.type == "cuda"})
-    with torch.random.fork_rng(devices=cuda):
-        try:
-            yield
-        finally:
-            with torch.no_grad():
-                for buffer, value in saved:
-                    buffer.copy_(value)
 
 
 @contextlib.contextmanager
@@ -89,7 +77,8 @@ def probe_modules(model: nn.Module, inputs: tuple) -> dict[str, ModuleProbe]:
     handles = [h for m in names for h in (m.register_forward_pre_hook(pre),
                                           m.register_forward_hook(post))]
     try:
-        with _side_effects_undone(model), _backward_hooks_lifted(model), torch.enable_grad():
+        device = next((p.device for p in model.parameters()), None)
+        with preserved_state(model, device), _backward_hooks_lifted(model), torch.enable_grad():
             model(*inputs)
             for name, tensor, version in outputs:
                 probes[name].output_modified |= tensor._version != version
