@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gradexplorer.core.gradient_records import StepGradients
-from gradexplorer.core.histogram_math import rebin
+from gradexplorer.core.histogram_math import rebin_rows
 
 
 @dataclass
@@ -26,8 +26,7 @@ class HistogramMatrix:
             return np.zeros(0), np.zeros((0, 0))
         bins = bins or self.counts.shape[1]
         grid = np.linspace(self.edges[:, 0].min(), self.edges[:, -1].max(), bins + 1)
-        rows = [rebin(e, c, grid) for e, c in zip(self.edges, self.counts, strict=True)]
-        return grid, np.asarray(rows)
+        return grid, rebin_rows(self.edges, self.counts, grid)
 
 
 class GradientHistory:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtWidgets import QWidget
 
-from gradexplorer.gui.theme import PLOT_PENS
+from gradexplorer.gui.theme import PLOT_PENS, steady_axes
 from gradexplorer.gui.timeline import Timeline
 
 MAX_POINTS = 4000  # longer curves are drawn from per-bucket minima and maxima
@@ -30,6 +32,7 @@ class TrainingCurves(pg.GraphicsLayoutWidget):
     def _curve(plot: pg.PlotItem, colour: str) -> pg.PlotDataItem:
         plot.showGrid(x=True, y=True, alpha=0.2)
         plot.disableAutoRange()
+        steady_axes(plot)
         return plot.plot(pen=pg.mkPen(colour, width=1.5))
 
     def refresh(self, _update=None) -> None:
@@ -54,5 +57,14 @@ def fit_range(plot: pg.PlotItem, x: np.ndarray, y: np.ndarray, log: bool = False
     values = np.log10(y[finite]) if log else y[finite]
     lo, hi = float(values.min()), float(values.max())
     pad = (hi - lo) * 0.05 or abs(hi) * 0.05 or 1.0
-    plot.vb.setRange(xRange=(float(x[0]), float(x[-1]) + 0.5), yRange=(lo - pad, hi + pad),
-                     padding=0, update=True)
+    plot.vb.setRange(xRange=(float(x[0]), nice_ceiling(float(x[-1]) + 0.5)),
+                     yRange=(lo - pad, hi + pad), padding=0, update=True)
+
+
+def nice_ceiling(value: float) -> float:
+    """The smallest "round" number (1, 1.5, 2, 3, 4, 5, 6 or 8 × 10^k) at or above ``value``,
+    so that the x axis, and its tick labels, change only now and then."""
+    if value <= 1:
+        return 1.0
+    scale = 10.0 ** math.floor(math.log10(value))
+    return next(m * scale for m in (1, 1.5, 2, 3, 4, 5, 6, 8, 10) if m * scale >= value)

@@ -131,10 +131,7 @@ class MainWindow(QMainWindow):
     def _redraw_parameters(self) -> None:
         latest = self.controller.timeline.latest_gradients
         if latest is not None:
-            first = not self.table.table.stats
             self.table.table.set_stats(latest.params)
-            if first:
-                self.table.fit_columns()
             self.details.set_context(stats=latest.params)
 
     def _redraw_graph_and_slow_plots(self) -> None:

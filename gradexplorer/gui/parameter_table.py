@@ -111,8 +111,12 @@ class ParameterTable(QTableView):
     """The table view; clicking a row selects that parameter everywhere."""
 
     def fit_columns(self) -> None:
-        """Size the columns to their contents once (not on every update: that is costly)."""
+        """Size the columns once per model: static ones to their contents, live ones to a
+        typical figure (resizing while steps arrive would stall the GUI thread)."""
         self.resizeColumnsToContents()
+        sample = self.fontMetrics().horizontalAdvance("-0.000123e-05 ") + 8
+        for column in LIVE:
+            self.setColumnWidth(column, max(self.columnWidth(column), sample))
 
     def __init__(self, selection: SelectionModel, parent: QWidget | None = None) -> None:
         super().__init__(parent)

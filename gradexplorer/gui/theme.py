@@ -54,3 +54,8 @@ def apply_theme(app: QApplication) -> None:
     app.setStyleSheet(stylesheet())
     app.setWindowIcon(icon("gradexplorer"))
     configure_plots()
+
+
+def steady_axes(plot_item, left_width: int = 56) -> None:
+    """Fix the left axis width so that new tick labels never re-lay out the plot mid-run."""
+    plot_item.getAxis("left").setWidth(left_width)

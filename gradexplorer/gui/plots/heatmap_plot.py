@@ -7,7 +7,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import QRectF
 from PySide6.QtWidgets import QWidget
 
-from gradexplorer.gui.theme import ALARM
+from gradexplorer.gui.theme import ALARM, steady_axes
 
 
 class HistogramHeatmap(pg.PlotWidget):
@@ -19,6 +19,7 @@ class HistogramHeatmap(pg.PlotWidget):
         self.plotItem.setTitle("histogram over steps")
         self.plotItem.setLabel("bottom", "step")
         self.plotItem.setLabel("left", "gradient value")
+        steady_axes(self.plotItem)
         self.image = pg.ImageItem(axisOrder="row-major")
         self.image.setColorMap(pg.colormap.get("viridis"))
         self.addItem(self.image)

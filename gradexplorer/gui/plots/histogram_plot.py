@@ -8,7 +8,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtWidgets import QWidget
 
-from gradexplorer.gui.theme import ALARM, PLOT_PENS
+from gradexplorer.gui.theme import ALARM, PLOT_PENS, steady_axes
 
 
 def shown_counts(counts: np.ndarray, log: bool) -> np.ndarray:
@@ -27,6 +27,7 @@ class HistogramPlot(pg.PlotWidget):
         self.plotItem.setLabel("bottom", "gradient value")
         self.plotItem.showGrid(x=True, y=True, alpha=0.15)
         self.plotItem.disableAutoRange()  # ranges are set once per redraw (one repaint, not two)
+        steady_axes(self.plotItem)
         self.previous_item = self.plot(stepMode="center", pen=pg.mkPen(PLOT_PENS["previous"], width=1.5))
         self.current_item = self.plot(stepMode="center", fillLevel=0,
                                       brush=pg.mkBrush(30, 136, 229, 110),
