@@ -76,10 +76,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 def default_command(parser: argparse.ArgumentParser) -> str:
     """``gui`` when the desktop app is installed, else a headless ``run`` of the default example."""
     choices = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
-    if "gui" in choices:
-        return "gui"
-    print("gradexplorer: the desktop app is not part of this build; running the default example headless")
-    return "run"
+    if "gui" not in choices:
+        print("gradexplorer: the desktop app is not part of this build; running headless")
+        return "run"
+    from gradexplorer.commands.gui import display_problem
+
+    problem = display_problem()
+    if problem:
+        print(f"gradexplorer: {problem}; training the model headless instead "
+              "(`xvfb-run -a gradexplorer` shows the window on a virtual screen)")
+        return "run"
+    return "gui"
 
 
 if __name__ == "__main__":  # pragma: no cover

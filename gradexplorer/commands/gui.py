@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from pathlib import Path
 
 from gradexplorer.commands.common import add_model_arguments, add_training_arguments, model_options
@@ -26,7 +28,23 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=gui_command)
 
 
+def display_problem() -> str | None:
+    """Why no window can open here (Linux/BSD without X11 or Wayland), or None."""
+    env = os.environ
+    if env.get("QT_QPA_PLATFORM") or not sys.platform.startswith(("linux", "freebsd", "openbsd")):
+        return None
+    if env.get("DISPLAY") or env.get("WAYLAND_DISPLAY"):
+        return None
+    return "no display to open a window on (DISPLAY and WAYLAND_DISPLAY are unset)"
+
+
 def gui_command(args: argparse.Namespace) -> int:
+    problem = display_problem()
+    if problem and args.screenshot is None:
+        raise UserError(f"{problem}: run it on a desktop or under `xvfb-run -a gradexplorer`, "
+                        "or train headless with `gradexplorer run`")
+    if problem:  # a screenshot needs no screen: render offscreen
+        os.environ["QT_QPA_PLATFORM"] = "offscreen"
     if args.steps < 0:
         raise UserError(f"--steps must be at least 0, got {args.steps}")
     if args.screenshot is not None and args.screenshot.suffix.lower() not in (".png", ".jpg", ".jpeg"):
