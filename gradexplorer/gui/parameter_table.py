@@ -114,7 +114,7 @@ class ParameterTable(QTableView):
         """Size the columns once per model: static ones to their contents, live ones to a
         typical figure (resizing while steps arrive would stall the GUI thread)."""
         self.resizeColumnsToContents()
-        sample = self.fontMetrics().horizontalAdvance("-0.000123e-05 ") + 8
+        sample = self.fontMetrics().horizontalAdvance("-0.000123") + 12
         for column in LIVE:
             self.setColumnWidth(column, max(self.columnWidth(column), sample))
 

@@ -54,6 +54,8 @@ class HistogramHeatmap(pg.PlotWidget):
         if text == self.note.toPlainText():
             return
         self.note.setText(text)
-        if text:
+        if text:  # a fixed frame for the note (this turns auto-range off) ...
             self.plotItem.vb.setRange(xRange=(0, 1), yRange=(0, 1), padding=0)
             self.note.setPos(0.5, 0.5)
+        else:  # ... and back to following the image
+            self.plotItem.vb.enableAutoRange()

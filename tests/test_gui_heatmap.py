@@ -1,0 +1,22 @@
+"""The histogram-over-steps heat map: a note when empty, the image in view once data comes."""
+
+import numpy as np
+
+from gradexplorer.core.grad_history import HistogramMatrix
+from gradexplorer.gui.plots.heatmap_plot import HistogramHeatmap
+
+
+def test_heatmap_note_then_image_in_view(qtbot):
+    plot = HistogramHeatmap()
+    qtbot.addWidget(plot)
+    plot.show_matrix("conv1.weight", None)
+    assert plot.note.toPlainText() == "no gradient recorded yet" and not plot.has_data
+    steps = np.arange(10, 40)
+    edges = np.linspace(-0.3, 0.3, 9)[None, :].repeat(len(steps), axis=0)
+    counts = np.ones((len(steps), 8))
+    plot.show_matrix("conv1.weight", HistogramMatrix(steps, edges, counts))
+    assert plot.has_data and plot.note.toPlainText() == ""
+    plot.show()
+    qtbot.waitUntil(lambda: plot.plotItem.vb.viewRange()[0][1] > 1.0, timeout=3000)
+    (x0, x1), (y0, y1) = plot.plotItem.vb.viewRange()
+    assert x0 <= 10 and x1 >= 39 and y0 <= -0.3 and y1 >= 0.3  # the image, not the note's 0..1
