@@ -60,9 +60,11 @@ def launch(
     app = application()
     settings = AppSettings(scratch_settings() if screenshot else None)
     window = build_window(settings)
-    if spec is None:
-        spec = (None if screenshot else settings.last_model()) or DEFAULT_SPEC
+    remembered = None if spec is not None or screenshot else settings.last_model()
+    spec = spec or remembered or DEFAULT_SPEC
     window.show()
+    if remembered and remembered != DEFAULT_SPEC:
+        fall_back_to_default(window.controller, config or SessionConfig())
     if script is not None:
         script(window)
     if hooks or select:
@@ -76,6 +78,22 @@ def launch(
     window.controller.open_model(spec, options or ModelOptions(), config or SessionConfig())
     status = app.exec()
     return getattr(window, "exit_status", status)
+
+
+def fall_back_to_default(controller, config: SessionConfig) -> None:
+    """If the model remembered from last time no longer opens, open the default example."""
+
+    def failed(_text: str) -> None:
+        forget()
+        if controller.live is None:
+            controller.open_model(DEFAULT_SPEC, ModelOptions(), config)
+
+    def forget(*_args) -> None:
+        controller.error.disconnect(failed)
+        controller.session_opened.disconnect(forget)
+
+    controller.error.connect(failed)
+    controller.session_opened.connect(forget)
 
 
 def open_snapshot_window(path: Path, other: Path | None = None, screenshot: Path | None = None) -> int:
