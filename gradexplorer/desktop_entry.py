@@ -12,6 +12,7 @@ import shutil
 import sys
 from pathlib import Path
 
+from gradexplorer.core.atomic_file import write_atomic
 from gradexplorer.resources import resource_path, resources_dir
 
 APP_ID = "io.github.gradexplorer.GradExplorer"
@@ -71,22 +72,18 @@ def planned_files(home: Path) -> dict[Path, Path | str]:
     return plan
 
 
-def write_atomic(target: Path, source: Path | str) -> None:
-    """Copy ``source`` (a file, or text) to ``target`` through a temporary file."""
+def install_file(target: Path, source: Path | str) -> None:
+    """Copy ``source`` (a file, or text) to ``target`` atomically, making its folder."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(target.name + ".tmp")
-    if isinstance(source, Path):
-        shutil.copyfile(source, tmp)
-    else:
-        tmp.write_text(source, encoding="utf-8")
-    os.replace(tmp, target)
+    data = source.read_bytes() if isinstance(source, Path) else source.encode("utf-8")
+    write_atomic(target, data)
 
 
 def install(home: Path | None = None) -> list[Path]:
     """Install the menu entry, icons and metainfo for this user; returns the files written."""
     plan = planned_files(home or data_home())
     for target, source in plan.items():
-        write_atomic(target, source)
+        install_file(target, source)
     return list(plan)
 
 

@@ -13,8 +13,8 @@ import torch
 from torch import nn
 
 from gradexplorer.core.devices import resolve_device
-from gradexplorer.core.errors import UserError
-from gradexplorer.core.forward_check import first_line, locate_forward_failure
+from gradexplorer.core.errors import UserError, first_line
+from gradexplorer.core.forward_check import locate_forward_failure
 from gradexplorer.core.workload import Workload, as_input_tuple, move_to
 
 OPTIMIZERS = ("sgd", "adam")

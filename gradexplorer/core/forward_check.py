@@ -7,7 +7,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from gradexplorer.core.errors import UserError
+from gradexplorer.core.errors import UserError, first_line
 
 
 def describe_shapes(obj: Any) -> str:
@@ -20,12 +20,6 @@ def describe_shapes(obj: Any) -> str:
     if isinstance(obj, dict):
         return "{" + ", ".join(f"{k}: {describe_shapes(v)}" for k, v in obj.items()) + "}"
     return type(obj).__name__
-
-
-def first_line(exc: BaseException) -> str:
-    """The exception's type and the first line of its message."""
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
 
 
 def locate_forward_failure(model: nn.Module, inputs: tuple) -> UserError | None:

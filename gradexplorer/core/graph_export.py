@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections.abc import Hashable, Mapping
 from pathlib import Path
 from typing import Any
 
 import networkx as nx
 
+from gradexplorer.core.atomic_file import write_atomic
 from gradexplorer.core.errors import UserError
 from gradexplorer.core.graph_geometry import Point
 from gradexplorer.core.graph_raster import render_png
@@ -38,23 +38,10 @@ def export_graph(G: nx.DiGraph, pos: Mapping[Hashable, Point], path: str | os.Pa
         data = svg_text(G, pos, edge_points).encode()
     else:
         data = render_png(G, pos, edge_points)
-    write_atomic(path, data)
-    return path
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write to a temporary file beside ``path``, then rename it into place."""
     if path.parent and not path.parent.exists():
         raise UserError(f"folder {str(path.parent)!r} does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent or ".")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    write_atomic(path, data)
+    return path
 
 
 def _jsonable(value: Any) -> Any:

@@ -12,7 +12,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from gradexplorer.core.errors import UserError
+from gradexplorer.core.errors import UserError, first_line
 
 
 def user_frame(exc: BaseException) -> str:
@@ -23,11 +23,6 @@ def user_frame(exc: BaseException) -> str:
         if "/gradexplorer/" not in path and "/torch/" not in path and "<frozen" not in path:
             return f"{Path(frame.filename).name}:{frame.lineno}"
     return f"{Path(frames[-1].filename).name}:{frames[-1].lineno}" if frames else "?"
-
-
-def _describe(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
 
 
 def import_file(path: str | Path) -> ModuleType:
@@ -51,7 +46,7 @@ def import_file(path: str | Path) -> ModuleType:
         raise UserError(f"syntax error in {path}:{exc.lineno}: {exc.msg}") from None
     except Exception as exc:  # noqa: BLE001 - whatever the user's file raises
         sys.modules.pop(name, None)
-        raise UserError(f"importing {path} failed at {user_frame(exc)}: {_describe(exc)}") from None
+        raise UserError(f"importing {path} failed at {user_frame(exc)}: {first_line(exc)}") from None
     finally:
         if folder in sys.path:
             sys.path.remove(folder)
@@ -65,11 +60,11 @@ def import_dotted(name: str) -> ModuleType:
     except ModuleNotFoundError as exc:
         if exc.name and name.startswith(exc.name):
             raise UserError(f"module {name!r} not found (is it installed or on PYTHONPATH?)") from None
-        raise UserError(f"importing {name} failed: {_describe(exc)}") from None
+        raise UserError(f"importing {name} failed: {first_line(exc)}") from None
     except SyntaxError as exc:
         raise UserError(f"syntax error in {exc.filename}:{exc.lineno}: {exc.msg}") from None
     except Exception as exc:  # noqa: BLE001
-        raise UserError(f"importing {name} failed at {user_frame(exc)}: {_describe(exc)}") from None
+        raise UserError(f"importing {name} failed at {user_frame(exc)}: {first_line(exc)}") from None
 
 
 def find_callable(module: ModuleType, attr: str, where: str) -> Callable[..., Any]:
@@ -109,4 +104,4 @@ def call_user(fn: Callable[..., Any], label: str, *args: Any) -> Any:
     except UserError:
         raise
     except Exception as exc:  # noqa: BLE001
-        raise UserError(f"{label} failed at {user_frame(exc)}: {_describe(exc)}") from None
+        raise UserError(f"{label} failed at {user_frame(exc)}: {first_line(exc)}") from None

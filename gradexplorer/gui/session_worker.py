@@ -12,7 +12,7 @@ from typing import Any
 from PySide6.QtCore import QThread, Signal
 
 from gradexplorer.core.engine import RunControl, TrainingSession
-from gradexplorer.core.errors import UserError
+from gradexplorer.core.errors import UserError, first_line
 from gradexplorer.gui.run_buffer import RunBuffer
 
 _QUIT = object()
@@ -33,10 +33,7 @@ class _Run:
 
 def describe_failure(exc: BaseException) -> str:
     """One line for a dialog: the UserError text, else the exception type and first line."""
-    if isinstance(exc, UserError):
-        return str(exc)
-    text = (str(exc).strip().splitlines() or [""])[0]
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    return str(exc) if isinstance(exc, UserError) else first_line(exc)
 
 
 class SessionWorker(QThread):

@@ -18,8 +18,7 @@ import torch
 from torch import nn
 from torch.utils.hooks import RemovableHandle
 
-from gradexplorer.core.errors import UserError
-from gradexplorer.core.forward_check import first_line
+from gradexplorer.core.errors import UserError, first_line
 from gradexplorer.core.hooks.actions import Action, parse_action
 from gradexplorer.core.hooks.failures import (
     INPLACE_REASON,

@@ -8,8 +8,7 @@ from typing import Any
 
 import torch
 
-from gradexplorer.core.errors import UserError
-from gradexplorer.core.forward_check import first_line
+from gradexplorer.core.errors import UserError, first_line
 from gradexplorer.core.hooks.actions import Action
 from gradexplorer.core.hooks.failures import HookFailure
 from gradexplorer.core.hooks.hookable import display_name
