@@ -24,3 +24,11 @@ def test_gui_command_without_display_is_one_clear_line(run_cli, no_display):
     code, _, err = run_cli("gui", "--model", "example:mlp")
     assert code == 2
     assert err.startswith("gradexplorer: error: no display to open a window on") and err.count("\n") == 1
+
+
+def test_open_command_without_display_is_one_clear_line(run_cli, no_display, tmp_path):
+    code, _, err = run_cli("run", "--model", "example:mlp", "--steps", "1", "--export", tmp_path)
+    assert code == 0, err
+    code, _, err = run_cli("open", tmp_path / "step-000001")
+    assert code == 2
+    assert err.startswith("gradexplorer: error: no display to open a window on") and err.count("\n") == 1

@@ -38,17 +38,22 @@ def display_problem() -> str | None:
     return "no display to open a window on (DISPLAY and WAYLAND_DISPLAY are unset)"
 
 
-def gui_command(args: argparse.Namespace) -> int:
+def prepare_window(screenshot: Path | None) -> None:
+    """Check that a window can open (or, for a screenshot, render offscreen) and the file type."""
+    if screenshot is not None and screenshot.suffix.lower() not in (".png", ".jpg", ".jpeg"):
+        raise UserError(f"--screenshot {screenshot}: use a .png or .jpg file name")
     problem = display_problem()
-    if problem and args.screenshot is None:
+    if problem and screenshot is None:
         raise UserError(f"{problem}: run it on a desktop or under `xvfb-run -a gradexplorer`, "
                         "or train headless with `gradexplorer run`")
     if problem:  # a screenshot needs no screen: render offscreen
         os.environ["QT_QPA_PLATFORM"] = "offscreen"
+
+
+def gui_command(args: argparse.Namespace) -> int:
     if args.steps < 0:
         raise UserError(f"--steps must be at least 0, got {args.steps}")
-    if args.screenshot is not None and args.screenshot.suffix.lower() not in (".png", ".jpg", ".jpeg"):
-        raise UserError(f"--screenshot {args.screenshot}: use a .png or .jpg file name")
+    prepare_window(args.screenshot)
     options = model_options(args)
     hooks = [parse_hook_option(text) for text in args.hook]
     config = SessionConfig(device=args.device, optimizer=args.optimizer, lr=args.lr,

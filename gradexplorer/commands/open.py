@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from gradexplorer.core.errors import UserError
+from gradexplorer.commands.gui import prepare_window
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -24,8 +24,7 @@ def open_command(args: argparse.Namespace) -> int:
     read_snapshot(args.snapshot)  # refuse a missing or damaged folder before any window opens
     if args.compare is not None:
         read_snapshot(args.compare)
-    if args.screenshot is not None and args.screenshot.suffix.lower() not in (".png", ".jpg", ".jpeg"):
-        raise UserError(f"--screenshot {args.screenshot}: use a .png or .jpg file name")
+    prepare_window(args.screenshot)
     from gradexplorer.gui.app import open_snapshot_window  # Qt only now
 
     return open_snapshot_window(args.snapshot, args.compare, args.screenshot)
