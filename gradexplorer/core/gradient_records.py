@@ -79,15 +79,6 @@ class StepGradients:
         return {n: s for n, s in self.params.items() if s.nonfinite}
 
 
-def param_stats(name: str, shape: tuple[int, ...], row: np.ndarray | None,
-                update: np.ndarray | None) -> ParamStats:
-    """ParamStats from one moments row (None: no gradient this step)."""
-    if row is None:
-        return ParamStats(name, shape, math.prod(shape), False)
-    raw = RawStats(row[None, :], update=None if update is None else update[None, :])
-    return _stats_rows([(name, shape)], raw)[0]
-
-
 def _stats_rows(named_shapes: list[tuple[str, tuple[int, ...]]], raw: RawStats) -> list[ParamStats]:
     """ParamStats for every row of ``raw`` at once (numpy does the arithmetic)."""
     m = raw.moments

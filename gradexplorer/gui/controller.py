@@ -140,12 +140,6 @@ class SessionController(QObject):
         if registry is not None:
             self.post("hooks", lambda: self._hook_state(registry.detach(module)))
 
-    def detach_all_hooks(self) -> None:
-        """Detach every hook, between steps."""
-        registry = self._registry()
-        if registry is not None:
-            self.post("hooks", lambda: self._hook_state(registry.detach_all()))
-
     def hook_problem(self, module: str) -> str | None:
         """Why a full backward hook on ``module`` would be unsafe or useless, if it would."""
         hookable = self.live.hookable if self.live else {}

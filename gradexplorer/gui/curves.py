@@ -44,10 +44,6 @@ class TrainingCurves(pg.GraphicsLayoutWidget):
             item.setData(x, y, connect="finite")
             fit_range(plot, x, y, log=plot.ctrl.logYCheck.isChecked())
 
-    def set_log_norm(self, log: bool) -> None:
-        """Logarithmic y axis for the gradient norm."""
-        self.norm_plot.setLogMode(y=log)
-
 
 def fit_range(plot: pg.PlotItem, x: np.ndarray, y: np.ndarray, log: bool = False) -> None:
     """Set both axis ranges at once, with a little padding (NaN and, for log, ≤0 ignored)."""

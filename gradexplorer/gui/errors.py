@@ -9,7 +9,3 @@ def show_error(parent: QWidget | None, text: str, title: str = "gradexplorer") -
     """A modal error box with the one-line message."""
     QMessageBox.critical(parent, title, text)
 
-
-def show_info(parent: QWidget | None, text: str, title: str = "gradexplorer") -> None:
-    """A modal information box."""
-    QMessageBox.information(parent, title, text)

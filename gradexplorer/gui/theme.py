@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import cache
 
 import pyqtgraph as pg
-from PySide6.QtGui import QColor, QIcon
+from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication
 
 from gradexplorer.resources import resource_path
@@ -25,11 +25,6 @@ SELECTION = "#ff6f00"
 ALARM = "#d32f2f"
 PLOT_PENS = {"loss": "#1e88e5", "norm": "#e53935", "mean": "#1e88e5", "max": "#e53935",
              "current": "#1e88e5", "previous": "#b0bec5"}
-
-
-def kind_colour(kind: str) -> QColor:
-    """The fill colour for a node of ``kind``."""
-    return QColor(KIND_COLOURS.get(kind, KIND_COLOURS["other"]))
 
 
 @cache
