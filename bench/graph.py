@@ -30,12 +30,12 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gradexplorer.core.autograd_graph import extract_graph  # noqa: E402
-from gradexplorer.core.crossing_reduction import count_inversions  # noqa: E402
-from gradexplorer.core.graph_layout import layered_drawing  # noqa: E402
-from gradexplorer.core.graph_style import node_label  # noqa: E402
-from gradexplorer.core.model_spec import ModelOptions, load_workload  # noqa: E402
-from gradexplorer.core.module_attribution import ModuleAttribution  # noqa: E402
+from gradexplorer.core.graph.attribution import ModuleAttribution  # noqa: E402
+from gradexplorer.core.graph.extract import extract_graph  # noqa: E402
+from gradexplorer.core.graph.layout.crossings import count_inversions  # noqa: E402
+from gradexplorer.core.graph.layout.positions import layered_drawing  # noqa: E402
+from gradexplorer.core.graph.style import node_label  # noqa: E402
+from gradexplorer.core.model.spec import ModelOptions, load_workload  # noqa: E402
 
 NODES_PER_BLOCK = 6
 

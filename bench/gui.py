@@ -20,8 +20,8 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 import numpy as np  # noqa: E402
 from PySide6.QtCore import QElapsedTimer, QSettings, QTimer  # noqa: E402
 
-from gradexplorer.core.engine import SessionConfig, TrainingSession  # noqa: E402
-from gradexplorer.core.model_spec import ModelOptions, load_workload  # noqa: E402
+from gradexplorer.core.model.spec import ModelOptions, load_workload  # noqa: E402
+from gradexplorer.core.session.engine import SessionConfig, TrainingSession  # noqa: E402
 from gradexplorer.gui.app import application, build_window  # noqa: E402
 from gradexplorer.gui.settings import AppSettings  # noqa: E402
 

@@ -28,9 +28,9 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gradexplorer.core.engine import SessionConfig, TrainingSession  # noqa: E402
-from gradexplorer.core.grad_stats import GradientMonitor  # noqa: E402
-from gradexplorer.core.model_spec import ModelOptions, load_workload  # noqa: E402
+from gradexplorer.core.model.spec import ModelOptions, load_workload  # noqa: E402
+from gradexplorer.core.session.engine import SessionConfig, TrainingSession  # noqa: E402
+from gradexplorer.core.stats.monitor import GradientMonitor  # noqa: E402
 
 
 class Timed:

@@ -21,13 +21,13 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gradexplorer.core.engine import SessionConfig, TrainingSession  # noqa: E402
 from gradexplorer.core.hooks import (  # noqa: E402
     HookRegistry,
     ParameterGradientWatcher,
     hookable_modules,
 )
-from gradexplorer.core.model_spec import load_workload  # noqa: E402
+from gradexplorer.core.model.spec import load_workload  # noqa: E402
+from gradexplorer.core.session.engine import SessionConfig, TrainingSession  # noqa: E402
 
 USER_HOOK = "def hook(module, grad_input, grad_output):\n    return None\n"
 Setup = Callable[[TrainingSession], Callable[[], None]]  # attach, return the detach

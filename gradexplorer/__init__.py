@@ -1,6 +1,111 @@
-"""gradexplorer: see and control PyTorch's backward pass."""
+"""gradexplorer: see and control PyTorch's backward pass.
+
+The public API, documented in ``docs/api.md``. Names are imported on first use, so
+``import gradexplorer`` stays cheap (the command line starts without loading torch)::
+
+    from gradexplorer import load_workload, TrainingSession, SessionConfig
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from gradexplorer._version import __version__
-from gradexplorer.core.workload import Workload
 
-__all__ = ["Workload", "__version__"]
+# public name -> module that defines it
+_API = {
+    "UserError": "gradexplorer.core.errors",
+    # model
+    "Workload": "gradexplorer.core.model.workload",
+    "ModelOptions": "gradexplorer.core.model.spec",
+    "load_workload": "gradexplorer.core.model.spec",
+    # session
+    "TrainingSession": "gradexplorer.core.session.engine",
+    "SessionConfig": "gradexplorer.core.session.engine",
+    "StepResult": "gradexplorer.core.session.engine",
+    "available_devices": "gradexplorer.core.session.devices",
+    # statistics
+    "GradientMonitor": "gradexplorer.core.stats.monitor",
+    "gradient_stats": "gradexplorer.core.stats.monitor",
+    "StepGradients": "gradexplorer.core.stats.records",
+    "ParamStats": "gradexplorer.core.stats.records",
+    "Histogram": "gradexplorer.core.stats.records",
+    # hooks
+    "HookRegistry": "gradexplorer.core.hooks.registry",
+    "parse_action": "gradexplorer.core.hooks.parse",
+    "hookable_modules": "gradexplorer.core.hooks.hookable",
+    # graph
+    "extract_graph": "gradexplorer.core.graph.extract",
+    "trace_backward_graph": "gradexplorer.core.graph.extract",
+    "collapse_by_module": "gradexplorer.core.graph.collapse",
+    "layout_graph": "gradexplorer.core.graph.layout.positions",
+    "export_graph": "gradexplorer.core.graph.export.files",
+    # snapshots
+    "Snapshot": "gradexplorer.core.snapshot.read",
+    "read_snapshot": "gradexplorer.core.snapshot.read",
+    "write_snapshot": "gradexplorer.core.snapshot.write",
+    "compare_snapshots": "gradexplorer.core.snapshot.compare",
+}
+
+__all__ = [
+    "GradientMonitor",
+    "Histogram",
+    "HookRegistry",
+    "ModelOptions",
+    "ParamStats",
+    "SessionConfig",
+    "Snapshot",
+    "StepGradients",
+    "StepResult",
+    "TrainingSession",
+    "UserError",
+    "Workload",
+    "__version__",
+    "available_devices",
+    "collapse_by_module",
+    "compare_snapshots",
+    "export_graph",
+    "extract_graph",
+    "gradient_stats",
+    "hookable_modules",
+    "layout_graph",
+    "load_workload",
+    "parse_action",
+    "read_snapshot",
+    "trace_backward_graph",
+    "write_snapshot",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _API.get(name)
+    if module is None:
+        raise AttributeError(f"module 'gradexplorer' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__
+
+
+if TYPE_CHECKING:  # for type checkers and IDEs; at run time names load lazily above
+    from gradexplorer.core.errors import UserError
+    from gradexplorer.core.graph.collapse import collapse_by_module
+    from gradexplorer.core.graph.export.files import export_graph
+    from gradexplorer.core.graph.extract import extract_graph, trace_backward_graph
+    from gradexplorer.core.graph.layout.positions import layout_graph
+    from gradexplorer.core.hooks.hookable import hookable_modules
+    from gradexplorer.core.hooks.parse import parse_action
+    from gradexplorer.core.hooks.registry import HookRegistry
+    from gradexplorer.core.model.spec import ModelOptions, load_workload
+    from gradexplorer.core.model.workload import Workload
+    from gradexplorer.core.session.devices import available_devices
+    from gradexplorer.core.session.engine import SessionConfig, StepResult, TrainingSession
+    from gradexplorer.core.snapshot.compare import compare_snapshots
+    from gradexplorer.core.snapshot.read import Snapshot, read_snapshot
+    from gradexplorer.core.snapshot.write import write_snapshot
+    from gradexplorer.core.stats.monitor import GradientMonitor, gradient_stats
+    from gradexplorer.core.stats.records import Histogram, ParamStats, StepGradients

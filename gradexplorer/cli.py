@@ -45,7 +45,7 @@ class VersionAction(argparse.Action):
 
 def version_text() -> str:
     """Version line plus the library versions people paste into bug reports."""
-    from gradexplorer.core.environment import environment_summary
+    from gradexplorer.core.session.environment import environment_summary
 
     return f"gradexplorer {__version__}\n{environment_summary()}"
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from gradexplorer.core.engine import SessionConfig, TrainingSession
-from gradexplorer.core.model_spec import ModelOptions, load_workload
-from gradexplorer.core.workload import Workload
+from gradexplorer.core.model.spec import ModelOptions, load_workload
+from gradexplorer.core.model.workload import Workload
+from gradexplorer.core.session.engine import SessionConfig, TrainingSession
 
 
 def make_session(spec: str = "example:lenet", **config) -> TrainingSession:

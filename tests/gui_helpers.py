@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from PySide6.QtCore import QSettings
 
-from gradexplorer.core.engine import SessionConfig
-from gradexplorer.core.model_spec import ModelOptions
+from gradexplorer.core.model.spec import ModelOptions
+from gradexplorer.core.session.engine import SessionConfig
 
 TIMEOUT_MS = 60_000
 

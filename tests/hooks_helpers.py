@@ -5,10 +5,10 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from gradexplorer.core.engine import SessionConfig, TrainingSession
 from gradexplorer.core.hooks import HookRegistry
-from gradexplorer.core.model_spec import ModelOptions, load_workload
-from gradexplorer.core.workload import Workload
+from gradexplorer.core.model.spec import ModelOptions, load_workload
+from gradexplorer.core.model.workload import Workload
+from gradexplorer.core.session.engine import SessionConfig, TrainingSession
 
 Grads = dict[str, "torch.Tensor | None"]
 

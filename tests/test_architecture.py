@@ -24,8 +24,8 @@ BLOCK_QT_AND_RUN = textwrap.dedent(
     import gradexplorer.core as core
     for info in pkgutil.walk_packages(core.__path__, "gradexplorer.core."):
         importlib.import_module(info.name)
-    from gradexplorer.core.engine import TrainingSession, SessionConfig
-    from gradexplorer.core.model_spec import load_workload
+    from gradexplorer.core.session.engine import TrainingSession, SessionConfig
+    from gradexplorer.core.model.spec import load_workload
     session = TrainingSession(load_workload("example:lenet"), SessionConfig(device="cpu"))
     result = session.step()
     assert result.loss > 0 and result.grad_norm > 0

@@ -8,11 +8,11 @@ import pytest
 import torch
 from torch import nn
 
-from gradexplorer.core.autograd_graph import extract_graph, hide_hook_nodes, trace_backward_graph
-from gradexplorer.core.engine import SessionConfig, TrainingSession
 from gradexplorer.core.errors import UserError
-from gradexplorer.core.model_spec import ModelOptions, load_workload
-from gradexplorer.core.module_attribution import ModuleAttribution
+from gradexplorer.core.graph.attribution import ModuleAttribution
+from gradexplorer.core.graph.extract import extract_graph, hide_hook_nodes, trace_backward_graph
+from gradexplorer.core.model.spec import ModelOptions, load_workload
+from gradexplorer.core.session.engine import SessionConfig, TrainingSession
 
 
 def session_for(spec, **options):

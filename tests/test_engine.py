@@ -5,10 +5,10 @@ import threading
 import pytest
 import torch
 
-from gradexplorer.core.devices import available_devices, resolve_device
-from gradexplorer.core.engine import RunControl, SessionConfig, TrainingSession
 from gradexplorer.core.errors import UserError
-from gradexplorer.core.model_spec import ModelOptions, load_workload
+from gradexplorer.core.model.spec import ModelOptions, load_workload
+from gradexplorer.core.session.devices import available_devices, resolve_device
+from gradexplorer.core.session.engine import RunControl, SessionConfig, TrainingSession
 
 
 def lenet_session(seed=0, **config):

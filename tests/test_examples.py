@@ -3,11 +3,11 @@
 import pytest
 import torch
 
-from gradexplorer.core.engine import SessionConfig, TrainingSession
 from gradexplorer.core.errors import UserError
-from gradexplorer.core.examples import EXAMPLES
-from gradexplorer.core.examples.digits import load_digits
-from gradexplorer.core.model_spec import load_workload
+from gradexplorer.core.model.examples import EXAMPLES
+from gradexplorer.core.model.examples.digits import load_digits
+from gradexplorer.core.model.spec import load_workload
+from gradexplorer.core.session.engine import SessionConfig, TrainingSession
 
 SMALL = {
     "digits": "example:digits",

@@ -7,9 +7,9 @@ import pytest
 import torch
 from grad_helpers import make_session, mixed_workload, nan_workload
 
-from gradexplorer.core.engine import SessionConfig, TrainingSession
-from gradexplorer.core.grad_stats import GradientMonitor, gradient_stats
-from gradexplorer.core.histogram_math import histogram_edges, sparkline
+from gradexplorer.core.session.engine import SessionConfig, TrainingSession
+from gradexplorer.core.stats.histogram import histogram_edges, sparkline
+from gradexplorer.core.stats.monitor import GradientMonitor, gradient_stats
 
 BACKENDS = ["numba", "torch"]
 
@@ -164,7 +164,7 @@ def test_edges_match_linspace_and_sparkline():
 
 
 def test_auto_backend_is_numba_on_cpu_and_torch_without_it(monkeypatch):
-    from gradexplorer.core import grad_stats
+    from gradexplorer.core.stats import monitor as grad_stats
 
     session = make_session()
     monitor = GradientMonitor()

@@ -12,13 +12,13 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from gradexplorer.core.autograd_graph import trace_backward_graph
-from gradexplorer.core.engine import SessionConfig, TrainingSession
 from gradexplorer.core.errors import UserError
-from gradexplorer.core.graph_export import export_graph
-from gradexplorer.core.graph_layout import layout_drawing
-from gradexplorer.core.graph_raster import render_png
-from gradexplorer.core.model_spec import ModelOptions, load_workload
+from gradexplorer.core.graph.export.files import export_graph
+from gradexplorer.core.graph.export.raster import render_png
+from gradexplorer.core.graph.extract import trace_backward_graph
+from gradexplorer.core.graph.layout.positions import layout_drawing
+from gradexplorer.core.model.spec import ModelOptions, load_workload
+from gradexplorer.core.session.engine import SessionConfig, TrainingSession
 
 DATA = Path(__file__).parent / "data"
 

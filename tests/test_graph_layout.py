@@ -8,12 +8,11 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from gradexplorer.core.autograd_graph import trace_backward_graph
-from gradexplorer.core.crossing_reduction import count_crossings, count_inversions
-from gradexplorer.core.engine import SessionConfig, TrainingSession
 from gradexplorer.core.errors import UserError
-from gradexplorer.core.graph_collapse import collapse_by_module, module_node_id
-from gradexplorer.core.graph_layout import (
+from gradexplorer.core.graph.collapse import collapse_by_module, module_node_id
+from gradexplorer.core.graph.extract import trace_backward_graph
+from gradexplorer.core.graph.layout.crossings import count_crossings, count_inversions
+from gradexplorer.core.graph.layout.positions import (
     LAYOUTS,
     NODE_LIMITS,
     LayoutWarning,
@@ -21,8 +20,9 @@ from gradexplorer.core.graph_layout import (
     layered_drawing,
     layout_graph,
 )
-from gradexplorer.core.graph_style import node_width
-from gradexplorer.core.model_spec import ModelOptions, load_workload
+from gradexplorer.core.graph.style import node_width
+from gradexplorer.core.model.spec import ModelOptions, load_workload
+from gradexplorer.core.session.engine import SessionConfig, TrainingSession
 
 
 def traced(spec):

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from gradexplorer.core.grad_history import HistogramMatrix
+from gradexplorer.core.stats.history import HistogramMatrix
 from gradexplorer.gui.plots.heatmap_plot import HistogramHeatmap
 
 

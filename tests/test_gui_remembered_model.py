@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from gradexplorer.core.engine import SessionConfig
-from gradexplorer.core.model_spec import DEFAULT_SPEC, ModelOptions
+from gradexplorer.core.model.spec import DEFAULT_SPEC, ModelOptions
+from gradexplorer.core.session.engine import SessionConfig
 from gradexplorer.gui.app import fall_back_to_default
 from tests.gui_helpers import TIMEOUT_MS, make_window_fixture, wait_idle  # noqa: F401
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gradexplorer.core.engine import SessionConfig, TrainingSession
-from gradexplorer.core.grad_stats import GradientMonitor
 from gradexplorer.core.hooks import HookRegistry
-from gradexplorer.core.model_spec import ModelOptions, load_workload
+from gradexplorer.core.model.spec import ModelOptions, load_workload
+from gradexplorer.core.session.engine import SessionConfig, TrainingSession
+from gradexplorer.core.stats.monitor import GradientMonitor
 from gradexplorer.gui.callable_finder import list_callables
 from gradexplorer.gui.run_buffer import RunBuffer
 from gradexplorer.gui.timeline import Timeline

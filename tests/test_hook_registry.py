@@ -9,9 +9,9 @@ import pytest
 import torch
 from torch import nn
 
-from gradexplorer.core.engine import SessionConfig, TrainingSession
 from gradexplorer.core.errors import UserError
 from gradexplorer.core.hooks import HookRegistry, hookable_modules
+from gradexplorer.core.session.engine import SessionConfig, TrainingSession
 from tests.hooks_helpers import (
     GradRecorder,
     hook_state,

@@ -9,9 +9,9 @@ import pytest
 import torch
 from grad_helpers import make_session
 
-from gradexplorer.core import snapshot_format
-from gradexplorer.core.grad_stats import GradientMonitor
 from gradexplorer.core.snapshot import compare_snapshots, read_snapshot, write_snapshot
+from gradexplorer.core.snapshot import format as snapshot_format
+from gradexplorer.core.stats.monitor import GradientMonitor
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +71,7 @@ def test_compare_two_steps_agrees_with_raw_tensors(run_cli, export_dir):
 
 
 def test_histogram_distance_of_shifted_histograms():
-    from gradexplorer.core.histogram_math import histogram_w1
+    from gradexplorer.core.stats.histogram import histogram_w1
 
     edges = np.linspace(0, 1, 11)
     counts = np.arange(10)

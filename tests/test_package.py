@@ -9,7 +9,7 @@ import pytest
 
 import gradexplorer
 from gradexplorer import Workload
-from gradexplorer.core.workload import Workload as CoreWorkload
+from gradexplorer.core.model.workload import Workload as CoreWorkload
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -55,7 +55,7 @@ def test_wheel_carries_icons_data_and_desktop_files(wheel_names):
     res = "gradexplorer/resources"
     needed = [f"{res}/icons/hicolor/{n}x{n}/apps/gradexplorer.png" for n in ICON_SIZES]
     needed += [f"{res}/desktop/{DESKTOP.name}", f"{res}/desktop/{METAINFO.name}"]
-    needed += ["gradexplorer/core/data/digits.npz", "gradexplorer/resources.py"]
+    needed += ["gradexplorer/core/model/examples/data/digits.npz", "gradexplorer/resources.py"]
     if (ROOT / "resources" / "style.qss").exists():
         needed.append(f"{res}/style.qss")
     assert [name for name in needed if name not in wheel_names] == []

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from gradexplorer.core.histogram_math import rebin, rebin_rows
+from gradexplorer.core.stats.histogram import rebin, rebin_rows
 
 
 def test_vectorised_rows_match_rebin_and_keep_counts():

@@ -99,7 +99,7 @@ def test_progress_bar_on_a_terminal():
     import io
 
     from gradexplorer.commands.progress import StepReporter
-    from gradexplorer.core.engine import StepResult
+    from gradexplorer.core.session.engine import StepResult
 
     class Terminal(io.StringIO):
         def isatty(self):

@@ -9,10 +9,10 @@ import torch
 from grad_helpers import make_session
 from safetensors.torch import load_file
 
-from gradexplorer.core import snapshot_write
 from gradexplorer.core.errors import UserError
-from gradexplorer.core.grad_stats import GradientMonitor
 from gradexplorer.core.snapshot import read_snapshot, write_snapshot
+from gradexplorer.core.snapshot import write as snapshot_write
+from gradexplorer.core.stats.monitor import GradientMonitor
 
 STAT_NAMES = ["norm", "mean", "std", "min", "max", "abs_max", "zero_fraction", "nan_count",
               "inf_count"]

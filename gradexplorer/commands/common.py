@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 
-from gradexplorer.core.engine import OPTIMIZERS, SessionConfig, TrainingSession
 from gradexplorer.core.errors import UserError
-from gradexplorer.core.model_spec import DEFAULT_SPEC, ModelOptions, load_workload, parse_shape
-from gradexplorer.core.workload import Workload
+from gradexplorer.core.model.spec import DEFAULT_SPEC, ModelOptions, load_workload, parse_shape
+from gradexplorer.core.model.workload import Workload
+from gradexplorer.core.session.engine import OPTIMIZERS, SessionConfig, TrainingSession
 
 
 def add_model_arguments(parser: argparse.ArgumentParser) -> None:

@@ -8,9 +8,9 @@ import sys
 from typing import TextIO
 
 from gradexplorer.core.errors import UserError
-from gradexplorer.core.grad_stats import GradientMonitor, nonfinite_counts
-from gradexplorer.core.histogram_math import parse_hist_range
-from gradexplorer.core.snapshot_exporter import SnapshotExporter
+from gradexplorer.core.snapshot.exporter import SnapshotExporter
+from gradexplorer.core.stats.histogram import parse_hist_range
+from gradexplorer.core.stats.monitor import GradientMonitor, nonfinite_counts
 
 MAX_NAMED = 4  # parameters named in one alarm line
 

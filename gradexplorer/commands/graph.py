@@ -9,12 +9,12 @@ from pathlib import Path
 
 from gradexplorer.commands.common import add_model_arguments, load_from_args
 from gradexplorer.commands.hook_options import add_hook_arguments, attach_hooks_from_args
-from gradexplorer.core.autograd_graph import hide_hook_nodes, trace_backward_graph
-from gradexplorer.core.engine import SessionConfig, TrainingSession
 from gradexplorer.core.errors import UserError
-from gradexplorer.core.graph_collapse import collapse_by_module
-from gradexplorer.core.graph_export import EXPORT_FORMATS, export_graph
-from gradexplorer.core.graph_layout import LAYOUTS, layout_drawing
+from gradexplorer.core.graph.collapse import collapse_by_module
+from gradexplorer.core.graph.export.files import EXPORT_FORMATS, export_graph
+from gradexplorer.core.graph.extract import hide_hook_nodes, trace_backward_graph
+from gradexplorer.core.graph.layout.positions import LAYOUTS, layout_drawing
+from gradexplorer.core.session.engine import SessionConfig, TrainingSession
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from gradexplorer.commands.common import add_model_arguments, add_training_arguments, model_options
 from gradexplorer.commands.hook_options import add_hook_arguments, parse_hook_option
-from gradexplorer.core.engine import SessionConfig
 from gradexplorer.core.errors import UserError
+from gradexplorer.core.session.engine import SessionConfig
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -6,9 +6,9 @@ import argparse
 import sys
 from typing import TextIO
 
-from gradexplorer.core.engine import TrainingSession
 from gradexplorer.core.errors import UserError
 from gradexplorer.core.hooks import ACTION_HELP, HookRegistry
+from gradexplorer.core.session.engine import TrainingSession
 
 
 def add_hook_arguments(parser: argparse.ArgumentParser) -> None:

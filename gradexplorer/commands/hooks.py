@@ -6,10 +6,10 @@ import argparse
 
 from gradexplorer.commands.common import add_model_arguments, load_from_args
 from gradexplorer.core.errors import UserError
-from gradexplorer.core.forward_check import locate_forward_failure
 from gradexplorer.core.hooks import ACTION_HELP, hookable_modules
 from gradexplorer.core.hooks.hookable import OBSERVE_ONLY, display_name, verdict
-from gradexplorer.core.model_spec import sample_inputs
+from gradexplorer.core.model.forward_check import locate_forward_failure
+from gradexplorer.core.model.spec import sample_inputs
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 
 from gradexplorer.commands.table_text import number, shape_text, table
-from gradexplorer.core.histogram_math import sparkline
 from gradexplorer.core.snapshot import Snapshot, read_snapshot
+from gradexplorer.core.stats.histogram import sparkline
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from typing import TextIO
 
-from gradexplorer.core.engine import StepResult
+from gradexplorer.core.session.engine import StepResult
 
 
 def format_step(result: StepResult, total: int | None) -> str:

@@ -12,8 +12,8 @@ from gradexplorer.commands.common import (
 from gradexplorer.commands.gradient_options import add_gradient_arguments, attach_gradient_options
 from gradexplorer.commands.hook_options import add_hook_arguments, attach_hooks_from_args
 from gradexplorer.commands.progress import StepReporter
-from gradexplorer.core.devices import describe_device
 from gradexplorer.core.errors import UserError
+from gradexplorer.core.session.devices import describe_device
 
 
 def register(sub: argparse._SubParsersAction) -> None:

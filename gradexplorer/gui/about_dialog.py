@@ -17,8 +17,8 @@ from PySide6.QtWidgets import (
 )
 
 from gradexplorer._version import __version__
-from gradexplorer.core.devices import available_devices, describe_device
-from gradexplorer.core.environment import environment_facts
+from gradexplorer.core.session.devices import available_devices, describe_device
+from gradexplorer.core.session.environment import environment_facts
 from gradexplorer.resources import resource_path
 
 ICON_SIZE = 64

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from PySide6.QtWidgets import QApplication
 
-from gradexplorer.core.engine import SessionConfig
-from gradexplorer.core.model_spec import DEFAULT_SPEC, ModelOptions
+from gradexplorer.core.model.spec import DEFAULT_SPEC, ModelOptions
+from gradexplorer.core.session.engine import SessionConfig
 from gradexplorer.gui.qt_check import check_qt_binding
 from gradexplorer.gui.settings import APPLICATION, ORGANIZATION, AppSettings
 from gradexplorer.gui.theme import apply_theme

@@ -6,8 +6,8 @@ from typing import Any
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from gradexplorer.core.engine import SessionConfig
-from gradexplorer.core.model_spec import ModelOptions
+from gradexplorer.core.model.spec import ModelOptions
+from gradexplorer.core.session.engine import SessionConfig
 from gradexplorer.gui.live_session import LiveSession, open_live_session, reconfigure
 from gradexplorer.gui.run_buffer import RunBuffer
 from gradexplorer.gui.session_worker import SessionWorker

@@ -9,10 +9,10 @@ from typing import Any
 
 import torch
 
-from gradexplorer.core.engine import SessionConfig, TrainingSession
-from gradexplorer.core.grad_stats import GradientMonitor, warm_up
 from gradexplorer.core.hooks import HookRegistry, hookable_modules
-from gradexplorer.core.model_spec import ModelOptions, load_workload
+from gradexplorer.core.model.spec import ModelOptions, load_workload
+from gradexplorer.core.session.engine import SessionConfig, TrainingSession
+from gradexplorer.core.stats.monitor import GradientMonitor, warm_up
 
 
 @dataclass

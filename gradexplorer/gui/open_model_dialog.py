@@ -20,8 +20,8 @@ from PySide6.QtWidgets import (
 )
 
 from gradexplorer.core.errors import UserError
-from gradexplorer.core.examples import DEFAULT_EXAMPLE, EXAMPLES
-from gradexplorer.core.model_spec import LOSSES, ModelOptions, parse_shape
+from gradexplorer.core.model.examples import DEFAULT_EXAMPLE, EXAMPLES
+from gradexplorer.core.model.spec import LOSSES, ModelOptions, parse_shape
 from gradexplorer.gui.callable_finder import list_callables
 from gradexplorer.gui.errors import show_error
 

@@ -8,7 +8,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from gradexplorer.core.engine import StepResult
+from gradexplorer.core.session.engine import StepResult
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QComboBox, QDoubleSpinBox, QLabel, QSpinBox, QToolBar, QWidget
 
-from gradexplorer.core.devices import available_devices
-from gradexplorer.core.engine import DEFAULT_LR, OPTIMIZERS
+from gradexplorer.core.session.devices import available_devices
+from gradexplorer.core.session.engine import DEFAULT_LR, OPTIMIZERS
 from gradexplorer.gui.controller import IDLE, LOADING, PAUSED, RUNNING, SessionController
 from gradexplorer.gui.theme import icon
 

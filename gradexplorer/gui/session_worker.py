@@ -11,8 +11,8 @@ from typing import Any
 
 from PySide6.QtCore import QThread, Signal
 
-from gradexplorer.core.engine import RunControl, TrainingSession
 from gradexplorer.core.errors import UserError, first_line
+from gradexplorer.core.session.engine import RunControl, TrainingSession
 from gradexplorer.gui.run_buffer import RunBuffer
 
 _QUIT = object()

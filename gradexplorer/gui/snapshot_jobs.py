@@ -6,7 +6,7 @@ from pathlib import Path
 
 from gradexplorer.core.errors import UserError
 from gradexplorer.core.snapshot import write_snapshot
-from gradexplorer.core.snapshot_exporter import SnapshotExporter
+from gradexplorer.core.snapshot.exporter import SnapshotExporter
 from gradexplorer.gui.live_session import LiveSession
 
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from gradexplorer.core.grad_history import GradientHistory
+from gradexplorer.core.stats.history import GradientHistory
 from gradexplorer.gui.run_buffer import RunUpdate
 
 

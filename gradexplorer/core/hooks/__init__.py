@@ -6,10 +6,11 @@
 parameter gradients without any module hook.
 """
 
-from gradexplorer.core.hooks.actions import ACTION_HELP, ACTIONS, parse_action
+from gradexplorer.core.hooks.actions import ACTION_HELP, ACTIONS
 from gradexplorer.core.hooks.failures import HookFailure
 from gradexplorer.core.hooks.hookable import HookableModule, hookable_modules
 from gradexplorer.core.hooks.param_watcher import ParameterGradientWatcher
+from gradexplorer.core.hooks.parse import parse_action
 from gradexplorer.core.hooks.registry import EVENT_KINDS, AttachedHook, HookRegistry
 
 __all__ = [

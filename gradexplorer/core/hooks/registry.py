@@ -19,7 +19,7 @@ from torch import nn
 from torch.utils.hooks import RemovableHandle
 
 from gradexplorer.core.errors import UserError, first_line
-from gradexplorer.core.hooks.actions import Action, parse_action
+from gradexplorer.core.hooks.actions import Action
 from gradexplorer.core.hooks.failures import (
     INPLACE_REASON,
     HookFailure,
@@ -35,6 +35,7 @@ from gradexplorer.core.hooks.hookable import (
     mixing_problem,
     never_fires,
 )
+from gradexplorer.core.hooks.parse import parse_action
 from gradexplorer.core.hooks.probe import ModuleProbe, probe_modules
 
 EVENT_KINDS = ("attached", "detached", "failed", "note")

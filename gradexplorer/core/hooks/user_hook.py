@@ -12,7 +12,7 @@ from gradexplorer.core.errors import UserError, first_line
 from gradexplorer.core.hooks.actions import Action
 from gradexplorer.core.hooks.failures import HookFailure
 from gradexplorer.core.hooks.hookable import display_name
-from gradexplorer.core.user_code import find_callable, import_file, user_frame
+from gradexplorer.core.model.user_code import find_callable, import_file, user_frame
 
 RETURN_RULE = "return None or a tuple with one entry (a tensor or None) per grad_input entry"
 

@@ -1,0 +1,91 @@
+"""Write a laid-out graph to .json, .graphml, .dot, .svg or .png (chosen by the extension)."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Hashable, Mapping
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+
+from gradexplorer.core.atomic_file import write_atomic
+from gradexplorer.core.errors import UserError
+from gradexplorer.core.graph.export.graphml import graphml_text
+from gradexplorer.core.graph.export.raster import render_png
+from gradexplorer.core.graph.export.svg import svg_text
+from gradexplorer.core.graph.geometry import Point
+from gradexplorer.core.graph.style import KIND_FILL, node_label
+
+EXPORT_FORMATS = (".json", ".graphml", ".dot", ".svg", ".png")
+
+
+def export_graph(G: nx.DiGraph, pos: Mapping[Hashable, Point], path: str | os.PathLike,
+                 *, edge_points: Mapping[tuple, list[Point]] | None = None) -> Path:
+    """Write ``G`` with positions ``pos`` to ``path``; the suffix picks the format."""
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix not in EXPORT_FORMATS:
+        raise UserError(f"cannot tell the format of {path.name!r}: use one of {', '.join(EXPORT_FORMATS)}")
+    if suffix == ".json":
+        data = json.dumps(node_link_json(G, pos), default=_jsonable).encode()
+    elif suffix == ".graphml":
+        data = graphml_text(G, pos).encode()
+    elif suffix == ".dot":
+        data = dot_text(G, pos).encode()
+    elif suffix == ".svg":
+        data = svg_text(G, pos, edge_points).encode()
+    else:
+        data = render_png(G, pos, edge_points)
+    if path.parent and not path.parent.exists():
+        raise UserError(f"folder {str(path.parent)!r} does not exist")
+    write_atomic(path, data)
+    return path
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, (tuple, set, frozenset)):
+        return list(value)
+    return str(value)
+
+
+def node_link_json(G: nx.DiGraph, pos: Mapping[Hashable, Point]) -> dict:
+    """networkx node-link data (``nodes``, ``edges``) with ``x``, ``y`` on every placed node.
+
+    Read it back with ``networkx.node_link_graph(data, edges="edges")``.
+    """
+    nodes = []
+    for node, attrs in G.nodes(data=True):
+        item = {**attrs, "id": node}
+        if node in pos:
+            item["x"], item["y"] = float(pos[node][0]), float(pos[node][1])
+        nodes.append(item)
+    edges = [{**attrs, "source": u, "target": v} for u, v, attrs in G.edges(data=True)]
+    return {"directed": True, "multigraph": False, "graph": dict(G.graph), "nodes": nodes,
+            "edges": edges}
+
+
+def _dot_quote(text: Any) -> str:
+    return '"' + str(text).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def dot_text(G: nx.DiGraph, pos: Mapping[Hashable, Point]) -> str:
+    """Graphviz DOT with labels, colours and our ``pos`` (``neato -n`` draws it as laid out)."""
+    lines = ["digraph backward {",
+             '  node [shape=box, style="rounded,filled", fontname="monospace", fontsize=10, '
+             'height=0.3, margin="0.06,0.02"];']
+    for node, attrs in G.nodes(data=True):
+        fields = {"label": node_label(attrs), "fillcolor": KIND_FILL.get(attrs.get("kind"), "#eeeeee"),
+                  "kind": attrs.get("kind", ""), "module": attrs.get("module") or ""}
+        if attrs.get("param"):
+            fields["param"] = attrs["param"]
+        if node in pos:
+            x, y = pos[node]
+            fields["pos"] = f"{x:.1f},{-y:.1f}"  # one pixel per point, y up
+        body = ", ".join(f"{k}={_dot_quote(v)}" for k, v in fields.items())
+        lines.append(f"  {_dot_quote(node)} [{body}];")
+    for u, v, attrs in G.edges(data=True):
+        lines.append(f"  {_dot_quote(u)} -> {_dot_quote(v)} [slot={attrs.get('slot', 0)}];")
+    lines.append("}")
+    return "\n".join(lines) + "\n"

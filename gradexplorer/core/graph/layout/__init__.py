@@ -1,0 +1,5 @@
+"""Node positions: our layered (Sugiyama-style) layout in numpy, or one of networkx's layouts.
+
+``positions`` is the front door (``layout_graph``, ``layout_drawing``); ``layered`` assigns
+layers and x coordinates; ``crossings`` and ``ordering`` reduce edge crossings.
+"""

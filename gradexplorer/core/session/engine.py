@@ -1,0 +1,259 @@
+"""The step engine: zero_grad → forward → loss → backward → optimizer step, as a generator."""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import torch
+from torch import nn
+
+from gradexplorer.core.errors import UserError, first_line
+from gradexplorer.core.model.forward_check import locate_forward_failure
+from gradexplorer.core.model.workload import Workload, as_input_tuple, move_to
+from gradexplorer.core.session.devices import resolve_device
+
+OPTIMIZERS = ("sgd", "adam")
+DEFAULT_LR = {"sgd": 0.05, "adam": 1e-3}
+
+
+@dataclass
+class StepResult:
+    """What one training step produced; observers may add to ``extras``."""
+
+    step: int
+    loss: float
+    grad_norm: float | None
+    timings: dict[str, float]
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def seconds(self) -> float:
+        """Wall time of the whole step."""
+        return self.timings.get("total", 0.0)
+
+
+class StepObserver(Protocol):
+    """Anything that wants to see the gradients of each step (all methods optional)."""
+
+    def after_backward(self, session: TrainingSession, step: int) -> None: ...
+
+    def after_step(self, session: TrainingSession, result: StepResult) -> None: ...
+
+
+BackwardErrorHandler = Callable[["TrainingSession", BaseException], bool]
+
+
+@dataclass
+class SessionConfig:
+    """How a session trains: device, optimizer, learning rate, seed."""
+
+    device: str = "auto"
+    optimizer: str = "sgd"
+    lr: float | None = None  # None: the workload's suggestion, else DEFAULT_LR
+    momentum: float | None = None  # None: the workload's suggestion, else 0
+    seed: int = 0
+    grad_norm: bool = True
+
+
+def make_optimizer(
+    name: str, params, lr: float | None, momentum: float | None, suggested: dict | None = None
+) -> torch.optim.Optimizer:
+    """``sgd`` or ``adam`` over ``params``; unset lr/momentum come from ``suggested[name]``."""
+    name = name.lower()
+    if name not in OPTIMIZERS:
+        raise UserError(f"unknown optimizer {name!r}; choose one of: {', '.join(OPTIMIZERS)}")
+    hints = (suggested or {}).get(name, {})
+    lr = hints.get("lr", DEFAULT_LR[name]) if lr is None else lr
+    momentum = hints.get("momentum", 0.0) if momentum is None else momentum
+    if not lr > 0:
+        raise UserError(f"learning rate must be positive, got {lr}")
+    if name == "sgd":
+        return torch.optim.SGD(params, lr=lr, momentum=momentum)
+    return torch.optim.Adam(params, lr=lr)
+
+
+class RunControl:
+    """Thread-safe pause/stop flags checked between steps."""
+
+    def __init__(self) -> None:
+        self._stop = threading.Event()
+        self._running = threading.Event()
+        self._running.set()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._running.set()
+
+    def pause(self) -> None:
+        self._running.clear()
+
+    def resume(self) -> None:
+        self._running.set()
+
+    @property
+    def stopped(self) -> bool:
+        return self._stop.is_set()
+
+    @property
+    def paused(self) -> bool:
+        return not self._running.is_set()
+
+    def wait_while_paused(self, poll: float = 0.05) -> bool:
+        """Block while paused; False once a stop is requested."""
+        while not self._running.wait(poll):
+            pass
+        return not self._stop.is_set()
+
+
+class TrainingSession:
+    """A workload on a device with an optimizer, stepping on demand.
+
+    Commands submitted from other threads (hook changes, learning-rate edits) run
+    between steps, never during a backward pass.
+    """
+
+    def __init__(self, workload: Workload, config: SessionConfig | None = None) -> None:
+        self.workload = workload
+        self.config = config or SessionConfig()
+        self.device = resolve_device(self.config.device)
+        torch.manual_seed(self.config.seed)
+        self.model: nn.Module = workload.model.to(self.device)
+        self.model.train()
+        self.optimizer = make_optimizer(
+            self.config.optimizer, self.model.parameters(), self.config.lr, self.config.momentum,
+            workload.extra.get("optimizer_defaults"),
+        )
+        self.step_count = 0
+        self.observers: list[Any] = []
+        self.backward_error_handlers: list[BackwardErrorHandler] = []
+        self._commands: queue.SimpleQueue[Callable[[], Any]] = queue.SimpleQueue()
+
+    # -- observers and commands -------------------------------------------------
+    def add_observer(self, observer: Any) -> None:
+        """Call ``observer.after_backward`` / ``after_step`` on every step."""
+        self.observers.append(observer)
+
+    def remove_observer(self, observer: Any) -> None:
+        if observer in self.observers:
+            self.observers.remove(observer)
+
+    def submit(self, command: Callable[[], Any]) -> None:
+        """Queue ``command()`` to run before the next step (thread-safe)."""
+        self._commands.put(command)
+
+    def apply_pending(self) -> None:
+        """Run queued commands now (the worker calls this between steps)."""
+        while True:
+            try:
+                command = self._commands.get_nowait()
+            except queue.Empty:
+                return
+            command()
+
+    def set_lr(self, lr: float) -> None:
+        """Change the learning rate of every parameter group."""
+        if not lr > 0:
+            raise UserError(f"learning rate must be positive, got {lr}")
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+
+    # -- stepping ----------------------------------------------------------------
+    def batch(self, step: int) -> tuple[tuple, Any]:
+        """The batch for ``step`` on the session's device."""
+        inputs, target = self.workload.make_batch(step)
+        return as_input_tuple(move_to(inputs, self.device)), move_to(target, self.device)
+
+    def forward_loss(self, step: int | None = None) -> torch.Tensor:
+        """Forward pass and loss for ``step`` (default: the next step), graph kept."""
+        step = self.step_count if step is None else step
+        inputs, target = self.batch(step)
+        try:
+            output = self.model(*inputs)
+        except Exception as exc:  # noqa: BLE001 - the user's model failed
+            raise self._forward_failure(inputs, exc) from None
+        try:
+            loss = self.workload.loss_fn(output, target)
+        except Exception as exc:  # noqa: BLE001
+            raise UserError(f"loss_fn failed: {first_line(exc)}") from None
+        return self._check_loss(loss)
+
+    def _forward_failure(self, inputs: tuple, exc: BaseException) -> UserError:
+        failure = locate_forward_failure(self.model, inputs)
+        return failure or UserError(f"forward pass failed: {first_line(exc)}")
+
+    @staticmethod
+    def _check_loss(loss: Any) -> torch.Tensor:
+        if not isinstance(loss, torch.Tensor):
+            raise UserError(f"loss_fn returned {type(loss).__name__}; it must return a scalar tensor")
+        if loss.numel() != 1:
+            raise UserError(f"loss_fn returned a tensor of shape {list(loss.shape)}; it must be a scalar")
+        if not loss.requires_grad:
+            raise UserError("the loss does not depend on any parameter that requires grad")
+        return loss if loss.dim() == 0 else loss.reshape(())
+
+    def _forward_backward(self, timings: dict[str, float]) -> torch.Tensor:
+        for _attempt in range(8):
+            self.optimizer.zero_grad(set_to_none=True)
+            t0 = time.perf_counter()
+            try:  # hooks can break the forward too (in-place ops next to a hooked module)
+                loss = self.forward_loss(self.step_count)
+                t1 = time.perf_counter()
+                loss.backward()
+            except Exception as exc:  # noqa: BLE001
+                if any(handler(self, exc) for handler in self.backward_error_handlers):
+                    continue  # a handler fixed the cause (e.g. detached a hook): redo the step
+                if isinstance(exc, UserError):
+                    raise
+                raise UserError(f"backward pass failed: {first_line(exc)}") from None
+            timings["forward"], timings["backward"] = t1 - t0, time.perf_counter() - t1
+            return loss
+        raise UserError("backward pass kept failing after its error handlers acted")
+
+    def global_grad_norm(self) -> torch.Tensor | None:
+        """L2 norm of all parameter gradients together (a tensor on the device)."""
+        grads = [p.grad for p in self.model.parameters() if p.grad is not None]
+        if not grads:
+            return None
+        return torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))
+
+    def step(self) -> StepResult:
+        """Run one full training step and return its result."""
+        self.apply_pending()
+        timings: dict[str, float] = {}
+        start = time.perf_counter()
+        loss = self._forward_backward(timings)
+        for obs in self.observers:
+            if hasattr(obs, "after_backward"):
+                obs.after_backward(self, self.step_count)
+        norm = self.global_grad_norm() if self.config.grad_norm else None
+        t0 = time.perf_counter()
+        self.optimizer.step()
+        timings["optimizer"] = time.perf_counter() - t0
+        loss_value = float(loss.detach())
+        self.step_count += 1
+        timings["total"] = time.perf_counter() - start
+        result = StepResult(
+            self.step_count, loss_value, None if norm is None else float(norm), timings
+        )
+        for obs in self.observers:
+            if hasattr(obs, "after_step"):
+                obs.after_step(self, result)
+        return result
+
+    def run(self, steps: int | None, control: RunControl | None = None) -> Iterator[StepResult]:
+        """Yield ``steps`` results (forever if None), honouring pause/stop between steps."""
+        done = 0
+        while steps is None or done < steps:
+            if control is not None and (control.stopped or not control.wait_while_paused()):
+                return
+            yield self.step()
+            done += 1
+
+    def parameter_count(self) -> int:
+        """Number of scalar parameters in the model."""
+        return sum(p.numel() for p in self.model.parameters())

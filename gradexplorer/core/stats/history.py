@@ -1,0 +1,97 @@
+"""A bounded ring buffer of StepGradients for histogram-over-time and gradient-flow views."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from gradexplorer.core.stats.histogram import rebin_rows
+from gradexplorer.core.stats.records import StepGradients
+
+
+@dataclass
+class HistogramMatrix:
+    """One parameter's histograms over time: row ``t`` is step ``steps[t]``."""
+
+    steps: np.ndarray  # (T,)
+    edges: np.ndarray  # (T, bins+1): each step has its own range
+    counts: np.ndarray  # (T, bins)
+
+    def on_common_grid(self, bins: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """``(edges, counts)`` redistributed onto one grid spanning every step (for an image)."""
+        if not len(self.steps):
+            return np.zeros(0), np.zeros((0, 0))
+        bins = bins or self.counts.shape[1]
+        grid = np.linspace(self.edges[:, 0].min(), self.edges[:, -1].max(), bins + 1)
+        return grid, rebin_rows(self.edges, self.counts, grid)
+
+
+class GradientHistory:
+    """The last ``maxlen`` StepGradients; memory ≈ maxlen × params × (bins × 16 + 200) bytes."""
+
+    def __init__(self, maxlen: int = 256) -> None:
+        if maxlen < 1:
+            raise ValueError("history length must be at least 1")
+        self._items: deque[StepGradients] = deque(maxlen=maxlen)
+
+    @property
+    def maxlen(self) -> int:
+        return self._items.maxlen or 0
+
+    def append(self, item: StepGradients) -> None:
+        """Add a step, dropping the oldest when full."""
+        self._items.append(item)
+
+    def clear(self) -> None:
+        self._items.clear()
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __iter__(self) -> Iterator[StepGradients]:
+        return iter(list(self._items))
+
+    def latest(self) -> StepGradients | None:
+        """The most recent step, or None before the first."""
+        return self._items[-1] if self._items else None
+
+    def steps(self) -> list[int]:
+        """Step numbers held, oldest first."""
+        return [item.step for item in self._items]
+
+    def series(self, param: str, field: str) -> tuple[np.ndarray, np.ndarray]:
+        """``(steps, values)`` of one ParamStats field (``global_norm`` with param ``""``)."""
+        items = list(self._items)
+        if field == "global_norm":
+            values = [item.global_norm for item in items]
+        else:
+            values = [_field(item, param, field) for item in items]
+        floats = [np.nan if v is None else float(v) for v in values]
+        return np.array([i.step for i in items], dtype=np.int64), np.array(floats)
+
+    def histogram_matrix(self, param: str) -> HistogramMatrix:
+        """Histograms of ``param`` at every held step that has one."""
+        rows = [(i.step, i.histograms[param]) for i in self._items if param in i.histograms]
+        if not rows:
+            return HistogramMatrix(np.zeros(0, np.int64), np.zeros((0, 0)), np.zeros((0, 0)))
+        return HistogramMatrix(
+            np.array([s for s, _ in rows], dtype=np.int64),
+            np.stack([h.edges for _, h in rows]),
+            np.stack([h.counts for _, h in rows]),
+        )
+
+    def memory_bytes(self) -> int:
+        """Approximate bytes held (histogram arrays and per-parameter records)."""
+        total = 0
+        for item in self._items:
+            total += sum(h.edges.nbytes + h.counts.nbytes for h in item.histograms.values())
+            total += 200 * len(item.params)
+        return total
+
+
+def _field(item: StepGradients, param: str, field: str):
+    stats = item.params.get(param)
+    return None if stats is None else getattr(stats, field)

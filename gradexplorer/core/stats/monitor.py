@@ -1,0 +1,239 @@
+"""GradientMonitor: per-parameter gradient statistics and histograms every step, as an observer.
+
+    monitor = GradientMonitor(bins=64, every=1, history=256, hist_range="auto")
+    session.add_observer(monitor)
+    result = session.step()
+    result.extras["gradients"]  # StepGradients
+
+On CPU tensors the work is two fused Numba passes per gradient (moments, then an exact
+histogram) plus one read of the weights for the update ratio; on a GPU it is torch ops on the
+device with a single host transfer per step.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from typing import Any
+
+import torch
+from torch import nn
+
+from gradexplorer.core.stats.histogram import HistRange, parse_hist_range
+from gradexplorer.core.stats.history import GradientHistory, HistogramMatrix
+from gradexplorer.core.stats.records import (
+    STAT_FIELDS,
+    Histogram,
+    ParamStats,
+    StepGradients,
+    build_step_gradients,
+)
+
+__all__ = [
+    "BACKENDS", "STAT_FIELDS", "GradientHistory", "GradientMonitor", "Histogram",
+    "HistogramMatrix", "ParamStats", "StepGradients", "gradient_stats", "nonfinite_counts",
+]
+BACKENDS = ("auto", "numba", "torch")
+
+
+class NumbaBackend:
+    """CPU gradients: fused Numba kernels; parameter copies kept for the update ratio."""
+
+    name = "numba"
+
+    def __init__(self) -> None:
+        from gradexplorer.core.stats import backend_cpu as grad_backend_cpu
+        from gradexplorer.core.stats.update_tracker import UpdateTracker
+
+        self._cpu = grad_backend_cpu
+        self._tracker = UpdateTracker()
+
+    def begin(self, grads, params, want_histograms, bins, hist_range, optimizer=None):
+        raw = self._cpu.compute(grads, want_histograms, bins, hist_range)
+        if params is not None:
+            self._tracker.before(params, optimizer)
+        return raw
+
+    def finish(self, raw, params, optimizer=None):
+        if params is not None:
+            raw.update = self._tracker.after(params, optimizer)
+        return raw
+
+
+class TorchBackend:
+    """Any device: torch ops queued on the device, one transfer in ``finish``."""
+
+    name = "torch"
+
+    def __init__(self) -> None:
+        from gradexplorer.core.stats import backend_torch as grad_backend_torch
+
+        self._dev = grad_backend_torch
+
+    def begin(self, grads, params, want_histograms, bins, hist_range, optimizer=None):
+        return self._dev.begin(grads, params, want_histograms, bins, hist_range)
+
+    def finish(self, pending, params, optimizer=None):
+        return self._dev.finish(pending, params)
+
+
+def numba_available() -> bool:
+    """True when the Numba kernels can be imported."""
+    try:
+        import gradexplorer.core.stats.kernels  # noqa: F401
+    except Exception:  # noqa: BLE001 - not installed, or no writable kernel cache: use torch
+        return False
+    return True
+
+
+def make_backend(name: str, tensors: Iterable[torch.Tensor]):
+    """The backend ``name`` asks for; ``auto`` takes Numba for CPU tensors when installed."""
+    if name not in BACKENDS:
+        raise ValueError(f"unknown statistics backend {name!r}; choose one of {BACKENDS}")
+    on_cpu = all(t.device.type == "cpu" for t in tensors)
+    if name == "numba" or (name == "auto" and on_cpu and numba_available()):
+        return NumbaBackend()
+    return TorchBackend()
+
+
+def _named(model: nn.Module) -> list[tuple[str, nn.Parameter]]:
+    return list(model.named_parameters())
+
+
+def _dense(grad: torch.Tensor) -> torch.Tensor:
+    return grad.to_dense() if grad.is_sparse else grad
+
+
+def gradient_stats(model: nn.Module, bins: int = 64, hist_range: HistRange = "auto",
+                   histograms: bool = True, step: int = 0, backend: str = "auto") -> StepGradients:
+    """Statistics (and histograms) of the gradients ``model`` holds now, without a monitor."""
+    named = _named(model)
+    grads = [_dense(p.grad) for _, p in named if p.grad is not None]
+    engine = make_backend(backend, grads)
+    hist_range = parse_hist_range(hist_range)
+    raw = engine.finish(engine.begin(grads, None, histograms, bins, hist_range), None)
+    shapes = [(n, tuple(p.shape)) for n, p in named]
+    return build_step_gradients(step, shapes, [p.grad is not None for _, p in named], raw,
+                                bins, hist_range)
+
+
+class GradientMonitor:
+    """Session observer computing StepGradients every step into ``result.extras["gradients"]``.
+
+    ``every``: histograms on steps where ``step % every == 0`` (0: never); ``history``: steps
+    kept in ``monitor.history``; ``update_ratio``: report ‖Δθ‖/‖θ‖ of each optimizer step (free
+    of copies under SGD; other optimizers cost one parameter-sized buffer).
+    """
+
+    def __init__(self, bins: int = 64, every: int = 1, history: int = 256,
+                 hist_range: HistRange | str = "auto", update_ratio: bool = True,
+                 backend: str = "auto") -> None:
+        if bins < 1 or bins > 4096:
+            raise ValueError(f"bins must be between 1 and 4096, got {bins}")
+        if every < 0:
+            raise ValueError(f"every must be 0 (no histograms) or positive, got {every}")
+        self.bins, self.every = bins, every
+        self.hist_range = parse_hist_range(hist_range)
+        self.update_ratio = update_ratio
+        self.backend_name = backend
+        self.history = GradientHistory(history)
+        self.listeners: list[Any] = []  # callables receiving each StepGradients
+        self._backend = None
+        self._pending: tuple | None = None
+
+    @property
+    def backend(self) -> str | None:
+        """``numba`` or ``torch`` once the first step chose one, else None."""
+        return None if self._backend is None else self._backend.name
+
+    def wants_histogram(self, step: int) -> bool:
+        """Whether step ``step`` (1-based, as StepResult.step) gets histograms."""
+        return self.every > 0 and step % self.every == 0
+
+    def after_backward(self, session, step: int) -> None:
+        """Gradients are ready: start this step's statistics."""
+        start = time.perf_counter()
+        named = _named(session.model)
+        present = [p.grad is not None for _, p in named]
+        grads = [_dense(p.grad) for _, p in named if p.grad is not None]
+        params = [p for _, p in named if p.grad is not None]
+        if self._backend is None:
+            self._backend = make_backend(self.backend_name, grads or [p for _, p in named])
+        pending = self._backend.begin(
+            grads, params if self.update_ratio else None,
+            self.wants_histogram(step + 1), self.bins, self.hist_range, session.optimizer,
+        )
+        self._pending = (named, present, params, pending, time.perf_counter() - start)
+
+    def after_step(self, session, result) -> None:
+        """The optimizer has stepped: finish, record and publish this step's statistics."""
+        if self._pending is None:
+            return
+        start = time.perf_counter()
+        named, present, params, pending, spent = self._pending
+        self._pending = None
+        raw = self._backend.finish(pending, params if self.update_ratio else None,
+                                   session.optimizer)
+        shapes = [(n, tuple(p.shape)) for n, p in named]
+        record = build_step_gradients(result.step, shapes, present, raw, self.bins,
+                                      self.hist_range)
+        record.seconds = spent + time.perf_counter() - start
+        self.history.append(record)
+        result.extras["gradients"] = record
+        if result.grad_norm is None:
+            result.grad_norm = record.global_norm
+        for listener in list(self.listeners):
+            listener(record)
+
+    def latest(self) -> StepGradients | None:
+        """The most recent StepGradients."""
+        return self.history.latest()
+
+
+def nonfinite_counts(model: nn.Module) -> dict[str, tuple[int, int]]:
+    """``name -> (NaN count, Inf count)`` for gradients holding any non-finite value."""
+    out = {}
+    for name, p in model.named_parameters():
+        if p.grad is None:
+            continue
+        grad = _dense(p.grad)
+        nans, infs = int(torch.isnan(grad).sum()), int(torch.isinf(grad).sum())
+        if nans or infs:
+            out[name] = (nans, infs)
+    return out
+
+
+def warm_up(bins: int = 64) -> None:
+    """Load (or JIT-compile) the statistics kernels now rather than during the first real step.
+
+    A tiny model takes two SGD-with-momentum steps and one Adam step with a NaN and an Inf in
+    its gradients, so the fast, careful and update-ratio paths all run once.
+    """
+    model = nn.Linear(8, 4)
+    for optimizer in (torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9),
+                      torch.optim.Adam(model.parameters(), lr=0.1)):
+        for _ in range(2):
+            monitor_pass(model, optimizer, bins)
+
+
+def monitor_pass(model: nn.Module, optimizer: torch.optim.Optimizer, bins: int) -> StepGradients:
+    """One monitored optimizer step of ``model`` on made-up gradients (see ``warm_up``)."""
+    for p in model.parameters():
+        p.grad = torch.linspace(-1.0, 1.0, p.numel()).reshape(p.shape)
+    model.bias.grad[0], model.bias.grad[1] = float("nan"), float("inf")
+
+    class _Session:  # the little a monitor reads from a TrainingSession
+        pass
+
+    session = _Session()
+    session.model, session.optimizer = model, optimizer
+    monitor = GradientMonitor(bins=bins, history=1)
+    monitor.after_backward(session, 0)
+    with torch.no_grad():
+        optimizer.step()
+
+    class _Result:
+        step, grad_norm, extras = 1, None, {}
+
+    monitor.after_step(session, _Result())
+    return monitor.latest()

@@ -1,0 +1,141 @@
+"""What the gradient monitor reports each step: ParamStats, Histogram, StepGradients."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from gradexplorer.core.stats import raw as C
+from gradexplorer.core.stats.histogram import HistRange
+from gradexplorer.core.stats.raw import RawStats
+
+STAT_FIELDS = ("norm", "mean", "std", "min", "max", "abs_max", "zero_fraction",
+               "nan_count", "inf_count", "update_ratio")
+
+
+@dataclass
+class ParamStats:
+    """One parameter's gradient this step; figures are over finite elements, None if no grad."""
+
+    name: str
+    shape: tuple[int, ...]
+    numel: int
+    has_grad: bool
+    norm: float | None = None
+    mean: float | None = None
+    std: float | None = None
+    min: float | None = None
+    max: float | None = None
+    abs_max: float | None = None
+    zero_fraction: float | None = None
+    nan_count: int | None = None
+    inf_count: int | None = None
+    update_ratio: float | None = None
+
+    def stats_dict(self) -> dict[str, float | int | None]:
+        """The figures named in STAT_FIELDS."""
+        return {f: getattr(self, f) for f in STAT_FIELDS}
+
+    @property
+    def nonfinite(self) -> bool:
+        """True when the gradient holds any NaN or ±Inf."""
+        return bool(self.nan_count or self.inf_count)
+
+
+@dataclass
+class Histogram:
+    """Counts of finite values in ``bins`` bins; NaN, ±Inf and out-of-range values apart."""
+
+    edges: np.ndarray
+    counts: np.ndarray
+    nan_count: int = 0
+    inf_count: int = 0
+    below: int = 0
+    above: int = 0
+
+    @property
+    def total(self) -> int:
+        """Every element the histogram accounts for, in bins or apart."""
+        return int(self.counts.sum()) + self.nan_count + self.inf_count + self.below + self.above
+
+
+@dataclass
+class StepGradients:
+    """Every parameter's gradient statistics for one step (histograms on cadence steps)."""
+
+    step: int
+    global_norm: float | None
+    total_numel: int
+    params: dict[str, ParamStats]
+    histograms: dict[str, Histogram] = field(default_factory=dict)
+    bins: int = 64
+    hist_range: HistRange = "auto"
+    seconds: float = 0.0
+
+    def nonfinite(self) -> dict[str, ParamStats]:
+        """Parameters whose gradient holds NaN or ±Inf this step."""
+        return {n: s for n, s in self.params.items() if s.nonfinite}
+
+
+def _stats_rows(named_shapes: list[tuple[str, tuple[int, ...]]], raw: RawStats) -> list[ParamStats]:
+    """ParamStats for every row of ``raw`` at once (numpy does the arithmetic)."""
+    m = raw.moments
+    numel = np.array([math.prod(shape) for _, shape in named_shapes], dtype=np.float64)
+    finite = m[:, C.FINITE]
+    some = finite > 0
+    with np.errstate(all="ignore"):
+        mean = np.where(some, m[:, C.SUM] / finite, np.nan)
+        std = np.sqrt(np.maximum(np.where(some, m[:, C.SUMSQ] / finite - mean * mean, np.nan), 0))
+        low = np.where(some, m[:, C.MIN], np.nan)
+        high = np.where(some, m[:, C.MAX], np.nan)
+        columns = [
+            np.sqrt(m[:, C.SUMSQ]), mean, std, low, high, np.maximum(np.abs(low), np.abs(high)),
+            np.where(numel > 0, m[:, C.ZEROS] / np.maximum(numel, 1), 0.0),
+        ]
+        ratio = [None] * len(numel)
+        if raw.update is not None:
+            delta, before = np.sqrt(raw.update[:, 0]), np.sqrt(raw.update[:, 1])
+            ratio = np.where(before > 0, delta / before, np.where(delta == 0, 0.0, np.inf))
+            ratio = np.where(np.isnan(delta) | np.isnan(before), np.nan, ratio).tolist()
+    lists = [c.tolist() for c in columns]
+    counts = [m[:, C.NANS].astype(np.int64).tolist(), m[:, C.INFS].astype(np.int64).tolist()]
+    return [
+        ParamStats(name, shape, int(numel[i]), True, *(col[i] for col in lists),
+                   counts[0][i], counts[1][i], ratio[i])
+        for i, (name, shape) in enumerate(named_shapes)
+    ]
+
+
+def global_norm(stats: list[ParamStats]) -> float | None:
+    """L2 norm of the concatenated gradient: NaN if any NaN, Inf if any Inf."""
+    with_grad = [s for s in stats if s.has_grad]
+    if not with_grad:
+        return None
+    if any(s.nan_count for s in with_grad):
+        return math.nan
+    if any(s.inf_count for s in with_grad):
+        return math.inf
+    return math.sqrt(sum(s.norm**2 for s in with_grad))
+
+
+def build_step_gradients(step: int, named_shapes: list[tuple[str, tuple[int, ...]]],
+                         has_grad: list[bool], raw: RawStats, bins: int,
+                         hist_range: HistRange) -> StepGradients:
+    """Assemble a StepGradients from a backend's RawStats (rows only for params with grads)."""
+    present = [ns for ns, h in zip(named_shapes, has_grad, strict=True) if h]
+    rows = iter(_stats_rows(present, raw))
+    params = {
+        name: next(rows) if h else ParamStats(name, shape, math.prod(shape), False)
+        for (name, shape), h in zip(named_shapes, has_grad, strict=True)
+    }
+    histograms: dict[str, Histogram] = {}
+    if raw.counts is not None:
+        extra = raw.extra.tolist()
+        for row, (name, _) in enumerate(present):
+            below, above, nans, infs = extra[row]
+            histograms[name] = Histogram(raw.edges[row], raw.counts[row], nans, infs, below, above)
+    total = sum(s.numel for s in params.values() if s.has_grad)
+    return StepGradients(step, global_norm(list(params.values())), total, params, histograms,
+                         bins, hist_range)
