@@ -157,3 +157,36 @@ def test_flow_chart_and_alarm_follow_stats(qtbot, digits_session):
     assert alarm_text(gradients) == ""
     gradients.params["fc2.bias"].nan_count = 3
     assert "fc2.bias (3 NaN, 0 Inf)" in alarm_text(gradients)
+
+
+def test_worker_runs_posted_jobs_between_steps_with_typed_results(qtbot, digits_session):
+    from gradexplorer.gui.models.session import SettingApplied
+    from gradexplorer.gui.session_worker import SessionWorker
+
+    finished = []
+
+    class StepSpy:
+        def after_step(self, _session, result):
+            finished.append(result.step)
+
+    digits_session.add_observer(StepSpy())
+    worker = SessionWorker()
+    worker.start()
+    try:
+        seen = []
+
+        def job():  # records how many steps had fully finished when it ran
+            seen.append((digits_session.step_count, len(finished)))
+            return SettingApplied("lr", 0.5)
+
+        with qtbot.waitSignal(worker.run_finished, timeout=60_000):
+            worker.start_run(digits_session, 6)
+            for _ in range(3):
+                worker.post(job)
+        with qtbot.waitSignal(worker.job_failed, timeout=60_000) as failed:
+            worker.post(lambda: digits_session.set_lr(-1.0))
+        assert failed.args == ["learning rate must be positive, got -1.0"]
+    finally:
+        worker.shutdown()
+    assert len(seen) == 3 and all(count == done for count, done in seen)  # never inside a step
+    assert worker.buffer.drain().latest.step == 6
