@@ -110,9 +110,10 @@ class TimelineSource(Protocol):
 
     A source calls, on the GUI thread, ``timeline.reset(history)`` when a run begins (its
     ``GradientHistory``, which it keeps appending to) and ``timeline.extend(points, rate)``
-    as steps finish. ``stop()`` ends the feed (the window closes or another source takes over).
+    as steps finish. ``close()`` ends the feed (the window closes or another source takes over).
+    The in-app source is ``SessionController``.
     """
 
     timeline: TimelineModel
 
-    def stop(self) -> None: ...
+    def close(self) -> None: ...
