@@ -32,6 +32,18 @@ def _inside(module: str | None, path: str) -> bool:
     return module == path or (module or "").startswith(path + ".")
 
 
+def edit_copy(graph: nx.DiGraph) -> nx.DiGraph:
+    """A copy whose nodes and edges can be added and removed without touching ``graph``; the
+    attribute dicts are shared (never change them in place). Several times faster than
+    ``graph.copy()`` on a large graph."""
+    result = graph.__class__()
+    result.graph.update(graph.graph)
+    result._node.update(graph._node)
+    result._adj.update({u: dict(nbrs) for u, nbrs in graph._adj.items()})
+    result._pred.update({v: dict(nbrs) for v, nbrs in graph._pred.items()})
+    return result
+
+
 def takes_one_argument(module: nn.Module) -> bool:
     """Whether ``module.forward`` has exactly one parameter without a default."""
     try:
@@ -63,7 +75,7 @@ def add_hook_nodes(graph: nx.DiGraph, path: str, module: nn.Module) -> nx.DiGrap
         return None  # several returned/received tensors (order unknown), or none
     if any(nodes[v]["kind"] == "param" for v in inputs | outputs):
         return None  # a parameter shared with another module: not a tensor passed in or out
-    result = graph.copy()
+    result = edit_copy(graph)
     fresh = max(graph.nodes, default=-1) + 1
     for edges, target in ((out_edges, next(iter(outputs))),
                           (in_edges, next(iter(inputs)) if inputs else None)):
@@ -89,7 +101,7 @@ def remove_hook_nodes(graph: nx.DiGraph, path: str, module: nn.Module) -> nx.DiG
     hooks = [n for n, a in graph.nodes(data=True) if a["kind"] == "hook" and a["module"] == path]
     if not hooks or len(hooks) > 2:
         return None
-    result = graph.copy()
+    result = edit_copy(graph)
     for hook in hooks:
         targets = list(result.successors(hook))
         if len(targets) != 1:

@@ -1,8 +1,9 @@
 """The graph functions of gradexplorer.core this view uses (one place to find them)."""
 
 from gradexplorer.core.graph.collapse import collapse_by_module
-from gradexplorer.core.graph.extract import hide_hook_nodes, trace_backward_graph
+from gradexplorer.core.graph.extract import gc_paused, hide_hook_nodes, trace_backward_graph
+from gradexplorer.core.graph.hook_nodes import add_hook_nodes, remove_hook_nodes
 from gradexplorer.core.graph.layout.positions import LAYOUTS, layout_graph
 
-__all__ = ["LAYOUTS", "collapse_by_module", "hide_hook_nodes", "layout_graph",
-           "trace_backward_graph"]
+__all__ = ["LAYOUTS", "add_hook_nodes", "gc_paused", "collapse_by_module", "hide_hook_nodes", "layout_graph",
+           "remove_hook_nodes", "trace_backward_graph"]

@@ -14,12 +14,16 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
+from superqt.utils import qdebounced
 
 from gradexplorer.gui.graph.core_api import (
     LAYOUTS,
+    add_hook_nodes,
     collapse_by_module,
+    gc_paused,
     hide_hook_nodes,
     layout_graph,
+    remove_hook_nodes,
 )
 from gradexplorer.gui.graph.drawing import KIND_CODES
 from gradexplorer.gui.graph.layout_worker import BackgroundQueue, LaidOut, lay_out
@@ -31,6 +35,7 @@ from gradexplorer.gui.run_controls import make_action
 from gradexplorer.gui.theme import icon
 
 MODULE_KIND = KIND_CODES.index("module")
+OVERVIEW_DELAY_MS = 300
 DETAIL_LEVELS = (("Operations", None), ("Modules, depth 1", 1), ("Modules, depth 2", 2),
                  ("Modules, depth 3", 3))
 
@@ -56,6 +61,9 @@ class GraphPanel(QWidget):
         self.view = GraphView()
         self.layouts = BackgroundQueue(self)
         self.overviews = BackgroundQueue(self)
+        # overview images render on a pool thread that holds the GIL much of the time: start
+        # one only once clicks and redraws have settled, so it never delays a redraw
+        self._overview_soon = qdebounced(self._render_overview, timeout=OVERVIEW_DELAY_MS)
         self._build_toolbar()
         self.layouts.finished.connect(self._laid_out)
         self.layouts.failed.connect(lambda _n, text: self.busy_label.setText(f"layout failed: {text}"))
@@ -134,8 +142,12 @@ class GraphPanel(QWidget):
             self.busy_label.setText("laying out…")
 
     def busy(self) -> bool:
-        """Whether a layout is being computed."""
-        return self.layouts.busy
+        """Whether a layout or an overview image is being computed (or about to be)."""
+        return self.layouts.busy or self.overviews.busy
+
+    def flush(self) -> None:
+        """Start now the overview render that waits for clicks to settle."""
+        self._overview_soon.flush()
 
     # -- graph and layout ----------------------------------------------------------------------
     def set_graph(self, graph, fit: bool = True) -> None:
@@ -168,21 +180,49 @@ class GraphPanel(QWidget):
         self.expanded = set()
         self.relayout(fit=True)
 
+    def edit_hooks(self, attached: list[str], detached: list[str], model) -> bool:
+        """Show hook nodes appearing on ``attached`` modules and leaving ``detached`` ones
+        without a trace, keeping the layout; False when only a trace can tell (see
+        ``core.graph.hook_nodes``). ``model`` is only read (module signatures)."""
+        with gc_paused():  # tens of thousands of small objects: the cyclic collector only slows that
+            return self._edit_hooks(attached, detached, model)
+
+    def _edit_hooks(self, attached: list[str], detached: list[str], model) -> bool:
+        graph = self.graph
+        for path, edit in ((p, add_hook_nodes) for p in attached):
+            graph = graph and edit(graph, path, model.get_submodule(path))
+        for path in detached:
+            graph = graph and remove_hook_nodes(graph, path, model.get_submodule(path))
+        if graph is None or self.drawing is None:
+            return False
+        self.graph = graph
+        if self.layouts.busy or DETAIL_LEVELS[self.detail_box.currentIndex()][1] is not None:
+            self.relayout()  # modules folded: a small graph, laid out again off the thread
+        elif self.hook_nodes_action.isChecked():
+            canvas = self.view.canvas  # the old overview image until a new one is drawn
+            self._show(self.drawing.with_graph(graph), canvas.overview, canvas.overview_scale,
+                       previous=self._behind)
+            self._overview_soon()
+        return True
+
     def _laid_out(self, number: int, result: LaidOut) -> None:
         if number != self.layouts.latest:
             return  # superseded by a newer request
-        self.drawing = result.drawing
-        self.view.canvas.set_drawing(result.drawing, result.overview, result.scale)
-        self._behind = params_behind(result.drawing, list(self._stats) or self._param_names())
         self.busy_label.setText(f"{len(result.drawing):,} nodes · laid out in {result.seconds:.2f} s")
+        self._show(result.drawing, result.overview, result.scale)
+
+    def _show(self, drawing, overview, scale: float, previous=None) -> None:
+        self.drawing = drawing
+        self.view.canvas.set_drawing(drawing, overview, scale)
+        self._behind = params_behind(drawing, list(self._stats) or self._param_names(), previous)
         self.refresh_tint()
         self.set_hooks(self._hooks)
         self.search(self.search_edit.text())
         self.show_selection(self.selection.current)
-        if self._fit_next:
+        if getattr(self, "_fit_next", False):
             self._fit_next = False
             self.view.fit()
-        self.laid_out.emit(result.drawing.graph)
+        self.laid_out.emit(drawing.graph)
 
     def _param_names(self) -> list[str]:
         return [a["param"] for _, a in self.graph.nodes(data=True) if a.get("param")]
@@ -207,9 +247,15 @@ class GraphPanel(QWidget):
         if np.array_equal(fills, self.view.canvas.fills):
             return
         self.view.canvas.set_fills(fills)
-        if self.view.canvas.overview is not None:
-            scale = self.view.canvas.overview_scale
-            self.overviews.request(lambda: (drawing, render_overview(drawing, fills, scale), scale))
+        self._overview_soon()
+
+    def _render_overview(self) -> None:
+        """Redraw the far-out overview image off the GUI thread (for the current colours)."""
+        canvas, drawing = self.view.canvas, self.drawing
+        if drawing is None or canvas.overview is None or canvas.drawing is not drawing:
+            return
+        fills, scale = canvas.fills, canvas.overview_scale
+        self.overviews.request(lambda: (drawing, render_overview(drawing, fills, scale), scale))
 
     def _overview_ready(self, _number: int, result) -> None:
         drawing, image, scale = result
