@@ -8,23 +8,10 @@ from itertools import compress
 import networkx as nx
 import numpy as np
 
-NODE_W, NODE_H = 190.0, 44.0
+from gradexplorer.core.graph.style import NODE_H, NODE_W, node_lines
+
 KIND_CODES = ("op", "param", "hook", "loss", "module", "other")
 LAYERED = ("layered", "multipartite")
-
-
-def node_label(attrs: Mapping) -> tuple[str, str]:
-    """The two text lines of a node: what it is, and where it comes from."""
-    kind = attrs.get("kind", "other")
-    if kind == "module":
-        members = attrs.get("members")
-        detail = " · ".join(t for t in (attrs.get("name"), f"{members} nodes" if members else "") if t)
-        return attrs.get("module") or "(model)", detail
-    if kind == "hook":  # BackwardHookFunctionBackward, inserted by a full backward hook
-        return "backward hook", attrs.get("module") or ""
-    if kind == "param":
-        return attrs.get("param") or "AccumulateGrad", "×".join(map(str, attrs.get("shape") or ()))
-    return str(attrs.get("name", "?")), attrs.get("module") or ""
 
 
 class GraphDrawing:
@@ -41,7 +28,7 @@ class GraphDrawing:
         self.kinds = np.array([KIND_CODES.index(a.get("kind", "other"))
                                if a.get("kind") in KIND_CODES else KIND_CODES.index("other")
                                for a in attrs], dtype=np.int8)
-        self.labels = [node_label(a) for a in attrs]
+        self.labels = [node_lines(a) for a in attrs]
         self.modules = [a.get("module") or "" for a in attrs]
         self.params = [a.get("param") for a in attrs]
         raw = np.array([pos[n] for n in self.ids], dtype=float).reshape(-1, 2)

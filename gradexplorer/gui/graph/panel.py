@@ -337,7 +337,8 @@ class GraphPanel(QWidget):
 
 def legend_label() -> QLabel:
     """The colour key under the graph."""
-    from gradexplorer.gui.theme import HOOK_MARK, KIND_COLOURS, SELECTION
+    from gradexplorer.core.graph.style import HOOK_MARK, KIND_FILL
+    from gradexplorer.gui.theme import SELECTION
 
     def swatch(colour: str, text: str, ring: bool = False) -> str:
         if ring:
@@ -346,7 +347,7 @@ def legend_label() -> QLabel:
 
     kinds = (("op", "operation"), ("param", "parameter"), ("hook", "hook node"), ("loss", "loss"),
              ("module", "module"))
-    text = "".join(swatch(KIND_COLOURS[k], label) for k, label in kinds)
+    text = "".join(swatch(KIND_FILL[k], label) for k, label in kinds)
     text += (swatch("#ffb74d", "tint: |g| low→high") + swatch("#e0e0e0", "no gradient")
              + swatch(HOOK_MARK, "hooked", True) + swatch(SELECTION, "selected", True))
     label = QLabel(text)
