@@ -7,7 +7,7 @@ from typing import Any
 
 from PySide6.QtWidgets import QTextBrowser, QWidget
 
-from gradexplorer.gui.models.selection import Selection, SelectionModel
+from gradexplorer.gui.models.selection import Selection, SelectionModel, parameter_for
 
 STAT_FIELDS = (("norm", "norm"), ("mean", "mean"), ("std", "std"), ("min", "min"), ("max", "max"),
                ("abs_max", "max |g|"), ("zero_fraction", "zeros"), ("update_ratio", "‖Δθ‖/‖θ‖"))
@@ -86,7 +86,7 @@ class DetailsPane(QTextBrowser):
             rows.append(_row("type", escape(self._module_type(sel.module))))
         if sel.module is not None:
             rows.append(_row("hook", escape(self.hooks.get(sel.module, "none"))))
-        param = sel.param or self._first_param(sel.module)
+        param = sel.param or parameter_for(sel, self.model)
         if param:
             rows.append(f"<tr><td colspan=2><b>{escape(param)}</b> {self._param_shape(param)}</td></tr>")
             rows += stats_rows(self.stats.get(param))
@@ -104,16 +104,6 @@ class DetailsPane(QTextBrowser):
             return type(self.model.get_submodule(path)).__name__
         except AttributeError:
             return ""
-
-    def _first_param(self, module: str | None) -> str | None:
-        if module is None or self.model is None:
-            return None
-        try:
-            sub = self.model.get_submodule(module)
-        except AttributeError:
-            return None
-        name = next((n for n, _ in sub.named_parameters(recurse=False)), None)
-        return None if name is None else (f"{module}.{name}" if module else name)
 
     def _param_shape(self, name: str) -> str:
         if self.model is None:

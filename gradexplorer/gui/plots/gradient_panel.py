@@ -6,7 +6,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QSplitter, QVBoxLayout, QWidget
 from superqt.utils import qthrottled
 
-from gradexplorer.gui.models.selection import Selection, SelectionModel
+from gradexplorer.gui.models.selection import Selection, SelectionModel, parameter_for
 from gradexplorer.gui.models.timeline import TimelineModel
 from gradexplorer.gui.plots.alarm_banner import AlarmBanner
 from gradexplorer.gui.plots.flow_chart import GradientFlowChart
@@ -15,21 +15,6 @@ from gradexplorer.gui.plots.histogram_plot import HistogramPlot
 
 HISTOGRAM_MS = 50  # the histogram and the alarm redraw at most 20 times a second
 SLOW_PLOTS_MS = 100  # the heat map and the flow chart (heavier) at most 10 times a second
-
-
-def parameter_for(selection: Selection, model) -> str | None:
-    """The parameter the plots should show for a selection (a module's first parameter)."""
-    if selection.param:
-        return selection.param
-    if selection.module is None or model is None:
-        return None
-    try:
-        module = model.get_submodule(selection.module)
-    except AttributeError:
-        return None
-    for name, _ in module.named_parameters():
-        return f"{selection.module}.{name}" if selection.module else name
-    return None
 
 
 class GradientPanel(QWidget):
