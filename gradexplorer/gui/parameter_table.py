@@ -9,6 +9,7 @@ from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView, QWidget
 from torch import nn
 
+from gradexplorer.core.graph.style import format_shape
 from gradexplorer.gui.models.selection import Selection, SelectionModel
 from gradexplorer.gui.theme import ALARM
 
@@ -35,7 +36,7 @@ class ParameterTableModel(QAbstractTableModel):
     def set_model(self, model: nn.Module) -> None:
         """Show ``model``'s parameters."""
         self.beginResetModel()
-        self.rows = [(n, "×".join(map(str, p.shape)) or "scalar", p.numel(), p.requires_grad)
+        self.rows = [(n, format_shape(p.shape), p.numel(), p.requires_grad)
                      for n, p in model.named_parameters()]
         self.stats = {}
         self._live = [("", "", "")] * len(self.rows)

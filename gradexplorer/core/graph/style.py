@@ -33,10 +33,10 @@ FONT_SIZE = 11
 
 
 def format_shape(shape: Any) -> str:
-    """``(4, 8)`` as ``4×8``; scalars as ``()``."""
+    """``(4, 8)`` as ``4×8``; ``()`` as ``scalar``; None as nothing. Every view writes shapes so."""
     if shape is None:
         return ""
-    return "×".join(str(d) for d in shape) if len(shape) else "()"
+    return "×".join(str(d) for d in shape) if len(shape) else "scalar"
 
 
 def node_lines(attrs: Mapping[str, Any]) -> tuple[str, str]:
