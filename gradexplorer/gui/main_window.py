@@ -50,8 +50,8 @@ class MainWindow(QMainWindow):
         self.events = EventLog()
         self.run_controls = RunControls(self.controller, self)
         self.file_actions = FileActions(self)
-        self._throttles = (qthrottled(self._redraw_parameters, timeout=TABLES_MS),
-                           qthrottled(self._redraw_graph_tint, timeout=TINT_MS))
+        self._throttles = (qthrottled(self._redraw_parameters, timeout=TABLES_MS, parent=self),
+                           qthrottled(self._redraw_graph_tint, timeout=TINT_MS, parent=self))
         self.addToolBar(self.run_controls)
         self.status = RunStatusBar(self.controller, self)
         self.setStatusBar(self.status)

@@ -29,9 +29,9 @@ class GradientPanel(QWidget):
         self.selection, self.timeline = selection, timeline
         self.model = None
         self.param: str | None = None
-        self._throttles = (qthrottled(self.refresh_histogram, timeout=HISTOGRAM_MS),
-                           qthrottled(self.refresh_heatmap, timeout=SLOW_PLOTS_MS),
-                           qthrottled(self.refresh_flow, timeout=SLOW_PLOTS_MS))
+        self._throttles = (qthrottled(self.refresh_histogram, timeout=HISTOGRAM_MS, parent=self),
+                           qthrottled(self.refresh_heatmap, timeout=SLOW_PLOTS_MS, parent=self),
+                           qthrottled(self.refresh_flow, timeout=SLOW_PLOTS_MS, parent=self))
         for throttle in self._throttles:
             timeline.changed.connect(throttle)
         self.alarm = AlarmBanner()
