@@ -34,13 +34,35 @@ class PaintCounter(QObject):
 
     def __init__(self, widget) -> None:
         super().__init__()
-        self.frames = 0
+        self.times: list[float] = []
         widget.installEventFilter(self)
+
+    @property
+    def frames(self) -> int:
+        return len(self.times)
 
     def eventFilter(self, _obj, event) -> bool:  # noqa: N802 - Qt API
         if event.type() == QEvent.Paint:
-            self.frames += 1
+            self.times.append(time.perf_counter())
         return False
+
+
+class StepClock:
+    """A session observer noting when each step finished (on the training thread)."""
+
+    def __init__(self) -> None:
+        self.times: list[float] = []
+
+    def after_step(self, _session, _result) -> None:
+        self.times.append(time.perf_counter())
+
+
+def step_to_frame_ms(steps: list[float], frames: list[float]) -> np.ndarray:
+    """For each step, the milliseconds until the plot next painted (steps never painted: none)."""
+    frames_array = np.asarray(frames)
+    at = np.searchsorted(frames_array, steps)
+    shown = at < len(frames_array)
+    return (frames_array[at[shown]] - np.asarray(steps)[shown]) * 1e3
 
 
 def plot_viewports(window) -> dict:
@@ -74,6 +96,9 @@ def heartbeat_during_run(model: str, steps: int) -> dict:
         last[0] = now
 
     counters = {name: PaintCounter(widget) for name, widget in plot_viewports(window).items()}
+    clock_steps = StepClock()
+    session = controller.live.session
+    controller.post(lambda: session.add_observer(clock_steps))  # jobs change core objects
     timer = QTimer()
     timer.setInterval(HEARTBEAT_MS)
     timer.timeout.connect(beat)
@@ -89,9 +114,11 @@ def heartbeat_during_run(model: str, steps: int) -> dict:
     done = controller.live.session.step_count - first_step
     window.close()
     stalls = np.array(gaps[1:]) - HEARTBEAT_MS
+    latency = step_to_frame_ms(clock_steps.times, counters["histogram"].times)
     return {"steps": done, "steps_per_s": done / seconds, "worst_stall_ms": float(stalls.max()),
             "p99_stall_ms": float(np.percentile(stalls, 99)),
-            "frames_per_s": {name: c.frames / seconds for name, c in counters.items()}}
+            "frames_per_s": {name: c.frames / seconds for name, c in counters.items()},
+            "latency_ms": (float(np.median(latency)), float(np.percentile(latency, 95)))}
 
 
 def graph_frames(blocks: int) -> dict:
@@ -194,6 +221,8 @@ def main() -> int:
           "the graph tint are throttled to <= 10 and <= 4 by design):")
     for name, fps in hb["frames_per_s"].items():
         print(f"    {name:18} {fps:5.1f}")
+    print(f"  step finished -> histogram painted: median {hb['latency_ms'][0]:.0f} ms, "
+          f"p95 {hb['latency_ms'][1]:.0f} ms")
     g = graph_frames(args.graph_blocks)
     print(f"graph example:deep:blocks={args.graph_blocks}: {g['nodes']:,} nodes, {g['edges']:,} "
           f"edges; trace {g['trace_s']:.2f} s, layout+drawing data {g['layout_s']:.2f} s")
