@@ -218,7 +218,7 @@ def main() -> int:
     print(f"  GUI thread stall (5 ms heartbeat lateness): worst {hb['worst_stall_ms']:.1f} ms, "
           f"p99 {hb['p99_stall_ms']:.1f} ms  (bar: worst <= 50 ms)")
     print("  frames painted per second while running (bar: >= 10 for each plot; the table and "
-          "the graph tint are throttled to <= 10 and <= 4 by design):")
+          "the graph tint are throttled to about 8 and 4 by design):")
     for name, fps in hb["frames_per_s"].items():
         print(f"    {name:18} {fps:5.1f}")
     print(f"  step finished -> histogram painted: median {hb['latency_ms'][0]:.0f} ms, "

@@ -14,7 +14,9 @@ from gradexplorer.gui.plots.heatmap_plot import HistogramHeatmap
 from gradexplorer.gui.plots.histogram_plot import HistogramPlot
 
 HISTOGRAM_MS = 50  # the histogram and the alarm redraw at most 20 times a second
-SLOW_PLOTS_MS = 100  # the heat map and the flow chart (heavier) at most 10 times a second
+HEATMAP_MS, FLOW_MS = 100, 120  # heavier: about 10 times a second, on their own timers (no
+# leading-edge call), with periods that rarely coincide, so a step never triggers every redraw
+# in one tick of the GUI thread
 
 
 class GradientPanel(QWidget):
@@ -30,8 +32,9 @@ class GradientPanel(QWidget):
         self.model = None
         self.param: str | None = None
         self._throttles = (qthrottled(self.refresh_histogram, timeout=HISTOGRAM_MS, parent=self),
-                           qthrottled(self.refresh_heatmap, timeout=SLOW_PLOTS_MS, parent=self),
-                           qthrottled(self.refresh_flow, timeout=SLOW_PLOTS_MS, parent=self))
+                           qthrottled(self.refresh_heatmap, timeout=HEATMAP_MS, leading=False,
+                                      parent=self),
+                           qthrottled(self.refresh_flow, timeout=FLOW_MS, leading=False, parent=self))
         for throttle in self._throttles:
             timeline.changed.connect(throttle)
         self.alarm = AlarmBanner()
