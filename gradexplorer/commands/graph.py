@@ -9,6 +9,9 @@ from pathlib import Path
 
 from gradexplorer.commands.common import add_model_arguments, load_from_args
 from gradexplorer.commands.hook_options import add_hook_arguments, attach_hooks_from_args
+from gradexplorer.core.diagnose.explain import explain_graph
+from gradexplorer.core.diagnose.nan_origin import nonfinite_origin, origin_text
+from gradexplorer.core.diagnose.trace_grads import trace_gradients
 from gradexplorer.core.errors import UserError
 from gradexplorer.core.graph.collapse import collapse_by_module
 from gradexplorer.core.graph.export.files import EXPORT_FORMATS, export_graph
@@ -37,6 +40,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--hide-hooks", action="store_true",
                    help="leave out the nodes that full backward hooks insert")
     g.add_argument("--no-saved", action="store_true", help="skip the shapes of saved tensors")
+    g.add_argument("--trace-grads", action="store_true",
+                   help="also run the backward pass with a hook on every node: each node gets its "
+                   "gradient's norm, max |g| and finiteness, each edge the gradient along it, and "
+                   "the node where NaN/Inf is born is marked (parameters' .grad are untouched)")
     add_hook_arguments(parser)
     parser.set_defaults(func=graph_command)
 
@@ -49,8 +56,13 @@ def graph_command(args: argparse.Namespace) -> int:
     session = TrainingSession(load_from_args(args), SessionConfig(device=args.device, seed=args.seed))
     attach_hooks_from_args(session, args)
     t0 = time.perf_counter()
-    G = trace_backward_graph(session, saved=not args.no_saved)
+    if args.trace_grads:
+        G = trace_gradients(session, saved=not args.no_saved)
+        origin = nonfinite_origin(G)
+    else:
+        G = trace_backward_graph(session, saved=not args.no_saved)
     t1 = time.perf_counter()
+    explain_graph(G)
     if args.hide_hooks:
         G = hide_hook_nodes(G)
     if args.collapse is not None or args.collapse_module:
@@ -62,4 +74,9 @@ def graph_command(args: argparse.Namespace) -> int:
     summary = ", ".join(f"{count} {kind}" for kind, count in sorted(kinds.items()))
     print(f"{path}: {G.number_of_nodes():,} nodes ({summary}), {G.number_of_edges():,} edges; "
           f"traced in {t1 - t0:.2f} s, {args.layout} layout in {t2 - t1:.2f} s")
+    if args.trace_grads:
+        traced = G.graph.get("grad_traced", 0)
+        print(f"gradients traced on {traced:,} nodes; loss {G.graph['loss']:.6g}")
+        if origin is not None:
+            print(f"first non-finite gradient: {origin_text(G.nodes[origin])} (node {origin})")
     return 0
