@@ -21,7 +21,8 @@ from torch import nn
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
-from gradexplorer.core.diagnose.trace_grads import restore_rng, rng_snapshot, trace_gradients
+from gradexplorer.core.diagnose.trace_grads import trace_gradients
+from gradexplorer.core.session.rng import restore_rng, rng_snapshot
 from gradexplorer.core.session.training_state import preserved_state
 
 

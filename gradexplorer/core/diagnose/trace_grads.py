@@ -18,6 +18,7 @@ import torch
 
 from gradexplorer.core.graph.attribution import ModuleAttribution
 from gradexplorer.core.graph.extract import extract_graph, gc_paused, walk_grad_fns
+from gradexplorer.core.session.rng import restore_rng
 from gradexplorer.core.session.training_state import preserved_state
 
 _NONE = (0.0, 0.0, 1.0)  # an undefined gradient: zero, and finite
@@ -166,16 +167,3 @@ def trace_gradients(session, step: int | None = None, *, saved: bool = True,
         G.graph["loss"] = float(loss.detach())
         traced_backward(loss, G)
     return G
-
-
-def rng_snapshot(device: torch.device | None = None) -> dict:
-    """The CPU (and CUDA) random state, to replay a step's forward with ``restore_rng``."""
-    cuda = device is not None and device.type == "cuda" and torch.cuda.is_available()
-    return {"cpu": torch.random.get_rng_state(), "cuda": torch.cuda.get_rng_state_all() if cuda else None}
-
-
-def restore_rng(state: dict) -> None:
-    """Set the random state ``rng_snapshot`` took."""
-    torch.random.set_rng_state(state["cpu"])
-    if state.get("cuda") is not None:
-        torch.cuda.set_rng_state_all(state["cuda"])
