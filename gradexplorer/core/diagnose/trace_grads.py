@@ -21,8 +21,6 @@ from gradexplorer.core.graph.extract import extract_graph, gc_paused, walk_grad_
 from gradexplorer.core.session.rng import restore_rng
 from gradexplorer.core.session.training_state import preserved_state
 
-_NONE = (0.0, 0.0, 1.0)  # an undefined gradient: zero, and finite
-
 
 @dataclass(frozen=True)
 class GradFigures:
@@ -42,19 +40,21 @@ class GradFigures:
 
 
 def _figures(g: torch.Tensor | None) -> torch.Tensor | None:
-    """(norm, max |g|, finite) of ``g`` as a float64 tensor on its device (no host sync)."""
+    """(float64 norm, max |g|) of ``g`` as a tensor on its device (no host sync).
+
+    max |g| is NaN when ``g`` holds a NaN and Inf when it holds an Inf, so it alone says
+    whether every value is finite.
+    """
     if g is None:
         return None
     if g.is_sparse:
         g = g.coalesce()._values()
-    g = g.detach()
     if g.numel() == 0:
-        return torch.tensor(_NONE, dtype=torch.float64, device=g.device)
-    if not (g.is_floating_point() or g.is_complex()):
+        return torch.zeros(2, dtype=torch.float64, device=g.device)
+    g = g.detach()
+    if not g.is_floating_point():
         g = g.double()
-    a = g.abs().to(torch.float64)
-    finite = torch.isfinite(g).all().to(torch.float64)
-    return torch.stack([torch.linalg.vector_norm(a), a.amax(), finite])
+    return torch.stack([torch.linalg.vector_norm(g, dtype=torch.float64), g.abs().amax().double()])
 
 
 class NodeRecorder:
@@ -96,8 +96,8 @@ class NodeRecorder:
                 if t is None:
                     out.append(None)
                 else:
-                    n, m, f = next(it)
-                    out.append(GradFigures(n, m, f == 1.0))
+                    n, m = next(it)
+                    out.append(GradFigures(n, m, math.isfinite(m)))
             return out
 
         return {i: (convert(self._received[i]), convert(self._sent[i])) for i in self.order}
