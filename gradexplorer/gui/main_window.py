@@ -13,7 +13,7 @@ from gradexplorer.gui.details_pane import DetailsPane
 from gradexplorer.gui.errors import show_error
 from gradexplorer.gui.event_log import EventLog
 from gradexplorer.gui.file_actions import FileActions
-from gradexplorer.gui.graph.core_api import trace_backward_graph
+from gradexplorer.gui.graph.core_api import traced_graph
 from gradexplorer.gui.graph.panel import GraphPanel
 from gradexplorer.gui.hook_menu import HookMenu
 from gradexplorer.gui.menus import build_menus
@@ -118,10 +118,12 @@ class MainWindow(QMainWindow):
         self.trace_graph(fit=True)
 
     def trace_graph(self, fit: bool = True) -> None:
-        """Trace the backward graph on the training thread; the panel lays it out."""
+        """Trace the backward graph on the training thread (with every op's gradient when the
+        panel's "Trace gradients" is on); the panel lays it out."""
         live = self.controller.live
+        grads = self.graph_panel.trace_grads_action.isChecked()
         if live is not None:
-            self.controller.post(lambda: GraphTraced(trace_backward_graph(live.session), fit))
+            self.controller.post(lambda: GraphTraced(traced_graph(live.session, grads), fit))
 
     def _job_finished(self, result) -> None:
         if isinstance(result, GraphTraced):
