@@ -178,6 +178,27 @@ class MainWindow(QMainWindow):
             return
         self.show_hook_menu(module, QCursor.pos())
 
+    def open_ab(self, module: str | None = None, action: str | None = None, steps: int = 50):
+        """A/B of a hook on the current model in a window of its own (asks when not given)."""
+        from gradexplorer.gui.ab_window import ABWindow, ab_run_factory, ask_ab
+
+        live = self.controller.live
+        if live is None:
+            return None
+        if action is None:
+            try:
+                chosen = ask_ab(self, module if module is not None else self.selection.current.module)
+            except Exception as exc:  # noqa: BLE001 - a typo in the dialog
+                self.show_error(str(exc))
+                return None
+            if chosen is None:
+                return None
+            module, action, steps = chosen
+        window = ABWindow(ab_run_factory(live, module or "", action), steps)
+        window.show()
+        self.ab_windows = [w for w in getattr(self, "ab_windows", []) if w.isVisible()] + [window]
+        return window
+
     def open_model_dialog(self) -> None:
         """Ask for a model and open it."""
         current = self.controller.live.spec if self.controller.live else ""
@@ -213,6 +234,6 @@ class MainWindow(QMainWindow):
         self.settings.save_window(self.saveGeometry(), self.saveState())
         self.controller.close()
         self.graph_panel.layouts.wait(5000)
-        for window in self.file_actions.snapshot_windows:
+        for window in [*self.file_actions.snapshot_windows, *getattr(self, "ab_windows", [])]:
             window.close()
         super().closeEvent(event)
