@@ -126,6 +126,15 @@ def test_forward_nan_is_traced_to_the_op_that_made_it(run_cli):
     assert "parameters already hold NaN/Inf" in out  # step 2: the update spread it
 
 
+def test_a_nan_loss_marks_no_backward_node(run_cli, tmp_path):
+    G = gx.trace_gradients(cpu_session(LOG_MODEL))
+    assert math.isnan(G.graph["loss"]) and gx.nonfinite_origin(G) is None
+    assert not any(flag for _, flag in G.nodes(data="nonfinite_origin"))
+    code, out, _ = run_cli("graph", "--model", LOG_MODEL, "--trace-grads", "--out", tmp_path / "g.json")
+    assert code == 0 and "first non-finite value in the forward pass: log in module head" in out
+    assert "first non-finite gradient" not in out
+
+
 def test_healthy_run_says_nothing_about_origins(run_cli):
     code, out, _ = run_cli("run", "--model", "example:mlp", "--steps", "2", "--device", "cpu")
     assert code == 0 and "non-finite" not in out

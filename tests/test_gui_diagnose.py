@@ -27,6 +27,7 @@ def test_trace_gradients_tints_every_op_and_centres_the_nan_origin(qtbot, make_w
     assert not np.array_equal(fills, untraced)  # ops are tinted now, not only parameters
     names = [label[0] for label in drawing.labels]
     sqrt = names.index("SqrtBackward0")
+    assert drawing.labels[sqrt] == ("SqrtBackward0", "act · ‖g‖ inf")  # labelled by its gradient
     assert window.selection.current.node == drawing.ids[sqrt]  # selected (and centred)
     assert panel.selected_nodes().tolist() == [sqrt]
     assert fills[sqrt] == NONFINITE

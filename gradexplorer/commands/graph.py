@@ -10,7 +10,7 @@ from pathlib import Path
 from gradexplorer.commands.common import add_model_arguments, load_from_args
 from gradexplorer.commands.hook_options import add_hook_arguments, attach_hooks_from_args
 from gradexplorer.core.diagnose.explain import explain_graph
-from gradexplorer.core.diagnose.nan_origin import nonfinite_origin, origin_text
+from gradexplorer.core.diagnose.nan_origin import loss_origin, nonfinite_origin, origin_text
 from gradexplorer.core.diagnose.trace_grads import trace_gradients
 from gradexplorer.core.errors import UserError
 from gradexplorer.core.graph.collapse import collapse_by_module
@@ -79,4 +79,7 @@ def graph_command(args: argparse.Namespace) -> int:
         print(f"gradients traced on {traced:,} nodes; loss {G.graph['loss']:.6g}")
         if origin is not None:
             print(f"first non-finite gradient: {origin_text(G.nodes[origin])} (node {origin})")
+        forward = loss_origin(session, G)
+        if forward is not None:
+            print(forward["text"])
     return 0

@@ -128,6 +128,8 @@ class MainWindow(QMainWindow):
     def _job_finished(self, result) -> None:
         if isinstance(result, GraphTraced):
             self.graph_panel.set_graph(result.graph, fit=result.fit)
+            if result.graph.graph.get("forward_origin"):
+                self.statusBar().showMessage(result.graph.graph["forward_origin"])
 
     def _redraw_parameters(self) -> None:
         latest = self.controller.timeline.latest_gradients

@@ -29,10 +29,15 @@ from gradexplorer.core.session.training_state import preserved_state
 def nonfinite_origin(G: nx.DiGraph) -> int | None:
     """The first traced node whose inputs were finite and whose outputs were not; marks it.
 
-    Sets ``nonfinite_origin: True`` on that node only (and removes it from any other).
+    Sets ``nonfinite_origin: True`` on that node only (and removes it from any other). None
+    when every gradient is finite, and when the traced loss itself is non-finite: then the
+    NaN/Inf was born in the forward pass (``forward_origin``), not in any backward node.
     """
     for n in [n for n, flag in G.nodes(data="nonfinite_origin") if flag]:
         del G.nodes[n]["nonfinite_origin"]
+    if not math.isfinite(G.graph.get("loss", 0.0)):
+        G.graph.pop("nonfinite_origin", None)
+        return None
     traced = sorted((a["grad_order"], n) for n, a in G.nodes(data=True) if "grad_order" in a)
     for _, n in traced:
         attrs = G.nodes[n]
@@ -135,11 +140,17 @@ def diagnose_step(session, step: int | None = None, rng_state: dict | None = Non
     the first backward node; None when the replayed step is finite everywhere."""
     G = trace_gradients(session, step, saved=False, rng_state=rng_state)
     if not math.isfinite(G.graph["loss"]):
-        found = forward_origin(session, step, rng_state) or _nonfinite_parameters(session, step)
-        if found is not None:
-            return found
+        return forward_origin(session, step, rng_state) or _nonfinite_parameters(session, step)
     node = nonfinite_origin(G)
     return describe_backward_origin(G, node) if node is not None else None
+
+
+def loss_origin(session, G: nx.DiGraph) -> dict | None:
+    """For a traced graph whose loss is non-finite: where the forward made it (else None)."""
+    if math.isfinite(G.graph.get("loss", 0.0)):
+        return None
+    step = G.graph.get("step")
+    return forward_origin(session, step) or _nonfinite_parameters(session, step)
 
 
 def _nonfinite_parameters(session, step: int | None) -> dict | None:

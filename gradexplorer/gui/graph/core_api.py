@@ -2,7 +2,7 @@
 one trace the app runs on the training thread (``traced_graph``)."""
 
 from gradexplorer.core.diagnose.explain import explain_graph, explain_node
-from gradexplorer.core.diagnose.nan_origin import nonfinite_origin
+from gradexplorer.core.diagnose.nan_origin import loss_origin, nonfinite_origin
 from gradexplorer.core.diagnose.trace_grads import trace_gradients
 from gradexplorer.core.graph.collapse import collapse_by_module
 from gradexplorer.core.graph.extract import hide_hook_nodes, trace_backward_graph
@@ -14,10 +14,14 @@ __all__ = ["LAYOUTS", "collapse_by_module", "explain_graph", "explain_node", "hi
 
 def traced_graph(session, grads: bool = False):
     """The session's next backward graph; with ``grads``, every node's gradient too and the
-    NaN/Inf origin marked. Every node carries its ``explanation``."""
+    NaN/Inf origin marked (or, for a non-finite loss, the forward op that made it in the graph
+    attribute ``forward_origin``). Every node carries its ``explanation``."""
     if grads:
         graph = trace_gradients(session)
         nonfinite_origin(graph)
+        forward = loss_origin(session, graph)
+        if forward is not None:
+            graph.graph["forward_origin"] = forward["text"]
     else:
         graph = trace_backward_graph(session)
     return explain_graph(graph)

@@ -13,7 +13,17 @@ LAYERED = ("layered", "multipartite")
 
 
 def node_label(attrs: Mapping) -> tuple[str, str]:
-    """The two text lines of a node: what it is, and where it comes from."""
+    """The two text lines of a node: what it is, and where it comes from (and, on a graph
+    traced with gradients, the norm of the gradient the node sends on)."""
+    name, detail = _plain_label(attrs)
+    norm = attrs.get("grad_norm")
+    if norm is None:
+        return name, detail
+    text = f"{norm:.2g}" if isinstance(norm, float) else str(norm)
+    return name, f"{detail} · ‖g‖ {text}" if detail else f"‖g‖ {text}"
+
+
+def _plain_label(attrs: Mapping) -> tuple[str, str]:
     kind = attrs.get("kind", "other")
     if kind == "module":
         members = attrs.get("members")
