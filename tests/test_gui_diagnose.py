@@ -37,18 +37,22 @@ def test_trace_gradients_tints_every_op_and_centres_the_nan_origin(qtbot, make_w
 
 
 def test_ab_window_plots_both_arms_and_their_divergence(qtbot, make_window):
+    import torch
+
     window = make_window()
     open_model(qtbot, window, "example:lenet", batch_size=None)
+    rng = torch.random.get_rng_state()
     same = window.open_ab("fc1", "scale:1.0", steps=3)
     half = window.open_ab("fc1", "scale:0.5", steps=3)
     for ab in (same, half):
-        qtbot.waitUntil(lambda ab=ab: ab.worker.isFinished(), timeout=TIMEOUT_MS)
-        qtbot.waitUntil(lambda ab=ab: len(ab.steps) == 3, timeout=TIMEOUT_MS)
+        qtbot.waitUntil(lambda ab=ab: ab.finished, timeout=TIMEOUT_MS)
+    assert len(same.steps) == len(half.steps) == 3
     assert same.divergence == [0.0, 0.0, 0.0] and all(same.identical)
     assert same.plain == same.hooked
     assert 0 < half.divergence[0] < half.divergence[1] < half.divergence[2]
     x, y = half.hooked_item.getData()
     assert list(x) == [1, 2, 3] and list(y) == half.hooked
     assert "divergence" in half.latest.text() and "fc1=scale:0.5" in half.header.text()
+    assert torch.equal(torch.random.get_rng_state(), rng)  # the app's own session is undisturbed
     same.close()
     half.close()

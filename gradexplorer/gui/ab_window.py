@@ -1,5 +1,5 @@
-"""A/B of a hook in the app: two copies trained in lockstep, one hooked; both losses and the
-divergence plotted live in a window of their own."""
+"""A/B of a hook in the app: two copies trained in lockstep, one hooked, on the app's training
+thread; both losses and the divergence plotted live in a window of their own."""
 
 from __future__ import annotations
 
@@ -8,13 +8,14 @@ from dataclasses import replace
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, QThread, Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QInputDialog, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from gradexplorer.core.errors import UserError, first_line
 from gradexplorer.core.model.spec import load_workload
 from gradexplorer.core.session.ab import ABRun, ABStep
 from gradexplorer.core.session.engine import RunControl
+from gradexplorer.core.session.rng import restore_rng, rng_snapshot
 from gradexplorer.gui.curves import fit_range
 from gradexplorer.gui.theme import PLOT_PENS, steady_axes
 
@@ -43,32 +44,42 @@ def ask_ab(parent: QWidget, module: str | None) -> tuple[str, str, int] | None:
     return (module_path.strip(), action.strip(), steps) if ok else None
 
 
-class ABWorker(QThread):
-    """Builds the two arms and steps them on its own thread; each step comes back as a signal."""
+def ab_job(make_run: Callable[[], ABRun], steps: int, control: RunControl, window: ABWindow,
+           device=None) -> Callable[[], None]:
+    """A job for the app's training thread: build both arms and step them, reporting each step.
 
-    stepped = Signal(object)  # ABStep
-    failed = Signal(str)
-    ready = Signal(str)  # a one-line description of the two arms
-
-    def __init__(self, make_run: Callable[[], ABRun], steps: int, parent=None) -> None:
-        super().__init__(parent)
-        self.make_run, self.steps, self.control = make_run, steps, RunControl()
-
-    def run(self) -> None:  # noqa: D102 - QThread entry point
+    It runs where the app's own model trains, between its steps (a run pauses meanwhile), and
+    puts the random state back afterwards, so the app's session goes on as if it had not run.
+    """
+    def job() -> None:
+        state = rng_snapshot(device)
         try:
-            ab = self.make_run()
-            self.ready.emit(f"{ab.plain.workload.name}: {ab.module or '<root>'}={ab.action} "
-                            "on the hooked arm; same batches and random numbers")
-            for result in ab.run(self.steps, self.control):
-                self.stepped.emit(result)
+            ab = make_run()
+            window.ready.emit(f"{ab.plain.workload.name}: {ab.module or '<root>'}={ab.action} "
+                              "on the hooked arm; same batches and random numbers")
+            for result in ab.run(steps, control):
+                window.stepped.emit(result)
         except Exception as exc:  # noqa: BLE001 - shown as one line
-            self.failed.emit(first_line(exc))
+            window.failed.emit(first_line(exc))
+        finally:
+            restore_rng(state)
+            window.done.emit()
+    return job
 
 
 class ABWindow(QWidget):
-    """Loss of both arms, and their divergence (parameter distance, gradient cosine)."""
+    """Loss of both arms, and their divergence (parameter distance, gradient cosine).
 
-    def __init__(self, make_run: Callable[[], ABRun], steps: int, parent: QWidget | None = None) -> None:
+    ``post`` runs a job on the app's training thread (``SessionController.post``).
+    """
+
+    stepped = Signal(object)  # ABStep, from the training thread
+    failed = Signal(str)
+    ready = Signal(str)  # a one-line description of the two arms
+    done = Signal()
+
+    def __init__(self, make_run: Callable[[], ABRun], steps: int, post: Callable,
+                 device=None, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setWindowTitle("gradexplorer — A/B of a hook")
         self.resize(900, 620)
@@ -92,13 +103,18 @@ class ABWindow(QWidget):
         layout = QVBoxLayout(self)
         for widget in (self.header, self.latest, self.plots, self.stop_button):
             layout.addWidget(widget)
-        self.worker = ABWorker(make_run, steps, self)
-        self.worker.ready.connect(self.header.setText)
-        self.worker.stepped.connect(self.add_step)
-        self.worker.failed.connect(lambda text: self.header.setText(f"A/B failed: {text}"))
-        self.worker.finished.connect(lambda: self.stop_button.setEnabled(False))
-        self.stop_button.clicked.connect(self.worker.control.stop)
-        self.worker.start()
+        self.control = RunControl()
+        self.finished = False
+        self.ready.connect(self.header.setText)
+        self.stepped.connect(self.add_step)
+        self.failed.connect(lambda text: self.header.setText(f"A/B failed: {text}"))
+        self.done.connect(self._done)
+        self.stop_button.clicked.connect(self.control.stop)
+        post(ab_job(make_run, steps, self.control, self, device))
+
+    def _done(self) -> None:
+        self.finished = True
+        self.stop_button.setEnabled(False)
 
     def _plot(self, row: int, title: str) -> pg.PlotItem:
         plot = self.plots.addPlot(row=row, col=0, title=title)
@@ -127,7 +143,6 @@ class ABWindow(QWidget):
                             f"grad-cos {result.grad_cosine:.6g}{same}")
 
     def closeEvent(self, event) -> None:  # noqa: N802 - Qt API
-        """Stop the arms and wait for the thread."""
-        self.worker.control.stop()
-        self.worker.wait(10_000)
+        """Stop the arms after their current step."""
+        self.control.stop()
         super().closeEvent(event)

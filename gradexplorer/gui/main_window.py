@@ -196,7 +196,8 @@ class MainWindow(QMainWindow):
             if chosen is None:
                 return None
             module, action, steps = chosen
-        window = ABWindow(ab_run_factory(live, module or "", action), steps)
+        window = ABWindow(ab_run_factory(live, module or "", action), steps, self.controller.post,
+                          live.session.device)
         window.show()
         self.ab_windows = [w for w in getattr(self, "ab_windows", []) if w.isVisible()] + [window]
         return window
@@ -234,8 +235,10 @@ class MainWindow(QMainWindow):
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt API
         """Remember the layout, stop the worker and wait for it."""
         self.settings.save_window(self.saveGeometry(), self.saveState())
+        for window in getattr(self, "ab_windows", []):
+            window.close()  # stops an A/B job on the training thread after its current step
         self.controller.close()
         self.graph_panel.layouts.wait(5000)
-        for window in [*self.file_actions.snapshot_windows, *getattr(self, "ab_windows", [])]:
+        for window in self.file_actions.snapshot_windows:
             window.close()
         super().closeEvent(event)
