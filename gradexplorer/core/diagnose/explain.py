@@ -14,7 +14,7 @@ from typing import Any
 
 import networkx as nx
 
-from gradexplorer.core.diagnose.explain_texts import SAVED_WHY, TEXTS
+from gradexplorer.core.diagnose.explain_texts import SAVED_WHY, SAVED_WHY_BY_OP, TEXTS
 from gradexplorer.core.graph.style import format_shape
 
 _VERSION = re.compile(r"Backward\d*$")
@@ -72,8 +72,9 @@ def explain_node(G: nx.DiGraph, node: Any) -> str:
     lines = [text.format_map(shapes)]
     saved = attrs.get("saved") or {}
     if saved:
+        why = {**SAVED_WHY, **SAVED_WHY_BY_OP.get(name, {})}
         lines.append("Saved for backward: " + "; ".join(
-            f"{key} {format_shape(shape)}" + (f" ({SAVED_WHY[key]})" if key in SAVED_WHY else "")
+            f"{key} {format_shape(shape)}" + (f" ({why[key]})" if key in why else "")
             for key, shape in saved.items()))
     elif attrs.get("kind") == "op":
         lines.append("Saves no tensors: its backward needs only the incoming gradient and shapes.")
