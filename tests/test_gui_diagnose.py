@@ -36,6 +36,17 @@ def test_trace_gradients_tints_every_op_and_centres_the_nan_origin(qtbot, make_w
     assert "born here" in text and "grad_x = grad_y / (2√x)" in text and "NON-FINITE" in text
 
 
+def test_a_nan_step_in_the_app_names_its_origin_in_the_event_log(qtbot, make_window):
+    window = make_window()
+    open_model(qtbot, window, NAN_MODEL, batch_size=None)
+    window.controller.step()
+    qtbot.waitUntil(lambda: window.controller.timeline.loss.x.size == 1, timeout=TIMEOUT_MS)
+    wait_idle(qtbot, window)
+    lines = [window.events.item(i).text() for i in range(window.events.count())]
+    assert any("step 1: first non-finite gradient: SqrtBackward0 in module act" in line
+               for line in lines), lines
+
+
 def test_ab_window_plots_both_arms_and_their_divergence(qtbot, make_window):
     import torch
 

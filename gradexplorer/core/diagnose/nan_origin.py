@@ -153,10 +153,21 @@ def loss_origin(session, G: nx.DiGraph) -> dict | None:
     return forward_origin(session, step) or _nonfinite_parameters(session, step)
 
 
+def nonfinite_names(named: list[tuple[str, torch.Tensor]]) -> list[str]:
+    """Names of the floating tensors holding NaN/Inf (one fused norm, one host sync)."""
+    named = [(n, t.coalesce()._values() if t.is_sparse else t.detach()) for n, t in named
+             if t is not None and t.is_floating_point() and t.numel()]
+    if not named:
+        return []
+    norms = torch.stack([n.double() for n in torch._foreach_norm([t for _, t in named])])
+    bad = (~torch.isfinite(norms)).nonzero().flatten().tolist()
+    return [named[i][0] for i in bad]
+
+
 def _nonfinite_parameters(session, step: int | None) -> dict | None:
     """When no op made the NaN: parameters (or buffers) that already hold NaN/Inf."""
-    bad = [n for n, t in [*session.model.named_parameters(), *session.model.named_buffers()]
-           if t.is_floating_point() and not bool(torch.isfinite(t).all())]
+    model = session.model
+    bad = nonfinite_names([*model.named_parameters(), *model.named_buffers()])
     if not bad:
         return None
     more = f", … {len(bad) - 3} more" if len(bad) > 3 else ""
@@ -168,31 +179,36 @@ def _nonfinite_parameters(session, step: int | None) -> dict | None:
 
 def grads_finite(model: nn.Module) -> bool:
     """True when every parameter gradient is finite (one fused norm, one host sync)."""
-    grads = [p.grad for p in model.parameters() if p.grad is not None]
-    if not grads:
-        return True
-    norms = torch._foreach_norm([g.coalesce()._values() if g.is_sparse else g for g in grads])
-    return bool(torch.isfinite(torch.stack([n.double() for n in norms])).all())
+    return not nonfinite_names([(n, p.grad) for n, p in model.named_parameters()])
 
 
 class NonFiniteOrigin:
     """Session observer: on a step with NaN/Inf gradients, find where they were born.
 
     The finding goes to ``result.extras["nonfinite_origin"]`` (a dict with ``text``, ``op``,
-    ``module``...), before the alarm and snapshot observers added after this one read it.
+    ``module``...), before the alarm and snapshot observers added after this one read it, and
+    to each of ``listeners`` as ``listener("error", module, "step N: text")`` (the signature of
+    HookRegistry listeners, so the app's event log can take both). A healthy step costs one
+    fused gradient norm; a step whose parameters already hold NaN/Inf is reported without a
+    replay; only the first bad step of a run is replayed.
     """
 
-    def __init__(self, session) -> None:
+    def __init__(self, session, listeners: list | None = None) -> None:
         self._rng = rng_snapshot(session.device)  # random state at the start of the next step
         self._found: dict | None = None
         self.found: list[dict] = []
+        self.listeners = listeners if listeners is not None else []
 
     def after_backward(self, session, step: int) -> None:
         self._found = None
-        if not grads_finite(session.model):
-            self._found = diagnose_step(session, step, self._rng)
-            if self._found is not None:
-                self.found.append(self._found)
+        if grads_finite(session.model):
+            return
+        found = _nonfinite_parameters(session, step) or diagnose_step(session, step, self._rng)
+        if found is not None:
+            self._found = found
+            self.found.append(found)
+            for listener in list(self.listeners):
+                listener("error", found.get("module", ""), f"step {step + 1}: {found['text']}")
 
     def after_step(self, session, result) -> None:
         if self._found is not None:
