@@ -155,6 +155,17 @@ def test_graph_export_carries_traced_gradients_and_origin(run_cli, tmp_path):
     assert text.count("gradient out ‖g‖") == 26 and "grad_mat2" in text
 
 
+def test_graph_names_a_hidden_origin_and_explains_collapsed_modules(run_cli, tmp_path):
+    hook = f"blocks.10=file:{DATA / 'nan_hook.py'}:divide_by_zero"
+    code, out, err = run_cli("graph", "--model", "example:deep:blocks=20", "--hook", hook, "--trace-grads",
+                             "--hide-hooks", "--collapse", "1", "--out", tmp_path / "g.json")
+    assert code == 0, err
+    assert "first non-finite gradient: BackwardHookFunctionBackward in module blocks.10" in out
+    nodes = json.loads((tmp_path / "g.json").read_text())["nodes"]
+    assert all(n["explanation"] for n in nodes)
+    assert any("folded into one" in n["explanation"] for n in nodes if n["kind"] == "module")
+
+
 def gpt2_graph():
     transformers = pytest.importorskip("transformers")
     config = transformers.GPT2Config(n_layer=1, n_head=2, n_embd=16, vocab_size=50, n_positions=16)

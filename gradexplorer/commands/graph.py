@@ -56,17 +56,24 @@ def graph_command(args: argparse.Namespace) -> int:
     session = TrainingSession(load_from_args(args), SessionConfig(device=args.device, seed=args.seed))
     attach_hooks_from_args(session, args)
     t0 = time.perf_counter()
+    notes: list[str] = []
     if args.trace_grads:
         G = trace_gradients(session, saved=not args.no_saved)
         origin = nonfinite_origin(G)
+        notes.append(f"gradients traced on {G.graph['grad_traced']:,} nodes; loss {G.graph['loss']:.6g}")
+        if origin is not None:
+            notes.append(f"first non-finite gradient: {origin_text(G.nodes[origin])} (node {origin})")
+        forward = loss_origin(session, G)
+        if forward is not None:
+            notes.append(forward["text"])
     else:
         G = trace_backward_graph(session, saved=not args.no_saved)
     t1 = time.perf_counter()
-    explain_graph(G)
     if args.hide_hooks:
         G = hide_hook_nodes(G)
     if args.collapse is not None or args.collapse_module:
         G = collapse_by_module(G, depth=args.collapse, modules=args.collapse_module, expanded=args.expand)
+    explain_graph(G)
     drawing = layout_drawing(G, args.layout)
     t2 = time.perf_counter()
     path = export_graph(G, drawing.positions, args.out, edge_points=drawing.edge_points)
@@ -74,12 +81,6 @@ def graph_command(args: argparse.Namespace) -> int:
     summary = ", ".join(f"{count} {kind}" for kind, count in sorted(kinds.items()))
     print(f"{path}: {G.number_of_nodes():,} nodes ({summary}), {G.number_of_edges():,} edges; "
           f"traced in {t1 - t0:.2f} s, {args.layout} layout in {t2 - t1:.2f} s")
-    if args.trace_grads:
-        traced = G.graph.get("grad_traced", 0)
-        print(f"gradients traced on {traced:,} nodes; loss {G.graph['loss']:.6g}")
-        if origin is not None:
-            print(f"first non-finite gradient: {origin_text(G.nodes[origin])} (node {origin})")
-        forward = loss_origin(session, G)
-        if forward is not None:
-            print(forward["text"])
+    for note in notes:
+        print(note)
     return 0
