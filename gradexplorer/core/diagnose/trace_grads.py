@@ -85,10 +85,9 @@ class NodeRecorder:
         self._handles.clear()
 
     def results(self) -> dict[int, tuple[list[GradFigures | None], list[GradFigures | None]]]:
-        """``node -> (received per output, sent per input slot)``, with one host transfer."""
+        """``node -> (received per output, sent per input slot)``, with one host transfer per device."""
         flat = [t for i in self.order for t in (*self._received[i], *self._sent[i]) if t is not None]
-        host = torch.stack(flat).cpu().tolist() if flat else []
-        it = iter(host)
+        it = iter(_to_host(flat))
 
         def convert(items: list) -> list[GradFigures | None]:
             out = []
@@ -101,6 +100,19 @@ class NodeRecorder:
             return out
 
         return {i: (convert(self._received[i]), convert(self._sent[i])) for i in self.order}
+
+
+def _to_host(tensors: list[torch.Tensor]) -> list[list[float]]:
+    """The values of many small tensors, in order: one stack and transfer per device."""
+    out: list = [None] * len(tensors)
+    by_device: dict[torch.device, list[int]] = {}
+    for k, t in enumerate(tensors):
+        by_device.setdefault(t.device, []).append(k)
+    for indices in by_device.values():
+        for k, values in zip(indices, torch.stack([tensors[k] for k in indices]).cpu().tolist(),
+                             strict=True):
+            out[k] = values
+    return out
 
 
 def annotate_graph(G: nx.DiGraph, recorder: NodeRecorder) -> int:
