@@ -21,7 +21,7 @@ from torch import nn
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
-from gradexplorer.core.diagnose.trace_grads import trace_gradients
+from gradexplorer.core.diagnose.trace_grads import to_host, trace_gradients
 from gradexplorer.core.session.rng import restore_rng, rng_snapshot
 from gradexplorer.core.session.training_state import preserved_state
 
@@ -154,14 +154,13 @@ def loss_origin(session, G: nx.DiGraph) -> dict | None:
 
 
 def nonfinite_names(named: list[tuple[str, torch.Tensor]]) -> list[str]:
-    """Names of the floating tensors holding NaN/Inf (one fused norm, one host sync)."""
+    """Names of the floating tensors holding NaN/Inf (one fused norm, one transfer per device)."""
     named = [(n, t.coalesce()._values() if t.is_sparse else t.detach()) for n, t in named
              if t is not None and t.is_floating_point() and t.numel()]
     if not named:
         return []
-    norms = torch.stack([n.double() for n in torch._foreach_norm([t for _, t in named])])
-    bad = (~torch.isfinite(norms)).nonzero().flatten().tolist()
-    return [named[i][0] for i in bad]
+    norms = to_host(list(torch._foreach_norm([t for _, t in named])))
+    return [name for (name, _), norm in zip(named, norms, strict=True) if not math.isfinite(norm)]
 
 
 def _nonfinite_parameters(session, step: int | None) -> dict | None:

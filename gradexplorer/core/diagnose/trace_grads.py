@@ -87,7 +87,7 @@ class NodeRecorder:
     def results(self) -> dict[int, tuple[list[GradFigures | None], list[GradFigures | None]]]:
         """``node -> (received per output, sent per input slot)``, with one host transfer per device."""
         flat = [t for i in self.order for t in (*self._received[i], *self._sent[i]) if t is not None]
-        it = iter(_to_host(flat))
+        it = iter(to_host(flat))
 
         def convert(items: list) -> list[GradFigures | None]:
             out = []
@@ -102,7 +102,7 @@ class NodeRecorder:
         return {i: (convert(self._received[i]), convert(self._sent[i])) for i in self.order}
 
 
-def _to_host(tensors: list[torch.Tensor]) -> list[list[float]]:
+def to_host(tensors: list[torch.Tensor]) -> list:
     """The values of many small tensors, in order: one stack and transfer per device."""
     out: list = [None] * len(tensors)
     by_device: dict[torch.device, list[int]] = {}
