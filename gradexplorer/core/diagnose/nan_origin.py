@@ -159,7 +159,7 @@ def nonfinite_names(named: list[tuple[str, torch.Tensor]]) -> list[str]:
              if t is not None and t.is_floating_point() and t.numel()]
     if not named:
         return []
-    norms = to_host(list(torch._foreach_norm([t for _, t in named])))
+    norms = to_host(list(torch._foreach_norm([t for _, t in named], 2, dtype=torch.float64)))
     return [name for (name, _), norm in zip(named, norms, strict=True) if not math.isfinite(norm)]
 
 
