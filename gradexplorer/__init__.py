@@ -41,6 +41,13 @@ _API = {
     "collapse_by_module": "gradexplorer.core.graph.collapse",
     "layout_graph": "gradexplorer.core.graph.layout.positions",
     "export_graph": "gradexplorer.core.graph.export.files",
+    # diagnosis
+    "trace_gradients": "gradexplorer.core.diagnose.trace_grads",
+    "nonfinite_origin": "gradexplorer.core.diagnose.nan_origin",
+    "diagnose_step": "gradexplorer.core.diagnose.nan_origin",
+    "NonFiniteOrigin": "gradexplorer.core.diagnose.nan_origin",
+    "explain_graph": "gradexplorer.core.diagnose.explain",
+    "ABRun": "gradexplorer.core.session.ab",
     # snapshots
     "Snapshot": "gradexplorer.core.snapshot.read",
     "read_snapshot": "gradexplorer.core.snapshot.read",
@@ -49,10 +56,12 @@ _API = {
 }
 
 __all__ = [
+    "ABRun",
     "GradientMonitor",
     "Histogram",
     "HookRegistry",
     "ModelOptions",
+    "NonFiniteOrigin",
     "ParamStats",
     "SessionConfig",
     "Snapshot",
@@ -65,15 +74,19 @@ __all__ = [
     "available_devices",
     "collapse_by_module",
     "compare_snapshots",
+    "diagnose_step",
+    "explain_graph",
     "export_graph",
     "extract_graph",
     "gradient_stats",
     "hookable_modules",
     "layout_graph",
     "load_workload",
+    "nonfinite_origin",
     "parse_action",
     "read_snapshot",
     "trace_backward_graph",
+    "trace_gradients",
     "write_snapshot",
 ]
 

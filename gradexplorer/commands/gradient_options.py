@@ -7,6 +7,7 @@ import math
 import sys
 from typing import TextIO
 
+from gradexplorer.core.diagnose.nan_origin import NonFiniteOrigin
 from gradexplorer.core.errors import UserError
 from gradexplorer.core.snapshot.exporter import SnapshotExporter
 from gradexplorer.core.stats.histogram import parse_hist_range
@@ -60,6 +61,7 @@ def attach_gradient_options(session, args: argparse.Namespace, stream: TextIO | 
     ``hooks`` (a HookRegistry) puts the attached hooks and their captured tensors in snapshots.
     """
     stream = stream or sys.stdout
+    session.add_observer(NonFiniteOrigin(session))  # first: the alarm and snapshots read it
     monitor = monitor_from_args(args)
     if monitor is not None:
         session.add_observer(monitor)
@@ -86,7 +88,7 @@ def print_line(text: str, stream: TextIO) -> None:
 
 
 class NonFiniteAlarm:
-    """Prints one line for each step whose gradients hold NaN or ±Inf."""
+    """Prints one line for each step whose gradients hold NaN or ±Inf, and where they were born."""
 
     def __init__(self, stream: TextIO) -> None:
         self.stream = stream
@@ -102,6 +104,9 @@ class NonFiniteAlarm:
         if bad:
             print_line(alarm_text(result.step, bad, len(list(session.model.parameters()))),
                        self.stream)
+            origin = result.extras.get("nonfinite_origin")
+            if origin is not None:
+                print_line(f"    {origin['text']}", self.stream)
 
 
 def alarm_text(step: int, bad: dict[str, tuple[int, int]], total: int) -> str:

@@ -10,6 +10,9 @@ from pathlib import Path
 from gradexplorer.commands.common import add_model_arguments, load_from_args
 from gradexplorer.commands.gui import display_problem
 from gradexplorer.commands.hook_options import add_hook_arguments, attach_hooks_from_args
+from gradexplorer.core.diagnose.explain import explain_graph
+from gradexplorer.core.diagnose.nan_origin import loss_origin, nonfinite_origin, origin_text
+from gradexplorer.core.diagnose.trace_grads import trace_gradients
 from gradexplorer.core.errors import UserError
 from gradexplorer.core.graph.collapse import collapse_by_module
 from gradexplorer.core.graph.export.files import EXPORT_FORMATS, export_graph
@@ -41,6 +44,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--hide-hooks", action="store_true",
                    help="leave out the nodes that full backward hooks insert")
     g.add_argument("--no-saved", action="store_true", help="skip the shapes of saved tensors")
+    g.add_argument("--trace-grads", action="store_true",
+                   help="also run the backward pass with a hook on every node: each node gets its "
+                   "gradient's norm, max |g| and finiteness, each edge the gradient along it, and "
+                   "the node where NaN/Inf is born is marked (parameters' .grad are untouched)")
     add_hook_arguments(parser)
     parser.set_defaults(func=graph_command)
 
@@ -56,12 +63,24 @@ def graph_command(args: argparse.Namespace) -> int:
     session = TrainingSession(load_from_args(args), SessionConfig(device=args.device, seed=args.seed))
     attach_hooks_from_args(session, args)
     t0 = time.perf_counter()
-    G = trace_backward_graph(session, saved=not args.no_saved)
+    notes: list[str] = []
+    if args.trace_grads:
+        G = trace_gradients(session, saved=not args.no_saved)
+        origin = nonfinite_origin(G)
+        notes.append(f"gradients traced on {G.graph['grad_traced']:,} nodes; loss {G.graph['loss']:.6g}")
+        if origin is not None:
+            notes.append(f"first non-finite gradient: {origin_text(G.nodes[origin])} (node {origin})")
+        forward = loss_origin(session, G)
+        if forward is not None:
+            notes.append(forward["text"])
+    else:
+        G = trace_backward_graph(session, saved=not args.no_saved)
     t1 = time.perf_counter()
     if args.hide_hooks:
         G = hide_hook_nodes(G)
     if args.collapse is not None or args.collapse_module:
         G = collapse_by_module(G, depth=args.collapse, modules=args.collapse_module, expanded=args.expand)
+    explain_graph(G)
     if png:
         path = write_png(G, args.layout, Path(args.out))
     else:
@@ -72,6 +91,8 @@ def graph_command(args: argparse.Namespace) -> int:
     summary = ", ".join(f"{count} {kind}" for kind, count in sorted(kinds.items()))
     print(f"{path}: {G.number_of_nodes():,} nodes ({summary}), {G.number_of_edges():,} edges; "
           f"traced in {t1 - t0:.2f} s, {args.layout} layout in {t2 - t1:.2f} s")
+    for note in notes:
+        print(note)
     return 0
 
 

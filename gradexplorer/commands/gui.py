@@ -22,6 +22,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="run N steps after opening (with --screenshot: then save and exit)")
     parser.add_argument("--screenshot", type=Path, metavar="FILE.png",
                         help="save a picture of the window after the steps, then exit")
+    parser.add_argument("--trace-grads", action="store_true",
+                        help="open with the graph's 'Trace gradients' on: every op tinted by its "
+                        "gradient, the NaN/Inf origin marked and centred")
     add_hook_arguments(parser)
     parser.add_argument("--select", metavar="NAME",
                         help="parameter or module to select at start, e.g. conv1.weight")
@@ -61,4 +64,4 @@ def gui_command(args: argparse.Namespace) -> int:
     from gradexplorer.gui.app import launch  # Qt is imported only when the app starts
 
     return launch(args.model, options, config, steps=args.steps, screenshot=args.screenshot,
-                  hooks=hooks, select=args.select)
+                  hooks=hooks, select=args.select, trace_grads=args.trace_grads)

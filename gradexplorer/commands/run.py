@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from gradexplorer.commands.ab_option import add_ab_argument, run_ab
 from gradexplorer.commands.common import (
     add_model_arguments,
     add_training_arguments,
@@ -23,12 +24,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--steps", type=int, default=10, metavar="N", help="steps to run (default 10)")
     add_hook_arguments(parser)
     add_gradient_arguments(parser)
+    add_ab_argument(parser)
     parser.set_defaults(func=run_command)
 
 
 def run_command(args: argparse.Namespace) -> int:
     if args.steps < 1:
         raise UserError(f"--steps must be at least 1, got {args.steps}")
+    if args.ab:
+        return run_ab(args)
     session = session_from_args(args)
     workload = session.workload
     print(

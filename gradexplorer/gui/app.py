@@ -55,6 +55,7 @@ def launch(
     script=None,
     hooks: list[tuple[str, str]] = (),
     select: str | None = None,
+    trace_grads: bool = False,
 ) -> int:
     """Open the window on a model and run the event loop; returns the exit status."""
     app = application()
@@ -62,6 +63,7 @@ def launch(
     window = build_window(settings)
     remembered = None if spec is not None or screenshot else settings.last_model()
     spec = spec or remembered or DEFAULT_SPEC
+    window.graph_panel.trace_grads_action.setChecked(trace_grads)
     window.show()
     if remembered and remembered != DEFAULT_SPEC:
         fall_back_to_default(window.controller, config or SessionConfig())

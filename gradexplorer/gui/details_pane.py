@@ -7,7 +7,8 @@ from typing import Any
 
 from PySide6.QtWidgets import QTextBrowser, QWidget
 
-from gradexplorer.core.graph.style import format_shape
+from gradexplorer.core.diagnose.explain import explain_node
+from gradexplorer.core.graph.style import format_shape, grad_text
 from gradexplorer.core.stats.records import STAT_FIELDS, STAT_LABELS
 from gradexplorer.gui.models.selection import Selection, SelectionModel, parameter_for
 
@@ -82,6 +83,7 @@ class DetailsPane(QTextBrowser):
                      for k, v in saved.items()]
             if attrs.get("members"):
                 rows.append(_row("operations", attrs["members"]))
+            rows += self._diagnosis_rows(sel.node, attrs)
         elif sel.module is not None:
             title = escape(sel.module or "(model)")
             rows.append(_row("type", escape(self._module_type(sel.module))))
@@ -92,6 +94,23 @@ class DetailsPane(QTextBrowser):
             rows.append(f"<tr><td colspan=2><b>{escape(param)}</b> {self._param_shape(param)}</td></tr>")
             rows += stats_rows(self.stats.get(param))
         return f"<h3 style='margin:2px'>{title}</h3><table>{''.join(rows)}</table>"
+
+    def _diagnosis_rows(self, node, attrs: dict) -> list[str]:
+        """The traced gradient, NaN/Inf origin, inputs and outputs, and what the op computes."""
+        rows = []
+        if attrs.get("grad_norm") is not None:
+            colour = "" if attrs.get("grad_finite", True) else " style='color:#d32f2f'"
+            rows.append(_row("gradient", f"<span{colour}>{escape(grad_text(attrs))}</span>"))
+        if attrs.get("nonfinite_origin"):
+            ins = ", ".join(self.graph.nodes[v].get("name", "?") for v in self.graph.successors(node))
+            outs = ", ".join(self.graph.nodes[u].get("name", "?") for u in self.graph.predecessors(node))
+            rows.append(_row("NaN/Inf", "<b style='color:#d32f2f'>born here</b>: finite gradients "
+                             f"in (from {escape(outs) or 'the loss'}), non-finite out "
+                             f"(to {escape(ins) or 'nothing'})"))
+        text = attrs.get("explanation") or explain_node(self.graph, node)
+        rows.append(f"<tr><td colspan=2 style='padding-top:4px'>{escape(text).replace(chr(10), '<br>')}"
+                    "</td></tr>")
+        return rows
 
     def _node_attrs(self, node) -> dict:
         if node is None or self.graph is None or node not in self.graph:

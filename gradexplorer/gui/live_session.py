@@ -9,6 +9,7 @@ from typing import Any
 
 import torch
 
+from gradexplorer.core.diagnose.nan_origin import NonFiniteOrigin
 from gradexplorer.core.hooks import HookRegistry, hookable_modules
 from gradexplorer.core.model.spec import ModelOptions, load_workload
 from gradexplorer.core.session.engine import SessionConfig, TrainingSession
@@ -77,3 +78,5 @@ def _attach(live: LiveSession) -> None:
     live.session.config.grad_norm = False  # the monitor reports the global norm itself
     live.session.add_observer(live.monitor)
     live.hooks.install(live.session)
+    # where a step's NaN/Inf was born, told through the hook registry's listeners (the mailbox)
+    live.session.add_observer(NonFiniteOrigin(live.session, live.hooks.listeners))

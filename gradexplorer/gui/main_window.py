@@ -13,7 +13,7 @@ from gradexplorer.gui.details_pane import DetailsPane
 from gradexplorer.gui.errors import show_error
 from gradexplorer.gui.event_log import EventLog
 from gradexplorer.gui.file_actions import FileActions
-from gradexplorer.gui.graph.core_api import trace_backward_graph
+from gradexplorer.gui.graph.core_api import traced_graph
 from gradexplorer.gui.graph.panel import GraphPanel
 from gradexplorer.gui.hook_menu import HookMenu
 from gradexplorer.gui.menus import build_menus
@@ -121,14 +121,18 @@ class MainWindow(QMainWindow):
         self.trace_graph(fit=True)
 
     def trace_graph(self, fit: bool = True) -> None:
-        """Trace the backward graph on the training thread; the panel lays it out."""
+        """Trace the backward graph on the training thread (with every op's gradient when the
+        panel's "Trace gradients" is on); the panel lays it out."""
         live = self.controller.live
+        grads = self.graph_panel.trace_grads_action.isChecked()
         if live is not None:
-            self.controller.post(lambda: GraphTraced(trace_backward_graph(live.session), fit))
+            self.controller.post(lambda: GraphTraced(traced_graph(live.session, grads), fit))
 
     def _job_finished(self, result) -> None:
         if isinstance(result, GraphTraced):
             self.graph_panel.set_graph(result.graph, fit=result.fit)
+            if result.graph.graph.get("forward_origin"):
+                self.statusBar().showMessage(result.graph.graph["forward_origin"])
 
     def _redraw_parameters(self) -> None:
         latest = self.controller.timeline.latest_gradients
@@ -185,6 +189,28 @@ class MainWindow(QMainWindow):
             return
         self.show_hook_menu(module, QCursor.pos())
 
+    def open_ab(self, module: str | None = None, action: str | None = None, steps: int = 50):
+        """A/B of a hook on the current model in a window of its own (asks when not given)."""
+        from gradexplorer.gui.ab_window import ABWindow, ab_run_factory, ask_ab
+
+        live = self.controller.live
+        if live is None:
+            return None
+        if action is None:
+            try:
+                chosen = ask_ab(self, module if module is not None else self.selection.current.module)
+            except Exception as exc:  # noqa: BLE001 - a typo in the dialog
+                self.show_error(str(exc))
+                return None
+            if chosen is None:
+                return None
+            module, action, steps = chosen
+        window = ABWindow(ab_run_factory(live, module or "", action), steps, self.controller.post,
+                          live.session.device)
+        window.show()
+        self.ab_windows = [w for w in getattr(self, "ab_windows", []) if w.isVisible()] + [window]
+        return window
+
     def open_model_dialog(self) -> None:
         """Ask for a model and open it."""
         current = self.controller.live.spec if self.controller.live else ""
@@ -218,6 +244,8 @@ class MainWindow(QMainWindow):
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt API
         """Remember the layout, stop the worker and wait for it."""
         self.settings.save_window(self.saveGeometry(), self.saveState())
+        for window in getattr(self, "ab_windows", []):
+            window.close()  # stops an A/B job on the training thread after its current step
         self.controller.close()
         self.graph_panel.layouts.wait(5000)
         for window in self.file_actions.snapshot_windows:

@@ -40,6 +40,9 @@ def build_menus(window: QMainWindow) -> None:
     rc = window.run_controls
     for action in (rc.step_action, rc.run_n_action, rc.run_action, rc.stop_action):
         run_menu.addAction(action)
+    run_menu.addSeparator()
+    ab = run_menu.addAction("A/B of a hook…", lambda: window.open_ab())
+    ab.setToolTip("train two copies in lockstep, one with a hook; plot both losses and their divergence")
     window.view_menu = bar.addMenu("&View")
     for dock in window.findChildren(type(window.model_dock)):
         window.view_menu.addAction(dock.toggleViewAction())

@@ -40,7 +40,17 @@ def format_shape(shape: Any) -> str:
 
 
 def node_lines(attrs: Mapping[str, Any]) -> tuple[str, str]:
-    """The two text lines of a node: what it is, and where it comes from."""
+    """The two text lines of a node: what it is, and where it comes from (and, on a graph
+    traced with gradients, the norm of the gradient the node sends on)."""
+    name, detail = _plain_lines(attrs)
+    norm = attrs.get("grad_norm")
+    if norm is None:
+        return name, detail
+    text = f"{norm:.2g}" if isinstance(norm, float) else str(norm)
+    return name, f"{detail} · ‖g‖ {text}" if detail else f"‖g‖ {text}"
+
+
+def _plain_lines(attrs: Mapping[str, Any]) -> tuple[str, str]:
     kind = attrs.get("kind", "other")
     if kind == "module":
         members = attrs.get("members")
@@ -71,6 +81,12 @@ def node_tooltip(attrs: Mapping[str, Any]) -> str:
         lines.append(f"shape: {format_shape(attrs['shape'])} {attrs.get('dtype') or ''}".rstrip())
     for key, shape in (attrs.get("saved") or {}).items():
         lines.append(f"saved {key}: {format_shape(shape)}")
+    if attrs.get("grad_norm") is not None:
+        lines.append(grad_text(attrs))
+    if attrs.get("nonfinite_origin"):
+        lines.append("NaN/Inf born here: finite gradients in, non-finite out")
+    if attrs.get("explanation"):
+        lines.append(str(attrs["explanation"]))
     return "\n".join(lines)
 
 
@@ -86,3 +102,13 @@ def elide_middle(text: str, width: float = NODE_W - 10) -> str:
         return text
     head = (fits - 1) // 2
     return text[:head] + "…" + text[len(text) - (fits - 1 - head):]
+
+
+def grad_text(attrs: Mapping[str, Any]) -> str:
+    """``gradient out ‖g‖ 0.0123, max |g| 0.004 (in ‖g‖ 0.0456)`` of a traced node."""
+    flag = "" if attrs.get("grad_finite", True) else ", NON-FINITE"
+    peak = attrs.get("grad_max", float("nan"))
+    text = f"gradient out ‖g‖ {attrs['grad_norm']:.4g}, max |g| {peak:.4g}{flag}"
+    if attrs.get("grad_in_norm") is not None and attrs.get("kind") != "param":
+        text += f" (in ‖g‖ {attrs['grad_in_norm']:.4g})"
+    return text

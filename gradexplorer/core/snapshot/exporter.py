@@ -42,6 +42,7 @@ class SnapshotExporter:
             hooks=self.hooks() if self.hooks else [],
             extra_tensors=self.captured() if self.captured else {},
             history=self.monitor.history if self.monitor is not None else None,
+            diagnosis=result.extras.get("nonfinite_origin"),
         )
         self.written.append(path)
         for listener in list(self.listeners):

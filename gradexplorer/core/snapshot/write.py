@@ -25,12 +25,14 @@ CSV_COLUMNS = ("step", "name", "shape", "numel", "has_grad", *STAT_FIELDS)
 
 def write_snapshot(directory: str | os.PathLike, session, step_gradients: StepGradients | None = None,
                    hooks: list[dict] | None = None, extra_tensors: dict[str, Any] | None = None,
-                   history: Iterable[StepGradients] | None = None, name: str | None = None) -> Path:
+                   history: Iterable[StepGradients] | None = None, name: str | None = None,
+                   diagnosis: dict[str, Any] | None = None) -> Path:
     """Write ``directory/step-NNNNNN`` (or ``directory/name``) and return its path.
 
     Holds the gradients the session's model holds now, ``extra_tensors`` under ``hooks/<key>``,
     ``manifest.json`` and ``stats.csv`` (one row per parameter for each step of ``history``
-    up to this one, or for this step alone).
+    up to this one, or for this step alone). ``diagnosis`` (where this step's NaN/Inf was
+    born, from ``NonFiniteOrigin``) goes to the manifest as ``nonfinite_origin``.
     """
     model = session.model
     record = _consistent_record(model, step_gradients, session.step_count)
@@ -39,6 +41,8 @@ def write_snapshot(directory: str | os.PathLike, session, step_gradients: StepGr
     rows = [r for r in (history or []) if r.step <= record.step and r is not record]
     target = Path(directory) / (name or F.snapshot_name(record.step))
     manifest = build_manifest(session, record, hooks or [], tensors)
+    manifest["nonfinite_origin"] = None if diagnosis is None else json.loads(
+        json.dumps({k: F.encode_number(v) for k, v in diagnosis.items()}, default=str))
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         _write_atomically(target, tensors, manifest, [*rows, record])

@@ -1,9 +1,29 @@
-"""The graph functions of gradexplorer.core this view uses (one place to find them)."""
+"""The graph functions of gradexplorer.core this view uses (one place to find them), and the
+one trace the app runs on the training thread (``traced_graph``)."""
 
+from gradexplorer.core.diagnose.explain import explain_graph, explain_node
+from gradexplorer.core.diagnose.nan_origin import loss_origin, nonfinite_origin
+from gradexplorer.core.diagnose.trace_grads import trace_gradients
 from gradexplorer.core.graph.collapse import collapse_by_module
 from gradexplorer.core.graph.extract import gc_paused, hide_hook_nodes, trace_backward_graph
 from gradexplorer.core.graph.hook_nodes import add_hook_nodes, remove_hook_nodes
 from gradexplorer.core.graph.layout.positions import LAYOUTS, layout_graph
 
-__all__ = ["LAYOUTS", "add_hook_nodes", "gc_paused", "collapse_by_module", "hide_hook_nodes", "layout_graph",
-           "remove_hook_nodes", "trace_backward_graph"]
+__all__ = ["LAYOUTS", "add_hook_nodes", "collapse_by_module", "explain_graph", "explain_node", "gc_paused",
+           "hide_hook_nodes", "layout_graph", "nonfinite_origin", "remove_hook_nodes", "trace_backward_graph",
+           "trace_gradients", "traced_graph"]
+
+
+def traced_graph(session, grads: bool = False):
+    """The session's next backward graph; with ``grads``, every node's gradient too and the
+    NaN/Inf origin marked (or, for a non-finite loss, the forward op that made it in the graph
+    attribute ``forward_origin``). Every node carries its ``explanation``."""
+    if grads:
+        graph = trace_gradients(session)
+        nonfinite_origin(graph)
+        forward = loss_origin(session, graph)
+        if forward is not None:
+            graph.graph["forward_origin"] = forward["text"]
+    else:
+        graph = trace_backward_graph(session)
+    return explain_graph(graph)

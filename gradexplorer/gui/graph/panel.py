@@ -29,6 +29,7 @@ from gradexplorer.gui.graph.drawing import KIND_CODES
 from gradexplorer.gui.graph.layout_worker import BackgroundQueue, LaidOut, lay_out
 from gradexplorer.gui.graph.painting import base_fills, render_overview
 from gradexplorer.gui.graph.tint import node_norms, params_behind, tinted_fills
+from gradexplorer.gui.graph.trace_tint import is_traced, origin_index, traced_fills
 from gradexplorer.gui.graph.view import GraphView
 from gradexplorer.gui.models.selection import Selection, SelectionModel
 from gradexplorer.gui.run_controls import make_action
@@ -107,6 +108,11 @@ class GraphPanel(QWidget):
         self.tint_action = QAction(icon("tint"), "Tint", self, checkable=True, checked=True,
                                    toolTip="colour nodes by the latest gradient norm")
         self.tint_action.toggled.connect(lambda _on: self.refresh_tint())
+        self.trace_grads_action = QAction(icon("trace-grads"), "Trace gradients", self, checkable=True,
+                                          toolTip="trace the gradient through every op (a hooked "
+                                          "backward pass on each re-trace) and mark where NaN/Inf "
+                                          "is born")
+        self.trace_grads_action.toggled.connect(lambda _on: self.refresh_requested.emit())
         self.fit_action = make_action(self, "Fit", "fit", "Ctrl+0", self.view.fit)
         self.zoom_sel_action = make_action(self, "Zoom to selection", "zoom-selection", "Ctrl+1",
                                            self.zoom_to_selection)
@@ -124,7 +130,7 @@ class GraphPanel(QWidget):
         bar.addWidget(self.layout_box)
         bar.addWidget(self.detail_box)
         bar.addAction(self.hook_action)
-        for action in (self.hook_nodes_action, self.tint_action, self.fit_action,
+        for action in (self.hook_nodes_action, self.tint_action, self.trace_grads_action, self.fit_action,
                        self.zoom_sel_action, self.refresh_action):
             bar.addAction(action)
         self.hook_action.setShortcutContext(Qt.WindowShortcut)
@@ -222,7 +228,15 @@ class GraphPanel(QWidget):
         if getattr(self, "_fit_next", False):
             self._fit_next = False
             self.view.fit()
+        self._centre_origin()
         self.laid_out.emit(drawing.graph)
+
+    def _centre_origin(self) -> None:
+        """Select and centre the node where NaN/Inf was born, when the trace found one."""
+        index = origin_index(self.drawing)
+        if index is not None:
+            self._clicked(index)
+            self.view.zoom_to([index])
 
     def _param_names(self) -> list[str]:
         return [a["param"] for _, a in self.graph.nodes(data=True) if a.get("param")]
@@ -242,7 +256,9 @@ class GraphPanel(QWidget):
         if drawing is None:
             return
         fills = base_fills(drawing)
-        if self.tint_action.isChecked() and self._stats:
+        if self.tint_action.isChecked() and is_traced(drawing):
+            fills = traced_fills(fills, drawing)
+        elif self.tint_action.isChecked() and self._stats:
             fills = tinted_fills(fills, node_norms(self._behind, self._stats))
         if np.array_equal(fills, self.view.canvas.fills):
             return
@@ -349,6 +365,7 @@ def legend_label() -> QLabel:
              ("module", "module"))
     text = "".join(swatch(KIND_FILL[k], label) for k, label in kinds)
     text += (swatch("#ffb74d", "tint: |g| low→high") + swatch("#e0e0e0", "no gradient")
+             + swatch("#b39ddb", "NaN/Inf")
              + swatch(HOOK_MARK, "hooked", True) + swatch(SELECTION, "selected", True))
     label = QLabel(text)
     label.setContentsMargins(6, 2, 6, 2)

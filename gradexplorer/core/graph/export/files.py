@@ -19,6 +19,7 @@ from gradexplorer.core.graph.export.graphml import graphml_text
 from gradexplorer.core.graph.export.svg import svg_text
 from gradexplorer.core.graph.geometry import Point
 from gradexplorer.core.graph.style import KIND_FILL, node_label
+from gradexplorer.core.snapshot.format import encode_number
 
 EXPORT_FORMATS = (".json", ".graphml", ".dot", ".svg")
 
@@ -60,13 +61,18 @@ def node_link_json(G: nx.DiGraph, pos: Mapping[Hashable, Point]) -> dict:
     """
     nodes = []
     for node, attrs in G.nodes(data=True):
-        item = {**attrs, "id": node}
+        item = {**_finite_json(attrs), "id": node}
         if node in pos:
             item["x"], item["y"] = float(pos[node][0]), float(pos[node][1])
         nodes.append(item)
-    edges = [{**attrs, "source": u, "target": v} for u, v, attrs in G.edges(data=True)]
+    edges = [{**_finite_json(attrs), "source": u, "target": v} for u, v, attrs in G.edges(data=True)]
     return {"directed": True, "multigraph": False, "graph": dict(G.graph), "nodes": nodes,
             "edges": edges}
+
+
+def _finite_json(attrs: Mapping[str, Any]) -> dict:
+    """Attributes with non-finite floats as the strings ``nan``, ``inf``, ``-inf`` (valid JSON)."""
+    return {k: encode_number(v) for k, v in attrs.items()}
 
 
 def _dot_quote(text: Any) -> str:

@@ -1,0 +1,1 @@
+"""Diagnosis on the backward graph: gradients on every op, where NaN/Inf is born, what ops compute."""

@@ -1,0 +1,181 @@
+"""Gradient flow on every op: autograd node hooks on every node of one step's backward graph.
+
+``trace_gradients(session)`` runs the session's next forward pass and a backward pass with a
+hook on every node (``Node.register_hook``), recording what each node received and sent: the
+float64 L2 norm, max |g| and whether every value is finite, per input slot too (the gradient that
+flows along each edge). Parameters' ``.grad``, buffers, random state and the optimizer are left as
+they were (the backward is ``torch.autograd.grad``; buffers and RNG are restored).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import networkx as nx
+import torch
+
+from gradexplorer.core.graph.attribution import ModuleAttribution
+from gradexplorer.core.graph.extract import extract_graph, gc_paused, walk_grad_fns
+from gradexplorer.core.session.rng import restore_rng
+from gradexplorer.core.session.training_state import preserved_state
+
+
+@dataclass(frozen=True)
+class GradFigures:
+    """One gradient tensor (or several together): float64 L2 norm, max |g|, all finite."""
+
+    norm: float
+    abs_max: float
+    finite: bool
+
+    @staticmethod
+    def combine(parts: Sequence[GradFigures]) -> GradFigures:
+        """The figures of several tensors taken together."""
+        if not parts:
+            return GradFigures(0.0, 0.0, True)
+        norm = math.sqrt(math.fsum(p.norm * p.norm for p in parts))
+        return GradFigures(norm, max(p.abs_max for p in parts), all(p.finite for p in parts))
+
+
+def _figures(g: torch.Tensor | None) -> torch.Tensor | None:
+    """(float64 norm, max |g|) of ``g`` as a tensor on its device (no host sync).
+
+    max |g| is NaN when ``g`` holds a NaN and Inf when it holds an Inf, so it alone says
+    whether every value is finite.
+    """
+    if g is None:
+        return None
+    if g.is_sparse:
+        g = g.coalesce()._values()
+    if g.numel() == 0:
+        return torch.zeros(2, dtype=torch.float64, device=g.device)
+    g = g.detach()
+    if not g.is_floating_point():
+        g = g.double()
+    return torch.stack([torch.linalg.vector_norm(g, dtype=torch.float64), g.abs().amax().double()])
+
+
+class NodeRecorder:
+    """Hooks on autograd nodes that keep, per node, the figures of received and sent gradients."""
+
+    def __init__(self, nodes: Sequence[tuple[int, object]]) -> None:
+        self.order: list[int] = []  # node ids in execution order
+        self._received: dict[int, list] = {}
+        self._sent: dict[int, list] = {}
+        self._handles = [fn.register_hook(self._hook(i)) for i, fn in nodes]
+
+    def _hook(self, i: int):
+        def hook(grad_inputs, grad_outputs):
+            self.order.append(i)
+            self._received[i] = [_figures(g) for g in grad_outputs]
+            self._sent[i] = [_figures(g) for g in grad_inputs]
+        return hook
+
+    def record_leaf(self, i: int, grad: torch.Tensor | None) -> None:
+        """A leaf (AccumulateGrad) whose gradient came back from ``torch.autograd.grad``."""
+        self.order.append(i)
+        self._received[i] = [_figures(grad)]
+        self._sent[i] = []
+
+    def remove(self) -> None:
+        for handle in self._handles:
+            handle.remove()
+        self._handles.clear()
+
+    def results(self) -> dict[int, tuple[list[GradFigures | None], list[GradFigures | None]]]:
+        """``node -> (received per output, sent per input slot)``, with one host transfer per device."""
+        flat = [t for i in self.order for t in (*self._received[i], *self._sent[i]) if t is not None]
+        it = iter(to_host(flat))
+
+        def convert(items: list) -> list[GradFigures | None]:
+            out = []
+            for t in items:
+                if t is None:
+                    out.append(None)
+                else:
+                    n, m = next(it)
+                    out.append(GradFigures(n, m, math.isfinite(m)))
+            return out
+
+        return {i: (convert(self._received[i]), convert(self._sent[i])) for i in self.order}
+
+
+def to_host(tensors: list[torch.Tensor]) -> list:
+    """The values of many small tensors, in order: one stack and transfer per device."""
+    out: list = [None] * len(tensors)
+    by_device: dict[torch.device, list[int]] = {}
+    for k, t in enumerate(tensors):
+        by_device.setdefault(t.device, []).append(k)
+    for indices in by_device.values():
+        for k, values in zip(indices, torch.stack([tensors[k] for k in indices]).cpu().tolist(),
+                             strict=True):
+            out[k] = values
+    return out
+
+
+def annotate_graph(G: nx.DiGraph, recorder: NodeRecorder) -> int:
+    """Put the recorded figures on ``G``'s nodes and edges; returns how many nodes ran.
+
+    Node attributes: ``grad_order`` (execution order), ``grad_norm``, ``grad_max``,
+    ``grad_finite`` (the gradients the node sends on; for a leaf, the one it receives), and
+    ``grad_in_norm``, ``grad_in_finite`` (what it received). Edges: ``grad_norm``,
+    ``grad_max``, ``grad_finite`` of the gradient flowing along them.
+    """
+    results = recorder.results()
+    for order, i in enumerate(recorder.order):
+        received, sent = results[i]
+        got = GradFigures.combine([r for r in received if r is not None])
+        out = GradFigures.combine([s for s in sent if s is not None]) if sent else got
+        attrs = G.nodes[i]
+        attrs.update(grad_order=order, grad_norm=out.norm, grad_max=out.abs_max,
+                     grad_finite=out.finite, grad_in_norm=got.norm, grad_in_finite=got.finite)
+        for _, _dst, data in G.out_edges(i, data=True):
+            slots = data.get("slots", (data["slot"],))
+            parts = [sent[s] for s in slots if s < len(sent) and sent[s] is not None]
+            if parts:
+                edge = GradFigures.combine(parts)
+                data.update(grad_norm=edge.norm, grad_max=edge.abs_max, grad_finite=edge.finite)
+    G.graph["grad_traced"] = len(recorder.order)
+    return len(recorder.order)
+
+
+def traced_backward(loss: torch.Tensor, G: nx.DiGraph) -> int:
+    """Run the backward of ``loss`` (graph ``G`` extracted from it) with every node recorded.
+
+    Leaves' ``.grad`` are not touched: their gradients are returned by ``torch.autograd.grad``.
+    """
+    with gc_paused():
+        fns, _ = walk_grad_fns(loss.grad_fn)
+    leaves = [(i, fn.variable) for i, fn in enumerate(fns) if G.nodes[i]["kind"] == "param"]
+    recorder = NodeRecorder([(i, fn) for i, fn in enumerate(fns) if G.nodes[i]["kind"] != "param"])
+    try:
+        grads = torch.autograd.grad(loss, [v for _, v in leaves], allow_unused=True)
+    finally:
+        recorder.remove()
+    for (i, _), g in zip(leaves, grads, strict=True):
+        recorder.record_leaf(i, g)
+    return annotate_graph(G, recorder)
+
+
+def trace_gradients(session, step: int | None = None, *, saved: bool = True,
+                    rng_state: dict | None = None) -> nx.DiGraph:
+    """The backward graph of the session's next step with gradient figures on every node.
+
+    Forward and backward run once more with the session's parameters; buffers and the random
+    state are restored afterwards, parameters' ``.grad`` and the optimizer are untouched, so
+    training continues as if this had not run. ``rng_state`` (from ``rng_snapshot``) replays a
+    step's forward with the random numbers it drew. Graph attribute ``loss`` holds the loss.
+    """
+    model = session.model
+    with preserved_state(model, session.device):
+        if rng_state is not None:
+            restore_rng(rng_state)
+        with ModuleAttribution(model) as attribution:
+            loss = session.forward_loss(step)
+        G = extract_graph(loss, model, attribution, saved=saved)
+        G.graph["step"] = session.step_count if step is None else step
+        G.graph["loss"] = float(loss.detach())
+        traced_backward(loss, G)
+    return G
