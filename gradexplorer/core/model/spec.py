@@ -15,6 +15,7 @@ from gradexplorer.core.model.forward_check import locate_forward_failure
 from gradexplorer.core.model.user_code import call_user, load_callable
 from gradexplorer.core.model.weights import load_weights
 from gradexplorer.core.model.workload import Workload, as_input_tuple
+from gradexplorer.core.session.training_state import preserved_state
 
 DEFAULT_SPEC = f"example:{DEFAULT_EXAMPLE}"
 
@@ -73,11 +74,12 @@ def workload_from_module(model: nn.Module, label: str, opts: ModelOptions) -> Wo
         raise UserError(f"unknown loss {opts.loss!r}; choose one of: {', '.join(LOSSES)}")
     gen = torch.Generator().manual_seed(opts.seed)
     x = torch.randn(shape, generator=gen)
-    failure = locate_forward_failure(model, (x,))
-    if failure is not None:
-        raise failure
-    with torch.no_grad():
-        output = model(x)
+    with preserved_state(model):  # sizing the target must not move BatchNorm statistics
+        failure = locate_forward_failure(model, (x,))
+        if failure is not None:
+            raise failure
+        with torch.no_grad():
+            output = model(x)
     if not isinstance(output, torch.Tensor):
         raise UserError(
             f"{label}'s model returns {type(output).__name__}, not a tensor: return a "

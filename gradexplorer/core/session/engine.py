@@ -16,6 +16,7 @@ from gradexplorer.core.errors import UserError, first_line
 from gradexplorer.core.model.forward_check import locate_forward_failure
 from gradexplorer.core.model.workload import Workload, as_input_tuple, move_to
 from gradexplorer.core.session.devices import resolve_device
+from gradexplorer.core.session.training_state import SavedState
 
 OPTIMIZERS = ("sgd", "adam")
 DEFAULT_LR = {"sgd": 0.05, "adam": 1e-3}
@@ -197,7 +198,13 @@ class TrainingSession:
         return loss if loss.dim() == 0 else loss.reshape(())
 
     def _forward_backward(self, timings: dict[str, float]) -> torch.Tensor:
-        for _attempt in range(8):
+        # A redone step must be the step the model would have taken: the failed attempt and the
+        # handlers' probes may have moved buffers and drawn random numbers, so put them back.
+        # (The optimizer has not stepped yet, so its state is untouched.)
+        saved = SavedState(self.model, self.device) if self.backward_error_handlers else None
+        for attempt in range(8):
+            if attempt and saved is not None:
+                saved.restore()
             self.optimizer.zero_grad(set_to_none=True)
             t0 = time.perf_counter()
             try:  # hooks can break the forward too (in-place ops next to a hooked module)

@@ -9,24 +9,35 @@ import torch
 from torch import nn
 
 
-@contextmanager
-def preserved_state(model: nn.Module, device: torch.device | None = None) -> Iterator[None]:
-    """Restore every buffer (BatchNorm running stats, counters) and the RNG state on exit.
+class SavedState:
+    """The buffers (BatchNorm running stats, counters) and RNG streams of a moment, restorable.
 
     A forward pass in training mode updates BatchNorm statistics and draws dropout masks;
-    inside this block it still does, but afterwards the model and the random streams are as
-    they were, so the next training step is the one it would have been.
+    ``restore()`` puts the model and the random streams (CPU and CUDA) back as they were, so
+    the next training step is the one it would have been.
     """
-    buffers = [(b, b.detach().clone()) for b in model.buffers()]
-    cpu_rng = torch.random.get_rng_state()
-    cuda = device is not None and device.type == "cuda" and torch.cuda.is_available()
-    cuda_rng = torch.cuda.get_rng_state_all() if cuda else None
+
+    def __init__(self, model: nn.Module, device: torch.device | None = None) -> None:
+        self._buffers = [(b, b.detach().clone()) for b in model.buffers()]
+        self._cpu_rng = torch.random.get_rng_state()
+        cuda = torch.cuda.is_available() and torch.cuda.is_initialized()
+        cuda = cuda or (device is not None and device.type == "cuda" and torch.cuda.is_available())
+        self._cuda_rng = torch.cuda.get_rng_state_all() if cuda else None
+
+    def restore(self) -> None:
+        with torch.no_grad():
+            for buffer, saved in self._buffers:
+                buffer.copy_(saved)
+        torch.random.set_rng_state(self._cpu_rng)
+        if self._cuda_rng is not None:
+            torch.cuda.set_rng_state_all(self._cuda_rng)
+
+
+@contextmanager
+def preserved_state(model: nn.Module, device: torch.device | None = None) -> Iterator[None]:
+    """Restore every buffer and the RNG state on exit (see ``SavedState``)."""
+    saved = SavedState(model, device)
     try:
         yield
     finally:
-        with torch.no_grad():
-            for buffer, saved in buffers:
-                buffer.copy_(saved)
-        torch.random.set_rng_state(cpu_rng)
-        if cuda_rng is not None:
-            torch.cuda.set_rng_state_all(cuda_rng)
+        saved.restore()

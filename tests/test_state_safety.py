@@ -1,0 +1,67 @@
+"""A recovered step is the step the model would have taken; loading a module does not move it."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from gradexplorer import ModelOptions, load_workload
+from gradexplorer.core.hooks import HookRegistry
+from gradexplorer.core.model.workload import Workload
+from gradexplorer.core.session.engine import SessionConfig, TrainingSession
+
+
+def bn_dropout_inplace_workload() -> Workload:
+    """BatchNorm + Dropout around a Linear whose output ReLU(inplace=True) modifies."""
+    torch.manual_seed(0)
+    model = nn.Sequential(
+        nn.Linear(4, 8), nn.BatchNorm1d(8), nn.Linear(8, 8), nn.ReLU(inplace=True),
+        nn.Dropout(0.5), nn.Linear(8, 1),
+    )
+    gen = torch.Generator().manual_seed(0)
+    x, target = torch.randn(16, 4, generator=gen), torch.randn(16, 1, generator=gen)
+    return Workload(model, lambda step: (x, target), nn.MSELoss(), name="bn-dropout-inplace")
+
+
+def test_inplace_recovery_is_bit_identical_to_the_hook_free_step():
+    plain = TrainingSession(bn_dropout_inplace_workload(), SessionConfig(device="cpu"))
+    plain_losses = [plain.step().loss for _ in range(2)]
+    plain_state = {k: v.clone() for k, v in plain.model.state_dict().items()}
+
+    session = TrainingSession(bn_dropout_inplace_workload(), SessionConfig(device="cpu"))
+    registry = HookRegistry(session.model)
+    registry.install(session)
+    registry.attach("2", "scale:0.5")  # full backward hook beside ReLU(inplace=True)
+    first = session.step()
+    assert "2" not in registry.attached() and "detached" in registry.events[-1]
+    assert int(session.model[1].num_batches_tracked) == 1
+    assert first.loss == plain_losses[0]
+    assert session.step().loss == plain_losses[1]
+    for name, value in session.model.state_dict().items():
+        assert torch.equal(value, plain_state[name]), name
+    assert torch.equal(torch.random.get_rng_state(), _rng_after(plain_losses))
+
+
+def _rng_after(_losses) -> torch.Tensor:
+    """The CPU RNG state after two hook-free steps of the same workload."""
+    plain = TrainingSession(bn_dropout_inplace_workload(), SessionConfig(device="cpu"))
+    plain.step()
+    plain.step()
+    return torch.random.get_rng_state()
+
+
+def test_loading_a_bare_module_leaves_its_buffers_alone(tmp_path):
+    (tmp_path / "bn_model.py").write_text(
+        "from torch import nn\n"
+        "def build():\n"
+        "    return nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.Linear(8, 2))\n"
+    )
+    workload = load_workload(f"{tmp_path / 'bn_model.py'}:build", ModelOptions(input_shape=(8, 4)))
+    bn = workload.model[1]
+    assert workload.model.training
+    assert int(bn.num_batches_tracked) == 0
+    assert torch.equal(bn.running_mean, torch.zeros(8))
+    assert torch.equal(bn.running_var, torch.ones(8))
+    session = TrainingSession(workload, SessionConfig(device="cpu"))
+    session.step()
+    assert int(bn.num_batches_tracked) == 1
