@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import torch
 from torch import nn
 
@@ -65,3 +67,18 @@ def test_loading_a_bare_module_leaves_its_buffers_alone(tmp_path):
     session = TrainingSession(workload, SessionConfig(device="cpu"))
     session.step()
     assert int(bn.num_batches_tracked) == 1
+
+
+def test_a_snapshot_names_the_once_hook_that_shaped_its_gradients(run_cli, tmp_path):
+    out = tmp_path / "out"
+    code, _, err = run_cli("run", "--model", "example:lenet", "--steps", "2", "--hook",
+                           "fc1=once:scale:0.5", "--hook", "fc2=observe", "--export", out,
+                           "--export-every", "1")
+    assert code == 0, err
+    first = json.loads((out / "step-000001" / "manifest.json").read_text())
+    second = json.loads((out / "step-000002" / "manifest.json").read_text())
+    assert first["hooks"] == [
+        {"module": "fc1", "action": "once:scale:0.5", "calls": 1},
+        {"module": "fc2", "action": "observe", "calls": 1},
+    ]
+    assert second["hooks"] == [{"module": "fc2", "action": "observe", "calls": 2}]

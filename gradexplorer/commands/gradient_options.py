@@ -68,7 +68,7 @@ def attach_gradient_options(session, args: argparse.Namespace, stream: TextIO | 
         exporter = SnapshotExporter(
             args.export, monitor, every=args.export_every or 0,
             last_step=session.step_count + args.steps,
-            hooks=hooks.describe if hooks is not None else None,
+            hooks=hooks.step_hooks if hooks is not None else None,
             captured=hooks.captured_tensors if hooks is not None else None,
         )
         exporter.listeners.append(

@@ -15,7 +15,7 @@ def export_now(live: LiveSession, directory: str | Path) -> Path:
     session = live.session
     if session.step_count == 0:
         raise UserError("run at least one step before exporting a snapshot: there are no gradients yet")
-    return write_snapshot(directory, session, live.monitor.latest(), hooks=live.hooks.describe(),
+    return write_snapshot(directory, session, live.monitor.latest(), hooks=live.hooks.step_hooks(),
                           extra_tensors=live.hooks.captured_tensors(), history=live.monitor.history)
 
 
@@ -24,7 +24,7 @@ def start_periodic_export(live: LiveSession, directory: str | Path, every: int,
     """Export every ``every`` steps from now on; ``listener(step, path)`` hears each one."""
     if every < 1:
         raise UserError(f"export every K steps needs K >= 1, got {every}")
-    exporter = SnapshotExporter(directory, live.monitor, every=every, hooks=live.hooks.describe,
+    exporter = SnapshotExporter(directory, live.monitor, every=every, hooks=live.hooks.step_hooks,
                                 captured=live.hooks.captured_tensors)
     exporter.listeners.append(listener)
     live.session.add_observer(exporter)

@@ -79,6 +79,7 @@ class HookRegistry:
         self._original_flags: dict[str, bool | None] = {}
         self._probes: dict[str, ModuleProbe] | None = None
         self._sessions: list[Any] = []
+        self._step_hooks: list[dict[str, Any]] = []
 
     # -- looking things up -------------------------------------------------------
     def module(self, path: str) -> nn.Module:
@@ -102,6 +103,11 @@ class HookRegistry:
     def describe(self) -> list[dict[str, Any]]:
         """``[{"module", "action", "calls"}]`` for the snapshot manifest."""
         return [hook.describe() for hook in self._hooks.values()]
+
+    def step_hooks(self) -> list[dict[str, Any]]:
+        """``describe()`` as it was during the latest backward pass: the hooks that shaped the
+        gradients the session holds now, ``once:`` hooks that acted and left included."""
+        return [dict(entry) for entry in self._step_hooks]
 
     def captured_tensors(self) -> dict[str, torch.Tensor]:
         """Tensors kept by ``observe:capture``: ``hooks/<module>/grad_input.0`` → CPU tensor."""
@@ -179,12 +185,13 @@ class HookRegistry:
 
     def after_backward(self, session, step: int) -> None:
         """Session observer: runs between backward and optimizer step."""
+        self._step_hooks = self.describe()
         self.prune()
 
     def after_step(self, session, result) -> None:
         """Session observer: ``result.extras["hooks"]`` lists the hooks and their call counts."""
-        if self._hooks:
-            result.extras["hooks"] = self.describe()
+        if self._step_hooks:
+            result.extras["hooks"] = self.step_hooks()
 
     def handle_backward_error(self, session, exc: BaseException) -> bool:
         """Detach the hook behind ``exc`` and report why; True means the step can be redone."""
