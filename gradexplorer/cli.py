@@ -9,11 +9,14 @@ import sys
 from collections.abc import Sequence
 
 from gradexplorer._version import __version__
+from gradexplorer.core.deep_stack import run_with_deep_stack
 from gradexplorer.core.errors import UserError
 
 # Each subcommand lives in gradexplorer/commands/<module>.py and defines
 # ``register(subparsers)`` which adds its parser and sets ``func(args) -> int``.
 COMMAND_MODULES = ("run", "graph", "hooks", "inspect", "compare", "gui", "open")
+# The desktop app's commands keep the main thread (Qt's); their deep work runs in workers.
+MAIN_THREAD_COMMANDS = ("gui", "open")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -61,7 +64,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        return int(args.func(args) or 0)
+        if args.command in MAIN_THREAD_COMMANDS:
+            return int(args.func(args) or 0)
+        return int(run_with_deep_stack(lambda: args.func(args)) or 0)
     except UserError as exc:
         print(f"gradexplorer: error: {exc}", file=sys.stderr)
         return 2

@@ -6,6 +6,7 @@ from typing import Any
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
+from gradexplorer.core.deep_stack import DEEP_STACK_BYTES
 from gradexplorer.core.model.spec import ModelOptions
 from gradexplorer.core.session.engine import SessionConfig
 from gradexplorer.gui.live_session import LiveSession, open_live_session, reconfigure
@@ -45,6 +46,7 @@ class SessionController(QObject):
         self._worker.run_finished.connect(self._on_run_finished)
         self._worker.job_done.connect(self._on_job_done)
         self._worker.failed.connect(self._on_failed)
+        self._worker.setStackSize(DEEP_STACK_BYTES)  # deep autograd graphs recurse natively
         self._worker.start()
         self._timer = QTimer(self)
         self._timer.setInterval(REFRESH_MS)
