@@ -9,6 +9,7 @@ from pathlib import Path
 
 from gradexplorer.commands.common import add_model_arguments, load_from_args
 from gradexplorer.commands.hook_options import add_hook_arguments, attach_hooks_from_args
+from gradexplorer.core.atomic_file import check_writable_file
 from gradexplorer.core.errors import UserError
 from gradexplorer.core.graph.collapse import collapse_by_module
 from gradexplorer.core.graph.export.files import EXPORT_FORMATS, export_graph
@@ -46,6 +47,7 @@ def graph_command(args: argparse.Namespace) -> int:
         raise UserError(f"--collapse must be at least 1, got {args.collapse}")
     if Path(args.out).suffix.lower() not in EXPORT_FORMATS:
         raise UserError(f"cannot tell the format of {args.out!r}: use one of {', '.join(EXPORT_FORMATS)}")
+    check_writable_file(args.out)
     session = TrainingSession(load_from_args(args), SessionConfig(device=args.device, seed=args.seed))
     attach_hooks_from_args(session, args)
     t0 = time.perf_counter()

@@ -71,8 +71,10 @@ def make_optimizer(
     hints = (suggested or {}).get(name, {})
     lr = hints.get("lr", DEFAULT_LR[name]) if lr is None else lr
     momentum = hints.get("momentum", 0.0) if momentum is None else momentum
-    if not lr > 0:
-        raise UserError(f"learning rate must be positive, got {lr}")
+    if not 0 < lr < float("inf"):
+        raise UserError(f"learning rate must be positive and finite, got {lr}")
+    if not 0 <= momentum < float("inf"):
+        raise UserError(f"momentum must be zero or positive, got {momentum}")
     if name == "sgd":
         return torch.optim.SGD(params, lr=lr, momentum=momentum)
     return torch.optim.Adam(params, lr=lr)

@@ -10,7 +10,7 @@ from typing import Any
 
 import networkx as nx
 
-from gradexplorer.core.atomic_file import write_atomic
+from gradexplorer.core.atomic_file import check_writable_file, write_atomic
 from gradexplorer.core.errors import UserError
 from gradexplorer.core.graph.export.graphml import graphml_text
 from gradexplorer.core.graph.export.raster import render_png
@@ -38,9 +38,7 @@ def export_graph(G: nx.DiGraph, pos: Mapping[Hashable, Point], path: str | os.Pa
         data = svg_text(G, pos, edge_points).encode()
     else:
         data = render_png(G, pos, edge_points)
-    if path.parent and not path.parent.exists():
-        raise UserError(f"folder {str(path.parent)!r} does not exist")
-    write_atomic(path, data)
+    write_atomic(check_writable_file(path), data)
     return path
 
 

@@ -1,0 +1,56 @@
+"""Bad input gives one line and exit status 2, never a traceback; files follow the umask."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+import pytest
+
+MODEL = ("--model", "example:mlp")
+
+
+def one_line_error(code: int, out: str, err: str, *words: str) -> None:
+    assert code == 2, (code, out, err)
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("gradexplorer: error: "), err
+    assert "Traceback" not in out + err
+    for word in words:
+        assert word in lines[0], (word, lines[0])
+
+
+def test_negative_momentum(run_cli):
+    one_line_error(*run_cli("run", *MODEL, "--steps", "1", "--momentum", "-1"), "momentum", "-1")
+
+
+@pytest.mark.parametrize("content", [b"", b"hello, I am text\n"])
+def test_weights_that_are_no_torch_file(run_cli, tmp_path, content):
+    weights = tmp_path / "x.pt"
+    weights.write_bytes(content)
+    one_line_error(*run_cli("run", *MODEL, "--steps", "1", "--weights", weights), "x.pt")
+
+
+def test_graph_out_under_a_file_at_a_folder_and_under_proc(run_cli, tmp_path):
+    (tmp_path / "afile").write_text("x")
+    one_line_error(*run_cli("graph", *MODEL, "--out", tmp_path / "afile" / "x.svg"), "is a file")
+    (tmp_path / "d.svg").mkdir()
+    one_line_error(*run_cli("graph", *MODEL, "--out", tmp_path / "d.svg"), "is a folder")
+    one_line_error(*run_cli("graph", *MODEL, "--out", "/proc/x.svg"), "/proc/x.svg")
+    one_line_error(*run_cli("graph", *MODEL, "--out", "/proc/nothing/x.svg"), "does not exist")
+
+
+def test_huge_input_shape(run_cli):
+    code, out, err = run_cli("run", "--model", "tests/data/my_model.py:build_module",
+                             "--input-shape", "100000,100000,100000", "--steps", "1")
+    one_line_error(code, out, err, "--input-shape", "GB")
+
+
+@pytest.mark.parametrize("mask", [0o022, 0o002])
+def test_graph_files_follow_the_umask(run_cli, tmp_path, mask):
+    previous = os.umask(mask)
+    try:
+        code, _, err = run_cli("graph", *MODEL, "--out", tmp_path / "g.svg")
+    finally:
+        os.umask(previous)
+    assert code == 0, err
+    assert stat.S_IMODE((tmp_path / "g.svg").stat().st_mode) == 0o666 & ~mask
