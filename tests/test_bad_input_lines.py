@@ -54,3 +54,13 @@ def test_graph_files_follow_the_umask(run_cli, tmp_path, mask):
         os.umask(previous)
     assert code == 0, err
     assert stat.S_IMODE((tmp_path / "g.svg").stat().st_mode) == 0o666 & ~mask
+
+
+def test_gui_and_open_screenshot_under_a_file_end_at_once(run_cli, tmp_path):
+    (tmp_path / "afile").write_text("x")
+    shot = tmp_path / "afile" / "x.png"
+    one_line_error(*run_cli("gui", *MODEL, "--steps", "1", "--screenshot", shot), "is a file")
+    code, _, err = run_cli("run", *MODEL, "--steps", "1", "--export", tmp_path / "out")
+    assert code == 0, err
+    one_line_error(*run_cli("open", tmp_path / "out" / "step-000001", "--screenshot", shot),
+                   "is a file")

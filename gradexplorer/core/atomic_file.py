@@ -16,24 +16,23 @@ def current_umask() -> int:
     return mask
 
 
-def check_writable_file(path: str | os.PathLike) -> Path:
+def check_writable_file(path: str | os.PathLike, *, make_folders: bool = False) -> Path:
     """``path`` as a Path if a file can be written there; else a one-line UserError.
 
-    Checked before long work so that a bad ``--out`` fails at once, not after it.
+    Checked before long work so that a bad ``--out`` fails at once, not after it. With
+    ``make_folders`` missing folders are fine as long as they can be created.
     """
     path = Path(path)
     if path.is_dir():
         raise UserError(f"cannot write {str(path)!r}: it is a folder; give a file name")
     parent = path.parent
-    for folder in (parent, *parent.parents):
-        if folder.exists():
-            if not folder.is_dir():
-                raise UserError(f"cannot write {str(path)!r}: {str(folder)!r} is a file, not a folder")
-            break
-    if not parent.is_dir():
+    existing = next((f for f in (parent, *parent.parents) if f.exists()), Path("."))
+    if not existing.is_dir():
+        raise UserError(f"cannot write {str(path)!r}: {str(existing)!r} is a file, not a folder")
+    if existing != parent and not make_folders:
         raise UserError(f"cannot write {str(path)!r}: folder {str(parent)!r} does not exist")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise UserError(f"cannot write {str(path)!r}: folder {str(parent)!r} is not writable")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise UserError(f"cannot write {str(path)!r}: folder {str(existing)!r} is not writable")
     return path
 
 
