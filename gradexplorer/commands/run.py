@@ -36,13 +36,15 @@ def run_command(args: argparse.Namespace) -> int:
         f"device {describe_device(session.device)}; {optimizer_text(session)}"
     )
     registry = attach_hooks_from_args(session, args)
-    attach_gradient_options(session, args, hooks=registry)
+    folder = attach_gradient_options(session, args, hooks=registry)
     reporter = StepReporter(args.steps)
     try:
         for result in session.run(args.steps):
             reporter(result)
     finally:
         reporter.close()
+        if folder is not None:
+            folder.release()
     return 0
 
 

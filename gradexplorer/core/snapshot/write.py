@@ -16,6 +16,7 @@ import torch
 from safetensors.torch import save_file
 
 from gradexplorer._version import __version__
+from gradexplorer.core.atomic_file import current_umask
 from gradexplorer.core.errors import UserError
 from gradexplorer.core.snapshot import format as F
 from gradexplorer.core.stats.records import STAT_FIELDS, Histogram, ParamStats, StepGradients
@@ -140,11 +141,11 @@ def write_stats_csv(path: Path, records: Iterable[StepGradients]) -> None:
 
 def _write_atomically(target: Path, tensors: dict[str, torch.Tensor], manifest: dict,
                       records: list[StepGradients]) -> None:
-    tmp = target.parent / f".{target.name}.partial-{uuid.uuid4().hex[:8]}"
+    tmp = target.parent / f".{target.name}.partial-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     tmp.mkdir()
     try:
         save_file(tensors, str(tmp / F.GRADIENTS_FILE), metadata={"format": F.FORMAT})
-        os.chmod(tmp / F.GRADIENTS_FILE, 0o666 & ~_umask())
+        os.chmod(tmp / F.GRADIENTS_FILE, 0o666 & ~current_umask())
         _fsync(tmp / F.GRADIENTS_FILE)
         write_stats_csv(tmp / F.STATS_FILE, records)
         manifest["files"] = {n: F.file_digest(tmp / n) for n in (F.GRADIENTS_FILE, F.STATS_FILE)}
@@ -164,12 +165,6 @@ def _write_text(path: Path, text: str) -> None:
         os.fsync(f.fileno())
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
 def _fsync(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
@@ -182,7 +177,7 @@ def _replace_dir(tmp: Path, target: Path) -> None:
     """Rename ``tmp`` to ``target``; an older ``target`` is moved aside first, then removed."""
     old = None
     if target.exists():
-        old = target.parent / f".{target.name}.old-{uuid.uuid4().hex[:8]}"
+        old = target.parent / f".{target.name}.old-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         os.rename(target, old)
     os.rename(tmp, target)
     if old is not None:
