@@ -64,3 +64,16 @@ def test_gui_and_open_screenshot_under_a_file_end_at_once(run_cli, tmp_path):
     assert code == 0, err
     one_line_error(*run_cli("open", tmp_path / "out" / "step-000001", "--screenshot", shot),
                    "is a file")
+
+
+def test_a_run_whose_hook_failed_summarises_it_at_the_end(run_cli, tmp_path):
+    hooks = tmp_path / "badhook.py"
+    hooks.write_text("def explode(module, grad_input, grad_output):\n    raise RuntimeError('boom')\n")
+    code, out, err = run_cli("run", "--model", "example:lenet", "--steps", "2", "--hook",
+                             f"fc1=file:{hooks}:explode", "--hook", "fc2=observe")
+    assert code == 0, err
+    lines = out.strip().splitlines()
+    assert lines[-2].startswith("1 hook was detached during the run")
+    assert lines[-1].startswith("  step 1: hook file:") and "RuntimeError: boom" in lines[-1]
+    code, out, _ = run_cli("run", "--model", "example:lenet", "--steps", "1", "--hook", "fc2=observe")
+    assert code == 0 and "detached during the run" not in out

@@ -10,7 +10,11 @@ from gradexplorer.commands.common import (
     session_from_args,
 )
 from gradexplorer.commands.gradient_options import add_gradient_arguments, attach_gradient_options
-from gradexplorer.commands.hook_options import add_hook_arguments, attach_hooks_from_args
+from gradexplorer.commands.hook_options import (
+    DetachedHooks,
+    add_hook_arguments,
+    attach_hooks_from_args,
+)
 from gradexplorer.commands.progress import StepReporter
 from gradexplorer.core.errors import UserError
 from gradexplorer.core.session.devices import describe_device
@@ -36,6 +40,8 @@ def run_command(args: argparse.Namespace) -> int:
         f"device {describe_device(session.device)}; {optimizer_text(session)}"
     )
     registry = attach_hooks_from_args(session, args)
+    detached = DetachedHooks(session)
+    registry.listeners.append(detached)
     folder = attach_gradient_options(session, args, hooks=registry)
     reporter = StepReporter(args.steps)
     try:
@@ -45,6 +51,8 @@ def run_command(args: argparse.Namespace) -> int:
         reporter.close()
         if folder is not None:
             folder.release()
+    for line in detached.summary():
+        print(line)
     return 0
 
 
