@@ -7,7 +7,12 @@ import os
 import sys
 from pathlib import Path
 
-from gradexplorer.commands.common import add_model_arguments, add_training_arguments, model_options
+from gradexplorer.commands.common import (
+    add_model_arguments,
+    add_training_arguments,
+    capped_steps,
+    model_options,
+)
 from gradexplorer.commands.hook_options import add_hook_arguments, parse_hook_option
 from gradexplorer.core.atomic_file import check_writable_file
 from gradexplorer.core.errors import UserError
@@ -56,6 +61,7 @@ def prepare_window(screenshot: Path | None) -> None:
 def gui_command(args: argparse.Namespace) -> int:
     if args.steps < 0:
         raise UserError(f"--steps must be at least 0, got {args.steps}")
+    args.steps = capped_steps(args.steps)
     prepare_window(args.screenshot)
     options = model_options(args)
     hooks = [parse_hook_option(text) for text in args.hook]

@@ -7,6 +7,7 @@ import argparse
 from gradexplorer.commands.common import (
     add_model_arguments,
     add_training_arguments,
+    capped_steps,
     session_from_args,
 )
 from gradexplorer.commands.gradient_options import add_gradient_arguments, attach_gradient_options
@@ -33,6 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run_command(args: argparse.Namespace) -> int:
     if args.steps < 1:
         raise UserError(f"--steps must be at least 1, got {args.steps}")
+    args.steps = capped_steps(args.steps)
     session = session_from_args(args)
     workload = session.workload
     print(
