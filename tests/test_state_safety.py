@@ -82,3 +82,28 @@ def test_a_snapshot_names_the_once_hook_that_shaped_its_gradients(run_cli, tmp_p
         {"module": "fc2", "action": "observe", "calls": 1},
     ]
     assert second["hooks"] == [{"module": "fc2", "action": "observe", "calls": 2}]
+
+
+def test_hooks_that_stay_are_rolled_back_when_a_step_is_redone(tmp_path):
+    from tests.hooks_helpers import GradRecorder, lenet_session
+
+    hooks_file = tmp_path / "bad.py"
+    hooks_file.write_text("def explode(module, grad_input, grad_output):\n    raise RuntimeError('x')\n")
+    runs = []
+    for failing in (False, True):
+        session = lenet_session()
+        registry = HookRegistry(session.model)
+        registry.install(session)
+        registry.attach("fc2", "once:scale:0.5")
+        registry.attach("fc1", "noise:0.1")
+        if failing:  # conv2's hook fires after fc2's and fc1's in the backward pass, then raises
+            registry.attach("conv2", f"file:{hooks_file}:explode")
+        recorder = GradRecorder()
+        session.add_observer(recorder)
+        losses = [r.loss for r in session.run(2)]
+        runs.append((losses, recorder.grads, registry.describe()))
+    (plain_losses, plain_grads, plain_hooks), (losses, grads, hooks) = runs
+    assert losses == plain_losses and hooks == plain_hooks
+    assert hooks == [{"module": "fc1", "action": "noise:0.1", "calls": 2}]  # once: acted, left
+    for got, ref in zip(grads, plain_grads, strict=True):
+        assert all(torch.equal(got[n], ref[n]) for n in ref)
