@@ -16,6 +16,7 @@ from gradexplorer.core.model.spec import load_workload
 from gradexplorer.core.session.engine import SessionConfig, TrainingSession
 from gradexplorer.core.snapshot.export_dir import ExportFolder
 from gradexplorer.core.snapshot.exporter import SnapshotExporter, snapshot_bytes
+from tests.gui_helpers import make_window_fixture  # noqa: F401
 
 LENET = ("--model", "example:lenet")
 
@@ -113,3 +114,29 @@ def test_planned_counts_match_due_steps():
                                       (4, 2, 17, 17)]:
         exporter = SnapshotExporter(".", every=every, last_step=final)
         assert exporter.planned(first, last) == sum(exporter.due(s) for s in range(first, last + 1))
+
+
+def test_the_app_refuses_a_folder_of_an_earlier_run_in_a_dialog_line(qtbot, make_window, tmp_path):
+    from tests.gui_helpers import open_model, wait_idle
+
+    shown: list[str] = []
+    folder = tmp_path / "snaps"
+    (folder / "step-000007").mkdir(parents=True)
+    (folder / "step-000007" / "manifest.json").write_text("{}")
+    window = make_window()
+    open_model(qtbot, window)
+    window.controller.error.disconnect(window.show_error)  # the dialog, as text
+    window.controller.error.connect(shown.append)
+    window.controller.export_every(str(folder), 2)
+    qtbot.waitUntil(lambda: bool(shown), timeout=10_000)
+    assert "already holds 1 snapshot" in shown[0] and "move them first" in shown[0]
+    assert window.controller.exporter is None
+    window.controller.export_every(str(tmp_path / "fresh"), 1)
+    window.controller.run(1)
+    wait_idle(qtbot, window)
+    with pytest.raises(UserError, match="another gradexplorer run"):
+        ExportFolder(tmp_path / "fresh").claim()
+    window.controller.export_every(None)
+    qtbot.waitUntil(lambda: window.controller.exporter is None, timeout=10_000)
+    with pytest.raises(UserError, match="already holds 1 snapshot"):  # unlocked: the next check
+        ExportFolder(tmp_path / "fresh").claim()

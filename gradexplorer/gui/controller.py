@@ -228,6 +228,8 @@ class SessionController(QObject):
         if fresh:
             self.timeline.clear()
             self.hooks = {}
+            if self.exporter is not None and self.exporter.folder is not None:
+                self.exporter.folder.release()  # a new model: its export folder is free again
             self.exporter = None
             if live.hooks is not None:
                 live.hooks.listeners.append(self._buffer.push_event)

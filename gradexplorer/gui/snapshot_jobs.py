@@ -6,6 +6,7 @@ from pathlib import Path
 
 from gradexplorer.core.errors import UserError
 from gradexplorer.core.snapshot import write_snapshot
+from gradexplorer.core.snapshot.export_dir import ExportFolder
 from gradexplorer.core.snapshot.exporter import SnapshotExporter
 from gradexplorer.gui.live_session import LiveSession
 
@@ -24,14 +25,18 @@ def start_periodic_export(live: LiveSession, directory: str | Path, every: int,
     """Export every ``every`` steps from now on; ``listener(step, path)`` hears each one."""
     if every < 1:
         raise UserError(f"export every K steps needs K >= 1, got {every}")
+    folder = ExportFolder(directory, overwrite_hint="move them first").claim()
     exporter = SnapshotExporter(directory, live.monitor, every=every, hooks=live.hooks.step_hooks,
                                 captured=live.hooks.captured_tensors)
+    exporter.folder = folder
     exporter.listeners.append(listener)
     live.session.add_observer(exporter)
     return exporter
 
 
 def stop_periodic_export(live: LiveSession, exporter: SnapshotExporter) -> list[Path]:
-    """Stop an exporter; returns what it wrote."""
+    """Stop an exporter and give up its folder; returns what it wrote."""
     live.session.remove_observer(exporter)
+    if exporter.folder is not None:
+        exporter.folder.release()
     return exporter.written

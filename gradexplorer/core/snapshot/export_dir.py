@@ -63,9 +63,10 @@ def remove_leftovers(directory: Path) -> list[Path]:
 class ExportFolder:
     """One run's claim on a snapshot folder (see the module docstring)."""
 
-    def __init__(self, directory: str | os.PathLike, overwrite: bool = False) -> None:
+    def __init__(self, directory: str | os.PathLike, overwrite: bool = False,
+                 overwrite_hint: str = "give --overwrite to replace them") -> None:
         self.directory = Path(directory)
-        self.overwrite = overwrite
+        self.overwrite, self.overwrite_hint = overwrite, overwrite_hint
         self.removed: list[Path] = []  # leftovers and, with overwrite, earlier snapshots
         self._lock_fd: int | None = None
 
@@ -115,7 +116,7 @@ class ExportFolder:
             os.close(fd)
             raise UserError(
                 f"another gradexplorer run is exporting to {str(self.directory)!r}; "
-                "give this run another --export folder"
+                "export this one to another folder"
             ) from None
         self._lock_fd = fd
 
@@ -127,7 +128,7 @@ class ExportFolder:
             names = ", ".join(p.name for p in earlier[:3]) + (" …" if len(earlier) > 3 else "")
             raise UserError(
                 f"{str(self.directory)!r} already holds {len(earlier)} snapshot(s) of an earlier "
-                f"run ({names}); export to another folder, or give --overwrite to replace them"
+                f"run ({names}); export to another folder, or {self.overwrite_hint}"
             )
         for path in earlier:
             shutil.rmtree(path)

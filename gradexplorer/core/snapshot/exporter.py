@@ -38,6 +38,7 @@ class SnapshotExporter:
         self.monitor, self.every, self.last_step = monitor, every, last_step
         self.hooks, self.captured, self.keep_last = hooks, captured, keep_last
         self.written: list[Path] = []
+        self.folder = None  # the ExportFolder claim of whoever started it, released on stop
         self.listeners: list[Callable[[int, Path], Any]] = []
 
     def due(self, step: int) -> bool:
