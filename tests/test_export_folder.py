@@ -140,3 +140,17 @@ def test_the_app_refuses_a_folder_of_an_earlier_run_in_a_dialog_line(qtbot, make
     qtbot.waitUntil(lambda: window.controller.exporter is None, timeout=10_000)
     with pytest.raises(UserError, match="already holds 1 snapshot"):  # unlocked: the next check
         ExportFolder(tmp_path / "fresh").claim()
+
+
+def test_export_now_never_replaces_an_existing_snapshot(tmp_path):
+    from grad_helpers import make_session
+
+    from gradexplorer.core.snapshot import write_snapshot
+
+    session = make_session("example:mlp")
+    session.step()
+    first = write_snapshot(tmp_path, session)
+    before = (first / "manifest.json").read_bytes()
+    with pytest.raises(UserError, match="already exists"):
+        write_snapshot(tmp_path, session, replace=False)
+    assert (first / "manifest.json").read_bytes() == before

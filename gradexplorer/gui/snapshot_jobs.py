@@ -17,7 +17,8 @@ def export_now(live: LiveSession, directory: str | Path) -> Path:
     if session.step_count == 0:
         raise UserError("run at least one step before exporting a snapshot: there are no gradients yet")
     return write_snapshot(directory, session, live.monitor.latest(), hooks=live.hooks.step_hooks(),
-                          extra_tensors=live.hooks.captured_tensors(), history=live.monitor.history)
+                          extra_tensors=live.hooks.captured_tensors(), history=live.monitor.history,
+                          replace=False)
 
 
 def start_periodic_export(live: LiveSession, directory: str | Path, every: int,

@@ -26,8 +26,11 @@ CSV_COLUMNS = ("step", "name", "shape", "numel", "has_grad", *STAT_FIELDS)
 
 def write_snapshot(directory: str | os.PathLike, session, step_gradients: StepGradients | None = None,
                    hooks: list[dict] | None = None, extra_tensors: dict[str, Any] | None = None,
-                   history: Iterable[StepGradients] | None = None, name: str | None = None) -> Path:
+                   history: Iterable[StepGradients] | None = None, name: str | None = None,
+                   replace: bool = True) -> Path:
     """Write ``directory/step-NNNNNN`` (or ``directory/name``) and return its path.
+
+    An existing snapshot of that name is replaced atomically, or with ``replace=False`` refused.
 
     Holds the gradients the session's model holds now, ``extra_tensors`` under ``hooks/<key>``,
     ``manifest.json`` and ``stats.csv`` (one row per parameter for each step of ``history``
@@ -39,6 +42,8 @@ def write_snapshot(directory: str | os.PathLike, session, step_gradients: StepGr
     tensors.update(_extra_tensors(extra_tensors or {}, tensors))
     rows = [r for r in (history or []) if r.step <= record.step and r is not record]
     target = Path(directory) / (name or F.snapshot_name(record.step))
+    if not replace and target.exists():
+        raise UserError(f"{target} already exists: export to another folder, or move it first")
     manifest = build_manifest(session, record, hooks or [], tensors)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
