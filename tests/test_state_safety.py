@@ -107,3 +107,12 @@ def test_hooks_that_stay_are_rolled_back_when_a_step_is_redone(tmp_path):
     assert hooks == [{"module": "fc1", "action": "noise:0.1", "calls": 2}]  # once: acted, left
     for got, ref in zip(grads, plain_grads, strict=True):
         assert all(torch.equal(got[n], ref[n]) for n in ref)
+
+
+def test_diagnosing_a_failed_forward_leaves_the_buffers_alone():
+    from gradexplorer.core.model.forward_check import locate_forward_failure
+
+    model = nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.Linear(7, 2))  # fails at [2]
+    failure = locate_forward_failure(model, (torch.randn(8, 4),))
+    assert failure is not None and "module '2'" in str(failure)
+    assert int(model[1].num_batches_tracked) == 0 and torch.equal(model[1].running_mean, torch.zeros(8))
