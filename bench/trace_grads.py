@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import gradexplorer as gx  # noqa: E402
 from gradexplorer.core.graph.attribution import ModuleAttribution  # noqa: E402
-from gradexplorer.core.session.training_state import preserved_state  # noqa: E402
+from gradexplorer.core.model.training_state import preserved_state  # noqa: E402
 
 MODELS = ("example:lenet", "example:transformer", "example:deep:blocks=2000")
 

@@ -3,17 +3,23 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
+import signal
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 
 from gradexplorer._version import __version__
+from gradexplorer.core.deep_stack import run_with_deep_stack
 from gradexplorer.core.errors import UserError
 
 # Each subcommand lives in gradexplorer/commands/<module>.py and defines
 # ``register(subparsers)`` which adds its parser and sets ``func(args) -> int``.
 COMMAND_MODULES = ("run", "graph", "hooks", "inspect", "compare", "gui", "open")
+# The desktop app's commands keep the main thread (Qt's); their deep work runs in workers.
+MAIN_THREAD_COMMANDS = ("gui", "open")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -55,7 +61,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        return int(args.func(args) or 0)
+        if args.command in MAIN_THREAD_COMMANDS:
+            return int(args.func(args) or 0)
+        with terminate_as_interrupt():
+            return int(run_with_deep_stack(lambda: args.func(args)) or 0)
     except UserError as exc:
         print(f"gradexplorer: error: {exc}", file=sys.stderr)
         return 2
@@ -65,6 +74,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # e.g. `gradexplorer run | head`: the reader left, so stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
+
+
+@contextlib.contextmanager
+def terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM ends a command like Ctrl+C does: clean-ups run, no half-written files stay."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def default_command() -> str:

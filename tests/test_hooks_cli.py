@@ -50,8 +50,9 @@ def test_run_survives_an_inplace_hook(run_cli, tmp_path):
     path.write_text(INPLACE_MODEL)
     code, out, err = run_cli("run", "--model", f"{path}:build", "--steps", "2", "--hook=mid=block")
     assert code == 0, err
-    detached = [line for line in out.splitlines() if "detached:" in line]
+    detached = [line for line in out.splitlines() if line.startswith("hook ") and "detached:" in line]
     assert len(detached) == 1 and "'mid'" in detached[0] and "in place" in detached[0]
+    assert out.splitlines()[-1] == f"  step 1: {detached[0]}"  # and again in the end summary
 
 
 def test_run_refuses_bad_hooks_with_one_line(run_cli, tmp_path):

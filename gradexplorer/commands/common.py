@@ -3,11 +3,29 @@
 from __future__ import annotations
 
 import argparse
+import os
 
 from gradexplorer.core.errors import UserError
 from gradexplorer.core.model.spec import DEFAULT_SPEC, ModelOptions, load_workload, parse_shape
 from gradexplorer.core.model.workload import Workload
 from gradexplorer.core.session.engine import OPTIMIZERS, SessionConfig, TrainingSession
+
+MAX_STEPS_VARIABLE = "GRADEXPLORER_MAX_STEPS"
+
+
+def capped_steps(steps: int) -> int:
+    """``steps``, or fewer when ``GRADEXPLORER_MAX_STEPS`` caps them (quick runs of the docs'
+    commands, e.g. in tests and CI)."""
+    text = os.environ.get(MAX_STEPS_VARIABLE, "").strip()
+    if not text:
+        return steps
+    try:
+        cap = int(text)
+    except ValueError:
+        raise UserError(f"{MAX_STEPS_VARIABLE}={text!r}: give a whole number of steps") from None
+    if cap < 1:
+        raise UserError(f"{MAX_STEPS_VARIABLE}={text!r}: give at least 1")
+    return min(steps, cap)
 
 
 def add_model_arguments(parser: argparse.ArgumentParser) -> None:

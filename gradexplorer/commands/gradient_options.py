@@ -7,9 +7,14 @@ import math
 import sys
 from typing import TextIO
 
+from gradexplorer.commands.export_options import (
+    add_export_arguments,
+    attach_exporter,
+    check_export_arguments,
+)
 from gradexplorer.core.diagnose.nan_origin import NonFiniteOrigin
 from gradexplorer.core.errors import UserError
-from gradexplorer.core.snapshot.exporter import SnapshotExporter
+from gradexplorer.core.snapshot.export_dir import ExportFolder
 from gradexplorer.core.stats.histogram import parse_hist_range
 from gradexplorer.core.stats.monitor import GradientMonitor, nonfinite_counts
 
@@ -17,13 +22,9 @@ MAX_NAMED = 4  # parameters named in one alarm line
 
 
 def add_gradient_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--export``, ``--export-every``, ``--every``, ``--bins``, ``--hist-range``."""
+    """``--export`` and its options, ``--every``, ``--bins``, ``--hist-range``."""
     g = parser.add_argument_group("gradients")
-    g.add_argument("--export", metavar="DIR",
-                   help="write gradient snapshots to DIR/step-NNNNNN (at the last step, "
-                   "and every --export-every steps)")
-    g.add_argument("--export-every", type=int, metavar="K",
-                   help="also snapshot every K steps (default: the last step only)")
+    add_export_arguments(g)
     g.add_argument("--every", type=int, metavar="K",
                    help="compute histograms every K steps (default 1; statistics every step)")
     g.add_argument("--bins", type=int, metavar="N", help="histogram bins (default 64)")
@@ -44,8 +45,7 @@ def monitor_from_args(args: argparse.Namespace) -> GradientMonitor | None:
     for name in ("export_every", "every"):
         _positive(args, name)
     _positive(args, "bins", 1, 4096)
-    if args.export_every is not None and not args.export:
-        raise UserError("--export-every needs --export DIR")
+    check_export_arguments(args)
     wanted = (args.export, args.every, args.bins, args.hist_range)
     if all(v is None for v in wanted):
         return None
@@ -55,10 +55,11 @@ def monitor_from_args(args: argparse.Namespace) -> GradientMonitor | None:
 
 
 def attach_gradient_options(session, args: argparse.Namespace, stream: TextIO | None = None,
-                            hooks=None) -> GradientMonitor | None:
+                            hooks=None) -> ExportFolder | None:
     """Add the monitor, exporter and NaN/Inf alarm that ``args`` ask for to ``session``.
 
     ``hooks`` (a HookRegistry) puts the attached hooks and their captured tensors in snapshots.
+    Returns the claimed ``--export`` folder, which the caller releases when the run ends.
     """
     stream = stream or sys.stdout
     session.add_observer(NonFiniteOrigin(session))  # first: the alarm and snapshots read it
@@ -66,18 +67,11 @@ def attach_gradient_options(session, args: argparse.Namespace, stream: TextIO | 
     if monitor is not None:
         session.add_observer(monitor)
         session.config.grad_norm = False  # the monitor reports the global norm itself
+    folder = None
     if args.export:
-        exporter = SnapshotExporter(
-            args.export, monitor, every=args.export_every or 0,
-            last_step=session.step_count + args.steps,
-            hooks=hooks.describe if hooks is not None else None,
-            captured=hooks.captured_tensors if hooks is not None else None,
-        )
-        exporter.listeners.append(
-            lambda step, path: print_line(f"  snapshot of step {step}: {path}", stream))
-        session.add_observer(exporter)
+        folder = attach_exporter(session, args, monitor, hooks, lambda t: print_line(t, stream))
     session.add_observer(NonFiniteAlarm(stream))
-    return monitor
+    return folder
 
 
 def print_line(text: str, stream: TextIO) -> None:

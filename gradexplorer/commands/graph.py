@@ -10,6 +10,7 @@ from pathlib import Path
 from gradexplorer.commands.common import add_model_arguments, load_from_args
 from gradexplorer.commands.gui import display_problem
 from gradexplorer.commands.hook_options import add_hook_arguments, attach_hooks_from_args
+from gradexplorer.core.atomic_file import check_writable_file
 from gradexplorer.core.diagnose.explain import explain_graph
 from gradexplorer.core.diagnose.nan_origin import loss_origin, nonfinite_origin, origin_text
 from gradexplorer.core.diagnose.trace_grads import trace_gradients
@@ -58,8 +59,7 @@ def graph_command(args: argparse.Namespace) -> int:
     png = Path(args.out).suffix.lower() == ".png"
     if Path(args.out).suffix.lower() not in FORMATS:
         raise UserError(f"cannot tell the format of {args.out!r}: use one of {', '.join(FORMATS)}")
-    if png and not Path(args.out).parent.exists():
-        raise UserError(f"folder {str(Path(args.out).parent)!r} does not exist")
+    check_writable_file(args.out)
     session = TrainingSession(load_from_args(args), SessionConfig(device=args.device, seed=args.seed))
     attach_hooks_from_args(session, args)
     t0 = time.perf_counter()

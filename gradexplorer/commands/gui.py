@@ -7,8 +7,14 @@ import os
 import sys
 from pathlib import Path
 
-from gradexplorer.commands.common import add_model_arguments, add_training_arguments, model_options
+from gradexplorer.commands.common import (
+    add_model_arguments,
+    add_training_arguments,
+    capped_steps,
+    model_options,
+)
 from gradexplorer.commands.hook_options import add_hook_arguments, parse_hook_option
+from gradexplorer.core.atomic_file import check_writable_file
 from gradexplorer.core.errors import UserError
 from gradexplorer.core.session.engine import SessionConfig
 
@@ -45,6 +51,8 @@ def prepare_window(screenshot: Path | None) -> None:
     """Check that a window can open (or, for a screenshot, render offscreen) and the file type."""
     if screenshot is not None and screenshot.suffix.lower() not in (".png", ".jpg", ".jpeg"):
         raise UserError(f"--screenshot {screenshot}: use a .png or .jpg file name")
+    if screenshot is not None:
+        check_writable_file(screenshot, make_folders=True)
     problem = display_problem()
     if problem and screenshot is None:
         raise UserError(f"{problem}: run it on a desktop or under `xvfb-run -a gradexplorer`, "
@@ -56,6 +64,7 @@ def prepare_window(screenshot: Path | None) -> None:
 def gui_command(args: argparse.Namespace) -> int:
     if args.steps < 0:
         raise UserError(f"--steps must be at least 0, got {args.steps}")
+    args.steps = capped_steps(args.steps)
     prepare_window(args.screenshot)
     options = model_options(args)
     hooks = [parse_hook_option(text) for text in args.hook]

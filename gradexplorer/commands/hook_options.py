@@ -41,6 +41,27 @@ class EventPrinter:
         print(f"{clear}{message}", file=self.stream, flush=True)
 
 
+class DetachedHooks:
+    """A registry listener remembering each hook that failed and was detached, with its step."""
+
+    def __init__(self, session: TrainingSession) -> None:
+        self.session = session
+        self.lines: list[str] = []
+
+    def __call__(self, kind: str, module: str, message: str) -> None:
+        if kind == "failed":
+            self.lines.append(f"step {self.session.step_count + 1}: {message}")
+
+    def summary(self) -> list[str]:
+        """Lines for the end of a run; none when every hook held."""
+        if not self.lines:
+            return []
+        count = len(self.lines)
+        head = f"{count} hook{'s were' if count > 1 else ' was'} detached during the run " \
+            "after failing (that step and the rest ran without it):"
+        return [head, *(f"  {line}" for line in self.lines)]
+
+
 def attach_hooks_from_args(session: TrainingSession, args: argparse.Namespace) -> HookRegistry:
     """Attach every ``--hook`` to the session's model; events are printed as they happen."""
     registry = HookRegistry(session.model, seed=getattr(args, "seed", 0))

@@ -8,10 +8,15 @@ from gradexplorer.commands.ab_option import add_ab_argument, run_ab
 from gradexplorer.commands.common import (
     add_model_arguments,
     add_training_arguments,
+    capped_steps,
     session_from_args,
 )
 from gradexplorer.commands.gradient_options import add_gradient_arguments, attach_gradient_options
-from gradexplorer.commands.hook_options import add_hook_arguments, attach_hooks_from_args
+from gradexplorer.commands.hook_options import (
+    DetachedHooks,
+    add_hook_arguments,
+    attach_hooks_from_args,
+)
 from gradexplorer.commands.progress import StepReporter
 from gradexplorer.core.errors import UserError
 from gradexplorer.core.session.devices import describe_device
@@ -31,6 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run_command(args: argparse.Namespace) -> int:
     if args.steps < 1:
         raise UserError(f"--steps must be at least 1, got {args.steps}")
+    args.steps = capped_steps(args.steps)
     if args.ab:
         return run_ab(args)
     session = session_from_args(args)
@@ -40,13 +46,19 @@ def run_command(args: argparse.Namespace) -> int:
         f"device {describe_device(session.device)}; {optimizer_text(session)}"
     )
     registry = attach_hooks_from_args(session, args)
-    attach_gradient_options(session, args, hooks=registry)
+    detached = DetachedHooks(session)
+    registry.listeners.append(detached)
+    folder = attach_gradient_options(session, args, hooks=registry)
     reporter = StepReporter(args.steps)
     try:
         for result in session.run(args.steps):
             reporter(result)
     finally:
         reporter.close()
+        if folder is not None:
+            folder.release()
+    for line in detached.summary():
+        print(line)
     return 0
 
 

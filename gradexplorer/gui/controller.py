@@ -12,6 +12,7 @@ from typing import Any
 
 from PySide6.QtCore import QObject
 
+from gradexplorer.core.deep_stack import DEEP_STACK_BYTES
 from gradexplorer.core.model.spec import ModelOptions
 from gradexplorer.core.session.engine import SessionConfig
 from gradexplorer.gui.live_session import LiveSession, open_live_session, reconfigure
@@ -54,6 +55,7 @@ class SessionController(QObject):
         self._worker.job_done.connect(self._on_job_done)
         self._worker.job_failed.connect(self._on_job_failed)
         self._worker.run_failed.connect(self._on_failed)
+        self._worker.setStackSize(DEEP_STACK_BYTES)  # deep autograd graphs recurse natively
         self._worker.start()
 
     # -- the session model, re-exported -------------------------------------------------

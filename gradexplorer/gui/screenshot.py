@@ -52,7 +52,11 @@ class ScreenshotRun(QObject):
         self.window.settle()
         if self.path is not None:
             QApplication.processEvents()
-            save_window_image(self.window, self.path)
+            try:
+                save_window_image(self.window, self.path)
+            except OSError as exc:  # never leave the app running after a failed save
+                self._failed(f"cannot save the screenshot {self.path}: {exc.strerror or exc}")
+                return
             print(f"saved {self.path}")
         self.window.close()
 

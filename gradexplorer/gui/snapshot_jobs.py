@@ -6,6 +6,7 @@ from pathlib import Path
 
 from gradexplorer.core.errors import UserError
 from gradexplorer.core.snapshot import write_snapshot
+from gradexplorer.core.snapshot.export_dir import ExportFolder
 from gradexplorer.core.snapshot.exporter import SnapshotExporter
 from gradexplorer.gui.live_session import LiveSession
 
@@ -15,8 +16,9 @@ def export_now(live: LiveSession, directory: str | Path) -> Path:
     session = live.session
     if session.step_count == 0:
         raise UserError("run at least one step before exporting a snapshot: there are no gradients yet")
-    return write_snapshot(directory, session, live.monitor.latest(), hooks=live.hooks.describe(),
-                          extra_tensors=live.hooks.captured_tensors(), history=live.monitor.history)
+    return write_snapshot(directory, session, live.monitor.latest(), hooks=live.hooks.step_hooks(),
+                          extra_tensors=live.hooks.captured_tensors(), history=live.monitor.history,
+                          replace=False)
 
 
 def start_periodic_export(live: LiveSession, directory: str | Path, every: int,
@@ -24,14 +26,18 @@ def start_periodic_export(live: LiveSession, directory: str | Path, every: int,
     """Export every ``every`` steps from now on; ``listener(step, path)`` hears each one."""
     if every < 1:
         raise UserError(f"export every K steps needs K >= 1, got {every}")
-    exporter = SnapshotExporter(directory, live.monitor, every=every, hooks=live.hooks.describe,
+    folder = ExportFolder(directory, overwrite_hint="move them first").claim()
+    exporter = SnapshotExporter(directory, live.monitor, every=every, hooks=live.hooks.step_hooks,
                                 captured=live.hooks.captured_tensors)
+    exporter.folder = folder
     exporter.listeners.append(listener)
     live.session.add_observer(exporter)
     return exporter
 
 
 def stop_periodic_export(live: LiveSession, exporter: SnapshotExporter) -> list[Path]:
-    """Stop an exporter; returns what it wrote."""
+    """Stop an exporter and give up its folder; returns what it wrote."""
     live.session.remove_observer(exporter)
+    if exporter.folder is not None:
+        exporter.folder.release()
     return exporter.written

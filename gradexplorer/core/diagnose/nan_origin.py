@@ -22,8 +22,8 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
 from gradexplorer.core.diagnose.trace_grads import to_host, trace_gradients
+from gradexplorer.core.model.training_state import preserved_state
 from gradexplorer.core.session.rng import restore_rng, rng_snapshot
-from gradexplorer.core.session.training_state import preserved_state
 
 
 def nonfinite_origin(G: nx.DiGraph) -> int | None:

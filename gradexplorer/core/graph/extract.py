@@ -21,7 +21,7 @@ from torch import nn
 
 from gradexplorer.core.errors import UserError
 from gradexplorer.core.graph.attribution import ROOT, ModuleAttribution, parameter_names
-from gradexplorer.core.session.training_state import preserved_state
+from gradexplorer.core.model.training_state import preserved_state
 
 if TYPE_CHECKING:
     from gradexplorer.core.session.engine import TrainingSession

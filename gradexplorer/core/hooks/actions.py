@@ -41,6 +41,14 @@ class Action:
         """Tensors kept from the last call, keyed by ``grad_input.I`` / ``grad_output.I``."""
         return {}
 
+    def checkpoint(self) -> Any:
+        """The state that a call changes for later calls (``rollback`` puts it back), so that a
+        step redone after a failure sees the action as it was when the step began."""
+        return self.spent
+
+    def rollback(self, state: Any) -> None:
+        self.spent = state
+
 
 class Observe(Action):
     """Record statistics of grad_input and grad_output; optionally keep the tensors."""
@@ -124,6 +132,16 @@ class Noise(Action):
             gen = self._generators[device] = torch.Generator(device=device).manual_seed(self.seed)
         return gen
 
+    def checkpoint(self) -> Any:
+        return self.spent, {device: gen.get_state() for device, gen in self._generators.items()}
+
+    def rollback(self, state: Any) -> None:
+        self.spent, generators = state
+        self._generators = {device: gen for device, gen in self._generators.items()
+                            if device in generators}
+        for device, gen_state in generators.items():
+            self._generators[device].set_state(gen_state)
+
     def __call__(self, module, grad_input, grad_output):
         return tuple(
             None if g is None
@@ -150,6 +168,13 @@ class Once(Action):
 
     def stats(self) -> dict[str, Any]:
         return self.inner.stats()
+
+    def checkpoint(self) -> Any:
+        return self.spent, self.inner.checkpoint()
+
+    def rollback(self, state: Any) -> None:
+        self.spent, inner = state
+        self.inner.rollback(inner)
 
     def captured(self) -> dict[str, torch.Tensor]:
         return self.inner.captured()

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from gradexplorer.core.session.training_state import preserved_state
+from gradexplorer.core.model.training_state import preserved_state
 
 
 @dataclass

@@ -79,6 +79,8 @@ class HookRegistry:
         self._original_flags: dict[str, bool | None] = {}
         self._probes: dict[str, ModuleProbe] | None = None
         self._sessions: list[Any] = []
+        self._step_hooks: list[dict[str, Any]] = []
+        self._step_start: dict[str, tuple[int, Any]] = {}  # per hook, as the step began
 
     # -- looking things up -------------------------------------------------------
     def module(self, path: str) -> nn.Module:
@@ -102,6 +104,11 @@ class HookRegistry:
     def describe(self) -> list[dict[str, Any]]:
         """``[{"module", "action", "calls"}]`` for the snapshot manifest."""
         return [hook.describe() for hook in self._hooks.values()]
+
+    def step_hooks(self) -> list[dict[str, Any]]:
+        """``describe()`` as it was during the latest backward pass: the hooks that shaped the
+        gradients the session holds now, ``once:`` hooks that acted and left included."""
+        return [dict(entry) for entry in self._step_hooks]
 
     def captured_tensors(self) -> dict[str, torch.Tensor]:
         """Tensors kept by ``observe:capture``: ``hooks/<module>/grad_input.0`` → CPU tensor."""
@@ -129,6 +136,7 @@ class HookRegistry:
         self._original_flags[path] = module._is_full_backward_hook
         hook.handle = module.register_full_backward_hook(self._make_hook(hook))
         self._hooks[path] = hook
+        self._step_start[path] = (hook.calls, impl.checkpoint())
         self._emit("attached", path, f"{self._label(hook)} attached")
         probe = self._probe(path)
         if probe is not None and not probe.inputs_need_grad:
@@ -168,6 +176,7 @@ class HookRegistry:
             self.sample_inputs = session.batch(session.step_count)[0]
         session.backward_error_handlers.append(self.handle_backward_error)
         session.add_observer(self)
+        self._mark_step_start()
         self._sessions.append(session)
 
     def uninstall(self, session) -> None:
@@ -179,27 +188,45 @@ class HookRegistry:
 
     def after_backward(self, session, step: int) -> None:
         """Session observer: runs between backward and optimizer step."""
+        self._step_hooks = self.describe()
         self.prune()
 
     def after_step(self, session, result) -> None:
         """Session observer: ``result.extras["hooks"]`` lists the hooks and their call counts."""
-        if self._hooks:
-            result.extras["hooks"] = self.describe()
+        if self._step_hooks:
+            result.extras["hooks"] = self.step_hooks()
+        self._mark_step_start()
 
     def handle_backward_error(self, session, exc: BaseException) -> bool:
-        """Detach the hook behind ``exc`` and report why; True means the step can be redone."""
+        """Detach the hook behind ``exc`` and report why; True means the step can be redone.
+
+        The hooks that stay are rolled back to the start of the step (call counts, ``once:``
+        spent flags, noise generators), so the redone step is the one they would have made.
+        """
         failure = find_hook_failure(exc)
         if failure is not None and failure.module in self._hooks:
             hook = self._hooks[failure.module]
             self._remove(hook, "failed", f"{self._label(hook)} detached: {failure.detail}")
+            self._rollback_to_step_start()
             return True
         pytorch_says = inplace_view_error(exc)
         if pytorch_says and self._hooks:
             for hook, reason in self._inplace_culprits(session.batch(session.step_count)[0]):
                 message = f"{self._label(hook)} detached: {reason} (PyTorch: {pytorch_says})"
                 self._remove(hook, "failed", message)
+            self._rollback_to_step_start()
             return True
         return False
+
+    def _mark_step_start(self) -> None:
+        self._step_start = {path: (hook.calls, hook.impl.checkpoint() if hook.impl else None)
+                            for path, hook in self._hooks.items()}
+
+    def _rollback_to_step_start(self) -> None:
+        for path, hook in self._hooks.items():
+            if path in self._step_start and hook.impl is not None:
+                hook.calls, state = self._step_start[path]
+                hook.impl.rollback(state)
 
     # -- internals -----------------------------------------------------------------
     def _make_hook(self, hook: AttachedHook):
@@ -229,6 +256,7 @@ class HookRegistry:
         if not module._backward_hooks:
             module._is_full_backward_hook = original  # PyTorch leaves it set after removal
         self._hooks.pop(hook.module, None)
+        self._step_start.pop(hook.module, None)
         self._emit(kind, hook.module, message)
 
     def _probe(self, path: str) -> ModuleProbe | None:

@@ -8,6 +8,7 @@ import torch
 from torch import nn
 
 from gradexplorer.core.errors import UserError, first_line
+from gradexplorer.core.model.training_state import preserved_state
 
 
 def describe_shapes(obj: Any) -> str:
@@ -23,7 +24,10 @@ def describe_shapes(obj: Any) -> str:
 
 
 def locate_forward_failure(model: nn.Module, inputs: tuple) -> UserError | None:
-    """Re-run the forward pass with tracking hooks; None if it now succeeds."""
+    """Re-run the forward pass with tracking hooks; None if it now succeeds.
+
+    Buffers and random streams are restored afterwards: the diagnosis leaves no trace.
+    """
     names = {m: n for n, m in model.named_modules()}
     stack: list[tuple[nn.Module, Any]] = []
 
@@ -39,7 +43,7 @@ def locate_forward_failure(model: nn.Module, inputs: tuple) -> UserError | None:
         handles.append(module.register_forward_pre_hook(pre))
         handles.append(module.register_forward_hook(post))
     try:
-        with torch.no_grad():
+        with preserved_state(model), torch.no_grad():
             model(*inputs)
     except Exception as exc:  # noqa: BLE001 - any failure is the user's model's
         return forward_error(model, names, stack, inputs, exc)

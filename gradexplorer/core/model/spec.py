@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -9,9 +11,10 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from gradexplorer.core.errors import UserError
+from gradexplorer.core.errors import UserError, first_line
 from gradexplorer.core.model.examples import DEFAULT_EXAMPLE, build_example
 from gradexplorer.core.model.forward_check import locate_forward_failure
+from gradexplorer.core.model.training_state import preserved_state
 from gradexplorer.core.model.user_code import call_user, load_callable
 from gradexplorer.core.model.weights import load_weights
 from gradexplorer.core.model.workload import Workload, as_input_tuple
@@ -58,6 +61,29 @@ def random_target(loss: str, output: torch.Tensor, gen: torch.Generator) -> torc
     return torch.randn(output.shape, generator=gen, dtype=output.dtype)
 
 
+def random_input(shape: tuple[int, ...], gen: torch.Generator) -> torch.Tensor:
+    """A float32 ``randn`` input of ``shape``, refused in one line when it cannot fit."""
+    numel = math.prod(shape)
+    limit = physical_memory() // 2
+    if numel * 4 > limit:
+        raise UserError(
+            f"--input-shape {','.join(map(str, shape))} needs {numel * 4 / 1e9:,.1f} GB for the "
+            f"input alone; this machine allows at most {limit / 1e9:,.1f} GB (half its memory)"
+        )
+    try:
+        return torch.randn(shape, generator=gen)
+    except RuntimeError as exc:  # the allocator refused
+        raise UserError(f"cannot make an input of shape {list(shape)}: {first_line(exc)}") from None
+
+
+def physical_memory() -> int:
+    """Bytes of RAM (a large stand-in where the platform does not say)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 1 << 40
+
+
 def workload_from_module(model: nn.Module, label: str, opts: ModelOptions) -> Workload:
     """Wrap a bare module: fixed random input of ``--input-shape``, loss against a random target."""
     if opts.input_shape is None:
@@ -72,12 +98,13 @@ def workload_from_module(model: nn.Module, label: str, opts: ModelOptions) -> Wo
     if loss not in LOSSES:
         raise UserError(f"unknown loss {opts.loss!r}; choose one of: {', '.join(LOSSES)}")
     gen = torch.Generator().manual_seed(opts.seed)
-    x = torch.randn(shape, generator=gen)
-    failure = locate_forward_failure(model, (x,))
-    if failure is not None:
-        raise failure
-    with torch.no_grad():
-        output = model(x)
+    x = random_input(shape, gen)
+    with preserved_state(model):  # sizing the target must not move BatchNorm statistics
+        failure = locate_forward_failure(model, (x,))
+        if failure is not None:
+            raise failure
+        with torch.no_grad():
+            output = model(x)
     if not isinstance(output, torch.Tensor):
         raise UserError(
             f"{label}'s model returns {type(output).__name__}, not a tensor: return a "

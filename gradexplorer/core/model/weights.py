@@ -8,7 +8,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from gradexplorer.core.errors import UserError
+from gradexplorer.core.errors import UserError, first_line
 
 
 def read_state_dict(path: str | Path) -> dict[str, torch.Tensor]:
@@ -38,8 +38,10 @@ def _read_torch_file(path: Path) -> dict[str, torch.Tensor]:
             f"refusing to load {path}: it holds Python objects, not only tensors "
             "(loaded with weights_only=True); save model.state_dict() or use .safetensors"
         ) from None
-    except (RuntimeError, OSError, EOFError, ValueError) as exc:
-        raise UserError(f"cannot read {path}: {str(exc).splitlines()[0]}") from None
+    except Exception as exc:  # noqa: BLE001 - empty, truncated or not a torch file at all
+        raise UserError(
+            f"cannot read {path} as a state dict saved by torch.save: {first_line(exc)}"
+        ) from None
     if isinstance(obj, dict) and isinstance(obj.get("state_dict"), dict):
         obj = obj["state_dict"]
     if not isinstance(obj, dict) or not all(isinstance(v, torch.Tensor) for v in obj.values()):

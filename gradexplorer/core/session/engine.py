@@ -13,6 +13,7 @@ from torch import nn
 
 from gradexplorer.core.errors import UserError, first_line
 from gradexplorer.core.model.forward_check import locate_forward_failure
+from gradexplorer.core.model.training_state import SavedState
 from gradexplorer.core.model.workload import Workload, as_input_tuple, move_to
 from gradexplorer.core.session.devices import resolve_device
 
@@ -61,8 +62,10 @@ def make_optimizer(
     hints = (suggested or {}).get(name, {})
     lr = hints.get("lr", DEFAULT_LR[name]) if lr is None else lr
     momentum = hints.get("momentum", 0.0) if momentum is None else momentum
-    if not lr > 0:
-        raise UserError(f"learning rate must be positive, got {lr}")
+    if not 0 < lr < float("inf"):
+        raise UserError(f"learning rate must be positive and finite, got {lr}")
+    if not 0 <= momentum < float("inf"):
+        raise UserError(f"momentum must be zero or positive, got {momentum}")
     if name == "sgd":
         return torch.optim.SGD(params, lr=lr, momentum=momentum)
     return torch.optim.Adam(params, lr=lr)
@@ -174,7 +177,13 @@ class TrainingSession:
         return loss if loss.dim() == 0 else loss.reshape(())
 
     def _forward_backward(self, timings: dict[str, float]) -> torch.Tensor:
-        for _attempt in range(8):
+        # A redone step must be the step the model would have taken: the failed attempt and the
+        # handlers' probes may have moved buffers and drawn random numbers, so put them back.
+        # (The optimizer has not stepped yet, so its state is untouched.)
+        saved = SavedState(self.model, self.device) if self.backward_error_handlers else None
+        for attempt in range(8):
+            if attempt and saved is not None:
+                saved.restore()
             self.optimizer.zero_grad(set_to_none=True)
             t0 = time.perf_counter()
             try:  # hooks can break the forward too (in-place ops next to a hooked module)

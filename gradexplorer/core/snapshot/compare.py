@@ -5,10 +5,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-import torch
-
 from gradexplorer.core.errors import UserError
+from gradexplorer.core.snapshot import format as F
 from gradexplorer.core.snapshot.read import Snapshot, read_snapshot
+from gradexplorer.core.snapshot.tensor_stream import TensorReader
 from gradexplorer.core.stats.histogram import histogram_w1, mixture_w1
 
 TOTAL = "(all gradients)"
@@ -50,11 +50,17 @@ def _cosine(dot: float, na: float, nb: float) -> float:
     return dot / (na * nb) if na > 0 and nb > 0 else math.nan
 
 
-def _row(name: str, ga: torch.Tensor, gb: torch.Tensor, ha, hb) -> tuple[ParamComparison, float]:
-    a, b = ga.reshape(-1).double(), gb.reshape(-1).double()
-    na, nb, dot = float(a.norm()), float(b.norm()), float(a @ b)
+def _row(name: str, ra: TensorReader, rb: TensorReader, ha, hb) -> tuple[ParamComparison, float]:
+    """Norms and dot product in float64, streamed chunk by chunk through both files."""
+    sa = sb = dot = 0.0
+    for a, b in zip(ra.chunks(name), rb.chunks(name), strict=True):
+        sa += float(a @ a)
+        sb += float(b @ b)
+        dot += float(a @ b)
+    na, nb = math.sqrt(sa), math.sqrt(sb)
     dist = histogram_w1(ha.edges, ha.counts, hb.edges, hb.counts) if ha and hb else None
-    return ParamComparison(name, a.numel(), na, nb, _ratio(na, nb), _cosine(dot, na, nb), dist), dot
+    return ParamComparison(name, ra.numel(name), na, nb, _ratio(na, nb), _cosine(dot, na, nb),
+                           dist), dot
 
 
 def compare_snapshots(a: Snapshot | str, b: Snapshot | str) -> Comparison:
@@ -67,12 +73,12 @@ def compare_snapshots(a: Snapshot | str, b: Snapshot | str) -> Comparison:
     common = [n for n in names_a if n in names_b and shapes_a[n] == shapes_b[n]]
     if not common:
         raise UserError(f"{a.path} and {b.path} hold no gradients of the same name and shape")
-    ga, gb = a.gradients(common), b.gradients(common)
     rows, dots = [], []
-    for n in common:
-        row, dot = _row(n, ga[n], gb[n], a.histograms.get(n), b.histograms.get(n))
-        rows.append(row)
-        dots.append(dot)
+    with TensorReader(a.path / F.GRADIENTS_FILE) as ra, TensorReader(b.path / F.GRADIENTS_FILE) as rb:
+        for n in common:  # one gradient at a time, a chunk at a time: memory stays small
+            row, dot = _row(n, ra, rb, a.histograms.get(n), b.histograms.get(n))
+            rows.append(row)
+            dots.append(dot)
     na = math.sqrt(sum(r.norm_a**2 for r in rows))
     nb = math.sqrt(sum(r.norm_b**2 for r in rows))
     have_hists = all(n in a.histograms and n in b.histograms for n in common)

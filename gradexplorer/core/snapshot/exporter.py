@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from gradexplorer.core.snapshot.write import write_snapshot
+
+# Per parameter, the manifest's JSON (stats, name, shape, histogram edges and counts) and the
+# CSV rows take roughly this many bytes, plus about this many per histogram bin.
+MANIFEST_BYTES_PER_PARAM = 900
+MANIFEST_BYTES_PER_BIN = 45
 
 
 class SnapshotExporter:
@@ -15,24 +21,42 @@ class SnapshotExporter:
 
     ``hooks`` and ``captured`` are callables returning the hook descriptions and the captured
     tensors to include (e.g. a HookRegistry's); ``listeners`` get ``(step, path)`` per snapshot.
+    ``keep_last`` (None: all) removes this exporter's older snapshots beyond the newest N.
     Add it after the GradientMonitor so that each step's statistics are ready.
     """
 
     def __init__(self, directory: str | os.PathLike, monitor=None, every: int = 0,
                  last_step: int | None = None,
                  hooks: Callable[[], list[dict]] | None = None,
-                 captured: Callable[[], dict[str, Any]] | None = None) -> None:
+                 captured: Callable[[], dict[str, Any]] | None = None,
+                 keep_last: int | None = None) -> None:
         if every < 0:
             raise ValueError(f"every must be 0 (last step only) or positive, got {every}")
+        if keep_last is not None and keep_last < 1:
+            raise ValueError(f"keep_last must be at least 1, got {keep_last}")
         self.directory = Path(directory)
         self.monitor, self.every, self.last_step = monitor, every, last_step
-        self.hooks, self.captured = hooks, captured
+        self.hooks, self.captured, self.keep_last = hooks, captured, keep_last
         self.written: list[Path] = []
+        self.folder = None  # the ExportFolder claim of whoever started it, released on stop
         self.listeners: list[Callable[[int, Path], Any]] = []
 
     def due(self, step: int) -> bool:
         """Whether step ``step`` (1-based) is exported."""
         return (self.every > 0 and step % self.every == 0) or step == self.last_step
+
+    def planned(self, first_step: int, last_step: int) -> int:
+        """How many snapshots steps ``first_step..last_step`` write (before retention)."""
+        if last_step < first_step:
+            return 0
+        every = (last_step // self.every - (first_step - 1) // self.every) if self.every else 0
+        last = self.last_step is not None and first_step <= self.last_step <= last_step
+        return every + int(last and not (self.every and self.last_step % self.every == 0))
+
+    def kept(self, first_step: int, last_step: int) -> int:
+        """How many snapshots stay on disk at the end of steps ``first_step..last_step``."""
+        count = self.planned(first_step, last_step)
+        return count if self.keep_last is None else min(count, self.keep_last)
 
     def after_step(self, session, result) -> None:
         if not self.due(result.step):
@@ -45,5 +69,20 @@ class SnapshotExporter:
             diagnosis=result.extras.get("nonfinite_origin"),
         )
         self.written.append(path)
+        self._retain()
         for listener in list(self.listeners):
             listener(result.step, path)
+
+    def _retain(self) -> None:
+        if self.keep_last is None:
+            return
+        while len(self.written) > self.keep_last:
+            shutil.rmtree(self.written.pop(0), ignore_errors=True)
+
+
+def snapshot_bytes(model, bins: int = 64, history_steps: int = 1) -> int:
+    """About how many bytes one snapshot of ``model``'s gradients takes on disk."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    tensors = sum(p.numel() * p.element_size() for p in params)
+    per_param = MANIFEST_BYTES_PER_PARAM + MANIFEST_BYTES_PER_BIN * bins
+    return tensors + len(params) * (per_param + 120 * history_steps)

@@ -18,6 +18,7 @@ from safetensors import safe_open
 
 from gradexplorer.core.errors import UserError
 from gradexplorer.core.snapshot import format as F
+from gradexplorer.core.snapshot.schema import validate_manifest
 from gradexplorer.core.stats.records import STAT_FIELDS, Histogram, ParamStats
 
 
@@ -142,9 +143,10 @@ def _verify_tensors(p: Path, manifest: dict[str, Any]) -> None:
 
 
 def read_snapshot(path: str | os.PathLike) -> Snapshot:
-    """Open and verify a snapshot directory (sizes, sha256 digests, tensor names and shapes)."""
+    """Open and verify a snapshot directory: every manifest field (``schema``), file sizes and
+    sha256 digests, tensor names and shapes."""
     p = resolve_snapshot_dir(path)
-    manifest = _load_manifest(p)
+    manifest = validate_manifest(_load_manifest(p), str(p))
     try:
         _verify_files(p, manifest)
         _verify_tensors(p, manifest)

@@ -16,6 +16,7 @@ import torch
 from safetensors.torch import save_file
 
 from gradexplorer._version import __version__
+from gradexplorer.core.atomic_file import current_umask
 from gradexplorer.core.errors import UserError
 from gradexplorer.core.snapshot import format as F
 from gradexplorer.core.stats.records import STAT_FIELDS, Histogram, ParamStats, StepGradients
@@ -26,8 +27,10 @@ CSV_COLUMNS = ("step", "name", "shape", "numel", "has_grad", *STAT_FIELDS)
 def write_snapshot(directory: str | os.PathLike, session, step_gradients: StepGradients | None = None,
                    hooks: list[dict] | None = None, extra_tensors: dict[str, Any] | None = None,
                    history: Iterable[StepGradients] | None = None, name: str | None = None,
-                   diagnosis: dict[str, Any] | None = None) -> Path:
+                   diagnosis: dict[str, Any] | None = None, replace: bool = True) -> Path:
     """Write ``directory/step-NNNNNN`` (or ``directory/name``) and return its path.
+
+    An existing snapshot of that name is replaced atomically, or with ``replace=False`` refused.
 
     Holds the gradients the session's model holds now, ``extra_tensors`` under ``hooks/<key>``,
     ``manifest.json`` and ``stats.csv`` (one row per parameter for each step of ``history``
@@ -40,6 +43,8 @@ def write_snapshot(directory: str | os.PathLike, session, step_gradients: StepGr
     tensors.update(_extra_tensors(extra_tensors or {}, tensors))
     rows = [r for r in (history or []) if r.step <= record.step and r is not record]
     target = Path(directory) / (name or F.snapshot_name(record.step))
+    if not replace and target.exists():
+        raise UserError(f"{target} already exists: export to another folder, or move it first")
     manifest = build_manifest(session, record, hooks or [], tensors)
     manifest["nonfinite_origin"] = None if diagnosis is None else json.loads(
         json.dumps({k: F.encode_number(v) for k, v in diagnosis.items()}, default=str))
@@ -144,11 +149,11 @@ def write_stats_csv(path: Path, records: Iterable[StepGradients]) -> None:
 
 def _write_atomically(target: Path, tensors: dict[str, torch.Tensor], manifest: dict,
                       records: list[StepGradients]) -> None:
-    tmp = target.parent / f".{target.name}.partial-{uuid.uuid4().hex[:8]}"
+    tmp = target.parent / f".{target.name}.partial-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     tmp.mkdir()
     try:
         save_file(tensors, str(tmp / F.GRADIENTS_FILE), metadata={"format": F.FORMAT})
-        os.chmod(tmp / F.GRADIENTS_FILE, 0o666 & ~_umask())
+        os.chmod(tmp / F.GRADIENTS_FILE, 0o666 & ~current_umask())
         _fsync(tmp / F.GRADIENTS_FILE)
         write_stats_csv(tmp / F.STATS_FILE, records)
         manifest["files"] = {n: F.file_digest(tmp / n) for n in (F.GRADIENTS_FILE, F.STATS_FILE)}
@@ -168,12 +173,6 @@ def _write_text(path: Path, text: str) -> None:
         os.fsync(f.fileno())
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
 def _fsync(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
@@ -186,7 +185,7 @@ def _replace_dir(tmp: Path, target: Path) -> None:
     """Rename ``tmp`` to ``target``; an older ``target`` is moved aside first, then removed."""
     old = None
     if target.exists():
-        old = target.parent / f".{target.name}.old-{uuid.uuid4().hex[:8]}"
+        old = target.parent / f".{target.name}.old-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         os.rename(target, old)
     os.rename(tmp, target)
     if old is not None:

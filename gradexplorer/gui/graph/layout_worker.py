@@ -10,6 +10,7 @@ from typing import Any
 
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
 
+from gradexplorer.core.deep_stack import DEEP_STACK_BYTES
 from gradexplorer.gui.graph.canvas import overview_scale
 from gradexplorer.gui.graph.drawing import GraphDrawing
 from gradexplorer.gui.graph.painting import base_fills, render_overview
@@ -53,6 +54,7 @@ class BackgroundQueue(QObject):
         super().__init__(parent)
         self._pool = QThreadPool(self)
         self._pool.setMaxThreadCount(1)
+        self._pool.setStackSize(DEEP_STACK_BYTES)
         self._pending: tuple[int, Callable[[], Any]] | None = None
         self._running = False
         self._number = 0

@@ -94,6 +94,8 @@ class SessionModel:
         """Show a newly opened (or re-made) session."""
         self.live = live
         if fresh:
+            if self.exporter is not None and self.exporter.folder is not None:
+                self.exporter.folder.release()  # a new model: its export folder is free again
             self.hooks, self.exporter = {}, None
         self.set_state(IDLE)
         self.opened.emit(live)

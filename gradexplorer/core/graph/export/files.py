@@ -13,7 +13,7 @@ from typing import Any
 
 import networkx as nx
 
-from gradexplorer.core.atomic_file import write_atomic
+from gradexplorer.core.atomic_file import check_writable_file, write_atomic
 from gradexplorer.core.errors import UserError
 from gradexplorer.core.graph.export.graphml import graphml_text
 from gradexplorer.core.graph.export.svg import svg_text
@@ -42,9 +42,7 @@ def export_graph(G: nx.DiGraph, pos: Mapping[Hashable, Point], path: str | os.Pa
         data = dot_text(G, pos).encode()
     else:
         data = svg_text(G, pos, edge_points).encode()
-    if path.parent and not path.parent.exists():
-        raise UserError(f"folder {str(path.parent)!r} does not exist")
-    write_atomic(path, data)
+    write_atomic(check_writable_file(path), data)
     return path
 
 

@@ -1,0 +1,81 @@
+"""``run --export DIR``: the folder claimed before step 1, retention, and a disk estimate."""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+
+from gradexplorer.core.errors import UserError
+from gradexplorer.core.snapshot.export_dir import ExportFolder
+from gradexplorer.core.snapshot.exporter import SnapshotExporter, snapshot_bytes
+
+WARN_BYTES = 2 * 10**9  # say so before a run that will leave more than this on disk
+
+
+def add_export_arguments(group: argparse._ArgumentGroup) -> None:
+    """``--export``, ``--export-every``, ``--keep-last``, ``--overwrite``."""
+    group.add_argument("--export", metavar="DIR",
+                       help="write gradient snapshots to DIR/step-NNNNNN (at the last step, "
+                       "and every --export-every steps)")
+    group.add_argument("--export-every", type=int, metavar="K",
+                       help="also snapshot every K steps (default: the last step only)")
+    group.add_argument("--keep-last", type=int, metavar="N",
+                       help="keep only the newest N snapshots of this run (default: all)")
+    group.add_argument("--overwrite", action="store_true",
+                       help="replace the snapshots an earlier run left in DIR (default: refuse)")
+
+
+def check_export_arguments(args: argparse.Namespace) -> None:
+    """Refuse export options that make no sense together."""
+    if args.export_every is not None and not args.export:
+        raise UserError("--export-every needs --export DIR")
+    if args.keep_last is not None and not args.export:
+        raise UserError("--keep-last needs --export DIR")
+    if args.keep_last is not None and args.keep_last < 1:
+        raise UserError(f"--keep-last must be at least 1, got {args.keep_last}")
+
+
+def attach_exporter(session, args: argparse.Namespace, monitor, hooks, say) -> ExportFolder:
+    """Claim ``--export DIR`` (checked, locked, leftovers cleaned) and add the exporter.
+
+    ``say(text)`` prints a line. The caller releases the returned folder when the run ends.
+    """
+    first, last = session.step_count + 1, session.step_count + args.steps
+    exporter = SnapshotExporter(
+        args.export, monitor, every=args.export_every or 0, last_step=last,
+        hooks=hooks.step_hooks if hooks is not None else None,
+        captured=hooks.captured_tensors if hooks is not None else None,
+        keep_last=args.keep_last,
+    )
+    folder = ExportFolder(args.export, overwrite=args.overwrite).claim()
+    try:
+        if folder.removed:
+            say(f"  removed {len(folder.removed)} earlier snapshot or unfinished folder(s) "
+                f"from {args.export}")
+        warn_about_size(session, exporter, first, last, monitor, say)
+    except BaseException:
+        folder.release()
+        raise
+    exporter.listeners.append(lambda step, path: say(f"  snapshot of step {step}: {path}"))
+    session.add_observer(exporter)
+    return folder
+
+
+def warn_about_size(session, exporter: SnapshotExporter, first: int, last: int, monitor,
+                    say) -> None:
+    """A line before a run that will leave more than a few GB; a refusal if it cannot fit."""
+    bins = monitor.bins if monitor is not None else 64
+    each = snapshot_bytes(session.model, bins)
+    kept, written = exporter.kept(first, last), exporter.planned(first, last)
+    total = kept * each
+    free = shutil.disk_usage(exporter.directory).free
+    if total > free:
+        raise UserError(
+            f"{kept} snapshots of about {each / 1e6:,.0f} MB need {total / 1e9:,.1f} GB in "
+            f"{exporter.directory}, which has {free / 1e9:,.1f} GB free: export less often "
+            "(--export-every) or keep fewer (--keep-last N)"
+        )
+    if total > WARN_BYTES:
+        note = "" if exporter.keep_last else "; --keep-last N keeps only the newest N"
+        say(f"  note: {written} snapshots of about {each / 1e6:,.0f} MB will leave about "
+            f"{total / 1e9:,.1f} GB in {exporter.directory}{note}")
