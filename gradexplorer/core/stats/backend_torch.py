@@ -74,10 +74,10 @@ class FusedTorch:
                 tensors = [grads[i] for i in indices]
                 layout = self.layout(tensors)
                 x = fused.working(fused.flatten(tensors))
-                rows, _ = fused.moments(x, layout)
+                rows, prepared = fused.moments(x, layout)
                 result = GroupResult(indices, rows)
                 if want_histograms:
-                    result.edges, result.counts = fused.histograms(x, layout, rows, bins,
+                    result.edges, result.counts = fused.histograms(prepared, layout, rows, bins,
                                                                    hist_range)
                 pending.groups.append(result)
             if params is not None:

@@ -72,27 +72,35 @@ def pow2_above(top: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return scale, inverse
 
 
-def moments(x: torch.Tensor, layout: Layout) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(P, MOMENT_COLUMNS)`` float64 rows (as ``raw``) and the finite mask of ``x``."""
+@dataclass
+class Prepared:
+    """What the histogram pass reuses from the moments pass."""
+
+    values: torch.Tensor  # float64, non-finite elements set to 0
+    kind: torch.Tensor  # 0 finite non-zero, 1 zero, 2 NaN, 3 ±Inf
+
+
+def moments(x: torch.Tensor, layout: Layout) -> tuple[torch.Tensor, Prepared]:
+    """``(P, MOMENT_COLUMNS)`` float64 rows (as ``raw``) and what the histograms reuse."""
     seg = layout.segment
-    finite = torch.isfinite(x)
-    nan = torch.isnan(x)
-    kind = torch.where(nan, 2, torch.where(finite, (x == 0).to(torch.int64), 3))
+    nonfinite = ~torch.isfinite(x)
+    kind = (x == 0).to(torch.int64).masked_fill_(nonfinite, 3).masked_fill_(torch.isnan(x), 2)
     ones = torch.ones((), dtype=torch.int64, device=x.device).expand(x.numel())
     counts = torch.zeros(layout.count * 4, dtype=torch.int64, device=x.device)
     counts = counts.index_add_(0, seg * 4 + kind, ones).view(layout.count, 4).to(F64)
-    lo = segment_extreme(torch.where(finite, x, INF), layout, "min").to(F64)
-    hi = segment_extreme(torch.where(finite, x, -INF), layout, "max").to(F64)
-    some = lo <= hi
-    lo0, hi0 = torch.where(some, lo, 0.0), torch.where(some, hi, 0.0)
+    lo = segment_extreme(x.masked_fill(nonfinite, INF), layout, "min").to(F64)
+    hi = segment_extreme(x.masked_fill(nonfinite, -INF), layout, "max").to(F64)
+    empty = ~(lo <= hi)
+    lo0, hi0 = lo.masked_fill(empty, 0.0), hi.masked_fill(empty, 0.0)
     scale, inverse = pow2_above(torch.maximum(lo0.abs(), hi0.abs()))
     shift = lo0 / 2 + hi0 / 2
-    a = torch.where(finite, x, 0).to(F64) * inverse.index_select(0, seg)
-    d = torch.where(finite, a - (shift * inverse).index_select(0, seg), 0.0)
+    values = x.masked_fill(nonfinite, 0).to(F64)
+    a = values * inverse.index_select(0, seg)
+    d = (a - (shift * inverse).index_select(0, seg)).masked_fill_(nonfinite, 0.0)
     sums = [segment_sum(d, layout), segment_sum(d * d, layout), segment_sum(a * a, layout)]
-    rows = torch.stack([lo, hi, counts[:, 1], counts[:, 2], counts[:, 3],
-                        counts[:, 0] + counts[:, 1], *sums, scale, shift], 1)
-    return rows, finite
+    zeros, nans, infs = counts[:, 1:].unbind(1)
+    rows = torch.stack([lo, hi, zeros, nans, infs, counts[:, 0] + zeros, *sums, scale, shift], 1)
+    return rows, Prepared(values, kind)
 
 
 def bounds(rows: torch.Tensor, hist_range: HistRange) -> tuple[torch.Tensor, torch.Tensor]:
@@ -119,7 +127,7 @@ def edges_of(lo: torch.Tensor, hi: torch.Tensor, bins: int) -> torch.Tensor:
     return torch.cat([edges[:, :-1], hi[:, None]], 1)
 
 
-def histograms(x: torch.Tensor, layout: Layout, rows: torch.Tensor, bins: int,
+def histograms(prepared: Prepared, layout: Layout, rows: torch.Tensor, bins: int,
                hist_range: HistRange) -> tuple[torch.Tensor, torch.Tensor]:
     """Edges ``(P, bins+1)`` and counts ``(P, bins+4)``: bins, then NaN, ±Inf, below, above.
 
@@ -128,33 +136,30 @@ def histograms(x: torch.Tensor, layout: Layout, rows: torch.Tensor, bins: int,
     """
     seg = layout.segment
     edges = edges_of(*bounds(rows, hist_range), bins)
-    first, last = edges[:, 0], edges[:, -1]
-    v = x.to(F64)
-    lo_e, hi_e = first.index_select(0, seg), last.index_select(0, seg)
-    t = (v - lo_e) * (bins / (last - first)).index_select(0, seg)
-    b = torch.nan_to_num(t, nan=0.0, posinf=bins, neginf=0.0).floor_().clamp_(0, bins - 1).long()
+    ends = torch.stack([edges[:, 0], edges[:, -1]], 1)
+    ends_e = ends.index_select(0, seg)
+    lo_e, hi_e = ends_e.unbind(1)
+    v = prepared.values
+    t = (v - lo_e) * (bins / (ends[:, 1] - ends[:, 0])).index_select(0, seg)
+    b = t.nan_to_num_(0.0).floor_().clamp_(0, bins - 1).long()  # NaN only if hi - lo overflowed
     flat_edges = edges.reshape(-1)
     base = seg * (bins + 1)
     b = b - ((v < flat_edges.take(base + b)) & (b > 0)).long()
     b = b + ((v >= flat_edges.take(base + b + 1)) & (b < bins - 1)).long()
-    b = torch.where(v < lo_e, bins + 2, b)
-    b = torch.where(v > hi_e, bins + 3, b)
-    b = torch.where(torch.isinf(v), bins + 1, b)
-    b = torch.where(torch.isnan(v), bins, b)
-    ones = torch.ones((), dtype=torch.int64, device=x.device).expand(x.numel())
-    counts = torch.zeros(layout.count * (bins + 4), dtype=torch.int64, device=x.device)
+    b = b.masked_fill_(v < lo_e, bins + 2).masked_fill_(v > hi_e, bins + 3)
+    b = torch.where(prepared.kind >= 2, prepared.kind + (bins - 2), b)  # NaN: bins, Inf: bins+1
+    ones = torch.ones((), dtype=torch.int64, device=v.device).expand(v.numel())
+    counts = torch.zeros(layout.count * (bins + 4), dtype=torch.int64, device=v.device)
     counts = counts.index_add_(0, seg * (bins + 4) + b, ones)
     return edges, counts.view(layout.count, bins + 4)
 
 
 def update_norms(before: torch.Tensor, after: torch.Tensor, layout: Layout) -> torch.Tensor:
     """``(P, 2)`` float64: ‖after − before‖ and ‖before‖ per segment, scaled (no overflow)."""
-    old = before.to(F64)
-    delta = after.to(F64) - old
-    out = []
-    for values in (delta, old):
-        top = segment_extreme(values.abs(), layout, "max").clamp_(min=0.0)
-        scale, inverse = pow2_above(top)
-        scaled = values * inverse.index_select(0, layout.segment)
-        out.append(scale * segment_sum(scaled * scaled, layout).sqrt())
-    return torch.stack(out, 1)
+    pair = torch.stack([after.to(F64), before.to(F64)], 1)
+    pair[:, 0] -= pair[:, 1]
+    top = torch.segment_reduce(pair.abs(), "max", lengths=layout.lengths, unsafe=True,
+                               initial=0.0)
+    scale, inverse = pow2_above(top)
+    scaled = pair * inverse.index_select(0, layout.segment)
+    return scale * segment_sum(scaled * scaled, layout).sqrt()
