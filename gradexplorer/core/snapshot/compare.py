@@ -25,6 +25,8 @@ class ParamComparison:
     norm_ratio: float  # ‖B‖ / ‖A‖
     cosine: float  # cos(A, B); NaN if either is zero or not finite
     hist_distance: float | None  # earth mover's distance between the histograms (value units)
+    nonfinite_a: int = 0  # NaN and ±Inf elements, left out of the norms and cosine (as inspect)
+    nonfinite_b: int = 0
 
 
 @dataclass
@@ -50,11 +52,19 @@ def _cosine(dot: float, na: float, nb: float) -> float:
     return dot / (na * nb) if na > 0 and nb > 0 else math.nan
 
 
+def _finite(g: torch.Tensor) -> tuple[torch.Tensor, int]:
+    """Float64 values with NaN/±Inf set to 0 (the statistics' finite-only norm), and their count."""
+    a = g.reshape(-1).double()
+    finite = torch.isfinite(a)
+    return torch.where(finite, a, 0.0), int(a.numel() - finite.sum())
+
+
 def _row(name: str, ga: torch.Tensor, gb: torch.Tensor, ha, hb) -> tuple[ParamComparison, float]:
-    a, b = ga.reshape(-1).double(), gb.reshape(-1).double()
+    (a, bad_a), (b, bad_b) = _finite(ga), _finite(gb)
     na, nb, dot = float(a.norm()), float(b.norm()), float(a @ b)
     dist = histogram_w1(ha.edges, ha.counts, hb.edges, hb.counts) if ha and hb else None
-    return ParamComparison(name, a.numel(), na, nb, _ratio(na, nb), _cosine(dot, na, nb), dist), dot
+    return ParamComparison(name, a.numel(), na, nb, _ratio(na, nb), _cosine(dot, na, nb), dist,
+                           bad_a, bad_b), dot
 
 
 def compare_snapshots(a: Snapshot | str, b: Snapshot | str) -> Comparison:
@@ -80,7 +90,8 @@ def compare_snapshots(a: Snapshot | str, b: Snapshot | str) -> Comparison:
                       [(b.histograms[n].edges, b.histograms[n].counts) for n in common]) \
         if have_hists else None
     total = ParamComparison(TOTAL, sum(r.numel for r in rows), na, nb, _ratio(na, nb),
-                            _cosine(sum(dots), na, nb), dist)
+                            _cosine(sum(dots), na, nb), dist,
+                            sum(r.nonfinite_a for r in rows), sum(r.nonfinite_b for r in rows))
     return Comparison(
         a, b, rows, total,
         only_in_a=[n for n in names_a if n not in names_b],
