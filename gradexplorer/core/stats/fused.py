@@ -77,30 +77,43 @@ class Prepared:
     """What the histogram pass reuses from the moments pass."""
 
     values: torch.Tensor  # float64, non-finite elements set to 0
-    kind: torch.Tensor  # 0 finite non-zero, 1 zero, 2 NaN, 3 ±Inf
+    nonfinite: torch.Tensor  # bool: NaN or ±Inf
+    nan: torch.Tensor  # bool
 
 
 def moments(x: torch.Tensor, layout: Layout) -> tuple[torch.Tensor, Prepared]:
-    """``(P, MOMENT_COLUMNS)`` float64 rows (as ``raw``) and what the histograms reuse."""
+    """``(P, MOMENT_COLUMNS)`` float64 rows (as ``raw``) and what the histograms reuse.
+
+    Ops work in place wherever they can: on the CPU a fresh full-length buffer costs more
+    (page faults) than the arithmetic in it.
+    """
     seg = layout.segment
-    nonfinite = ~torch.isfinite(x)
-    kind = (x == 0).to(torch.int64).masked_fill_(nonfinite, 3).masked_fill_(torch.isnan(x), 2)
+    nonfinite = torch.isfinite(x).logical_not_()
+    nan = torch.isnan(x)
+    slot = (x == 0).to(torch.int64).masked_fill_(nonfinite, 3).masked_fill_(nan, 2)
     ones = torch.ones((), dtype=torch.int64, device=x.device).expand(x.numel())
     counts = torch.zeros(layout.count * 4, dtype=torch.int64, device=x.device)
-    counts = counts.index_add_(0, seg * 4 + kind, ones).view(layout.count, 4).to(F64)
-    lo = segment_extreme(x.masked_fill(nonfinite, INF), layout, "min").to(F64)
-    hi = segment_extreme(x.masked_fill(nonfinite, -INF), layout, "max").to(F64)
+    counts = counts.index_add_(0, slot.add_(seg, alpha=4), ones).view(layout.count, 4).to(F64)
+    del slot
+    masked = x.masked_fill(nonfinite, INF)
+    lo = segment_extreme(masked, layout, "min").to(F64)
+    hi = segment_extreme(masked.masked_fill_(nonfinite, -INF), layout, "max").to(F64)
+    del masked
     empty = ~(lo <= hi)
     lo0, hi0 = lo.masked_fill(empty, 0.0), hi.masked_fill(empty, 0.0)
     scale, inverse = pow2_above(torch.maximum(lo0.abs(), hi0.abs()))
     shift = lo0 / 2 + hi0 / 2
-    values = x.masked_fill(nonfinite, 0).to(F64)
-    a = values * inverse.index_select(0, seg)
-    d = (a - (shift * inverse).index_select(0, seg)).masked_fill_(nonfinite, 0.0)
-    sums = [segment_sum(d, layout), segment_sum(d * d, layout), segment_sum(a * a, layout)]
+    values = torch.empty(x.shape, dtype=F64, device=x.device).copy_(x).masked_fill_(nonfinite, 0)
+    a = inverse.index_select(0, seg).mul_(values)  # x / s, exact
+    d = (shift * inverse).index_select(0, seg).neg_().add_(a).masked_fill_(nonfinite, 0.0)
+    dsum = segment_sum(d, layout)
+    dsq = segment_sum(d.square_(), layout)
+    del d
+    nsq = segment_sum(a.square_(), layout)
     zeros, nans, infs = counts[:, 1:].unbind(1)
-    rows = torch.stack([lo, hi, zeros, nans, infs, counts[:, 0] + zeros, *sums, scale, shift], 1)
-    return rows, Prepared(values, kind)
+    rows = torch.stack([lo, hi, zeros, nans, infs, counts[:, 0] + zeros, dsum, dsq, nsq, scale,
+                        shift], 1)
+    return rows, Prepared(values, nonfinite, nan)
 
 
 def bounds(rows: torch.Tensor, hist_range: HistRange) -> tuple[torch.Tensor, torch.Tensor]:
@@ -132,34 +145,39 @@ def histograms(prepared: Prepared, layout: Layout, rows: torch.Tensor, bins: int
     """Edges ``(P, bins+1)`` and counts ``(P, bins+4)``: bins, then NaN, ±Inf, below, above.
 
     Element ``v`` lands in bin ``k`` iff ``edges[k] <= v < edges[k+1]`` (last bin closed), as
-    ``np.histogram`` with those edges: a float64 guess, then one exact correction each way.
+    ``np.histogram`` with those edges: a float64 guess (off by at most one bin), then one exact
+    comparison with each neighbouring edge; the clamp closes the last bin.
     """
     seg = layout.segment
     edges = edges_of(*bounds(rows, hist_range), bins)
-    ends = torch.stack([edges[:, 0], edges[:, -1]], 1)
-    ends_e = ends.index_select(0, seg)
-    lo_e, hi_e = ends_e.unbind(1)
+    first, last = edges[:, 0], edges[:, -1]
     v = prepared.values
-    t = (v - lo_e) * (bins / (ends[:, 1] - ends[:, 0])).index_select(0, seg)
-    b = t.nan_to_num_(0.0).floor_().clamp_(0, bins - 1).long()  # NaN only if hi - lo overflowed
+    b = (bins / (last - first)).index_select(0, seg).mul_(v - first.index_select(0, seg))
+    b = b.nan_to_num_(0.0).floor_().clamp_(0, bins - 1).long()  # NaN only if hi - lo overflowed
+    index = seg * (bins + 1)
+    index.add_(b)
     flat_edges = edges.reshape(-1)
-    base = seg * (bins + 1)
-    b = b - ((v < flat_edges.take(base + b)) & (b > 0)).long()
-    b = b + ((v >= flat_edges.take(base + b + 1)) & (b < bins - 1)).long()
-    b = b.masked_fill_(v < lo_e, bins + 2).masked_fill_(v > hi_e, bins + 3)
-    b = torch.where(prepared.kind >= 2, prepared.kind + (bins - 2), b)  # NaN: bins, Inf: bins+1
+    below_guess = v < flat_edges.take(index)
+    b.add_(below_guess, alpha=-1).add_(v >= flat_edges.take(index.add_(1)))
+    del index, below_guess
+    b.clamp_(0, bins - 1)
+    b.masked_fill_(v < first.index_select(0, seg), bins + 2)
+    b.masked_fill_(v > last.index_select(0, seg), bins + 3)
+    b.masked_fill_(prepared.nonfinite, bins + 1).masked_fill_(prepared.nan, bins)
     ones = torch.ones((), dtype=torch.int64, device=v.device).expand(v.numel())
     counts = torch.zeros(layout.count * (bins + 4), dtype=torch.int64, device=v.device)
-    counts = counts.index_add_(0, seg * (bins + 4) + b, ones)
+    counts = counts.index_add_(0, b.add_(seg, alpha=bins + 4), ones)
     return edges, counts.view(layout.count, bins + 4)
 
 
 def update_norms(before: torch.Tensor, after: torch.Tensor, layout: Layout) -> torch.Tensor:
     """``(P, 2)`` float64: ‖after − before‖ and ‖before‖ per segment, scaled (no overflow)."""
-    pair = torch.stack([after.to(F64), before.to(F64)], 1)
-    pair[:, 0] -= pair[:, 1]
+    pair = torch.empty((before.numel(), 2), dtype=F64, device=before.device)
+    pair[:, 0].copy_(after)
+    pair[:, 1].copy_(before)
+    pair[:, 0].sub_(pair[:, 1])
     top = torch.segment_reduce(pair.abs(), "max", lengths=layout.lengths, unsafe=True,
                                initial=0.0)
     scale, inverse = pow2_above(top)
-    scaled = pair * inverse.index_select(0, layout.segment)
-    return scale * segment_sum(scaled * scaled, layout).sqrt()
+    scaled = inverse.index_select(0, layout.segment).mul_(pair).square_()
+    return scale * segment_sum(scaled, layout).sqrt()
