@@ -112,7 +112,8 @@ def _careful_sums(x, inv, k):
 
 @njit(nogil=True, cache=True)
 def _scale_and_shift(lo, hi):
-    """As ``raw.scale_and_shift`` for one row."""
+    """Power-of-two scale above max(|lo|, |hi|) and the midrange shift (see ``raw``); the
+    fused torch path computes the same in ``fused.moments``."""
     if not lo <= hi:
         return 1.0, 0.0
     exponent = math.frexp(max(abs(lo), abs(hi)))[1]

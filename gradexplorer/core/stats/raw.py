@@ -37,11 +37,3 @@ class RawStats:
     extra: np.ndarray | None = None
     update: np.ndarray | None = None
 
-
-def scale_and_shift(mins: np.ndarray, maxs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per-row power-of-two scale above every finite |x| and the midrange shift (numpy)."""
-    some = mins <= maxs
-    lo, hi = np.where(some, mins, 0.0), np.where(some, maxs, 0.0)
-    top = np.maximum(np.abs(lo), np.abs(hi))
-    exponent = np.clip(np.frexp(top)[1], *SCALE_EXPONENTS)
-    return np.ldexp(1.0, exponent), lo / 2 + hi / 2
