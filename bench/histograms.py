@@ -2,17 +2,31 @@
 
     python bench/histograms.py                       # resnet18 and transformer, 5 rounds
     python bench/histograms.py --models resnet --rounds 2
+    python bench/histograms.py --device cuda --models resnet18,transformer,gpt2,resnet18-224
+    python bench/histograms.py --quick --models gpt2,resnet18-224   # small batches on the CPU
+
+Models: any example name, plus ``gpt2`` (GPT-2 124M built by transformers from a GPT2Config,
+no download; batch 8 × 256) and ``resnet18-224`` (ResNet-18 at batch 64 × 3 × 224²);
+``--quick`` shrinks their batches (2 × 64 tokens, 2 × 224²) to keep CPU runs short.
 
 Every method runs in one process on one session, interleaved step by step (rounds), so load
 from other processes hits all of them alike. For each method the table gives the time spent
 inside its observer divided by the median bare step (direct, low noise) and the median
 end-to-end slowdown of whole steps (noisier). Methods:
 
-- gradexplorer: GradientMonitor (exact stats, 64-bin exact histograms, update ratio)
+- gradexplorer: GradientMonitor (exact stats, 64-bin exact histograms, update ratio), with the
+  backend it picks (Numba on the CPU, the fused torch path on a GPU)
 - gradexplorer, no update ratio: the same without ‖Δθ‖/‖θ‖ (no parameter copy)
+- gradexplorer, fused torch path: the device path forced (the CPU fallback without Numba);
+  skipped on the CPU above 50M gradient values (its float64 temporaries would not fit here)
 - TensorBoard-style: ``.cpu().numpy()``, ``np.histogram(64)``, min/max/sum/sum of squares
 - wandb-style: ``clone``, finite filter, per-parameter ``.item()`` min/max, ``torch.histc(64)``
 - torch._foreach_norm: norms alone, for scale
+
+Besides time, one extra step per method counts the aten ops its observer dispatches (a
+TorchDispatchMode) and its host synchronisations: on CUDA the warnings of
+``torch.cuda.set_sync_debug_mode``; on the CPU, where nothing waits, the scalar reads
+(``aten._local_scalar_dense``, i.e. ``.item()``) that would be syncs on a device.
 """
 
 from __future__ import annotations
@@ -21,6 +35,9 @@ import argparse
 import statistics
 import sys
 import time
+import warnings
+from collections import Counter
+from contextlib import ExitStack
 from pathlib import Path
 
 import numpy as np
@@ -28,28 +45,80 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gradexplorer.core.model.spec import ModelOptions, load_workload  # noqa: E402
-from gradexplorer.core.session.engine import SessionConfig, TrainingSession  # noqa: E402
-from gradexplorer.core.stats.monitor import GradientMonitor  # noqa: E402
+from torch import nn  # noqa: E402
+from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
+
+from gradexplorer import GradientMonitor, SessionConfig, TrainingSession  # noqa: E402
+from gradexplorer import load_workload as _load  # noqa: E402
+from gradexplorer.core.model.spec import ModelOptions  # noqa: E402
+from gradexplorer.core.model.workload import Workload  # noqa: E402
+
+FUSED_CPU_LIMIT = 50_000_000  # gradient values: above this the fused path is skipped on CPU
+
+
+class OpCounter(TorchDispatchMode):
+    """Aten ops dispatched while active, and scalar reads (``.item()``) among them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ops: Counter[str] = Counter()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.ops[str(func.overloadpacket)] += 1
+        return func(*args, **(kwargs or {}))
+
+
+class SyncCounter:
+    """CUDA synchronisations reported by ``torch.cuda.set_sync_debug_mode("warn")``."""
+
+    def __init__(self, device: str) -> None:
+        self.cuda, self.count = device.startswith("cuda"), 0
+
+    def __enter__(self):
+        if self.cuda:
+            self._catch = warnings.catch_warnings(record=True)
+            self._seen = self._catch.__enter__()
+            warnings.simplefilter("always")
+            torch.cuda.set_sync_debug_mode("warn")
+        return self
+
+    def __exit__(self, *exc):
+        if self.cuda:
+            torch.cuda.set_sync_debug_mode(0)
+            self.count += sum("synchroniz" in str(w.message) for w in self._seen)
+            self._catch.__exit__(*exc)
 
 
 class Timed:
-    """Wraps an observer and adds up the seconds spent in it during one step."""
+    """Wraps an observer and adds up the seconds spent in it during one step; with
+    ``counting`` set it also counts its aten ops and host synchronisations."""
 
-    def __init__(self, inner) -> None:
-        self.inner, self.seconds = inner, 0.0
+    def __init__(self, inner, device: str = "cpu") -> None:
+        self.inner, self.seconds, self.device = inner, 0.0, device
+        self.counting, self.ops, self.syncs = False, Counter(), 0
+
+    def _call(self, name, *args):
+        method = getattr(self.inner, name, None)
+        if method is None:
+            return
+        start = time.perf_counter()
+        with ExitStack() as stack:
+            if self.counting:
+                counter = stack.enter_context(OpCounter())
+                syncs = stack.enter_context(SyncCounter(self.device))
+            method(*args)
+        if self.counting:
+            self.ops += counter.ops
+            self.syncs += syncs.count if syncs.cuda else counter.ops["aten._local_scalar_dense"]
+        if self.device.startswith("cuda"):
+            torch.cuda.synchronize()  # the time of work queued by this observer is its own
+        self.seconds += time.perf_counter() - start
 
     def after_backward(self, session, step):
-        start = time.perf_counter()
-        if hasattr(self.inner, "after_backward"):
-            self.inner.after_backward(session, step)
-        self.seconds += time.perf_counter() - start
+        self._call("after_backward", session, step)
 
     def after_step(self, session, result):
-        start = time.perf_counter()
-        if hasattr(self.inner, "after_step"):
-            self.inner.after_step(session, result)
-        self.seconds += time.perf_counter() - start
+        self._call("after_step", session, result)
 
 
 def grads_of(session):
@@ -89,16 +158,54 @@ METHODS = {
     "bare step": None,
     "gradexplorer": lambda: GradientMonitor(bins=64, every=1),
     "gradexplorer, no update ratio": lambda: GradientMonitor(bins=64, every=1, update_ratio=False),
+    "gradexplorer, fused torch path": lambda: GradientMonitor(bins=64, every=1, backend="torch"),
     "TensorBoard-style": TensorBoardStyle,
     "wandb-style": WandbStyle,
     "torch._foreach_norm only": ForeachNorm,
 }
 
 
-def make_session(spec: str, device: str) -> TrainingSession:
-    workload = load_workload(spec, ModelOptions())
+class LanguageModel(nn.Module):
+    """A transformers causal LM returning logits only."""
+
+    def __init__(self, inner: nn.Module) -> None:
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        return self.inner(ids).logits
+
+
+def gpt2_workload(batch: int, tokens: int, **config_overrides) -> Workload:
+    """GPT-2 124M from a GPT2Config (random weights, no download) on fixed random tokens."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    config = GPT2Config(**config_overrides)
+    model = LanguageModel(GPT2LMHeadModel(config))
+    ids = torch.randint(0, config.vocab_size, (batch, tokens))
+
+    def loss(logits, target):
+        return nn.functional.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]),
+                                           target[:, 1:].reshape(-1))
+
+    return Workload(model, lambda step: (ids, ids), loss, "gpt2",
+                    f"GPT-2 124M, batch {batch} × {tokens} tokens")
+
+
+def load_workload(name: str, quick: bool = False) -> Workload:
+    """``gpt2``, ``resnet18-224`` or an example name (``example:`` optional)."""
+    if name == "gpt2":
+        return gpt2_workload(*((2, 64) if quick else (8, 256)))
+    if name == "resnet18-224":
+        return _load(f"example:resnet18:batch={2 if quick else 64},size=224", ModelOptions())
+    spec = name if ":" in name else f"example:{name}"
+    return _load(spec, ModelOptions())
+
+
+def make_session(spec: str, device: str, quick: bool = False) -> TrainingSession:
     config = SessionConfig(device=device, optimizer="sgd", momentum=0.9, grad_norm=False)
-    return TrainingSession(workload, config)
+    return TrainingSession(load_workload(spec, quick), config)
 
 
 def one_pass_seconds(session) -> float:
@@ -113,19 +220,29 @@ def one_pass_seconds(session) -> float:
     return time.perf_counter() - start
 
 
-def measure(spec: str, rounds: int, device: str) -> dict:
-    """Per method: observer seconds and whole-step seconds for each round."""
-    session = make_session(spec, device)
-    observers = {name: (Timed(make()) if make else None) for name, make in METHODS.items()}
+def measure(spec: str, rounds: int, device: str, quick: bool = False) -> dict:
+    """Per method: observer seconds and whole-step seconds for each round, ops and syncs."""
+    session = make_session(spec, device, quick)
+    numel = sum(p.numel() for p in session.model.parameters())
+    methods = [name for name in METHODS if not (
+        name == "gradexplorer, fused torch path" and device == "cpu" and numel > FUSED_CPU_LIMIT)]
+    observers = {name: (Timed(METHODS[name](), device) if METHODS[name] else None)
+                 for name in methods}
     for obs in observers.values():  # warm-up: compile kernels, fill caches
         session.observers = [obs] if obs else []
         session.step()
-    steps = {name: [] for name in METHODS}
-    inside = {name: [] for name in METHODS}
+    for obs in observers.values():  # one counted step each
+        if obs:
+            obs.counting = True
+            session.observers = [obs]
+            session.step()
+            obs.counting = False
+    steps = {name: [] for name in methods}
+    inside = {name: [] for name in methods}
     passes: list[float] = []
     rng = np.random.default_rng(0)
     for _ in range(rounds):
-        for name in rng.permutation(list(METHODS)):
+        for name in rng.permutation(methods):
             obs = observers[name]
             session.observers = [obs] if obs else []
             if obs:
@@ -137,23 +254,30 @@ def measure(spec: str, rounds: int, device: str) -> dict:
             passes.append(one_pass_seconds(session))
     session.observers = []
     numel = sum(g.numel() for g in grads_of(session))
-    return {"spec": spec, "steps": steps, "inside": inside, "numel": numel,
-            "params": len(grads_of(session)), "pass": statistics.median(passes)}
+    ops = {n: sum(o.ops.values()) for n, o in observers.items() if o}
+    syncs = {n: o.syncs for n, o in observers.items() if o}
+    return {"spec": spec, "steps": steps, "inside": inside, "numel": numel, "ops": ops,
+            "syncs": syncs, "params": len(grads_of(session)), "pass": statistics.median(passes),
+            "device": device, "description": session.workload.description}
 
 
 def report(result: dict) -> str:
     bare = statistics.median(result["steps"]["bare step"])
     mb = result["numel"] * 4 / 1e6
     lines = [
-        f"{result['spec']}: {result['params']} gradients, {result['numel']:,} numbers "
+        f"{result['spec']} ({result['description']}, {result['device']}): "
+        f"{result['params']} gradients, {result['numel']:,} numbers "
         f"({mb:.1f} MB); bare step {bare * 1000:.1f} ms; one read pass over all "
         f"gradients {result['pass'] * 1000:.2f} ms (medians)",
         f"  {'method':32s} {'in observer':>12s} {'% of bare':>10s} {'best':>7s} "
-        f"{'end-to-end':>11s} {'read passes':>12s}",
+        f"{'end-to-end':>11s} {'read passes':>12s} {'aten ops':>9s} {'syncs':>6s}",
     ]
     bare_best = min(result["steps"]["bare step"])
     for name in METHODS:
         if name == "bare step":
+            continue
+        if name not in result["inside"]:
+            lines.append(f"  {name:32s} skipped on the CPU above {FUSED_CPU_LIMIT:,} values")
             continue
         inside = statistics.median(result["inside"][name])
         whole = statistics.median(result["steps"][name])
@@ -161,7 +285,8 @@ def report(result: dict) -> str:
         best = min(result["inside"][name]) / bare_best
         lines.append(
             f"  {name:32s} {inside * 1000:9.1f} ms {100 * inside / bare:9.1f}% {100 * best:6.1f}% "
-            f"{100 * (whole - bare) / bare:10.1f}% {passes:11.1f}×"
+            f"{100 * (whole - bare) / bare:10.1f}% {passes:11.1f}× {result['ops'][name]:9d} "
+            f"{result['syncs'][name]:6d}"
         )
     return "\n".join(lines)
 
@@ -172,6 +297,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="comma-separated example names (default resnet18,transformer)")
     parser.add_argument("--rounds", type=int, default=5, help="steps per method (default 5)")
     parser.add_argument("--device", default="cpu", help="cpu (default) or cuda")
+    parser.add_argument("--quick", action="store_true",
+                        help="small batches for gpt2 and resnet18-224 (CPU runs)")
     parser.add_argument("--threads", type=int, help="torch threads (default: torch's choice)")
     args = parser.parse_args(argv)
     if args.threads:
@@ -179,13 +306,13 @@ def main(argv: list[str] | None = None) -> int:
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, device {args.device}, "
           f"SGD momentum 0.9, {args.rounds} interleaved rounds")
     for name in args.models.split(","):
-        print(report(measure(f"example:{name.strip()}", args.rounds, args.device)), flush=True)
+        print(report(measure(name.strip(), args.rounds, args.device, args.quick)), flush=True)
     print("in observer: median time inside the method's observer; % of bare: that over the median\n"
           "bare step; best: fastest observer time over fastest bare step; end-to-end: median\n"
           "whole-step slowdown (noisy under load); read passes: observer time in units of one plain read\n"
-          "(a sum) of every gradient. The single-pass floor is 1.0x. gradexplorer reads each\n"
-          "gradient twice (moments; then the exact histogram), the rest being arithmetic, and for\n"
-          "the update ratio under SGD reads the weights and momentum buffer once after the step.")
+          "(a sum) of every gradient. The single-pass floor is 1.0x. aten ops: dispatched by the\n"
+          "observer in one step (TorchDispatchMode); syncs: host synchronisations in that step\n"
+          "(CUDA: set_sync_debug_mode warnings; CPU: .item() scalar reads).")
     return 0
 
 

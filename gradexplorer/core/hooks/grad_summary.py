@@ -16,7 +16,7 @@ def summarize(grad: torch.Tensor) -> tuple[torch.Tensor, ...]:
     if g.numel() == 0:
         zero = torch.zeros((), device=g.device)
         return (zero,) * 5
-    std, mean = torch.std_mean(g) if g.numel() > 1 else (torch.zeros_like(g.sum()), g.sum())
+    std, mean = torch.std_mean(g, correction=0)  # ddof=0, as the gradient statistics
     low, high = torch.aminmax(g)
     return torch.linalg.vector_norm(g), mean, std, low, high
 

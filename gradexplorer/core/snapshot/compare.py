@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from gradexplorer.core.errors import UserError
 from gradexplorer.core.snapshot import format as F
 from gradexplorer.core.snapshot.read import Snapshot, read_snapshot
@@ -25,6 +27,8 @@ class ParamComparison:
     norm_ratio: float  # ‖B‖ / ‖A‖
     cosine: float  # cos(A, B); NaN if either is zero or not finite
     hist_distance: float | None  # earth mover's distance between the histograms (value units)
+    nonfinite_a: int = 0  # NaN and ±Inf elements, left out of the norms and cosine (as inspect)
+    nonfinite_b: int = 0
 
 
 @dataclass
@@ -50,17 +54,27 @@ def _cosine(dot: float, na: float, nb: float) -> float:
     return dot / (na * nb) if na > 0 and nb > 0 else math.nan
 
 
+def _finite(values: np.ndarray) -> tuple[np.ndarray, int]:
+    """Float64 values with NaN/±Inf set to 0 (the statistics' finite-only norm), and their count."""
+    finite = np.isfinite(values)
+    bad = int(values.size - np.count_nonzero(finite))
+    return (np.where(finite, values, 0.0) if bad else values), bad
+
+
 def _row(name: str, ra: TensorReader, rb: TensorReader, ha, hb) -> tuple[ParamComparison, float]:
-    """Norms and dot product in float64, streamed chunk by chunk through both files."""
+    """Norms and dot product in float64 over finite values, streamed chunk by chunk through both files."""
     sa = sb = dot = 0.0
-    for a, b in zip(ra.chunks(name), rb.chunks(name), strict=True):
+    bad_a = bad_b = 0
+    for chunk_a, chunk_b in zip(ra.chunks(name), rb.chunks(name), strict=True):
+        (a, na_bad), (b, nb_bad) = _finite(chunk_a), _finite(chunk_b)
+        bad_a, bad_b = bad_a + na_bad, bad_b + nb_bad
         sa += float(a @ a)
         sb += float(b @ b)
         dot += float(a @ b)
     na, nb = math.sqrt(sa), math.sqrt(sb)
     dist = histogram_w1(ha.edges, ha.counts, hb.edges, hb.counts) if ha and hb else None
     return ParamComparison(name, ra.numel(name), na, nb, _ratio(na, nb), _cosine(dot, na, nb),
-                           dist), dot
+                           dist, bad_a, bad_b), dot
 
 
 def compare_snapshots(a: Snapshot | str, b: Snapshot | str) -> Comparison:
@@ -86,7 +100,8 @@ def compare_snapshots(a: Snapshot | str, b: Snapshot | str) -> Comparison:
                       [(b.histograms[n].edges, b.histograms[n].counts) for n in common]) \
         if have_hists else None
     total = ParamComparison(TOTAL, sum(r.numel for r in rows), na, nb, _ratio(na, nb),
-                            _cosine(sum(dots), na, nb), dist)
+                            _cosine(sum(dots), na, nb), dist,
+                            sum(r.nonfinite_a for r in rows), sum(r.nonfinite_b for r in rows))
     return Comparison(
         a, b, rows, total,
         only_in_a=[n for n in names_a if n not in names_b],

@@ -1,6 +1,8 @@
 """Exact gradient statistics and histograms per parameter, every step.
 
 ``monitor.GradientMonitor`` is the front door: it picks a backend (``backend_cpu`` with the Numba
-``kernels``, or ``backend_torch`` on devices), returns ``records.StepGradients`` and keeps a
-bounded ``history``. ``histogram`` holds the bin maths shared by every backend and view.
+``kernels`` on the CPU, or ``backend_torch`` with the ``fused`` whole-group torch ops elsewhere),
+returns ``records.StepGradients`` and keeps a bounded ``history``. ``raw`` says how the moments
+are kept exact (scaled, midrange-shifted sums); ``histogram`` holds the bin maths shared by every
+backend and view; ``update_tracker`` measures ‖Δθ‖/‖θ‖ on the CPU.
 """

@@ -145,7 +145,7 @@ class ParamCopies:
             self.packs.append(Pack(concatenate(parts), offsets_of([a.size for a in parts]), indices))
 
     def update_norms(self, params: list[torch.Tensor]) -> np.ndarray:
-        """``(P, 2)``: ‖θ_now − θ_copy‖² and ‖θ_copy‖² per parameter."""
+        """``(P, 2)``: ‖θ_now − θ_copy‖ and ‖θ_copy‖ per parameter (float64, scaled)."""
         def work(pack: Pack) -> np.ndarray:
             parts = [self.view(params[i]) for i in pack.indices]
             now = parts[0] if len(parts) == 1 else concatenate(parts)

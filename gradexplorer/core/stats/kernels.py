@@ -1,49 +1,52 @@
 """Numba kernels: gradient moments and exact histograms over segments of a flat CPU array.
 
 A *segment* is one parameter's gradient inside a flat array (``offsets[i]:offsets[i+1]``).
-Moments take one pass; a histogram takes a second pass (its range comes from the first).
+Moments take two passes (min/max, then scaled sums shifted by the midrange); a histogram
+takes a third (its range comes from the first).
 Histograms are exact: element ``v`` lands in bin ``k`` iff ``edges[k] <= v < edges[k+1]``
 (the last bin also holds ``v == edges[-1]``), as ``np.histogram`` with those edges.
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numba import njit
 
 from gradexplorer.core.stats.raw import (
+    DSQ,
+    DSUM,
     FINITE,
     INFS,
     MAX,
     MIN,
     MOMENT_COLUMNS,
     NANS,
-    SUM,
-    SUMSQ,
+    NSQ,
+    SCALE,
+    SCALE_EXPONENTS,
+    SHIFT,
     ZEROS,
 )
 
 # Reassociation lets LLVM vectorise the sums; NaN/Inf semantics are kept (no nnan/ninf).
 _FAST = {"reassoc", "contract"}
 CHUNK = 1024  # small chunks: few of them hold a value near a bin edge
-__all__ = [
-    "MOMENT_COLUMNS", "segment_histograms", "segment_moments", "segment_step_norms",
-    "segment_update_norms", "step_norms",
-]
+TINY = 2.0**-960  # sums of squares below this may have lost digits to underflow
+__all__ = ["MOMENT_COLUMNS", "segment_histograms", "segment_moments", "segment_update_norms"]
 
 
 @njit(nogil=True, cache=True, fastmath=_FAST)
-def _sums(x):
-    """Sum, sum of squares (float64) and zero count; the squares turn NaN/Inf on any non-finite."""
+def _sum_and_zeros(x):
+    """Float64 sum (NaN/Inf, or overflow, on any non-finite) and zero count: the fast check."""
     s = 0.0
-    q = 0.0
     zeros = 0
     for i in range(x.size):
         v = np.float64(x[i])
         s += v
-        q += v * v
         zeros += v == 0.0
-    return s, q, zeros
+    return s, zeros
 
 
 @njit(nogil=True, cache=True, fastmath=True)
@@ -58,22 +61,8 @@ def _finite_min_max(x):
 
 
 @njit(nogil=True, cache=True)
-def _fast_moments(x, row):
-    """Moments when every element is finite; returns False (nothing written) otherwise."""
-    s, q, zeros = _sums(x)
-    if not q - q == 0.0:  # NaN or Inf somewhere (or float64 squares overflowed)
-        return False
-    lo, hi = _finite_min_max(x) if x.size else (x.dtype.type(np.inf), x.dtype.type(-np.inf))
-    row[SUM], row[SUMSQ], row[MIN], row[MAX] = s, q, lo, hi
-    row[ZEROS], row[NANS], row[INFS], row[FINITE] = zeros, 0, 0, x.size
-    return True
-
-
-@njit(nogil=True, cache=True)
-def _careful_moments(x, row):
-    """Moments of the finite elements, NaN and ±Inf counted apart."""
-    s = 0.0
-    q = 0.0
+def _careful_scan(x, row):
+    """Min, max and zeros of the finite elements; NaN and ±Inf counted apart."""
     lo = np.inf
     hi = -np.inf
     zeros = nans = infs = 0
@@ -84,23 +73,81 @@ def _careful_moments(x, row):
         elif v - v != 0.0:
             infs += 1
         else:
-            s += v
-            q += v * v
             lo = min(lo, v)
             hi = max(hi, v)
             zeros += v == 0.0
-    row[SUM], row[SUMSQ], row[MIN], row[MAX] = s, q, lo, hi
-    row[ZEROS], row[NANS], row[INFS] = zeros, nans, infs
+    row[MIN], row[MAX], row[ZEROS], row[NANS], row[INFS] = lo, hi, zeros, nans, infs
     row[FINITE] = x.size - nans - infs
+
+
+@njit(nogil=True, cache=True, fastmath=True)  # every element finite: fast math holds
+def _fast_sums(x, inv, k):
+    n2 = 0.0
+    d1 = 0.0
+    d2 = 0.0
+    for i in range(x.size):
+        a = np.float64(x[i]) * inv
+        d = a - k
+        n2 += a * a
+        d1 += d
+        d2 += d * d
+    return n2, d1, d2
+
+
+@njit(nogil=True, cache=True)
+def _careful_sums(x, inv, k):
+    n2 = 0.0
+    d1 = 0.0
+    d2 = 0.0
+    for i in range(x.size):
+        v = np.float64(x[i])
+        if v - v == 0.0:
+            a = v * inv
+            d = a - k
+            n2 += a * a
+            d1 += d
+            d2 += d * d
+    return n2, d1, d2
+
+
+@njit(nogil=True, cache=True)
+def _scale_and_shift(lo, hi):
+    """Power-of-two scale above max(|lo|, |hi|) and the midrange shift (see ``raw``); the
+    fused torch path computes the same in ``fused.moments``."""
+    if not lo <= hi:
+        return 1.0, 0.0
+    exponent = math.frexp(max(abs(lo), abs(hi)))[1]
+    exponent = min(max(exponent, SCALE_EXPONENTS[0]), SCALE_EXPONENTS[1])
+    return math.ldexp(1.0, exponent), lo / 2 + hi / 2
 
 
 @njit(nogil=True, cache=True)
 def segment_moments(x, offsets, out):
-    """Fill ``out[i]`` (MOMENT_COLUMNS wide) with the moments of segment ``i`` of ``x``."""
+    """Fill ``out[i]`` (MOMENT_COLUMNS wide, see ``raw``) with the moments of segment ``i``.
+
+    Two reads: min/max/counts, then the scaled, shifted sums.
+    """
     for seg in range(offsets.size - 1):
         part = x[offsets[seg] : offsets[seg + 1]]
-        if not _fast_moments(part, out[seg]):
-            _careful_moments(part, out[seg])
+        row = out[seg]
+        total, zeros = _sum_and_zeros(part)
+        if total - total == 0.0:
+            if part.size:
+                lo, hi = _finite_min_max(part)
+                row[MIN], row[MAX] = lo, hi
+            else:
+                row[MIN], row[MAX] = np.inf, -np.inf
+            row[ZEROS], row[NANS], row[INFS], row[FINITE] = zeros, 0, 0, part.size
+        else:
+            _careful_scan(part, row)
+        scale, shift = _scale_and_shift(row[MIN], row[MAX])
+        inv = 1.0 / scale
+        if row[FINITE] == part.size:
+            sums = _fast_sums(part, inv, shift * inv)
+        else:
+            sums = _careful_sums(part, inv, shift * inv)
+        row[NSQ], row[DSUM], row[DSQ] = sums
+        row[SCALE], row[SHIFT] = scale, shift
 
 
 @njit(nogil=True, cache=True)
@@ -211,42 +258,48 @@ def segment_histograms(x, offsets, segments, edges, counts, extra, careful):
 
 
 @njit(nogil=True, cache=True, fastmath=_FAST)
-def _update_norms(new, old):
+def _update_sums(new, old, inv_d, inv_o):
     d2 = 0.0
     o2 = 0.0
     for i in range(new.size):
         o = np.float64(old[i])
         d = np.float64(new[i]) - o
-        d2 += d * d
-        o2 += o * o
+        d2 += (d * inv_d) ** 2
+        o2 += (o * inv_o) ** 2
     return d2, o2
+
+
+@njit(nogil=True, cache=True)
+def _update_maxima(new, old):
+    md = 0.0
+    mo = 0.0
+    for i in range(new.size):
+        o = np.float64(old[i])
+        md = max(md, abs(np.float64(new[i]) - o))
+        mo = max(mo, abs(o))
+    return md, mo
+
+
+@njit(nogil=True, cache=True)
+def _pow2_above(top):
+    exponent = math.frexp(top)[1] if top - top == 0.0 else 0
+    return math.ldexp(1.0, min(max(exponent, SCALE_EXPONENTS[0]), SCALE_EXPONENTS[1]))
 
 
 @njit(nogil=True, cache=True)
 def segment_update_norms(new, old, offsets, out):
-    """``out[i] = (‖new - old‖², ‖old‖²)`` over segment ``i``."""
+    """``out[i] = (‖new - old‖, ‖old‖)`` over segment ``i``, in float64, never overflowing:
+    plain sums first; a second, scaled pass when a sum overflowed or may have underflowed."""
     for seg in range(offsets.size - 1):
         a, b = offsets[seg], offsets[seg + 1]
-        out[seg, 0], out[seg, 1] = _update_norms(new[a:b], old[a:b])
-
-
-@njit(nogil=True, cache=True, fastmath=_FAST)
-def step_norms(theta, direction, scale):
-    """``(‖scale·D‖², ‖θ + scale·D‖²)``: the step and the weights before it, when
-    ``θ_before = θ_after + scale·D`` for an optimizer whose step direction D is known."""
-    d2 = 0.0
-    o2 = 0.0
-    for i in range(theta.size):
-        d = scale * np.float64(direction[i])
-        o = np.float64(theta[i]) + d
-        d2 += d * d
-        o2 += o * o
-    return d2, o2
-
-
-@njit(nogil=True, cache=True)
-def segment_step_norms(theta, direction, scales, offsets, out):
-    """``out[i] = step_norms`` of segment ``i`` with its own ``scales[i]``."""
-    for seg in range(offsets.size - 1):
-        a, b = offsets[seg], offsets[seg + 1]
-        out[seg, 0], out[seg, 1] = step_norms(theta[a:b], direction[a:b], scales[seg])
+        d2, o2 = _update_sums(new[a:b], old[a:b], 1.0, 1.0)
+        if d2 != d2 or o2 != o2:
+            out[seg, 0], out[seg, 1] = np.nan, np.nan
+            continue
+        if d2 - d2 == 0.0 and o2 - o2 == 0.0 and not (0 < d2 < TINY or 0 < o2 < TINY):
+            out[seg, 0], out[seg, 1] = math.sqrt(d2), math.sqrt(o2)
+            continue
+        md, mo = _update_maxima(new[a:b], old[a:b])
+        sd, so = _pow2_above(md), _pow2_above(mo)
+        d2, o2 = _update_sums(new[a:b], old[a:b], 1.0 / sd, 1.0 / so)
+        out[seg, 0], out[seg, 1] = sd * math.sqrt(d2), so * math.sqrt(o2)

@@ -5,9 +5,10 @@
     result = session.step()
     result.extras["gradients"]  # StepGradients
 
-On CPU tensors the work is two fused Numba passes per gradient (moments, then an exact
-histogram) plus one read of the weights for the update ratio; on a GPU it is torch ops on the
-device with a single host transfer per step.
+On CPU tensors the work is three Numba reads per gradient (min/max, scaled shifted sums, exact
+histogram) plus a copy of the weights for the measured update ratio; on other devices it is a
+fixed number of fused torch ops per (device, dtype) group, whatever the parameter count, with a
+single host transfer per device after the optimizer step.
 """
 
 from __future__ import annotations
@@ -61,14 +62,14 @@ class NumbaBackend:
 
 
 class TorchBackend:
-    """Any device: torch ops queued on the device, one transfer in ``finish``."""
+    """Any device: fused torch ops queued on the device, one transfer per device in ``finish``."""
 
     name = "torch"
 
     def __init__(self) -> None:
-        from gradexplorer.core.stats import backend_torch as grad_backend_torch
+        from gradexplorer.core.stats.backend_torch import FusedTorch
 
-        self._dev = grad_backend_torch
+        self._dev = FusedTorch()
 
     def begin(self, grads, params, want_histograms, bins, hist_range, optimizer=None):
         return self._dev.begin(grads, params, want_histograms, bins, hist_range)
@@ -121,8 +122,8 @@ class GradientMonitor:
     """Session observer computing StepGradients every step into ``result.extras["gradients"]``.
 
     ``every``: histograms on steps where ``step % every == 0`` (0: never); ``history``: steps
-    kept in ``monitor.history``; ``update_ratio``: report ‖Δθ‖/‖θ‖ of each optimizer step (free
-    of copies under SGD; other optimizers cost one parameter-sized buffer).
+    kept in ``monitor.history``; ``update_ratio``: report ‖Δθ‖/‖θ‖ of each optimizer step,
+    measured from a copy of the weights taken before it (one parameter-sized buffer).
     """
 
     def __init__(self, bins: int = 64, every: int = 1, history: int = 256,

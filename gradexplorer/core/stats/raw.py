@@ -1,4 +1,15 @@
-"""The raw per-step numbers a statistics backend hands back, before they become ParamStats."""
+"""The raw per-step numbers a statistics backend hands back, before they become ParamStats.
+
+Moments are kept in a form that stays exact at every magnitude: each gradient has a power-of-two
+``SCALE`` s (every finite |x| < s) and a ``SHIFT`` K (the midrange (min + max) / 2). With
+``a = x / s`` (exact) and ``d = a - K / s``, a backend sums ``NSQ = Σa²``, ``DSUM = Σd`` and
+``DSQ = Σd²`` in float64 over the finite elements, so
+
+    norm = s·√NSQ      mean = K + s·DSUM/n      std = s·√(DSQ/n − (DSUM/n)²)   (ddof = 0)
+
+never overflow (float64 gradients of 1e300 are fine), a constant gradient has std exactly 0, and
+|mean| ≫ std loses nothing (the shift is within √n·std of the mean, Samuelson's bound).
+"""
 
 from __future__ import annotations
 
@@ -7,17 +18,17 @@ from dataclasses import dataclass
 import numpy as np
 
 # Columns of ``RawStats.moments``, one row per gradient.
-SUM, SUMSQ, MIN, MAX, ZEROS, NANS, INFS, FINITE = range(8)
-MOMENT_COLUMNS = 8
+MIN, MAX, ZEROS, NANS, INFS, FINITE, DSUM, DSQ, NSQ, SCALE, SHIFT = range(11)
+MOMENT_COLUMNS = 11
+SCALE_EXPONENTS = (-1000, 1000)  # 2**e stays a normal float64 and so does its inverse
 
 
 @dataclass
 class RawStats:
     """Arrays with one row per gradient, in the order the gradients were given.
 
-    ``moments`` columns are those of ``grad_kernels`` (sum, sumsq, min, max, zeros, nan, inf,
-    finite); ``extra`` columns are below-range, above-range, NaN and Inf counts;
-    ``update`` columns are ‖Δθ‖² and ‖θ_before‖².
+    ``moments`` columns are named above; ``extra`` columns are below-range, above-range, NaN
+    and Inf counts; ``update`` columns are ‖Δθ‖ and ‖θ_before‖ (float64, measured).
     """
 
     moments: np.ndarray
@@ -25,3 +36,4 @@ class RawStats:
     counts: np.ndarray | None = None
     extra: np.ndarray | None = None
     update: np.ndarray | None = None
+

@@ -87,18 +87,22 @@ def _stats_rows(named_shapes: list[tuple[str, tuple[int, ...]]], raw: RawStats) 
     numel = np.array([math.prod(shape) for _, shape in named_shapes], dtype=np.float64)
     finite = m[:, C.FINITE]
     some = finite > 0
+    scale = m[:, C.SCALE]
     with np.errstate(all="ignore"):
-        mean = np.where(some, m[:, C.SUM] / finite, np.nan)
-        std = np.sqrt(np.maximum(np.where(some, m[:, C.SUMSQ] / finite - mean * mean, np.nan), 0))
+        shifted = m[:, C.DSUM] / finite
+        mean = np.where(some, m[:, C.SHIFT] + scale * shifted, np.nan)
+        spread = np.maximum(m[:, C.DSQ] / finite - shifted * shifted, 0.0)
+        std = np.where(some, scale * np.sqrt(spread), np.nan)
         low = np.where(some, m[:, C.MIN], np.nan)
         high = np.where(some, m[:, C.MAX], np.nan)
         columns = [
-            np.sqrt(m[:, C.SUMSQ]), mean, std, low, high, np.maximum(np.abs(low), np.abs(high)),
+            scale * np.sqrt(m[:, C.NSQ]), mean, std, low, high,
+            np.maximum(np.abs(low), np.abs(high)),
             np.where(numel > 0, m[:, C.ZEROS] / np.maximum(numel, 1), 0.0),
         ]
         ratio = [None] * len(numel)
         if raw.update is not None:
-            delta, before = np.sqrt(raw.update[:, 0]), np.sqrt(raw.update[:, 1])
+            delta, before = raw.update[:, 0], raw.update[:, 1]
             ratio = np.where(before > 0, delta / before, np.where(delta == 0, 0.0, np.inf))
             ratio = np.where(np.isnan(delta) | np.isnan(before), np.nan, ratio).tolist()
     lists = [c.tolist() for c in columns]
@@ -111,7 +115,8 @@ def _stats_rows(named_shapes: list[tuple[str, tuple[int, ...]]], raw: RawStats) 
 
 
 def global_norm(stats: list[ParamStats]) -> float | None:
-    """L2 norm of the concatenated gradient: NaN if any NaN, Inf if any Inf."""
+    """L2 norm of the concatenated gradient: NaN if any NaN, Inf if any Inf (scaled: no
+    overflow while the result itself fits in a float64)."""
     with_grad = [s for s in stats if s.has_grad]
     if not with_grad:
         return None
@@ -119,7 +124,10 @@ def global_norm(stats: list[ParamStats]) -> float | None:
         return math.nan
     if any(s.inf_count for s in with_grad):
         return math.inf
-    return math.sqrt(sum(s.norm**2 for s in with_grad))
+    top = max(s.norm for s in with_grad)
+    if top == 0 or not math.isfinite(top):
+        return top
+    return top * math.sqrt(sum((s.norm / top) ** 2 for s in with_grad))
 
 
 def build_step_gradients(step: int, named_shapes: list[tuple[str, tuple[int, ...]]],

@@ -1,0 +1,71 @@
+"""Independent float64 references for the gradient statistics tests, and a monitored step."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from gradexplorer import GradientMonitor
+
+
+def reference(x: np.ndarray) -> dict:
+    """Figures over the finite elements in float64: exact sums (fsum), scaled where squares
+    would overflow, two-pass variance with ddof=0."""
+    x = np.asarray(x, dtype=np.float64).ravel()
+    f = x[np.isfinite(x)]
+    out = {"zero_fraction": float(np.mean(x == 0)) if x.size else 0.0,
+           "nan_count": int(np.isnan(x).sum()), "inf_count": int(np.isinf(x).sum())}
+    if not f.size:
+        return out
+    top = float(np.abs(f).max()) or 1.0
+    mean = math.fsum(f / top) / f.size * top
+    centred = (f - mean) / top
+    out.update(norm=top * math.sqrt(math.fsum(np.square(f / top))), mean=mean,
+               std=top * math.sqrt(math.fsum(np.square(centred)) / f.size),
+               min=float(f.min()), max=float(f.max()), abs_max=float(np.abs(f).max()))
+    return out
+
+
+def assert_matches(stats, hist, grad: torch.Tensor, rel: float = 1e-9) -> None:
+    """One parameter's ParamStats (and Histogram, if any) against ``reference``."""
+    x = grad.detach().double().numpy().ravel()
+    expected = reference(x)
+    for field, value in expected.items():
+        got = getattr(stats, field)
+        # a mean that cancels to ~0 is exact to rounding of the values, not of itself
+        floor = 1e-14 * expected["abs_max"] if field == "mean" else 1e-300
+        assert math.isclose(got, value, rel_tol=rel, abs_tol=floor), (stats.name, field, got, value)
+    if hist is not None:
+        finite = x[np.isfinite(x)]
+        inside = finite[(finite >= hist.edges[0]) & (finite <= hist.edges[-1])]
+        assert np.array_equal(hist.counts, np.histogram(inside, bins=hist.edges)[0]), stats.name
+        assert hist.total == x.size
+
+
+class FakeSession:
+    """The little a monitor reads from a TrainingSession."""
+
+    def __init__(self, model, optimizer) -> None:
+        self.model, self.optimizer = model, optimizer
+
+
+class FakeResult:
+    def __init__(self, step: int) -> None:
+        self.step, self.grad_norm, self.extras = step, None, {}
+
+
+def monitored_step(model, optimizer, monitors: list[GradientMonitor], step: int = 1):
+    """One optimizer step on the gradients ``model`` holds, watched by every monitor."""
+    session = FakeSession(model, optimizer)
+    for m in monitors:
+        m.after_backward(session, step - 1)
+    with torch.no_grad():
+        optimizer.step()
+    records = []
+    for m in monitors:
+        result = FakeResult(step)
+        m.after_step(session, result)
+        records.append(result.extras["gradients"])
+    return records

@@ -1,0 +1,56 @@
+"""The fused torch path costs a fixed number of aten ops per step, whatever the parameter count,
+and never reads a value back to the host before the single transfer (no .item())."""
+
+from collections import Counter
+
+import pytest
+import torch
+from stats_reference import FakeResult, FakeSession
+from torch import nn
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from gradexplorer import GradientMonitor
+
+MAX_OPS = 200
+
+
+class OpCounter(TorchDispatchMode):
+    """Every aten op dispatched while active (nested calls inside a kernel are not seen)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ops: Counter[str] = Counter()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.ops[str(func.overloadpacket)] += 1
+        return func(*args, **(kwargs or {}))
+
+
+def monitor_ops(count: int, histograms: bool) -> Counter:
+    """Ops the monitor dispatches in its second step (the first builds the cached layouts)."""
+    torch.manual_seed(0)
+    model = nn.ParameterList(nn.Parameter(torch.randn(3 + i % 5, 2)) for i in range(count))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    session = FakeSession(model, optimizer)
+    monitor = GradientMonitor(backend="torch", every=1 if histograms else 0)
+    counter = OpCounter()
+    for step in (1, 2):
+        for p in model:
+            p.grad = torch.randn_like(p)
+        with counter if step == 2 else torch.no_grad():
+            monitor.after_backward(session, step - 1)
+        optimizer.step()
+        with counter if step == 2 else torch.no_grad():
+            monitor.after_step(session, FakeResult(step))
+    record = monitor.latest()
+    assert len(record.params) == count and bool(record.histograms) == histograms
+    return counter.ops
+
+
+@pytest.mark.parametrize("histograms", [True, False])
+def test_ops_per_step_do_not_grow_with_parameters(histograms):
+    few, many = monitor_ops(10, histograms), monitor_ops(600, histograms)
+    assert many == few, many - few  # a per-parameter loop of kernels would show here
+    assert sum(many.values()) <= MAX_OPS, many
+    assert "aten._local_scalar_dense" not in many and "aten.item" not in many
+    assert "aten.lift_fresh" not in many  # no host-built tensor copied in
