@@ -8,6 +8,7 @@ import torch
 from torch import nn
 
 from gradexplorer.core.errors import UserError, first_line
+from gradexplorer.core.model.workload import call_model
 
 
 def describe_shapes(obj: Any) -> str:
@@ -22,7 +23,7 @@ def describe_shapes(obj: Any) -> str:
     return type(obj).__name__
 
 
-def locate_forward_failure(model: nn.Module, inputs: tuple) -> UserError | None:
+def locate_forward_failure(model: nn.Module, inputs: tuple | dict) -> UserError | None:
     """Re-run the forward pass with tracking hooks; None if it now succeeds."""
     names = {m: n for n, m in model.named_modules()}
     stack: list[tuple[nn.Module, Any]] = []
@@ -40,7 +41,7 @@ def locate_forward_failure(model: nn.Module, inputs: tuple) -> UserError | None:
         handles.append(module.register_forward_hook(post))
     try:
         with torch.no_grad():
-            model(*inputs)
+            call_model(model, inputs)
     except Exception as exc:  # noqa: BLE001 - any failure is the user's model's
         return forward_error(model, names, stack, inputs, exc)
     finally:
