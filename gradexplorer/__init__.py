@@ -46,6 +46,11 @@ _API = {
     "read_snapshot": "gradexplorer.core.snapshot.read",
     "write_snapshot": "gradexplorer.core.snapshot.write",
     "compare_snapshots": "gradexplorer.core.snapshot.compare",
+    # watching a training loop the user runs
+    "watch": "gradexplorer.core.recorder.recorder",
+    "Recorder": "gradexplorer.core.recorder.recorder",
+    "open_run": "gradexplorer.core.recorder.run",
+    "Run": "gradexplorer.core.recorder.run",
 }
 
 __all__ = [
@@ -54,6 +59,8 @@ __all__ = [
     "HookRegistry",
     "ModelOptions",
     "ParamStats",
+    "Recorder",
+    "Run",
     "SessionConfig",
     "Snapshot",
     "StepGradients",
@@ -71,9 +78,11 @@ __all__ = [
     "hookable_modules",
     "layout_graph",
     "load_workload",
+    "open_run",
     "parse_action",
     "read_snapshot",
     "trace_backward_graph",
+    "watch",
     "write_snapshot",
 ]
 
@@ -102,6 +111,8 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time names load lazily a
     from gradexplorer.core.hooks.registry import HookRegistry
     from gradexplorer.core.model.spec import ModelOptions, load_workload
     from gradexplorer.core.model.workload import Workload
+    from gradexplorer.core.recorder.recorder import Recorder, watch
+    from gradexplorer.core.recorder.run import Run, open_run
     from gradexplorer.core.session.devices import available_devices
     from gradexplorer.core.session.engine import SessionConfig, StepResult, TrainingSession
     from gradexplorer.core.snapshot.compare import compare_snapshots

@@ -1,0 +1,74 @@
+"""Which rank records, under which names, and how a step's figures come together across ranks.
+
+Single process: record everything. DDP: gradients are averaged by backward already, so rank 0
+records alone and no collective runs. FSDP (sharded gradients): see ``sharded.py``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch.distributed as dist
+from torch import nn
+
+from gradexplorer.core.stats.records import StepGradients
+
+WRAPPER_PREFIXES = ("_fsdp_wrapped_module.", "_checkpoint_wrapped_module.", "_orig_mod.")
+
+
+def clean_name(name: str) -> str:
+    """A parameter name as the unwrapped model names it."""
+    for prefix in WRAPPER_PREFIXES:
+        name = name.replace(prefix, "")
+    return name
+
+
+@dataclass
+class RankPlan:
+    """``model``: the user's module unwrapped; ``stats_model``: whose parameters are measured."""
+
+    mode: str
+    model: nn.Module
+    stats_model: nn.Module
+    rank: int = 0
+    world: int = 1
+    names: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def active(self) -> bool:
+        """Whether this rank computes figures (every rank under FSDP, rank 0 otherwise)."""
+        return self.mode.startswith("fsdp") or self.rank == 0
+
+    @property
+    def writes(self) -> bool:
+        """Whether this rank writes the run directory."""
+        return self.rank == 0
+
+    def finish(self, record: StepGradients) -> StepGradients | None:
+        """The record to keep, named as the unwrapped model names its parameters."""
+        if self.names:
+            record.params = {self.names.get(n, n): s for n, s in record.params.items()}
+            for s in record.params.values():
+                s.name = self.names.get(s.name, s.name)
+            record.histograms = {self.names.get(n, n): h for n, h in record.histograms.items()}
+        return record
+
+
+def _is_ddp(model: nn.Module) -> bool:
+    from torch.nn.parallel import DistributedDataParallel
+
+    return isinstance(model, DistributedDataParallel)
+
+
+def plan_ranks(model: nn.Module) -> RankPlan:
+    """How to record ``model`` on this process."""
+    rank, world = (dist.get_rank(), dist.get_world_size()) if dist.is_initialized() else (0, 1)
+    if _is_ddp(model):
+        return RankPlan("ddp", model.module, model.module, rank, world)
+    from gradexplorer.core.recorder.sharded import sharded_plan
+
+    plan = sharded_plan(model, rank, world)
+    if plan is not None:
+        return plan
+    names = {n: clean_name(n) for n, _ in model.named_parameters() if clean_name(n) != n}
+    return RankPlan("single", model, model, rank, world, names)

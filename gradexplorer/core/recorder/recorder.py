@@ -1,0 +1,189 @@
+"""``gradexplorer.watch``: the app's gradient monitor on a training loop the user runs."""
+
+from __future__ import annotations
+
+import types
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from gradexplorer.core.errors import UserError
+from gradexplorer.core.recorder.ranks import RankPlan, plan_ranks
+from gradexplorer.core.recorder.store import RunWriter
+from gradexplorer.core.recorder.structure import GraphCapture, model_structure
+from gradexplorer.core.stats.monitor import GradientMonitor
+from gradexplorer.core.stats.records import StepGradients
+
+
+class _Result:
+    """The little of a StepResult the monitor fills in."""
+
+    def __init__(self, step: int) -> None:
+        self.step, self.grad_norm, self.extras = step, None, {}
+
+
+class Recorder:
+    """Gradient statistics of every ``every``-th step of a training loop, kept and written.
+
+    With an optimizer the step boundaries come from its step hooks (statistics are read after
+    backward, before ``optimizer.step()``; the update ratio across it); without one, call
+    ``rec.step()`` after each backward. ``rec.latest()`` is the last recorded StepGradients.
+    """
+
+    def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
+                 run_dir: str | Path | None = None, *, every: int = 1, bins: int = 64,
+                 snapshot_every: int | None = None, hooks: dict[str, str] | None = None,
+                 keep_snapshots: int | None = None, history: int = 16, report=None) -> None:
+        if not isinstance(model, nn.Module):
+            raise UserError(f"watch needs an nn.Module, got {type(model).__name__}")
+        if optimizer is not None and not isinstance(optimizer, torch.optim.Optimizer):
+            raise UserError(f"watch: optimizer must be a torch.optim.Optimizer, "
+                            f"got {type(optimizer).__name__}")
+        if every < 1:
+            raise UserError(f"watch: every must be a positive number of steps, got {every}")
+        if snapshot_every is not None and snapshot_every < 1:
+            raise UserError(f"watch: snapshot_every must be positive, got {snapshot_every}")
+        if keep_snapshots is not None and keep_snapshots < 1:
+            raise UserError(f"watch: keep_snapshots must be positive, got {keep_snapshots}")
+        self.plan: RankPlan = plan_ranks(model)
+        self.model = self.plan.model
+        self.optimizer = optimizer
+        self.every, self.bins = every, bins
+        self.snapshot_every, self.keep_snapshots = snapshot_every, keep_snapshots
+        self.step_count = 0
+        self.monitor = GradientMonitor(bins=bins, every=1, history=history,
+                                       update_ratio=optimizer is not None)
+        self._session = types.SimpleNamespace(
+            model=self.plan.stats_model, optimizer=optimizer, step_count=0,
+            workload=types.SimpleNamespace(name=type(self.model).__name__, description="watch"),
+            device=next((p.device for p in self.model.parameters()), torch.device("cpu")),
+        )
+        self._handles: list[Any] = []
+        self._pending = False
+        self._closed = False
+        self.writer = None
+        self._graph = None
+        self.hooks = None
+        if run_dir is not None and self.plan.writes:
+            self.writer = RunWriter(run_dir, report)
+            self.writer.set_meta({
+                "structure": model_structure(self.plan.stats_model, self.plan.names),
+                "settings": {"every": every, "bins": bins, "snapshot_every": snapshot_every,
+                             "keep_snapshots": keep_snapshots, "hooks": hooks or {},
+                             "ranks": self.plan.world, "mode": self.plan.mode},
+            })
+            self._graph = GraphCapture(self.model, lambda g: self.writer.set_meta({"graph": g}))
+        if hooks:
+            self._attach_hooks(hooks)
+        if optimizer is not None:
+            self._handles.append(optimizer.register_step_pre_hook(self._before_step))
+            self._handles.append(optimizer.register_step_post_hook(self._after_step))
+
+    def _attach_hooks(self, hooks: dict[str, str]) -> None:
+        from gradexplorer.core.hooks.registry import HookRegistry
+
+        self.hooks = HookRegistry(self.model)
+        for path, action in hooks.items():
+            self.hooks.attach(path, action)
+
+    # -- step boundaries -----------------------------------------------------------
+    def _before_step(self, optimizer=None, args=None, kwargs=None) -> None:
+        if self.hooks is not None:
+            self.hooks.prune()
+        step = self.step_count + 1
+        if self._closed or step % self.every or not self.plan.active:
+            return
+        self.monitor.after_backward(self._session, self.step_count)
+        self._pending = True
+
+    def _after_step(self, optimizer=None, args=None, kwargs=None) -> None:
+        self.step_count += 1
+        self._session.step_count = self.step_count
+        if not self._pending:
+            return
+        self._pending = False
+        result = _Result(self.step_count)
+        self.monitor.after_step(self._session, result)
+        record = result.extras.get("gradients")
+        if record is None:
+            return
+        record = self.plan.finish(record)
+        if record is not None and self.writer is not None:
+            self._write(record)
+
+    def step(self, loss: float | torch.Tensor | None = None) -> StepGradients | None:
+        """Mark a step boundary without an optimizer: call it after ``loss.backward()``."""
+        if self.optimizer is not None:
+            raise UserError("watch was given an optimizer: its steps are recorded by themselves; "
+                            "call rec.step() only without one")
+        self._loss = loss
+        self._before_step()
+        self._after_step()
+        return self.latest() if self.step_count % self.every == 0 else None
+
+    def _write(self, record: StepGradients) -> None:
+        loss = getattr(self, "_loss", None)
+        self._loss = None
+        loss = None if loss is None else float(loss)
+        if not self.writer.write_step(record, loss, ranks=self.plan.world):
+            return
+        if self.snapshot_every and record.step % self.snapshot_every == 0:
+            self._snapshot(record)
+
+    def _snapshot(self, record: StepGradients) -> None:
+        from gradexplorer.core.snapshot.write import write_snapshot
+
+        writer = self.writer
+
+        def work():
+            path = write_snapshot(writer.snapshot_dir(), self._session, record,
+                                  hooks=self.hooks.describe() if self.hooks else None)
+            writer.add_snapshot(record.step, path, self.keep_snapshots)
+
+        writer._guarded(f"the snapshot of step {record.step}", work)
+
+    # -- results and the end -------------------------------------------------------
+    def latest(self) -> StepGradients | None:
+        """The last recorded step's statistics (on rank 0 under distributed training)."""
+        return self.monitor.latest()
+
+    @property
+    def run_dir(self) -> Path | None:
+        return None if self.writer is None else self.writer.run_dir
+
+    def close(self) -> None:
+        """Stop recording: remove the optimizer hooks and gradient hooks, close the run."""
+        if self._closed:
+            return
+        self._closed = True
+        for handle in self._handles:
+            handle.remove()
+        self._handles.clear()
+        if self._graph is not None:
+            self._graph.remove()
+        if self.hooks is not None:
+            self.hooks.detach_all()
+        if self.writer is not None:
+            self.writer.close()
+
+    def __enter__(self) -> Recorder:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+
+def watch(model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
+          run_dir: str | Path | None = None, *, every: int = 1, bins: int = 64,
+          snapshot_every: int | None = None, hooks: dict[str, str] | None = None,
+          keep_snapshots: int | None = None) -> Recorder:
+    """Record ``model``'s gradient statistics every ``every`` steps into ``run_dir``.
+
+    ``hooks={"fc1": "scale:0.5"}`` attaches the app's backward-hook actions; snapshots
+    (gradients in the snapshot format) every ``snapshot_every`` steps, the newest
+    ``keep_snapshots`` kept.
+    """
+    return Recorder(model, optimizer, run_dir, every=every, bins=bins,
+                    snapshot_every=snapshot_every, hooks=hooks, keep_snapshots=keep_snapshots)
