@@ -122,8 +122,8 @@ def test_full_disk_is_one_message_and_training_goes_on(tmp_path):
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     lines = []
     rec = gx.Recorder(model, opt, tmp_path / "run", report=lines.append)
-    rec.writer._db.execute("PRAGMA max_page_count = %d" %
-                           rec.writer._db.execute("PRAGMA page_count").fetchone()[0])
+    pages = rec.writer._db.execute("PRAGMA page_count").fetchone()[0]
+    rec.writer._db.execute(f"PRAGMA max_page_count = {pages}")  # the disk is full now
     train(model, opt, 3)
     rec.close()
     assert len(lines) == 1 and "recording stopped" in lines[0] and "full" in lines[0]
