@@ -1,7 +1,8 @@
 """Which rank records, under which names, and how a step's figures come together across ranks.
 
 Single process: record everything. DDP: gradients are averaged by backward already, so rank 0
-records alone and no collective runs. FSDP (sharded gradients): see ``sharded.py``.
+records alone and no collective runs. FSDP2 (sharded gradients): every rank measures its shards
+and the figures are reduced across ranks (``sharded.py``); rank 0 writes.
 """
 
 from __future__ import annotations
@@ -65,10 +66,9 @@ def plan_ranks(model: nn.Module) -> RankPlan:
     rank, world = (dist.get_rank(), dist.get_world_size()) if dist.is_initialized() else (0, 1)
     if _is_ddp(model):
         return RankPlan("ddp", model.module, model.module, rank, world)
-    from gradexplorer.core.recorder.sharded import sharded_plan
+    from gradexplorer.core.recorder.sharded import is_sharded, refuse_fsdp1
 
-    plan = sharded_plan(model, rank, world)
-    if plan is not None:
-        return plan
+    refuse_fsdp1(model)
     names = {n: clean_name(n) for n, _ in model.named_parameters() if clean_name(n) != n}
-    return RankPlan("single", model, model, rank, world, names)
+    mode = "fsdp2" if world > 1 and is_sharded(model) else "single"
+    return RankPlan(mode, model, model, rank, world, names)

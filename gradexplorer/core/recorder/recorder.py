@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import types
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,24 @@ class _Result:
 
     def __init__(self, step: int) -> None:
         self.step, self.grad_norm, self.extras = step, None, {}
+
+
+class MonitorMeasure:
+    """The app's GradientMonitor driven by step boundaries instead of a TrainingSession."""
+
+    def __init__(self, monitor: GradientMonitor, session) -> None:
+        self.monitor, self.session = monitor, session
+
+    def begin(self, optimizer, step: int) -> None:
+        self.monitor.after_backward(self.session, step - 1)
+
+    def end(self, optimizer) -> StepGradients | None:
+        result = _Result(self.session.step_count)
+        self.monitor.after_step(self.session, result)
+        return result.extras.get("gradients")
+
+    def latest(self) -> StepGradients | None:
+        return self.monitor.latest()
 
 
 class Recorder:
@@ -60,6 +79,14 @@ class Recorder:
             workload=types.SimpleNamespace(name=type(self.model).__name__, description="watch"),
             device=next((p.device for p in self.model.parameters()), torch.device("cpu")),
         )
+        self._report = report or (lambda line: print(line, file=sys.stderr))
+        if self.plan.mode == "fsdp2":
+            from gradexplorer.core.recorder.sharded import ShardedMeasure
+
+            self.measure = ShardedMeasure(self.model, self.plan.names, bins,
+                                          optimizer is not None, self._report)
+        else:
+            self.measure = MonitorMeasure(self.monitor, self._session)
         self._handles: list[Any] = []
         self._pending = False
         self._closed = False
@@ -67,7 +94,7 @@ class Recorder:
         self._graph = None
         self.hooks = None
         if run_dir is not None and self.plan.writes:
-            self.writer = RunWriter(run_dir, report)
+            self.writer = RunWriter(run_dir, self._report)
             self.writer.set_meta({
                 "structure": model_structure(self.plan.stats_model, self.plan.names),
                 "settings": {"every": every, "bins": bins, "snapshot_every": snapshot_every,
@@ -95,7 +122,7 @@ class Recorder:
         step = self.step_count + 1
         if self._closed or step % self.every or not self.plan.active:
             return
-        self.monitor.after_backward(self._session, self.step_count)
+        self.measure.begin(self.optimizer, step)
         self._pending = True
 
     def _after_step(self, optimizer=None, args=None, kwargs=None) -> None:
@@ -104,9 +131,7 @@ class Recorder:
         if not self._pending:
             return
         self._pending = False
-        result = _Result(self.step_count)
-        self.monitor.after_step(self._session, result)
-        record = result.extras.get("gradients")
+        record = self.measure.end(self.optimizer)
         if record is None:
             return
         record = self.plan.finish(record)
@@ -147,7 +172,7 @@ class Recorder:
     # -- results and the end -------------------------------------------------------
     def latest(self) -> StepGradients | None:
         """The last recorded step's statistics (on rank 0 under distributed training)."""
-        return self.monitor.latest()
+        return self.measure.latest()
 
     @property
     def run_dir(self) -> Path | None:
