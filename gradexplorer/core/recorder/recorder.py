@@ -54,7 +54,8 @@ class Recorder:
     def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
                  run_dir: str | Path | None = None, *, every: int = 1, bins: int = 64,
                  snapshot_every: int | None = None, hooks: dict[str, str] | None = None,
-                 keep_snapshots: int | None = None, history: int = 16, report=None) -> None:
+                 keep_snapshots: int | None = None, history: int = 16, report=None,
+                 auto_steps: bool = True) -> None:
         if not isinstance(model, nn.Module):
             raise UserError(f"watch needs an nn.Module, got {type(model).__name__}")
         if optimizer is not None and not isinstance(optimizer, torch.optim.Optimizer):
@@ -90,6 +91,7 @@ class Recorder:
         self._handles: list[Any] = []
         self._pending = False
         self._closed = False
+        self._loss = None
         self.writer = None
         self._graph = None
         self.hooks = None
@@ -104,9 +106,10 @@ class Recorder:
             self._graph = GraphCapture(self.model, lambda g: self.writer.set_meta({"graph": g}))
         if hooks:
             self._attach_hooks(hooks)
-        if optimizer is not None:
-            self._handles.append(optimizer.register_step_pre_hook(self._before_step))
-            self._handles.append(optimizer.register_step_post_hook(self._after_step))
+        self.auto_steps = auto_steps and optimizer is not None
+        if self.auto_steps:
+            self._handles.append(optimizer.register_step_pre_hook(self.before_optimizer_step))
+            self._handles.append(optimizer.register_step_post_hook(self.after_optimizer_step))
 
     def _attach_hooks(self, hooks: dict[str, str]) -> None:
         from gradexplorer.core.hooks.registry import HookRegistry
@@ -116,7 +119,8 @@ class Recorder:
             self.hooks.attach(path, action)
 
     # -- step boundaries -----------------------------------------------------------
-    def _before_step(self, optimizer=None, args=None, kwargs=None) -> None:
+    def before_optimizer_step(self, optimizer=None, args=None, kwargs=None) -> None:
+        """Gradients are ready, the weights not yet changed (integrations call this)."""
         if self.hooks is not None:
             self.hooks.prune()
         step = self.step_count + 1
@@ -125,10 +129,15 @@ class Recorder:
         self.measure.begin(self.optimizer, step)
         self._pending = True
 
-    def _after_step(self, optimizer=None, args=None, kwargs=None) -> None:
+    def after_optimizer_step(self, optimizer=None, args=None, kwargs=None, *,
+                             loss: float | torch.Tensor | None = None) -> None:
+        """The step is over: finish, keep and write its figures (integrations call this)."""
+        if loss is not None:
+            self._loss = loss
         self.step_count += 1
         self._session.step_count = self.step_count
         if not self._pending:
+            self._loss = None
             return
         self._pending = False
         record = self.measure.end(self.optimizer)
@@ -140,17 +149,15 @@ class Recorder:
 
     def step(self, loss: float | torch.Tensor | None = None) -> StepGradients | None:
         """Mark a step boundary without an optimizer: call it after ``loss.backward()``."""
-        if self.optimizer is not None:
+        if self.auto_steps:
             raise UserError("watch was given an optimizer: its steps are recorded by themselves; "
                             "call rec.step() only without one")
-        self._loss = loss
-        self._before_step()
-        self._after_step()
+        self.before_optimizer_step()
+        self.after_optimizer_step(loss=loss)
         return self.latest() if self.step_count % self.every == 0 else None
 
     def _write(self, record: StepGradients) -> None:
-        loss = getattr(self, "_loss", None)
-        self._loss = None
+        loss, self._loss = self._loss, None
         loss = None if loss is None else float(loss)
         if not self.writer.write_step(record, loss, ranks=self.plan.world):
             return
