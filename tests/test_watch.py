@@ -24,7 +24,11 @@ def train(model, optimizer, steps, rec=None, check=None):
     for step in range(steps):
         x, y = batch(step)
         optimizer.zero_grad()
-        nn.functional.mse_loss(model(x), y).backward()
+        loss = nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        if rec is not None:
+            rec.note_loss(loss)
+            rec.losses.append(loss.item())
         if check is not None:
             check({n: p.grad.detach().double().clone() for n, p in model.named_parameters()},
                   {n: p.detach().double().clone() for n, p in model.named_parameters()})
@@ -36,7 +40,8 @@ def test_watch_records_every_step_into_a_run(tmp_path):
     opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
     seen = []
     with gx.watch(model, opt, tmp_path / "run", bins=16) as rec:
-        train(model, opt, 4, check=lambda g, w: seen.append((g, w)))
+        rec.losses = []
+        train(model, opt, 4, rec, check=lambda g, w: seen.append((g, w)))
         latest = rec.latest()
     assert latest.step == 4
     run = gx.open_run(tmp_path / "run")
@@ -59,6 +64,7 @@ def test_watch_records_every_step_into_a_run(tmp_path):
         np.testing.assert_array_equal(counts, np.histogram(flat, edges)[0])
     assert run.step_info(4)["global_norm"] == pytest.approx(
         math.sqrt(sum(float(g.norm()) ** 2 for g in grads.values())), rel=1e-12)
+    assert [run.step_info(k)["loss"] for k in run.steps] == rec.losses
     structure = run.meta("structure")
     assert [p["name"] for p in structure["parameters"]] == list(grads)
     graph = run.meta("graph")

@@ -209,6 +209,9 @@ class MainWindow(QMainWindow):
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt API
         """Remember the layout, stop the worker and wait for it."""
         self.settings.save_window(self.saveGeometry(), self.saveState())
+        from gradexplorer.gui.run_view import close_run
+
+        close_run(self)
         self.controller.close()
         self.graph_panel.layouts.wait(5000)
         for window in self.file_actions.snapshot_windows:

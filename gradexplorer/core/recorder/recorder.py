@@ -156,6 +156,10 @@ class Recorder:
         self.after_optimizer_step(loss=loss)
         return self.latest() if self.step_count % self.every == 0 else None
 
+    def note_loss(self, loss: float | torch.Tensor) -> None:
+        """The loss of the step under way, recorded with it (read once the step is over)."""
+        self._loss = loss.detach() if isinstance(loss, torch.Tensor) else loss
+
     def _write(self, record: StepGradients) -> None:
         loss, self._loss = self._loss, None
         loss = None if loss is None else float(loss)

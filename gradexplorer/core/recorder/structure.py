@@ -68,3 +68,38 @@ class GraphCapture:
         if self._handle is not None:
             self._handle.remove()
             self._handle = None
+
+
+def skeleton_model(structure: dict[str, Any]) -> nn.Module:
+    """A stand-in module tree with the recorded paths, class names and parameter shapes.
+
+    Parameters live on the ``meta`` device (shapes only, no memory): enough for the views that
+    list modules and parameters of a run whose model is not here.
+    """
+    classes: dict[str, type] = {}
+
+    def make(type_name: str) -> nn.Module:
+        cls = classes.setdefault(type_name, type(type_name, (nn.Module,), {}))
+        return cls()
+
+    modules = {m["path"]: m["type"] for m in structure.get("modules", [])}
+    root = make(modules.get("", structure.get("model", "Model")))
+    built = {"": root}
+
+    def module_at(path: str) -> nn.Module:
+        if path in built:
+            return built[path]
+        parent_path, _, name = path.rpartition(".")
+        module = make(modules.get(path, "Module"))
+        module_at(parent_path).add_module(name, module)
+        built[path] = module
+        return module
+
+    for path in modules:
+        module_at(path)
+    for p in structure.get("parameters", []):
+        owner, _, name = p["name"].rpartition(".")
+        dtype = getattr(torch, p.get("dtype", "float32"), torch.float32)
+        tensor = torch.empty(p["shape"], dtype=dtype, device="meta")
+        module_at(owner).register_parameter(name, nn.Parameter(tensor, p.get("requires_grad", True)))
+    return root
