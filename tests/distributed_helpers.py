@@ -48,9 +48,45 @@ def worker(rank, world, modes, run_dir, port, bins):
     dist.init_process_group("gloo", rank=rank, world_size=world)
     try:
         for mode in modes:
-            record(rank, world, mode, os.path.join(run_dir, mode), bins)
+            if mode == "skew":
+                out_of_step(rank, world)
+            else:
+                record(rank, world, mode, os.path.join(run_dir, mode), bins)
     finally:
         dist.destroy_process_group()
+
+
+def shard(model, world):
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+
+    mesh = init_device_mesh("cpu", (world,))
+    for layer in model:
+        if isinstance(layer, nn.Linear):
+            fully_shard(layer, mesh=mesh)
+    fully_shard(model, mesh=mesh)
+    return model
+
+
+def out_of_step(rank, world):
+    """Rank 1 believes it is one step ahead: both ranks stop recording, neither hangs."""
+    import gradexplorer as gx
+
+    model = shard(make_model(), world)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    lines = []
+    rec = gx.Recorder(model, opt, auto_steps=False, report=lines.append)
+    rec.step_count = rank
+    for step in range(2):
+        x, y = batch(step, rank, world)
+        opt.zero_grad()
+        nn.functional.mse_loss(model(x), y).backward()
+        rec.before_optimizer_step()
+        opt.step()
+        rec.after_optimizer_step()
+    rec.close()
+    assert len(lines) == 1 and "different steps" in lines[0], lines
+    assert rec.latest() is None
 
 
 def record(rank, world, mode, run_dir, bins):
@@ -62,14 +98,7 @@ def record(rank, world, mode, run_dir, bins):
 
         model = DistributedDataParallel(model)
     else:
-        from torch.distributed.device_mesh import init_device_mesh
-        from torch.distributed.fsdp import fully_shard
-
-        mesh = init_device_mesh("cpu", (world,))
-        for layer in model:
-            if isinstance(layer, nn.Linear):
-                fully_shard(layer, mesh=mesh)
-        fully_shard(model, mesh=mesh)
+        model = shard(model, world)
     opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
     with gx.watch(model, opt, run_dir, bins=bins) as rec:
         train(model, opt, rank, world)

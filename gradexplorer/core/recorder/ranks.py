@@ -70,5 +70,5 @@ def plan_ranks(model: nn.Module) -> RankPlan:
 
     refuse_fsdp1(model)
     names = {n: clean_name(n) for n, _ in model.named_parameters() if clean_name(n) != n}
-    mode = "fsdp2" if world > 1 and is_sharded(model) else "single"
+    mode = "fsdp2" if dist.is_initialized() and is_sharded(model) else "single"
     return RankPlan(mode, model, model, rank, world, names)
