@@ -28,7 +28,7 @@ def inspect_run(path: str, step: int | None, width: int) -> int:
     print(f"step {step}: global norm {number(info['global_norm'])}, loss {number(info['loss'])}, "
           f"{info['total_numel'] or 0:,} numbers over {info['ranks']} rank(s)")
     shapes = {p["name"]: p["shape"] for p in structure.get("parameters", [])}
-    hists = run._histograms(step)
+    hists = run.histograms(step)
     rows = []
     for name, s in run.stats(step).items():
         spark = sparkline(hists[name].counts, width) if name in hists else ""

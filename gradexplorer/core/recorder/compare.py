@@ -17,7 +17,7 @@ def compare_run_steps(a: Run, step_a: int, b: Run, step_b: int) -> list[ParamCom
     common = [n for n in stats_a if n in stats_b]
     if not common:
         raise UserError(f"{a.path} step {step_a} and {b.path} step {step_b} share no parameter")
-    hists_a, hists_b = a._histograms(step_a), b._histograms(step_b)
+    hists_a, hists_b = a.histograms(step_a), b.histograms(step_b)
     numel = {p["name"]: p["numel"] for p in (a.meta("structure") or {}).get("parameters", [])}
     rows = []
     for n in common:

@@ -103,12 +103,13 @@ class Run:
 
     def histogram(self, step: int, name: str) -> tuple[np.ndarray, np.ndarray]:
         """``(edges, counts)`` of ``name``'s gradient at ``step``."""
-        h = self._histograms(step, name).get(name)
+        h = self.histograms(step, name).get(name)
         if h is None:
             raise UserError(f"run {str(self.path)!r} has no histogram of {name!r} at step {step}")
         return h.edges, h.counts
 
-    def _histograms(self, step: int, name: str | None = None) -> dict[str, Histogram]:
+    def histograms(self, step: int, name: str | None = None) -> dict[str, Histogram]:
+        """Histograms at ``step`` by parameter name (only ``name``'s when given)."""
         self._check_step(step)
         query = "SELECT name, edges, counts, nan_count, inf_count, below, above FROM histograms " \
                 "WHERE step = ?" + (" AND name = ?" if name else "")
@@ -135,7 +136,7 @@ class Run:
         params = dict(sorted(params.items(), key=lambda kv: order.get(kv[0], len(order))))
         settings = self.meta("settings") or {}
         return StepGradients(step, info["global_norm"], info["total_numel"] or 0, params,
-                             self._histograms(step), settings.get("bins", 64), "auto",
+                             self.histograms(step), settings.get("bins", 64), "auto",
                              info["seconds"] or 0.0)
 
     def follow(self, poll: float = 0.2, timeout: float | None = None,
