@@ -148,3 +148,25 @@ def test_bad_arguments_are_one_line_errors(tmp_path):
         rec.step()
     with pytest.raises(gx.UserError, match="no module"):
         gx.watch(make_model(), hooks={"fc9": "scale:0.5"})
+
+
+def test_shard_counts_agree_between_backends():
+    """FSDP2's local histogram on the global edges: Numba and torch binning give the same."""
+    from gradexplorer.core.recorder.sharded import local_counts
+    from gradexplorer.core.stats.histogram import histogram_edges
+    from gradexplorer.core.stats.monitor import make_backend
+
+    g = torch.Generator().manual_seed(3)
+    local = [torch.randn(300, generator=g), torch.randn(0), torch.randn(7, 5, generator=g).reshape(-1)]
+    local[0][:3] = torch.tensor([float("nan"), float("inf"), 0.0])
+    lo = np.array([-1.0, 0.0, -3.0])
+    hi = np.array([2.5, 0.0, 3.0])
+    edges = histogram_edges(lo, hi, 12)
+    numba = local_counts(make_backend("numba", local), local, edges)
+    device = local_counts(make_backend("torch", local), local, edges)
+    np.testing.assert_array_equal(numba, device)
+    finite = local[0][torch.isfinite(local[0])].double().numpy()
+    inside = finite[(finite >= lo[0]) & (finite <= hi[0])]
+    np.testing.assert_array_equal(numba[0, :12], np.histogram(inside, edges[0])[0])
+    assert numba[0, 12] == (finite < lo[0]).sum() and numba[0, 13] == (finite > hi[0]).sum()
+    assert numba[1].sum() == 0

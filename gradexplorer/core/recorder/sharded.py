@@ -54,6 +54,36 @@ def _local(t: torch.Tensor | None) -> torch.Tensor | None:
     return (t.to_local() if hasattr(t, "to_local") else t).detach().reshape(-1)
 
 
+def local_counts(backend, local: list[torch.Tensor], edges: np.ndarray) -> np.ndarray:
+    """``(P, bins + 2)``: counts of each local shard on its parameter's global ``edges``, then
+    below-range and above-range counts (NaN and Inf are counted with the moments).
+
+    On the CPU the Numba backend histograms each shard with its range; on a device every
+    shard is binned on the device (the torch backend's binning) and copied in one transfer.
+    """
+    bins = edges.shape[1] - 1
+    if backend.name != "torch":
+        out = np.zeros((len(local), bins + 2), np.int64)
+        for i, g in enumerate(local):
+            if g.numel():
+                part = backend.finish(backend.begin(
+                    [g], None, True, bins, (float(edges[i, 0]), float(edges[i, -1]))), None)
+                out[i, :bins], out[i, bins:] = part.counts[0], part.extra[0, :2]
+        return out
+    from gradexplorer.core.stats.backend_torch import histogram_slots
+
+    device = next((g.device for g in local if g.numel()), torch.device("cpu"))
+    on_device = torch.as_tensor(edges, dtype=torch.float64, device=device)
+    slots = torch.zeros((len(local), bins + 4), dtype=torch.int64, device=device)
+    for i, g in enumerate(local):
+        if g.numel():
+            where = histogram_slots(g.float() if g.dtype not in (torch.float32, torch.float64)
+                                    else g, on_device[i])
+            slots[i].index_add_(0, where, torch.ones_like(where))
+    host = slots.cpu().numpy()  # the one transfer
+    return np.concatenate([host[:, :bins], host[:, bins + 2:]], axis=1)
+
+
 class ShardedMeasure:
     """``begin`` before the optimizer step, ``end`` after it → the full parameters' StepGradients
     (the same on every rank)."""
@@ -114,12 +144,7 @@ class ShardedMeasure:
         bounds = self._all_reduce(np.column_stack([-m[:, MIN], m[:, MAX]]), dist.ReduceOp.MAX)
         low, high = -bounds[:, 0], bounds[:, 1]
         edges = histogram_edges(*range_bounds(low, high, "auto"), self.bins)
-        counts = np.zeros((count, self.bins + 2), np.int64)
-        for i, g in enumerate(local):
-            if g.numel():
-                part = self._backend.finish(self._backend.begin(
-                    [g], None, True, self.bins, (float(edges[i, 0]), float(edges[i, -1]))), None)
-                counts[i, : self.bins], counts[i, self.bins :] = part.counts[0], part.extra[0, :2]
+        counts = local_counts(self._backend, local, edges)
         counts = self._all_reduce(counts, dist.ReduceOp.SUM).astype(np.int64)
         present = sums[:, 6] > 0
         moments = np.zeros((count, 8))
