@@ -33,18 +33,25 @@ WRITER = textwrap.dedent("""
 """)
 
 
+def open_when_created(run_dir, proc, wait=120):
+    """The run, once the writer has created it (its first transaction committed)."""
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            return gx.open_run(run_dir)
+        except gx.UserError:
+            assert proc.poll() is None and time.monotonic() < deadline, "the writer did not start"
+            time.sleep(0.05)
+
+
 def test_kill_9_leaves_complete_steps_and_a_follower_sees_each_once(tmp_path):
     run_dir = tmp_path / "run"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen([sys.executable, "-c", WRITER, str(run_dir)], env=env)
     try:
-        deadline = time.monotonic() + 60
-        while not (run_dir / "run.sqlite").exists():
-            assert proc.poll() is None and time.monotonic() < deadline, "the writer did not start"
-            time.sleep(0.05)
-        run = gx.open_run(run_dir)
+        run = open_when_created(run_dir, proc)
         seen = []
-        for step in run.follow(poll=0.01, timeout=60):
+        for step in run.follow(poll=0.01, timeout=120):
             seen.append(step)
             assert len(run.stats(step)) == 4  # a step is visible only when complete
             if len(seen) == 40:
