@@ -20,7 +20,7 @@ def inspect_run(path: str, step: int | None, width: int) -> int:
     run = open_run(path)
     step = pick_step(run, step)
     info = run.step_info(step)
-    structure = run.meta("structure") or {}
+    structure = run.structure
     steps = run.steps
     snaps = list(run.snapshots)
     print(f"{run.path}: run of {structure.get('model', '?')}, steps {steps[0]}..{steps[-1]} "

@@ -16,7 +16,7 @@ from gradexplorer.core.stats.history import GradientHistory
 from gradexplorer.gui.models.timeline import StepPoint, TimelineModel
 
 POLL_MS = 500
-MAX_STEPS_PER_POLL = 512  # a long run already on disk loads in slices, the window stays live
+MAX_STEPS_PER_POLL = 20_000  # a long run already on disk loads in slices; the window stays live
 
 
 class RunFollower(QObject):
@@ -36,26 +36,18 @@ class RunFollower(QObject):
 
     def poll(self) -> int:
         """Read the steps committed since the last poll, oldest first; how many were new."""
-        steps = [s for s in self.run.steps if s > self.last_step][:MAX_STEPS_PER_POLL]
-        if len(steps) > self.history.maxlen:  # older steps would fall out of the history anyway
-            steps_for_history = steps[-self.history.maxlen :]
-        else:
-            steps_for_history = steps
-        points, times = [], []
-        for step in steps:
-            info = self.run.step_info(step)
-            times.append(info["time"])
-            if step in steps_for_history:
-                self.history.append(self.run.step_gradients(step))
-            loss = info["loss"]
-            points.append(StepPoint(step, math.nan if loss is None else float(loss),
-                                    info["global_norm"], info["seconds"] or 0.0))
-        if points:
-            self.last_step = steps[-1]
-            self._times = (self._times + times)[-64:]
-            span = self._times[-1] - self._times[0]
-            rate = (len(self._times) - 1) / span if span > 0 else 0.0  # as the run was written
-            self.timeline.extend(points, rate)
+        rows = self.run.step_rows(self.last_step)[:MAX_STEPS_PER_POLL]
+        if not rows:
+            return 0
+        for row in rows[-self.history.maxlen :]:  # older ones would fall out of the history
+            self.history.append(self.run.step_gradients(row["step"]))
+        points = [StepPoint(r["step"], math.nan if r["loss"] is None else float(r["loss"]),
+                            r["global_norm"], r["seconds"] or 0.0) for r in rows]
+        self.last_step = rows[-1]["step"]
+        self._times = (self._times + [r["time"] for r in rows])[-64:]
+        span = self._times[-1] - self._times[0]
+        rate = (len(self._times) - 1) / span if span > 0 else 0.0  # as the run was written
+        self.timeline.extend(points, rate)
         return len(points)
 
     def close(self) -> None:

@@ -29,7 +29,7 @@ def show_run(window, path: str | Path) -> RunFollower | None:
     """Stop any training in ``window`` and show the run at ``path``, following it live."""
     try:
         run = open_run(path)
-        structure = run.meta("structure")
+        structure = run.structure
         if not structure:
             raise UserError(f"run {str(path)!r} has no model structure yet")
     except UserError as exc:

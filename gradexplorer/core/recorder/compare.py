@@ -18,7 +18,7 @@ def compare_run_steps(a: Run, step_a: int, b: Run, step_b: int) -> list[ParamCom
     if not common:
         raise UserError(f"{a.path} step {step_a} and {b.path} step {step_b} share no parameter")
     hists_a, hists_b = a.histograms(step_a), b.histograms(step_b)
-    numel = {p["name"]: p["numel"] for p in (a.meta("structure") or {}).get("parameters", [])}
+    numel = {p["name"]: p["numel"] for p in a.structure.get("parameters", [])}
     rows = []
     for n in common:
         na, nb = stats_a[n]["norm"], stats_b[n]["norm"]

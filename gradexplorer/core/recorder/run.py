@@ -36,6 +36,7 @@ class Run:
             raise UserError(f"cannot read run {str(self.path)!r}: {exc}") from None
         if not fmt or fmt[0] != S.FORMAT:
             raise UserError(f"{str(self.path)!r} is not a gradexplorer run directory")
+        self._structure = None
 
     def close(self) -> None:
         self._db.close()
@@ -66,9 +67,24 @@ class Run:
         return default if row is None else json.loads(row[0])
 
     @property
+    def structure(self) -> dict[str, Any]:
+        """The model's modules and parameters as the writer recorded them ({} before)."""
+        if self._structure is None:
+            self._structure = self.meta("structure")  # written once, before the first step
+        return self._structure or {}
+
+    @property
     def parameters(self) -> list[str]:
         """Parameter names in the model's order."""
-        return [p["name"] for p in (self.meta("structure") or {}).get("parameters", [])]
+        return [p["name"] for p in self.structure.get("parameters", [])]
+
+    def step_rows(self, after: int = -1) -> list[dict[str, Any]]:
+        """``{step, global_norm, total_numel, loss, seconds, time, ranks}`` of every step after
+        ``after``, oldest first, in one query (what a follower polls)."""
+        keys = ("step", "global_norm", "total_numel", "loss", "seconds", "time", "ranks")
+        rows = self._db.execute(f"SELECT {', '.join(keys)} FROM steps WHERE step > ? "
+                                "ORDER BY step", (after,))
+        return [{k: _number(v) for k, v in zip(keys, row, strict=True)} for row in rows]
 
     @property
     def snapshots(self) -> dict[int, Path]:
@@ -125,8 +141,7 @@ class Run:
         info = self.step_info(step)
         rows = self._db.execute(f"SELECT name, numel, has_grad, {', '.join(STAT_FIELDS)} "
                                 "FROM stats WHERE step = ?", (step,)).fetchall()
-        shapes = {p["name"]: tuple(p["shape"])
-                  for p in (self.meta("structure") or {}).get("parameters", [])}
+        shapes = {p["name"]: tuple(p["shape"]) for p in self.structure.get("parameters", [])}
         params = {}
         for name, numel, has_grad, *figures in rows:
             values = {f: _number(v) for f, v in zip(STAT_FIELDS, figures, strict=True)}
