@@ -170,3 +170,47 @@ def test_shard_counts_agree_between_backends():
     np.testing.assert_array_equal(numba[0, :12], np.histogram(inside, edges[0])[0])
     assert numba[0, 12] == (finite < lo[0]).sum() and numba[0, 13] == (finite > hi[0]).sum()
     assert numba[1].sum() == 0
+
+
+def test_fsdp2_on_one_rank_matches_and_refuses_snapshots(tmp_path):
+    import torch.distributed as dist
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'store'}", rank=0,
+                            world_size=1)
+    try:
+        plain, sharded = make_model(), make_model()
+        mesh = init_device_mesh("cpu", (1,))
+        for layer in (sharded[0], sharded[2], sharded):
+            fully_shard(layer, mesh=mesh)
+        with pytest.raises(gx.UserError, match="FSDP2 runs without snapshot_every"):
+            gx.watch(sharded, torch.optim.SGD(sharded.parameters(), lr=0.1), snapshot_every=2)
+        records = []
+        for model in (plain, sharded):
+            opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+            with gx.watch(model, opt, bins=8) as rec:
+                train(model, opt, 2)
+                records.append(rec.latest())
+            assert rec.plan.mode == ("fsdp2" if model is sharded else "single")
+        want, got = records
+        for name, s in want.params.items():
+            assert got.params[name].norm == pytest.approx(s.norm, rel=1e-6)
+            assert got.params[name].update_ratio == pytest.approx(s.update_ratio, rel=1e-5)
+            np.testing.assert_array_equal(got.histograms[name].counts, want.histograms[name].counts)
+    finally:
+        dist.destroy_process_group()
+
+
+def test_a_snapshot_that_cannot_be_written_stops_recording_not_training(tmp_path):
+    model = make_model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    lines = []
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "snapshots").write_text("a file where the folder should be")
+    rec = gx.Recorder(model, opt, tmp_path / "run", snapshot_every=2, report=lines.append)
+    train(model, opt, 4)
+    rec.close()
+    assert len(lines) == 1 and "snapshot of step 2" in lines[0]
+    assert rec.step_count == 4
+    assert gx.open_run(tmp_path / "run").steps == [1, 2]  # step 2's figures were committed

@@ -68,6 +68,9 @@ class Recorder:
         if keep_snapshots is not None and keep_snapshots < 1:
             raise UserError(f"watch: keep_snapshots must be positive, got {keep_snapshots}")
         self.plan: RankPlan = plan_ranks(model)
+        if snapshot_every and self.plan.mode == "fsdp2":
+            raise UserError("watch: snapshots hold whole gradients, which FSDP shards across ranks; "
+                            "record FSDP2 runs without snapshot_every")
         self.model = self.plan.model
         self.optimizer = optimizer
         self.every, self.bins = every, bins

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from gradexplorer.core.errors import UserError
+from gradexplorer.core.errors import UserError, first_line
 from gradexplorer.core.recorder import schema as S
 from gradexplorer.core.stats.records import STAT_FIELDS, StepGradients
 
@@ -69,14 +69,16 @@ class RunWriter:
         try:
             work()
             return True
-        except (OSError, sqlite3.Error, UserError) as exc:
+        except Exception as exc:  # noqa: BLE001 - recording must never break the training loop
             if self._db.in_transaction:
                 try:
                     self._db.execute("ROLLBACK")
                 except sqlite3.Error:
                     pass
+            reason = str(exc) if isinstance(exc, (OSError, sqlite3.Error, UserError)) \
+                else first_line(exc)
             self.failed = f"gradexplorer: recording stopped, could not write {what} to " \
-                          f"{self.run_dir}: {exc}; training goes on"
+                          f"{self.run_dir}: {reason}; training goes on"
             self._report(self.failed)
             return False
 
