@@ -50,6 +50,8 @@ def worker(rank, world, modes, run_dir, port, bins):
         for mode in modes:
             if mode == "skew":
                 out_of_step(rank, world)
+            elif mode == "per-rank":
+                per_rank(rank, world, os.path.join(run_dir, mode), bins)
             else:
                 record(rank, world, mode, os.path.join(run_dir, mode), bins)
     finally:
@@ -87,6 +89,27 @@ def out_of_step(rank, world):
     rec.close()
     assert len(lines) == 1 and "different steps" in lines[0], lines
     assert rec.latest() is None
+
+
+def per_rank(rank, world, run_dir, bins):
+    """DDP with per-rank norms; the last step skips DDP's averaging (no_sync)."""
+    from torch.nn.parallel import DistributedDataParallel
+
+    import gradexplorer as gx
+
+    model = DistributedDataParallel(make_model())
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with gx.watch(model, opt, run_dir, bins=bins, per_rank=True) as rec:
+        for step in range(STEPS):
+            x, y = batch(step, rank, world)
+            opt.zero_grad()
+            if step == STEPS - 1:
+                with model.no_sync():
+                    nn.functional.mse_loss(model(x), y).backward()
+            else:
+                nn.functional.mse_loss(model(x), y).backward()
+            opt.step()
+        assert rec.latest() is not None  # every rank measures when per-rank figures are on
 
 
 def record(rank, world, mode, run_dir, bins):

@@ -34,7 +34,8 @@ def two_rank_runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("two")
     # "skew": the ranks disagree about the step; each stops recording with one line (asserted
     # in the workers), and nothing hangs
-    mp.spawn(worker, args=(2, (*MODES, "skew"), str(root), free_port(), BINS), nprocs=2, join=True)
+    modes = (*MODES, "skew", "per-rank")
+    mp.spawn(worker, args=(2, modes, str(root), free_port(), BINS), nprocs=2, join=True)
     return root
 
 
@@ -54,3 +55,28 @@ def test_two_ranks_record_what_one_process_records(mode, reference, two_rank_run
         np.testing.assert_array_equal(counts, ref_counts)
     assert run.step_info(STEPS)["global_norm"] == pytest.approx(
         reference.step_info(STEPS)["global_norm"], rel=1e-12)
+
+
+def test_per_rank_norms_catch_ranks_that_disagree(two_rank_runs):
+    from gradexplorer.core.recorder.per_rank import spread
+
+    run = gx.open_run(two_rank_runs / "per-rank")
+    synced = run.rank_norms(STEPS - 1)
+    assert sorted(synced) == [0, 1]
+    assert max(spread(synced).values()) == 0  # DDP averaged: both ranks hold the same gradients
+    assert synced[0] == {n: s["norm"] for n, s in run.stats(STEPS - 1).items()}
+    unsynced = run.rank_norms(STEPS)  # no_sync on the last step: each rank kept its own
+    assert min(spread(unsynced).values()) > 0
+    assert unsynced[0] == {n: s["norm"] for n, s in run.stats(STEPS).items()}
+    assert gx.open_run(two_rank_runs / "ddp").rank_norms(STEPS) == {}
+
+
+def test_inspect_flags_ranks_that_disagree(two_rank_runs, capsys):
+    from gradexplorer.cli import main
+
+    assert main(["inspect", str(two_rank_runs / "per-rank")]) == 0
+    assert "per-rank norms of 2 ranks" in (out := capsys.readouterr().out)
+    assert "different gradients" in out
+    assert main(["inspect", str(two_rank_runs / "per-rank"), "--step", str(STEPS - 1)]) == 0
+    out = capsys.readouterr().out
+    assert "largest spread 0 " in out and "different gradients" not in out

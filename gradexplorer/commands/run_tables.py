@@ -27,6 +27,13 @@ def inspect_run(path: str, step: int | None, width: int) -> int:
           f"({len(steps)} recorded), snapshots at {snaps or 'none'}")
     print(f"step {step}: global norm {number(info['global_norm'])}, loss {number(info['loss'])}, "
           f"{info['total_numel'] or 0:,} numbers over {info['ranks']} rank(s)")
+    norms = run.rank_norms(step)
+    if norms:
+        from gradexplorer.core.recorder.per_rank import spread
+
+        name, worst = max(spread(norms).items(), key=lambda kv: kv[1])
+        print(f"per-rank norms of {len(norms)} ranks: largest spread {worst:.3g} ({name})"
+              + ("" if worst == 0 else "  <- the ranks hold different gradients"))
     shapes = {p["name"]: p["shape"] for p in structure.get("parameters", [])}
     hists = run.histograms(step)
     rows = []

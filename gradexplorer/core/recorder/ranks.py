@@ -34,11 +34,13 @@ class RankPlan:
     rank: int = 0
     world: int = 1
     names: dict[str, str] = field(default_factory=dict)
+    per_rank: bool = False
 
     @property
     def active(self) -> bool:
-        """Whether this rank computes figures (every rank under FSDP, rank 0 otherwise)."""
-        return self.mode.startswith("fsdp") or self.rank == 0
+        """Whether this rank computes figures (every rank under FSDP or with per-rank figures,
+        rank 0 otherwise)."""
+        return self.mode.startswith("fsdp") or self.per_rank or self.rank == 0
 
     @property
     def writes(self) -> bool:

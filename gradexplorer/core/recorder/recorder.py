@@ -55,7 +55,7 @@ class Recorder:
                  run_dir: str | Path | None = None, *, every: int = 1, bins: int = 64,
                  snapshot_every: int | None = None, hooks: dict[str, str] | None = None,
                  keep_snapshots: int | None = None, history: int = 16, report=None,
-                 auto_steps: bool = True) -> None:
+                 auto_steps: bool = True, per_rank: bool = False) -> None:
         if not isinstance(model, nn.Module):
             raise UserError(f"watch needs an nn.Module, got {type(model).__name__}")
         if optimizer is not None and not isinstance(optimizer, torch.optim.Optimizer):
@@ -68,6 +68,7 @@ class Recorder:
         if keep_snapshots is not None and keep_snapshots < 1:
             raise UserError(f"watch: keep_snapshots must be positive, got {keep_snapshots}")
         self.plan: RankPlan = plan_ranks(model)
+        self._rank_norms = self._per_rank(per_rank, report)
         if snapshot_every and self.plan.mode == "fsdp2":
             raise UserError("watch: snapshots hold whole gradients, which FSDP shards across ranks; "
                             "record FSDP2 runs without snapshot_every")
@@ -147,8 +148,9 @@ class Recorder:
         if record is None:
             return
         record = self.plan.finish(record)
+        norms = self._rank_norms.gather(record) if self._rank_norms is not None else None
         if record is not None and self.writer is not None:
-            self._write(record)
+            self._write(record, norms)
 
     def step(self, loss: float | torch.Tensor | None = None) -> StepGradients | None:
         """Mark a step boundary without an optimizer: call it after ``loss.backward()``."""
@@ -163,10 +165,22 @@ class Recorder:
         """The loss of the step under way, recorded with it (read once the step is over)."""
         self._loss = loss.detach() if isinstance(loss, torch.Tensor) else loss
 
-    def _write(self, record: StepGradients) -> None:
+    def _per_rank(self, wanted: bool, report):
+        """A RankNorms gatherer when per-rank figures are asked for and apply (DDP)."""
+        if not wanted or self.plan.world == 1:
+            return None
+        if self.plan.mode == "fsdp2":
+            raise UserError("watch: per_rank compares whole gradients across DDP ranks; "
+                            "FSDP ranks hold different shards")
+        from gradexplorer.core.recorder.per_rank import RankNorms
+
+        self.plan.per_rank = True
+        return RankNorms(report or (lambda line: print(line, file=sys.stderr)))
+
+    def _write(self, record: StepGradients, rank_norms=None) -> None:
         loss, self._loss = self._loss, None
         loss = None if loss is None else float(loss)
-        if not self.writer.write_step(record, loss, ranks=self.plan.world):
+        if not self.writer.write_step(record, loss, ranks=self.plan.world, rank_norms=rank_norms):
             return
         if self.snapshot_every and record.step % self.snapshot_every == 0:
             self._snapshot(record)
@@ -217,12 +231,14 @@ class Recorder:
 def watch(model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
           run_dir: str | Path | None = None, *, every: int = 1, bins: int = 64,
           snapshot_every: int | None = None, hooks: dict[str, str] | None = None,
-          keep_snapshots: int | None = None) -> Recorder:
+          keep_snapshots: int | None = None, per_rank: bool = False) -> Recorder:
     """Record ``model``'s gradient statistics every ``every`` steps into ``run_dir``.
 
     ``hooks={"fc1": "scale:0.5"}`` attaches the app's backward-hook actions; snapshots
     (gradients in the snapshot format) every ``snapshot_every`` steps, the newest
-    ``keep_snapshots`` kept.
+    ``keep_snapshots`` kept. ``per_rank=True`` (DDP) also records every rank's own gradient
+    norms, to catch ranks that disagree.
     """
     return Recorder(model, optimizer, run_dir, every=every, bins=bins,
-                    snapshot_every=snapshot_every, hooks=hooks, keep_snapshots=keep_snapshots)
+                    snapshot_every=snapshot_every, hooks=hooks, keep_snapshots=keep_snapshots,
+                    per_rank=per_rank)

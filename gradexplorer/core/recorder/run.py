@@ -117,6 +117,15 @@ class Run:
                for row in rows}
         return dict(sorted(out.items(), key=lambda kv: order.get(kv[0], len(order))))
 
+    def rank_norms(self, step: int) -> dict[int, dict[str, float]]:
+        """``{rank: {name: norm}}`` of a run recorded with ``per_rank=True`` ({} otherwise)."""
+        self._check_step(step)
+        out: dict[int, dict[str, float]] = {}
+        for rank, name, norm in self._db.execute(
+                "SELECT rank, name, norm FROM rank_norms WHERE step = ? ORDER BY rank", (step,)):
+            out.setdefault(rank, {})[name] = _number(norm)
+        return out
+
     def histogram(self, step: int, name: str) -> tuple[np.ndarray, np.ndarray]:
         """``(edges, counts)`` of ``name``'s gradient at ``step``."""
         h = self.histograms(step, name).get(name)

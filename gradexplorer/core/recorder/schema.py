@@ -34,6 +34,10 @@ CREATE TABLE IF NOT EXISTS histograms (
     above INTEGER NOT NULL,
     PRIMARY KEY (step, name)
 );
+CREATE TABLE IF NOT EXISTS rank_norms (
+    step INTEGER NOT NULL, rank INTEGER NOT NULL, name TEXT NOT NULL, norm REAL,
+    PRIMARY KEY (step, rank, name)
+);
 CREATE TABLE IF NOT EXISTS snapshots (step INTEGER PRIMARY KEY, path TEXT NOT NULL);
 """
 

@@ -90,7 +90,8 @@ class RunWriter:
                                [(k, json.dumps(v, default=str)) for k, v in values.items()])
         return self._guarded("the run's description", work)
 
-    def write_step(self, record: StepGradients, loss: float | None = None, ranks: int = 1) -> bool:
+    def write_step(self, record: StepGradients, loss: float | None = None, ranks: int = 1,
+                   rank_norms: dict[int, dict[str, float]] | None = None) -> bool:
         """Append one step (figures and histograms) in one transaction."""
         stat_rows = [
             (record.step, s.name, s.numel, int(s.has_grad),
@@ -113,6 +114,10 @@ class RunWriter:
                                stat_rows)
                 db.executemany("INSERT OR REPLACE INTO histograms VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                                hist_rows)
+                db.executemany("INSERT OR REPLACE INTO rank_norms VALUES (?, ?, ?, ?)",
+                               [(record.step, rank, name, _real(norm))
+                                for rank, norms in (rank_norms or {}).items()
+                                for name, norm in norms.items()])
         return self._guarded(f"step {record.step}", work)
 
     def add_snapshot(self, step: int, path: Path, keep: int | None = None) -> bool:
