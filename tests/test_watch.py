@@ -214,3 +214,9 @@ def test_a_snapshot_that_cannot_be_written_stops_recording_not_training(tmp_path
     assert len(lines) == 1 and "snapshot of step 2" in lines[0]
     assert rec.step_count == 4
     assert gx.open_run(tmp_path / "run").steps == [1, 2]  # step 2's figures were committed
+
+
+def test_a_bad_hook_leaves_no_run_behind(tmp_path):
+    with pytest.raises(gx.UserError, match="no module"):
+        gx.watch(make_model(), run_dir=tmp_path / "run", hooks={"fc9": "scale:0.5"})
+    assert not (tmp_path / "run").exists()

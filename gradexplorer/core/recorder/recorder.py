@@ -68,11 +68,14 @@ class Recorder:
         if keep_snapshots is not None and keep_snapshots < 1:
             raise UserError(f"watch: keep_snapshots must be positive, got {keep_snapshots}")
         self.plan: RankPlan = plan_ranks(model)
-        self._rank_norms = self._per_rank(per_rank, report)
         if snapshot_every and self.plan.mode == "fsdp2":
             raise UserError("watch: snapshots hold whole gradients, which FSDP shards across ranks; "
                             "record FSDP2 runs without snapshot_every")
         self.model = self.plan.model
+        self.hooks = None
+        if hooks:  # first: a bad module name leaves nothing behind
+            self._attach_hooks(hooks)
+        self._rank_norms = self._per_rank(per_rank, report)
         self.optimizer = optimizer
         self.every, self.bins = every, bins
         self.snapshot_every, self.keep_snapshots = snapshot_every, keep_snapshots
@@ -98,7 +101,6 @@ class Recorder:
         self._loss = None
         self.writer = None
         self._graph = None
-        self.hooks = None
         if run_dir is not None and self.plan.writes:
             self.writer = RunWriter(run_dir, self._report)
             self.writer.set_meta({
@@ -108,8 +110,6 @@ class Recorder:
                              "ranks": self.plan.world, "mode": self.plan.mode},
             })
             self._graph = GraphCapture(self.model, lambda g: self.writer.set_meta({"graph": g}))
-        if hooks:
-            self._attach_hooks(hooks)
         self.auto_steps = auto_steps and optimizer is not None
         if self.auto_steps:
             self._handles.append(optimizer.register_step_pre_hook(self.before_optimizer_step))
