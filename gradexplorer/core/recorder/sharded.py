@@ -1,20 +1,23 @@
 """FSDP2 (``fully_shard``, DTensor parameters): each rank holds a shard of every gradient.
 
-The figures of the full parameter come from a fixed three collectives per recorded step, all on
-small per-parameter float64/int64 tensors on the CPU, never on gradients:
+The figures of the full parameter come from two collectives per recorded step, both on small
+per-parameter float64/int64 tensors on the CPU, never on gradients:
 
-1. SUM of ``(P, 10)``: sum, sum of squares, zeros, NaN, Inf, finite counts, has-grad, ‖Δθ‖²,
-   ‖θ‖² and the step number (a check that every rank is at the same step);
-2. MAX of ``(P, 2)``: −min and max, so every rank knows the global range;
-3. SUM of ``(P, bins + 2)``: local histogram counts on the global edges, below and above.
+1. all-gather of ``(P, 11)``: each rank's figures of its shards (finite count, norm, mean, std,
+   min, max, zeros, NaN, Inf, ‖Δθ‖, ‖θ‖ before the step) and the step number (a check that
+   every rank is at the same step); every rank then combines them the same way (sums of squares
+   for the norm, Chan's pairwise formula for mean and std, global min and max);
+2. SUM of ``(P, bins + 2)``: local histogram counts on the global edges, below and above.
 
-Local figures come from the app's statistics backends (``make_backend``). The collectives run on
-a gloo group of their own with a timeout, from inside ``optimizer.step()``, which FSDP ranks run
-together; a rank out of step (or a timeout) stops recording with one message, never a hang.
+Local figures are the app's own (its statistics backends and ``build_step_gradients``), so this
+module only combines published figures. The collectives run on a gloo group of their own with a
+timeout, from inside ``optimizer.step()``, which FSDP ranks run together; a rank out of step
+(or a timeout) stops recording with one message, never a hang.
 """
 
 from __future__ import annotations
 
+import math
 from datetime import timedelta
 
 import numpy as np
@@ -23,8 +26,13 @@ import torch.distributed as dist
 from torch import nn
 
 from gradexplorer.core.stats.histogram import histogram_edges, range_bounds
-from gradexplorer.core.stats.raw import FINITE, INFS, MAX, MIN, NANS, SUM, SUMSQ, ZEROS, RawStats
-from gradexplorer.core.stats.records import StepGradients, build_step_gradients
+from gradexplorer.core.stats.records import (
+    Histogram,
+    ParamStats,
+    StepGradients,
+    build_step_gradients,
+    global_norm,
+)
 
 COLLECTIVE_TIMEOUT = timedelta(seconds=120)
 
@@ -48,6 +56,17 @@ def refuse_fsdp1(model: nn.Module) -> None:
                         "shard with torch.distributed.fsdp.fully_shard (FSDP2) instead")
 
 
+def _norms(tensors: list[torch.Tensor]) -> np.ndarray:
+    """‖t‖ of each (float64), in one transfer."""
+    if not tensors:
+        return np.zeros(0)
+    with torch.no_grad():
+        norms = torch.stack([torch.linalg.vector_norm(t.double()) if t.numel()
+                             else torch.zeros((), dtype=torch.float64, device=t.device)
+                             for t in tensors])
+    return norms.cpu().numpy()
+
+
 def _local(t: torch.Tensor | None) -> torch.Tensor | None:
     if t is None:
         return None
@@ -56,32 +75,77 @@ def _local(t: torch.Tensor | None) -> torch.Tensor | None:
 
 def local_counts(backend, local: list[torch.Tensor], edges: np.ndarray) -> np.ndarray:
     """``(P, bins + 2)``: counts of each local shard on its parameter's global ``edges``, then
-    below-range and above-range counts (NaN and Inf are counted with the moments).
-
-    On the CPU the Numba backend histograms each shard with its range; on a device every
-    shard is binned on the device (the torch backend's binning) and copied in one transfer.
-    """
+    below-range and above-range counts (NaN and Inf are counted with the figures), each shard
+    histogrammed by the app's backend with its parameter's range."""
     bins = edges.shape[1] - 1
-    if backend.name != "torch":
-        out = np.zeros((len(local), bins + 2), np.int64)
-        for i, g in enumerate(local):
-            if g.numel():
-                part = backend.finish(backend.begin(
-                    [g], None, True, bins, (float(edges[i, 0]), float(edges[i, -1]))), None)
-                out[i, :bins], out[i, bins:] = part.counts[0], part.extra[0, :2]
-        return out
-    from gradexplorer.core.stats.backend_torch import histogram_slots
-
-    device = next((g.device for g in local if g.numel()), torch.device("cpu"))
-    on_device = torch.as_tensor(edges, dtype=torch.float64, device=device)
-    slots = torch.zeros((len(local), bins + 4), dtype=torch.int64, device=device)
+    out = np.zeros((len(local), bins + 2), np.int64)
     for i, g in enumerate(local):
         if g.numel():
-            where = histogram_slots(g.float() if g.dtype not in (torch.float32, torch.float64)
-                                    else g, on_device[i])
-            slots[i].index_add_(0, where, torch.ones_like(where))
-    host = slots.cpu().numpy()  # the one transfer
-    return np.concatenate([host[:, :bins], host[:, bins + 2:]], axis=1)
+            part = backend.finish(backend.begin(
+                [g], None, True, bins, (float(edges[i, 0]), float(edges[i, -1]))), None)
+            out[i, :bins], out[i, bins:] = part.counts[0], part.extra[0, :2]
+    return out
+
+
+FIGURES = 12  # columns gathered from each rank, see the module docstring
+
+
+def shard_figures(local: list[ParamStats], before: np.ndarray, after: np.ndarray,
+                  step: int) -> np.ndarray:
+    """``(P, FIGURES)`` of this rank's shards, from the monitor's own figures."""
+    out = np.zeros((len(local), FIGURES))
+    for i, s in enumerate(local):
+        if not s.has_grad:
+            continue
+        nans, infs = s.nan_count or 0, s.inf_count or 0
+        finite = s.numel - nans - infs
+        ratio = s.update_ratio
+        if ratio is None or not math.isfinite(ratio) or before[i] == 0:
+            delta = after[i] if before[i] == 0 else math.nan  # θ_before = 0: Δθ = θ_after
+        else:
+            delta = ratio * before[i]
+        some = finite > 0
+        out[i] = [finite, s.norm or 0.0, s.mean if some else 0.0, s.std if some else 0.0,
+                  s.min if some else math.inf, s.max if some else -math.inf,
+                  round((s.zero_fraction or 0.0) * s.numel), nans, infs, delta, before[i], 1.0]
+    out[:, -1] = np.where(out[:, -1] > 0, step, -step - 1)  # the step, and whether a grad is here
+    return out
+
+
+def combine(table: np.ndarray, names: list[str], shapes: list[tuple[int, ...]],
+            update_ratio: bool) -> list[ParamStats]:
+    """The full parameters' ParamStats from every rank's ``shard_figures`` (``(world, P, F)``)."""
+    out = []
+    for i, (name, shape) in enumerate(zip(names, shapes, strict=True)):
+        rows = table[:, i, :]
+        here = rows[:, -1] >= 0
+        numel = math.prod(shape)
+        if not here.any():
+            out.append(ParamStats(name, shape, numel, False))
+            continue
+        rows = rows[here]
+        n = rows[:, 0]
+        total = n.sum()
+        nans, infs = int(rows[:, 7].sum()), int(rows[:, 8].sum())
+        stats = ParamStats(name, shape, numel, True, norm=math.sqrt(float((rows[:, 1] ** 2).sum())),
+                           zero_fraction=float(rows[:, 6].sum()) / numel if numel else 0.0,
+                           nan_count=nans, inf_count=infs)
+        if total > 0:
+            mean = float((n * rows[:, 2]).sum() / total)
+            m2 = float((n * (rows[:, 3] ** 2 + (rows[:, 2] - mean) ** 2)).sum())
+            stats.mean, stats.std = mean, math.sqrt(max(m2 / total, 0.0))
+            stats.min, stats.max = float(rows[:, 4].min()), float(rows[:, 5].max())
+            stats.abs_max = max(abs(stats.min), abs(stats.max))
+        else:
+            stats.mean = stats.std = stats.min = stats.max = stats.abs_max = math.nan
+        if update_ratio:
+            delta = math.sqrt(float((rows[:, 9] ** 2).sum()))
+            before = math.sqrt(float((rows[:, 10] ** 2).sum()))
+            stats.update_ratio = (delta / before if before > 0 else
+                                  (0.0 if delta == 0 else math.inf)) if not math.isnan(delta) \
+                else math.nan
+        out.append(stats)
+    return out
 
 
 class ShardedMeasure:
@@ -114,16 +178,23 @@ class ShardedMeasure:
             self._backend = make_backend("auto", local or params)
         pending = self._backend.begin(local, params if self.update_ratio else None, False,
                                       self.bins, "auto", optimizer)
-        self._pending = (named, has, local, params, pending, step)
+        before = _norms(params) if self.update_ratio else None
+        self._pending = (named, has, local, params, pending, before, step)
 
     def end(self, optimizer) -> StepGradients | None:
         if self._pending is None:
             return None
-        named, has, local, params, pending, step = self._pending
+        named, has, local, params, pending, before, step = self._pending
         self._pending = None
         raw = self._backend.finish(pending, params if self.update_ratio else None, optimizer)
+        shapes = [(n, tuple(t.shape)) for (n, _), t in zip(named, local, strict=True)]
+        mine = build_step_gradients(step, shapes, has, raw, self.bins, "auto")
+        zeros = np.zeros(len(named))
+        after = _norms(params) if self.update_ratio else zeros
+        figures = shard_figures(list(mine.params.values()), zeros if before is None else before,
+                                after, step)
         try:
-            return self._reduce(named, has, local, raw, step)
+            return self._reduce(named, local, figures, step)
         except (RuntimeError, ValueError) as exc:  # a timeout, or a rank out of step
             self.failed = True
             self._report(f"gradexplorer: recording stopped on rank {dist.get_rank()}: "
@@ -131,33 +202,30 @@ class ShardedMeasure:
                          "training goes on")
             return None
 
-    def _reduce(self, named, has, local, raw: RawStats, step: int) -> StepGradients:
-        m = raw.moments
-        count = len(named)
-        update = raw.update if raw.update is not None else np.zeros((count, 2))
-        sums = np.column_stack([m[:, SUM], m[:, SUMSQ], m[:, ZEROS], m[:, NANS], m[:, INFS],
-                                m[:, FINITE], np.asarray(has, np.float64),
-                                np.nan_to_num(update, nan=0.0), np.full(count, float(step))])
-        sums = self._all_reduce(sums, dist.ReduceOp.SUM)
-        if count and not np.all(sums[:, 9] == step * self.world):
+    def _reduce(self, named, local, figures: np.ndarray, step: int) -> StepGradients:
+        gathered = [torch.zeros(figures.shape, dtype=torch.float64) for _ in range(self.world)]
+        dist.all_gather(gathered, torch.from_numpy(figures), group=self.group)
+        table = np.stack([t.numpy() for t in gathered])
+        steps = np.where(table[:, :, -1] >= 0, table[:, :, -1], -table[:, :, -1] - 1)
+        if table.shape[1] and not np.all(steps == step):
             raise ValueError(f"ranks are at different steps (this rank at {step})")
-        bounds = self._all_reduce(np.column_stack([-m[:, MIN], m[:, MAX]]), dist.ReduceOp.MAX)
-        low, high = -bounds[:, 0], bounds[:, 1]
-        edges = histogram_edges(*range_bounds(low, high, "auto"), self.bins)
-        counts = local_counts(self._backend, local, edges)
-        counts = self._all_reduce(counts, dist.ReduceOp.SUM).astype(np.int64)
-        present = sums[:, 6] > 0
-        moments = np.zeros((count, 8))
-        moments[:, [SUM, SUMSQ, ZEROS, NANS, INFS, FINITE]] = sums[:, :6]
-        moments[:, MIN], moments[:, MAX] = low, high
-        nonfinite = moments[:, [NANS, INFS]].astype(np.int64)
-        extra = np.column_stack([counts[:, self.bins :], nonfinite])
-        global_update = sums[:, 7:9] if self.update_ratio else None
-        rows = np.flatnonzero(present)
-        reduced = RawStats(moments[rows], edges[rows], counts[rows, : self.bins], extra[rows],
-                           None if global_update is None else global_update[rows])
-        shapes = [(self.names.get(n, n), tuple(p.shape)) for n, p in named]
-        record = build_step_gradients(step, shapes, present.tolist(), reduced, self.bins, "auto")
+        names = [self.names.get(n, n) for n, _ in named]
+        shapes = [tuple(p.shape) for _, p in named]
+        params = combine(table, names, shapes, self.update_ratio)
+        low = np.array([s.min if s.has_grad and s.min is not None else np.inf for s in params])
+        high = np.array([s.max if s.has_grad and s.max is not None else -np.inf for s in params])
+        edges = histogram_edges(*range_bounds(np.nan_to_num(low, nan=np.inf),
+                                              np.nan_to_num(high, nan=-np.inf), "auto"), self.bins)
+        counts = self._all_reduce(local_counts(self._backend, local, edges), dist.ReduceOp.SUM)
+        histograms = {
+            s.name: Histogram(edges[i], counts[i, : self.bins].astype(np.int64), s.nan_count,
+                              s.inf_count, int(counts[i, self.bins]), int(counts[i, self.bins + 1]))
+            for i, s in enumerate(params) if s.has_grad
+        }
+        by_name = {s.name: s for s in params}
+        total = sum(s.numel for s in params if s.has_grad)
+        record = StepGradients(step, global_norm(params), total, by_name, histograms, self.bins,
+                               "auto")
         self.history = [record]
         return record
 
