@@ -53,6 +53,11 @@ _API = {
     "read_snapshot": "gradexplorer.core.snapshot.read",
     "write_snapshot": "gradexplorer.core.snapshot.write",
     "compare_snapshots": "gradexplorer.core.snapshot.compare",
+    # watching a training loop the user runs
+    "watch": "gradexplorer.core.recorder.recorder",
+    "Recorder": "gradexplorer.core.recorder.recorder",
+    "open_run": "gradexplorer.core.recorder.run",
+    "Run": "gradexplorer.core.recorder.run",
 }
 
 __all__ = [
@@ -63,6 +68,8 @@ __all__ = [
     "ModelOptions",
     "NonFiniteOrigin",
     "ParamStats",
+    "Recorder",
+    "Run",
     "SessionConfig",
     "Snapshot",
     "StepGradients",
@@ -83,10 +90,12 @@ __all__ = [
     "layout_graph",
     "load_workload",
     "nonfinite_origin",
+    "open_run",
     "parse_action",
     "read_snapshot",
     "trace_backward_graph",
     "trace_gradients",
+    "watch",
     "write_snapshot",
 ]
 
@@ -115,6 +124,8 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time names load lazily a
     from gradexplorer.core.hooks.registry import HookRegistry
     from gradexplorer.core.model.spec import ModelOptions, load_workload
     from gradexplorer.core.model.workload import Workload
+    from gradexplorer.core.recorder.recorder import Recorder, watch
+    from gradexplorer.core.recorder.run import Run, open_run
     from gradexplorer.core.session.devices import available_devices
     from gradexplorer.core.session.engine import SessionConfig, StepResult, TrainingSession
     from gradexplorer.core.snapshot.compare import compare_snapshots

@@ -4,16 +4,24 @@ from __future__ import annotations
 
 import argparse
 
+from gradexplorer.commands.run_tables import compare_runs
 from gradexplorer.commands.table_text import number, table
+from gradexplorer.core.errors import UserError
+from gradexplorer.core.recorder.schema import is_run_dir
 from gradexplorer.core.snapshot import ParamComparison, compare_snapshots, read_snapshot
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser(
-        "compare", help="compare two snapshots: norm ratio, cosine, histogram distance"
+        "compare", help="compare two snapshots, two runs, or two steps of a run: norm ratio, "
+                        "cosine, histogram distance"
     )
-    parser.add_argument("a", metavar="A", help="first snapshot directory")
-    parser.add_argument("b", metavar="B", help="second snapshot directory")
+    parser.add_argument("a", metavar="A", help="first snapshot or run directory")
+    parser.add_argument("b", metavar="B", nargs="?", default=None,
+                        help="second snapshot or run directory (omit with --steps for one run)")
+    parser.add_argument("--steps", type=int, nargs=2, metavar=("K", "L"), default=None,
+                        help="runs: step K of A against step L of B (or of A when B is omitted); "
+                             "default the last step of each")
     parser.set_defaults(func=compare_command)
 
 
@@ -23,6 +31,13 @@ def _cells(r: ParamComparison) -> list[str]:
 
 
 def compare_command(args: argparse.Namespace) -> int:
+    runs = [is_run_dir(p) for p in (args.a, args.b) if p is not None]
+    if any(runs):
+        if not all(runs):
+            raise UserError("compare a run with a run, or a snapshot with a snapshot")
+        return compare_runs(args.a, args.b, args.steps)
+    if args.b is None or args.steps is not None:
+        raise UserError("compare two snapshots: gradexplorer compare A B (--steps is for runs)")
     a, b = read_snapshot(args.a), read_snapshot(args.b)
     result = compare_snapshots(a, b)
     for label, snap in (("A", a), ("B", b)):

@@ -4,15 +4,21 @@ from __future__ import annotations
 
 import argparse
 
+from gradexplorer.commands.run_tables import inspect_run
 from gradexplorer.commands.table_text import number, table
+from gradexplorer.core.errors import UserError
 from gradexplorer.core.graph.style import format_shape
+from gradexplorer.core.recorder.schema import is_run_dir
 from gradexplorer.core.snapshot import Snapshot, read_snapshot
 from gradexplorer.core.stats.histogram import sparkline
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser("inspect", help="print the gradients of a snapshot as a table")
-    parser.add_argument("snapshot", metavar="SNAPSHOT", help="a snapshot directory (DIR/step-NNNNNN)")
+    parser = sub.add_parser("inspect", help="print the gradients of a snapshot or a run as a table")
+    parser.add_argument("snapshot", metavar="PATH",
+                        help="a snapshot directory (DIR/step-NNNNNN) or a run directory")
+    parser.add_argument("--step", type=int, default=None, metavar="K",
+                        help="for a run: the step to show (default: the last complete one)")
     parser.add_argument("--width", type=int, default=16, metavar="N",
                         help="characters of each histogram sparkline (default 16)")
     parser.set_defaults(func=inspect_command)
@@ -46,6 +52,10 @@ def parameter_rows(snap: Snapshot, width: int) -> list[list[str]]:
 
 
 def inspect_command(args: argparse.Namespace) -> int:
+    if is_run_dir(args.snapshot):
+        return inspect_run(args.snapshot, args.step, max(4, args.width))
+    if args.step is not None:
+        raise UserError("--step applies to a run directory; a snapshot holds one step")
     snap = read_snapshot(args.snapshot)
     print(header(snap))
     headers = ["parameter", "shape", "norm", "max |g|", "NaN/Inf", "histogram"]

@@ -1,4 +1,5 @@
-"""``gradexplorer open SNAPSHOT``: browse a gradient snapshot (no model needed)."""
+"""``gradexplorer open PATH``: browse a gradient snapshot, or follow a run directory live (no
+model needed)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,10 @@ from gradexplorer.commands.gui import prepare_window
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser("open", help="browse a gradient snapshot in the app (no model needed)")
-    parser.add_argument("snapshot", type=Path, help="snapshot folder (step-NNNNNN) or a run's folder")
+    parser = sub.add_parser("open", help="browse a gradient snapshot, or follow a run written by "
+                                         "gradexplorer.watch, in the app (no model needed)")
+    parser.add_argument("snapshot", type=Path, metavar="PATH",
+                        help="snapshot folder (step-NNNNNN), a folder of snapshots, or a run directory")
     parser.add_argument("--compare", type=Path, metavar="OTHER",
                         help="compare with another snapshot, side by side")
     parser.add_argument("--screenshot", type=Path, metavar="FILE.png",
@@ -19,8 +22,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def open_command(args: argparse.Namespace) -> int:
+    from gradexplorer.core.recorder.schema import is_run_dir
     from gradexplorer.core.snapshot import read_snapshot
 
+    if is_run_dir(args.snapshot):
+        return open_run(args)
     read_snapshot(args.snapshot)  # refuse a missing or damaged folder before any window opens
     if args.compare is not None:
         read_snapshot(args.compare)
@@ -28,3 +34,16 @@ def open_command(args: argparse.Namespace) -> int:
     from gradexplorer.gui.app import open_snapshot_window  # Qt only now
 
     return open_snapshot_window(args.snapshot, args.compare, args.screenshot)
+
+
+def open_run(args: argparse.Namespace) -> int:
+    from gradexplorer.core.errors import UserError
+    from gradexplorer.core.recorder.run import open_run as read_run
+
+    if args.compare is not None:
+        raise UserError("--compare is for snapshots; compare runs with: gradexplorer compare A B")
+    read_run(args.snapshot).close()  # refuse a damaged run before any window opens
+    prepare_window(args.screenshot)
+    from gradexplorer.gui.app import open_run_window  # Qt only now
+
+    return open_run_window(args.snapshot, args.screenshot)

@@ -115,3 +115,24 @@ def open_snapshot_window(path: Path, other: Path | None = None, screenshot: Path
             window.close()
         QTimer.singleShot(300, shoot)
     return app.exec()
+
+
+def open_run_window(path: Path, screenshot: Path | None = None) -> int:
+    """Show a run directory in the main window, following it while it grows."""
+    from PySide6.QtCore import QTimer
+
+    from gradexplorer.gui.run_view import show_run
+    from gradexplorer.gui.screenshot import save_window_image
+
+    app = application()
+    window = build_window(AppSettings(scratch_settings() if screenshot else None))
+    window.show()
+    show_run(window, path)
+    if screenshot is not None:
+        def shoot() -> None:
+            window.settle()
+            save_window_image(window, screenshot)
+            print(f"saved {screenshot}")
+            window.close()
+        QTimer.singleShot(1500, shoot)
+    return app.exec()

@@ -1,4 +1,4 @@
-"""File commands: snapshots (export, every K, open, compare) and saving the graph or plots."""
+"""File commands: snapshots (export, every K, open, compare), runs, and saving the graph or plots."""
 
 from __future__ import annotations
 
@@ -30,12 +30,14 @@ class FileActions(QObject):
                                        self.open_snapshot)
         self.compare_action = make_action(window, "Compare snapshots…", "compare", None,
                                           self.compare_snapshots)
+        self.run_action = make_action(window, "Open run…", "open", "Ctrl+Shift+R", self.open_run)
         self.save_graph_action = make_action(window, "Save graph image…", "image", "Ctrl+S",
                                              self.save_graph)
 
     def add_to(self, menu: QMenu) -> None:
         """Put the actions (and a plot-saving submenu) into ``menu``."""
-        for action in (self.export_action, self.every_action, self.open_action, self.compare_action):
+        for action in (self.export_action, self.every_action, self.open_action, self.compare_action,
+                       self.run_action):
             menu.addAction(action)
         menu.addSeparator()
         menu.addAction(self.save_graph_action)
@@ -105,6 +107,13 @@ class FileActions(QObject):
         self.snapshot_windows.append(window)
         window.show()
         return window
+
+    def open_run(self, path: str | None = None):
+        """Show a run directory written by ``gradexplorer.watch`` and follow it as it grows."""
+        from gradexplorer.gui.run_view import show_run
+
+        path = path or self._folder("Open run folder")
+        return show_run(self.window, path) if path else None
 
     def compare_snapshots(self) -> None:
         """Ask for two snapshot folders and compare them side by side."""

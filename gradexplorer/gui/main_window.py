@@ -246,6 +246,9 @@ class MainWindow(QMainWindow):
         self.settings.save_window(self.saveGeometry(), self.saveState())
         for window in getattr(self, "ab_windows", []):
             window.close()  # stops an A/B job on the training thread after its current step
+        from gradexplorer.gui.run_view import close_run
+
+        close_run(self)
         self.controller.close()
         self.graph_panel.layouts.wait(5000)
         for window in self.file_actions.snapshot_windows:

@@ -18,6 +18,7 @@ SHORTCUTS_HELP = """<table>
 <tr><td><b>Ctrl+0</b> / <b>Ctrl+1</b></td><td>zoom to fit / to the selection</td></tr>
 <tr><td><b>Ctrl+E</b></td><td>export a gradient snapshot</td></tr>
 <tr><td><b>Ctrl+Shift+O</b></td><td>open a snapshot</td></tr>
+<tr><td><b>Ctrl+Shift+R</b></td><td>open a run written by gradexplorer.watch and follow it</td></tr>
 <tr><td><b>Ctrl+S</b></td><td>save the graph as PNG or SVG</td></tr>
 <tr><td><b>H</b></td><td>hook menu for the selected module</td></tr>
 <tr><td>right-click a module</td><td>attach or detach a hook</td></tr>

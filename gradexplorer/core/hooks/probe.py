@@ -11,6 +11,7 @@ import torch
 from torch import nn
 
 from gradexplorer.core.model.training_state import preserved_state
+from gradexplorer.core.model.workload import call_model
 
 
 @dataclass
@@ -79,7 +80,7 @@ def probe_modules(model: nn.Module, inputs: tuple) -> dict[str, ModuleProbe]:
     try:
         device = next((p.device for p in model.parameters()), None)
         with preserved_state(model, device), _backward_hooks_lifted(model), torch.enable_grad():
-            model(*inputs)
+            call_model(model, inputs)
             for name, tensor, version in outputs:
                 probes[name].output_modified |= tensor._version != version
     finally:

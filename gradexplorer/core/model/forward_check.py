@@ -9,6 +9,7 @@ from torch import nn
 
 from gradexplorer.core.errors import UserError, first_line
 from gradexplorer.core.model.training_state import preserved_state
+from gradexplorer.core.model.workload import call_model
 
 
 def describe_shapes(obj: Any) -> str:
@@ -23,7 +24,7 @@ def describe_shapes(obj: Any) -> str:
     return type(obj).__name__
 
 
-def locate_forward_failure(model: nn.Module, inputs: tuple) -> UserError | None:
+def locate_forward_failure(model: nn.Module, inputs: tuple | dict) -> UserError | None:
     """Re-run the forward pass with tracking hooks; None if it now succeeds.
 
     Buffers and random streams are restored afterwards: the diagnosis leaves no trace.
@@ -44,7 +45,7 @@ def locate_forward_failure(model: nn.Module, inputs: tuple) -> UserError | None:
         handles.append(module.register_forward_hook(post))
     try:
         with preserved_state(model), torch.no_grad():
-            model(*inputs)
+            call_model(model, inputs)
     except Exception as exc:  # noqa: BLE001 - any failure is the user's model's
         return forward_error(model, names, stack, inputs, exc)
     finally:

@@ -17,7 +17,7 @@ from gradexplorer.core.model.forward_check import locate_forward_failure
 from gradexplorer.core.model.training_state import preserved_state
 from gradexplorer.core.model.user_code import call_user, load_callable
 from gradexplorer.core.model.weights import load_weights
-from gradexplorer.core.model.workload import Workload, as_input_tuple
+from gradexplorer.core.model.workload import Workload, as_model_inputs, split_batch
 
 DEFAULT_SPEC = f"example:{DEFAULT_EXAMPLE}"
 
@@ -151,7 +151,7 @@ def load_workload(spec: str | None = None, opts: ModelOptions | None = None) -> 
     return workload
 
 
-def sample_inputs(workload: Workload, step: int = 0) -> tuple:
-    """The positional inputs of the batch for ``step``."""
-    inputs, _ = workload.make_batch(step)
-    return as_input_tuple(inputs)
+def sample_inputs(workload: Workload, step: int = 0) -> tuple | dict:
+    """The inputs of the batch for ``step``: a positional tuple, or a dict of keyword inputs."""
+    inputs, _ = split_batch(workload.make_batch(step))
+    return as_model_inputs(inputs)

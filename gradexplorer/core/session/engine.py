@@ -14,7 +14,15 @@ from torch import nn
 from gradexplorer.core.errors import UserError, first_line
 from gradexplorer.core.model.forward_check import locate_forward_failure
 from gradexplorer.core.model.training_state import SavedState
-from gradexplorer.core.model.workload import Workload, as_input_tuple, move_to
+from gradexplorer.core.model.workload import (
+    ModelInputs,
+    Workload,
+    as_model_inputs,
+    call_model,
+    loss_from_output,
+    move_to,
+    split_batch,
+)
 from gradexplorer.core.session.devices import resolve_device
 
 OPTIMIZERS = ("sgd", "adam")
@@ -143,19 +151,21 @@ class TrainingSession:
             group["lr"] = lr
 
     # -- stepping ----------------------------------------------------------------
-    def batch(self, step: int) -> tuple[tuple, Any]:
-        """The batch for ``step`` on the session's device."""
-        inputs, target = self.workload.make_batch(step)
-        return as_input_tuple(move_to(inputs, self.device)), move_to(target, self.device)
+    def batch(self, step: int) -> tuple[ModelInputs, Any]:
+        """The batch for ``step`` on the session's device: (positional tuple or kwargs dict, target)."""
+        inputs, target = split_batch(self.workload.make_batch(step))
+        return as_model_inputs(move_to(inputs, self.device)), move_to(target, self.device)
 
     def forward_loss(self, step: int | None = None) -> torch.Tensor:
         """Forward pass and loss for ``step`` (default: the next step), graph kept."""
         step = self.step_count if step is None else step
         inputs, target = self.batch(step)
         try:
-            output = self.model(*inputs)
+            output = call_model(self.model, inputs)
         except Exception as exc:  # noqa: BLE001 - the user's model failed
             raise self._forward_failure(inputs, exc) from None
+        if self.workload.loss_fn is None:
+            return self._check_loss(loss_from_output(output))
         try:
             loss = self.workload.loss_fn(output, target)
         except Exception as exc:  # noqa: BLE001

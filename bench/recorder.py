@@ -1,0 +1,232 @@
+"""Cost of ``gradexplorer.watch`` on a training loop you run, as a share of the bare loop.
+
+    python bench/recorder.py                           # CPU: MLP and small transformer, 5 rounds
+    python bench/recorder.py --models mlp --rounds 2 --no-distributed
+    python bench/recorder.py --device cuda             # where a GPU is present
+
+Single process: every method trains its own copy of the model (same weights, same batches)
+in one process, interleaved step by step (rounds), so load from other processes hits all alike.
+The table gives the time spent inside watch's step hooks per step as a share of the median bare
+step (direct, low noise), and the median end-to-end step and its ratio to the bare loop's
+(noisier on a shared machine). Methods:
+
+- bare loop: zero_grad, forward, backward, optimizer.step
+- watch, in memory: ``gradexplorer.watch(model, opt)`` (the app's monitor, no run directory)
+- watch, run directory: ``watch(model, opt, run_dir)``: one SQLite transaction per step
+- watch every 10: ``watch(..., run_dir, every=10)``
+
+Distributed (``--ranks 2``, gloo on 127.0.0.1, FSDP2 on the CPU): the median step of the
+bare sharded loop and of the watched one, and the seconds spent reducing across ranks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import os
+import socket
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+from torch import nn
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import gradexplorer as gx  # noqa: E402
+
+METHODS = ("bare loop", "watch, in memory", "watch, run directory", "watch every 10")
+
+
+def mlp(width: int = 1024, depth: int = 4) -> tuple[nn.Module, callable]:
+    torch.manual_seed(0)
+    layers = []
+    for _ in range(depth):
+        layers += [nn.Linear(width, width), nn.ReLU()]
+    model = nn.Sequential(*layers, nn.Linear(width, 10))
+
+    def batch(step):
+        g = torch.Generator().manual_seed(step)
+        return torch.randn(64, width, generator=g), torch.randint(0, 10, (64,), generator=g)
+    return model, batch
+
+
+def example(spec: str):
+    workload = gx.load_workload(spec)
+    return workload.model, workload.make_batch, workload.loss_fn
+
+
+def build(name: str):
+    if name == "mlp":
+        model, batch = mlp()
+        return model, batch, nn.functional.cross_entropy
+    return example(f"example:{name}")
+
+
+class Inside:
+    """Seconds spent inside every Recorder's step hooks, by recorder."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[int, float] = {}
+        for hook in ("before_optimizer_step", "after_optimizer_step"):
+            setattr(gx.Recorder, hook, self._timed(getattr(gx.Recorder, hook)))
+
+    def _timed(self, method):
+        def timed(rec, *args, **kwargs):
+            start = time.perf_counter()
+            try:
+                return method(rec, *args, **kwargs)
+            finally:
+                self.seconds[id(rec)] = self.seconds.get(id(rec), 0.0) + time.perf_counter() - start
+        timed.original = method
+        return timed
+
+    def close(self) -> None:
+        for hook in ("before_optimizer_step", "after_optimizer_step"):
+            setattr(gx.Recorder, hook, getattr(gx.Recorder, hook).original)
+
+
+def measure(name: str, rounds: int = 5, steps: int = 4, device: str = "cpu") -> dict:
+    """Median step seconds of every method on model ``name``, and seconds inside watch."""
+    model, batch, loss_fn = build(name)
+    inside = Inside()
+    folder = tempfile.mkdtemp(prefix="gradexplorer-bench-")
+    setups = {}
+    for method in METHODS:
+        m = copy.deepcopy(model).to(device)
+        opt = torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.9)
+        rec = None
+        if method == "watch, in memory":
+            rec = gx.watch(m, opt)
+        elif method == "watch, run directory":
+            rec = gx.watch(m, opt, os.path.join(folder, "run"))
+        elif method == "watch every 10":
+            rec = gx.watch(m, opt, os.path.join(folder, "run10"), every=10)
+        setups[method] = (m, opt, rec)
+    times = {method: [] for method in METHODS}
+    step = 0
+    warm = {}
+    for round_ in range(rounds + 1):  # the first round warms up (kernels, caches) and is dropped
+        if round_ == 1:
+            warm = dict(inside.seconds)
+        for _ in range(steps):
+            for method, (m, opt, _) in setups.items():
+                inputs, target = batch(step)
+                inputs, target = inputs.to(device), target.to(device)
+                start = time.perf_counter()
+                opt.zero_grad()
+                loss_fn(m(*inputs) if isinstance(inputs, tuple) else m(inputs), target).backward()
+                opt.step()
+                if device != "cpu":
+                    torch.cuda.synchronize()
+                times[method].append(time.perf_counter() - start)
+            step += 1
+    counted = rounds * steps
+    spent = {method: (inside.seconds.get(id(rec), 0.0) - warm.get(id(rec), 0.0)) / counted
+             for method, (_, _, rec) in setups.items() if rec is not None}
+    inside.close()
+    for _, _, rec in setups.values():
+        if rec is not None:
+            rec.close()
+    numel = sum(p.numel() for p in model.parameters())
+    medians = {method: statistics.median(t[steps:]) for method, t in times.items()}
+    return {"model": name, "numel": numel, "params": len(list(model.parameters())),
+            "median": medians, "inside": spent, "device": device}
+
+
+def report(result: dict) -> str:
+    bare = result["median"]["bare loop"]
+    lines = [f"{result['model']} ({result['numel']:,} numbers in {result['params']} parameters, "
+             f"{result['device']}): bare step {bare * 1e3:.2f} ms"]
+    lines.append(f"  {'method':<22} {'inside watch':>14} {'median step':>13} {'vs bare':>8}")
+    for method, seconds in result["median"].items():
+        spent = result["inside"].get(method)
+        share = "" if spent is None else f"{spent / bare:.1%}"
+        lines.append(f"  {method:<22} {share:>14} {seconds * 1e3:10.2f} ms {seconds / bare - 1:+8.1%}")
+    return "\n".join(lines)
+
+
+# -- distributed ------------------------------------------------------------------------------
+def _rank(rank: int, world: int, port: int, steps: int, out: str) -> None:
+    import torch.distributed as dist
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+
+    from gradexplorer.core.recorder import sharded
+
+    os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = "127.0.0.1", str(port)
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    mesh = init_device_mesh("cpu", (world,))
+    spent = [0.0]
+    original = sharded.ShardedMeasure._reduce  # the two collectives and the combining
+
+    def timed(self, *args):
+        start = time.perf_counter()
+        try:
+            return original(self, *args)
+        finally:
+            spent[0] += time.perf_counter() - start
+    sharded.ShardedMeasure._reduce = timed
+    results = {}
+    for watched in (False, True, False, True):
+        model, batch = mlp(512, 4)
+        for layer in model:
+            if isinstance(layer, nn.Linear):
+                fully_shard(layer, mesh=mesh)
+        fully_shard(model, mesh=mesh)
+        opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+        rec = gx.watch(model, opt, os.path.join(out, "run") if watched else None) if watched else None
+        spent[0] = 0.0
+        times = []
+        for step in range(steps):
+            x, y = batch(step)
+            x, y = x[rank::world], y[rank::world]
+            dist.barrier()
+            start = time.perf_counter()
+            opt.zero_grad()
+            nn.functional.cross_entropy(model(x), y).backward()
+            opt.step()
+            times.append(time.perf_counter() - start)
+        if rec is not None:
+            rec.close()
+        results.setdefault(watched, []).extend(times[2:])
+        if watched:
+            results.setdefault("collectives", []).append(spent[0] / steps)
+    if rank == 0:
+        bare, watched = statistics.median(results[False]), statistics.median(results[True])
+        per_step = statistics.median(results["collectives"])
+        print(f"FSDP2, 2 gloo ranks, MLP 512x4 (1.05M numbers): bare step {bare * 1e3:.2f} ms, "
+              f"watched {watched * 1e3:.2f} ms ({watched / bare - 1:+.1%}); "
+              f"reduction (2 collectives, combining, shard histograms) {per_step * 1e3:.2f} ms a step")
+    dist.destroy_process_group()
+
+
+def distributed(steps: int = 12) -> None:
+    import torch.multiprocessing as mp
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    mp.spawn(_rank, args=(2, port, steps, tempfile.mkdtemp(prefix="gradexplorer-bench-")),
+             nprocs=2, join=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", nargs="+", default=["mlp", "transformer"])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--no-distributed", action="store_true")
+    args = parser.parse_args()
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
+    for name in args.models:
+        print(report(measure(name, args.rounds, device=args.device)))
+    if not args.no_distributed:
+        distributed()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,52 @@
+"""The run directory: one SQLite database in WAL mode, plus snapshot folders.
+
+Why SQLite in WAL mode: one transaction per step makes a step visible to readers all at once or
+not at all; after ``kill -9`` of the writer the database holds every committed step and nothing
+of the step being written; readers in other processes follow it while it grows without locking
+the writer out; it is one file (not thousands of small ones), in the standard library, and a run
+copied from a cluster opens as is.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+FORMAT = "gradexplorer.run"
+VERSION = 1
+DATABASE = "run.sqlite"
+SNAPSHOTS = "snapshots"
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS steps (
+    step INTEGER PRIMARY KEY, time REAL NOT NULL, global_norm REAL, total_numel INTEGER,
+    loss REAL, seconds REAL, ranks INTEGER NOT NULL DEFAULT 1
+);
+CREATE TABLE IF NOT EXISTS stats (
+    step INTEGER NOT NULL, name TEXT NOT NULL, numel INTEGER NOT NULL, has_grad INTEGER NOT NULL,
+    norm REAL, mean REAL, std REAL, min REAL, max REAL, abs_max REAL, zero_fraction REAL,
+    nan_count INTEGER, inf_count INTEGER, update_ratio REAL,
+    PRIMARY KEY (step, name)
+);
+CREATE TABLE IF NOT EXISTS histograms (
+    step INTEGER NOT NULL, name TEXT NOT NULL, edges BLOB NOT NULL, counts BLOB NOT NULL,
+    nan_count INTEGER NOT NULL, inf_count INTEGER NOT NULL, below INTEGER NOT NULL,
+    above INTEGER NOT NULL,
+    PRIMARY KEY (step, name)
+);
+CREATE TABLE IF NOT EXISTS rank_norms (
+    step INTEGER NOT NULL, rank INTEGER NOT NULL, name TEXT NOT NULL, norm REAL,
+    PRIMARY KEY (step, rank, name)
+);
+CREATE TABLE IF NOT EXISTS snapshots (step INTEGER PRIMARY KEY, path TEXT NOT NULL);
+"""
+
+
+def database_path(run_dir: str | Path) -> Path:
+    """Where the run's database lives."""
+    return Path(run_dir) / DATABASE
+
+
+def is_run_dir(path: str | Path) -> bool:
+    """True when ``path`` is a run directory (holds the run database)."""
+    return database_path(path).is_file()

@@ -1,0 +1,56 @@
+"""A run directory as a timeline source: the app follows a run that ``watch`` writes.
+
+It polls the run's database on the GUI thread (a cheap query for steps after the last one
+seen), turns each new step into the monitor's StepGradients and feeds the same
+``TimelineModel`` the in-app session feeds, so every view works unchanged.
+"""
+
+from __future__ import annotations
+
+import math
+
+from PySide6.QtCore import QObject, QTimer
+
+from gradexplorer.core.recorder.run import Run
+from gradexplorer.core.stats.history import GradientHistory
+from gradexplorer.gui.models.timeline import StepPoint, TimelineModel
+
+POLL_MS = 500
+MAX_STEPS_PER_POLL = 20_000  # a long run already on disk loads in slices; the window stays live
+
+
+class RunFollower(QObject):
+    """``TimelineSource`` for a run directory; ``poll()`` takes in the steps committed so far."""
+
+    def __init__(self, run: Run, timeline: TimelineModel, history: int = 256,
+                 poll_ms: int = POLL_MS, parent=None) -> None:
+        super().__init__(parent)
+        self.run, self.timeline = run, timeline
+        self.history = GradientHistory(history)
+        self.last_step = -1
+        timeline.reset(self.history)
+        self._timer = QTimer(self)
+        self._timer.timeout.connect(self.poll)
+        self._timer.start(poll_ms)
+        self._times: list[float] = []
+
+    def poll(self) -> int:
+        """Read the steps committed since the last poll, oldest first; how many were new."""
+        rows = self.run.step_rows(self.last_step)[:MAX_STEPS_PER_POLL]
+        if not rows:
+            return 0
+        for row in rows[-self.history.maxlen :]:  # older ones would fall out of the history
+            self.history.append(self.run.step_gradients(row["step"]))
+        points = [StepPoint(r["step"], math.nan if r["loss"] is None else float(r["loss"]),
+                            r["global_norm"], r["seconds"] or 0.0) for r in rows]
+        self.last_step = rows[-1]["step"]
+        self._times = (self._times + [r["time"] for r in rows])[-64:]
+        span = self._times[-1] - self._times[0]
+        rate = (len(self._times) - 1) / span if span > 0 else 0.0  # as the run was written
+        self.timeline.extend(points, rate)
+        return len(points)
+
+    def close(self) -> None:
+        """Stop following and close the run."""
+        self._timer.stop()
+        self.run.close()

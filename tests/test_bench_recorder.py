@@ -1,0 +1,22 @@
+"""The watch benchmark runs end to end (tiny model, one round) and prints every method."""
+
+import importlib.util
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parents[1] / "bench" / "recorder.py"
+
+
+def test_recorder_benchmark_reports_every_method():
+    spec = importlib.util.spec_from_file_location("bench_recorder", BENCH)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    result = bench.measure("lenet", rounds=1, steps=2)
+    assert result["numel"] == 61_706
+    text = bench.report(result)
+    for method in bench.METHODS:
+        assert method in text
+    assert set(result["inside"]) == set(bench.METHODS) - {"bare loop"}
+    assert all(seconds > 0 for seconds in result["inside"].values())
+    import gradexplorer as gx
+
+    assert not hasattr(gx.Recorder.before_optimizer_step, "original")  # timing undone

@@ -1,0 +1,76 @@
+"""A writer killed with SIGKILL mid-run leaves a run readable up to its last complete step, and a
+reader following the live run sees every step once, in order."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+
+import gradexplorer as gx
+
+ROOT = Path(__file__).resolve().parents[1]
+
+WRITER = textwrap.dedent("""
+    import sys, torch
+    from torch import nn
+    import gradexplorer as gx
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 10))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    rec = gx.watch(model, opt, sys.argv[1], bins=32)
+    step = 0
+    while True:
+        x = torch.randn(64, 32)
+        opt.zero_grad()
+        model(x).square().mean().backward()
+        opt.step()
+        step += 1
+""")
+
+
+def open_when_created(run_dir, proc, wait=120):
+    """The run, once the writer has created it (its first transaction committed)."""
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            return gx.open_run(run_dir)
+        except gx.UserError:
+            assert proc.poll() is None and time.monotonic() < deadline, "the writer did not start"
+            time.sleep(0.05)
+
+
+def test_kill_9_leaves_complete_steps_and_a_follower_sees_each_once(tmp_path):
+    run_dir = tmp_path / "run"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-c", WRITER, str(run_dir)], env=env)
+    try:
+        run = open_when_created(run_dir, proc)
+        seen = []
+        for step in run.follow(poll=0.01, timeout=120):
+            seen.append(step)
+            assert len(run.stats(step)) == 4  # a step is visible only when complete
+            if len(seen) == 40:
+                break
+        os.kill(proc.pid, signal.SIGKILL)  # mid-run: the writer is busy with later steps
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert seen == list(range(1, 41))
+    after = gx.open_run(run_dir)
+    steps = after.steps
+    assert steps == list(range(1, len(steps) + 1)) and len(steps) >= 40
+    last = steps[-1]
+    stats = after.stats(last)
+    assert set(stats) == {"0.weight", "0.bias", "2.weight", "2.bias"}
+    for name in stats:
+        edges, counts = after.histogram(last, name)
+        assert len(edges) == 33 and counts.sum() == np.prod(
+            {"0.weight": (64, 32), "0.bias": (64,), "2.weight": (10, 64), "2.bias": (10,)}[name])
+    assert list(after.follow(poll=0.01, timeout=0.05, after=39)) == steps[39:]
