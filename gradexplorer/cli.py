@@ -19,7 +19,8 @@ from gradexplorer.core.errors import UserError
 # ``register(subparsers)`` which adds its parser and sets ``func(args) -> int``.
 COMMAND_MODULES = ("run", "graph", "hooks", "inspect", "compare", "gui", "open")
 # The desktop app's commands keep the main thread (Qt's); their deep work runs in workers.
-MAIN_THREAD_COMMANDS = ("gui", "open")
+# Qt lives on the main thread; `graph` traces on a deep stack itself and draws its PNG here
+MAIN_THREAD_COMMANDS = ("gui", "open", "graph")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -11,6 +11,7 @@ from gradexplorer.commands.common import add_model_arguments, load_from_args
 from gradexplorer.commands.gui import display_problem
 from gradexplorer.commands.hook_options import add_hook_arguments, attach_hooks_from_args
 from gradexplorer.core.atomic_file import check_writable_file
+from gradexplorer.core.deep_stack import run_with_deep_stack
 from gradexplorer.core.diagnose.explain import explain_graph
 from gradexplorer.core.diagnose.nan_origin import loss_origin, nonfinite_origin, origin_text
 from gradexplorer.core.diagnose.trace_grads import trace_gradients
@@ -60,6 +61,27 @@ def graph_command(args: argparse.Namespace) -> int:
     if Path(args.out).suffix.lower() not in FORMATS:
         raise UserError(f"cannot tell the format of {args.out!r}: use one of {', '.join(FORMATS)}")
     check_writable_file(args.out)
+    # tracing, and freeing, a deep autograd graph recurses natively: a big stack for that part;
+    # the drawing stays on the main thread, where Qt (the PNG renderer) must live
+    G, notes, t0, t1 = run_with_deep_stack(lambda: _traced(args))
+    explain_graph(G)
+    if png:
+        path = write_png(G, args.layout, Path(args.out))
+    else:
+        drawing = layout_drawing(G, args.layout)
+        path = export_graph(G, drawing.positions, args.out, edge_points=drawing.edge_points)
+    t2 = time.perf_counter()
+    kinds = Counter(kind for _, kind in G.nodes(data="kind"))
+    summary = ", ".join(f"{count} {kind}" for kind, count in sorted(kinds.items()))
+    print(f"{path}: {G.number_of_nodes():,} nodes ({summary}), {G.number_of_edges():,} edges; "
+          f"traced in {t1 - t0:.2f} s, {args.layout} layout in {t2 - t1:.2f} s")
+    for note in notes:
+        print(note)
+    return 0
+
+
+def _traced(args: argparse.Namespace):
+    """The graph ``args`` ask for (traced, hooks hidden, collapsed), notes to print, and timings."""
     session = TrainingSession(load_from_args(args), SessionConfig(device=args.device, seed=args.seed))
     attach_hooks_from_args(session, args)
     t0 = time.perf_counter()
@@ -80,20 +102,7 @@ def graph_command(args: argparse.Namespace) -> int:
         G = hide_hook_nodes(G)
     if args.collapse is not None or args.collapse_module:
         G = collapse_by_module(G, depth=args.collapse, modules=args.collapse_module, expanded=args.expand)
-    explain_graph(G)
-    if png:
-        path = write_png(G, args.layout, Path(args.out))
-    else:
-        drawing = layout_drawing(G, args.layout)
-        path = export_graph(G, drawing.positions, args.out, edge_points=drawing.edge_points)
-    t2 = time.perf_counter()
-    kinds = Counter(kind for _, kind in G.nodes(data="kind"))
-    summary = ", ".join(f"{count} {kind}" for kind, count in sorted(kinds.items()))
-    print(f"{path}: {G.number_of_nodes():,} nodes ({summary}), {G.number_of_edges():,} edges; "
-          f"traced in {t1 - t0:.2f} s, {args.layout} layout in {t2 - t1:.2f} s")
-    for note in notes:
-        print(note)
-    return 0
+    return G, notes, t0, t1
 
 
 def write_png(G, layout: str, path: Path) -> Path:
