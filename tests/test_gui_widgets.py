@@ -147,3 +147,21 @@ def test_flow_chart_and_alarm_follow_stats(qtbot, digits_session):
     assert alarm_text(gradients) == ""
     gradients.params["fc2.bias"].nan_count = 3
     assert "fc2.bias (3 NaN, 0 Inf)" in alarm_text(gradients)
+
+
+def test_device_chooser_greys_out_absent_devices_with_the_reason(qtbot):
+    from PySide6.QtCore import Qt
+
+    from gradexplorer.core.session.devices import unavailable_devices
+    from gradexplorer.gui.run_controls import device_chooser
+
+    box = device_chooser()
+    qtbot.addWidget(box)
+    absent = unavailable_devices()
+    assert box.itemText(0) == "cpu"
+    for kind, why in absent.items():
+        index = box.findText(f"{kind} (unavailable)")
+        assert index > 0
+        assert box.itemData(index, Qt.ToolTipRole) == why
+        assert not box.model().item(index).isEnabled()
+        assert why in box.toolTip()
