@@ -49,7 +49,7 @@ def test_search_finds_nodes_by_module_and_parameter(qtbot, make_window):
     modules = {panel.drawing.modules[i] or panel.drawing.params[i] for i in panel.view.canvas.matches}
     assert modules and all("conv" in m for m in modules)
     panel.next_match()
-    assert window.selection.current.node == panel.drawing.ids[panel._matches[0]]
+    assert window.selection.current.node == panel._matches[0]
 
 
 def test_hook_from_the_menu_reaches_the_registry_and_blocks(qtbot, make_window):

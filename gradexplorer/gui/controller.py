@@ -22,6 +22,7 @@ class SessionController(QObject):
     """Owns the session and the worker; widgets call its methods and observe its signals."""
 
     session_opened = Signal(object)  # LiveSession
+    model_opened = Signal(object)  # LiveSession of a newly opened model (before session_opened)
     state_changed = Signal(str)
     updated = Signal(object)  # RunUpdate, at most every REFRESH_MS
     hooks_changed = Signal(dict)  # module path -> action spec
@@ -229,6 +230,7 @@ class SessionController(QObject):
             self.exporter = None
             if live.hooks is not None:
                 live.hooks.listeners.append(self._buffer.push_event)
+            self.model_opened.emit(live)
         self._set_state(IDLE)
         self.session_opened.emit(live)
         self.hooks_changed.emit(self.hooks)

@@ -84,6 +84,7 @@ class MainWindow(QMainWindow):
 
     def _connect(self) -> None:
         c = self.controller
+        c.model_opened.connect(self._model_opened)
         c.session_opened.connect(self._session_opened)
         c.updated.connect(self._updated)
         c.state_changed.connect(self._state_changed)
@@ -101,6 +102,13 @@ class MainWindow(QMainWindow):
         """An error dialog, unless the window runs a script (then stderr has it)."""
         if not self.scripted:
             show_error(self, text)
+
+    def _model_opened(self, live) -> None:
+        """Forget everything of the previous model in every view (its session follows)."""
+        self.selection.clear()
+        self.graph_panel.clear()
+        self.details.reset(live.session.model)
+        self.redraws.flush()
 
     def _session_opened(self, live) -> None:
         self.setWindowTitle(f"gradexplorer — {live.spec}")

@@ -24,9 +24,17 @@ class RunStatusBar(QStatusBar):
             self.addPermanentWidget(label)
         controller.state_changed.connect(self.state_label.setText)
         controller.updated.connect(self.show_update)
+        controller.model_opened.connect(self.reset)
         controller.session_opened.connect(self.show_session)
         controller.message.connect(lambda text: self.showMessage(text, 8000))
         controller.error.connect(lambda text: self.showMessage(f"error: {text}", 15000))
+
+    def reset(self, _live=None) -> None:
+        """A new model: no step, loss or rate of the last one."""
+        self.step_label.setText("step 0")
+        self.loss_label.setText("loss —")
+        self.rate_label.setText("— steps/s")
+        self.clearMessage()
 
     def show_session(self, live) -> None:
         """Name the model and device."""

@@ -7,6 +7,8 @@ from collections.abc import Hashable, Mapping
 import networkx as nx
 import numpy as np
 
+from gradexplorer.core.graph.collapse import MODULE_PREFIX
+
 NODE_W, NODE_H = 190.0, 44.0
 KIND_CODES = ("op", "param", "hook", "loss", "module", "other")
 LAYERED = ("layered", "multipartite")
@@ -24,6 +26,32 @@ def node_label(attrs: Mapping) -> tuple[str, str]:
     if kind == "param":
         return attrs.get("param") or "AccumulateGrad", "×".join(map(str, attrs.get("shape") or ()))
     return str(attrs.get("name", "?")), attrs.get("module") or ""
+
+
+def label_matches(needle: str, label: str, module: str, param: str | None) -> bool:
+    """Whether a node's op name, module or parameter contains ``needle`` (lower-case)."""
+    return needle in label.lower() or needle in module.lower() or (
+        param is not None and needle in param.lower())
+
+
+def search_graph(graph: nx.DiGraph, text: str, skip_hooks: bool = False) -> list[Hashable]:
+    """Nodes of a whole (uncollapsed) graph matching ``text``, as :meth:`GraphDrawing.search`."""
+    needle = text.strip().lower()
+    if not needle:
+        return []
+    return [node for node, attrs in graph.nodes(data=True)
+            if not (skip_hooks and attrs.get("kind") == "hook")
+            and label_matches(needle, node_label(attrs)[0], attrs.get("module") or "",
+                              attrs.get("param"))]
+
+
+def full_label(attrs: Mapping) -> str:
+    """Everything a node's two elided lines may cut, for its tooltip."""
+    first, second = node_label(attrs)
+    lines = [first, second] if second else [first]
+    if attrs.get("kind") not in ("module", "param") and attrs.get("param"):
+        lines.append(attrs["param"])
+    return "\n".join(lines)
 
 
 class GraphDrawing:
@@ -94,8 +122,18 @@ class GraphDrawing:
             return []
         return [i for i, (label, module, param) in enumerate(
             zip(self.labels, self.modules, self.params, strict=True))
-                if needle in label[0].lower() or needle in module.lower()
-                or (param is not None and needle in param.lower())]
+                if label_matches(needle, label[0], module, param)]
+
+    def shown_as(self, node: Hashable, module: str) -> int | None:
+        """Index of ``node`` here, or of the collapsed module that holds it (None: neither)."""
+        if node in self.index:
+            return self.index[node]
+        parts = module.split(".") if module else []
+        for cut in range(len(parts), 0, -1):  # innermost folded module first
+            index = self.index.get(MODULE_PREFIX + ".".join(parts[:cut]))
+            if index is not None:
+                return index
+        return None
 
     def nodes_of_module(self, path: str) -> list[int]:
         """Nodes produced by module ``path`` or its submodules (and its parameters)."""

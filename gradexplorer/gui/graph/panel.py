@@ -20,10 +20,12 @@ from PySide6.QtWidgets import (
 from gradexplorer.gui.graph.core_api import (
     LAYOUTS,
     collapse_by_module,
+    expansions_to_reveal,
     hide_hook_nodes,
     layout_graph,
+    readable_depth,
 )
-from gradexplorer.gui.graph.drawing import KIND_CODES
+from gradexplorer.gui.graph.drawing import KIND_CODES, search_graph
 from gradexplorer.gui.graph.layout_worker import BackgroundQueue, LaidOut, lay_out
 from gradexplorer.gui.graph.painting import base_fills, render_overview
 from gradexplorer.gui.graph.tint import node_norms, params_behind, tinted_fills
@@ -34,8 +36,7 @@ from gradexplorer.gui.theme import icon
 
 MODULE_KIND = KIND_CODES.index("module")
 TINT_HZ = 4  # the gradient tint follows training at most this often
-DETAIL_LEVELS = (("Operations", None), ("Modules, depth 1", 1), ("Modules, depth 2", 2),
-                 ("Modules, depth 3", 3))
+DETAIL_LEVELS = (("Operations", None), *((f"Modules, depth {d}", d) for d in range(1, 7)))
 
 
 class GraphPanel(QWidget):
@@ -56,6 +57,9 @@ class GraphPanel(QWidget):
         self._stats: dict = {}
         self._hooks: dict[str, str] = {}
         self._match_cursor = -1
+        self._matches: list = []  # search hits: node ids of the whole graph
+        self._searched = ""
+        self._reveal = None  # a hit being expanded into view
         self._tinted_at = 0.0
         self.view = GraphView()
         self.layouts = BackgroundQueue(self)
@@ -143,11 +147,33 @@ class GraphPanel(QWidget):
 
     # -- graph and layout ----------------------------------------------------------------------
     def set_graph(self, graph, fit: bool = True) -> None:
-        """Show a freshly traced graph (keeps the chosen layout and detail level)."""
+        """Show a traced graph; ``fit`` (a new model): a readable detail level, then fit.
+
+        Re-traces of the same model (``fit=False``) keep the chosen layout and detail level.
+        """
         self.graph = graph
         if fit:
             self.expanded = set()
+            depth = readable_depth(graph)
+            self.detail_box.setCurrentIndex(
+                0 if depth is None else min(depth, len(DETAIL_LEVELS) - 1))
         self.relayout(fit=fit)
+
+    def clear(self) -> None:
+        """Show nothing (a new model is being opened): no graph, tint, hooks, search hits."""
+        self.graph = self.drawing = None
+        self._stats, self._hooks, self._behind, self._matches = {}, {}, [], []
+        self.expanded, self._reveal, self._match_cursor = set(), None, -1
+        self.layouts.cancel()  # a layout still running for the old model is stale
+        self.view.canvas.clear()
+        self.view.minimap.set_drawing(None)
+        self.view.resetTransform()
+        self.match_label.setText("")
+        self.busy_label.setText("")
+
+    def detail_depth(self) -> int | None:
+        """The module depth shown (None: every operation)."""
+        return DETAIL_LEVELS[self.detail_box.currentIndex()][1]
 
     def relayout(self, fit: bool = False) -> None:
         """Recompute the layout off the GUI thread."""
@@ -159,7 +185,7 @@ class GraphPanel(QWidget):
 
     def _collapser(self):
         """graph -> shown graph: hook nodes hidden or not, modules collapsed or not."""
-        depth = DETAIL_LEVELS[self.detail_box.currentIndex()][1]
+        depth = self.detail_depth()
         expanded, hide = sorted(self.expanded), not self.hook_nodes_action.isChecked()
 
         def transform(graph):
@@ -177,6 +203,7 @@ class GraphPanel(QWidget):
             return  # superseded by a newer request
         self.drawing = result.drawing
         self.view.canvas.set_drawing(result.drawing, result.overview, result.scale)
+        self.view.minimap.set_drawing(result.drawing, base_fills(result.drawing))
         self._behind = params_behind(result.drawing, list(self._stats) or self._param_names())
         self.busy_label.setText(f"{len(result.drawing):,} nodes · laid out in {result.seconds:.2f} s")
         self.refresh_tint()
@@ -186,6 +213,8 @@ class GraphPanel(QWidget):
         if self._fit_next:
             self._fit_next = False
             self.view.fit()
+        if self._reveal is not None:
+            self._show_hit(self._reveal)
         self.laid_out.emit(result.drawing.graph)
 
     def _param_names(self) -> list[str]:
@@ -232,20 +261,47 @@ class GraphPanel(QWidget):
             self.view.canvas.set_highlights(marked=marked)
 
     def search(self, text: str) -> None:
-        """Highlight nodes matching ``text``."""
-        matches = self.drawing.search(text) if self.drawing is not None else []
-        self._matches, self._match_cursor = matches, -1
-        self.view.canvas.set_highlights(matches=matches)
-        self.match_label.setText(f" {len(matches)} found " if text.strip() else "")
+        """Highlight nodes matching ``text``, and the collapsed modules that hold more.
+
+        The whole graph is searched, not just what is shown; Enter walks the hits and opens
+        the collapsed modules around each one.
+        """
+        if self.graph is None or self.drawing is None:
+            return
+        hide = not self.hook_nodes_action.isChecked()
+        hits = search_graph(self.graph, text, skip_hooks=hide)
+        if text != self._searched:
+            self._match_cursor, self._searched = -1, text
+        self._matches = hits
+        shown = {self._shown_index(node) for node in hits} - {None}
+        self.view.canvas.set_highlights(matches=sorted(shown))
+        hidden = sum(1 for node in hits if node not in self.drawing.index)
+        note = f" ({hidden} in collapsed modules: Enter opens them)" if hidden else ""
+        self.match_label.setText(f" {len(hits)} found{note} " if text.strip() else "")
+
+    def _shown_index(self, node) -> int | None:
+        return self.drawing.shown_as(node, self.graph.nodes[node].get("module") or "")
 
     def next_match(self) -> None:
-        """Select and frame the next search match."""
-        if not getattr(self, "_matches", None):
+        """Select and frame the next search hit, opening collapsed modules around it."""
+        if not self._matches or self.drawing is None:
             return
         self._match_cursor = (self._match_cursor + 1) % len(self._matches)
-        index = self._matches[self._match_cursor]
-        self._clicked(index)
-        self.view.zoom_to([index])
+        node = self._matches[self._match_cursor]
+        if node in self.drawing.index:
+            self._show_hit(node)
+            return
+        module = self.graph.nodes[node].get("module") or ""
+        self.expanded.update(expansions_to_reveal(module, self.detail_depth(), self.expanded))
+        self._reveal = node
+        self.relayout()
+
+    def _show_hit(self, node) -> None:
+        self._reveal = None
+        index = self.drawing.index.get(node)
+        if index is not None:
+            self._clicked(index)
+            self.view.zoom_to([index])
 
     # -- selection -------------------------------------------------------------------------------
     def _clicked(self, index: int) -> None:

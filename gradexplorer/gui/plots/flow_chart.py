@@ -63,6 +63,8 @@ class GradientFlowChart(pg.PlotWidget):
         finite = np.isfinite(log_rms) & np.isfinite(log_peak)
         floor = math.floor(np.min(log_rms[finite])) - 1 if finite.any() else -8.0
         y = np.arange(len(names), dtype=float)
+        if not names:
+            self.plotItem.vb.setRange(yRange=(0, 1), padding=0)
         self.peak_bars.setOpts(x0=np.full(finite.sum(), floor), y=y[finite],
                                width=log_peak[finite] - floor)
         self.rms_bars.setOpts(x0=np.full(finite.sum(), floor), y=y[finite],

@@ -67,6 +67,8 @@ class GradientPanel(QWidget):
         self.model = model
         first = next((n for n, _ in model.named_parameters()), None)
         self.param = parameter_for(self.selection.current, model) or first
+        if self.timeline.latest_gradients is None:
+            self.flow.show_stats({})  # nothing of the last model's run stays
         self.refresh(force=True)
 
     def set_log(self, log: bool) -> None:
