@@ -60,21 +60,6 @@ def test_adam_and_learning_rate():
         lenet_session(lr=-1.0)
 
 
-def test_submitted_commands_run_between_steps():
-    session = lenet_session()
-    order = []
-
-    class Spy:
-        def after_step(self, s, result):
-            order.append(("step", result.step))
-
-    session.add_observer(Spy())
-    session.step()
-    session.submit(lambda: order.append(("command", None)))
-    session.step()
-    assert order == [("step", 1), ("command", None), ("step", 2)]
-
-
 def test_stop_and_pause_between_steps():
     session = lenet_session()
     control = RunControl()

@@ -75,7 +75,7 @@ def test_hook_from_the_menu_reaches_the_registry_and_blocks(qtbot, make_window):
     conv = node_index(panel.drawing, "ConvolutionBackward0", "conv1")
     assert panel.view.canvas.fills[conv] == NO_GRADIENT
     window.selection.select(param="conv1.weight", module="conv1")
-    window.gradients.refresh(force=True)
+    window.gradients.refresh()
     assert "no gradient" in window.gradients.histogram.note.toPlainText()
     with qtbot.waitSignal(window.controller.hooks_changed, timeout=TIMEOUT_MS):
         window.controller.detach_hook("fc1")
@@ -85,7 +85,7 @@ def test_hook_from_the_menu_reaches_the_registry_and_blocks(qtbot, make_window):
 def test_runs_in_the_worker_feed_every_plot(qtbot, make_window):
     window = make_window()
     open_model(qtbot, window)
-    with qtbot.waitSignal(window.controller.updated, timeout=TIMEOUT_MS):
+    with qtbot.waitSignal(window.controller.timeline.changed, timeout=TIMEOUT_MS):
         window.controller.run(4)
     wait_idle(qtbot, window)
     timeline = window.controller.timeline

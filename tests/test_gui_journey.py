@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from gradexplorer.core.snapshot import read_snapshot
+from gradexplorer.gui.models.session import SnapshotWritten
 from tests.gui_helpers import TIMEOUT_MS, make_window_fixture, open_model, wait_idle  # noqa: F401
 from tests.test_gui_app import click_node, node_index
 
@@ -32,9 +33,9 @@ def test_block_fc1_and_watch_conv1_lose_its_gradient(qtbot, make_window, tmp_pat
     previous = gradients.histogram.previous_item.getData()[1]
     assert current.sum() == 640 and not np.array_equal(current, previous)  # the others move
     with qtbot.waitSignal(window.controller.job_finished, timeout=TIMEOUT_MS,
-                          check_params_cb=lambda tag, _r: tag == "snapshot") as blocker:
+                          check_params_cb=lambda r: isinstance(r, SnapshotWritten)) as blocker:
         window.controller.export_snapshot(str(tmp_path))
-    viewer = window.file_actions.open_snapshot(str(blocker.args[1]))
+    viewer = window.file_actions.open_snapshot(str(blocker.args[0].path))
     qtbot.addWidget(viewer)
-    assert read_snapshot(blocker.args[1]).step == 5
+    assert read_snapshot(blocker.args[0].path).step == 5
     assert viewer.table.item(0, 2).text() == "no grad"

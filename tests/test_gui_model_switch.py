@@ -14,7 +14,7 @@ def switched(qtbot, make_window):
     """A window that ran digits for 3 steps with fc1 selected, zoomed in, then opened LeNet."""
     window = make_window()
     open_model(qtbot, window, "example:digits")
-    with qtbot.waitSignal(window.controller.updated, timeout=TIMEOUT_MS):
+    with qtbot.waitSignal(window.controller.timeline.changed, timeout=TIMEOUT_MS):
         window.controller.run(3)
     wait_idle(qtbot, window)
     window.selection.select(param="fc1.weight", module="fc1", source="test")

@@ -10,8 +10,8 @@ from gradexplorer.core.model.spec import ModelOptions, load_workload
 from gradexplorer.core.session.engine import SessionConfig, TrainingSession
 from gradexplorer.core.stats.monitor import GradientMonitor
 from gradexplorer.gui.callable_finder import list_callables
+from gradexplorer.gui.models.timeline import TimelineModel
 from gradexplorer.gui.run_buffer import RunBuffer
-from gradexplorer.gui.timeline import Timeline
 
 
 @pytest.fixture
@@ -23,33 +23,43 @@ def digits_session():
     return session
 
 
-def test_run_buffer_hands_over_every_step_once(digits_session):
-    buffer = RunBuffer()
+def test_run_buffer_hands_over_every_step_once_and_wakes_once(digits_session):
+    wakes = []
+    buffer = RunBuffer(lambda: wakes.append(1))
     results = [digits_session.step() for _ in range(3)]
     for result in results:
         buffer.push(result)
+    assert len(wakes) == 1  # one wake-up of the GUI thread, however many steps arrive
     update = buffer.drain()
     assert [p.step for p in update.points] == [1, 2, 3]
     assert [p.loss for p in update.points] == [r.loss for r in results]
-    assert [g.step for g in update.gradients] == [1, 2, 3]
     assert buffer.drain() is None  # nothing new
+    buffer.push_event("attached", "fc1", "attached observe to fc1")
+    assert len(wakes) == 2 and buffer.drain().events[0][1] == "fc1"
 
 
-def test_timeline_keeps_curves_and_histograms(digits_session):
-    buffer, timeline = RunBuffer(), Timeline(history=2)
+def test_timeline_reads_the_monitors_own_history(digits_session):
+    monitor = next(o for o in digits_session.observers if isinstance(o, GradientMonitor))
+    buffer, timeline = RunBuffer(), TimelineModel()
+    changes = []
+    timeline.changed.connect(lambda: changes.append(len(timeline.loss.x)))
+    timeline.reset(monitor.history)
     for _ in range(3):
         buffer.push(digits_session.step())
-    timeline.add(buffer.drain())
+    update = buffer.drain()
+    timeline.extend(update.points, update.steps_per_second)
+    assert changes == [0, 3]
     assert timeline.loss.x.tolist() == [1.0, 2.0, 3.0]
-    assert len(timeline.gradients) == 2  # bounded history
+    assert timeline.gradients is monitor.history  # read, not copied
+    assert timeline.latest_gradients is monitor.latest()
     current, previous = timeline.histograms_of("fc1.weight")
     assert current.counts.sum() == 64 * 512 and previous is not None
     assert not np.array_equal(current.counts, previous.counts)
 
 
 def test_module_tree_lists_modules_and_selects(qtbot, digits_session):
+    from gradexplorer.gui.models.selection import SelectionModel
     from gradexplorer.gui.module_tree import ModuleTree
-    from gradexplorer.gui.selection import SelectionModel
 
     selection = SelectionModel()
     tree = ModuleTree(selection)
@@ -66,8 +76,8 @@ def test_module_tree_lists_modules_and_selects(qtbot, digits_session):
 
 
 def test_parameter_table_shows_live_stats(qtbot, digits_session):
+    from gradexplorer.gui.models.selection import SelectionModel
     from gradexplorer.gui.parameter_table import ParameterTable
-    from gradexplorer.gui.selection import SelectionModel
 
     selection = SelectionModel()
     table = ParameterTable(selection)
@@ -147,6 +157,39 @@ def test_flow_chart_and_alarm_follow_stats(qtbot, digits_session):
     assert alarm_text(gradients) == ""
     gradients.params["fc2.bias"].nan_count = 3
     assert "fc2.bias (3 NaN, 0 Inf)" in alarm_text(gradients)
+
+
+def test_worker_runs_posted_jobs_between_steps_with_typed_results(qtbot, digits_session):
+    from gradexplorer.gui.models.session import SettingApplied
+    from gradexplorer.gui.session_worker import SessionWorker
+
+    finished = []
+
+    class StepSpy:
+        def after_step(self, _session, result):
+            finished.append(result.step)
+
+    digits_session.add_observer(StepSpy())
+    worker = SessionWorker()
+    worker.start()
+    try:
+        seen = []
+
+        def job():  # records how many steps had fully finished when it ran
+            seen.append((digits_session.step_count, len(finished)))
+            return SettingApplied("lr", 0.5)
+
+        with qtbot.waitSignal(worker.run_finished, timeout=60_000):
+            worker.start_run(digits_session, 6)
+            for _ in range(3):
+                worker.post(job)
+        with qtbot.waitSignal(worker.job_failed, timeout=60_000) as failed:
+            worker.post(lambda: digits_session.set_lr(-1.0))
+        assert failed.args == ["learning rate must be positive, got -1.0"]
+    finally:
+        worker.shutdown()
+    assert len(seen) == 3 and all(count == done for count, done in seen)  # never inside a step
+    assert worker.buffer.drain().latest.step == 6
 
 
 def test_device_chooser_greys_out_absent_devices_with_the_reason(qtbot):

@@ -70,12 +70,12 @@ def test_listeners_get_kind_module_and_message():
     assert registry.detach("fc2") is None
 
 
-def test_attach_through_submit_applies_between_steps():
+def test_attach_between_steps_applies_to_the_next_step():
     session = lenet_session()
     registry = HookRegistry(session.model)
     registry.install(session)
-    session.submit(lambda: registry.attach("fc1", "observe"))
-    assert registry.attached() == {}
+    assert "hooks" not in session.step().extras  # no hook yet
+    registry.attach("fc1", "observe")
     result = session.step()
     assert result.extras["hooks"] == [{"module": "fc1", "action": "observe", "calls": 1}]
 

@@ -1,56 +1,74 @@
-"""The app's model: the live session, the worker thread that drives it, and the run state."""
+"""The bridge between the views and the training thread: commands go in, results come back.
+
+Every command becomes a job on the worker (the one channel into the training thread); the
+GUI thread never changes a core object itself. What comes back (queued Qt signals) is applied
+to the Qt-free models (``session``: :class:`SessionModel`, ``timeline``:
+:class:`TimelineModel`), whose events the widgets observe.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import QObject, QTimer, Signal
+from PySide6.QtCore import QObject
 
 from gradexplorer.core.model.spec import ModelOptions
 from gradexplorer.core.session.engine import SessionConfig
 from gradexplorer.gui.live_session import LiveSession, open_live_session, reconfigure
-from gradexplorer.gui.run_buffer import RunBuffer
+from gradexplorer.gui.models.session import (
+    IDLE,
+    LOADING,
+    PAUSED,
+    RUNNING,
+    ExportChanged,
+    HooksChanged,
+    SessionModel,
+    SessionOpened,
+    SettingApplied,
+    SnapshotWritten,
+)
+from gradexplorer.gui.models.timeline import TimelineModel
 from gradexplorer.gui.session_worker import SessionWorker
 from gradexplorer.gui.snapshot_jobs import export_now, start_periodic_export, stop_periodic_export
-from gradexplorer.gui.timeline import Timeline
 
-IDLE, LOADING, RUNNING, PAUSED = "idle", "loading", "running", "paused"
-REFRESH_MS = 50  # the GUI redraws at most 20 times a second
+__all__ = ["IDLE", "LOADING", "PAUSED", "RUNNING", "SessionController"]
 
 
 class SessionController(QObject):
-    """Owns the session and the worker; widgets call its methods and observe its signals."""
+    """Owns the worker; widgets call its methods and observe ``session`` and ``timeline``.
 
-    session_opened = Signal(object)  # LiveSession
-    model_opened = Signal(object)  # LiveSession of a newly opened model (before session_opened)
-    state_changed = Signal(str)
-    updated = Signal(object)  # RunUpdate, at most every REFRESH_MS
-    hooks_changed = Signal(dict)  # module path -> action spec
-    job_finished = Signal(str, object)  # tag, result (graph traces, exports)
-    error = Signal(str)  # one line for an error dialog
-    message = Signal(str)  # a status-bar note
-    event = Signal(str, str)  # kind (attached/detached/failed/note/snapshot/error), text
+    The event names (``state_changed``, ``hooks_changed``, ``session_opened``, ``model_opened``,
+    ``job_finished``, ``error``, ``message``, ``event``) are the session model's, re-exported.
+    """
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
-        self.live: LiveSession | None = None
-        self.state = IDLE
-        self.timeline = Timeline()
-        self.hooks: dict[str, str] = {}
+        self.session = SessionModel()
+        self.timeline = TimelineModel()
         self._control = None
         self._jobs_pending = 0
-        self.exporter = None  # a SnapshotExporter while "export every K steps" is on
-        self._buffer = RunBuffer()
-        self._worker = SessionWorker(self._buffer)
+        self._worker = SessionWorker()
         self._worker.run_started.connect(self._on_run_started)
         self._worker.run_finished.connect(self._on_run_finished)
+        self._worker.steps_ready.connect(self.flush)
         self._worker.job_done.connect(self._on_job_done)
-        self._worker.failed.connect(self._on_failed)
+        self._worker.job_failed.connect(self._on_job_failed)
+        self._worker.run_failed.connect(self._on_failed)
         self._worker.start()
-        self._timer = QTimer(self)
-        self._timer.setInterval(REFRESH_MS)
-        self._timer.timeout.connect(self.flush)
-        self._timer.start()
+
+    # -- the session model, re-exported -------------------------------------------------
+    live = property(lambda self: self.session.live, doc="The LiveSession, or None.")
+    state = property(lambda self: self.session.state, doc="idle, loading, running or paused.")
+    hooks = property(lambda self: self.session.hooks, doc="Attached hooks: module -> action.")
+    exporter = property(lambda self: self.session.exporter, doc="The periodic exporter, or None.")
+    session_opened = property(lambda self: self.session.opened)
+    model_opened = property(lambda self: self.session.model_opened)
+    state_changed = property(lambda self: self.session.state_changed)
+    hooks_changed = property(lambda self: self.session.hooks_changed)
+    job_finished = property(lambda self: self.session.job_finished)
+    error = property(lambda self: self.session.error)
+    message = property(lambda self: self.session.message)
+    event = property(lambda self: self.session.event)
 
     # -- models ------------------------------------------------------------------------
     def open_model(self, spec: str, options: ModelOptions | None = None,
@@ -59,8 +77,14 @@ class SessionController(QObject):
         self.stop()
         options = options or ModelOptions()
         config = config or (self.live.config if self.live else SessionConfig())
-        self._set_state(LOADING)
-        self.post("open", lambda: open_live_session(spec, options, config))
+        self.session.set_state(LOADING)
+        push = self._worker.buffer.push_event
+
+        def open_() -> SessionOpened:
+            live = open_live_session(spec, options, config)
+            live.hooks.listeners.append(push)  # hook events reach the GUI through the mailbox
+            return SessionOpened(live, fresh=True)
+        self.post(open_)
 
     def reconfigure(self, **changes: Any) -> None:
         """Switch device or optimizer (``device=``, ``optimizer=``, ``lr=``, ``momentum=``)."""
@@ -70,26 +94,34 @@ class SessionController(QObject):
         self.stop()
         exporter = self.exporter
 
-        def switch() -> LiveSession:
+        def switch() -> SessionOpened:
             new = reconfigure(live, **changes)
             if exporter is not None:  # keep exporting from the new session
                 live.session.remove_observer(exporter)
                 new.session.add_observer(exporter)
-            return new
-        self.post("reconfigure", switch)
+            return SessionOpened(new, fresh=False)
+        self.post(switch)
 
     def set_lr(self, lr: float) -> None:
         """Change the learning rate from the next step on."""
-        if self.live is not None:
-            session = self.live.session
-            session.submit(lambda: session.set_lr(lr))
-            session.config.lr = lr
+        live = self.live
+        if live is not None:
+            def apply() -> SettingApplied:
+                live.session.set_lr(lr)
+                live.session.config.lr = lr
+                return SettingApplied("lr", lr)
+            self.post(apply)
 
     def set_histogram_every(self, every: int) -> None:
         """Record histograms every ``every`` steps."""
         monitor = self.live.monitor if self.live else None
         if monitor is not None:
-            self.live.session.submit(lambda: setattr(monitor, "every", max(1, int(every))))
+            every = max(1, int(every))
+
+            def apply() -> SettingApplied:
+                monitor.every = every
+                return SettingApplied("histogram_every", every)
+            self.post(apply)
 
     # -- running -------------------------------------------------------------------------
     def run(self, steps: int | None = None) -> None:
@@ -97,7 +129,7 @@ class SessionController(QObject):
         if self.live is None or self.state in (RUNNING, PAUSED, LOADING):
             return
         self._control = self._worker.start_run(self.live.session, steps)
-        self._set_state(RUNNING)
+        self.session.set_state(RUNNING)
 
     def step(self) -> None:
         """Run exactly one step."""
@@ -107,10 +139,10 @@ class SessionController(QObject):
         """Pause a running run, resume a paused one, or start running until stopped."""
         if self.state == RUNNING:
             self._control.pause()
-            self._set_state(PAUSED)
+            self.session.set_state(PAUSED)
         elif self.state == PAUSED:
             self._control.resume()
-            self._set_state(RUNNING)
+            self.session.set_state(RUNNING)
         else:
             self.run(None)
 
@@ -118,10 +150,10 @@ class SessionController(QObject):
         """Stop the current run after its current step."""
         self._worker.stop_run()
 
-    def post(self, tag: str, fn) -> None:
-        """Run ``fn()`` on the training thread; ``job_finished(tag, result)`` follows."""
+    def post(self, job) -> None:
+        """Run ``job()`` on the training thread; ``job_finished(result)`` follows."""
         self._jobs_pending += 1
-        self._worker.post(tag, fn)
+        self._worker.post(job)
 
     @property
     def busy(self) -> bool:
@@ -131,15 +163,15 @@ class SessionController(QObject):
     # -- hooks -----------------------------------------------------------------------------
     def attach_hook(self, module: str, action: str) -> None:
         """Attach ``action`` to ``module`` between steps."""
-        registry = self._registry()
-        if registry is not None:
-            self.post("hooks", lambda: self._hook_state(registry.attach(module, action)))
+        live = self.live
+        if live is not None:
+            self.post(lambda: (live.hooks.attach(module, action), _hook_state(live))[1])
 
     def detach_hook(self, module: str) -> None:
         """Detach whatever hook ``module`` has, between steps."""
-        registry = self._registry()
-        if registry is not None:
-            self.post("hooks", lambda: self._hook_state(registry.detach(module)))
+        live = self.live
+        if live is not None:
+            self.post(lambda: (live.hooks.detach(module), _hook_state(live))[1])
 
     def hook_problem(self, module: str) -> str | None:
         """Why a full backward hook on ``module`` would be unsafe or useless, if it would."""
@@ -147,100 +179,81 @@ class SessionController(QObject):
         safe, reason = hookable.get(module, (True, ""))
         return reason or None
 
-    def _registry(self):
-        if self.live is None or self.live.hooks is None:
-            self.error.emit("hooks are not available in this build")
-            return None
-        return self.live.hooks
-
-    def _hook_state(self, _result=None) -> dict[str, str]:
-        return {path: hook.action for path, hook in self.live.hooks.attached().items()}
-
     # -- snapshots --------------------------------------------------------------------------
     def export_snapshot(self, directory: str) -> None:
-        """Write a snapshot of the latest step; ``job_finished("snapshot", path)`` follows."""
+        """Write a snapshot of the latest step; ``job_finished(SnapshotWritten)`` follows."""
         live = self.live
         if live is not None:
-            self.post("snapshot", lambda: export_now(live, directory))
+            self.post(lambda: SnapshotWritten(export_now(live, directory)))
 
     def export_every(self, directory: str | None, every: int = 0) -> None:
         """Export every ``every`` steps into ``directory``; None stops exporting."""
         live, old = self.live, self.exporter
         if live is None:
             return
-        push = self._buffer.push_event
+        push = self._worker.buffer.push_event
 
-        def change():
+        def change() -> ExportChanged:
             if old is not None:
                 stop_periodic_export(live, old)
             if directory is None:
-                return None
-            return start_periodic_export(live, directory, every,
-                                         lambda step, path: push("snapshot", "", f"snapshot {path}"))
-        self.post("exporter", change)
+                return ExportChanged(None)
+            return ExportChanged(start_periodic_export(
+                live, directory, every, lambda step, path: push("snapshot", "", f"snapshot {path}")))
+        self.post(change)
 
     # -- results ---------------------------------------------------------------------------
     def flush(self) -> None:
-        """Take what the worker produced and announce it (the refresh timer calls this)."""
-        update = self._buffer.drain()
+        """Take what the worker produced and apply it to the models (``steps_ready`` calls this)."""
+        update = self._worker.buffer.drain()
         if update is None:
             return
-        self.timeline.add(update)
         for kind, _module, text in update.events:
-            self.message.emit(text)
-            self.event.emit(kind, text)
-            if kind in ("detached", "failed"):
-                self.post("hooks", self._hook_state)
-        self.updated.emit(update)
+            self.session.message.emit(text)
+            self.session.event.emit(kind, text)
+        live = self.live
+        if live is not None and any(kind in ("detached", "failed") for kind, _, _ in update.events):
+            self.post(lambda: _hook_state(live))  # a hook took itself off
+        self.timeline.extend(update.points, update.steps_per_second)
 
     def _on_run_started(self) -> None:
         if self.state not in (RUNNING, PAUSED):
-            self._set_state(RUNNING)
+            self.session.set_state(RUNNING)
 
     def _on_run_finished(self, _done: int) -> None:
         self.flush()
-        self._set_state(IDLE)
+        self.session.set_state(IDLE)
 
-    def _on_job_done(self, tag: str, result: object) -> None:
+    def _on_job_done(self, result: object) -> None:
         self._jobs_pending -= 1
-        if tag in ("open", "reconfigure"):
-            self._install(result, fresh=tag == "open")
-        elif tag == "hooks":
-            self.hooks = dict(result)
-            self.hooks_changed.emit(self.hooks)
-        elif tag == "exporter":
-            self.exporter = result
-        elif tag == "snapshot":
-            self.event.emit("snapshot", f"snapshot {result}")
-        self.job_finished.emit(tag, result)
+        session = self.session
+        if isinstance(result, SessionOpened):
+            if result.fresh:
+                self.timeline.reset(result.live.monitor.history)
+            session.open(result.live, result.fresh)
+        elif isinstance(result, HooksChanged):
+            session.set_hooks(result.hooks)
+        elif isinstance(result, ExportChanged):
+            session.exporter = result.exporter
+        elif isinstance(result, SnapshotWritten):
+            session.event.emit("snapshot", f"snapshot {result.path}")
+        session.job_finished.emit(result)
 
-    def _on_failed(self, tag: str, text: str) -> None:
-        if tag != "run":
-            self._jobs_pending -= 1
-        self.event.emit("error", text)
-        if tag == "open":
-            self._set_state(IDLE)
-        self.error.emit(text)
+    def _on_job_failed(self, text: str) -> None:
+        self._jobs_pending -= 1
+        if self.state == LOADING:  # an open or a re-make failed: the old session stays
+            self.session.set_state(IDLE)
+        self._on_failed(text)
 
-    def _install(self, live: LiveSession, fresh: bool) -> None:
-        self.live = live
-        if fresh:
-            self.timeline.clear()
-            self.hooks = {}
-            self.exporter = None
-            if live.hooks is not None:
-                live.hooks.listeners.append(self._buffer.push_event)
-            self.model_opened.emit(live)
-        self._set_state(IDLE)
-        self.session_opened.emit(live)
-        self.hooks_changed.emit(self.hooks)
-
-    def _set_state(self, state: str) -> None:
-        if state != self.state:
-            self.state = state
-            self.state_changed.emit(state)
+    def _on_failed(self, text: str) -> None:
+        self.session.event.emit("error", text)
+        self.session.error.emit(text)
 
     def close(self) -> None:
         """Stop the worker and wait for it (call before the app quits)."""
-        self._timer.stop()
         self._worker.shutdown()
+
+
+def _hook_state(live: LiveSession) -> HooksChanged:
+    """The hooks attached now (on the training thread)."""
+    return HooksChanged({path: hook.action for path, hook in live.hooks.attached().items()})

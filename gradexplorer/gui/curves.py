@@ -7,19 +7,26 @@ import math
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtWidgets import QWidget
+from superqt.utils import qthrottled
 
+from gradexplorer.gui.models.timeline import TimelineModel
 from gradexplorer.gui.theme import PLOT_PENS, steady_axes
-from gradexplorer.gui.timeline import Timeline
 
-MAX_POINTS = 4000  # longer curves are drawn from per-bucket minima and maxima
+REDRAW_MS = 50  # at most 20 redraws a second while steps arrive
 
 
 class TrainingCurves(pg.GraphicsLayoutWidget):
-    """Two x-linked plots side by side; ``refresh`` pushes the timeline's data into the existing items."""
+    """Two x-linked plots side by side; ``refresh`` pushes the timeline's data into the existing items.
 
-    def __init__(self, timeline: Timeline, parent: QWidget | None = None) -> None:
+    Observes ``timeline.changed`` through its own throttle (``refresh_soon``); long curves are
+    drawn peak-downsampled and clipped to the view by pyqtgraph.
+    """
+
+    def __init__(self, timeline: TimelineModel, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.timeline = timeline
+        self.refresh_soon = qthrottled(self.refresh, timeout=REDRAW_MS)
+        timeline.changed.connect(self.refresh_soon)
         self.loss_plot = self.addPlot(row=0, col=0, title="loss")
         self.norm_plot = self.addPlot(row=0, col=1, title="global gradient norm")
         self.norm_plot.setXLink(self.loss_plot)
@@ -33,14 +40,17 @@ class TrainingCurves(pg.GraphicsLayoutWidget):
         plot.showGrid(x=True, y=True, alpha=0.2)
         plot.disableAutoRange()
         steady_axes(plot)
-        return plot.plot(pen=pg.mkPen(colour, width=1.5))
+        item = plot.plot(pen=pg.mkPen(colour, width=1.5))
+        item.setDownsampling(auto=True, method="peak")
+        item.setClipToView(True)
+        return item
 
-    def refresh(self, _update=None) -> None:
+    def refresh(self) -> None:
         """Show the timeline's current curves (one range change per plot, not one per item)."""
         t = self.timeline
         for plot, item, curve in ((self.loss_plot, self.loss_item, t.loss),
                                   (self.norm_plot, self.norm_item, t.norm)):
-            x, y = curve.decimated(MAX_POINTS)
+            x, y = curve.x, curve.y
             item.setData(x, y, connect="finite")
             fit_range(plot, x, y, log=plot.ctrl.logYCheck.isChecked())
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from PySide6.QtWidgets import QTextBrowser, QWidget
 
-from gradexplorer.gui.selection import Selection, SelectionModel
+from gradexplorer.gui.models.selection import Selection, SelectionModel
 
 STAT_FIELDS = (("norm", "norm"), ("mean", "mean"), ("std", "std"), ("min", "min"), ("max", "max"),
                ("abs_max", "max |g|"), ("zero_fraction", "zeros"), ("update_ratio", "‖Δθ‖/‖θ‖"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QCloseEvent, QCursor
 from PySide6.QtWidgets import QDockWidget, QMainWindow, QSplitter, QWidget
+from superqt.utils import qthrottled
 
 from gradexplorer.gui.controller import IDLE, SessionController
 from gradexplorer.gui.curves import TrainingCurves
@@ -16,15 +17,18 @@ from gradexplorer.gui.graph.core_api import trace_backward_graph
 from gradexplorer.gui.graph.panel import GraphPanel
 from gradexplorer.gui.hook_menu import HookMenu
 from gradexplorer.gui.menus import build_menus
+from gradexplorer.gui.models.selection import SelectionModel
+from gradexplorer.gui.models.session import GraphTraced
 from gradexplorer.gui.module_tree import ModuleTree
 from gradexplorer.gui.open_model_dialog import ask_model
 from gradexplorer.gui.parameter_table import ParameterTable
 from gradexplorer.gui.plots.gradient_panel import GradientPanel
-from gradexplorer.gui.refresh import RefreshScheduler
 from gradexplorer.gui.run_controls import RunControls
-from gradexplorer.gui.selection import SelectionModel
 from gradexplorer.gui.settings import AppSettings
 from gradexplorer.gui.status_bar import RunStatusBar
+
+TABLES_MS = 100  # the parameter table and details pane follow training at most 10 times a second
+TINT_MS = 250  # the graph's gradient tint (recolours up to ~12k nodes) at most 4 times a second
 
 
 class MainWindow(QMainWindow):
@@ -36,7 +40,7 @@ class MainWindow(QMainWindow):
         self.scripted = False  # True while --steps/--screenshot drive the window: no dialogs
         self.settings = settings or AppSettings()
         self.controller = SessionController(self)
-        self.selection = SelectionModel(self)
+        self.selection = SelectionModel()
         self.tree = ModuleTree(self.selection)
         self.table = ParameterTable(self.selection)
         self.graph_panel = GraphPanel(self.selection)
@@ -46,13 +50,11 @@ class MainWindow(QMainWindow):
         self.events = EventLog()
         self.run_controls = RunControls(self.controller, self)
         self.file_actions = FileActions(self)
-        self.redraws = RefreshScheduler(self)
-        for name, redraw in (("curves", self.curves.refresh), ("histogram", self.gradients.refresh),
-                             ("parameters", self._redraw_parameters),
-                             ("slow", self._redraw_graph_and_slow_plots)):
-            self.redraws.add(name, redraw)
+        self._throttles = (qthrottled(self._redraw_parameters, timeout=TABLES_MS),
+                           qthrottled(self._redraw_graph_tint, timeout=TINT_MS))
         self.addToolBar(self.run_controls)
-        self.setStatusBar(RunStatusBar(self.controller, self))
+        self.status = RunStatusBar(self.controller, self)
+        self.setStatusBar(self.status)
         self.setCentralWidget(self.graph_panel)
         self._docks()
         build_menus(self)
@@ -86,7 +88,8 @@ class MainWindow(QMainWindow):
         c = self.controller
         c.model_opened.connect(self._model_opened)
         c.session_opened.connect(self._session_opened)
-        c.updated.connect(self._updated)
+        for throttle in self._throttles:
+            c.timeline.changed.connect(throttle)
         c.state_changed.connect(self._state_changed)
         c.hooks_changed.connect(self._hooks_changed)
         c.job_finished.connect(self._job_finished)
@@ -108,7 +111,6 @@ class MainWindow(QMainWindow):
         self.selection.clear()
         self.graph_panel.clear()
         self.details.reset(live.session.model)
-        self.redraws.flush()
 
     def _session_opened(self, live) -> None:
         self.setWindowTitle(f"gradexplorer — {live.spec}")
@@ -125,16 +127,12 @@ class MainWindow(QMainWindow):
     def trace_graph(self, fit: bool = True) -> None:
         """Trace the backward graph on the training thread; the panel lays it out."""
         live = self.controller.live
-        if live is not None and trace_backward_graph is not None:
-            self._fit_graph = fit
-            self.controller.post("graph", lambda: trace_backward_graph(live.session))
+        if live is not None:
+            self.controller.post(lambda: GraphTraced(trace_backward_graph(live.session), fit))
 
-    def _job_finished(self, tag: str, result) -> None:
-        if tag == "graph":
-            self.graph_panel.set_graph(result, fit=getattr(self, "_fit_graph", True))
-
-    def _updated(self, _update) -> None:
-        self.redraws.mark_dirty()
+    def _job_finished(self, result) -> None:
+        if isinstance(result, GraphTraced):
+            self.graph_panel.set_graph(result.graph, fit=result.fit)
 
     def _redraw_parameters(self) -> None:
         latest = self.controller.timeline.latest_gradients
@@ -142,19 +140,20 @@ class MainWindow(QMainWindow):
             self.table.table.set_stats(latest.params)
             self.details.set_context(stats=latest.params)
 
-    def _redraw_graph_and_slow_plots(self) -> None:
+    def _redraw_graph_tint(self) -> None:
         latest = self.controller.timeline.latest_gradients
         if latest is not None:
             self.graph_panel.set_stats(latest.params)
-        self.gradients.refresh_slow()
 
     def _state_changed(self, state: str) -> None:
         if state == IDLE:  # the run ended: show its very last step everywhere
-            self.redraws.flush()
-            self.gradients.refresh_slow(force=True)
-            latest = self.controller.timeline.latest_gradients
-            if latest is not None:
-                self.graph_panel.set_stats(latest.params, force=True)
+            self.flush_redraws()
+
+    def flush_redraws(self) -> None:
+        """Draw now every redraw that a throttle holds back."""
+        for throttle in (*self._throttles, self.curves.refresh_soon, self.status.refresh_soon):
+            throttle.flush()
+        self.gradients.flush()
 
     def _hooks_changed(self, hooks: dict) -> None:
         self.tree.set_hooks(hooks)
@@ -198,7 +197,7 @@ class MainWindow(QMainWindow):
     def settle(self) -> None:
         """Show everything received so far (tests and screenshots call this)."""
         self.controller.flush()
-        self.redraws.flush()
+        self.flush_redraws()
 
     def _restore(self) -> None:
         self.resize(1500, 920)

@@ -6,7 +6,7 @@ from PySide6.QtCore import QPoint, Qt, Signal
 from PySide6.QtWidgets import QTreeWidget, QTreeWidgetItem, QWidget
 from torch import nn
 
-from gradexplorer.gui.selection import Selection, SelectionModel
+from gradexplorer.gui.models.selection import Selection, SelectionModel
 from gradexplorer.gui.theme import icon
 
 PATH_ROLE = Qt.UserRole

@@ -9,7 +9,7 @@ from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView, QWidget
 from torch import nn
 
-from gradexplorer.gui.selection import Selection, SelectionModel
+from gradexplorer.gui.models.selection import Selection, SelectionModel
 from gradexplorer.gui.theme import ALARM
 
 COLUMNS = ("Parameter", "Norm", "Max |g|", "NaN/Inf", "Shape", "Numel", "Grad")

@@ -1,24 +1,20 @@
-"""A thread-safe mailbox between the training thread and the GUI: small results only."""
+"""A thread-safe mailbox between the training thread and the GUI: small results only (Qt-free).
+
+The worker pushes; the first push into an empty mailbox asks for one wake-up of the GUI
+thread (``notify``), which drains everything that arrived by then. Gradient statistics do not
+pass through here: the GUI reads the monitor's own history.
+"""
 
 from __future__ import annotations
 
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from gradexplorer.core.session.engine import StepResult
-
-
-@dataclass(frozen=True)
-class StepPoint:
-    """The scalars of one step that the curves and the status bar show."""
-
-    step: int
-    loss: float
-    grad_norm: float | None
-    seconds: float
+from gradexplorer.gui.models.timeline import StepPoint
 
 
 @dataclass
@@ -26,7 +22,6 @@ class RunUpdate:
     """Everything that arrived since the GUI last looked."""
 
     points: list[StepPoint] = field(default_factory=list)
-    gradients: list[Any] = field(default_factory=list)  # StepGradients, oldest first
     events: list[tuple[str, str, str]] = field(default_factory=list)  # (kind, module, message)
     steps_per_second: float = 0.0
 
@@ -37,33 +32,38 @@ class RunUpdate:
 
 
 class RunBuffer:
-    """Producer side: ``push`` per step (worker thread). Consumer side: ``drain`` (GUI timer)."""
+    """Producer side: ``push``/``push_event`` (any thread). Consumer side: ``drain`` (GUI)."""
 
-    def __init__(self, max_gradients: int = 256, rate_window: float = 2.0) -> None:
+    def __init__(self, notify: Callable[[], None] = lambda: None, rate_window: float = 2.0) -> None:
         self._lock = threading.Lock()
         self._pending = RunUpdate()
-        self._max_gradients = max_gradients
+        self._notify = notify
         self._rate_window = rate_window
         self._times: deque[float] = deque()
 
     def push(self, result: StepResult) -> None:
         """Record one finished step (called on the training thread)."""
         point = StepPoint(result.step, result.loss, result.grad_norm, result.seconds)
-        gradients = result.extras.get("gradients")
         now = time.monotonic()
         with self._lock:
+            wake = self._empty()
             self._pending.points.append(point)
-            if gradients is not None:
-                self._pending.gradients.append(gradients)
-                del self._pending.gradients[: -self._max_gradients]
             self._times.append(now)
             while self._times and now - self._times[0] > self._rate_window:
                 self._times.popleft()
+        if wake:
+            self._notify()
 
     def push_event(self, kind: str, module: str, message: str) -> None:
         """Record a hook or run event (any thread)."""
         with self._lock:
+            wake = self._empty()
             self._pending.events.append((kind, module, message))
+        if wake:
+            self._notify()
+
+    def _empty(self) -> bool:
+        return not (self._pending.points or self._pending.events)
 
     def drain(self) -> RunUpdate | None:
         """Take what arrived since the last drain, or None when nothing did."""

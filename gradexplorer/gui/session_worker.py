@@ -1,4 +1,8 @@
-"""The one thread that touches the model: runs steps and queued jobs, one at a time."""
+"""The one thread that touches the model: runs steps and queued jobs, one at a time.
+
+``post`` is the one command channel into the training thread: a job is a function whose
+return value is a typed result (``gui.models.session``) that comes back through ``job_done``.
+"""
 
 from __future__ import annotations
 
@@ -19,12 +23,6 @@ _QUIT = object()
 
 
 @dataclass
-class _Job:
-    tag: str
-    fn: Callable[[], Any]
-
-
-@dataclass
 class _Run:
     session: TrainingSession
     steps: int | None
@@ -40,25 +38,28 @@ class SessionWorker(QThread):
     """Executes training runs and jobs (graph tracing, hook changes, exports) in order.
 
     Jobs posted while a run is going are executed between its steps, so they never
-    overlap a forward or backward pass. Results reach the GUI as queued signals (jobs)
-    or through the :class:`RunBuffer` (steps), which the GUI drains at its own rate.
+    overlap a forward or backward pass. Results reach the GUI as queued signals: a job's
+    typed result through ``job_done``, steps and hook events through ``buffer`` (a mailbox
+    that wakes the GUI thread with ``steps_ready`` when it stops being empty).
     """
 
     run_started = Signal()
     run_finished = Signal(int)  # steps done
-    job_done = Signal(str, object)  # tag, result
-    failed = Signal(str, str)  # tag ("run" for a run), one-line message
+    steps_ready = Signal()  # the mailbox has something: drain it
+    job_done = Signal(object)  # the job's typed result
+    job_failed = Signal(str)  # one-line message
+    run_failed = Signal(str)  # one-line message
 
-    def __init__(self, buffer: RunBuffer, parent=None) -> None:
+    def __init__(self, parent=None) -> None:
         super().__init__(parent)
-        self.buffer = buffer
+        self.buffer = RunBuffer(self.steps_ready.emit)
         self._queue: queue.Queue = queue.Queue()
         self._control: RunControl | None = None
 
     # -- called from the GUI thread ------------------------------------------------
-    def post(self, tag: str, fn: Callable[[], Any]) -> None:
-        """Run ``fn()`` on this thread; its result comes back through ``job_done``."""
-        self._queue.put(_Job(tag, fn))
+    def post(self, fn: Callable[[], Any]) -> None:
+        """Run ``fn()`` on this thread (between steps); its result comes back through ``job_done``."""
+        self._queue.put(fn)
 
     def start_run(self, session: TrainingSession, steps: int | None) -> RunControl:
         """Queue a run of ``steps`` steps (None: until stopped); returns its control."""
@@ -89,13 +90,13 @@ class SessionWorker(QThread):
             else:
                 self._execute(item)
 
-    def _execute(self, job: _Job) -> None:
+    def _execute(self, job: Callable[[], Any]) -> None:
         try:
-            result = job.fn()
+            result = job()
         except Exception as exc:  # noqa: BLE001 - reported to the user, thread keeps going
-            self._report(job.tag, exc)
+            self._report(self.job_failed, exc)
         else:
-            self.job_done.emit(job.tag, result)
+            self.job_done.emit(result)
 
     def _run_steps(self, run: _Run) -> None:
         self.run_started.emit()
@@ -109,7 +110,7 @@ class SessionWorker(QThread):
                 self.buffer.push(run.session.step())
                 done += 1
         except Exception as exc:  # noqa: BLE001
-            self._report("run", exc)
+            self._report(self.run_failed, exc)
         finally:
             for item in deferred:
                 self._queue.put(item)
@@ -131,7 +132,8 @@ class SessionWorker(QThread):
             else:
                 self._execute(item)
 
-    def _report(self, tag: str, exc: BaseException) -> None:
+    @staticmethod
+    def _report(signal, exc: BaseException) -> None:
         if not isinstance(exc, UserError):
             traceback.print_exception(exc, file=sys.stderr)
-        self.failed.emit(tag, describe_failure(exc))
+        signal.emit(describe_failure(exc))

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from PySide6.QtWidgets import QLabel, QStatusBar, QWidget
+from superqt.utils import qthrottled
 
 from gradexplorer.gui.controller import SessionController
-from gradexplorer.gui.run_buffer import RunUpdate
+
+REDRAW_MS = 100  # step, loss and rate labels at most 10 times a second
 
 
 class RunStatusBar(QStatusBar):
@@ -22,8 +24,9 @@ class RunStatusBar(QStatusBar):
         for label in (self.model_label, self.state_label, self.step_label, self.loss_label,
                       self.rate_label):
             self.addPermanentWidget(label)
-        controller.state_changed.connect(self.state_label.setText)
-        controller.updated.connect(self.show_update)
+        controller.state_changed.connect(lambda state: self.state_label.setText(state))
+        self.refresh_soon = qthrottled(self.show_latest, timeout=REDRAW_MS)
+        controller.timeline.changed.connect(self.refresh_soon)
         controller.model_opened.connect(self.reset)
         controller.session_opened.connect(self.show_session)
         controller.message.connect(lambda text: self.showMessage(text, 8000))
@@ -42,11 +45,12 @@ class RunStatusBar(QStatusBar):
         self.model_label.setText(f"{live.spec} · {session.parameter_count():,} params · {session.device}")
         self.step_label.setText(f"step {session.step_count}")
 
-    def show_update(self, update: RunUpdate) -> None:
-        """Show the newest step."""
-        latest = update.latest
+    def show_latest(self) -> None:
+        """Show the timeline's newest step."""
+        timeline = self.controller.timeline
+        latest = timeline.latest
         if latest is None:
             return
         self.step_label.setText(f"step {latest.step}")
         self.loss_label.setText(f"loss {latest.loss:.4g}")
-        self.rate_label.setText(f"{update.steps_per_second:.1f} steps/s")
+        self.rate_label.setText(f"{timeline.steps_per_second:.1f} steps/s")

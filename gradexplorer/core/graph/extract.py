@@ -247,7 +247,7 @@ def trace_backward_graph(session: TrainingSession, step: int | None = None, *,
 
     No backward pass, no optimizer step; buffers (BatchNorm statistics) and random state are
     restored afterwards, so training continues exactly as if this had not run. Call it
-    between steps (e.g. through ``session.submit``), never during one.
+    between steps (the app posts it as a job to its training thread), never during one.
     """
     model = session.model
     with preserved_state(model, session.device), ModuleAttribution(model) as attribution:

@@ -2,7 +2,7 @@
 from the errors hooks cause during a step.
 
 The registry is thread-confined: attach/detach it only where the model trains between steps
-(a GUI queues them with ``session.submit``). Listeners are plain callables
+(the app posts them as jobs to its training thread). Listeners are plain callables
 ``listener(kind, module, message)`` called on that thread.
 """
 

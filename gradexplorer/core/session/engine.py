@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import queue
 import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import torch
 from torch import nn
@@ -35,14 +34,6 @@ class StepResult:
     def seconds(self) -> float:
         """Wall time of the whole step."""
         return self.timings.get("total", 0.0)
-
-
-class StepObserver(Protocol):
-    """Anything that wants to see the gradients of each step (all methods optional)."""
-
-    def after_backward(self, session: TrainingSession, step: int) -> None: ...
-
-    def after_step(self, session: TrainingSession, result: StepResult) -> None: ...
 
 
 BackwardErrorHandler = Callable[["TrainingSession", BaseException], bool]
@@ -113,8 +104,8 @@ class RunControl:
 class TrainingSession:
     """A workload on a device with an optimizer, stepping on demand.
 
-    Commands submitted from other threads (hook changes, learning-rate edits) run
-    between steps, never during a backward pass.
+    Not thread-safe: one thread steps it. Changes from elsewhere (hook changes, learning-rate
+    edits) are jobs run on that thread between steps (the app's ``SessionWorker.post``).
     """
 
     def __init__(self, workload: Workload, config: SessionConfig | None = None) -> None:
@@ -131,7 +122,6 @@ class TrainingSession:
         self.step_count = 0
         self.observers: list[Any] = []
         self.backward_error_handlers: list[BackwardErrorHandler] = []
-        self._commands: queue.SimpleQueue[Callable[[], Any]] = queue.SimpleQueue()
 
     # -- observers and commands -------------------------------------------------
     def add_observer(self, observer: Any) -> None:
@@ -141,19 +131,6 @@ class TrainingSession:
     def remove_observer(self, observer: Any) -> None:
         if observer in self.observers:
             self.observers.remove(observer)
-
-    def submit(self, command: Callable[[], Any]) -> None:
-        """Queue ``command()`` to run before the next step (thread-safe)."""
-        self._commands.put(command)
-
-    def apply_pending(self) -> None:
-        """Run queued commands now (the worker calls this between steps)."""
-        while True:
-            try:
-                command = self._commands.get_nowait()
-            except queue.Empty:
-                return
-            command()
 
     def set_lr(self, lr: float) -> None:
         """Change the learning rate of every parameter group."""
@@ -223,7 +200,6 @@ class TrainingSession:
 
     def step(self) -> StepResult:
         """Run one full training step and return its result."""
-        self.apply_pending()
         timings: dict[str, float] = {}
         start = time.perf_counter()
         loss = self._forward_backward(timings)

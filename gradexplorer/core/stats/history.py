@@ -30,7 +30,11 @@ class HistogramMatrix:
 
 
 class GradientHistory:
-    """The last ``maxlen`` StepGradients; memory ≈ maxlen × params × (bins × 16 + 200) bytes."""
+    """The last ``maxlen`` StepGradients; memory ≈ maxlen × params × (bins × 16 + 200) bytes.
+
+    One thread appends (the training thread); others may read at the same time: every
+    reader works on a copy of the items taken in one step.
+    """
 
     def __init__(self, maxlen: int = 256) -> None:
         if maxlen < 1:
@@ -60,7 +64,7 @@ class GradientHistory:
 
     def steps(self) -> list[int]:
         """Step numbers held, oldest first."""
-        return [item.step for item in self._items]
+        return [item.step for item in list(self._items)]
 
     def series(self, param: str, field: str) -> tuple[np.ndarray, np.ndarray]:
         """``(steps, values)`` of one ParamStats field (``global_norm`` with param ``""``)."""
@@ -74,7 +78,7 @@ class GradientHistory:
 
     def histogram_matrix(self, param: str) -> HistogramMatrix:
         """Histograms of ``param`` at every held step that has one."""
-        rows = [(i.step, i.histograms[param]) for i in self._items if param in i.histograms]
+        rows = [(i.step, i.histograms[param]) for i in list(self._items) if param in i.histograms]
         if not rows:
             return HistogramMatrix(np.zeros(0, np.int64), np.zeros((0, 0)), np.zeros((0, 0)))
         return HistogramMatrix(
@@ -86,7 +90,7 @@ class GradientHistory:
     def memory_bytes(self) -> int:
         """Approximate bytes held (histogram arrays and per-parameter records)."""
         total = 0
-        for item in self._items:
+        for item in list(self._items):
             total += sum(h.edges.nbytes + h.counts.nbytes for h in item.histograms.values())
             total += 200 * len(item.params)
         return total

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 from PySide6.QtCore import QPoint, Qt, Signal
 from PySide6.QtGui import QAction
@@ -30,12 +28,11 @@ from gradexplorer.gui.graph.layout_worker import BackgroundQueue, LaidOut, lay_o
 from gradexplorer.gui.graph.painting import base_fills, render_overview
 from gradexplorer.gui.graph.tint import node_norms, params_behind, tinted_fills
 from gradexplorer.gui.graph.view import GraphView
+from gradexplorer.gui.models.selection import Selection, SelectionModel
 from gradexplorer.gui.run_controls import make_action
-from gradexplorer.gui.selection import Selection, SelectionModel
 from gradexplorer.gui.theme import icon
 
 MODULE_KIND = KIND_CODES.index("module")
-TINT_HZ = 4  # the gradient tint follows training at most this often
 DETAIL_LEVELS = (("Operations", None), *((f"Modules, depth {d}", d) for d in range(1, 7)))
 
 
@@ -60,7 +57,6 @@ class GraphPanel(QWidget):
         self._matches: list = []  # search hits: node ids of the whole graph
         self._searched = ""
         self._reveal = None  # a hit being expanded into view
-        self._tinted_at = 0.0
         self.view = GraphView()
         self.layouts = BackgroundQueue(self)
         self.overviews = BackgroundQueue(self)
@@ -221,16 +217,13 @@ class GraphPanel(QWidget):
         return [a["param"] for _, a in self.graph.nodes(data=True) if a.get("param")]
 
     # -- overlays ----------------------------------------------------------------------------------
-    def set_stats(self, params: dict, force: bool = False) -> None:
-        """Latest per-parameter statistics (for the tint); recolours at most TINT_HZ a second."""
+    def set_stats(self, params: dict) -> None:
+        """Latest per-parameter statistics: recolour the nodes (the caller throttles this)."""
         first = not self._stats
         self._stats = params
         if first and self.drawing is not None:
             self._behind = params_behind(self.drawing, list(params))
-        now = time.monotonic()
-        if first or force or now - self._tinted_at >= 1.0 / TINT_HZ:
-            self._tinted_at = now
-            self.refresh_tint()
+        self.refresh_tint()
 
     def refresh_tint(self) -> None:
         """Recolour nodes by gradient norm (or by kind when the tint is off)."""

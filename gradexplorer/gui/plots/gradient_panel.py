@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-import time
-
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QSplitter, QVBoxLayout, QWidget
+from superqt.utils import qthrottled
 
+from gradexplorer.gui.models.selection import Selection, SelectionModel
+from gradexplorer.gui.models.timeline import TimelineModel
 from gradexplorer.gui.plots.alarm_banner import AlarmBanner
 from gradexplorer.gui.plots.flow_chart import GradientFlowChart
 from gradexplorer.gui.plots.heatmap_plot import HistogramHeatmap
 from gradexplorer.gui.plots.histogram_plot import HistogramPlot
-from gradexplorer.gui.selection import Selection, SelectionModel
-from gradexplorer.gui.timeline import Timeline
 
-SLOW_PLOTS_S = 0.1  # heat map and flow chart take turns, each redrawn about 5 times a second
+HISTOGRAM_MS = 50  # the histogram and the alarm redraw at most 20 times a second
+SLOW_PLOTS_MS = 100  # the heat map and the flow chart (heavier) at most 10 times a second
 
 
 def parameter_for(selection: Selection, model) -> str | None:
@@ -33,15 +33,22 @@ def parameter_for(selection: Selection, model) -> str | None:
 
 
 class GradientPanel(QWidget):
-    """Observes the selection and the timeline; redraws with existing plot items."""
+    """Observes the selection and the timeline; redraws with existing plot items.
 
-    def __init__(self, selection: SelectionModel, timeline: Timeline,
+    Each plot has its own throttle on ``timeline.changed``; ``flush`` draws pending redraws now.
+    """
+
+    def __init__(self, selection: SelectionModel, timeline: TimelineModel,
                  parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.selection, self.timeline = selection, timeline
         self.model = None
         self.param: str | None = None
-        self._slow_at = 0.0
+        self._throttles = (qthrottled(self.refresh_histogram, timeout=HISTOGRAM_MS),
+                           qthrottled(self.refresh_heatmap, timeout=SLOW_PLOTS_MS),
+                           qthrottled(self.refresh_flow, timeout=SLOW_PLOTS_MS))
+        for throttle in self._throttles:
+            timeline.changed.connect(throttle)
         self.alarm = AlarmBanner()
         self.param_label = QLabel("no parameter selected")
         self.log_box = QCheckBox("log counts")
@@ -67,24 +74,33 @@ class GradientPanel(QWidget):
         self.model = model
         first = next((n for n, _ in model.named_parameters()), None)
         self.param = parameter_for(self.selection.current, model) or first
-        if self.timeline.latest_gradients is None:
-            self.flow.show_stats({})  # nothing of the last model's run stays
-        self.refresh(force=True)
+        self.refresh()
 
     def set_log(self, log: bool) -> None:
         """Linear or logarithmic counts in the histogram and heat map."""
         self.histogram.set_log(log)
         self.heatmap.set_log(log)
-        self.refresh(force=True)
+        self.refresh()
 
     def _selection_changed(self, selection: Selection) -> None:
         param = parameter_for(selection, self.model)
         if param and param != self.param:
             self.param = param
-            self.refresh(force=True)
+            self.refresh()
 
-    def refresh(self, _update=None, force: bool = False) -> None:
-        """Redraw the alarm and the histogram (and, with ``force``, the slower plots too)."""
+    def refresh(self) -> None:
+        """Redraw every plot now."""
+        self.refresh_histogram()
+        self.refresh_heatmap()
+        self.refresh_flow()
+
+    def flush(self) -> None:
+        """Draw now what the throttles hold back (end of a run, screenshots)."""
+        for throttle in self._throttles:
+            throttle.flush()
+
+    def refresh_histogram(self) -> None:
+        """Redraw the alarm and the selected parameter's histogram."""
         latest = self.timeline.latest_gradients
         self.alarm.show_gradients(latest)
         name = self.param
@@ -92,18 +108,13 @@ class GradientPanel(QWidget):
         self.param_label.setText(f"<b>{name}</b>" if name else "no parameter selected")
         current, previous = self.timeline.histograms_of(name) if name else (None, None)
         self.histogram.show_histograms(name, current, previous, stats)
-        if force:
-            self.refresh_slow(force=True)
 
-    def refresh_slow(self, force: bool = False) -> None:
-        """Redraw the heat map and the flow chart, at most every SLOW_PLOTS_S unless forced."""
-        now = time.monotonic()
-        if not force and now - self._slow_at < SLOW_PLOTS_S:
-            return
-        self._slow_at = now
-        name, latest = self.param, self.timeline.latest_gradients
-        self._slow_turn = not getattr(self, "_slow_turn", False)
-        if force or self._slow_turn:  # heat map and flow chart take turns: one repaint per call
-            self.heatmap.show_matrix(name, self.timeline.gradients.histogram_matrix(name) if name else None)
-        if latest is not None and (force or not self._slow_turn):
-            self.flow.show_stats(latest.params)
+    def refresh_heatmap(self) -> None:
+        """Redraw the selected parameter's histogram over steps."""
+        name = self.param
+        self.heatmap.show_matrix(name, self.timeline.gradients.histogram_matrix(name) if name else None)
+
+    def refresh_flow(self) -> None:
+        """Redraw the gradient flow of the latest step."""
+        latest = self.timeline.latest_gradients
+        self.flow.show_stats(latest.params if latest is not None else {})

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from PySide6.QtCore import QObject, Signal
+from psygnal import Signal
 
 
 @dataclass(frozen=True)
@@ -17,13 +17,12 @@ class Selection:
     source: str = ""
 
 
-class SelectionModel(QObject):
-    """Holds the current selection and announces changes."""
+class SelectionModel:
+    """Holds the current selection and announces changes (``changed(Selection)``)."""
 
-    changed = Signal(object)  # Selection
+    changed = Signal(object)
 
-    def __init__(self, parent=None) -> None:
-        super().__init__(parent)
+    def __init__(self) -> None:
         self.current = Selection()
 
     def select(self, node=None, module: str | None = None, param: str | None = None,

@@ -1,0 +1,103 @@
+"""The live session as the views see it: run state, attached hooks, typed job results."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from psygnal import Signal
+
+IDLE, LOADING, RUNNING, PAUSED = "idle", "loading", "running", "paused"
+
+
+# -- typed results of jobs run on the training thread ----------------------------------------
+@dataclass(frozen=True)
+class SessionOpened:
+    """A model was loaded (``fresh``) or the session re-made under a new device/optimizer."""
+
+    live: Any  # LiveSession
+    fresh: bool
+
+
+@dataclass(frozen=True)
+class HooksChanged:
+    """The hooks now attached: module path -> action spec."""
+
+    hooks: dict[str, str]
+
+
+@dataclass(frozen=True)
+class GraphTraced:
+    """A traced backward graph; ``fit``: zoom the view to it."""
+
+    graph: Any  # networkx.DiGraph
+    fit: bool = True
+
+
+@dataclass(frozen=True)
+class SnapshotWritten:
+    """A snapshot written on request."""
+
+    path: Path
+
+
+@dataclass(frozen=True)
+class ExportChanged:
+    """Periodic export turned on (an exporter) or off (None)."""
+
+    exporter: Any
+
+
+@dataclass(frozen=True)
+class SettingApplied:
+    """A training setting took effect from the next step on (``lr``, ``histogram_every``)."""
+
+    name: str
+    value: Any
+
+
+class SessionModel:
+    """The live session, its run state and hooks; changed on the GUI thread only.
+
+    Events: ``opened(LiveSession)``, ``model_opened(LiveSession)`` (a new model, before
+    ``opened``), ``state_changed(str)``, ``hooks_changed(dict)``,
+    ``job_finished(result)`` with one of the typed results above, ``error(str)`` (one line for a
+    dialog), ``message(str)`` (a status-bar note) and ``event(kind, text)`` for the event log.
+    """
+
+    opened = Signal(object)
+    model_opened = Signal(object)  # a fresh model (not a re-made session), before ``opened``
+    state_changed = Signal(str)
+    hooks_changed = Signal(dict)
+    job_finished = Signal(object)
+    error = Signal(str)
+    message = Signal(str)
+    event = Signal(str, str)
+
+    def __init__(self) -> None:
+        self.live: Any = None
+        self.state = IDLE
+        self.hooks: dict[str, str] = {}
+        self.exporter: Any = None
+
+    def set_state(self, state: str) -> None:
+        """Announce a new run state (no event when unchanged)."""
+        if state != self.state:
+            self.state = state
+            self.state_changed.emit(state)
+
+    def set_hooks(self, hooks: dict[str, str]) -> None:
+        """Announce the hooks now attached."""
+        self.hooks = dict(hooks)
+        self.hooks_changed.emit(self.hooks)
+
+    def open(self, live: Any, fresh: bool) -> None:
+        """Show a newly opened (or re-made) session."""
+        self.live = live
+        if fresh:
+            self.hooks, self.exporter = {}, None
+            self.model_opened.emit(live)
+        self.set_state(IDLE)
+        self.opened.emit(live)
+        self.hooks_changed.emit(self.hooks)

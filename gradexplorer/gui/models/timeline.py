@@ -1,0 +1,119 @@
+"""The run's timeline: loss and gradient-norm curves plus the monitor's gradient history."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+from psygnal import Signal
+
+from gradexplorer.core.stats.history import GradientHistory
+
+
+@dataclass(frozen=True)
+class StepPoint:
+    """The scalars of one step that the curves and the status bar show."""
+
+    step: int
+    loss: float
+    grad_norm: float | None
+    seconds: float
+
+
+class Curve:
+    """A growable float series with its step numbers, capped at ``limit`` points."""
+
+    def __init__(self, limit: int = 200_000) -> None:
+        self.limit = limit
+        self._x = np.empty(1024)
+        self._y = np.empty(1024)
+        self.size = 0
+
+    def extend(self, xs: Sequence[float], ys: Sequence[float]) -> None:
+        """Append points (NaN for a missing value)."""
+        n = len(xs)
+        if self.size + n > len(self._x):
+            cap = max(len(self._x) * 2, self.size + n)
+            self._x = np.resize(self._x, cap)
+            self._y = np.resize(self._y, cap)
+        self._x[self.size : self.size + n] = xs
+        self._y[self.size : self.size + n] = ys
+        self.size += n
+        if self.size > self.limit:  # keep the newest half
+            keep = self.limit // 2
+            self._x[:keep] = self._x[self.size - keep : self.size]
+            self._y[:keep] = self._y[self.size - keep : self.size]
+            self.size = keep
+
+    @property
+    def x(self) -> np.ndarray:
+        return self._x[: self.size]
+
+    @property
+    def y(self) -> np.ndarray:
+        return self._y[: self.size]
+
+
+class TimelineModel:
+    """What the plots show of a run. Events: ``changed()`` after new steps or a reset.
+
+    ``gradients`` is the producer's own :class:`GradientHistory` (the session's
+    ``monitor.history``), handed over by ``reset``; it is read here, never copied.
+    """
+
+    changed = Signal()
+
+    def __init__(self) -> None:
+        self.loss = Curve()
+        self.norm = Curve()
+        self.gradients = GradientHistory(1)
+        self.latest: StepPoint | None = None
+        self.steps_per_second = 0.0
+
+    def reset(self, gradients: GradientHistory) -> None:
+        """Start over (a new model): empty curves, and ``gradients`` as the history to read."""
+        self.loss, self.norm = Curve(), Curve()
+        self.gradients = gradients
+        self.latest, self.steps_per_second = None, 0.0
+        self.changed.emit()
+
+    def extend(self, points: Sequence[StepPoint], steps_per_second: float) -> None:
+        """Take in finished steps, oldest first (the source calls this on the GUI thread)."""
+        if not points:
+            return
+        steps = [float(p.step) for p in points]
+        self.loss.extend(steps, [p.loss for p in points])
+        self.norm.extend(steps, [np.nan if p.grad_norm is None else p.grad_norm for p in points])
+        self.latest, self.steps_per_second = points[-1], steps_per_second
+        self.changed.emit()
+
+    @property
+    def latest_gradients(self) -> Any:
+        """The newest StepGradients, or None."""
+        return self.gradients.latest()
+
+    def histograms_of(self, param: str) -> tuple[Any, Any]:
+        """``param``'s histogram at the newest recorded histogram step and at the one before.
+
+        Either is None when that step recorded no histogram for ``param`` (no gradient).
+        """
+        recorded = [g for g in self.gradients if g.histograms]
+        current = recorded[-1].histograms.get(param) if recorded else None
+        previous = recorded[-2].histograms.get(param) if len(recorded) > 1 else None
+        return current, previous
+
+
+class TimelineSource(Protocol):
+    """What feeds a :class:`TimelineModel`: the in-app session, or a followed run directory.
+
+    A source calls, on the GUI thread, ``timeline.reset(history)`` when a run begins (its
+    ``GradientHistory``, which it keeps appending to) and ``timeline.extend(points, rate)``
+    as steps finish. ``close()`` ends the feed (the window closes or another source takes over).
+    The in-app source is ``SessionController``.
+    """
+
+    timeline: TimelineModel
+
+    def close(self) -> None: ...
