@@ -14,13 +14,19 @@ from PySide6.QtCore import QObject
 
 from gradexplorer.core.model.spec import ModelOptions
 from gradexplorer.core.session.engine import SessionConfig
-from gradexplorer.gui.live_session import LiveSession, open_live_session, reconfigure
+from gradexplorer.gui.live_session import (
+    LiveSession,
+    open_live_session,
+    probe_hookable,
+    reconfigure,
+)
 from gradexplorer.gui.models.session import (
     IDLE,
     LOADING,
     PAUSED,
     RUNNING,
     ExportChanged,
+    HookableProbed,
     HooksChanged,
     SessionModel,
     SessionOpened,
@@ -175,9 +181,18 @@ class SessionController(QObject):
 
     def hook_problem(self, module: str) -> str | None:
         """Why a full backward hook on ``module`` would be unsafe or useless, if it would."""
-        hookable = self.live.hookable if self.live else {}
+        hookable = (self.live.hookable if self.live else None) or {}
         safe, reason = hookable.get(module, (True, ""))
         return reason or None
+
+    def probe_hooks(self) -> None:
+        """Find which modules take a hook safely, on the worker, after the jobs already posted."""
+        live = self.live
+        if live is not None and live.hookable is None:
+            def probe() -> HookableProbed:
+                live.hookable = probe_hookable(live)  # one assignment: safe to read meanwhile
+                return HookableProbed(live.hookable)
+            self.post(probe)
 
     # -- snapshots --------------------------------------------------------------------------
     def export_snapshot(self, directory: str) -> None:

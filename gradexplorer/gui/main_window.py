@@ -123,6 +123,7 @@ class MainWindow(QMainWindow):
         self.curves.refresh()
         self.settings.set_last_model(live.spec)
         self.trace_graph(fit=True)
+        self.controller.probe_hooks()  # after the trace: the first view comes first
 
     def trace_graph(self, fit: bool = True) -> None:
         """Trace the backward graph on the training thread; the panel lays it out."""

@@ -27,6 +27,7 @@ class ModuleTree(QTreeWidget):
         super().__init__(parent)
         self.selection = selection
         self._items: dict[str, QTreeWidgetItem] = {}
+        self._badged: dict[str, str] = {}  # the hooks the rows show
         self.setHeaderLabels(COLUMNS)
         self.setAlternatingRowColors(True)
         self.setUniformRowHeights(True)
@@ -39,7 +40,7 @@ class ModuleTree(QTreeWidget):
     def set_model(self, model: nn.Module) -> None:
         """Rebuild the tree for ``model``."""
         self.clear()
-        self._items = {}
+        self._items, self._badged = {}, {}
         for path, module in model.named_modules():
             parent_path = path.rpartition(".")[0] if path else None
             parent = self._items.get(parent_path) if parent_path is not None else None
@@ -54,11 +55,14 @@ class ModuleTree(QTreeWidget):
             self.resizeColumnToContents(column)
 
     def set_hooks(self, hooks: dict[str, str]) -> None:
-        """Badge the modules that have a hook attached."""
-        for path, item in self._items.items():
-            action = hooks.get(path)
+        """Badge the modules that have a hook attached (only rows that change are touched)."""
+        for path in set(hooks) | set(self._badged):
+            item, action = self._items.get(path), hooks.get(path)
+            if item is None or action == self._badged.get(path):
+                continue
             item.setText(3, action or "")
             item.setIcon(3, icon("hook") if action else icon_none())
+        self._badged = {p: a for p, a in hooks.items() if p in self._items}
 
     def path_at(self, pos: QPoint) -> str | None:
         """Module path of the row at viewport position ``pos``."""

@@ -128,17 +128,28 @@ def readable_depth(G: nx.DiGraph, most_nodes: int = READABLE_GROUPS,
     shows at most ``most_nodes`` nodes in chains of at most ``most_layers`` (depth 1 when even
     that shows more).
     """
-    if G.number_of_nodes() <= small:
-        return None
-    deepest = max((len(m.split(".")) for _, m in G.nodes(data="module") if m), default=0)
-    chosen = 1
+    return readable_view(G, most_nodes, small, most_layers).graph["collapsed"]["depth"]
+
+
+def readable_view(G: nx.DiGraph, most_nodes: int = READABLE_GROUPS, small: int = READABLE_NODES,
+                  most_layers: int = READABLE_LAYERS) -> nx.DiGraph:
+    """``G`` collapsed at :func:`readable_depth` (``graph["collapsed"]["depth"]`` says which),
+    built once."""
+    deepest = 0 if G.number_of_nodes() <= small else max(
+        (len(m.split(".")) for _, m in G.nodes(data="module") if m), default=0)
+    if not deepest:
+        return collapse_by_module(G)  # nothing folds: every operation, depth None
+    chosen = None
     for depth in range(1, deepest + 1):
-        if groups_at_depth(G, depth) > most_nodes:
+        if depth > 1 and groups_at_depth(G, depth) > most_nodes:
             break
-        if layer_count(collapse_by_module(G, depth=depth)) > most_layers:
+        H = collapse_by_module(G, depth=depth)
+        if depth > 1 and layer_count(H) > most_layers:
             break
-        chosen = depth
-    return chosen if deepest else None
+        chosen = H
+        if H.number_of_nodes() > most_nodes or layer_count(H) > most_layers:
+            break  # even depth 1 is too much: it is still the coarsest view
+    return chosen
 
 
 def layer_count(G: nx.DiGraph) -> int:

@@ -21,7 +21,7 @@ from gradexplorer.gui.graph.core_api import (
     expansions_to_reveal,
     hide_hook_nodes,
     layout_graph,
-    readable_depth,
+    readable_view,
 )
 from gradexplorer.gui.graph.drawing import KIND_CODES, search_graph
 from gradexplorer.gui.graph.layout_worker import BackgroundQueue, LaidOut, lay_out
@@ -33,7 +33,7 @@ from gradexplorer.gui.run_controls import make_action
 from gradexplorer.gui.theme import icon
 
 MODULE_KIND = KIND_CODES.index("module")
-DETAIL_LEVELS = (("Operations", None), *((f"Modules, depth {d}", d) for d in range(1, 7)))
+DETAIL_LEVELS = (("Operations", None), *((f"Modules, depth {d}", d) for d in range(1, 9)))
 
 
 class GraphPanel(QWidget):
@@ -57,6 +57,7 @@ class GraphPanel(QWidget):
         self._matches: list = []  # search hits: node ids of the whole graph
         self._searched = ""
         self._reveal = None  # a hit being expanded into view
+        self._auto_depth = False  # the next layout chooses a readable detail level itself
         self.view = GraphView()
         self.layouts = BackgroundQueue(self)
         self.overviews = BackgroundQueue(self)
@@ -150,9 +151,7 @@ class GraphPanel(QWidget):
         self.graph = graph
         if fit:
             self.expanded = set()
-            depth = readable_depth(graph)
-            self.detail_box.setCurrentIndex(
-                0 if depth is None else min(depth, len(DETAIL_LEVELS) - 1))
+            self._auto_depth = True  # chosen off the GUI thread with the layout
         self.relayout(fit=fit)
 
     def clear(self) -> None:
@@ -181,23 +180,29 @@ class GraphPanel(QWidget):
 
     def _collapser(self):
         """graph -> shown graph: hook nodes hidden or not, modules collapsed or not."""
-        depth = self.detail_depth()
+        depth, auto = self.detail_depth(), self._auto_depth
         expanded, hide = sorted(self.expanded), not self.hook_nodes_action.isChecked()
 
         def transform(graph):
             shown = hide_hook_nodes(graph) if hide else graph
+            if auto:
+                return readable_view(shown)
             return shown if depth is None else collapse_by_module(shown, depth=depth,
                                                                    expanded=expanded)
         return transform
 
     def _detail_changed(self) -> None:
-        self.expanded = set()
+        self.expanded, self._auto_depth = set(), False
         self.relayout(fit=True)
 
     def _laid_out(self, number: int, result: LaidOut) -> None:
         if number != self.layouts.latest:
             return  # superseded by a newer request
         self.drawing = result.drawing
+        if self._auto_depth:  # show the depth the first view was collapsed to
+            self._auto_depth = False
+            depth = result.drawing.graph.graph.get("collapsed", {}).get("depth")
+            self.detail_box.setCurrentIndex(0 if depth is None else min(depth, len(DETAIL_LEVELS) - 1))
         self.view.canvas.set_drawing(result.drawing, result.overview, result.scale)
         self.view.minimap.set_drawing(result.drawing, base_fills(result.drawing))
         self._behind = params_behind(result.drawing, list(self._stats) or self._param_names())

@@ -36,6 +36,13 @@ class GraphTraced:
 
 
 @dataclass(frozen=True)
+class HookableProbed:
+    """Which modules take a full backward hook safely: path -> (safe, reason)."""
+
+    hookable: dict[str, tuple[bool, str]]
+
+
+@dataclass(frozen=True)
 class SnapshotWritten:
     """A snapshot written on request."""
 
