@@ -9,7 +9,7 @@ from superqt.utils import qthrottled
 from gradexplorer.gui.models.selection import Selection, SelectionModel
 from gradexplorer.gui.models.timeline import TimelineModel
 from gradexplorer.gui.plots.alarm_banner import AlarmBanner
-from gradexplorer.gui.plots.flow_chart import GradientFlowChart
+from gradexplorer.gui.plots.flow_chart import FlowPanel
 from gradexplorer.gui.plots.heatmap_plot import HistogramHeatmap
 from gradexplorer.gui.plots.histogram_plot import HistogramPlot
 
@@ -55,13 +55,18 @@ class GradientPanel(QWidget):
         self.log_box.toggled.connect(self.set_log)
         self.histogram = HistogramPlot()
         self.heatmap = HistogramHeatmap()
-        self.flow = GradientFlowChart()
+        self.flow_panel = FlowPanel()
+        self.flow = self.flow_panel.chart
+        self.flow.param_clicked.connect(
+            lambda name: selection.select(param=name, module=name.rpartition(".")[0], source="flow"))
         header = QHBoxLayout()
         header.addWidget(self.param_label, 1)
         header.addWidget(self.log_box)
         split = QSplitter(Qt.Vertical)
-        for plot in (self.histogram, self.heatmap, self.flow):
+        for plot, least in ((self.histogram, 120), (self.heatmap, 110), (self.flow_panel, 160)):
+            plot.setMinimumHeight(least)  # readable axes whatever the dock's size
             split.addWidget(plot)
+        split.setChildrenCollapsible(False)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addWidget(self.alarm)
