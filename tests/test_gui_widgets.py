@@ -88,9 +88,10 @@ def test_parameter_table_shows_live_stats(qtbot, digits_session):
     table.table.set_stats(stats)
     model = table.table
     row = model.row_of("fc1.weight")
-    assert model.data(model.index(row, 4)) == "64×512"
+    assert model.data(model.index(row, 5)) == "64×512"
     assert model.data(model.index(row, 1)) == f"{stats['fc1.weight'].norm:.3g}"
-    assert model.data(model.index(row, 3)) == "ok"
+    assert model.data(model.index(row, 4)) == "ok"
+    assert model.data(model.index(row, 3)) == f"{stats['fc1.weight'].update_ratio:.3g}"
     selection.select(param="fc2.bias", module="fc2", source="graph")
     selected = table.selectionModel().selectedRows()
     assert [model.rows[table.proxy.mapToSource(i).row()][0] for i in selected] == ["fc2.bias"]

@@ -17,6 +17,7 @@ from gradexplorer.gui.graph.core_api import trace_backward_graph
 from gradexplorer.gui.graph.panel import GraphPanel
 from gradexplorer.gui.hook_menu import HookMenu
 from gradexplorer.gui.menus import build_menus
+from gradexplorer.gui.model_filter import ModelFilterBar
 from gradexplorer.gui.models.selection import SelectionModel
 from gradexplorer.gui.models.session import GraphTraced
 from gradexplorer.gui.module_tree import ModuleTree
@@ -43,6 +44,8 @@ class MainWindow(QMainWindow):
         self.selection = SelectionModel()
         self.tree = ModuleTree(self.selection)
         self.table = ParameterTable(self.selection)
+        self.model_filter = ModelFilterBar(self.selection, self.tree, self.table)
+        self.model_filter.setMaximumHeight(self.model_filter.sizeHint().height())
         self.graph_panel = GraphPanel(self.selection)
         self.details = DetailsPane(self.selection)
         self.gradients = GradientPanel(self.selection, self.controller.timeline)
@@ -70,9 +73,11 @@ class MainWindow(QMainWindow):
 
     def _docks(self) -> None:
         model_split = QSplitter(Qt.Vertical)
+        model_split.addWidget(self.model_filter)
         for widget in (self.tree, self.table, self.details):
             model_split.addWidget(widget)
-        model_split.setSizes([220, 260, 220])
+        model_split.setSizes([30, 220, 260, 220])
+        model_split.setCollapsible(0, False)
         self.model_dock = self._dock("Model", model_split, Qt.LeftDockWidgetArea)
         self.gradients_dock = self._dock("Gradients", self.gradients, Qt.RightDockWidgetArea)
         self.curves_dock = self._dock("Training", self.curves, Qt.BottomDockWidgetArea)
@@ -139,6 +144,7 @@ class MainWindow(QMainWindow):
         latest = self.controller.timeline.latest_gradients
         if latest is not None:
             self.table.table.set_stats(latest.params)
+            self.tree.set_stats(latest.params)
             self.details.set_context(stats=latest.params)
 
     def _redraw_graph_tint(self) -> None:
