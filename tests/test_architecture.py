@@ -78,5 +78,6 @@ def test_architecture_doc_names_only_modules_that_exist():
     assert len(paths) >= 5
     assert not [p for p in paths if not (ROOT / "gradexplorer" / p).exists()]
     names = set(re.findall(r"`([A-Z][a-z][A-Za-z]*[a-z])[`.(]", text))  # classes it names
+    names -= {"BackwardHookFunctionBackward"}  # PyTorch's, not ours
     source = "".join(p.read_text(encoding="utf-8") for p in (ROOT / "gradexplorer").rglob("*.py"))
     assert not [n for n in names if f"class {n}" not in source]

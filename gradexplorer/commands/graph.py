@@ -8,6 +8,7 @@ from collections import Counter
 from pathlib import Path
 
 from gradexplorer.commands.common import add_model_arguments, load_from_args
+from gradexplorer.commands.gui import display_problem
 from gradexplorer.commands.hook_options import add_hook_arguments, attach_hooks_from_args
 from gradexplorer.core.errors import UserError
 from gradexplorer.core.graph.collapse import collapse_by_module
@@ -15,6 +16,8 @@ from gradexplorer.core.graph.export.files import EXPORT_FORMATS, export_graph
 from gradexplorer.core.graph.extract import hide_hook_nodes, trace_backward_graph
 from gradexplorer.core.graph.layout.positions import LAYOUTS, layout_drawing
 from gradexplorer.core.session.engine import SessionConfig, TrainingSession
+
+FORMATS = (*EXPORT_FORMATS, ".png")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -26,7 +29,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_model_arguments(parser)
     parser.add_argument("--device", default="cpu", help="device for the forward pass (default cpu)")
     g = parser.add_argument_group("graph")
-    g.add_argument("--out", required=True, metavar="FILE", help=f"output file: {', '.join(EXPORT_FORMATS)}")
+    g.add_argument("--out", required=True, metavar="FILE",
+                   help=f"output file: {', '.join(FORMATS)} (.png is drawn by the app's renderer)")
     g.add_argument("--layout", default="layered", choices=LAYOUTS, help="node placement (default layered)")
     g.add_argument("--collapse", type=int, metavar="DEPTH",
                    help="fold modules deeper than DEPTH into one node each (1 = top-level modules)")
@@ -44,8 +48,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 def graph_command(args: argparse.Namespace) -> int:
     if args.collapse is not None and args.collapse < 1:
         raise UserError(f"--collapse must be at least 1, got {args.collapse}")
-    if Path(args.out).suffix.lower() not in EXPORT_FORMATS:
-        raise UserError(f"cannot tell the format of {args.out!r}: use one of {', '.join(EXPORT_FORMATS)}")
+    png = Path(args.out).suffix.lower() == ".png"
+    if Path(args.out).suffix.lower() not in FORMATS:
+        raise UserError(f"cannot tell the format of {args.out!r}: use one of {', '.join(FORMATS)}")
+    if png and not Path(args.out).parent.exists():
+        raise UserError(f"folder {str(Path(args.out).parent)!r} does not exist")
     session = TrainingSession(load_from_args(args), SessionConfig(device=args.device, seed=args.seed))
     attach_hooks_from_args(session, args)
     t0 = time.perf_counter()
@@ -55,11 +62,25 @@ def graph_command(args: argparse.Namespace) -> int:
         G = hide_hook_nodes(G)
     if args.collapse is not None or args.collapse_module:
         G = collapse_by_module(G, depth=args.collapse, modules=args.collapse_module, expanded=args.expand)
-    drawing = layout_drawing(G, args.layout)
+    if png:
+        path = write_png(G, args.layout, Path(args.out))
+    else:
+        drawing = layout_drawing(G, args.layout)
+        path = export_graph(G, drawing.positions, args.out, edge_points=drawing.edge_points)
     t2 = time.perf_counter()
-    path = export_graph(G, drawing.positions, args.out, edge_points=drawing.edge_points)
     kinds = Counter(kind for _, kind in G.nodes(data="kind"))
     summary = ", ".join(f"{count} {kind}" for kind, count in sorted(kinds.items()))
     print(f"{path}: {G.number_of_nodes():,} nodes ({summary}), {G.number_of_edges():,} edges; "
           f"traced in {t1 - t0:.2f} s, {args.layout} layout in {t2 - t1:.2f} s")
     return 0
+
+
+def write_png(G, layout: str, path: Path) -> Path:
+    """Draw with the app's own canvas (the PNG looks like the window), offscreen without a display."""
+    import os
+
+    if display_problem():
+        os.environ["QT_QPA_PLATFORM"] = "offscreen"
+    from gradexplorer.gui.graph.image_file import write_graph_png
+
+    return write_graph_png(G, layout, path)

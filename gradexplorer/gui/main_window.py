@@ -118,6 +118,7 @@ class MainWindow(QMainWindow):
         self.details.reset(live.session.model)
 
     def _session_opened(self, live) -> None:
+        self._hooked = {}  # a new model: its graph comes from a trace
         self.setWindowTitle(f"gradexplorer — {live.spec}")
         model = live.session.model
         self.tree.set_model(model)
@@ -161,13 +162,19 @@ class MainWindow(QMainWindow):
         for throttle in (*self._throttles, self.curves.refresh_soon, self.status.refresh_soon):
             throttle.flush()
         self.gradients.flush()
+        self.graph_panel.flush()
 
     def _hooks_changed(self, hooks: dict) -> None:
+        before, self._hooked = getattr(self, "_hooked", {}), dict(hooks)
         self.tree.set_hooks(hooks)
-        self.graph_panel.set_hooks(hooks)
         self.details.set_context(hooks=hooks)
-        if self.graph_panel.graph is not None:
-            self.trace_graph(fit=False)  # hook nodes appear in (or leave) the graph
+        panel, live = self.graph_panel, self.controller.live
+        attached = [p for p in hooks if p not in before]
+        detached = [p for p in before if p not in hooks]
+        if panel.graph is not None and (attached or detached) and not panel.edit_hooks(
+                attached, detached, live.session.model):
+            self.trace_graph(fit=False)  # only a trace can tell where the hook nodes go
+        panel.set_hooks(hooks)
 
     def show_hook_menu(self, module: str, where: QPoint) -> HookMenu:
         """Pop up the attach/detach menu for ``module`` (it deletes itself when closed)."""

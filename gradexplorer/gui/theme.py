@@ -1,4 +1,5 @@
-"""The app's look: stylesheet, icons, plot defaults and the colours of graph node kinds."""
+"""The app's look: stylesheet, icons, plot defaults and highlight colours (the graph's own
+palette is ``core.graph.style``, shared with the exports)."""
 
 from __future__ import annotations
 
@@ -10,17 +11,7 @@ from PySide6.QtWidgets import QApplication
 
 from gradexplorer.resources import resource_path
 
-# Fill colours of backward-graph nodes by kind (contract (2) kinds plus collapsed modules).
-KIND_COLOURS: dict[str, str] = {  # light fills: node labels are dark text
-    "op": "#b0bec5",
-    "param": "#a5d6a7",
-    "hook": "#e1bee7",
-    "loss": "#80deea",
-    "module": "#90caf9",
-    "other": "#eceff1",
-}
 ACCENT = "#1e88e5"
-HOOK_MARK = "#8e24aa"
 SELECTION = "#ff6f00"
 ALARM = "#d32f2f"
 PLOT_PENS = {"loss": "#1e88e5", "norm": "#e53935", "mean": "#1e88e5", "max": "#e53935",

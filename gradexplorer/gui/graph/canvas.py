@@ -7,6 +7,7 @@ from PySide6.QtCore import QRectF
 from PySide6.QtGui import QImage, QPainter
 from PySide6.QtWidgets import QGraphicsItem, QGraphicsObject, QStyleOptionGraphicsItem
 
+from gradexplorer.core.graph.style import HOOK_MARK
 from gradexplorer.gui.graph.drawing import GraphDrawing
 from gradexplorer.gui.graph.painting import (
     TEXT_LOD,
@@ -16,7 +17,7 @@ from gradexplorer.gui.graph.painting import (
     paint_nodes,
     paint_outlines,
 )
-from gradexplorer.gui.theme import ACCENT, HOOK_MARK, SELECTION
+from gradexplorer.gui.theme import ACCENT, SELECTION
 
 OVERVIEW_MIN_NODES = 1500  # below this, vectors are fast enough at every zoom
 OVERVIEW_MAX_PIXELS = 24_000_000

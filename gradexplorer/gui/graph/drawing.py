@@ -3,29 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
+from itertools import compress
 
 import networkx as nx
 import numpy as np
 
 from gradexplorer.core.graph.collapse import MODULE_PREFIX
+from gradexplorer.core.graph.style import NODE_H, NODE_W, node_label, node_lines
 
-NODE_W, NODE_H = 190.0, 44.0
 KIND_CODES = ("op", "param", "hook", "loss", "module", "other")
 LAYERED = ("layered", "multipartite")
-
-
-def node_label(attrs: Mapping) -> tuple[str, str]:
-    """The two text lines of a node: what it is, and where it comes from."""
-    kind = attrs.get("kind", "other")
-    if kind == "module":
-        members = attrs.get("members")
-        detail = " · ".join(t for t in (attrs.get("name"), f"{members} nodes" if members else "") if t)
-        return attrs.get("module") or "(model)", detail
-    if kind == "hook":  # BackwardHookFunctionBackward, inserted by a full backward hook
-        return "backward hook", attrs.get("module") or ""
-    if kind == "param":
-        return attrs.get("param") or "AccumulateGrad", "×".join(map(str, attrs.get("shape") or ()))
-    return str(attrs.get("name", "?")), attrs.get("module") or ""
 
 
 def label_matches(needle: str, label: str, module: str, param: str | None) -> bool:
@@ -41,38 +28,62 @@ def search_graph(graph: nx.DiGraph, text: str, skip_hooks: bool = False) -> list
         return []
     return [node for node, attrs in graph.nodes(data=True)
             if not (skip_hooks and attrs.get("kind") == "hook")
-            and label_matches(needle, node_label(attrs)[0], attrs.get("module") or "",
+            and label_matches(needle, node_label(attrs), attrs.get("module") or "",
                               attrs.get("param"))]
-
-
-def full_label(attrs: Mapping) -> str:
-    """Everything a node's two elided lines may cut, for its tooltip."""
-    first, second = node_label(attrs)
-    lines = [first, second] if second else [first]
-    if attrs.get("kind") not in ("module", "param") and attrs.get("param"):
-        lines.append(attrs["param"])
-    return "\n".join(lines)
 
 
 class GraphDrawing:
     """Node positions (scene units, loss at the top), kinds, labels and edges as arrays."""
 
     def __init__(self, graph: nx.DiGraph, pos: Mapping[Hashable, tuple[float, float]],
-                 layout: str = "layered") -> None:
+                 layout: str = "layered", normalised: bool = False) -> None:
+        """``pos``: a layout's positions, or with ``normalised`` scene positions as in ``xy``."""
         self.graph = graph
+        self.kept: np.ndarray | None = None  # with_graph: which nodes of the drawing it edits
         self.ids: list[Hashable] = list(graph.nodes)
         self.index = {node: i for i, node in enumerate(self.ids)}
         attrs = [graph.nodes[n] for n in self.ids]
         self.kinds = np.array([KIND_CODES.index(a.get("kind", "other"))
                                if a.get("kind") in KIND_CODES else KIND_CODES.index("other")
                                for a in attrs], dtype=np.int8)
-        self.labels = [node_label(a) for a in attrs]
+        self.labels = [node_lines(a) for a in attrs]
         self.modules = [a.get("module") or "" for a in attrs]
         self.params = [a.get("param") for a in attrs]
         raw = np.array([pos[n] for n in self.ids], dtype=float).reshape(-1, 2)
-        self.xy = normalise_positions(raw, layout in LAYERED, self._root_index(graph))
+        self.layout = layout
+        self.xy = raw if normalised else normalise_positions(raw, layout in LAYERED,
+                                                             self._root_index(graph))
         edges = [(self.index[u], self.index[v]) for u, v in graph.edges if u in self.index]
         self.edges = np.array(edges, dtype=np.int64).reshape(-1, 2)
+
+    def with_graph(self, graph: nx.DiGraph) -> GraphDrawing:
+        """The drawing of ``graph``, an edit of this one: kept nodes stay where they are (and
+        ``kept`` says which), new nodes, last, sit between the nodes they link."""
+        keep = np.fromiter((node in graph._node for node in self.ids), bool, len(self.ids))
+        kept_ids = list(compress(self.ids, keep))
+        added = [node for node in graph if node not in self.index]
+        if list(graph) != kept_ids + added:  # not an edit that keeps the order: start over
+            pos = {n: self.xy[self.index[n]] if n in self.index else (0.0, 0.0) for n in graph}
+            return GraphDrawing(graph, pos, self.layout, normalised=True)
+        fresh = GraphDrawing(graph.subgraph(added), dict.fromkeys(added, (0.0, 0.0)),
+                             normalised=True)
+        new = GraphDrawing.__new__(GraphDrawing)
+        new.graph, new.layout, new.kept = graph, self.layout, keep
+        new.ids = kept_ids + added
+        new.index = {node: i for i, node in enumerate(new.ids)}
+        new.kinds = np.concatenate([self.kinds[keep], fresh.kinds])
+        new.xy = np.concatenate([self.xy[keep], fresh.xy])
+        new.labels = list(compress(self.labels, keep)) + fresh.labels
+        new.modules = list(compress(self.modules, keep)) + fresh.modules
+        new.params = list(compress(self.params, keep)) + fresh.params
+        for node in added:  # between the nodes it links, as a hook node sits on the edges it splits
+            near = [new.index[n] for n in (*graph.successors(node), *graph.predecessors(node))
+                    if n in self.index]
+            new.xy[new.index[node]] = new.xy[near].mean(axis=0) if near else self.xy.mean(axis=0)
+        index = new.index
+        new.edges = np.array([(index[u], index[v]) for u, nbrs in graph._adj.items() for v in nbrs],
+                             dtype=np.int64).reshape(-1, 2)
+        return new
 
     def _root_index(self, graph: nx.DiGraph) -> int | None:
         root = graph.graph.get("root")

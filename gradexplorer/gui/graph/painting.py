@@ -6,16 +6,16 @@ import numpy as np
 from PySide6.QtCore import QLineF, QRectF, Qt
 from PySide6.QtGui import QColor, QFont, QImage, QPainter, QPen
 
+from gradexplorer.core.graph import style
 from gradexplorer.gui.graph.drawing import KIND_CODES, NODE_H, NODE_W, GraphDrawing
-from gradexplorer.gui.theme import KIND_COLOURS
 
-EDGE_COLOUR = QColor("#9aa9b1")
-BORDER_COLOUR = QColor("#455a64")
-TEXT_COLOUR = QColor("#17252c")
+EDGE_COLOUR = QColor(style.EDGE_COLOUR)
+BORDER_COLOUR = QColor(style.BORDER_COLOUR)
+TEXT_COLOUR = QColor(style.TEXT_COLOUR)
 TEXT_LOD = 0.33  # pixels per scene unit above which labels are drawn
 BORDER_LOD = 0.12
 ROUNDED_MAX = 400  # rounded corners only when few nodes are on screen
-KIND_RGBA = np.array([QColor(KIND_COLOURS[k]).rgba() for k in KIND_CODES], dtype=np.uint32)
+KIND_RGBA = np.array([QColor(style.KIND_FILL[k]).rgba() for k in KIND_CODES], dtype=np.uint32)
 
 
 def base_fills(drawing: GraphDrawing) -> np.ndarray:

@@ -14,18 +14,22 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
+from superqt.utils import qdebounced
 
 from gradexplorer.gui.graph.core_api import (
     LAYOUTS,
+    add_hook_nodes,
     collapse_by_module,
-    expansions_to_reveal,
+    gc_paused,
     hide_hook_nodes,
     layout_graph,
     readable_view,
+    remove_hook_nodes,
 )
-from gradexplorer.gui.graph.drawing import KIND_CODES, search_graph
+from gradexplorer.gui.graph.drawing import KIND_CODES
 from gradexplorer.gui.graph.layout_worker import BackgroundQueue, LaidOut, lay_out
 from gradexplorer.gui.graph.painting import base_fills, render_overview
+from gradexplorer.gui.graph.search import GraphSearch
 from gradexplorer.gui.graph.tint import node_norms, params_behind, tinted_fills
 from gradexplorer.gui.graph.view import GraphView
 from gradexplorer.gui.models.selection import Selection, SelectionModel
@@ -33,10 +37,11 @@ from gradexplorer.gui.run_controls import make_action
 from gradexplorer.gui.theme import icon
 
 MODULE_KIND = KIND_CODES.index("module")
+OVERVIEW_DELAY_MS = 300
 DETAIL_LEVELS = (("Operations", None), *((f"Modules, depth {d}", d) for d in range(1, 9)))
 
 
-class GraphPanel(QWidget):
+class GraphPanel(GraphSearch, QWidget):
     """Shows a backward graph; the graph itself comes from ``set_graph``."""
 
     hook_menu_requested = Signal(str, QPoint)  # module path, global position
@@ -53,14 +58,14 @@ class GraphPanel(QWidget):
         self._behind: list[list[str]] = []
         self._stats: dict = {}
         self._hooks: dict[str, str] = {}
-        self._match_cursor = -1
-        self._matches: list = []  # search hits: node ids of the whole graph
-        self._searched = ""
-        self._reveal = None  # a hit being expanded into view
+        self.reset_search()
         self._auto_depth = False  # the next layout chooses a readable detail level itself
         self.view = GraphView()
         self.layouts = BackgroundQueue(self)
         self.overviews = BackgroundQueue(self)
+        # overview images render on a pool thread that holds the GIL much of the time: start
+        # one only once clicks and redraws have settled, so it never delays a redraw
+        self._overview_soon = qdebounced(self._render_overview, timeout=OVERVIEW_DELAY_MS)
         self._build_toolbar()
         self.layouts.finished.connect(self._laid_out)
         self.layouts.failed.connect(lambda _n, text: self.busy_label.setText(f"layout failed: {text}"))
@@ -139,8 +144,12 @@ class GraphPanel(QWidget):
             self.busy_label.setText("laying out…")
 
     def busy(self) -> bool:
-        """Whether a layout is being computed."""
-        return self.layouts.busy
+        """Whether a layout or an overview image is being computed (or about to be)."""
+        return self.layouts.busy or self.overviews.busy
+
+    def flush(self) -> None:
+        """Start now the overview render that waits for clicks to settle."""
+        self._overview_soon.flush()
 
     # -- graph and layout ----------------------------------------------------------------------
     def set_graph(self, graph, fit: bool = True) -> None:
@@ -157,8 +166,8 @@ class GraphPanel(QWidget):
     def clear(self) -> None:
         """Show nothing (a new model is being opened): no graph, tint, hooks, search hits."""
         self.graph = self.drawing = None
-        self._stats, self._hooks, self._behind, self._matches = {}, {}, [], []
-        self.expanded, self._reveal, self._match_cursor = set(), None, -1
+        self._stats, self._hooks, self._behind, self.expanded = {}, {}, [], set()
+        self.reset_search()
         self.layouts.cancel()  # a layout still running for the old model is stale
         self.view.canvas.clear()
         self.view.minimap.set_drawing(None)
@@ -195,28 +204,56 @@ class GraphPanel(QWidget):
         self.expanded, self._auto_depth = set(), False
         self.relayout(fit=True)
 
+    def edit_hooks(self, attached: list[str], detached: list[str], model) -> bool:
+        """Show hook nodes appearing on ``attached`` modules and leaving ``detached`` ones
+        without a trace, keeping the layout; False when only a trace can tell (see
+        ``core.graph.hook_nodes``). ``model`` is only read (module signatures)."""
+        with gc_paused():  # tens of thousands of small objects: the cyclic collector only slows that
+            return self._edit_hooks(attached, detached, model)
+
+    def _edit_hooks(self, attached: list[str], detached: list[str], model) -> bool:
+        graph = self.graph
+        for path, edit in ((p, add_hook_nodes) for p in attached):
+            graph = graph and edit(graph, path, model.get_submodule(path))
+        for path in detached:
+            graph = graph and remove_hook_nodes(graph, path, model.get_submodule(path))
+        if graph is None or self.drawing is None:
+            return False
+        self.graph = graph
+        if self.layouts.busy or DETAIL_LEVELS[self.detail_box.currentIndex()][1] is not None:
+            self.relayout()  # modules folded: a small graph, laid out again off the thread
+        elif self.hook_nodes_action.isChecked():
+            canvas = self.view.canvas  # the old overview image until a new one is drawn
+            self._show(self.drawing.with_graph(graph), canvas.overview, canvas.overview_scale,
+                       previous=self._behind)
+            self._overview_soon()
+        return True
+
     def _laid_out(self, number: int, result: LaidOut) -> None:
         if number != self.layouts.latest:
             return  # superseded by a newer request
-        self.drawing = result.drawing
         if self._auto_depth:  # show the depth the first view was collapsed to
             self._auto_depth = False
             depth = result.drawing.graph.graph.get("collapsed", {}).get("depth")
             self.detail_box.setCurrentIndex(0 if depth is None else min(depth, len(DETAIL_LEVELS) - 1))
-        self.view.canvas.set_drawing(result.drawing, result.overview, result.scale)
-        self.view.minimap.set_drawing(result.drawing, base_fills(result.drawing))
-        self._behind = params_behind(result.drawing, list(self._stats) or self._param_names())
         self.busy_label.setText(f"{len(result.drawing):,} nodes · laid out in {result.seconds:.2f} s")
+        self._show(result.drawing, result.overview, result.scale)
+
+    def _show(self, drawing, overview, scale: float, previous=None) -> None:
+        self.drawing = drawing
+        self.view.canvas.set_drawing(drawing, overview, scale)
+        self.view.minimap.set_drawing(drawing, base_fills(drawing))
+        self._behind = params_behind(drawing, list(self._stats) or self._param_names(), previous)
         self.refresh_tint()
         self.set_hooks(self._hooks)
         self.search(self.search_edit.text())
         self.show_selection(self.selection.current)
-        if self._fit_next:
+        if getattr(self, "_fit_next", False):
             self._fit_next = False
             self.view.fit()
         if self._reveal is not None:
             self._show_hit(self._reveal)
-        self.laid_out.emit(result.drawing.graph)
+        self.laid_out.emit(drawing.graph)
 
     def _param_names(self) -> list[str]:
         return [a["param"] for _, a in self.graph.nodes(data=True) if a.get("param")]
@@ -241,9 +278,15 @@ class GraphPanel(QWidget):
         if np.array_equal(fills, self.view.canvas.fills):
             return
         self.view.canvas.set_fills(fills)
-        if self.view.canvas.overview is not None:
-            scale = self.view.canvas.overview_scale
-            self.overviews.request(lambda: (drawing, render_overview(drawing, fills, scale), scale))
+        self._overview_soon()
+
+    def _render_overview(self) -> None:
+        """Redraw the far-out overview image off the GUI thread (for the current colours)."""
+        canvas, drawing = self.view.canvas, self.drawing
+        if drawing is None or canvas.overview is None or canvas.drawing is not drawing:
+            return
+        fills, scale = canvas.fills, canvas.overview_scale
+        self.overviews.request(lambda: (drawing, render_overview(drawing, fills, scale), scale))
 
     def _overview_ready(self, _number: int, result) -> None:
         drawing, image, scale = result
@@ -257,49 +300,6 @@ class GraphPanel(QWidget):
             marked = sorted({i for path in hooks for i in self.drawing.nodes_of_module(path)
                              if self.drawing.params[i] is None})
             self.view.canvas.set_highlights(marked=marked)
-
-    def search(self, text: str) -> None:
-        """Highlight nodes matching ``text``, and the collapsed modules that hold more.
-
-        The whole graph is searched, not just what is shown; Enter walks the hits and opens
-        the collapsed modules around each one.
-        """
-        if self.graph is None or self.drawing is None:
-            return
-        hide = not self.hook_nodes_action.isChecked()
-        hits = search_graph(self.graph, text, skip_hooks=hide)
-        if text != self._searched:
-            self._match_cursor, self._searched = -1, text
-        self._matches = hits
-        shown = {self._shown_index(node) for node in hits} - {None}
-        self.view.canvas.set_highlights(matches=sorted(shown))
-        hidden = sum(1 for node in hits if node not in self.drawing.index)
-        note = f" ({hidden} in collapsed modules: Enter opens them)" if hidden else ""
-        self.match_label.setText(f" {len(hits)} found{note} " if text.strip() else "")
-
-    def _shown_index(self, node) -> int | None:
-        return self.drawing.shown_as(node, self.graph.nodes[node].get("module") or "")
-
-    def next_match(self) -> None:
-        """Select and frame the next search hit, opening collapsed modules around it."""
-        if not self._matches or self.drawing is None:
-            return
-        self._match_cursor = (self._match_cursor + 1) % len(self._matches)
-        node = self._matches[self._match_cursor]
-        if node in self.drawing.index:
-            self._show_hit(node)
-            return
-        module = self.graph.nodes[node].get("module") or ""
-        self.expanded.update(expansions_to_reveal(module, self.detail_depth(), self.expanded))
-        self._reveal = node
-        self.relayout()
-
-    def _show_hit(self, node) -> None:
-        self._reveal = None
-        index = self.drawing.index.get(node)
-        if index is not None:
-            self._clicked(index)
-            self.view.zoom_to([index])
 
     # -- selection -------------------------------------------------------------------------------
     def _clicked(self, index: int) -> None:
@@ -352,7 +352,8 @@ class GraphPanel(QWidget):
 
 def legend_label() -> QLabel:
     """The colour key under the graph."""
-    from gradexplorer.gui.theme import HOOK_MARK, KIND_COLOURS, SELECTION
+    from gradexplorer.core.graph.style import HOOK_MARK, KIND_FILL
+    from gradexplorer.gui.theme import SELECTION
 
     def swatch(colour: str, text: str, ring: bool = False) -> str:
         if ring:
@@ -361,7 +362,7 @@ def legend_label() -> QLabel:
 
     kinds = (("op", "operation"), ("param", "parameter"), ("hook", "hook node"), ("loss", "loss"),
              ("module", "module"))
-    text = "".join(swatch(KIND_COLOURS[k], label) for k, label in kinds)
+    text = "".join(swatch(KIND_FILL[k], label) for k, label in kinds)
     text += (swatch("#ffb74d", "tint: |g| low→high") + swatch("#e0e0e0", "no gradient")
              + swatch(HOOK_MARK, "hooked", True) + swatch(SELECTION, "selected", True))
     label = QLabel(text)

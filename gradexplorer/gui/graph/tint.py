@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from itertools import compress
 from typing import Any
 
 import numpy as np
@@ -17,13 +18,18 @@ MODULE = KIND_CODES.index("module")
 PARAM = KIND_CODES.index("param")
 
 
-def params_behind(drawing: GraphDrawing, names: list[str]) -> list[list[str]]:
-    """For each node, the parameters whose gradient norm colours it."""
+def params_behind(drawing: GraphDrawing, names: list[str],
+                  previous: list[list[str]] | None = None) -> list[list[str]]:
+    """For each node, the parameters whose gradient norm colours it. ``previous``: the result
+    for the drawing this one edits (``drawing.kept``), reused for the nodes it keeps."""
     by_owner: dict[str, list[str]] = {}
     for name in names:
         by_owner.setdefault(name.rpartition(".")[0], []).append(name)
     out: list[list[str]] = []
-    for i, (module, param) in enumerate(zip(drawing.modules, drawing.params, strict=True)):
+    if previous is not None and drawing.kept is not None and len(previous) == len(drawing.kept):
+        out = list(compress(previous, drawing.kept))
+    for i in range(len(out), len(drawing)):
+        module, param = drawing.modules[i], drawing.params[i]
         if param is not None:
             out.append([param])
         elif drawing.kinds[i] == MODULE:

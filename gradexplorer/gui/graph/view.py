@@ -7,8 +7,9 @@ from PySide6.QtCore import QEvent, QPoint, QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QMouseEvent, QPainter, QWheelEvent
 from PySide6.QtWidgets import QGraphicsScene, QGraphicsView, QToolTip, QWidget
 
+from gradexplorer.core.graph.style import node_tooltip
 from gradexplorer.gui.graph.canvas import GraphCanvas
-from gradexplorer.gui.graph.drawing import NODE_H, NODE_W, full_label
+from gradexplorer.gui.graph.drawing import NODE_H, NODE_W
 from gradexplorer.gui.graph.minimap import Minimap
 
 MIN_SCALE, MAX_SCALE = 1e-4, 4.0
@@ -103,7 +104,7 @@ class GraphView(QGraphicsView):
         drawing = self.canvas.drawing
         if index < 0 or drawing is None:
             return ""
-        return full_label(drawing.graph.nodes[drawing.ids[index]])
+        return node_tooltip(drawing.graph.nodes[drawing.ids[index]])
 
     def viewportEvent(self, event) -> bool:  # noqa: N802 - Qt API
         if event.type() == QEvent.ToolTip:

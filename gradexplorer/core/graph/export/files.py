@@ -1,4 +1,7 @@
-"""Write a laid-out graph to .json, .graphml, .dot, .svg or .png (chosen by the extension)."""
+"""Write a laid-out graph to .json, .graphml, .dot or .svg (chosen by the extension).
+
+PNG needs a renderer with fonts: the app's (``gradexplorer graph --out x.png``).
+"""
 
 from __future__ import annotations
 
@@ -13,12 +16,11 @@ import networkx as nx
 from gradexplorer.core.atomic_file import write_atomic
 from gradexplorer.core.errors import UserError
 from gradexplorer.core.graph.export.graphml import graphml_text
-from gradexplorer.core.graph.export.raster import render_png
 from gradexplorer.core.graph.export.svg import svg_text
 from gradexplorer.core.graph.geometry import Point
 from gradexplorer.core.graph.style import KIND_FILL, node_label
 
-EXPORT_FORMATS = (".json", ".graphml", ".dot", ".svg", ".png")
+EXPORT_FORMATS = (".json", ".graphml", ".dot", ".svg")
 
 
 def export_graph(G: nx.DiGraph, pos: Mapping[Hashable, Point], path: str | os.PathLike,
@@ -26,6 +28,9 @@ def export_graph(G: nx.DiGraph, pos: Mapping[Hashable, Point], path: str | os.Pa
     """Write ``G`` with positions ``pos`` to ``path``; the suffix picks the format."""
     path = Path(path)
     suffix = path.suffix.lower()
+    if suffix == ".png":
+        raise UserError(f"{path.name}: PNG is drawn by the app's renderer: use "
+                        "`gradexplorer graph --out FILE.png`, or write .svg")
     if suffix not in EXPORT_FORMATS:
         raise UserError(f"cannot tell the format of {path.name!r}: use one of {', '.join(EXPORT_FORMATS)}")
     if suffix == ".json":
@@ -34,10 +39,8 @@ def export_graph(G: nx.DiGraph, pos: Mapping[Hashable, Point], path: str | os.Pa
         data = graphml_text(G, pos).encode()
     elif suffix == ".dot":
         data = dot_text(G, pos).encode()
-    elif suffix == ".svg":
-        data = svg_text(G, pos, edge_points).encode()
     else:
-        data = render_png(G, pos, edge_points)
+        data = svg_text(G, pos, edge_points).encode()
     if path.parent and not path.parent.exists():
         raise UserError(f"folder {str(path.parent)!r} does not exist")
     write_atomic(path, data)
