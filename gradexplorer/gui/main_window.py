@@ -26,6 +26,7 @@ from gradexplorer.gui.parameter_table import ParameterTable
 from gradexplorer.gui.plots.gradient_panel import GradientPanel
 from gradexplorer.gui.run_controls import RunControls
 from gradexplorer.gui.settings import AppSettings
+from gradexplorer.gui.shortcuts import WindowShortcutsFirst
 from gradexplorer.gui.status_bar import RunStatusBar
 
 TABLES_MS = 100  # the parameter table and details pane follow training at most 10 times a second
@@ -61,6 +62,7 @@ class MainWindow(QMainWindow):
         self.setCentralWidget(self.graph_panel)
         self._docks()
         build_menus(self)
+        self.shortcuts_first = WindowShortcutsFirst(self)
         self._connect()
         self._restore()
 
