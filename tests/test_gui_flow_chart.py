@@ -60,7 +60,7 @@ def test_flow_labels_never_overlap_and_every_row_in_view_has_one(qtbot, count):
     assert panel.scroll.isVisible() and panel.scroll.maximum() == count - rows
     panel.scroll.setValue(panel.scroll.maximum())  # scrolled to the end: the last rows show
     texts = [text for _, text in left_labels(chart)]
-    assert texts[-1] == elide(chart.shown[-1])
+    assert texts[-1] == elide(chart.shown[-1], chart._label_chars)
 
 
 def test_flow_sorts_by_magnitude_and_shows_zero_as_zero(qtbot):

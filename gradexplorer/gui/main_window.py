@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QCloseEvent, QCursor
-from PySide6.QtWidgets import QDockWidget, QMainWindow, QSplitter, QWidget
+from PySide6.QtWidgets import QApplication, QDockWidget, QMainWindow, QSplitter, QWidget
 from superqt.utils import qthrottled
 
 from gradexplorer.gui.controller import IDLE, SessionController
@@ -28,6 +28,7 @@ from gradexplorer.gui.run_controls import RunControls
 from gradexplorer.gui.settings import AppSettings
 from gradexplorer.gui.shortcuts import WindowShortcutsFirst
 from gradexplorer.gui.status_bar import RunStatusBar
+from gradexplorer.gui.theme import apply_theme
 
 TABLES_MS = 100  # the parameter table and details pane follow training at most 10 times a second
 TINT_MS = 250  # the graph's gradient tint (recolours up to ~12k nodes) at most 4 times a second
@@ -88,8 +89,11 @@ class MainWindow(QMainWindow):
         self.curves_dock.raise_()
 
     def _default_sizes(self) -> None:
-        self.resizeDocks([self.model_dock, self.gradients_dock], [380, 420], Qt.Horizontal)
-        self.resizeDocks([self.curves_dock], [170], Qt.Vertical)
+        """Docks in proportion to the window: the graph keeps about half of it at any size."""
+        width, height = self.width(), self.height()
+        self.resizeDocks([self.model_dock, self.gradients_dock],
+                         [max(240, int(width * 0.24)), max(280, int(width * 0.28))], Qt.Horizontal)
+        self.resizeDocks([self.curves_dock], [max(130, int(height * 0.2))], Qt.Vertical)
 
     def _connect(self) -> None:
         c = self.controller
@@ -107,6 +111,13 @@ class MainWindow(QMainWindow):
         self.graph_panel.refresh_requested.connect(lambda: self.trace_graph(fit=False))
         self.graph_panel.laid_out.connect(lambda graph: self.details.set_context(graph=graph))
         self.graph_panel.hook_selected_requested.connect(self.hook_selected)
+
+    def set_theme(self, theme: str) -> None:
+        """Switch to ``system``, ``light`` or ``dark`` now and remember it."""
+        self.settings.set_theme(theme)
+        apply_theme(QApplication.instance(), theme)
+        if theme in getattr(self, "theme_actions", {}):
+            self.theme_actions[theme].setChecked(True)
 
     def show_error(self, text: str) -> None:
         """An error dialog, unless the window runs a script (then stderr has it)."""

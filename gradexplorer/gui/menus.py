@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from PySide6.QtGui import QKeySequence
+from PySide6.QtGui import QAction, QActionGroup, QKeySequence
 from PySide6.QtWidgets import QMainWindow, QMessageBox
 
 from gradexplorer.gui.about_dialog import AboutDialog
 from gradexplorer.gui.run_controls import make_action
+from gradexplorer.gui.theme import THEMES
 
 SHORTCUTS_HELP = """<table>
 <tr><td><b>Ctrl+O</b></td><td>open a model</td></tr>
@@ -22,6 +23,21 @@ SHORTCUTS_HELP = """<table>
 <tr><td><b>H</b></td><td>hook menu for the selected module</td></tr>
 <tr><td>right-click a module</td><td>attach or detach a hook</td></tr>
 </table>"""
+
+
+def add_theme_menu(window: QMainWindow) -> None:
+    """View → Theme: follow the system, light or dark; remembered, applied at once."""
+    menu = window.view_menu.addMenu("Theme")
+    group = QActionGroup(window)
+    window.theme_actions = {}
+    chosen = window.settings.theme()
+    for name in THEMES:
+        action = QAction("Follow the system" if name == "system" else name.capitalize(), window,
+                         checkable=True, checked=name == chosen)
+        action.triggered.connect(lambda _on, name=name: window.set_theme(name))
+        group.addAction(action)
+        menu.addAction(action)
+        window.theme_actions[name] = action
 
 
 def build_menus(window: QMainWindow) -> None:
@@ -43,6 +59,8 @@ def build_menus(window: QMainWindow) -> None:
     window.view_menu = bar.addMenu("&View")
     for dock in window.findChildren(type(window.model_dock)):
         window.view_menu.addAction(dock.toggleViewAction())
+    window.view_menu.addSeparator()
+    add_theme_menu(window)
     help_menu = bar.addMenu("&Help")
     help_menu.addAction("Keyboard shortcuts", lambda: QMessageBox.information(
         window, "Keyboard shortcuts", SHORTCUTS_HELP))

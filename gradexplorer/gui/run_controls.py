@@ -70,6 +70,9 @@ class RunControls(QToolBar):
 
     def _layout_toolbar(self) -> None:
         self.setToolButtonStyle(Qt.ToolButtonTextBesideIcon)
+        for widget, most in ((self.steps_spin, 110), (self.device_box, 150),
+                             (self.optimizer_box, 80), (self.lr_spin, 100), (self.every_spin, 90)):
+            widget.setMaximumWidth(most)  # the whole bar fits a 1024-pixel window
         for action in (self.step_action, self.run_n_action):
             self.addAction(action)
         self.addWidget(self.steps_spin)

@@ -86,10 +86,11 @@ class GraphPanel(GraphSearch, QWidget):
     def _build_toolbar(self) -> None:
         bar = self.toolbar = QToolBar("Graph")
         bar.setIconSize(bar.iconSize() * 0.8)
+        bar.setToolButtonStyle(Qt.ToolButtonIconOnly)  # names in tooltips: fits a narrow panel
         self.search_edit = QLineEdit(placeholderText="find op, module or parameter (Ctrl+F)")
         self.search_edit.setClearButtonEnabled(True)
         self.search_edit.setMinimumWidth(150)
-        self.search_edit.setMaximumWidth(260)
+        self.search_edit.setMaximumWidth(220)
         self.search_edit.textChanged.connect(self.search)
         self.search_edit.returnPressed.connect(self.next_match)
         self.match_label = QLabel("")
@@ -366,6 +367,7 @@ def legend_label() -> QLabel:
     text += (swatch("#ffb74d", "tint: |g| low→high") + swatch("#e0e0e0", "no gradient")
              + swatch(HOOK_MARK, "hooked", True) + swatch(SELECTION, "selected", True))
     label = QLabel(text)
-    label.setContentsMargins(6, 2, 6, 2)
+    label.setObjectName("legend")
+    label.setContentsMargins(6, 1, 6, 1)
     label.setWordWrap(True)
     return label

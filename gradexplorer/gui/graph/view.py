@@ -11,6 +11,7 @@ from gradexplorer.core.graph.style import node_tooltip
 from gradexplorer.gui.graph.canvas import GraphCanvas
 from gradexplorer.gui.graph.drawing import NODE_H, NODE_W
 from gradexplorer.gui.graph.minimap import Minimap
+from gradexplorer.gui.theme import GRAPH_BACKGROUND, current_theme
 
 MIN_SCALE, MAX_SCALE = 1e-4, 4.0
 CLICK_SLOP = 4  # pixels a press may move and still count as a click
@@ -30,7 +31,7 @@ class GraphView(QGraphicsView):
         scene.setItemIndexMethod(QGraphicsScene.NoIndex)
         scene.addItem(self.canvas)
         self.setScene(scene)
-        self.setBackgroundBrush(QColor("#fbfcfc"))
+        self.set_theme(current_theme())
         self.setRenderHint(QPainter.Antialiasing, False)
         self.setDragMode(QGraphicsView.ScrollHandDrag)
         self.setTransformationAnchor(QGraphicsView.AnchorUnderMouse)
@@ -41,6 +42,10 @@ class GraphView(QGraphicsView):
         self.minimap = Minimap(self)
         for bar in (self.horizontalScrollBar(), self.verticalScrollBar()):
             bar.valueChanged.connect(self.minimap.follow_view)
+
+    def set_theme(self, theme: str) -> None:
+        """The background for ``light`` or ``dark``."""
+        self.setBackgroundBrush(QColor(GRAPH_BACKGROUND[theme]))
 
     @property
     def scale_factor(self) -> float:

@@ -95,7 +95,7 @@ class GradientFlowChart(pg.PlotWidget):
         self.plotItem.hideButtons()
         left = self.plotItem.getAxis("left")
         left.setStyle(autoExpandTextSpace=False, hideOverlappingLabels=False)
-        left.setWidth(self.fontMetrics().horizontalAdvance("encoder.layers.0.…ection_0.weight") + 12)
+        self._label_chars = 0
         self.peak_bars = pg.BarGraphItem(x0=[], y=[], width=[], height=0.8,
                                          brush=pg.mkBrush(PLOT_PENS["max"]), pen=None)
         self.rms_bars = pg.BarGraphItem(x0=[], y=[], width=[], height=0.5,
@@ -138,7 +138,22 @@ class GradientFlowChart(pg.PlotWidget):
     def resizeEvent(self, event) -> None:  # noqa: N802 - Qt API
         super().resizeEvent(event)
         if "shown" in self.__dict__:  # not while PlotWidget itself is being built
+            self._fit_labels()
             self.scroll_to(self.first_row)
+
+    def _fit_labels(self, force: bool = False) -> None:
+        """Give the names at most ~40% of the width; shorten them to what fits."""
+        metrics = self.fontMetrics()
+        char = metrics.horizontalAdvance("abcdefghijklmnopqrstuvwxyz_.0123456789") / 38
+        chars = max(12, min(LABEL_CHARS, int(self.width() * 0.4 / char)))
+        if chars == self._label_chars and not force:
+            return
+        self._label_chars = chars
+        longest = max((len(elide(n, chars)) for n in self.shown), default=chars)
+        axis = self.plotItem.getAxis("left")
+        axis.setWidth(int(min(longest, chars) * char * 1.08) + 14)
+        axis.setTicks([[(i, elide(n, chars)) for i, n in enumerate(self.shown)]])
+        self.plotItem.layout.activate()  # the new axis width now, not at the next event loop
 
     def wheelEvent(self, event) -> None:  # noqa: N802 - Qt API
         self.scroll_to(self.first_row - round(event.angleDelta().y() / 40))
@@ -161,7 +176,7 @@ class GradientFlowChart(pg.PlotWidget):
         zero = np.array([params[n].has_grad and params[n].norm == 0 for n in names], dtype=bool)
         if names != self._names:
             self._names, self.shown = names, names
-            self.plotItem.getAxis("left").setTicks([[(i, elide(n)) for i, n in enumerate(names)]])
+            self._fit_labels(force=True)
             self._draw_breaks(names)
             self.scroll_to(self.first_row if self.order == ORDERS[0] else 0)
         with np.errstate(divide="ignore", invalid="ignore"):
