@@ -52,6 +52,7 @@ class MainWindow(QMainWindow):
         self.details = DetailsPane(self.selection)
         self.gradients = GradientPanel(self.selection, self.controller.timeline)
         self.curves = TrainingCurves(self.controller.timeline)
+        self.curves.setMinimumHeight(120)  # axes stay readable
         self.events = EventLog()
         self.run_controls = RunControls(self.controller, self)
         self.file_actions = FileActions(self)
@@ -93,7 +94,7 @@ class MainWindow(QMainWindow):
         width, height = self.width(), self.height()
         self.resizeDocks([self.model_dock, self.gradients_dock],
                          [max(240, int(width * 0.24)), max(280, int(width * 0.28))], Qt.Horizontal)
-        self.resizeDocks([self.curves_dock], [max(130, int(height * 0.2))], Qt.Vertical)
+        self.resizeDocks([self.curves_dock], [max(170, int(height * 0.22))], Qt.Vertical)
 
     def _connect(self) -> None:
         c = self.controller

@@ -18,7 +18,7 @@ class ModelFilterBar(QWidget):
         self.selection, self.tree, self.table = selection, tree, table
         self.text_edit = QLineEdit(placeholderText="filter modules and parameters")
         self.text_edit.setClearButtonEnabled(True)
-        self.subtree_box = QCheckBox("selected module only",
+        self.subtree_box = QCheckBox("subtree",
                                      toolTip="list only the parameters under the selected module")
         layout = QHBoxLayout(self)
         layout.setContentsMargins(2, 2, 2, 2)

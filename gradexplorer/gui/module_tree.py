@@ -14,6 +14,7 @@ from torch import nn
 from gradexplorer.core.stats.module_rollup import module_gradients
 from gradexplorer.gui.graph.tint import magnitude_colours
 from gradexplorer.gui.models.selection import Selection, SelectionModel
+from gradexplorer.gui.parameter_table import TINTED_TEXT
 from gradexplorer.gui.theme import icon
 
 PATH_ROLE = Qt.UserRole
@@ -110,6 +111,7 @@ class ModuleTree(QTreeWidget):
             item.setData(7, SORT_ROLE, g.nonfinite)
             for column in (0, 4):
                 item.setBackground(column, QBrush(QColor.fromRgba(tint)) if tint else QBrush())
+                item.setForeground(column, QBrush(QColor(TINTED_TEXT)) if tint else QBrush())
         self.setSortingEnabled(sorting)
 
     def set_filter(self, text: str) -> None:

@@ -15,6 +15,7 @@ from gradexplorer.gui.graph.tint import magnitude_colours
 from gradexplorer.gui.models.selection import Selection, SelectionModel
 from gradexplorer.gui.theme import ALARM
 
+TINTED_TEXT = "#17252c"
 CONTENT_SAMPLE = 200  # rows looked at when sizing columns to their contents
 NAME_WIDTH = 320  # the widest the name column opens at (pixels)
 COLUMNS = ("Parameter", "Norm", "Max |g|", "Upd ratio", "NaN/Inf", "Shape", "Numel", "Grad")
@@ -86,6 +87,8 @@ class ParameterTableModel(QAbstractTableModel):
             return self.rows[row][0]
         if role == Qt.BackgroundRole and column in (0, 1) and self._tints[row]:
             return QColor.fromRgba(self._tints[row])
+        if role == Qt.ForegroundRole and column in (0, 1) and self._tints[row] and not self._bad[row]:
+            return QColor(TINTED_TEXT)  # dark text on the pale heat, in either theme
         if role == Qt.TextAlignmentRole and column in NUMBERS:
             return int(Qt.AlignRight | Qt.AlignVCenter)
         if role == Qt.ForegroundRole and self._bad[row]:

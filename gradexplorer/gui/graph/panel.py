@@ -7,6 +7,7 @@ from PySide6.QtCore import QPoint, Qt, Signal
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import (
     QComboBox,
+    QHBoxLayout,
     QLabel,
     QLineEdit,
     QProgressBar,
@@ -78,6 +79,7 @@ class GraphPanel(GraphSearch, QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(0)
+        layout.addWidget(self.search_row)
         layout.addWidget(self.toolbar)
         layout.addWidget(self.view, 1)
         layout.addWidget(legend_label())
@@ -90,18 +92,18 @@ class GraphPanel(GraphSearch, QWidget):
         self.search_edit = QLineEdit(placeholderText="find op, module or parameter (Ctrl+F)")
         self.search_edit.setClearButtonEnabled(True)
         self.search_edit.setMinimumWidth(150)
-        self.search_edit.setMaximumWidth(220)
+        self.search_edit.setMaximumWidth(320)
         self.search_edit.textChanged.connect(self.search)
         self.search_edit.returnPressed.connect(self.next_match)
         self.match_label = QLabel("")
         self.layout_box = QComboBox(toolTip="layout algorithm")
         self.layout_box.addItems(list(LAYOUTS))
-        self.layout_box.setMaximumWidth(120)
+        self.layout_box.setMaximumWidth(105)
         self.layout_box.activated.connect(lambda: self.relayout())
         self.detail_box = QComboBox(toolTip="show every operation, or one node per module")
         for text, _depth in DETAIL_LEVELS:
             self.detail_box.addItem(text)
-        self.detail_box.setMaximumWidth(150)
+        self.detail_box.setMaximumWidth(135)
         self.detail_box.activated.connect(self._detail_changed)
         self.hook_nodes_action = QAction(icon("hook-node"), "Hook nodes", self, checkable=True,
                                          checked=True, toolTip="show the nodes that full "
@@ -121,11 +123,13 @@ class GraphPanel(GraphSearch, QWidget):
         self.busy_bar = QProgressBar(maximum=0, maximumWidth=80, textVisible=False, visible=False)
         self.busy_label = QLabel("")
         self.busy_label.setObjectName("busy")
-        bar.addWidget(self.search_edit)
-        bar.addWidget(self.match_label)
-        bar.addSeparator()
-        bar.addWidget(self.layout_box)
-        bar.addWidget(self.detail_box)
+        self.search_row = QWidget()  # a row of its own: the toolbar below fits narrow panels
+        row = QHBoxLayout(self.search_row)
+        row.setContentsMargins(4, 3, 4, 0)
+        row.addWidget(self.search_edit, 1)
+        row.addWidget(self.match_label)
+        row.addWidget(self.layout_box)
+        row.addWidget(self.detail_box)
         bar.addAction(self.hook_action)
         for action in (self.hook_nodes_action, self.tint_action, self.fit_action,
                        self.zoom_sel_action, self.refresh_action):

@@ -63,10 +63,12 @@ class GradientPanel(QWidget):
         header.addWidget(self.param_label, 1)
         header.addWidget(self.log_box)
         split = QSplitter(Qt.Vertical)
-        for plot, least in ((self.histogram, 120), (self.heatmap, 110), (self.flow_panel, 160)):
+        for plot, least in ((self.histogram, 110), (self.heatmap, 90), (self.flow_panel, 140)):
             plot.setMinimumHeight(least)  # readable axes whatever the dock's size
             split.addWidget(plot)
         split.setChildrenCollapsible(False)
+        for index, stretch in enumerate((2, 2, 3)):  # the flow chart lists every parameter
+            split.setStretchFactor(index, stretch)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addWidget(self.alarm)
