@@ -93,8 +93,8 @@ def restyle_plots(app: QApplication, theme: str) -> None:
                 if isinstance(item, pg.AxisItem):
                     item.setPen(foreground)
                     item.setTextPen(foreground)
-        elif hasattr(widget, "set_theme"):
-            widget.set_theme(theme)
+        elif hasattr(widget, "use_theme"):  # widgets that colour themselves (the graph view)
+            widget.use_theme(theme)
 
 
 def apply_theme(app: QApplication, theme: str = "light") -> str:

@@ -31,7 +31,7 @@ class GraphView(QGraphicsView):
         scene.setItemIndexMethod(QGraphicsScene.NoIndex)
         scene.addItem(self.canvas)
         self.setScene(scene)
-        self.set_theme(current_theme())
+        self.use_theme(current_theme())
         self.setRenderHint(QPainter.Antialiasing, False)
         self.setDragMode(QGraphicsView.ScrollHandDrag)
         self.setTransformationAnchor(QGraphicsView.AnchorUnderMouse)
@@ -43,7 +43,7 @@ class GraphView(QGraphicsView):
         for bar in (self.horizontalScrollBar(), self.verticalScrollBar()):
             bar.valueChanged.connect(self.minimap.follow_view)
 
-    def set_theme(self, theme: str) -> None:
+    def use_theme(self, theme: str) -> None:
         """The background for ``light`` or ``dark``."""
         self.setBackgroundBrush(QColor(GRAPH_BACKGROUND[theme]))
 
