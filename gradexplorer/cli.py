@@ -17,7 +17,7 @@ COMMAND_MODULES = ("run", "graph", "hooks", "inspect", "compare", "gui", "open")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The top-level parser with every available subcommand."""
+    """The top-level parser with every subcommand."""
     parser = argparse.ArgumentParser(
         prog="gradexplorer",
         description="See and control PyTorch's backward pass. With no command, opens the app.",
@@ -25,13 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action=VersionAction, nargs=0, help="show versions and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(f"gradexplorer.commands.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"gradexplorer.commands.{name}":
-                continue  # that command is not part of this build
-            raise
-        module.register(sub)
+        importlib.import_module(f"gradexplorer.commands.{name}").register(sub)
     return parser
 
 
@@ -55,7 +49,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     if not argv or argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version"):
-        argv = [default_command(parser), *argv]
+        argv = [default_command(), *argv]
     args = parser.parse_args(argv)
     if getattr(args, "func", None) is None:
         parser.print_help()
@@ -73,12 +67,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 141
 
 
-def default_command(parser: argparse.ArgumentParser) -> str:
-    """``gui`` when the desktop app is installed, else a headless ``run`` of the default example."""
-    choices = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
-    if "gui" not in choices:
-        print("gradexplorer: the desktop app is not part of this build; running headless")
-        return "run"
+def default_command() -> str:
+    """``gui``, or a headless ``run`` of the default example where no window can open."""
     from gradexplorer.commands.gui import display_problem
 
     problem = display_problem()

@@ -81,3 +81,22 @@ def test_architecture_doc_names_only_modules_that_exist():
     names -= {"BackwardHookFunctionBackward"}  # PyTorch's, not ours
     source = "".join(p.read_text(encoding="utf-8") for p in (ROOT / "gradexplorer").rglob("*.py"))
     assert not [n for n in names if f"class {n}" not in source]
+
+
+def core_part_imports() -> dict[str, set[str]]:
+    """For each core subpackage, the other core subpackages its modules import."""
+    shared = {"errors", "atomic_file"}
+    found: dict[str, set[str]] = {}
+    for path in (ROOT / "gradexplorer" / "core").glob("*/**/*.py"):
+        part = path.relative_to(ROOT / "gradexplorer" / "core").parts[0]
+        text = path.read_text(encoding="utf-8")
+        names = set(re.findall(r"^\s*(?:from|import) gradexplorer\.core\.(\w+)", text, re.M))
+        found.setdefault(part, set()).update(names - shared - {part})
+    return found
+
+
+def test_architecture_doc_says_which_core_part_imports_which():
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    documented = {m[0]: set(re.findall(r"`core\.(\w+)`", m[1]))
+                  for m in re.findall(r"^\| `core\.(\w+)` \| ([^|]*) \|", text, re.M)}
+    assert documented == core_part_imports()

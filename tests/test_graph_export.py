@@ -121,3 +121,18 @@ def test_graph_command_errors_are_one_line(run_cli, tmp_path, monkeypatch, extra
     monkeypatch.chdir(tmp_path)
     code, _, stderr = run_cli("graph", *extra)
     assert code == 2 and message in stderr and "Traceback" not in stderr
+
+
+def test_svg_has_the_apps_palette_boxes_and_two_line_labels(lenet, tmp_path):
+    from gradexplorer.core.graph.style import KIND_FILL, NODE_H, NODE_W, elide_middle, node_lines
+
+    G, drawing = lenet
+    root = ET.parse(export_graph(G, drawing.positions, tmp_path / "g.svg")).getroot()
+    ns = "{http://www.w3.org/2000/svg}"
+    for group in root.findall(f".//{ns}g[@id]"):
+        attrs = G.nodes[int(group.get("id")[1:])]
+        rect = group.find(f"{ns}rect")
+        assert rect.get("fill") == KIND_FILL[attrs["kind"]]
+        assert (float(rect.get("width")), float(rect.get("height"))) == (NODE_W, NODE_H)
+        shown = [t.text for t in group.findall(f"{ns}text")]
+        assert shown == [elide_middle(line) for line in node_lines(attrs) if line]

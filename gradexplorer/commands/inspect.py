@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from gradexplorer.commands.table_text import number, shape_text, table
+from gradexplorer.commands.table_text import number, table
+from gradexplorer.core.graph.style import format_shape
 from gradexplorer.core.snapshot import Snapshot, read_snapshot
 from gradexplorer.core.stats.histogram import sparkline
 
@@ -35,11 +36,11 @@ def parameter_rows(snap: Snapshot, width: int) -> list[list[str]]:
     rows = []
     for name, s in snap.stats.items():
         if not s.has_grad:
-            rows.append([name, shape_text(s.shape), "no grad", "", "", ""])
+            rows.append([name, format_shape(s.shape), "no grad", "", "", ""])
             continue
         hist = snap.histograms.get(name)
         spark = sparkline(hist.counts, width) if hist is not None else ""
-        rows.append([name, shape_text(s.shape), number(s.norm), number(s.abs_max),
+        rows.append([name, format_shape(s.shape), number(s.norm), number(s.abs_max),
                      f"{s.nan_count}/{s.inf_count}", f"|{spark}|" if spark else ""])
     return rows
 
@@ -52,7 +53,7 @@ def inspect_command(args: argparse.Namespace) -> int:
     extras = snap.manifest.get("extra_tensors", [])
     if extras:
         print("captured tensors: " + ", ".join(
-            f"{e['key']} {shape_text(e['shape'])}" for e in extras))
+            f"{e['key']} {format_shape(e['shape'])}" for e in extras))
     hooks = snap.manifest.get("hooks", [])
     if hooks:
         print("hooks: " + "; ".join(

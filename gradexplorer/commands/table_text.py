@@ -17,11 +17,6 @@ def number(value: float | int | None, digits: int = 4) -> str:
     return f"{value:.{digits}g}"
 
 
-def shape_text(shape: Sequence[int]) -> str:
-    """``6×1×5×5`` (``scalar`` for ``()``)."""
-    return "×".join(str(d) for d in shape) if len(shape) else "scalar"
-
-
 def table(headers: Sequence[str], rows: Sequence[Sequence[str]], left: int = 1) -> str:
     """Columns padded to width; the first ``left`` columns left-aligned, the rest right."""
     cells = [list(headers), *[list(r) for r in rows]]

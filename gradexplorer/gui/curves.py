@@ -25,7 +25,7 @@ class TrainingCurves(pg.GraphicsLayoutWidget):
     def __init__(self, timeline: TimelineModel, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.timeline = timeline
-        self.refresh_soon = qthrottled(self.refresh, timeout=REDRAW_MS)
+        self.refresh_soon = qthrottled(self.refresh, timeout=REDRAW_MS, parent=self)
         timeline.changed.connect(self.refresh_soon)
         self.loss_plot = self.addPlot(row=0, col=0, title="loss")
         self.norm_plot = self.addPlot(row=0, col=1, title="global gradient norm")

@@ -7,10 +7,11 @@ from typing import Any
 
 from PySide6.QtWidgets import QTextBrowser, QWidget
 
-from gradexplorer.gui.models.selection import Selection, SelectionModel
+from gradexplorer.core.graph.style import format_shape
+from gradexplorer.core.stats.records import STAT_FIELDS, STAT_LABELS
+from gradexplorer.gui.models.selection import Selection, SelectionModel, parameter_for
 
-STAT_FIELDS = (("norm", "norm"), ("mean", "mean"), ("std", "std"), ("min", "min"), ("max", "max"),
-               ("abs_max", "max |g|"), ("zero_fraction", "zeros"), ("update_ratio", "‖Δθ‖/‖θ‖"))
+SHOWN_FIELDS = [f for f in STAT_FIELDS if f not in ("nan_count", "inf_count")]  # those get a flag
 
 
 def _row(key: str, value: Any) -> str:
@@ -23,8 +24,8 @@ def stats_rows(stats: Any) -> list[str]:
         return [_row("gradient", "not recorded yet: run a step")]
     if not stats.has_grad:
         return [_row("gradient", "<b style='color:#d32f2f'>none this step</b> (no gradient reached it)")]
-    rows = [_row(label, "" if getattr(stats, f, None) is None else f"{getattr(stats, f):.4g}")
-            for f, label in STAT_FIELDS]
+    rows = [_row(STAT_LABELS.get(f, f), "" if getattr(stats, f, None) is None else f"{getattr(stats, f):.4g}")
+            for f in SHOWN_FIELDS]
     bad = (stats.nan_count or 0) + (stats.inf_count or 0)
     flag = (f"<b style='color:#d32f2f'>⚠ {stats.nan_count} NaN, {stats.inf_count} Inf</b>"
             if bad else "none")
@@ -82,7 +83,7 @@ class DetailsPane(QTextBrowser):
             rows += [_row("kind", escape(str(attrs.get("kind", "")))),
                      _row("module", escape(attrs.get("module") or "(model)"))]
             saved = attrs.get("saved") or {}
-            rows += [_row(f"saved {k}", "×".join(map(str, v)) or "scalar")
+            rows += [_row(f"saved {k}", format_shape(v))
                      for k, v in saved.items()]
             if attrs.get("members"):
                 rows.append(_row("operations", attrs["members"]))
@@ -91,7 +92,7 @@ class DetailsPane(QTextBrowser):
             rows.append(_row("type", escape(self._module_type(sel.module))))
         if sel.module is not None:
             rows.append(_row("hook", escape(self.hooks.get(sel.module, "none"))))
-        param = sel.param or self._first_param(sel.module)
+        param = sel.param or parameter_for(sel, self.model)
         if param:
             rows.append(f"<tr><td colspan=2><b>{escape(param)}</b> {self._param_shape(param)}</td></tr>")
             rows += stats_rows(self.stats.get(param))
@@ -110,20 +111,10 @@ class DetailsPane(QTextBrowser):
         except AttributeError:
             return ""
 
-    def _first_param(self, module: str | None) -> str | None:
-        if module is None or self.model is None:
-            return None
-        try:
-            sub = self.model.get_submodule(module)
-        except AttributeError:
-            return None
-        name = next((n for n, _ in sub.named_parameters(recurse=False)), None)
-        return None if name is None else (f"{module}.{name}" if module else name)
-
     def _param_shape(self, name: str) -> str:
         if self.model is None:
             return ""
         try:
-            return "×".join(map(str, self.model.get_parameter(name).shape))
+            return format_shape(self.model.get_parameter(name).shape)
         except AttributeError:
             return ""

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pyqtgraph as pg
 import pyqtgraph.exporters  # noqa: F401 - registers pg.exporters
-from PySide6.QtCore import QRectF, QSize, Qt
+from PySide6.QtCore import QBuffer, QIODevice, QRectF, QSize, Qt
 from PySide6.QtGui import QImage, QPainter
 from PySide6.QtWidgets import QGraphicsScene
 
+from gradexplorer.core.atomic_file import write_atomic
 from gradexplorer.core.errors import UserError
 
 FORMATS = (".png", ".svg")
@@ -25,27 +25,41 @@ def _check(path: Path) -> Path:
     return path
 
 
-def _tmp(path: Path) -> Path:
-    return path.with_name(f".{path.stem}.{os.getpid()}.tmp{path.suffix}")
+def image_bytes(image: QImage, suffix: str) -> bytes:
+    """``image`` encoded by the file suffix (``.png``, ``.jpg``…)."""
+    buffer = QBuffer()
+    buffer.open(QIODevice.WriteOnly)
+    if not image.save(buffer, suffix.lstrip(".").upper()):
+        raise UserError(f"could not encode the image as {suffix}")
+    return bytes(buffer.data())
+
+
+def write_image(image: QImage, path: Path) -> Path:
+    """Save ``image`` atomically (``core.atomic_file``), its format chosen by the suffix."""
+    path = Path(path)
+    write_atomic(path, image_bytes(image, path.suffix))
+    return path
 
 
 def save_scene(scene: QGraphicsScene, rect: QRectF, path: Path) -> Path:
     """Render ``rect`` of ``scene`` to PNG (at most MAX_SIDE pixels a side) or SVG."""
-    path, tmp = _check(path), None
-    tmp = _tmp(path)
+    path = _check(path)
     scale = min(1.0, MAX_SIDE / max(rect.width(), rect.height(), 1.0))
     size = QSize(max(1, int(rect.width() * scale)), max(1, int(rect.height() * scale)))
     if path.suffix.lower() == ".svg":
         from PySide6.QtSvg import QSvgGenerator
 
+        buffer = QBuffer()
+        buffer.open(QIODevice.WriteOnly)
         generator = QSvgGenerator()
-        generator.setFileName(str(tmp))
+        generator.setOutputDevice(buffer)
         generator.setSize(size)
         generator.setViewBox(QRectF(0, 0, size.width(), size.height()))
         generator.setTitle("gradexplorer backward graph")
         painter = QPainter(generator)
         scene.render(painter, QRectF(0, 0, size.width(), size.height()), rect)
         painter.end()
+        write_atomic(path, bytes(buffer.data()))
     else:
         image = QImage(size, QImage.Format_ARGB32)
         image.fill(Qt.white)
@@ -53,18 +67,17 @@ def save_scene(scene: QGraphicsScene, rect: QRectF, path: Path) -> Path:
         painter.setRenderHint(QPainter.Antialiasing, True)
         scene.render(painter, QRectF(0, 0, size.width(), size.height()), rect)
         painter.end()
-        if not image.save(str(tmp)):
-            raise UserError(f"could not write {path}")
-    tmp.replace(path)
+        write_image(image, path)
     return path
 
 
 def save_plot(plot, path: Path) -> Path:
     """Save a pyqtgraph plot (a PlotWidget or PlotItem) with pyqtgraph's own exporters."""
     path = _check(path)
-    tmp = _tmp(path)
     item = getattr(plot, "plotItem", plot)
-    svg = path.suffix.lower() == ".svg"
-    (pg.exporters.SVGExporter if svg else pg.exporters.ImageExporter)(item).export(str(tmp))
-    tmp.replace(path)
+    if path.suffix.lower() == ".svg":
+        data = pg.exporters.SVGExporter(item).export(toBytes=True)
+        write_atomic(path, data if isinstance(data, bytes) else str(data).encode())
+    else:
+        write_image(pg.exporters.ImageExporter(item).export(toBytes=True), path)
     return path

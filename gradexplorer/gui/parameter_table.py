@@ -11,6 +11,7 @@ from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView, QWidget
 from torch import nn
 
+from gradexplorer.core.graph.style import format_shape
 from gradexplorer.gui.graph.tint import magnitude_colours
 from gradexplorer.gui.models.selection import Selection, SelectionModel
 from gradexplorer.gui.theme import ALARM
@@ -43,7 +44,7 @@ class ParameterTableModel(QAbstractTableModel):
     def set_model(self, model: nn.Module) -> None:
         """Show ``model``'s parameters."""
         self.beginResetModel()
-        self.rows = [(n, "×".join(map(str, p.shape)) or "scalar", p.numel(), p.requires_grad)
+        self.rows = [(n, format_shape(p.shape), p.numel(), p.requires_grad)
                      for n, p in model.named_parameters()]
         self.stats = {}
         self._live = [("",) * len(LIVE)] * len(self.rows)

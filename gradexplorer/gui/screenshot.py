@@ -9,6 +9,7 @@ from PySide6.QtCore import QObject, QTimer
 from PySide6.QtWidgets import QApplication, QMainWindow
 
 from gradexplorer.gui.controller import IDLE
+from gradexplorer.gui.image_export import write_image
 
 SETTLE_MS = 400  # let the last redraw and any layout land before grabbing
 
@@ -17,11 +18,7 @@ def save_window_image(window: QMainWindow, path: Path) -> Path:
     """Render ``window`` to an image file (PNG, JPEG… by extension), atomically."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.stem}.tmp{path.suffix}")
-    if not window.grab().save(str(tmp)):
-        raise OSError(f"could not write {path}")
-    tmp.replace(path)
-    return path
+    return write_image(window.grab().toImage(), path)
 
 
 class ScreenshotRun(QObject):

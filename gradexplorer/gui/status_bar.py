@@ -25,7 +25,7 @@ class RunStatusBar(QStatusBar):
                       self.rate_label):
             self.addPermanentWidget(label)
         controller.state_changed.connect(lambda state: self.state_label.setText(state))
-        self.refresh_soon = qthrottled(self.show_latest, timeout=REDRAW_MS)
+        self.refresh_soon = qthrottled(self.show_latest, timeout=REDRAW_MS, parent=self)
         controller.timeline.changed.connect(self.refresh_soon)
         controller.model_opened.connect(self.reset)
         controller.session_opened.connect(self.show_session)

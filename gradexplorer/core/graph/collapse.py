@@ -12,6 +12,8 @@ from collections.abc import Hashable, Iterable
 
 import networkx as nx
 
+from gradexplorer.core.model.membership import in_module
+
 MODULE_PREFIX = "module:"
 
 
@@ -94,8 +96,7 @@ def collapse_by_module(G: nx.DiGraph, depth: int | None = None, modules: Iterabl
 
 def module_members(G: nx.DiGraph, path: str) -> list[Hashable]:
     """Nodes of ``G`` that belong to module ``path`` or its submodules."""
-    prefix = path + "."
-    return [n for n, m in G.nodes(data="module") if m == path or (m or "").startswith(prefix)]
+    return [n for n, m in G.nodes(data="module") if in_module(m, path)]
 
 
 READABLE_NODES = 300  # graphs up to this size open showing every operation

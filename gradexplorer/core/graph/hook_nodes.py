@@ -25,11 +25,9 @@ import inspect
 import networkx as nx
 from torch import nn
 
+from gradexplorer.core.model.membership import in_module
+
 HOOK_NAME = "BackwardHookFunctionBackward"
-
-
-def _inside(module: str | None, path: str) -> bool:
-    return module == path or (module or "").startswith(path + ".")
 
 
 def edit_copy(graph: nx.DiGraph) -> nx.DiGraph:
@@ -62,7 +60,7 @@ def add_hook_nodes(graph: nx.DiGraph, path: str, module: nn.Module) -> nx.DiGrap
     if not path or not takes_one_argument(module):
         return None
     nodes = graph.nodes
-    inside = {n for n, m in nodes(data="module") if _inside(m, path)}
+    inside = {n for n, m in nodes(data="module") if in_module(m, path)}
     if any(nodes[n]["kind"] == "hook" and nodes[n]["module"] == path for n in inside):
         return None  # already hooked: leave it to a trace
     out_edges = [(u, v, d) for v in inside for u, _, d in graph.in_edges(v, data=True)

@@ -23,20 +23,20 @@ EDGE_COLOUR = "#9aa9b1"
 TEXT_COLOUR = "#17252c"
 HOOK_MARK = "#8e24aa"  # ring around the nodes of a hooked module
 
-# -- geometry: the app's boxes (scene units) and the exports' (pixels) -------------------
-NODE_W, NODE_H = 190.0, 44.0  # the app: fixed boxes, two lines of 16 px text
-NODE_HEIGHT = 34.0  # exports and layered layouts: boxes as wide as their text
-CHAR_WIDTH = 6.6  # of the 11 px monospace font the exports use
-PADDING = 8.0
-LAYER_STEP = 58.0  # vertical distance between layers
-FONT_SIZE = 11
+# -- geometry: every box is the same size, in the app (scene units) and the exports (px) ---
+NODE_W, NODE_H = 190.0, 44.0  # two lines of text, elided in the middle when too long
+NODE_HEIGHT = NODE_H
+LAYER_STEP = NODE_H * 1.6  # vertical distance between layers (the app's row spacing)
+FONT_SIZE = 16  # pixels, a sans-serif font
+CHAR_WIDTH = 9.4  # an average character of it (capitals count), for eliding without font metrics (SVG)
+FONT_FAMILY = "DejaVu Sans, Verdana, Arial, sans-serif"
 
 
 def format_shape(shape: Any) -> str:
-    """``(4, 8)`` as ``4×8``; scalars as ``()``."""
+    """``(4, 8)`` as ``4×8``; ``()`` as ``scalar``; None as nothing. Every view writes shapes so."""
     if shape is None:
         return ""
-    return "×".join(str(d) for d in shape) if len(shape) else "()"
+    return "×".join(str(d) for d in shape) if len(shape) else "scalar"
 
 
 def node_lines(attrs: Mapping[str, Any]) -> tuple[str, str]:
@@ -74,6 +74,15 @@ def node_tooltip(attrs: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def node_width(attrs: Mapping[str, Any]) -> float:
-    """Drawn width of a node in the exports: its longer line plus padding."""
-    return max(len(line) for line in node_lines(attrs)) * CHAR_WIDTH + 2 * PADDING
+def node_width(attrs: Mapping[str, Any]) -> float:  # noqa: ARG001 - one size for every node
+    """Drawn width of a node (layouts space nodes by it)."""
+    return NODE_W
+
+
+def elide_middle(text: str, width: float = NODE_W - 10) -> str:
+    """``text`` shortened in the middle (``Convoluti…Backward0``) to about ``width`` pixels."""
+    fits = max(3, int(width / CHAR_WIDTH))
+    if len(text) <= fits:
+        return text
+    head = (fits - 1) // 2
+    return text[:head] + "…" + text[len(text) - (fits - 1 - head):]

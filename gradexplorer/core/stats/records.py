@@ -13,6 +13,8 @@ from gradexplorer.core.stats.raw import RawStats
 
 STAT_FIELDS = ("norm", "mean", "std", "min", "max", "abs_max", "zero_fraction",
                "nan_count", "inf_count", "update_ratio")
+STAT_LABELS = {"abs_max": "max |g|", "zero_fraction": "zeros", "update_ratio": "‖Δθ‖/‖θ‖",
+               "nan_count": "NaN", "inf_count": "Inf"}  # short names where a field's is long
 
 
 @dataclass

@@ -10,6 +10,7 @@ import numpy as np
 
 from gradexplorer.core.graph.collapse import MODULE_PREFIX
 from gradexplorer.core.graph.style import NODE_H, NODE_W, node_label, node_lines
+from gradexplorer.core.model.membership import in_module, owner_of
 
 KIND_CODES = ("op", "param", "hook", "loss", "module", "other")
 LAYERED = ("layered", "multipartite")
@@ -148,13 +149,8 @@ class GraphDrawing:
 
     def nodes_of_module(self, path: str) -> list[int]:
         """Nodes produced by module ``path`` or its submodules (and its parameters)."""
-        prefix = path + "."
-        out = []
-        for i, (module, param) in enumerate(zip(self.modules, self.params, strict=True)):
-            owner = module if param is None else param.rpartition(".")[0]
-            if owner == path or owner.startswith(prefix) or (not path and owner == ""):
-                out.append(i)
-        return out
+        return [i for i, (module, param) in enumerate(zip(self.modules, self.params, strict=True))
+                if in_module(module if param is None else owner_of(param), path)]
 
 
 def normalise_positions(raw: np.ndarray, layered: bool, root: int | None) -> np.ndarray:

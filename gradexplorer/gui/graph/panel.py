@@ -66,7 +66,7 @@ class GraphPanel(GraphSearch, QWidget):
         self.overviews = BackgroundQueue(self)
         # overview images render on a pool thread that holds the GIL much of the time: start
         # one only once clicks and redraws have settled, so it never delays a redraw
-        self._overview_soon = qdebounced(self._render_overview, timeout=OVERVIEW_DELAY_MS)
+        self._overview_soon = qdebounced(self._render_overview, timeout=OVERVIEW_DELAY_MS, parent=self)
         self._build_toolbar()
         self.layouts.finished.connect(self._laid_out)
         self.layouts.failed.connect(lambda _n, text: self.busy_label.setText(f"layout failed: {text}"))

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from gradexplorer.core.model.membership import module_parameters, owner_of
 from gradexplorer.gui.graph.drawing import KIND_CODES, GraphDrawing
 
 # From small to large gradient norm (log scale across the graph), then "no gradient".
@@ -24,7 +25,7 @@ def params_behind(drawing: GraphDrawing, names: list[str],
     for the drawing this one edits (``drawing.kept``), reused for the nodes it keeps."""
     by_owner: dict[str, list[str]] = {}
     for name in names:
-        by_owner.setdefault(name.rpartition(".")[0], []).append(name)
+        by_owner.setdefault(owner_of(name), []).append(name)
     out: list[list[str]] = []
     if previous is not None and drawing.kept is not None and len(previous) == len(drawing.kept):
         out = list(compress(previous, drawing.kept))
@@ -33,8 +34,7 @@ def params_behind(drawing: GraphDrawing, names: list[str],
         if param is not None:
             out.append([param])
         elif drawing.kinds[i] == MODULE:
-            prefix = module + "."
-            out.append([n for n in names if not module or n.startswith(prefix)])
+            out.append(module_parameters(names, module))
         else:
             out.append(by_owner.get(module, []) if module else [])
     return out

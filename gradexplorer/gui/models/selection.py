@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 from psygnal import Signal
 
+from gradexplorer.core.model.membership import module_parameters
+
 
 @dataclass(frozen=True)
 class Selection:
@@ -37,3 +39,14 @@ class SelectionModel:
     def clear(self) -> None:
         """Select nothing."""
         self.select()
+
+
+def parameter_for(selection: Selection, model) -> str | None:
+    """The parameter every view shows for a selection: the selected one, else the first of the
+    module's own and its submodules' parameters (``core.model.membership``)."""
+    if selection.param:
+        return selection.param
+    if selection.module is None or model is None:
+        return None
+    names = module_parameters((n for n, _ in model.named_parameters()), selection.module)
+    return names[0] if names else None

@@ -6,7 +6,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QSplitter, QVBoxLayout, QWidget
 from superqt.utils import qthrottled
 
-from gradexplorer.gui.models.selection import Selection, SelectionModel
+from gradexplorer.gui.models.selection import Selection, SelectionModel, parameter_for
 from gradexplorer.gui.models.timeline import TimelineModel
 from gradexplorer.gui.plots.alarm_banner import AlarmBanner
 from gradexplorer.gui.plots.flow_chart import FlowPanel
@@ -14,22 +14,9 @@ from gradexplorer.gui.plots.heatmap_plot import HistogramHeatmap
 from gradexplorer.gui.plots.histogram_plot import HistogramPlot
 
 HISTOGRAM_MS = 50  # the histogram and the alarm redraw at most 20 times a second
-SLOW_PLOTS_MS = 100  # the heat map and the flow chart (heavier) at most 10 times a second
-
-
-def parameter_for(selection: Selection, model) -> str | None:
-    """The parameter the plots should show for a selection (a module's first parameter)."""
-    if selection.param:
-        return selection.param
-    if selection.module is None or model is None:
-        return None
-    try:
-        module = model.get_submodule(selection.module)
-    except AttributeError:
-        return None
-    for name, _ in module.named_parameters():
-        return f"{selection.module}.{name}" if selection.module else name
-    return None
+HEATMAP_MS, FLOW_MS = 100, 120  # heavier: about 10 times a second, on their own timers (no
+# leading-edge call), with periods that rarely coincide, so a step never triggers every redraw
+# in one tick of the GUI thread
 
 
 class GradientPanel(QWidget):
@@ -44,9 +31,10 @@ class GradientPanel(QWidget):
         self.selection, self.timeline = selection, timeline
         self.model = None
         self.param: str | None = None
-        self._throttles = (qthrottled(self.refresh_histogram, timeout=HISTOGRAM_MS),
-                           qthrottled(self.refresh_heatmap, timeout=SLOW_PLOTS_MS),
-                           qthrottled(self.refresh_flow, timeout=SLOW_PLOTS_MS))
+        self._throttles = (qthrottled(self.refresh_histogram, timeout=HISTOGRAM_MS, parent=self),
+                           qthrottled(self.refresh_heatmap, timeout=HEATMAP_MS, leading=False,
+                                      parent=self),
+                           qthrottled(self.refresh_flow, timeout=FLOW_MS, leading=False, parent=self))
         for throttle in self._throttles:
             timeline.changed.connect(throttle)
         self.alarm = AlarmBanner()

@@ -8,6 +8,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableWidget, QTableWidgetItem, QWidget
 
+from gradexplorer.core.graph.style import format_shape
 from gradexplorer.core.snapshot import Comparison, Snapshot
 from gradexplorer.gui.parameter_table import format_number
 from gradexplorer.gui.theme import ALARM
@@ -60,7 +61,7 @@ class SnapshotTable(QTableWidget):
         rows = []
         for name, s in snapshot.stats.items():
             bad = bool(s.nan_count or s.inf_count)
-            shape = "×".join(map(str, s.shape)) or "scalar"
+            shape = format_shape(s.shape)
             if not s.has_grad:
                 rows.append([_item(name), _item(shape), _item("no grad"), _item(""), _item(""), _item("")])
                 continue

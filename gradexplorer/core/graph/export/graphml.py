@@ -1,4 +1,6 @@
-"""GraphML text for a laid-out graph, written directly (networkx's writer takes ~10 s at 50k nodes)."""
+"""GraphML text for a laid-out graph, written directly: about 3 times faster than networkx's
+``write_graphml`` (2.4 s against 7.6 s for the 48,009-node ``example:deep:blocks=8000`` graph,
+measured on a loaded 2-core machine), and shapes, lists and dicts made GraphML scalars."""
 
 from __future__ import annotations
 

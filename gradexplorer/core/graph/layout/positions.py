@@ -34,7 +34,7 @@ class LayoutWarning(UserWarning):
 
 
 @dataclass
-class GraphDrawing:
+class PlacedGraph:
     """Positions plus, for the layered layout, where long edges bend."""
 
     positions: dict[Hashable, Position]
@@ -59,11 +59,11 @@ def graph_roots(G: nx.DiGraph) -> list:
     return [v for v, d in G.in_degree() if d == 0]
 
 
-def layered_drawing(G: nx.DiGraph, *, rounds: int = 6, with_crossings: bool = False) -> GraphDrawing:
+def layered_drawing(G: nx.DiGraph, *, rounds: int = 6, with_crossings: bool = False) -> PlacedGraph:
     """Top-down layered layout: loss on top, leaves below their consumers, few crossings."""
     nodes, src, dst = graph_arrays(G)
     if not nodes:
-        return GraphDrawing({})
+        return PlacedGraph({})
     widths = np.fromiter((node_width(a) for _, a in G.nodes(data=True)), dtype=np.float64,
                          count=len(nodes))
     root_set = set(graph_roots(G))
@@ -81,7 +81,7 @@ def layered_drawing(G: nx.DiGraph, *, rounds: int = 6, with_crossings: bool = Fa
         if e in flipped:
             points.reverse()
         bends[(nodes[u], nodes[v])] = points
-    return GraphDrawing(positions, bends, d.crossings() if with_crossings else None)
+    return PlacedGraph(positions, bends, d.crossings() if with_crossings else None)
 
 
 def layout_graph(G: nx.DiGraph, name: str = "layered") -> dict[Hashable, Position]:
@@ -89,7 +89,7 @@ def layout_graph(G: nx.DiGraph, name: str = "layered") -> dict[Hashable, Positio
     return layout_drawing(G, name).positions
 
 
-def layout_drawing(G: nx.DiGraph, name: str = "layered") -> GraphDrawing:
+def layout_drawing(G: nx.DiGraph, name: str = "layered") -> PlacedGraph:
     """Like ``layout_graph`` but keeps the layered layout's edge bends."""
     if name not in LAYOUTS:
         raise UserError(f"unknown layout {name!r}; choose one of: {', '.join(LAYOUTS)}")
@@ -97,12 +97,12 @@ def layout_drawing(G: nx.DiGraph, name: str = "layered") -> GraphDrawing:
         return layered_drawing(G)
     check_size(name, G.number_of_nodes())
     if G.number_of_nodes() == 0:
-        return GraphDrawing({})
+        return PlacedGraph({})
     try:
         raw = _networkx_layout(G, name)
     except ImportError as exc:
         raise UserError(f"the {name} layout needs {exc.name or 'scipy'}; install it or use layered") from None
-    return GraphDrawing(_to_pixels(raw, G.number_of_nodes(), flip=name != "multipartite"))
+    return PlacedGraph(_to_pixels(raw, G.number_of_nodes(), flip=name != "multipartite"))
 
 
 def check_size(name: str, n: int) -> None:
