@@ -71,3 +71,20 @@ def test_tables_and_details_show_the_new_model(switched):
     assert table.stats == {} and all(table.data(table.index(r, 1)) == "" for r in range(len(table.rows)))
     assert {switched.tree.topLevelItem(0).child(i).text(0) for i in range(3)} >= {"conv1", "conv2"}
     assert "fc1.weight" not in switched.details.toPlainText()
+
+
+def test_run_n_shows_step_k_of_n_with_time_left(qtbot, make_window):
+    from gradexplorer.gui.status_bar import run_progress
+
+    assert run_progress(57, (40, 20), 2.0, True) == "step 57 · 17 of 20 · ~2 s left"
+    assert run_progress(57, (40, 20), 0.01, True) == "step 57 · 17 of 20 · ~5 min 00 s left"
+    assert run_progress(57, None, 2.0, True) == "step 57" == run_progress(57, (40, 20), 2.0, False)
+    window = make_window()
+    open_model(qtbot, window, "example:digits")
+    window.controller.run(5)
+    qtbot.waitUntil(lambda: window.controller.state == "idle" and window.controller.live.session
+                    .step_count == 5, timeout=TIMEOUT_MS)
+    wait_idle(qtbot, window)
+    window.flush_redraws()
+    assert window.controller.run_span == (0, 5)
+    assert window.statusBar().step_label.text() == "step 5"  # the run is over

@@ -52,6 +52,7 @@ class SessionController(QObject):
         self.session = SessionModel()
         self.timeline = TimelineModel()
         self._control = None
+        self.run_span: tuple[int, int] | None = None  # (first step, N) of the Run N under way
         self._jobs_pending = 0
         self._worker = SessionWorker()
         self._worker.run_started.connect(self._on_run_started)
@@ -134,6 +135,8 @@ class SessionController(QObject):
         """Run ``steps`` steps (None: until stopped) in the worker."""
         if self.live is None or self.state in (RUNNING, PAUSED, LOADING):
             return
+        start = self.live.session.step_count  # idle: the worker is not stepping now
+        self.run_span = (start, steps) if steps and steps > 1 else None
         self._control = self._worker.start_run(self.live.session, steps)
         self.session.set_state(RUNNING)
 

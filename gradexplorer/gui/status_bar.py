@@ -5,9 +5,23 @@ from __future__ import annotations
 from PySide6.QtWidgets import QLabel, QStatusBar, QWidget
 from superqt.utils import qthrottled
 
-from gradexplorer.gui.controller import SessionController
+from gradexplorer.gui.controller import PAUSED, RUNNING, SessionController
 
 REDRAW_MS = 100  # step, loss and rate labels at most 10 times a second
+
+
+def run_progress(step: int, span: tuple[int, int] | None, rate: float, running: bool) -> str:
+    """``step 57 · 17 of 20 · ~2 s left`` during Run N, else ``step 57``."""
+    if not running or span is None:
+        return f"step {step}"
+    start, total = span
+    done = min(max(step - start, 0), total)
+    text = f"step {step} · {done} of {total}"
+    if rate > 0 and done < total:
+        left = (total - done) / rate
+        minutes, seconds = divmod(round(left), 60)
+        text += f" · ~{left:.0f} s left" if left < 90 else f" · ~{minutes} min {seconds:02d} s left"
+    return text
 
 
 class RunStatusBar(QStatusBar):
@@ -51,6 +65,8 @@ class RunStatusBar(QStatusBar):
         latest = timeline.latest
         if latest is None:
             return
-        self.step_label.setText(f"step {latest.step}")
+        self.step_label.setText(run_progress(latest.step, self.controller.run_span,
+                                             timeline.steps_per_second,
+                                             self.controller.state in (RUNNING, PAUSED)))
         self.loss_label.setText(f"loss {latest.loss:.4g}")
         self.rate_label.setText(f"{timeline.steps_per_second:.1f} steps/s")
