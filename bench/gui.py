@@ -197,7 +197,7 @@ def hook_clicks(blocks: int, clicks: int = 6) -> dict:
     panel = GraphPanel(SelectionModel())
     panel.resize(1200, 800)
     panel.show()
-    panel.set_graph(trace_backward_graph(session))
+    panel.set_graph(trace_backward_graph(session), fit=False)  # every operation, not collapsed
     while panel.busy() or panel.drawing is None:
         app.processEvents()
         time.sleep(0.01)

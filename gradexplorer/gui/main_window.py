@@ -136,6 +136,8 @@ class MainWindow(QMainWindow):
     def _session_opened(self, live) -> None:
         self._hooked = {}  # a new model: its graph comes from a trace
         self.setWindowTitle(f"gradexplorer — {live.spec}")
+        self.trace_graph(fit=True)  # first: the worker traces while the views below fill
+        self.controller.probe_hooks()  # after the trace: the first view comes first
         model = live.session.model
         self.tree.set_model(model)
         self.table.table.set_model(model)
@@ -144,8 +146,6 @@ class MainWindow(QMainWindow):
         self.gradients.set_model(model)
         self.curves.refresh()
         self.settings.set_last_model(live.spec)
-        self.trace_graph(fit=True)
-        self.controller.probe_hooks()  # after the trace: the first view comes first
 
     def trace_graph(self, fit: bool = True) -> None:
         """Trace the backward graph on the training thread; the panel lays it out."""
