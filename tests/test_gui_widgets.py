@@ -209,3 +209,23 @@ def test_device_chooser_greys_out_absent_devices_with_the_reason(qtbot):
         assert box.itemData(index, Qt.ToolTipRole) == why
         assert not box.model().item(index).isEnabled()
         assert why in box.toolTip()
+
+
+def test_noise_dialog_asks_for_a_seed(qtbot, monkeypatch):
+    from PySide6.QtWidgets import QInputDialog
+
+    from gradexplorer.core.hooks.parse import parse_action
+    from gradexplorer.gui.hook_menu import HookMenu
+
+    monkeypatch.setattr(QInputDialog, "getDouble", staticmethod(lambda *a, **k: (0.02, True)))
+    monkeypatch.setattr(QInputDialog, "getInt", staticmethod(lambda *a, **k: (7, True)))
+    menu = HookMenu("fc1")
+    qtbot.addWidget(menu)
+    noise = next(a for a in menu.actions() if a.text() == "Noise…")
+    with qtbot.waitSignal(menu.attach_requested, timeout=2000) as attached:
+        noise.trigger()
+    assert attached.args == ["fc1", "noise:0.02:7"]
+    parse_action(attached.args[1])  # a spec the registry accepts
+    monkeypatch.setattr(QInputDialog, "getInt", staticmethod(lambda *a, **k: (0, False)))
+    with qtbot.assertNotEmitted(menu.attach_requested, wait=100):
+        noise.trigger()  # cancelling the seed attaches nothing
