@@ -235,7 +235,7 @@ class GradientFlowChart(pg.PlotWidget):
 class FlowPanel(QWidget):
     """The chart with its order chooser and a scroll bar over its rows."""
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, parent: QWidget | None = None, title: str = "gradient flow") -> None:
         super().__init__(parent)
         self.chart = GradientFlowChart()
         self.order_box = QComboBox(toolTip="order of the parameter rows")
@@ -246,7 +246,7 @@ class FlowPanel(QWidget):
         self.chart.rows_changed.connect(self._follow_chart)
         header = QHBoxLayout()
         header.setContentsMargins(0, 0, 0, 0)
-        header.addWidget(QLabel("<b>gradient flow</b>"))
+        header.addWidget(QLabel(f"<b>{title}</b>"))
         header.addWidget(self.order_box, 1)
         body = QHBoxLayout()
         body.setContentsMargins(0, 0, 0, 0)
