@@ -88,3 +88,24 @@ def test_run_n_shows_step_k_of_n_with_time_left(qtbot, make_window):
     window.flush_redraws()
     assert window.controller.run_span == (0, 5)
     assert window.statusBar().step_label.text() == "step 5"  # the run is over
+
+
+def test_reset_model_starts_the_same_model_again(qtbot, make_window):
+    window = make_window()
+    open_model(qtbot, window, "example:digits")
+    first = [p.detach().clone() for p in window.controller.live.session.model.parameters()]
+    window.controller.run(3)
+    qtbot.waitUntil(lambda: window.controller.live.session.step_count == 3
+                    and window.controller.state == "idle", timeout=TIMEOUT_MS)
+    wait_idle(qtbot, window)
+    before = window.controller.live
+    window.reset_action.trigger()
+    qtbot.waitUntil(lambda: window.controller.live is not before
+                    and window.controller.state == "idle", timeout=TIMEOUT_MS)
+    wait_idle(qtbot, window)
+    live = window.controller.live
+    assert live.spec == "example:digits" and live.session.step_count == 0
+    assert live.options == before.options
+    again = list(live.session.model.parameters())
+    assert all((a == b).all() for a, b in zip(first, again, strict=True))  # same seed, same start
+    assert window.statusBar().step_label.text() == "step 0"

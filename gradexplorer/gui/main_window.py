@@ -220,6 +220,12 @@ class MainWindow(QMainWindow):
         if chosen is not None:
             self.controller.open_model(*chosen)
 
+    def reset_model(self) -> None:
+        """Open the current model again from scratch (same spec, options and settings)."""
+        live = self.controller.live
+        if live is not None:
+            self.controller.open_model(live.spec, live.options, live.config)
+
     def busy(self) -> bool:
         """Whether work is still under way (a run, a load, a graph layout)."""
         return self.controller.busy or self.graph_panel.busy()

@@ -46,6 +46,10 @@ def build_menus(window: QMainWindow) -> None:
     file_menu = bar.addMenu("&File")
     file_menu.addAction(make_action(window, "Open model…", "open", "Ctrl+O",
                                     window.open_model_dialog))
+    window.reset_action = make_action(window, "Reset model", "step", None, window.reset_model)
+    window.reset_action.setToolTip("open the same model again: fresh weights (same seed), step 0, "
+                                   "no hooks, empty plots")
+    file_menu.addAction(window.reset_action)
     window.file_menu = file_menu
     file_menu.addSeparator()
     window.file_actions.add_to(file_menu)
