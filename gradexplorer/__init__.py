@@ -25,6 +25,7 @@ _API = {
     "SessionConfig": "gradexplorer.core.session.engine",
     "StepResult": "gradexplorer.core.session.engine",
     "available_devices": "gradexplorer.core.session.devices",
+    "unavailable_devices": "gradexplorer.core.session.devices",
     # statistics
     "GradientMonitor": "gradexplorer.core.stats.monitor",
     "gradient_stats": "gradexplorer.core.stats.monitor",
@@ -95,6 +96,7 @@ __all__ = [
     "read_snapshot",
     "trace_backward_graph",
     "trace_gradients",
+    "unavailable_devices",
     "watch",
     "write_snapshot",
 ]
@@ -126,7 +128,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time names load lazily a
     from gradexplorer.core.model.workload import Workload
     from gradexplorer.core.recorder.recorder import Recorder, watch
     from gradexplorer.core.recorder.run import Run, open_run
-    from gradexplorer.core.session.devices import available_devices
+    from gradexplorer.core.session.devices import available_devices, unavailable_devices
     from gradexplorer.core.session.engine import SessionConfig, StepResult, TrainingSession
     from gradexplorer.core.snapshot.compare import compare_snapshots
     from gradexplorer.core.snapshot.read import Snapshot, read_snapshot

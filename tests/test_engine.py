@@ -1,5 +1,6 @@
 """The step engine: ordering, repeatability, pause/stop, queued commands, devices."""
 
+import re
 import threading
 
 import pytest
@@ -7,7 +8,7 @@ import torch
 
 from gradexplorer.core.errors import UserError
 from gradexplorer.core.model.spec import ModelOptions, load_workload
-from gradexplorer.core.session.devices import available_devices, resolve_device
+from gradexplorer.core.session.devices import available_devices, resolve_device, unavailable_devices
 from gradexplorer.core.session.engine import RunControl, SessionConfig, TrainingSession
 
 
@@ -100,3 +101,17 @@ def test_cuda_session_steps():
     session = TrainingSession(load_workload("example:lenet"), SessionConfig(device="cuda"))
     result = session.step()
     assert session.model.fc1.weight.device.type == "cuda" and result.loss > 0
+
+
+def test_absent_device_kinds_come_with_a_reason():
+    reasons = unavailable_devices()
+    present = available_devices()
+    assert ("cuda" in reasons) == (not any(n.startswith("cuda") for n in present))
+    assert ("mps" in reasons) == ("mps" not in present)
+    if torch.version.cuda is None and "cuda" in reasons:
+        assert "built without CUDA" in reasons["cuda"]
+    for why in reasons.values():
+        assert why and "\n" not in why
+    if "cuda" in reasons:
+        with pytest.raises(UserError, match=re.escape(reasons["cuda"])):
+            resolve_device("cuda")

@@ -57,6 +57,25 @@ def test_deep_blocks_option_sets_depth():
     assert len(load_workload("example:deep:blocks=37").model.blocks) == 37
 
 
+@pytest.mark.parametrize("optimizer", ["sgd", "adam"])
+def test_deep_trains_without_nan_at_its_default_settings(optimizer):
+    # Unscaled residual branches diverged here: NaN by step 3 at the default SGD lr.
+    session = TrainingSession(load_workload("example:deep:blocks=600"),
+                              SessionConfig(device="cpu", optimizer=optimizer, grad_norm=False))
+    losses = [r.loss for r in session.run(8)]
+    assert all(torch.isfinite(torch.tensor(losses)))
+    assert losses[-1] < losses[0]
+
+
+def test_deep_branch_scale_is_one_addmm_per_block():
+    block = load_workload("example:deep:blocks=4").model.blocks[0]
+    x = torch.randn(3, 8, dtype=torch.float64)
+    block = block.double()
+    expected = x + 0.5 * (torch.relu(x) @ block.fc.weight.T + block.fc.bias)
+    assert torch.allclose(block(x), expected)
+    assert type(block.fc(x).grad_fn).__name__ == "AddmmBackward0"
+
+
 def test_bundled_digits_are_real_digits():
     x, y = load_digits()
     assert x.shape == (1797, 1, 8, 8)

@@ -9,7 +9,13 @@ import numpy as np
 import pytest
 
 from gradexplorer.core.errors import UserError
-from gradexplorer.core.graph.collapse import collapse_by_module, module_node_id
+from gradexplorer.core.graph.collapse import (
+    collapse_by_module,
+    expansions_to_reveal,
+    groups_at_depth,
+    module_node_id,
+    readable_depth,
+)
 from gradexplorer.core.graph.extract import trace_backward_graph
 from gradexplorer.core.graph.layout.crossings import count_crossings, count_inversions
 from gradexplorer.core.graph.layout.positions import (
@@ -149,3 +155,27 @@ def test_collapse_chosen_modules_and_expand(deep):
     assert sorted(block_ops) == ["AddBackward0", "ReluBackward0"]
     assert collapse_by_module(deep).number_of_nodes() == len(deep)  # nothing to fold
     assert math.isfinite(sum(x for x, _ in layout_graph(opened).values()))
+
+
+def test_readable_depth_folds_big_graphs_only(lenet, deep):
+    assert readable_depth(lenet) is None and readable_depth(deep) is None  # small: every op
+    for depth in (1, 2, 3):
+        assert groups_at_depth(deep, depth) == collapse_by_module(deep, depth=depth).number_of_nodes()
+    assert readable_depth(deep, most_nodes=8, small=10) == 2  # 9 nodes at depth 2: too many
+    assert readable_depth(deep, most_nodes=9, small=10) == 2
+    assert readable_depth(deep, most_nodes=100, small=10) == 3  # depth 3 opens blocks.N.fc
+    assert readable_depth(deep, most_nodes=2, small=10) == 1  # nothing fits: the coarsest
+    assert readable_depth(deep, most_nodes=100, small=10, most_layers=7) == 1  # 8 in a row at 2
+    assert readable_depth(deep, most_nodes=100, small=10, most_layers=8) == 2
+
+
+def test_expansions_reveal_a_node_inside_collapsed_modules(deep):
+    hidden = next(n for n, a in deep.nodes(data=True) if a["module"] == "blocks.3.fc"
+                  and a["name"] == "AddmmBackward0")
+    assert hidden not in collapse_by_module(deep, depth=1)
+    opened = expansions_to_reveal("blocks.3.fc", 1)
+    assert opened == ["blocks", "blocks.3", "blocks.3.fc"]
+    shown = collapse_by_module(deep, depth=1, expanded=opened)
+    assert hidden in shown and module_node_id("blocks.2") in shown
+    assert expansions_to_reveal("blocks.3.fc", 2, expanded=["blocks.3"]) == ["blocks.3.fc"]
+    assert expansions_to_reveal("blocks.3.fc", None) == []

@@ -49,7 +49,7 @@ def test_search_finds_nodes_by_module_and_parameter(qtbot, make_window):
     modules = {panel.drawing.modules[i] or panel.drawing.params[i] for i in panel.view.canvas.matches}
     assert modules and all("conv" in m for m in modules)
     panel.next_match()
-    assert window.selection.current.node == panel.drawing.ids[panel._matches[0]]
+    assert window.selection.current.node == panel._matches[0]
 
 
 def test_hook_from_the_menu_reaches_the_registry_and_blocks(qtbot, make_window):
@@ -98,6 +98,10 @@ def test_runs_in_the_worker_feed_every_plot(qtbot, make_window):
     table = window.table.table
     assert table.data(table.index(table.row_of("fc2.bias"), 1)) not in ("", None)
     assert window.statusBar().step_label.text() == "step 4"
+    window.gradients.flow.param_clicked.emit("fc2.bias")  # a click on the flow chart's row
+    assert window.selection.current.param == "fc2.bias" and window.gradients.param == "fc2.bias"
+    selected = window.table.selectionModel().selectedRows()
+    assert [window.table.proxy.data(i) for i in selected] == ["fc2.bias"]
 
 
 def test_shortcuts_step_and_close_stops_the_worker(qtbot, make_window):

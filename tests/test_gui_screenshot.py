@@ -58,3 +58,21 @@ def test_run_command_never_imports_qt(tmp_path):
     done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True,
                           text=True, timeout=120)
     assert done.stdout.strip().splitlines()[-1] == "NOQT", done.stderr
+
+
+def test_window_size_and_theme_make_the_picture(qapp, tmp_path):
+    shot = tmp_path / "dark.png"
+    done = run_gradexplorer("gui", "--model", "example:digits", "--batch-size", "16", "--steps",
+                            "1", "--window-size", "1024x700", "--theme", "dark", "--screenshot",
+                            str(shot), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    pixels = image_pixels(shot)
+    assert pixels.shape == (700, 1024)
+    rgb = np.stack([(pixels >> s) & 0xFF for s in (16, 8, 0)], axis=-1)
+    assert np.median(rgb.mean(axis=-1)) < 80  # mostly dark
+
+
+def test_bad_window_size_is_one_line_and_status_2(tmp_path):
+    done = run_gradexplorer("gui", "--window-size", "big", "--screenshot", "x.png", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "expected WxH such as 1024x700" in done.stderr and "Traceback" not in done.stderr

@@ -67,6 +67,10 @@ def test_export_every_k_steps_and_compare(qtbot, make_window, tmp_path):
     cosine = float(viewer.table.item(0, 4).text())
     assert -1.0 <= cosine <= 1.0
     assert "B over A" in viewer.histogram.plotItem.titleLabel.text
+    assert viewer.flow.shown == viewer.flow_b.shown == names[:8]  # both snapshots' flow
+    a_peaks = viewer.flow.peak_bars.opts["width"]
+    b_peaks = viewer.flow_b.peak_bars.opts["width"]
+    assert len(a_peaks) == len(b_peaks) == 8 and list(a_peaks) != list(b_peaks)
 
 
 def test_open_command_refuses_a_foreign_folder(run_cli, tmp_path):

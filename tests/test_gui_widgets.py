@@ -88,9 +88,10 @@ def test_parameter_table_shows_live_stats(qtbot, digits_session):
     table.table.set_stats(stats)
     model = table.table
     row = model.row_of("fc1.weight")
-    assert model.data(model.index(row, 4)) == "64×512"
+    assert model.data(model.index(row, 5)) == "64×512"
     assert model.data(model.index(row, 1)) == f"{stats['fc1.weight'].norm:.3g}"
-    assert model.data(model.index(row, 3)) == "ok"
+    assert model.data(model.index(row, 4)) == "ok"
+    assert model.data(model.index(row, 3)) == f"{stats['fc1.weight'].update_ratio:.3g}"
     selection.select(param="fc2.bias", module="fc2", source="graph")
     selected = table.selectionModel().selectedRows()
     assert [model.rows[table.proxy.mapToSource(i).row()][0] for i in selected] == ["fc2.bias"]
@@ -190,3 +191,41 @@ def test_worker_runs_posted_jobs_between_steps_with_typed_results(qtbot, digits_
         worker.shutdown()
     assert len(seen) == 3 and all(count == done for count, done in seen)  # never inside a step
     assert worker.buffer.drain().latest.step == 6
+
+
+def test_device_chooser_greys_out_absent_devices_with_the_reason(qtbot):
+    from PySide6.QtCore import Qt
+
+    from gradexplorer.core.session.devices import unavailable_devices
+    from gradexplorer.gui.run_controls import device_chooser
+
+    box = device_chooser()
+    qtbot.addWidget(box)
+    absent = unavailable_devices()
+    assert box.itemText(0) == "cpu"
+    for kind, why in absent.items():
+        index = box.findText(f"{kind} (unavailable)")
+        assert index > 0
+        assert box.itemData(index, Qt.ToolTipRole) == why
+        assert not box.model().item(index).isEnabled()
+        assert why in box.toolTip()
+
+
+def test_noise_dialog_asks_for_a_seed(qtbot, monkeypatch):
+    from PySide6.QtWidgets import QInputDialog
+
+    from gradexplorer.core.hooks.parse import parse_action
+    from gradexplorer.gui.hook_menu import HookMenu
+
+    monkeypatch.setattr(QInputDialog, "getDouble", staticmethod(lambda *a, **k: (0.02, True)))
+    monkeypatch.setattr(QInputDialog, "getInt", staticmethod(lambda *a, **k: (7, True)))
+    menu = HookMenu("fc1")
+    qtbot.addWidget(menu)
+    noise = next(a for a in menu.actions() if a.text() == "Noise…")
+    with qtbot.waitSignal(menu.attach_requested, timeout=2000) as attached:
+        noise.trigger()
+    assert attached.args == ["fc1", "noise:0.02:7"]
+    parse_action(attached.args[1])  # a spec the registry accepts
+    monkeypatch.setattr(QInputDialog, "getInt", staticmethod(lambda *a, **k: (0, False)))
+    with qtbot.assertNotEmitted(menu.attach_requested, wait=100):
+        noise.trigger()  # cancelling the seed attaches nothing

@@ -31,10 +31,25 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--trace-grads", action="store_true",
                         help="open with the graph's 'Trace gradients' on: every op tinted by its "
                         "gradient, the NaN/Inf origin marked and centred")
+    parser.add_argument("--window-size", metavar="WxH", type=window_size,
+                        help="open the window at this size in pixels, e.g. 1024x700 (screenshots)")
+    parser.add_argument("--theme", choices=("system", "light", "dark"),
+                        help="colours: follow the system (the default), light or dark")
     add_hook_arguments(parser)
     parser.add_argument("--select", metavar="NAME",
                         help="parameter or module to select at start, e.g. conv1.weight")
     parser.set_defaults(func=gui_command)
+
+
+def window_size(text: str) -> tuple[int, int]:
+    """``WxH`` → (W, H), each from 320 to 10000 pixels."""
+    width, sep, height = text.lower().partition("x")
+    if not sep or not width.strip().isdigit() or not height.strip().isdigit():
+        raise argparse.ArgumentTypeError(f"expected WxH such as 1024x700, got {text!r}")
+    size = int(width), int(height)
+    if not all(320 <= v <= 10_000 for v in size):
+        raise argparse.ArgumentTypeError(f"{text}: width and height must be 320 to 10000 pixels")
+    return size
 
 
 def display_problem() -> str | None:
@@ -73,4 +88,5 @@ def gui_command(args: argparse.Namespace) -> int:
     from gradexplorer.gui.app import launch  # Qt is imported only when the app starts
 
     return launch(args.model, options, config, steps=args.steps, screenshot=args.screenshot,
-                  hooks=hooks, select=args.select, trace_grads=args.trace_grads)
+                  hooks=hooks, select=args.select, trace_grads=args.trace_grads, theme=args.theme,
+                  window_size=args.window_size)

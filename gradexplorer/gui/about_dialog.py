@@ -17,7 +17,11 @@ from PySide6.QtWidgets import (
 )
 
 from gradexplorer._version import __version__
-from gradexplorer.core.session.devices import available_devices, describe_device
+from gradexplorer.core.session.devices import (
+    available_devices,
+    describe_device,
+    unavailable_devices,
+)
 from gradexplorer.core.session.environment import environment_facts
 from gradexplorer.resources import resource_path
 
@@ -37,6 +41,7 @@ def about_facts() -> dict[str, str]:
         "PySide6": facts["PySide6"],
         "pyqtgraph": facts["pyqtgraph"],
         "devices": ", ".join(describe_device(torch.device(name)) for name in available_devices()),
+        **{f"no {kind}": why for kind, why in unavailable_devices().items()},
     }
 
 

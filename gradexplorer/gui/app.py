@@ -38,11 +38,15 @@ def scratch_settings():
     return QSettings(str(Path(folder) / "settings.ini"), QSettings.IniFormat)
 
 
-def build_window(settings: AppSettings | None = None):
-    """A themed main window (not shown yet)."""
-    application()
+def build_window(settings: AppSettings | None = None, theme: str | None = None):
+    """A themed main window (not shown yet); ``theme`` overrides the remembered one."""
+    app = application()
     from gradexplorer.gui.main_window import MainWindow
 
+    settings = settings or AppSettings()
+    if theme is not None:
+        settings.set_theme(theme)
+    apply_theme(app, settings.theme())
     return MainWindow(settings)
 
 
@@ -56,11 +60,15 @@ def launch(
     hooks: list[tuple[str, str]] = (),
     select: str | None = None,
     trace_grads: bool = False,
+    theme: str | None = None,
+    window_size: tuple[int, int] | None = None,
 ) -> int:
     """Open the window on a model and run the event loop; returns the exit status."""
     app = application()
     settings = AppSettings(scratch_settings() if screenshot else None)
-    window = build_window(settings)
+    window = build_window(settings, theme)
+    if window_size is not None:
+        window.resize(*window_size)
     remembered = None if spec is not None or screenshot else settings.last_model()
     spec = spec or remembered or DEFAULT_SPEC
     window.graph_panel.trace_grads_action.setChecked(trace_grads)

@@ -15,13 +15,19 @@ from PySide6.QtCore import QObject
 from gradexplorer.core.deep_stack import DEEP_STACK_BYTES
 from gradexplorer.core.model.spec import ModelOptions
 from gradexplorer.core.session.engine import SessionConfig
-from gradexplorer.gui.live_session import LiveSession, open_live_session, reconfigure
+from gradexplorer.gui.live_session import (
+    LiveSession,
+    open_live_session,
+    probe_hookable,
+    reconfigure,
+)
 from gradexplorer.gui.models.session import (
     IDLE,
     LOADING,
     PAUSED,
     RUNNING,
     ExportChanged,
+    HookableProbed,
     HooksChanged,
     SessionModel,
     SessionOpened,
@@ -38,7 +44,7 @@ __all__ = ["IDLE", "LOADING", "PAUSED", "RUNNING", "SessionController"]
 class SessionController(QObject):
     """Owns the worker; widgets call its methods and observe ``session`` and ``timeline``.
 
-    The event names (``state_changed``, ``hooks_changed``, ``session_opened``,
+    The event names (``state_changed``, ``hooks_changed``, ``session_opened``, ``model_opened``,
     ``job_finished``, ``error``, ``message``, ``event``) are the session model's, re-exported.
     """
 
@@ -47,6 +53,7 @@ class SessionController(QObject):
         self.session = SessionModel()
         self.timeline = TimelineModel()
         self._control = None
+        self.run_span: tuple[int, int] | None = None  # (first step, N) of the Run N under way
         self._jobs_pending = 0
         self._worker = SessionWorker()
         self._worker.run_started.connect(self._on_run_started)
@@ -64,6 +71,7 @@ class SessionController(QObject):
     hooks = property(lambda self: self.session.hooks, doc="Attached hooks: module -> action.")
     exporter = property(lambda self: self.session.exporter, doc="The periodic exporter, or None.")
     session_opened = property(lambda self: self.session.opened)
+    model_opened = property(lambda self: self.session.model_opened)
     state_changed = property(lambda self: self.session.state_changed)
     hooks_changed = property(lambda self: self.session.hooks_changed)
     job_finished = property(lambda self: self.session.job_finished)
@@ -129,6 +137,8 @@ class SessionController(QObject):
         """Run ``steps`` steps (None: until stopped) in the worker."""
         if self.live is None or self.state in (RUNNING, PAUSED, LOADING):
             return
+        start = self.live.session.step_count  # idle: the worker is not stepping now
+        self.run_span = (start, steps) if steps and steps > 1 else None
         self._control = self._worker.start_run(self.live.session, steps)
         self.session.set_state(RUNNING)
 
@@ -176,9 +186,18 @@ class SessionController(QObject):
 
     def hook_problem(self, module: str) -> str | None:
         """Why a full backward hook on ``module`` would be unsafe or useless, if it would."""
-        hookable = self.live.hookable if self.live else {}
+        hookable = (self.live.hookable if self.live else None) or {}
         safe, reason = hookable.get(module, (True, ""))
         return reason or None
+
+    def probe_hooks(self) -> None:
+        """Find which modules take a hook safely, on the worker, after the jobs already posted."""
+        live = self.live
+        if live is not None and live.hookable is None:
+            def probe() -> HookableProbed:
+                live.hookable = probe_hookable(live)  # one assignment: safe to read meanwhile
+                return HookableProbed(live.hookable)
+            self.post(probe)
 
     # -- snapshots --------------------------------------------------------------------------
     def export_snapshot(self, directory: str) -> None:

@@ -59,6 +59,11 @@ class DetailsPane(QTextBrowser):
             self.hooks = hooks
         self.refresh()
 
+    def reset(self, model) -> None:
+        """A new model: forget the last one's graph, statistics and hooks."""
+        self.graph, self.model, self.stats, self.hooks = None, model, {}, {}
+        self.refresh()
+
     def refresh(self) -> None:
         """Describe the current selection (the text is only replaced when it changed)."""
         html = self.describe(self.selection.current)

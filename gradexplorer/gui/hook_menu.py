@@ -20,6 +20,9 @@ CHOICES = (
 )
 
 
+NOISE_SEED = 0  # the seed the noise dialog offers
+
+
 class HookMenu(QMenu):
     """Emits what the user chose; the controller applies it between steps."""
 
@@ -55,6 +58,13 @@ class HookMenu(QMenu):
             if not ok:
                 return
             spec = f"{name}:{value:g}"
+        if name == "noise":  # seeded: the same noise again on a replay or another run
+            seed, ok = QInputDialog.getInt(self.parentWidget(), f"noise {self.module}",
+                                           "Seed of the noise (the same seed, the same noise)",
+                                           NOISE_SEED, 0, 2**31 - 1)
+            if not ok:
+                return
+            spec += f":{seed}"
         self.attach_requested.emit(self.module, prefix + spec)
 
     def _choose_file(self) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any
 
@@ -25,7 +25,7 @@ class LiveSession:
     options: ModelOptions
     monitor: GradientMonitor
     hooks: HookRegistry
-    hookable: dict[str, tuple[bool, str]] = field(default_factory=dict)  # path -> (safe, reason)
+    hookable: dict[str, tuple[bool, str]] | None = None  # path -> (safe, reason); None: unprobed
 
     @property
     def config(self) -> SessionConfig:
@@ -43,11 +43,16 @@ def open_live_session(
     monitor = GradientMonitor(bins=bins, every=every)
     inputs = session.batch(0)[0]
     hooks = HookRegistry(session.model, seed=config.seed, sample_inputs=inputs)
-    rows = hookable_modules(session.model, inputs)
-    live = LiveSession(session, spec, options, monitor, hooks,
-                       {row.path: (row.safe, row.reason) for row in rows})
+    live = LiveSession(session, spec, options, monitor, hooks)
     _attach(live)
     return live
+
+
+def probe_hookable(live: LiveSession) -> dict[str, tuple[bool, str]]:
+    """Which modules take a full backward hook safely (a forward pass with probes: on the
+    training thread, after the first view is drawn, since it costs a second on big models)."""
+    inputs = live.session.batch(0)[0]
+    return {row.path: (row.safe, row.reason) for row in hookable_modules(live.session.model, inputs)}
 
 
 @cache

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QCloseEvent, QCursor
-from PySide6.QtWidgets import QDockWidget, QMainWindow, QSplitter, QWidget
+from PySide6.QtWidgets import QApplication, QDockWidget, QMainWindow, QSplitter, QWidget
 from superqt.utils import qthrottled
 
 from gradexplorer.gui.controller import IDLE, SessionController
@@ -17,6 +17,7 @@ from gradexplorer.gui.graph.core_api import traced_graph
 from gradexplorer.gui.graph.panel import GraphPanel
 from gradexplorer.gui.hook_menu import HookMenu
 from gradexplorer.gui.menus import build_menus
+from gradexplorer.gui.model_filter import ModelFilterBar
 from gradexplorer.gui.models.selection import SelectionModel
 from gradexplorer.gui.models.session import GraphTraced
 from gradexplorer.gui.module_tree import ModuleTree
@@ -25,7 +26,9 @@ from gradexplorer.gui.parameter_table import ParameterTable
 from gradexplorer.gui.plots.gradient_panel import GradientPanel
 from gradexplorer.gui.run_controls import RunControls
 from gradexplorer.gui.settings import AppSettings
+from gradexplorer.gui.shortcuts import WindowShortcutsFirst
 from gradexplorer.gui.status_bar import RunStatusBar
+from gradexplorer.gui.theme import apply_theme
 
 TABLES_MS = 130  # the parameter table and details pane: about 8 times a second
 TINT_MS = 250  # the graph's gradient tint (recolours up to ~12k nodes): 4 times a second
@@ -44,10 +47,13 @@ class MainWindow(QMainWindow):
         self.selection = SelectionModel()
         self.tree = ModuleTree(self.selection)
         self.table = ParameterTable(self.selection)
+        self.model_filter = ModelFilterBar(self.selection, self.tree, self.table)
+        self.model_filter.setMaximumHeight(self.model_filter.sizeHint().height())
         self.graph_panel = GraphPanel(self.selection)
         self.details = DetailsPane(self.selection)
         self.gradients = GradientPanel(self.selection, self.controller.timeline)
         self.curves = TrainingCurves(self.controller.timeline)
+        self.curves.setMinimumHeight(120)  # axes stay readable
         self.events = EventLog()
         self.run_controls = RunControls(self.controller, self)
         self.file_actions = FileActions(self)
@@ -60,6 +66,7 @@ class MainWindow(QMainWindow):
         self.setCentralWidget(self.graph_panel)
         self._docks()
         build_menus(self)
+        self.shortcuts_first = WindowShortcutsFirst(self)
         self._connect()
         self._restore()
 
@@ -72,9 +79,11 @@ class MainWindow(QMainWindow):
 
     def _docks(self) -> None:
         model_split = QSplitter(Qt.Vertical)
+        model_split.addWidget(self.model_filter)
         for widget in (self.tree, self.table, self.details):
             model_split.addWidget(widget)
-        model_split.setSizes([220, 260, 220])
+        model_split.setSizes([30, 220, 260, 220])
+        model_split.setCollapsible(0, False)
         self.model_dock = self._dock("Model", model_split, Qt.LeftDockWidgetArea)
         self.gradients_dock = self._dock("Gradients", self.gradients, Qt.RightDockWidgetArea)
         self.curves_dock = self._dock("Training", self.curves, Qt.BottomDockWidgetArea)
@@ -83,11 +92,15 @@ class MainWindow(QMainWindow):
         self.curves_dock.raise_()
 
     def _default_sizes(self) -> None:
-        self.resizeDocks([self.model_dock, self.gradients_dock], [380, 420], Qt.Horizontal)
-        self.resizeDocks([self.curves_dock], [170], Qt.Vertical)
+        """Docks in proportion to the window: the graph keeps about half of it at any size."""
+        width, height = self.width(), self.height()
+        self.resizeDocks([self.model_dock, self.gradients_dock],
+                         [max(240, int(width * 0.24)), max(280, int(width * 0.28))], Qt.Horizontal)
+        self.resizeDocks([self.curves_dock], [max(170, int(height * 0.22))], Qt.Vertical)
 
     def _connect(self) -> None:
         c = self.controller
+        c.model_opened.connect(self._model_opened)
         c.session_opened.connect(self._session_opened)
         for throttle in self._throttles:
             c.timeline.changed.connect(throttle)
@@ -102,14 +115,29 @@ class MainWindow(QMainWindow):
         self.graph_panel.laid_out.connect(lambda graph: self.details.set_context(graph=graph))
         self.graph_panel.hook_selected_requested.connect(self.hook_selected)
 
+    def set_theme(self, theme: str) -> None:
+        """Switch to ``system``, ``light`` or ``dark`` now and remember it."""
+        self.settings.set_theme(theme)
+        apply_theme(QApplication.instance(), theme)
+        if theme in getattr(self, "theme_actions", {}):
+            self.theme_actions[theme].setChecked(True)
+
     def show_error(self, text: str) -> None:
         """An error dialog, unless the window runs a script (then stderr has it)."""
         if not self.scripted:
             show_error(self, text)
 
+    def _model_opened(self, live) -> None:
+        """Forget everything of the previous model in every view (its session follows)."""
+        self.selection.clear()
+        self.graph_panel.clear()
+        self.details.reset(live.session.model)
+
     def _session_opened(self, live) -> None:
         self._hooked = {}  # a new model: its graph comes from a trace
         self.setWindowTitle(f"gradexplorer — {live.spec}")
+        self.trace_graph(fit=True)  # first: the worker traces while the views below fill
+        self.controller.probe_hooks()  # after the trace: the first view comes first
         model = live.session.model
         self.tree.set_model(model)
         self.table.table.set_model(model)
@@ -118,7 +146,6 @@ class MainWindow(QMainWindow):
         self.gradients.set_model(model)
         self.curves.refresh()
         self.settings.set_last_model(live.spec)
-        self.trace_graph(fit=True)
 
     def trace_graph(self, fit: bool = True) -> None:
         """Trace the backward graph on the training thread (with every op's gradient when the
@@ -138,6 +165,7 @@ class MainWindow(QMainWindow):
         latest = self.controller.timeline.latest_gradients
         if latest is not None:
             self.table.table.set_stats(latest.params)
+            self.tree.set_stats(latest.params)
             self.details.set_context(stats=latest.params)
 
     def _redraw_graph_tint(self) -> None:
@@ -217,6 +245,12 @@ class MainWindow(QMainWindow):
         chosen = ask_model(self, current)
         if chosen is not None:
             self.controller.open_model(*chosen)
+
+    def reset_model(self) -> None:
+        """Open the current model again from scratch (same spec, options and settings)."""
+        live = self.controller.live
+        if live is not None:
+            self.controller.open_model(live.spec, live.options, live.config)
 
     def busy(self) -> bool:
         """Whether work is still under way (a run, a load, a graph layout)."""

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from PySide6.QtGui import QKeySequence
+from PySide6.QtGui import QAction, QActionGroup, QKeySequence
 from PySide6.QtWidgets import QMainWindow, QMessageBox
 
 from gradexplorer.gui.about_dialog import AboutDialog
 from gradexplorer.gui.run_controls import make_action
+from gradexplorer.gui.theme import THEMES
 
 SHORTCUTS_HELP = """<table>
 <tr><td><b>Ctrl+O</b></td><td>open a model</td></tr>
@@ -25,12 +26,31 @@ SHORTCUTS_HELP = """<table>
 </table>"""
 
 
+def add_theme_menu(window: QMainWindow) -> None:
+    """View → Theme: follow the system, light or dark; remembered, applied at once."""
+    menu = window.view_menu.addMenu("Theme")
+    group = QActionGroup(window)
+    window.theme_actions = {}
+    chosen = window.settings.theme()
+    for name in THEMES:
+        action = QAction("Follow the system" if name == "system" else name.capitalize(), window,
+                         checkable=True, checked=name == chosen)
+        action.triggered.connect(lambda _on, name=name: window.set_theme(name))
+        group.addAction(action)
+        menu.addAction(action)
+        window.theme_actions[name] = action
+
+
 def build_menus(window: QMainWindow) -> None:
     """Add the File, Run, View and Help menus to ``window``."""
     bar = window.menuBar()
     file_menu = bar.addMenu("&File")
     file_menu.addAction(make_action(window, "Open model…", "open", "Ctrl+O",
                                     window.open_model_dialog))
+    window.reset_action = make_action(window, "Reset model", "step", None, window.reset_model)
+    window.reset_action.setToolTip("open the same model again: fresh weights (same seed), step 0, "
+                                   "no hooks, empty plots")
+    file_menu.addAction(window.reset_action)
     window.file_menu = file_menu
     file_menu.addSeparator()
     window.file_actions.add_to(file_menu)
@@ -47,6 +67,8 @@ def build_menus(window: QMainWindow) -> None:
     window.view_menu = bar.addMenu("&View")
     for dock in window.findChildren(type(window.model_dock)):
         window.view_menu.addAction(dock.toggleViewAction())
+    window.view_menu.addSeparator()
+    add_theme_menu(window)
     help_menu = bar.addMenu("&Help")
     help_menu.addAction("Keyboard shortcuts", lambda: QMessageBox.information(
         window, "Keyboard shortcuts", SHORTCUTS_HELP))

@@ -1,16 +1,42 @@
-"""The model's module tree: name, type, parameter count and a badge for attached hooks."""
+"""The model's module tree: name, type, parameter count, hook badge and live gradient columns
+(norm, max |g|, update ratio, NaN/Inf) rolled up per module, sortable, filterable, tinted."""
 
 from __future__ import annotations
 
+from typing import Any
+
+import numpy as np
 from PySide6.QtCore import QPoint, Qt, Signal
+from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import QTreeWidget, QTreeWidgetItem, QWidget
 from torch import nn
 
+from gradexplorer.core.stats.module_rollup import module_gradients
+from gradexplorer.gui.graph.tint import magnitude_colours
 from gradexplorer.gui.models.selection import Selection, SelectionModel
+from gradexplorer.gui.parameter_table import TINTED_TEXT
 from gradexplorer.gui.theme import icon
 
 PATH_ROLE = Qt.UserRole
-COLUMNS = ("Module", "Type", "Params", "Hook")
+SORT_ROLE = Qt.UserRole + 1
+COLUMNS = ("Module", "Type", "Params", "Hook", "Norm", "Max |g|", "Upd ratio", "NaN/Inf")
+GRADIENT_COLUMNS = (4, 5, 6, 7)
+
+
+def figure(value: float | None) -> str:
+    """Compact text for a figure, blank for None."""
+    return "" if value is None else f"{value:.3g}"
+
+
+class ModuleItem(QTreeWidgetItem):
+    """A row that sorts numbers as numbers (missing figures last)."""
+
+    def __lt__(self, other: QTreeWidgetItem) -> bool:
+        column = self.treeWidget().sortColumn() if self.treeWidget() else 0
+        mine, theirs = self.data(column, SORT_ROLE), other.data(column, SORT_ROLE)
+        if mine is None or theirs is None:
+            return self.text(column) < other.text(column)
+        return mine < theirs
 
 
 def own_parameter_count(module: nn.Module) -> int:
@@ -27,7 +53,12 @@ class ModuleTree(QTreeWidget):
         super().__init__(parent)
         self.selection = selection
         self._items: dict[str, QTreeWidgetItem] = {}
+        self._badged: dict[str, str] = {}  # the hooks the rows show
+        self._filter = ""
         self.setHeaderLabels(COLUMNS)
+        self.setSortingEnabled(True)
+        self.sortByColumn(-1, Qt.AscendingOrder)  # model order until a header is clicked
+        self.setTextElideMode(Qt.ElideMiddle)
         self.setAlternatingRowColors(True)
         self.setUniformRowHeights(True)
         self.setSelectionMode(QTreeWidget.SingleSelection)
@@ -38,27 +69,73 @@ class ModuleTree(QTreeWidget):
 
     def set_model(self, model: nn.Module) -> None:
         """Rebuild the tree for ``model``."""
+        sorting = self.isSortingEnabled()
+        self.setSortingEnabled(False)
         self.clear()
-        self._items = {}
+        self._items, self._badged = {}, {}
         for path, module in model.named_modules():
             parent_path = path.rpartition(".")[0] if path else None
             parent = self._items.get(parent_path) if parent_path is not None else None
-            item = QTreeWidgetItem([path.rpartition(".")[2] or "(model)", type(module).__name__,
-                                    f"{own_parameter_count(module):,}", ""])
+            count = own_parameter_count(module)
+            item = ModuleItem([path.rpartition(".")[2] or "(model)", type(module).__name__,
+                               f"{count:,}", ""] + [""] * len(GRADIENT_COLUMNS))
             item.setData(0, PATH_ROLE, path)
+            item.setToolTip(0, path or "the whole model")
+            item.setData(2, SORT_ROLE, count)
             item.setTextAlignment(2, Qt.AlignRight | Qt.AlignVCenter)
             (parent.addChild(item) if parent is not None else self.addTopLevelItem(item))
             self._items[path] = item
+        self.setSortingEnabled(sorting)
         self.expandToDepth(1)
         for column in range(3):
             self.resizeColumnToContents(column)
+        self.setColumnWidth(0, min(self.columnWidth(0), 260))
+        if self._filter:
+            self.set_filter(self._filter)
+
+    def set_stats(self, params: dict[str, Any]) -> None:
+        """Roll the step's parameter statistics up into every module row; tint by norm."""
+        rolled = module_gradients(params)
+        paths = [p for p in self._items if p in rolled]
+        tints = magnitude_colours(np.array([rolled[p].norm if rolled[p].norm is not None
+                                            else np.nan for p in paths]))
+        sorting = self.isSortingEnabled()
+        self.setSortingEnabled(False)  # no re-sort per cell
+        for path, tint in zip(paths, tints.tolist(), strict=True):
+            item, g = self._items[path], rolled[path]
+            values = (g.norm, g.abs_max, g.update_ratio)
+            for column, value in zip(GRADIENT_COLUMNS, values, strict=False):
+                item.setText(column, figure(value))
+                item.setData(column, SORT_ROLE, -1.0 if value is None else value)
+            item.setText(7, f"⚠ {g.nonfinite}" if g.nonfinite else ("ok" if g.with_grad else ""))
+            item.setData(7, SORT_ROLE, g.nonfinite)
+            for column in (0, 4):
+                item.setBackground(column, QBrush(QColor.fromRgba(tint)) if tint else QBrush())
+                item.setForeground(column, QBrush(QColor(TINTED_TEXT)) if tint else QBrush())
+        self.setSortingEnabled(sorting)
+
+    def set_filter(self, text: str) -> None:
+        """Show only modules whose path contains ``text`` (with their ancestors, to reach them)."""
+        self._filter = needle = text.strip().lower()
+        keep = {p for p in self._items if needle in p.lower()} if needle else set(self._items)
+        for path in list(keep):
+            while path:
+                path = path.rpartition(".")[0]
+                keep.add(path)
+        for path, item in self._items.items():
+            item.setHidden(path not in keep)
+        if needle:
+            self.expandAll()
 
     def set_hooks(self, hooks: dict[str, str]) -> None:
-        """Badge the modules that have a hook attached."""
-        for path, item in self._items.items():
-            action = hooks.get(path)
+        """Badge the modules that have a hook attached (only rows that change are touched)."""
+        for path in set(hooks) | set(self._badged):
+            item, action = self._items.get(path), hooks.get(path)
+            if item is None or action == self._badged.get(path):
+                continue
             item.setText(3, action or "")
             item.setIcon(3, icon("hook") if action else icon_none())
+        self._badged = {p: a for p, a in hooks.items() if p in self._items}
 
     def path_at(self, pos: QPoint) -> str | None:
         """Module path of the row at viewport position ``pos``."""

@@ -1,21 +1,28 @@
-"""The parameter table: name, shape, numel, requires_grad and live gradient statistics."""
+"""The parameter table: name, live gradient statistics (norm, max |g|, update ratio, NaN/Inf),
+shape, numel and requires_grad; sortable, filterable by text and by module, tinted by norm."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSortFilterProxyModel, Qt
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView, QWidget
 from torch import nn
 
 from gradexplorer.core.graph.style import format_shape
+from gradexplorer.gui.graph.tint import magnitude_colours
 from gradexplorer.gui.models.selection import Selection, SelectionModel
 from gradexplorer.gui.theme import ALARM
 
-COLUMNS = ("Parameter", "Norm", "Max |g|", "NaN/Inf", "Shape", "Numel", "Grad")
-LIVE = (1, 2, 3)  # columns that follow the latest step
-STATIC = {4: 1, 5: 2, 6: 3}  # column -> index into a row after the name
+TINTED_TEXT = "#17252c"
+CONTENT_SAMPLE = 200  # rows looked at when sizing columns to their contents
+NAME_WIDTH = 320  # the widest the name column opens at (pixels)
+COLUMNS = ("Parameter", "Norm", "Max |g|", "Upd ratio", "NaN/Inf", "Shape", "Numel", "Grad")
+LIVE = (1, 2, 3, 4)  # columns that follow the latest step
+STATIC = {5: 1, 6: 2, 7: 3}  # column -> index into a row after the name
+NUMBERS = (1, 2, 3, 6)  # right-aligned
 
 
 def format_number(value: float | None) -> str:
@@ -30,8 +37,9 @@ class ParameterTableModel(QAbstractTableModel):
         super().__init__(parent)
         self.rows: list[tuple[str, str, int, bool]] = []
         self.stats: dict[str, Any] = {}
-        self._live: list[tuple[str, str, str]] = []  # formatted live cells per row
+        self._live: list[tuple[str, ...]] = []  # formatted live cells per row
         self._bad: list[bool] = []
+        self._tints: list[int] = []  # ARGB per row by gradient norm (0: none)
 
     def set_model(self, model: nn.Module) -> None:
         """Show ``model``'s parameters."""
@@ -39,8 +47,9 @@ class ParameterTableModel(QAbstractTableModel):
         self.rows = [(n, format_shape(p.shape), p.numel(), p.requires_grad)
                      for n, p in model.named_parameters()]
         self.stats = {}
-        self._live = [("", "", "")] * len(self.rows)
+        self._live = [("",) * len(LIVE)] * len(self.rows)
         self._bad = [False] * len(self.rows)
+        self._tints = [0] * len(self.rows)
         self.endResetModel()
 
     def set_stats(self, params: dict[str, Any]) -> None:
@@ -49,6 +58,9 @@ class ParameterTableModel(QAbstractTableModel):
         self._live = [tuple(self._live_text(params.get(row[0]), c) for c in LIVE) for row in self.rows]
         self._bad = [bool(s is not None and (s.nan_count or s.inf_count))
                      for s in (params.get(row[0]) for row in self.rows)]
+        norms = [getattr(params.get(row[0]), "norm", None) for row in self.rows]
+        self._tints = magnitude_colours(np.array([np.nan if v is None else v for v in norms],
+                                                 dtype=float)).tolist()
         if self.rows:
             self.dataChanged.emit(self.index(0, LIVE[0]), self.index(len(self.rows) - 1, LIVE[-1]))
 
@@ -72,7 +84,13 @@ class ParameterTableModel(QAbstractTableModel):
             if column == 0:
                 return name
             return (name, shape, f"{numel:,}", "yes" if requires_grad else "no")[STATIC[column]]
-        if role == Qt.TextAlignmentRole and column in (1, 2, 5):
+        if role == Qt.ToolTipRole and column == 0:
+            return self.rows[row][0]
+        if role == Qt.BackgroundRole and column in (0, 1) and self._tints[row]:
+            return QColor.fromRgba(self._tints[row])
+        if role == Qt.ForegroundRole and column in (0, 1) and self._tints[row] and not self._bad[row]:
+            return QColor(TINTED_TEXT)  # dark text on the pale heat, in either theme
+        if role == Qt.TextAlignmentRole and column in NUMBERS:
             return int(Qt.AlignRight | Qt.AlignVCenter)
         if role == Qt.ForegroundRole and self._bad[row]:
             return QColor(ALARM)
@@ -90,6 +108,8 @@ class ParameterTableModel(QAbstractTableModel):
             return format_number(stats.norm)
         if column == 2:
             return format_number(stats.abs_max)
+        if column == 3:
+            return format_number(stats.update_ratio)
         bad = (stats.nan_count or 0) + (stats.inf_count or 0)
         return f"⚠ {stats.nan_count}/{stats.inf_count}" if bad else "ok"
 
@@ -99,8 +119,9 @@ class ParameterTableModel(QAbstractTableModel):
         if column in LIVE:
             if stats is None or not stats.has_grad:
                 return -1.0
-            return (stats.norm, stats.abs_max, (stats.nan_count or 0) + (stats.inf_count or 0))[
-                column - 1]
+            bad = (stats.nan_count or 0) + (stats.inf_count or 0)
+            value = (stats.norm, stats.abs_max, stats.update_ratio, bad)[column - 1]
+            return -1.0 if value is None else value
         return (name, shape, numel, requires_grad)[STATIC.get(column, 0)]
 
     def row_of(self, name: str) -> int:
@@ -108,28 +129,72 @@ class ParameterTableModel(QAbstractTableModel):
         return next((i for i, row in enumerate(self.rows) if row[0] == name), -1)
 
 
+class ParameterFilter(QSortFilterProxyModel):
+    """Rows whose name contains ``text`` and that lie under module ``subtree`` ("" : all)."""
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self.text = ""
+        self.subtree = ""
+
+    def set_filter(self, text: str | None = None, subtree: str | None = None) -> None:
+        """Change either part of the filter (None keeps it)."""
+        begin = getattr(self, "beginFilterChange", None)  # Qt 6.9+; invalidateFilter before
+        if begin is not None:
+            begin()
+        if text is not None:
+            self.text = text.strip().lower()
+        if subtree is not None:
+            self.subtree = subtree
+        if begin is not None:
+            self.endFilterChange()
+        else:
+            self.invalidateFilter()
+
+    def filterAcceptsRow(self, row: int, parent: QModelIndex) -> bool:  # noqa: N802 - Qt API
+        name = self.sourceModel().rows[row][0]
+        if self.subtree and not name.startswith(self.subtree + "."):
+            return False
+        return self.text in name.lower()
+
+
 class ParameterTable(QTableView):
     """The table view; clicking a row selects that parameter everywhere."""
 
     def fit_columns(self) -> None:
         """Size the columns once per model: static ones to their contents, live ones to a
-        typical figure (resizing while steps arrive would stall the GUI thread)."""
-        self.resizeColumnsToContents()
-        sample = self.fontMetrics().horizontalAdvance("-0.000123") + 12
-        for column in LIVE:
-            self.setColumnWidth(column, max(self.columnWidth(column), sample))
+        typical figure (resizing while steps arrive would stall the GUI thread).
+
+        Widths come from font metrics of the headers and the first ``CONTENT_SAMPLE`` rows (Qt's
+        resize-to-contents asked the model for every cell: seconds on 4,000 parameters); the name
+        column fits the longest name up to ``NAME_WIDTH`` and elides the rest (tooltips show it).
+        """
+        metrics = self.fontMetrics()
+        bold = self.horizontalHeader().fontMetrics()
+        model, rows = self.table, range(min(CONTENT_SAMPLE, len(self.table.rows)))
+        for column, title in enumerate(COLUMNS):
+            if column in LIVE:
+                texts = ["-0.000123"]
+            elif column == 0:
+                texts = [max((row[0] for row in model.rows), key=len, default="")]
+            else:
+                texts = [str(model.data(model.index(r, column))) for r in rows]
+            width = max([bold.horizontalAdvance(title) + 24]
+                        + [metrics.horizontalAdvance(t) + 16 for t in texts])
+            self.setColumnWidth(column, min(NAME_WIDTH, width) if column == 0 else width)
 
     def __init__(self, selection: SelectionModel, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.selection = selection
         self.table = ParameterTableModel(self)
-        self.proxy = QSortFilterProxyModel(self)
+        self.proxy = ParameterFilter(self)
         self.proxy.setSourceModel(self.table)
         self.proxy.setSortRole(Qt.UserRole)
         self.setModel(self.proxy)
         self.setSortingEnabled(True)
         self.sortByColumn(-1, Qt.AscendingOrder)
         self.setAlternatingRowColors(True)
+        self.setTextElideMode(Qt.ElideMiddle)
         self.setSelectionBehavior(QAbstractItemView.SelectRows)
         self.setSelectionMode(QAbstractItemView.SingleSelection)
         self.verticalHeader().setVisible(False)

@@ -6,7 +6,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QComboBox, QDoubleSpinBox, QLabel, QSpinBox, QToolBar, QWidget
 
-from gradexplorer.core.session.devices import available_devices
+from gradexplorer.core.session.devices import available_devices, unavailable_devices
 from gradexplorer.core.session.engine import DEFAULT_LR, OPTIMIZERS
 from gradexplorer.gui.controller import IDLE, LOADING, PAUSED, RUNNING, SessionController
 from gradexplorer.gui.theme import icon
@@ -20,6 +20,22 @@ def make_action(parent, text: str, icon_name: str, shortcut: str | None, slot) -
         action.setToolTip(f"{text} ({QKeySequence(shortcut).toString()})")
     action.triggered.connect(slot)
     return action
+
+
+def device_chooser() -> QComboBox:
+    """Present devices to choose from, then absent kinds greyed out with the reason why."""
+    box = QComboBox()
+    box.addItems(available_devices())
+    absent = unavailable_devices()
+    for kind, reason in absent.items():
+        box.addItem(f"{kind} (unavailable)")
+        index = box.count() - 1
+        box.setItemData(index, reason, Qt.ToolTipRole)
+        item = box.model().item(index)
+        item.setFlags(item.flags() & ~Qt.ItemIsEnabled & ~Qt.ItemIsSelectable)
+    lines = ["device the model trains on"] + [f"{kind}: {why}" for kind, why in absent.items()]
+    box.setToolTip("\n".join(lines))
+    return box
 
 
 class RunControls(QToolBar):
@@ -36,8 +52,7 @@ class RunControls(QToolBar):
         self.steps_spin = self._spin(1, 1_000_000, 20, " steps", "steps for Run N")
         self.every_spin = self._spin(1, 10_000, 1, "", "record histograms every K steps")
         self.every_spin.setPrefix("every ")
-        self.device_box = QComboBox(toolTip="device the model trains on")
-        self.device_box.addItems(available_devices())
+        self.device_box = device_chooser()
         self.optimizer_box = QComboBox(toolTip="optimizer")
         self.optimizer_box.addItems(OPTIMIZERS)
         self.lr_spin = QDoubleSpinBox(decimals=6, minimum=1e-6, maximum=10.0, singleStep=0.001,
@@ -55,6 +70,9 @@ class RunControls(QToolBar):
 
     def _layout_toolbar(self) -> None:
         self.setToolButtonStyle(Qt.ToolButtonTextBesideIcon)
+        for widget, most in ((self.steps_spin, 110), (self.device_box, 150),
+                             (self.optimizer_box, 80), (self.lr_spin, 100), (self.every_spin, 90)):
+            widget.setMaximumWidth(most)  # the whole bar fits a 1024-pixel window
         for action in (self.step_action, self.run_n_action):
             self.addAction(action)
         self.addWidget(self.steps_spin)

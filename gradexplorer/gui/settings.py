@@ -42,5 +42,13 @@ class AppSettings:
     def set_last_dir(self, path: str) -> None:
         self._s.setValue("paths/last_dir", path)
 
+    def theme(self) -> str:
+        """``system`` (follow the desktop), ``light`` or ``dark``."""
+        value = str(self._s.value("view/theme") or "system")
+        return value if value in ("system", "light", "dark") else "system"
+
+    def set_theme(self, theme: str) -> None:
+        self._s.setValue("view/theme", theme)
+
     def sync(self) -> None:
         self._s.sync()

@@ -5,9 +5,23 @@ from __future__ import annotations
 from PySide6.QtWidgets import QLabel, QStatusBar, QWidget
 from superqt.utils import qthrottled
 
-from gradexplorer.gui.controller import SessionController
+from gradexplorer.gui.controller import PAUSED, RUNNING, SessionController
 
 REDRAW_MS = 100  # step, loss and rate labels at most 10 times a second
+
+
+def run_progress(step: int, span: tuple[int, int] | None, rate: float, running: bool) -> str:
+    """``step 57 · 17 of 20 · ~2 s left`` during Run N, else ``step 57``."""
+    if not running or span is None:
+        return f"step {step}"
+    start, total = span
+    done = min(max(step - start, 0), total)
+    text = f"step {step} · {done} of {total}"
+    if rate > 0 and done < total:
+        left = (total - done) / rate
+        minutes, seconds = divmod(round(left), 60)
+        text += f" · ~{left:.0f} s left" if left < 90 else f" · ~{minutes} min {seconds:02d} s left"
+    return text
 
 
 class RunStatusBar(QStatusBar):
@@ -27,9 +41,17 @@ class RunStatusBar(QStatusBar):
         controller.state_changed.connect(lambda state: self.state_label.setText(state))
         self.refresh_soon = qthrottled(self.show_latest, timeout=REDRAW_MS, parent=self)
         controller.timeline.changed.connect(self.refresh_soon)
+        controller.model_opened.connect(self.reset)
         controller.session_opened.connect(self.show_session)
         controller.message.connect(lambda text: self.showMessage(text, 8000))
         controller.error.connect(lambda text: self.showMessage(f"error: {text}", 15000))
+
+    def reset(self, _live=None) -> None:
+        """A new model: no step, loss or rate of the last one."""
+        self.step_label.setText("step 0")
+        self.loss_label.setText("loss —")
+        self.rate_label.setText("— steps/s")
+        self.clearMessage()
 
     def show_session(self, live) -> None:
         """Name the model and device."""
@@ -43,6 +65,8 @@ class RunStatusBar(QStatusBar):
         latest = timeline.latest
         if latest is None:
             return
-        self.step_label.setText(f"step {latest.step}")
+        self.step_label.setText(run_progress(latest.step, self.controller.run_span,
+                                             timeline.steps_per_second,
+                                             self.controller.state in (RUNNING, PAUSED)))
         self.loss_label.setText(f"loss {latest.loss:.4g}")
         self.rate_label.setText(f"{timeline.steps_per_second:.1f} steps/s")

@@ -3,10 +3,12 @@ palette is ``core.graph.style``, shared with the exports)."""
 
 from __future__ import annotations
 
+import re
 from functools import cache
 
 import pyqtgraph as pg
-from PySide6.QtGui import QIcon
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor, QGuiApplication, QIcon, QPalette
 from PySide6.QtWidgets import QApplication
 
 from gradexplorer.resources import resource_path
@@ -24,22 +26,95 @@ def icon(name: str) -> QIcon:
     return QIcon(str(resource_path("icons", f"{name}.svg")))
 
 
-def stylesheet() -> str:
-    """The app's Qt stylesheet text."""
-    return resource_path("style.qss").read_text(encoding="utf-8")
+THEMES = ("system", "light", "dark")
+# The dark theme is the light stylesheet with each colour swapped (one pass, so no chains).
+DARK_COLOURS = {
+    "#f5f7f8": "#1e2326", "#263238": "#dfe6ea", "#eceff1": "#2a3135", "#cfd8dc": "#3a444a",
+    "#dfe6ea": "#34404a", "#9aa7ad": "#6b7a82", "#cfe3f7": "#1f4a70", "#e3e8eb": "#263036",
+    "#37474f": "#cfd8dc", "#ffffff": "#161b1e", "#f7f9fa": "#1b2124", "#d5dde1": "#37434a",
+    "#455a64": "#b0bec5", "#c5d0d5": "#46545c", "#b0bec5": "#5a6a72", "#eef3f6": "#2c363c",
+    "#dfe5e8": "#2e383e", "#b71c1c": "#ef9a9a", "#1565c0": "#90caf9",
+}
+PLOT_COLOURS = {"light": ("#ffffff", "#37474f"), "dark": ("#161b1e", "#cfd8dc")}
+GRAPH_BACKGROUND = {"light": "#fbfcfc", "dark": "#20272b"}
 
 
-def configure_plots() -> None:
-    """pyqtgraph defaults matching the light theme."""
-    pg.setConfigOptions(background="w", foreground="#37474f", antialias=False)
+def system_theme() -> str:
+    """``dark`` when the desktop asks for a dark colour scheme, else ``light``."""
+    hints = QGuiApplication.styleHints()
+    scheme = getattr(hints, "colorScheme", None)
+    return "dark" if scheme is not None and scheme() == Qt.ColorScheme.Dark else "light"
 
 
-def apply_theme(app: QApplication) -> None:
-    """Style the whole application."""
+def resolved(theme: str) -> str:
+    """``light`` or ``dark`` (``system`` follows the desktop)."""
+    return system_theme() if theme == "system" else theme
+
+
+def stylesheet(theme: str = "light") -> str:
+    """The app's Qt stylesheet text for ``light`` or ``dark``."""
+    text = resource_path("style.qss").read_text(encoding="utf-8")
+    if theme != "dark":
+        return text
+    text = text.replace("selection-color: #ffffff", "selection-color: @white")
+    text = re.sub("|".join(DARK_COLOURS), lambda m: DARK_COLOURS[m.group(0)], text)
+    return text.replace("@white", "#ffffff").replace("light theme", "dark theme")
+
+
+def dark_palette() -> QPalette:
+    """Fusion's palette in dark colours (menus, scroll bars, check boxes the sheet leaves)."""
+    palette = QPalette()
+    for role, colour in ((QPalette.Window, "#1e2326"), (QPalette.WindowText, "#dfe6ea"),
+                         (QPalette.Base, "#161b1e"), (QPalette.AlternateBase, "#1b2124"),
+                         (QPalette.Text, "#dfe6ea"), (QPalette.Button, "#2a3135"),
+                         (QPalette.ButtonText, "#dfe6ea"), (QPalette.ToolTipBase, "#2a3135"),
+                         (QPalette.ToolTipText, "#dfe6ea"), (QPalette.Highlight, ACCENT),
+                         (QPalette.HighlightedText, "#ffffff"), (QPalette.PlaceholderText, "#7d8a91"),
+                         (QPalette.Mid, "#3a444a"), (QPalette.Dark, "#111518")):
+        palette.setColor(role, QColor(colour))
+    palette.setColor(QPalette.Disabled, QPalette.Text, QColor("#6b7a82"))
+    palette.setColor(QPalette.Disabled, QPalette.ButtonText, QColor("#6b7a82"))
+    return palette
+
+
+def configure_plots(theme: str = "light") -> None:
+    """pyqtgraph defaults for plots made from now on."""
+    background, foreground = PLOT_COLOURS[theme]
+    pg.setConfigOptions(background=background, foreground=foreground, antialias=False)
+
+
+def restyle_plots(app: QApplication, theme: str) -> None:
+    """Recolour the plots and graph views that already exist."""
+    background, foreground = PLOT_COLOURS[theme]
+    for widget in app.allWidgets():
+        if isinstance(widget, pg.GraphicsView):
+            widget.setBackground(background)
+            for item in widget.scene().items():
+                if isinstance(item, pg.AxisItem):
+                    item.setPen(foreground)
+                    item.setTextPen(foreground)
+        elif hasattr(widget, "use_theme"):  # widgets that colour themselves (the graph view)
+            widget.use_theme(theme)
+
+
+def apply_theme(app: QApplication, theme: str = "light") -> str:
+    """Style the whole application in ``theme`` (``system``, ``light`` or ``dark``); returns
+    the one applied."""
+    name = resolved(theme)
     app.setStyle("Fusion")
-    app.setStyleSheet(stylesheet())
+    app.setPalette(dark_palette() if name == "dark" else app.style().standardPalette())
+    app.setStyleSheet(stylesheet(name))
     app.setWindowIcon(icon("gradexplorer"))
-    configure_plots()
+    app.setProperty("gradexplorer_theme", name)
+    configure_plots(name)
+    restyle_plots(app, name)
+    return name
+
+
+def current_theme() -> str:
+    """The theme applied now (``light`` or ``dark``)."""
+    app = QApplication.instance()
+    return (app.property("gradexplorer_theme") if app is not None else None) or "light"
 
 
 def steady_axes(plot_item, left_width: int = 56) -> None:

@@ -97,3 +97,81 @@ def collapse_by_module(G: nx.DiGraph, depth: int | None = None, modules: Iterabl
 def module_members(G: nx.DiGraph, path: str) -> list[Hashable]:
     """Nodes of ``G`` that belong to module ``path`` or its submodules."""
     return [n for n, m in G.nodes(data="module") if in_module(m, path)]
+
+
+READABLE_NODES = 300  # graphs up to this size open showing every operation
+READABLE_GROUPS = 150  # a collapsed first view aims at no more nodes than this
+READABLE_LAYERS = 30  # ... and no longer a chain than this (a fitted view keeps its text)
+
+
+def groups_at_depth(G: nx.DiGraph, depth: int) -> int:
+    """How many nodes ``collapse_by_module(G, depth)`` would show, without building it."""
+    cache: dict[str, str | None] = {}
+    groups: set[str] = set()
+    loose = 0
+    for _, attrs in G.nodes(data=True):
+        module = attrs.get("module") or ""
+        if module not in cache:
+            cache[module] = group_of(module, depth, frozenset(), frozenset())
+        path = cache[module]
+        if path is None or attrs.get("kind") == "loss":
+            loose += 1
+        else:
+            groups.add(path)
+    return loose + len(groups)
+
+
+def readable_depth(G: nx.DiGraph, most_nodes: int = READABLE_GROUPS,
+                   small: int = READABLE_NODES, most_layers: int = READABLE_LAYERS) -> int | None:
+    """The module depth a first view of ``G`` should collapse to; None: show every operation.
+
+    Graphs of at most ``small`` nodes stay whole. Bigger ones fold at the deepest depth that
+    shows at most ``most_nodes`` nodes in chains of at most ``most_layers`` (depth 1 when even
+    that shows more).
+    """
+    return readable_view(G, most_nodes, small, most_layers).graph["collapsed"]["depth"]
+
+
+def readable_view(G: nx.DiGraph, most_nodes: int = READABLE_GROUPS, small: int = READABLE_NODES,
+                  most_layers: int = READABLE_LAYERS) -> nx.DiGraph:
+    """``G`` collapsed at :func:`readable_depth` (``graph["collapsed"]["depth"]`` says which),
+    built once."""
+    deepest = 0 if G.number_of_nodes() <= small else max(
+        (len(m.split(".")) for _, m in G.nodes(data="module") if m), default=0)
+    if not deepest:
+        return collapse_by_module(G)  # nothing folds: every operation, depth None
+    chosen = None
+    for depth in range(1, deepest + 1):
+        if depth > 1 and groups_at_depth(G, depth) > most_nodes:
+            break
+        H = collapse_by_module(G, depth=depth)
+        if depth > 1 and layer_count(H) > most_layers:
+            break
+        chosen = H
+        if H.number_of_nodes() > most_nodes or layer_count(H) > most_layers:
+            break  # even depth 1 is too much: it is still the coarsest view
+    return chosen
+
+
+def layer_count(G: nx.DiGraph) -> int:
+    """Nodes on the longest chain of ``G``, a cycle counting each of its nodes once."""
+    C = nx.condensation(G)
+    longest: dict[int, int] = {}
+    for c in nx.topological_sort(C):
+        size = len(C.nodes[c]["members"])
+        longest[c] = size + max((longest[p] for p in C.predecessors(c)), default=0)
+    return max(longest.values(), default=0)
+
+
+def expansions_to_reveal(module: str, depth: int | None, expanded: Iterable[str] = ()) -> list[str]:
+    """Modules to add to ``expanded`` so that a node of ``module`` shows on its own.
+
+    At ``depth`` a node of ``a.b.c.d`` folds into ``a.b`` (depth 2); opening ``a.b``, ``a.b.c``
+    and ``a.b.c.d`` shows it. Already expanded modules are left out.
+    """
+    if not module or depth is None or depth < 1:
+        return []
+    parts = module.split(".")
+    opened = set(expanded)
+    paths = (".".join(parts[:cut]) for cut in range(min(depth, len(parts)), len(parts) + 1))
+    return [p for p in paths if p not in opened]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import torch
 
 from gradexplorer.core.errors import UserError
@@ -23,6 +25,35 @@ def available_devices() -> list[str]:
     return names
 
 
+def unavailable_devices() -> dict[str, str]:
+    """Device kinds this machine cannot train on, each with the reason in words.
+
+    ``{"cuda": "torch 2.x+cpu was built without CUDA", "mps": "MPS needs macOS ..."}``;
+    kinds that are available are absent.
+    """
+    reasons = {}
+    if not torch.cuda.is_available():
+        reasons["cuda"] = _cuda_absence()
+    if not mps_available():
+        reasons["mps"] = _mps_absence()
+    return reasons
+
+
+def _cuda_absence() -> str:
+    if torch.version.cuda is None and getattr(torch.version, "hip", None) is None:
+        return f"torch {torch.__version__} was built without CUDA (a CPU-only build)"
+    return f"torch {torch.__version__} has CUDA support but found no CUDA device or driver"
+
+
+def _mps_absence() -> str:
+    if sys.platform != "darwin":
+        return "MPS (Apple Metal) needs macOS on Apple silicon"
+    backend = getattr(torch.backends, "mps", None)
+    if backend is None or not backend.is_built():
+        return f"torch {torch.__version__} was built without MPS"
+    return "MPS is not available on this Mac (it needs Apple silicon and macOS 12.3 or later)"
+
+
 def describe_device(device: torch.device) -> str:
     """A human name such as ``cuda:0 (NVIDIA H200)``."""
     if device.type == "cuda":
@@ -41,7 +72,7 @@ def resolve_device(name: str = "auto") -> torch.device:
         return torch.device("cpu")
     if name == "mps":
         if not mps_available():
-            raise UserError("device 'mps' is not available here (no Apple Metal backend)")
+            raise UserError(f"device 'mps' is not available: {_mps_absence()}; try --device cpu")
         return torch.device("mps")
     if name == "cuda" or name.startswith("cuda:"):
         return _cuda_device(name)
@@ -50,10 +81,7 @@ def resolve_device(name: str = "auto") -> torch.device:
 
 def _cuda_device(name: str) -> torch.device:
     if not torch.cuda.is_available():
-        why = "this torch build has no CUDA support" if torch.version.cuda is None else (
-            "no CUDA device was found"
-        )
-        raise UserError(f"device {name!r} is not available: {why}; try --device cpu")
+        raise UserError(f"device {name!r} is not available: {_cuda_absence()}; try --device cpu")
     index_text = name.partition(":")[2]
     if not index_text:
         return torch.device("cuda", torch.cuda.current_device())

@@ -60,6 +60,16 @@ class GraphCanvas(QGraphicsObject):
             setattr(self, name, np.empty(0, dtype=np.int64))
         self.update()
 
+    def clear(self) -> None:
+        """Draw nothing."""
+        self.prepareGeometryChange()
+        self.drawing, self.overview, self.overview_scale = None, None, 0.0
+        self.fills = np.empty(0, dtype=np.uint32)
+        self._bounds = QRectF()
+        for name in ("selected", "matches", "marked"):
+            setattr(self, name, np.empty(0, dtype=np.int64))
+        self.update()
+
     def set_fills(self, fills: np.ndarray) -> None:
         """New node colours (ARGB per node)."""
         self.fills = fills

@@ -4,14 +4,18 @@ one trace the app runs on the training thread (``traced_graph``)."""
 from gradexplorer.core.diagnose.explain import explain_graph, explain_node
 from gradexplorer.core.diagnose.nan_origin import loss_origin, nonfinite_origin
 from gradexplorer.core.diagnose.trace_grads import trace_gradients
-from gradexplorer.core.graph.collapse import collapse_by_module
+from gradexplorer.core.graph.collapse import (
+    collapse_by_module,
+    expansions_to_reveal,
+    readable_view,
+)
 from gradexplorer.core.graph.extract import gc_paused, hide_hook_nodes, trace_backward_graph
 from gradexplorer.core.graph.hook_nodes import add_hook_nodes, remove_hook_nodes
 from gradexplorer.core.graph.layout.positions import LAYOUTS, layout_graph
 
-__all__ = ["LAYOUTS", "add_hook_nodes", "collapse_by_module", "explain_graph", "explain_node", "gc_paused",
-           "hide_hook_nodes", "layout_graph", "nonfinite_origin", "remove_hook_nodes", "trace_backward_graph",
-           "trace_gradients", "traced_graph"]
+__all__ = ["LAYOUTS", "add_hook_nodes", "collapse_by_module", "expansions_to_reveal", "explain_graph",
+           "explain_node", "gc_paused", "hide_hook_nodes", "layout_graph", "nonfinite_origin",
+           "readable_view", "remove_hook_nodes", "trace_backward_graph", "trace_gradients", "traced_graph"]
 
 
 def traced_graph(session, grads: bool = False):

@@ -8,11 +8,29 @@ from itertools import compress
 import networkx as nx
 import numpy as np
 
-from gradexplorer.core.graph.style import NODE_H, NODE_W, node_lines
+from gradexplorer.core.graph.collapse import MODULE_PREFIX
+from gradexplorer.core.graph.style import NODE_H, NODE_W, node_label, node_lines
 from gradexplorer.core.model.membership import in_module, owner_of
 
 KIND_CODES = ("op", "param", "hook", "loss", "module", "other")
 LAYERED = ("layered", "multipartite")
+
+
+def label_matches(needle: str, label: str, module: str, param: str | None) -> bool:
+    """Whether a node's op name, module or parameter contains ``needle`` (lower-case)."""
+    return needle in label.lower() or needle in module.lower() or (
+        param is not None and needle in param.lower())
+
+
+def search_graph(graph: nx.DiGraph, text: str, skip_hooks: bool = False) -> list[Hashable]:
+    """Nodes of a whole (uncollapsed) graph matching ``text``, as :meth:`GraphDrawing.search`."""
+    needle = text.strip().lower()
+    if not needle:
+        return []
+    return [node for node, attrs in graph.nodes(data=True)
+            if not (skip_hooks and attrs.get("kind") == "hook")
+            and label_matches(needle, node_label(attrs), attrs.get("module") or "",
+                              attrs.get("param"))]
 
 
 class GraphDrawing:
@@ -116,8 +134,18 @@ class GraphDrawing:
             return []
         return [i for i, (label, module, param) in enumerate(
             zip(self.labels, self.modules, self.params, strict=True))
-                if needle in label[0].lower() or needle in module.lower()
-                or (param is not None and needle in param.lower())]
+                if label_matches(needle, label[0], module, param)]
+
+    def shown_as(self, node: Hashable, module: str) -> int | None:
+        """Index of ``node`` here, or of the collapsed module that holds it (None: neither)."""
+        if node in self.index:
+            return self.index[node]
+        parts = module.split(".") if module else []
+        for cut in range(len(parts), 0, -1):  # innermost folded module first
+            index = self.index.get(MODULE_PREFIX + ".".join(parts[:cut]))
+            if index is not None:
+                return index
+        return None
 
     def nodes_of_module(self, path: str) -> list[int]:
         """Nodes produced by module ``path`` or its submodules (and its parameters)."""

@@ -74,6 +74,14 @@ class BackgroundQueue(QObject):
             self._start()
         return self._number
 
+    def cancel(self) -> None:
+        """Drop the waiting request; a running one finishes but its result counts as stale."""
+        self._number += 1
+        if self._pending is not None:
+            self._pending = None
+            if not self._running:
+                self.busy_changed.emit(False)
+
     @property
     def latest(self) -> int:
         """The number of the newest request."""

@@ -7,6 +7,7 @@ from PySide6.QtCore import QPoint, Qt, Signal
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import (
     QComboBox,
+    QHBoxLayout,
     QLabel,
     QLineEdit,
     QProgressBar,
@@ -23,11 +24,13 @@ from gradexplorer.gui.graph.core_api import (
     gc_paused,
     hide_hook_nodes,
     layout_graph,
+    readable_view,
     remove_hook_nodes,
 )
 from gradexplorer.gui.graph.drawing import KIND_CODES
 from gradexplorer.gui.graph.layout_worker import BackgroundQueue, LaidOut, lay_out
 from gradexplorer.gui.graph.painting import base_fills, render_overview
+from gradexplorer.gui.graph.search import GraphSearch
 from gradexplorer.gui.graph.tint import node_norms, params_behind, tinted_fills
 from gradexplorer.gui.graph.trace_tint import is_traced, origin_index, traced_fills
 from gradexplorer.gui.graph.view import GraphView
@@ -37,11 +40,10 @@ from gradexplorer.gui.theme import icon
 
 MODULE_KIND = KIND_CODES.index("module")
 OVERVIEW_DELAY_MS = 300
-DETAIL_LEVELS = (("Operations", None), ("Modules, depth 1", 1), ("Modules, depth 2", 2),
-                 ("Modules, depth 3", 3))
+DETAIL_LEVELS = (("Operations", None), *((f"Modules, depth {d}", d) for d in range(1, 9)))
 
 
-class GraphPanel(QWidget):
+class GraphPanel(GraphSearch, QWidget):
     """Shows a backward graph; the graph itself comes from ``set_graph``."""
 
     hook_menu_requested = Signal(str, QPoint)  # module path, global position
@@ -58,7 +60,8 @@ class GraphPanel(QWidget):
         self._behind: list[list[str]] = []
         self._stats: dict = {}
         self._hooks: dict[str, str] = {}
-        self._match_cursor = -1
+        self.reset_search()
+        self._auto_depth = False  # the next layout chooses a readable detail level itself
         self.view = GraphView()
         self.layouts = BackgroundQueue(self)
         self.overviews = BackgroundQueue(self)
@@ -77,6 +80,7 @@ class GraphPanel(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(0)
+        layout.addWidget(self.search_row)
         layout.addWidget(self.toolbar)
         layout.addWidget(self.view, 1)
         layout.addWidget(legend_label())
@@ -85,21 +89,22 @@ class GraphPanel(QWidget):
     def _build_toolbar(self) -> None:
         bar = self.toolbar = QToolBar("Graph")
         bar.setIconSize(bar.iconSize() * 0.8)
+        bar.setToolButtonStyle(Qt.ToolButtonIconOnly)  # names in tooltips: fits a narrow panel
         self.search_edit = QLineEdit(placeholderText="find op, module or parameter (Ctrl+F)")
         self.search_edit.setClearButtonEnabled(True)
         self.search_edit.setMinimumWidth(150)
-        self.search_edit.setMaximumWidth(260)
+        self.search_edit.setMaximumWidth(320)
         self.search_edit.textChanged.connect(self.search)
         self.search_edit.returnPressed.connect(self.next_match)
         self.match_label = QLabel("")
         self.layout_box = QComboBox(toolTip="layout algorithm")
         self.layout_box.addItems(list(LAYOUTS))
-        self.layout_box.setMaximumWidth(120)
+        self.layout_box.setMaximumWidth(105)
         self.layout_box.activated.connect(lambda: self.relayout())
         self.detail_box = QComboBox(toolTip="show every operation, or one node per module")
         for text, _depth in DETAIL_LEVELS:
             self.detail_box.addItem(text)
-        self.detail_box.setMaximumWidth(150)
+        self.detail_box.setMaximumWidth(135)
         self.detail_box.activated.connect(self._detail_changed)
         self.hook_nodes_action = QAction(icon("hook-node"), "Hook nodes", self, checkable=True,
                                          checked=True, toolTip="show the nodes that full "
@@ -124,11 +129,13 @@ class GraphPanel(QWidget):
         self.busy_bar = QProgressBar(maximum=0, maximumWidth=80, textVisible=False, visible=False)
         self.busy_label = QLabel("")
         self.busy_label.setObjectName("busy")
-        bar.addWidget(self.search_edit)
-        bar.addWidget(self.match_label)
-        bar.addSeparator()
-        bar.addWidget(self.layout_box)
-        bar.addWidget(self.detail_box)
+        self.search_row = QWidget()  # a row of its own: the toolbar below fits narrow panels
+        row = QHBoxLayout(self.search_row)
+        row.setContentsMargins(4, 3, 4, 0)
+        row.addWidget(self.search_edit, 1)
+        row.addWidget(self.match_label)
+        row.addWidget(self.layout_box)
+        row.addWidget(self.detail_box)
         bar.addAction(self.hook_action)
         for action in (self.hook_nodes_action, self.tint_action, self.trace_grads_action, self.fit_action,
                        self.zoom_sel_action, self.refresh_action):
@@ -157,11 +164,31 @@ class GraphPanel(QWidget):
 
     # -- graph and layout ----------------------------------------------------------------------
     def set_graph(self, graph, fit: bool = True) -> None:
-        """Show a freshly traced graph (keeps the chosen layout and detail level)."""
+        """Show a traced graph; ``fit`` (a new model): a readable detail level, then fit.
+
+        Re-traces of the same model (``fit=False``) keep the chosen layout and detail level.
+        """
         self.graph = graph
         if fit:
             self.expanded = set()
+            self._auto_depth = True  # chosen off the GUI thread with the layout
         self.relayout(fit=fit)
+
+    def clear(self) -> None:
+        """Show nothing (a new model is being opened): no graph, tint, hooks, search hits."""
+        self.graph = self.drawing = None
+        self._stats, self._hooks, self._behind, self.expanded = {}, {}, [], set()
+        self.reset_search()
+        self.layouts.cancel()  # a layout still running for the old model is stale
+        self.view.canvas.clear()
+        self.view.minimap.set_drawing(None)
+        self.view.resetTransform()
+        self.match_label.setText("")
+        self.busy_label.setText("")
+
+    def detail_depth(self) -> int | None:
+        """The module depth shown (None: every operation)."""
+        return DETAIL_LEVELS[self.detail_box.currentIndex()][1]
 
     def relayout(self, fit: bool = False) -> None:
         """Recompute the layout off the GUI thread."""
@@ -173,17 +200,19 @@ class GraphPanel(QWidget):
 
     def _collapser(self):
         """graph -> shown graph: hook nodes hidden or not, modules collapsed or not."""
-        depth = DETAIL_LEVELS[self.detail_box.currentIndex()][1]
+        depth, auto = self.detail_depth(), self._auto_depth
         expanded, hide = sorted(self.expanded), not self.hook_nodes_action.isChecked()
 
         def transform(graph):
             shown = hide_hook_nodes(graph) if hide else graph
+            if auto:
+                return readable_view(shown)
             return shown if depth is None else collapse_by_module(shown, depth=depth,
                                                                    expanded=expanded)
         return transform
 
     def _detail_changed(self) -> None:
-        self.expanded = set()
+        self.expanded, self._auto_depth = set(), False
         self.relayout(fit=True)
 
     def edit_hooks(self, attached: list[str], detached: list[str], model) -> bool:
@@ -214,12 +243,17 @@ class GraphPanel(QWidget):
     def _laid_out(self, number: int, result: LaidOut) -> None:
         if number != self.layouts.latest:
             return  # superseded by a newer request
+        if self._auto_depth:  # show the depth the first view was collapsed to
+            self._auto_depth = False
+            depth = result.drawing.graph.graph.get("collapsed", {}).get("depth")
+            self.detail_box.setCurrentIndex(0 if depth is None else min(depth, len(DETAIL_LEVELS) - 1))
         self.busy_label.setText(f"{len(result.drawing):,} nodes · laid out in {result.seconds:.2f} s")
         self._show(result.drawing, result.overview, result.scale)
 
     def _show(self, drawing, overview, scale: float, previous=None) -> None:
         self.drawing = drawing
         self.view.canvas.set_drawing(drawing, overview, scale)
+        self.view.minimap.set_drawing(drawing, base_fills(drawing))
         self._behind = params_behind(drawing, list(self._stats) or self._param_names(), previous)
         self.refresh_tint()
         self.set_hooks(self._hooks)
@@ -229,6 +263,8 @@ class GraphPanel(QWidget):
             self._fit_next = False
             self.view.fit()
         self._centre_origin()
+        if self._reveal is not None:
+            self._show_hit(self._reveal)
         self.laid_out.emit(drawing.graph)
 
     def _centre_origin(self) -> None:
@@ -285,22 +321,6 @@ class GraphPanel(QWidget):
             marked = sorted({i for path in hooks for i in self.drawing.nodes_of_module(path)
                              if self.drawing.params[i] is None})
             self.view.canvas.set_highlights(marked=marked)
-
-    def search(self, text: str) -> None:
-        """Highlight nodes matching ``text``."""
-        matches = self.drawing.search(text) if self.drawing is not None else []
-        self._matches, self._match_cursor = matches, -1
-        self.view.canvas.set_highlights(matches=matches)
-        self.match_label.setText(f" {len(matches)} found " if text.strip() else "")
-
-    def next_match(self) -> None:
-        """Select and frame the next search match."""
-        if not getattr(self, "_matches", None):
-            return
-        self._match_cursor = (self._match_cursor + 1) % len(self._matches)
-        index = self._matches[self._match_cursor]
-        self._clicked(index)
-        self.view.zoom_to([index])
 
     # -- selection -------------------------------------------------------------------------------
     def _clicked(self, index: int) -> None:
@@ -368,6 +388,7 @@ def legend_label() -> QLabel:
              + swatch("#b39ddb", "NaN/Inf")
              + swatch(HOOK_MARK, "hooked", True) + swatch(SELECTION, "selected", True))
     label = QLabel(text)
-    label.setContentsMargins(6, 2, 6, 2)
+    label.setObjectName("legend")
+    label.setContentsMargins(6, 1, 6, 1)
     label.setWordWrap(True)
     return label

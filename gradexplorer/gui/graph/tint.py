@@ -62,14 +62,24 @@ def node_norms(behind: list[list[str]], stats: Mapping[str, Any]) -> np.ndarray:
     return norms
 
 
+def magnitude_colours(values: np.ndarray) -> np.ndarray:
+    """Heat (ARGB) by log magnitude across ``values``: the smallest positive value palest, the
+    largest reddest, exact zero as the smallest; 0 (no colour) where a value is NaN or < 0."""
+    values = np.asarray(values, dtype=float)
+    out = np.zeros(len(values), dtype=np.uint32)
+    live = np.isfinite(values) & (values > 0)
+    if live.any():
+        logs = np.log10(values[live])
+        lo, hi = logs.min(), logs.max()
+        out[live] = heat_colours((logs - lo) / (hi - lo) if hi > lo else np.full(len(logs), 0.6))
+    out[np.isfinite(values) & (values == 0)] = heat_colours(np.zeros(1))[0]
+    return out
+
+
 def tinted_fills(base: np.ndarray, norms: np.ndarray) -> np.ndarray:
     """Base fills with gradient heat where a norm is known and grey where there is no gradient."""
     fills = base.copy()
     fills[norms == -1.0] = NO_GRADIENT
-    live = np.isfinite(norms) & (norms > 0)
-    if live.any():
-        logs = np.log10(norms[live])
-        lo, hi = logs.min(), logs.max()
-        fills[live] = heat_colours((logs - lo) / (hi - lo) if hi > lo else np.full(len(logs), 0.6))
-    fills[np.isfinite(norms) & (norms == 0)] = heat_colours(np.zeros(1))[0]
+    heat = magnitude_colours(norms)
+    fills[heat != 0] = heat[heat != 0]
     return fills

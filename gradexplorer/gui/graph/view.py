@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import numpy as np
-from PySide6.QtCore import QPoint, QRectF, Qt, Signal
+from PySide6.QtCore import QEvent, QPoint, QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QMouseEvent, QPainter, QWheelEvent
-from PySide6.QtWidgets import QGraphicsScene, QGraphicsView, QWidget
+from PySide6.QtWidgets import QGraphicsScene, QGraphicsView, QToolTip, QWidget
 
+from gradexplorer.core.graph.style import node_tooltip
 from gradexplorer.gui.graph.canvas import GraphCanvas
 from gradexplorer.gui.graph.drawing import NODE_H, NODE_W
+from gradexplorer.gui.graph.minimap import Minimap
+from gradexplorer.gui.theme import GRAPH_BACKGROUND, current_theme
 
 MIN_SCALE, MAX_SCALE = 1e-4, 4.0
 CLICK_SLOP = 4  # pixels a press may move and still count as a click
@@ -28,7 +31,7 @@ class GraphView(QGraphicsView):
         scene.setItemIndexMethod(QGraphicsScene.NoIndex)
         scene.addItem(self.canvas)
         self.setScene(scene)
-        self.setBackgroundBrush(QColor("#fbfcfc"))
+        self.use_theme(current_theme())
         self.setRenderHint(QPainter.Antialiasing, False)
         self.setDragMode(QGraphicsView.ScrollHandDrag)
         self.setTransformationAnchor(QGraphicsView.AnchorUnderMouse)
@@ -36,6 +39,13 @@ class GraphView(QGraphicsView):
         self.setViewportUpdateMode(QGraphicsView.FullViewportUpdate)
         self.setOptimizationFlag(QGraphicsView.DontAdjustForAntialiasing, True)
         self._press: QPoint | None = None
+        self.minimap = Minimap(self)
+        for bar in (self.horizontalScrollBar(), self.verticalScrollBar()):
+            bar.valueChanged.connect(self.minimap.follow_view)
+
+    def use_theme(self, theme: str) -> None:
+        """The background for ``light`` or ``dark``."""
+        self.setBackgroundBrush(QColor(GRAPH_BACKGROUND[theme]))
 
     @property
     def scale_factor(self) -> float:
@@ -47,6 +57,7 @@ class GraphView(QGraphicsView):
         target = min(MAX_SCALE, max(MIN_SCALE, self.scale_factor * factor))
         factor = target / self.scale_factor
         self.scale(factor, factor)
+        self.minimap.follow_view()
 
     def wheelEvent(self, event: QWheelEvent) -> None:  # noqa: N802 - Qt API
         self.zoom(1.0015 ** event.angleDelta().y())
@@ -60,6 +71,7 @@ class GraphView(QGraphicsView):
         if self.scale_factor > 1.0:
             self.zoom(1.0 / self.scale_factor)
         self.centerOn(rect.center())
+        self.minimap.follow_view()
 
     def zoom_to(self, nodes) -> None:
         """Frame the given node indices."""
@@ -75,6 +87,11 @@ class GraphView(QGraphicsView):
         if self.scale_factor > 1.2:
             self.zoom(1.2 / self.scale_factor)
         self.centerOn(rect.center())
+        self.minimap.follow_view()
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt API
+        super().resizeEvent(event)
+        self.minimap.follow_view()
 
     def node_at(self, pos: QPoint) -> int:
         """Node index under viewport position ``pos``, or -1."""
@@ -85,6 +102,24 @@ class GraphView(QGraphicsView):
         slack = 3 / max(self.scale_factor, 1e-9)  # a few pixels of tolerance when zoomed out
         hit = drawing.node_at(p.x(), p.y(), slack)
         return -1 if hit is None else hit
+
+    def tooltip_at(self, pos: QPoint) -> str:
+        """The full, unelided label of the node under ``pos`` ('' over empty space)."""
+        index = self.node_at(pos)
+        drawing = self.canvas.drawing
+        if index < 0 or drawing is None:
+            return ""
+        return node_tooltip(drawing.graph.nodes[drawing.ids[index]])
+
+    def viewportEvent(self, event) -> bool:  # noqa: N802 - Qt API
+        if event.type() == QEvent.ToolTip:
+            text = self.tooltip_at(event.pos())
+            if text:
+                QToolTip.showText(event.globalPos(), text, self.viewport())
+            else:
+                QToolTip.hideText()
+            return True
+        return super().viewportEvent(event)
 
     def mousePressEvent(self, event: QMouseEvent) -> None:  # noqa: N802
         if event.button() == Qt.LeftButton:

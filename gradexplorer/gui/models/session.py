@@ -36,6 +36,13 @@ class GraphTraced:
 
 
 @dataclass(frozen=True)
+class HookableProbed:
+    """Which modules take a full backward hook safely: path -> (safe, reason)."""
+
+    hookable: dict[str, tuple[bool, str]]
+
+
+@dataclass(frozen=True)
 class SnapshotWritten:
     """A snapshot written on request."""
 
@@ -60,12 +67,14 @@ class SettingApplied:
 class SessionModel:
     """The live session, its run state and hooks; changed on the GUI thread only.
 
-    Events: ``opened(LiveSession)``, ``state_changed(str)``, ``hooks_changed(dict)``,
+    Events: ``opened(LiveSession)``, ``model_opened(LiveSession)`` (a new model, before
+    ``opened``), ``state_changed(str)``, ``hooks_changed(dict)``,
     ``job_finished(result)`` with one of the typed results above, ``error(str)`` (one line for a
     dialog), ``message(str)`` (a status-bar note) and ``event(kind, text)`` for the event log.
     """
 
     opened = Signal(object)
+    model_opened = Signal(object)  # a fresh model (not a re-made session), before ``opened``
     state_changed = Signal(str)
     hooks_changed = Signal(dict)
     job_finished = Signal(object)
@@ -97,6 +106,7 @@ class SessionModel:
             if self.exporter is not None and self.exporter.folder is not None:
                 self.exporter.folder.release()  # a new model: its export folder is free again
             self.hooks, self.exporter = {}, None
+            self.model_opened.emit(live)
         self.set_state(IDLE)
         self.opened.emit(live)
         self.hooks_changed.emit(self.hooks)

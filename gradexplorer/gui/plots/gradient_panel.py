@@ -9,7 +9,7 @@ from superqt.utils import qthrottled
 from gradexplorer.gui.models.selection import Selection, SelectionModel, parameter_for
 from gradexplorer.gui.models.timeline import TimelineModel
 from gradexplorer.gui.plots.alarm_banner import AlarmBanner
-from gradexplorer.gui.plots.flow_chart import GradientFlowChart
+from gradexplorer.gui.plots.flow_chart import FlowPanel
 from gradexplorer.gui.plots.heatmap_plot import HistogramHeatmap
 from gradexplorer.gui.plots.histogram_plot import HistogramPlot
 
@@ -43,13 +43,20 @@ class GradientPanel(QWidget):
         self.log_box.toggled.connect(self.set_log)
         self.histogram = HistogramPlot()
         self.heatmap = HistogramHeatmap()
-        self.flow = GradientFlowChart()
+        self.flow_panel = FlowPanel()
+        self.flow = self.flow_panel.chart
+        self.flow.param_clicked.connect(
+            lambda name: selection.select(param=name, module=name.rpartition(".")[0], source="flow"))
         header = QHBoxLayout()
         header.addWidget(self.param_label, 1)
         header.addWidget(self.log_box)
         split = QSplitter(Qt.Vertical)
-        for plot in (self.histogram, self.heatmap, self.flow):
+        for plot, least in ((self.histogram, 110), (self.heatmap, 90), (self.flow_panel, 140)):
+            plot.setMinimumHeight(least)  # readable axes whatever the dock's size
             split.addWidget(plot)
+        split.setChildrenCollapsible(False)
+        for index, stretch in enumerate((2, 2, 3)):  # the flow chart lists every parameter
+            split.setStretchFactor(index, stretch)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addWidget(self.alarm)
@@ -105,5 +112,4 @@ class GradientPanel(QWidget):
     def refresh_flow(self) -> None:
         """Redraw the gradient flow of the latest step."""
         latest = self.timeline.latest_gradients
-        if latest is not None:
-            self.flow.show_stats(latest.params)
+        self.flow.show_stats(latest.params if latest is not None else {})

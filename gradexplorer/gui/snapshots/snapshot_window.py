@@ -9,7 +9,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QMainWindow, QSplitter, QVBoxLayout, QWidget
 
 from gradexplorer.core.snapshot import compare_snapshots, read_snapshot
-from gradexplorer.gui.plots.flow_chart import GradientFlowChart
+from gradexplorer.gui.plots.flow_chart import FlowPanel
 from gradexplorer.gui.plots.histogram_plot import HistogramPlot
 from gradexplorer.gui.snapshots.snapshot_table import SnapshotTable
 
@@ -36,7 +36,11 @@ class SnapshotWindow(QMainWindow):
                             + (f" vs {self.b.path}" if self.b is not None else ""))
         self.table = SnapshotTable()
         self.histogram = HistogramPlot()
-        self.flow = GradientFlowChart()
+        comparing = self.b is not None
+        self.flow_panel = FlowPanel(title="gradient flow · A" if comparing else "gradient flow")
+        self.flow = self.flow_panel.chart
+        self.flow_b_panel = FlowPanel(title="gradient flow · B") if comparing else None
+        self.flow_b = self.flow_b_panel.chart if comparing else None
         self._build()
         self.table.itemSelectionChanged.connect(self.show_selected)
         if self.comparison is not None:
@@ -44,6 +48,11 @@ class SnapshotWindow(QMainWindow):
         else:
             self.table.show_snapshot(self.a)
         self.flow.show_stats(self.a.stats)
+        if self.flow_b is not None:
+            self.flow_b.show_stats(self.b.stats)
+            a_bar, b_bar = self.flow_panel.scroll, self.flow_b_panel.scroll
+            a_bar.valueChanged.connect(b_bar.setValue)  # the same rows side by side
+            b_bar.valueChanged.connect(a_bar.setValue)
         self.show_selected()
         self.resize(1200, 760)
 
@@ -53,7 +62,11 @@ class SnapshotWindow(QMainWindow):
         header.setTextInteractionFlags(Qt.TextSelectableByMouse)
         plots = QSplitter(Qt.Vertical)
         plots.addWidget(self.histogram)
-        plots.addWidget(self.flow)
+        flows = QSplitter(Qt.Horizontal)
+        flows.addWidget(self.flow_panel)
+        if self.flow_b_panel is not None:
+            flows.addWidget(self.flow_b_panel)
+        plots.addWidget(flows)
         split = QSplitter(Qt.Horizontal)
         split.addWidget(self.table)
         split.addWidget(plots)

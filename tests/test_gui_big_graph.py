@@ -1,0 +1,67 @@
+"""Big graphs: a readable first view, search into collapsed modules, tooltips, the minimap."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QPointF, Qt
+
+from gradexplorer.core.graph.collapse import module_node_id
+from tests.gui_helpers import TIMEOUT_MS, make_window_fixture, open_model, wait_idle  # noqa: F401
+
+BIG = "example:deep:blocks=120"  # about 720 operations: over the readable limit
+
+
+def test_a_big_graph_opens_collapsed_and_a_small_one_whole(qtbot, make_window):
+    window = make_window()
+    panel = window.graph_panel
+    open_model(qtbot, window, BIG)
+    assert panel.detail_depth() == 1
+    assert len(panel.graph) > 700 and len(panel.drawing) < 10
+    assert module_node_id("blocks") in panel.drawing.index
+    open_model(qtbot, window, "example:digits")
+    assert panel.detail_depth() is None  # small graphs show every operation
+    assert len(panel.drawing) == len(panel.graph)
+
+
+def test_search_reaches_into_collapsed_modules_and_opens_them(qtbot, make_window):
+    window = make_window()
+    panel = window.graph_panel
+    open_model(qtbot, window, BIG)
+    panel.search_edit.setText("blocks.7.fc.weight")
+    assert panel.match_label.text().strip().startswith("1 found")
+    folded = panel.drawing.index[module_node_id("blocks")]
+    assert panel.view.canvas.matches.tolist() == [folded]  # the module that holds the hit
+    qtbot.keyClick(panel.search_edit, Qt.Key_Return)
+    qtbot.waitUntil(lambda: "blocks.7.fc.weight" in panel.drawing.params, timeout=TIMEOUT_MS)
+    wait_idle(qtbot, window)
+    hit = panel.drawing.params.index("blocks.7.fc.weight")
+    assert window.selection.current.param == "blocks.7.fc.weight"
+    assert panel.selected_nodes().tolist() == [hit]
+    assert module_node_id("blocks.6") in panel.drawing.index  # only the way to the hit opened
+    assert module_node_id("blocks.7") not in panel.drawing.index
+
+
+def test_nodes_show_their_full_names_on_hover(qtbot, make_window):
+    window = make_window()
+    panel = window.graph_panel
+    open_model(qtbot, window, BIG)
+    index = panel.drawing.index[module_node_id("blocks")]
+    panel.view.zoom_to([index])
+    pos = panel.view.mapFromScene(QPointF(*panel.drawing.xy[index].tolist()))
+    assert panel.view.tooltip_at(pos).splitlines()[:2] == ["blocks", "720 nodes collapsed"]
+    assert panel.view.tooltip_at(pos + type(pos)(0, 4000)) == ""
+
+
+def test_the_minimap_shows_when_zoomed_in_and_moves_the_view(qtbot, make_window):
+    window = make_window()
+    panel = window.graph_panel
+    open_model(qtbot, window, "example:deep:blocks=30")
+    minimap, view = panel.view.minimap, panel.view
+    view.fit()
+    assert not minimap.isVisible()
+    view.zoom(8.0)
+    assert minimap.isVisible()
+    top = minimap.scene_point(minimap.width() / 2, 2)
+    qtbot.mouseClick(minimap, Qt.LeftButton, pos=minimap.rect().center().__class__(minimap.width() // 2, 2))
+    centre = view.mapToScene(view.viewport().rect().center())
+    assert abs(centre.y() - top.y()) < minimap.visible_scene_rect().height()
+    assert minimap.visible_scene_rect().top() <= panel.drawing.bounds()[1] + 1

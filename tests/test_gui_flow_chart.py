@@ -1,0 +1,99 @@
+"""The gradient-flow chart stays readable at 150 and 4,000 parameters, sorts, and selects."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from PySide6.QtCore import QPointF, Qt
+from PySide6.QtGui import QImage, QPainter
+
+from gradexplorer.core.stats.records import ParamStats
+from gradexplorer.gui.plots.flow_chart import ORDERS, FlowPanel, elide
+
+
+def fake_stats(count: int) -> dict[str, ParamStats]:
+    """``count`` parameters in modules of four, with norms spread over decades, one zero."""
+    rng = np.random.default_rng(0)
+    params = {}
+    for i in range(count):
+        name = f"encoder.layers.{i // 4}.self_attention.projection_{i % 4}.weight"
+        norm = float(10.0 ** rng.uniform(-6, 1))
+        params[name] = ParamStats(name, (8, 8), 64, True, norm=norm, abs_max=norm / 3,
+                                  nan_count=0, inf_count=0)
+    zero = next(iter(params))
+    params[zero] = ParamStats(zero, (8, 8), 64, True, norm=0.0, abs_max=0.0, nan_count=0,
+                              inf_count=0)
+    return params
+
+
+def left_labels(chart) -> list[tuple]:
+    """The tick labels the left axis would paint now: (rect, text) in axis coordinates."""
+    axis = chart.plotItem.getAxis("left")
+    image = QImage(10, 10, QImage.Format_ARGB32)
+    painter = QPainter(image)
+    try:
+        _axis, _ticks, texts = axis.generateDrawSpecs(painter)
+    finally:
+        painter.end()
+    return [(rect, text) for rect, _flags, text in texts]
+
+
+@pytest.mark.parametrize("count", [150, 4000])
+def test_flow_labels_never_overlap_and_every_row_in_view_has_one(qtbot, count):
+    panel = FlowPanel()
+    qtbot.addWidget(panel)
+    panel.resize(420, 600)
+    panel.show()
+    qtbot.waitExposed(panel)
+    chart = panel.chart
+    chart.show_stats(fake_stats(count))
+    labels = left_labels(chart)
+    rows = chart.visible_rows
+    assert 20 <= rows < count
+    assert len(labels) == rows  # nothing dropped, nothing squeezed in
+    rects = sorted((rect for rect, _ in labels), key=lambda r: r.top())
+    assert all(a.bottom() <= b.top() + 0.5 for a, b in zip(rects, rects[1:], strict=False))
+    axis_width = chart.plotItem.getAxis("left").width()
+    assert all(rect.width() <= axis_width for rect in rects)  # labels fit the axis
+    assert panel.scroll.isVisible() and panel.scroll.maximum() == count - rows
+    panel.scroll.setValue(panel.scroll.maximum())  # scrolled to the end: the last rows show
+    texts = [text for _, text in left_labels(chart)]
+    assert texts[-1] == elide(chart.shown[-1], chart._label_chars)
+
+
+def test_flow_sorts_by_magnitude_and_shows_zero_as_zero(qtbot):
+    panel = FlowPanel()
+    qtbot.addWidget(panel)
+    panel.resize(420, 500)
+    params = fake_stats(150)
+    chart = panel.chart
+    chart.show_stats(params)
+    assert chart.shown == list(params)  # model order: modules stay together
+    panel.order_box.setCurrentText(ORDERS[1])
+    peaks = [params[n].abs_max for n in chart.shown]
+    assert peaks == sorted(peaks, reverse=True)
+    zero = next(iter(params))
+    assert chart.shown[-1] == zero
+    assert chart.zeros.getData()[1].tolist() == [len(params) - 1.0]  # a zero mark, not "no grad"
+    assert len(chart.missing.getData()[1]) == 0
+    panel.order_box.setCurrentText(ORDERS[2])
+    rms = [params[n].norm / math.sqrt(64) for n in chart.shown if params[n].norm]
+    assert rms == sorted(rms)
+
+
+def test_clicking_a_flow_row_names_its_parameter(qtbot):
+    panel = FlowPanel()
+    qtbot.addWidget(panel)
+    panel.resize(420, 500)
+    panel.show()
+    qtbot.waitExposed(panel)
+    chart = panel.chart
+    chart.show_stats(fake_stats(150))
+    panel.scroll.setValue(40)
+    target = 45
+    scene = chart.plotItem.vb.mapViewToScene(QPointF(-3.0, float(target)))
+    with qtbot.waitSignal(chart.param_clicked, timeout=2000) as clicked:
+        qtbot.mouseClick(chart.viewport(), Qt.LeftButton, pos=chart.mapFromScene(scene))
+    assert clicked.args == [chart.shown[target]]

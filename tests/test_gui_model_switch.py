@@ -1,0 +1,111 @@
+"""Opening another model resets every view: nothing of the last model's run stays."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gradexplorer.gui.graph.painting import base_fills
+from tests.gui_helpers import TIMEOUT_MS, make_window_fixture, open_model, wait_idle  # noqa: F401
+
+
+@pytest.fixture
+def switched(qtbot, make_window):
+    """A window that ran digits for 3 steps with fc1 selected, zoomed in, then opened LeNet."""
+    window = make_window()
+    open_model(qtbot, window, "example:digits")
+    with qtbot.waitSignal(window.controller.timeline.changed, timeout=TIMEOUT_MS):
+        window.controller.run(3)
+    wait_idle(qtbot, window)
+    window.selection.select(param="fc1.weight", module="fc1", source="test")
+    window.graph_panel.view.zoom(3.0)
+    window.graph_panel.search_edit.setText("fc1")
+    before = window.graph_panel.drawing
+    assert window.statusBar().loss_label.text() != "loss —"  # the run really showed
+    open_model(qtbot, window, "example:lenet")
+    qtbot.waitUntil(lambda: window.graph_panel.drawing is not before, timeout=TIMEOUT_MS)
+    wait_idle(qtbot, window)
+    return window
+
+
+def test_graph_and_its_tint_are_the_new_model_s(switched):
+    panel = switched.graph_panel
+    params = {p for p in panel.drawing.params if p}
+    assert "conv1.weight" in params and "fc3.weight" in params
+    assert np.array_equal(panel.view.canvas.fills, base_fills(panel.drawing))  # no old tint
+    assert panel._stats == {}
+
+
+def test_graph_is_fitted_again(switched):
+    view = switched.graph_panel.view
+    shown = view.mapToScene(view.viewport().rect()).boundingRect()
+    assert shown.contains(view.canvas.boundingRect().adjusted(10, 10, -10, -10))
+
+
+def test_selection_is_cleared(switched):
+    selection = switched.selection.current
+    assert (selection.node, selection.module, selection.param) == (None, None, None)
+    assert switched.graph_panel.selected_nodes().tolist() == []
+    assert switched.tree.selectedItems() == []
+
+
+def test_status_bar_forgets_the_last_run(switched):
+    bar = switched.statusBar()
+    assert bar.step_label.text() == "step 0"
+    assert bar.loss_label.text() == "loss —" and bar.rate_label.text() == "— steps/s"
+    assert "example:lenet" in bar.model_label.text()
+
+
+def test_plots_and_flow_chart_are_empty(switched):
+    x, _ = switched.curves.loss_item.getData()
+    assert x is None or len(x) == 0
+    assert switched.gradients.flow._names == []
+    assert len(switched.gradients.flow.peak_bars.opts["y"]) == 0
+    assert switched.gradients.param == "conv1.weight"
+    assert not switched.gradients.heatmap.has_data
+
+
+def test_tables_and_details_show_the_new_model(switched):
+    table = switched.table.table
+    assert [row[0] for row in table.rows][:2] == ["conv1.weight", "conv1.bias"]
+    assert table.stats == {} and all(table.data(table.index(r, 1)) == "" for r in range(len(table.rows)))
+    assert {switched.tree.topLevelItem(0).child(i).text(0) for i in range(3)} >= {"conv1", "conv2"}
+    assert "fc1.weight" not in switched.details.toPlainText()
+
+
+def test_run_n_shows_step_k_of_n_with_time_left(qtbot, make_window):
+    from gradexplorer.gui.status_bar import run_progress
+
+    assert run_progress(57, (40, 20), 2.0, True) == "step 57 · 17 of 20 · ~2 s left"
+    assert run_progress(57, (40, 20), 0.01, True) == "step 57 · 17 of 20 · ~5 min 00 s left"
+    assert run_progress(57, None, 2.0, True) == "step 57" == run_progress(57, (40, 20), 2.0, False)
+    window = make_window()
+    open_model(qtbot, window, "example:digits")
+    window.controller.run(5)
+    qtbot.waitUntil(lambda: window.controller.state == "idle" and window.controller.live.session
+                    .step_count == 5, timeout=TIMEOUT_MS)
+    wait_idle(qtbot, window)
+    window.flush_redraws()
+    assert window.controller.run_span == (0, 5)
+    assert window.statusBar().step_label.text() == "step 5"  # the run is over
+
+
+def test_reset_model_starts_the_same_model_again(qtbot, make_window):
+    window = make_window()
+    open_model(qtbot, window, "example:digits")
+    first = [p.detach().clone() for p in window.controller.live.session.model.parameters()]
+    window.controller.run(3)
+    qtbot.waitUntil(lambda: window.controller.live.session.step_count == 3
+                    and window.controller.state == "idle", timeout=TIMEOUT_MS)
+    wait_idle(qtbot, window)
+    before = window.controller.live
+    window.reset_action.trigger()
+    qtbot.waitUntil(lambda: window.controller.live is not before
+                    and window.controller.state == "idle", timeout=TIMEOUT_MS)
+    wait_idle(qtbot, window)
+    live = window.controller.live
+    assert live.spec == "example:digits" and live.session.step_count == 0
+    assert live.options == before.options
+    again = list(live.session.model.parameters())
+    assert all((a == b).all() for a, b in zip(first, again, strict=True))  # same seed, same start
+    assert window.statusBar().step_label.text() == "step 0"
