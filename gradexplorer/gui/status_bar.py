@@ -69,4 +69,5 @@ class RunStatusBar(QStatusBar):
                                              timeline.steps_per_second,
                                              self.controller.state in (RUNNING, PAUSED)))
         self.loss_label.setText(f"loss {latest.loss:.4g}")
-        self.rate_label.setText(f"{timeline.steps_per_second:.1f} steps/s")
+        rate = timeline.steps_per_second  # 0 until two steps fall in the rate window
+        self.rate_label.setText(f"{rate:.1f} steps/s" if rate > 0 else "— steps/s")
