@@ -59,7 +59,8 @@ class MainWindow(QMainWindow):
         self.file_actions = FileActions(self)
         self._throttles = (
             qthrottled(self._redraw_parameters, timeout=TABLES_MS, leading=False, parent=self),
-            qthrottled(self._redraw_graph_tint, timeout=TINT_MS, leading=False, parent=self))
+            qthrottled(self._redraw_graph_tint, timeout=TINT_MS, leading=False, parent=self),
+            qthrottled(self._redraw_observed, timeout=TABLES_MS, leading=False, parent=self))
         self.addToolBar(self.run_controls)
         self.status = RunStatusBar(self.controller, self)
         self.setStatusBar(self.status)
@@ -102,8 +103,9 @@ class MainWindow(QMainWindow):
         c = self.controller
         c.model_opened.connect(self._model_opened)
         c.session_opened.connect(self._session_opened)
-        for throttle in self._throttles:
+        for throttle in self._throttles[:2]:
             c.timeline.changed.connect(throttle)
+        c.observed_changed.connect(self._throttles[2])
         c.state_changed.connect(self._state_changed)
         c.hooks_changed.connect(self._hooks_changed)
         c.job_finished.connect(self._job_finished)
@@ -172,6 +174,11 @@ class MainWindow(QMainWindow):
         latest = self.controller.timeline.latest_gradients
         if latest is not None:
             self.graph_panel.set_stats(latest.params)
+
+    def _redraw_observed(self) -> None:
+        observed = self.controller.session.observed
+        self.details.set_context(observed=observed)
+        self.gradients.show_observed(observed)
 
     def _state_changed(self, state: str) -> None:
         if state == IDLE:  # the run ended: show its very last step everywhere

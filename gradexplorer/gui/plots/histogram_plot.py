@@ -20,10 +20,11 @@ def shown_counts(counts: np.ndarray, log: bool) -> np.ndarray:
 class HistogramPlot(pg.PlotWidget):
     """Draws with two existing step-curves; ``show`` only calls ``setData``."""
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, parent: QWidget | None = None, title: str = "gradient histogram") -> None:
         super().__init__(parent)
         self.log = False
-        self.plotItem.setTitle("gradient histogram")
+        self.title = title
+        self.plotItem.setTitle(title)
         self.plotItem.setLabel("bottom", "gradient value")
         self.plotItem.showGrid(x=True, y=True, alpha=0.15)
         self.plotItem.disableAutoRange()  # ranges are set once per redraw (one repaint, not two)
@@ -47,7 +48,7 @@ class HistogramPlot(pg.PlotWidget):
 
     def show_histograms(self, name: str | None, current: Any, previous: Any, stats: Any) -> None:
         """Draw ``current`` (and ``previous`` ghosted); explain when there is nothing to draw."""
-        self.plotItem.setTitle(f"gradient histogram · {name}" if name else "gradient histogram")
+        self.plotItem.setTitle(f"{self.title} · {name}" if name else self.title)
         shown = []
         for item, hist in ((self.current_item, current), (self.previous_item, previous)):
             if hist is None:
