@@ -11,6 +11,7 @@ from gradexplorer.core.diagnose.explain import explain_node
 from gradexplorer.core.graph.style import format_shape, grad_text
 from gradexplorer.core.stats.records import STAT_FIELDS, STAT_LABELS
 from gradexplorer.gui.models.selection import Selection, SelectionModel, parameter_for
+from gradexplorer.gui.number_text import format_number
 
 SHOWN_FIELDS = [f for f in STAT_FIELDS if f not in ("nan_count", "inf_count")]  # those get a flag
 
@@ -25,18 +26,11 @@ def stats_rows(stats: Any) -> list[str]:
         return [_row("gradient", "not recorded yet: run a step")]
     if not stats.has_grad:
         return [_row("gradient", "<b style='color:#d32f2f'>none this step</b> (no gradient reached it)")]
-    rows = [_row(STAT_LABELS.get(f, f), number(getattr(stats, f, None))) for f in SHOWN_FIELDS]
+    rows = [_row(STAT_LABELS.get(f, f), format_number(getattr(stats, f, None))) for f in SHOWN_FIELDS]
     bad = (stats.nan_count or 0) + (stats.inf_count or 0)
     flag = (f"<b style='color:#d32f2f'>⚠ {stats.nan_count} NaN, {stats.inf_count} Inf</b>"
             if bad else "none")
     return rows + [_row("NaN / Inf", flag)]
-
-
-def number(value: float | None) -> str:
-    """A statistic as shown: four significant digits, zero as plain 0 (never -0 or 0e+00)."""
-    if value is None:
-        return ""
-    return "0" if value == 0 else f"{value:.4g}"
 
 
 def observed_rows(observed: Any) -> list[str]:
@@ -48,7 +42,7 @@ def observed_rows(observed: Any) -> list[str]:
             if entry is None:
                 rows.append(_row(f"{kind}[{i}]", "None"))
                 continue
-            figures = " · ".join(f"{label} {number(entry[key])}" for key, label in
+            figures = " · ".join(f"{label} {format_number(entry[key])}" for key, label in
                                  (("norm", "norm"), ("mean", "mean"), ("std", "std"),
                                   ("abs_max", "max |g|")))
             rows.append(_row(f"{kind}[{i}] {format_shape(entry['shape'])}", figures))
