@@ -148,6 +148,7 @@ class MainWindow(QMainWindow):
         self.gradients.set_model(model)
         self.curves.refresh()
         self.settings.set_last_model(live.spec)
+        self.settings.add_recent("models", live.spec)
 
     def trace_graph(self, fit: bool = True) -> None:
         """Trace the backward graph on the training thread (with every op's gradient when the
