@@ -6,6 +6,7 @@ from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QCloseEvent, QCursor
 from PySide6.QtWidgets import QApplication, QDockWidget, QMainWindow, QSplitter, QWidget
 from superqt.utils import qthrottled
+from torch import nn
 
 from gradexplorer.gui.controller import IDLE, SessionController
 from gradexplorer.gui.curves import TrainingCurves
@@ -115,6 +116,8 @@ class MainWindow(QMainWindow):
         self.graph_panel.hook_menu_requested.connect(self.show_hook_menu)
         self.graph_panel.refresh_requested.connect(lambda: self.trace_graph(fit=False))
         self.graph_panel.laid_out.connect(lambda graph: self.details.set_context(graph=graph))
+        self.graph_panel.laid_out.connect(self._fill_model_views)
+        c.error.connect(self._fill_model_views)  # a failed trace: fill them anyway
         self.graph_panel.hook_selected_requested.connect(self.hook_selected)
 
     def set_theme(self, theme: str) -> None:
@@ -134,21 +137,36 @@ class MainWindow(QMainWindow):
         self.selection.clear()
         self.graph_panel.clear()
         self.details.reset(live.session.model)
+        self.tree.clear_model()  # rebuilt once the new graph is drawn
+        self.table.table.set_model(nn.Module())
 
     def _session_opened(self, live) -> None:
         self._hooked = {}  # a new model: its graph comes from a trace
         self.setWindowTitle(f"gradexplorer — {live.spec}")
         self.trace_graph(fit=True)  # first: the worker traces while the views below fill
-        self.controller.probe_hooks()  # after the trace: the first view comes first
         model = live.session.model
-        self.tree.set_model(model)
-        self.table.table.set_model(model)
-        self.table.fit_columns()
         self.details.set_context(model=model, stats={}, hooks={})
         self.gradients.set_model(model)
         self.curves.refresh()
         self.settings.set_last_model(live.spec)
         self.settings.add_recent("models", live.spec)
+        # the module tree, the parameter table and the hook-safety probe wait for the first
+        # view of the graph: on 4,000-module models they cost about a second of the GUI thread
+        # and the training thread, which the trace and layout need first
+        self._after_first_view = live
+
+    def _fill_model_views(self, *_args) -> None:
+        """The views that wait for the first graph view (or for an error that stops it)."""
+        live, self._after_first_view = getattr(self, "_after_first_view", None), None
+        if live is None or live is not self.controller.live:
+            return
+        self.controller.probe_hooks()
+        model = live.session.model
+        self.tree.set_model(model)
+        self.tree.set_hooks(self.controller.hooks)
+        self.table.table.set_model(model)
+        self.table.fit_columns()
+        self._redraw_parameters()
 
     def trace_graph(self, fit: bool = True) -> None:
         """Trace the backward graph on the training thread (with every op's gradient when the
