@@ -187,8 +187,8 @@ def first_view(blocks: int) -> dict:
     t1 = time.perf_counter()
     depth = readable_depth(graph)
     depth_s = time.perf_counter() - t1
-    result = {"seconds": first, "settled": total, "nodes": len(graph), "shown": len(panel.drawing), "depth": depth,
-              "depth_s": depth_s}
+    result = {"seconds": first, "settled": total, "nodes": len(graph), "shown": len(panel.drawing),
+              "depth": depth, "depth_s": depth_s}
     window.close()
     return result
 
