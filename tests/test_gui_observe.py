@@ -33,6 +33,7 @@ def test_observed_module_shows_grad_statistics_and_histograms(qtbot, make_window
     assert hist.total == int(np.prod(out["shape"]))
     plot = window.gradients.observed_plot
     assert plot.isVisible()
+    assert plot.height() >= window.gradients.histogram.height() // 2  # room to read, not squeezed
     xs, ys = plot.current_item.getData()
     assert np.array_equal(ys, hist.counts) and np.array_equal(xs, hist.edges)
     window.selection.select(module="fc2", source="test")  # not observed: plot hidden, no rows

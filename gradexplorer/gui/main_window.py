@@ -166,6 +166,8 @@ class MainWindow(QMainWindow):
         self.tree.set_hooks(self.controller.hooks)
         self.table.table.set_model(model)
         self.table.fit_columns()
+        self.tree.show_selection(self.selection.current)  # chosen before the rows existed
+        self.table.show_selection(self.selection.current)
         self._redraw_parameters()
 
     def trace_graph(self, fit: bool = True) -> None:

@@ -53,7 +53,7 @@ class GradientPanel(QWidget):
         header = QHBoxLayout()
         header.addWidget(self.param_label, 1)
         header.addWidget(self.log_box)
-        split = QSplitter(Qt.Vertical)
+        split = self.split = QSplitter(Qt.Vertical)
         for plot, least in ((self.histogram, 110), (self.observed_plot, 110), (self.heatmap, 90),
                             (self.flow_panel, 140)):
             plot.setMinimumHeight(least)  # readable axes whatever the dock's size
@@ -84,11 +84,22 @@ class GradientPanel(QWidget):
         """The selected module's observed grad_output[0] and grad_input[0] histograms, if any."""
         module = self.selection.current.module
         seen = self.observed.get(module) if module is not None else None
+        if seen is not None and self.observed_plot.isHidden():
+            self._show_observed_plot()
         self.observed_plot.setVisible(seen is not None)
         if seen is not None:
             hists = seen.histograms
             self.observed_plot.show_histograms(module or "(model)", hists.get("grad_output.0"),
                                                hists.get("grad_input.0"), None)
+
+    def _show_observed_plot(self) -> None:
+        """Show the observed plot with as much room as the parameter histogram (a splitter
+        gives a widget shown late only its minimum height)."""
+        sizes = self.split.sizes()
+        share = (sizes[0] + sizes[2]) // 3
+        self.observed_plot.setVisible(True)
+        self.split.setSizes([sizes[0] - share // 2 if sizes[0] > share else sizes[0], share,
+                             sizes[2] - share // 2 if sizes[2] > share else sizes[2], sizes[3]])
 
     def set_log(self, log: bool) -> None:
         """Linear or logarithmic counts in the histogram and heat map."""

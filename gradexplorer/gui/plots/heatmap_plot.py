@@ -51,9 +51,9 @@ class HistogramHeatmap(pg.PlotWidget):
         if self.shown is None:
             return ""
         edges, steps, counts = self.shown
-        if not (edges[0] <= y <= edges[-1]) or x < steps[0]:
+        if not (edges[0] <= y <= edges[-1]):
             return ""
-        row = int(np.searchsorted(steps, x, side="right")) - 1
+        row = int(np.argmin(np.abs(steps - x)))  # columns are centred on their steps
         col = min(int(np.searchsorted(edges, y, side="right")) - 1, counts.shape[1] - 1)
         return (f"step {int(steps[row])} · [{format_number(edges[col])}, "
                 f"{format_number(edges[col + 1])}): count {format_number(float(counts[row, col]))}")
@@ -77,13 +77,14 @@ class HistogramHeatmap(pg.PlotWidget):
         edges, counts = matrix.on_common_grid()
         shown = np.log10(1.0 + counts) if self.log else counts.astype(float)
         steps = matrix.steps
-        span = float(steps[-1] - steps[0]) + (float(np.median(np.diff(steps))) if len(steps) > 1 else 1.0)
+        pitch = float(np.median(np.diff(steps))) if len(steps) > 1 else 1.0
+        span = float(steps[-1] - steps[0]) + pitch  # each step's column centred on its number
         top = float(shown.max()) or 1.0
         self.image.setImage(shown.T, levels=(0.0, top))  # rows: value bins, columns: steps
         self.colour_bar.setLevels((0.0, top))
         self.shown = (np.asarray(edges, dtype=float), np.asarray(steps, dtype=float), counts)
         height = float(edges[-1] - edges[0]) or 1.0
-        self.image.setRect(QRectF(float(steps[0]), float(edges[0]), span, height))
+        self.image.setRect(QRectF(float(steps[0]) - pitch / 2, float(edges[0]), span, height))
         self.has_data = True
 
     def _show_note(self, text: str) -> None:

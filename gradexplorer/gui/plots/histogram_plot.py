@@ -30,7 +30,7 @@ class HistogramPlot(pg.PlotWidget):
         self.plotItem.setLabel("bottom", "gradient value")
         self.plotItem.showGrid(x=True, y=True, alpha=0.15)
         self.plotItem.disableAutoRange()  # ranges are set once per redraw (one repaint, not two)
-        steady_axes(self.plotItem)
+        steady_axes(self.plotItem, left_width=72)  # counts up to 7 digits beside the axis label
         self.previous_item = self.plot(stepMode="center", pen=pg.mkPen(PLOT_PENS["previous"], width=1.5))
         self.current_item = self.plot(stepMode="center", fillLevel=0,
                                       brush=pg.mkBrush(30, 136, 229, 110),
