@@ -65,3 +65,20 @@ def test_the_minimap_shows_when_zoomed_in_and_moves_the_view(qtbot, make_window)
     centre = view.mapToScene(view.viewport().rect().center())
     assert abs(centre.y() - top.y()) < minimap.visible_scene_rect().height()
     assert minimap.visible_scene_rect().top() <= panel.drawing.bounds()[1] + 1
+
+
+def test_explanations_are_written_on_hover_not_while_tracing(qtbot, make_window):
+    from gradexplorer.core.diagnose.explain import explain_node
+
+    window = make_window()
+    panel = window.graph_panel
+    open_model(qtbot, window)  # digits: every operation shown
+    graph = panel.drawing.graph
+    assert not any("explanation" in attrs for _, attrs in graph.nodes(data=True))  # none traced
+    node = next(n for n, a in graph.nodes(data=True) if a.get("kind") == "op")
+    index = panel.drawing.index[node]
+    panel.view.zoom_to([index])
+    pos = panel.view.mapFromScene(QPointF(*panel.drawing.xy[index].tolist()))
+    tip = panel.view.tooltip_at(pos)
+    assert explain_node(graph, node) in tip and graph.nodes[node]["explanation"] in tip
+    assert window.tree.topLevelItemCount() == 1 and window.table.table.rowCount() > 0

@@ -229,3 +229,16 @@ def test_noise_dialog_asks_for_a_seed(qtbot, monkeypatch):
     monkeypatch.setattr(QInputDialog, "getInt", staticmethod(lambda *a, **k: (0, False)))
     with qtbot.assertNotEmitted(menu.attach_requested, wait=100):
         noise.trigger()  # cancelling the seed attaches nothing
+
+
+def test_subtree_parameter_counts_match_each_module_own_count():
+    import torch
+
+    from gradexplorer.gui.module_tree import subtree_parameter_counts
+
+    shared = torch.nn.Linear(3, 3)
+    model = torch.nn.Sequential(torch.nn.Linear(2, 3), torch.nn.Sequential(shared, torch.nn.ReLU(), shared),
+                                torch.nn.LayerNorm(3))
+    counts = subtree_parameter_counts(model)
+    for path, module in model.named_modules():
+        assert counts.get(path, 0) == sum(p.numel() for p in module.parameters()), path

@@ -73,6 +73,7 @@ class SessionController(QObject):
     session_opened = property(lambda self: self.session.opened)
     model_opened = property(lambda self: self.session.model_opened)
     state_changed = property(lambda self: self.session.state_changed)
+    observed_changed = property(lambda self: self.session.observed_changed)
     hooks_changed = property(lambda self: self.session.hooks_changed)
     job_finished = property(lambda self: self.session.job_finished)
     error = property(lambda self: self.session.error)
@@ -234,6 +235,8 @@ class SessionController(QObject):
         live = self.live
         if live is not None and any(kind in ("detached", "failed") for kind, _, _ in update.events):
             self.post(lambda: _hook_state(live))  # a hook took itself off
+        if update.observed:
+            self.session.set_observed(update.observed)
         self.timeline.extend(update.points, update.steps_per_second)
 
     def _on_run_started(self) -> None:

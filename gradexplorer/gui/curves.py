@@ -6,17 +6,22 @@ import math
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtWidgets import QWidget
+from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
+from scipy.signal import lfilter
 from superqt.utils import qthrottled
 
 from gradexplorer.gui.models.timeline import TimelineModel
+from gradexplorer.gui.number_text import format_number
+from gradexplorer.gui.plots.hover import HoverReadout, nearest_point
 from gradexplorer.gui.theme import PLOT_PENS, steady_axes
 
 REDRAW_MS = 50  # at most 20 redraws a second while steps arrive
+SMOOTHING = 0.9  # weight of the exponential moving average when "smooth" is on (as TensorBoard)
 
 
-class TrainingCurves(pg.GraphicsLayoutWidget):
-    """Two x-linked plots side by side; ``refresh`` pushes the timeline's data into the existing items.
+class TrainingCurves(QWidget):
+    """Two x-linked plots side by side under a row of toggles (log y, smooth) and a readout of
+    the value under the mouse; ``refresh`` pushes the timeline's data into the existing items.
 
     Observes ``timeline.changed`` through its own throttle (``refresh_soon``); long curves are
     drawn peak-downsampled and clipped to the view by pyqtgraph.
@@ -27,32 +32,92 @@ class TrainingCurves(pg.GraphicsLayoutWidget):
         self.timeline = timeline
         self.refresh_soon = qthrottled(self.refresh, timeout=REDRAW_MS, parent=self)
         timeline.changed.connect(self.refresh_soon)
-        self.loss_plot = self.addPlot(row=0, col=0, title="loss")
-        self.norm_plot = self.addPlot(row=0, col=1, title="global gradient norm")
+        self.plots = pg.GraphicsLayoutWidget()
+        self.loss_plot = self.plots.addPlot(row=0, col=0, title="loss")
+        self.norm_plot = self.plots.addPlot(row=0, col=1, title="global gradient norm")
         self.norm_plot.setXLink(self.loss_plot)
         self.loss_plot.setLabel("bottom", "step")
         self.norm_plot.setLabel("bottom", "step")
-        self.loss_item = self._curve(self.loss_plot, PLOT_PENS["loss"])
-        self.norm_item = self._curve(self.norm_plot, PLOT_PENS["norm"])
+        self.loss_raw, self.loss_item = self._curves(self.loss_plot, PLOT_PENS["loss"])
+        self.norm_raw, self.norm_item = self._curves(self.norm_plot, PLOT_PENS["norm"])
+        self.log_box = QCheckBox("log y")
+        self.log_box.setToolTip("Logarithmic y axis on the loss and gradient-norm plots")
+        self.smooth_box = QCheckBox("smooth")
+        self.smooth_box.setToolTip(f"Exponential moving average (weight {SMOOTHING}); "
+                                   "the raw curve stays, faded")
+        self.readout = QLabel("")
+        self.log_box.toggled.connect(self.set_log)
+        self.smooth_box.toggled.connect(lambda _on: self.refresh())
+        for plot in (self.loss_plot, self.norm_plot):  # pyqtgraph's own menu stays in step
+            plot.ctrl.logYCheck.toggled.connect(self.log_box.setChecked)
+        header = QHBoxLayout()
+        header.setContentsMargins(4, 0, 4, 0)
+        header.addWidget(self.log_box)
+        header.addWidget(self.smooth_box)
+        header.addWidget(self.readout, 1)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(0)
+        layout.addLayout(header)
+        layout.addWidget(self.plots, 1)
+        self.hover = HoverReadout(self.plots.scene(), [self.loss_plot, self.norm_plot],
+                                  self.describe_point, self.readout.setText)
 
     @staticmethod
-    def _curve(plot: pg.PlotItem, colour: str) -> pg.PlotDataItem:
+    def _curves(plot: pg.PlotItem, colour: str) -> tuple[pg.PlotDataItem, pg.PlotDataItem]:
+        """The raw curve (faded while smoothing) and the curve shown on top."""
         plot.showGrid(x=True, y=True, alpha=0.2)
         plot.disableAutoRange()
         steady_axes(plot)
-        item = plot.plot(pen=pg.mkPen(colour, width=1.5))
-        item.setDownsampling(auto=True, method="peak")
-        item.setClipToView(True)
-        return item
+        faded = pg.mkColor(colour)
+        faded.setAlpha(70)
+        items = (plot.plot(pen=pg.mkPen(faded, width=1)), plot.plot(pen=pg.mkPen(colour, width=1.5)))
+        for item in items:
+            item.setDownsampling(auto=True, method="peak")
+            item.setClipToView(True)
+        return items
+
+    def set_log(self, log: bool) -> None:
+        """Logarithmic (True) or linear y axes on both plots."""
+        self.log_box.setChecked(log)
+        for plot in (self.loss_plot, self.norm_plot):
+            plot.setLogMode(y=log)
+        self.refresh()
 
     def refresh(self) -> None:
         """Show the timeline's current curves (one range change per plot, not one per item)."""
-        t = self.timeline
-        for plot, item, curve in ((self.loss_plot, self.loss_item, t.loss),
-                                  (self.norm_plot, self.norm_item, t.norm)):
+        t, smooth = self.timeline, self.smooth_box.isChecked()
+        for plot, raw, item, curve in ((self.loss_plot, self.loss_raw, self.loss_item, t.loss),
+                                       (self.norm_plot, self.norm_raw, self.norm_item, t.norm)):
             x, y = curve.x, curve.y
-            item.setData(x, y, connect="finite")
-            fit_range(plot, x, y, log=plot.ctrl.logYCheck.isChecked())
+            raw.setData(x, y, connect="finite") if smooth else raw.setData([], [])
+            item.setData(x, ema(y) if smooth else y, connect="finite")
+            fit_range(plot, x, y, log=self.log_box.isChecked())
+
+    def describe_point(self, plot: pg.PlotItem, x: float, _y: float) -> str:
+        """``step N · loss V`` for the step nearest the mouse (smoothed value too when on)."""
+        curve = self.timeline.loss if plot is self.loss_plot else self.timeline.norm
+        index = nearest_point(curve.x, curve.y, x)
+        if index is None:
+            return ""
+        name = "loss" if plot is self.loss_plot else "gradient norm"
+        text = f"step {int(curve.x[index])} · {name} {format_number(float(curve.y[index]))}"
+        if self.smooth_box.isChecked():
+            text += f" (smoothed {format_number(float(ema(curve.y)[index]))})"
+        return text
+
+
+def ema(y: np.ndarray, weight: float = SMOOTHING) -> np.ndarray:
+    """Debiased exponential moving average over the finite values (NaN stays NaN), as
+    TensorBoard smooths: ``s_t = w s_(t-1) + (1-w) y_t``, divided by ``1 - w^t``."""
+    y = np.asarray(y, dtype=np.float64)
+    out = np.full_like(y, np.nan)
+    finite = np.isfinite(y)
+    if finite.any():
+        values = y[finite]
+        avg = lfilter([1.0 - weight], [1.0, -weight], values)
+        out[finite] = avg / (1.0 - weight ** np.arange(1, len(values) + 1))
+    return out
 
 
 def fit_range(plot: pg.PlotItem, x: np.ndarray, y: np.ndarray, log: bool = False) -> None:

@@ -11,6 +11,7 @@ from gradexplorer.core.diagnose.explain import explain_node
 from gradexplorer.core.graph.style import format_shape, grad_text
 from gradexplorer.core.stats.records import STAT_FIELDS, STAT_LABELS
 from gradexplorer.gui.models.selection import Selection, SelectionModel, parameter_for
+from gradexplorer.gui.number_text import format_number
 
 SHOWN_FIELDS = [f for f in STAT_FIELDS if f not in ("nan_count", "inf_count")]  # those get a flag
 
@@ -25,12 +26,27 @@ def stats_rows(stats: Any) -> list[str]:
         return [_row("gradient", "not recorded yet: run a step")]
     if not stats.has_grad:
         return [_row("gradient", "<b style='color:#d32f2f'>none this step</b> (no gradient reached it)")]
-    rows = [_row(STAT_LABELS.get(f, f), "" if getattr(stats, f, None) is None else f"{getattr(stats, f):.4g}")
-            for f in SHOWN_FIELDS]
+    rows = [_row(STAT_LABELS.get(f, f), format_number(getattr(stats, f, None))) for f in SHOWN_FIELDS]
     bad = (stats.nan_count or 0) + (stats.inf_count or 0)
     flag = (f"<b style='color:#d32f2f'>⚠ {stats.nan_count} NaN, {stats.inf_count} Inf</b>"
             if bad else "none")
     return rows + [_row("NaN / Inf", flag)]
+
+
+def observed_rows(observed: Any) -> list[str]:
+    """Rows for what an observe hook saw in its module's last backward."""
+    rows = [f"<tr><td colspan=2 style='padding-top:4px'><b>observed</b> at step {observed.step} "
+            f"({observed.calls} calls)</td></tr>"]
+    for kind in ("grad_output", "grad_input"):
+        for i, entry in enumerate(getattr(observed, kind)):
+            if entry is None:
+                rows.append(_row(f"{kind}[{i}]", "None"))
+                continue
+            figures = " · ".join(f"{label} {format_number(entry[key])}" for key, label in
+                                 (("norm", "norm"), ("mean", "mean"), ("std", "std"),
+                                  ("abs_max", "max |g|")))
+            rows.append(_row(f"{kind}[{i}] {format_shape(entry['shape'])}", figures))
+    return rows
 
 
 class DetailsPane(QTextBrowser):
@@ -43,11 +59,12 @@ class DetailsPane(QTextBrowser):
         self.model = None
         self.stats: dict[str, Any] = {}
         self.hooks: dict[str, str] = {}
+        self.observed: dict[str, Any] = {}  # module -> ObservedGrads
         self.setOpenLinks(False)
         selection.changed.connect(lambda _s: self.refresh())
         self.refresh()
 
-    def set_context(self, graph=None, model=None, stats=None, hooks=None) -> None:
+    def set_context(self, graph=None, model=None, stats=None, hooks=None, observed=None) -> None:
         """Update whichever sources are given and redraw."""
         if graph is not None:
             self.graph = graph
@@ -57,11 +74,14 @@ class DetailsPane(QTextBrowser):
             self.stats = stats
         if hooks is not None:
             self.hooks = hooks
+        if observed is not None:
+            self.observed = observed
         self.refresh()
 
     def reset(self, model) -> None:
         """A new model: forget the last one's graph, statistics and hooks."""
         self.graph, self.model, self.stats, self.hooks = None, model, {}, {}
+        self.observed = {}
         self.refresh()
 
     def refresh(self) -> None:
@@ -94,6 +114,8 @@ class DetailsPane(QTextBrowser):
             rows.append(_row("type", escape(self._module_type(sel.module))))
         if sel.module is not None:
             rows.append(_row("hook", escape(self.hooks.get(sel.module, "none"))))
+            if sel.module in self.observed:
+                rows += observed_rows(self.observed[sel.module])
         param = sel.param or parameter_for(sel, self.model)
         if param:
             rows.append(f"<tr><td colspan=2><b>{escape(param)}</b> {self._param_shape(param)}</td></tr>")

@@ -105,6 +105,9 @@ class FileActions(QObject):
             self.window.show_error(str(exc))
             return None
         self.snapshot_windows.append(window)
+        for folder in (other, path):  # path ends up first
+            if folder:
+                self.window.settings.add_recent("snapshots", str(Path(folder).resolve()))
         window.show()
         return window
 

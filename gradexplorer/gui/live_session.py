@@ -11,6 +11,7 @@ import torch
 
 from gradexplorer.core.diagnose.nan_origin import NonFiniteOrigin
 from gradexplorer.core.hooks import HookRegistry, hookable_modules
+from gradexplorer.core.hooks.observed import ObserveReporter
 from gradexplorer.core.model.spec import ModelOptions, load_workload
 from gradexplorer.core.session.engine import SessionConfig, TrainingSession
 from gradexplorer.core.stats.monitor import GradientMonitor, warm_up
@@ -85,3 +86,5 @@ def _attach(live: LiveSession) -> None:
     live.hooks.install(live.session)
     # where a step's NaN/Inf was born, told through the hook registry's listeners (the mailbox)
     live.session.add_observer(NonFiniteOrigin(live.session, live.hooks.listeners))
+    # what observe hooks saw, as plain records in each step result (the mailbox carries them)
+    live.session.add_observer(ObserveReporter(live.hooks, live.monitor.bins))

@@ -6,6 +6,7 @@ from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QCloseEvent, QCursor
 from PySide6.QtWidgets import QApplication, QDockWidget, QMainWindow, QSplitter, QWidget
 from superqt.utils import qthrottled
+from torch import nn
 
 from gradexplorer.gui.controller import IDLE, SessionController
 from gradexplorer.gui.curves import TrainingCurves
@@ -59,7 +60,8 @@ class MainWindow(QMainWindow):
         self.file_actions = FileActions(self)
         self._throttles = (
             qthrottled(self._redraw_parameters, timeout=TABLES_MS, leading=False, parent=self),
-            qthrottled(self._redraw_graph_tint, timeout=TINT_MS, leading=False, parent=self))
+            qthrottled(self._redraw_graph_tint, timeout=TINT_MS, leading=False, parent=self),
+            qthrottled(self._redraw_observed, timeout=TABLES_MS, leading=False, parent=self))
         self.addToolBar(self.run_controls)
         self.status = RunStatusBar(self.controller, self)
         self.setStatusBar(self.status)
@@ -102,8 +104,9 @@ class MainWindow(QMainWindow):
         c = self.controller
         c.model_opened.connect(self._model_opened)
         c.session_opened.connect(self._session_opened)
-        for throttle in self._throttles:
+        for throttle in self._throttles[:2]:
             c.timeline.changed.connect(throttle)
+        c.observed_changed.connect(self._throttles[2])
         c.state_changed.connect(self._state_changed)
         c.hooks_changed.connect(self._hooks_changed)
         c.job_finished.connect(self._job_finished)
@@ -113,6 +116,8 @@ class MainWindow(QMainWindow):
         self.graph_panel.hook_menu_requested.connect(self.show_hook_menu)
         self.graph_panel.refresh_requested.connect(lambda: self.trace_graph(fit=False))
         self.graph_panel.laid_out.connect(lambda graph: self.details.set_context(graph=graph))
+        self.graph_panel.laid_out.connect(self._fill_model_views)
+        c.error.connect(self._fill_model_views)  # a failed trace: fill them anyway
         self.graph_panel.hook_selected_requested.connect(self.hook_selected)
 
     def set_theme(self, theme: str) -> None:
@@ -132,20 +137,38 @@ class MainWindow(QMainWindow):
         self.selection.clear()
         self.graph_panel.clear()
         self.details.reset(live.session.model)
+        self.tree.clear_model()  # rebuilt once the new graph is drawn
+        self.table.table.set_model(nn.Module())
 
     def _session_opened(self, live) -> None:
         self._hooked = {}  # a new model: its graph comes from a trace
         self.setWindowTitle(f"gradexplorer — {live.spec}")
         self.trace_graph(fit=True)  # first: the worker traces while the views below fill
-        self.controller.probe_hooks()  # after the trace: the first view comes first
         model = live.session.model
-        self.tree.set_model(model)
-        self.table.table.set_model(model)
-        self.table.fit_columns()
         self.details.set_context(model=model, stats={}, hooks={})
         self.gradients.set_model(model)
         self.curves.refresh()
         self.settings.set_last_model(live.spec)
+        self.settings.add_recent("models", live.spec)
+        # the module tree, the parameter table and the hook-safety probe wait for the first
+        # view of the graph: on 4,000-module models they cost about a second of the GUI thread
+        # and the training thread, which the trace and layout need first
+        self._after_first_view = live
+
+    def _fill_model_views(self, *_args) -> None:
+        """The views that wait for the first graph view (or for an error that stops it)."""
+        live, self._after_first_view = getattr(self, "_after_first_view", None), None
+        if live is None or live is not self.controller.live:
+            return
+        self.controller.probe_hooks()
+        model = live.session.model
+        self.tree.set_model(model)
+        self.tree.set_hooks(self.controller.hooks)
+        self.table.table.set_model(model)
+        self.table.fit_columns()
+        self.tree.show_selection(self.selection.current)  # chosen before the rows existed
+        self.table.show_selection(self.selection.current)
+        self._redraw_parameters()
 
     def trace_graph(self, fit: bool = True) -> None:
         """Trace the backward graph on the training thread (with every op's gradient when the
@@ -172,6 +195,11 @@ class MainWindow(QMainWindow):
         latest = self.controller.timeline.latest_gradients
         if latest is not None:
             self.graph_panel.set_stats(latest.params)
+
+    def _redraw_observed(self) -> None:
+        observed = self.controller.session.observed
+        self.details.set_context(observed=observed)
+        self.gradients.show_observed(observed)
 
     def _state_changed(self, state: str) -> None:
         if state == IDLE:  # the run ended: show its very last step everywhere

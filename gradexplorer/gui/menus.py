@@ -6,6 +6,7 @@ from PySide6.QtGui import QAction, QActionGroup, QKeySequence
 from PySide6.QtWidgets import QMainWindow, QMessageBox
 
 from gradexplorer.gui.about_dialog import AboutDialog
+from gradexplorer.gui.recent_menus import add_recent_menus
 from gradexplorer.gui.run_controls import make_action
 from gradexplorer.gui.theme import THEMES
 
@@ -51,6 +52,7 @@ def build_menus(window: QMainWindow) -> None:
     window.reset_action.setToolTip("open the same model again: fresh weights (same seed), step 0, "
                                    "no hooks, empty plots")
     file_menu.addAction(window.reset_action)
+    add_recent_menus(window, file_menu)
     window.file_menu = file_menu
     file_menu.addSeparator()
     window.file_actions.add_to(file_menu)

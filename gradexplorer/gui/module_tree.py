@@ -39,9 +39,15 @@ class ModuleItem(QTreeWidgetItem):
         return mine < theirs
 
 
-def own_parameter_count(module: nn.Module) -> int:
-    """Parameters of ``module`` and its children."""
-    return sum(p.numel() for p in module.parameters())
+def subtree_parameter_counts(model: nn.Module) -> dict[str, int]:
+    """Module path -> parameters of that module and its children (a tensor shared within a
+    subtree counted once), in one pass over the parameters instead of one per module."""
+    members: dict[str, dict[int, int]] = {}
+    for name, param in model.named_parameters(remove_duplicate=False):
+        parts = name.split(".")[:-1]
+        for depth in range(len(parts) + 1):
+            members.setdefault(".".join(parts[:depth]), {})[id(param)] = param.numel()
+    return {path: sum(sizes.values()) for path, sizes in members.items()}
 
 
 class ModuleTree(QTreeWidget):
@@ -67,16 +73,22 @@ class ModuleTree(QTreeWidget):
         self.itemSelectionChanged.connect(self._user_selected)
         selection.changed.connect(self.show_selection)
 
+    def clear_model(self) -> None:
+        """No rows (a new model is on its way)."""
+        self.clear()
+        self._items, self._badged = {}, {}
+
     def set_model(self, model: nn.Module) -> None:
         """Rebuild the tree for ``model``."""
         sorting = self.isSortingEnabled()
         self.setSortingEnabled(False)
         self.clear()
         self._items, self._badged = {}, {}
+        counts = subtree_parameter_counts(model)
         for path, module in model.named_modules():
             parent_path = path.rpartition(".")[0] if path else None
             parent = self._items.get(parent_path) if parent_path is not None else None
-            count = own_parameter_count(module)
+            count = counts.get(path, 0)
             item = ModuleItem([path.rpartition(".")[2] or "(model)", type(module).__name__,
                                f"{count:,}", ""] + [""] * len(GRADIENT_COLUMNS))
             item.setData(0, PATH_ROLE, path)

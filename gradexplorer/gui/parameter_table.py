@@ -14,6 +14,7 @@ from torch import nn
 from gradexplorer.core.graph.style import format_shape
 from gradexplorer.gui.graph.tint import magnitude_colours
 from gradexplorer.gui.models.selection import Selection, SelectionModel
+from gradexplorer.gui.number_text import format_number
 from gradexplorer.gui.theme import ALARM
 
 TINTED_TEXT = "#17252c"
@@ -23,11 +24,6 @@ COLUMNS = ("Parameter", "Norm", "Max |g|", "Upd ratio", "NaN/Inf", "Shape", "Num
 LIVE = (1, 2, 3, 4)  # columns that follow the latest step
 STATIC = {5: 1, 6: 2, 7: 3}  # column -> index into a row after the name
 NUMBERS = (1, 2, 3, 6)  # right-aligned
-
-
-def format_number(value: float | None) -> str:
-    """Compact scientific text, blank for None."""
-    return "" if value is None else f"{value:.3g}"
 
 
 class ParameterTableModel(QAbstractTableModel):
@@ -105,11 +101,11 @@ class ParameterTableModel(QAbstractTableModel):
         if not stats.has_grad:
             return "no grad" if column == 1 else ""
         if column == 1:
-            return format_number(stats.norm)
+            return format_number(stats.norm, 3)
         if column == 2:
-            return format_number(stats.abs_max)
+            return format_number(stats.abs_max, 3)
         if column == 3:
-            return format_number(stats.update_ratio)
+            return format_number(stats.update_ratio, 3)
         bad = (stats.nan_count or 0) + (stats.inf_count or 0)
         return f"⚠ {stats.nan_count}/{stats.inf_count}" if bad else "ok"
 

@@ -1,8 +1,9 @@
 """A thread-safe mailbox between the training thread and the GUI: small results only (Qt-free).
 
 The worker pushes; the first push into an empty mailbox asks for one wake-up of the GUI
-thread (``notify``), which drains everything that arrived by then. Gradient statistics do not
-pass through here: the GUI reads the monitor's own history.
+thread (``notify``), which drains everything that arrived by then. Parameter gradient statistics
+do not pass through here (the GUI reads the monitor's own history); what observe hooks saw does,
+as plain records (``ObservedGrads``).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ class RunUpdate:
     points: list[StepPoint] = field(default_factory=list)
     events: list[tuple[str, str, str]] = field(default_factory=list)  # (kind, module, message)
     steps_per_second: float = 0.0
+    observed: dict = field(default_factory=dict)  # module -> ObservedGrads (the newest)
 
     @property
     def latest(self) -> StepPoint | None:
@@ -48,6 +50,7 @@ class RunBuffer:
         with self._lock:
             wake = self._empty()
             self._pending.points.append(point)
+            self._pending.observed.update(result.extras.get("observed", {}))
             self._times.append(now)
             while self._times and now - self._times[0] > self._rate_window:
                 self._times.popleft()
@@ -63,13 +66,13 @@ class RunBuffer:
             self._notify()
 
     def _empty(self) -> bool:
-        return not (self._pending.points or self._pending.events)
+        return not (self._pending.points or self._pending.events or self._pending.observed)
 
     def drain(self) -> RunUpdate | None:
         """Take what arrived since the last drain, or None when nothing did."""
         with self._lock:
             update = self._pending
-            if not (update.points or update.events):
+            if not (update.points or update.events or update.observed):
                 return None
             self._pending = RunUpdate()
             update.steps_per_second = self._rate()

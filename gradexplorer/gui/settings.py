@@ -1,10 +1,13 @@
-"""What the app remembers between launches (QSettings): window geometry, last model."""
+"""What the app remembers between launches (QSettings): window geometry, last model, recent
+models and snapshots."""
 
 from __future__ import annotations
 
 from PySide6.QtCore import QByteArray, QSettings
 
 ORGANIZATION, APPLICATION = "gradexplorer", "gradexplorer"
+RECENT_MAX = 8  # entries in each recent list
+RECENT_KINDS = ("models", "snapshots")
 
 
 class AppSettings:
@@ -34,6 +37,23 @@ class AppSettings:
 
     def set_last_model(self, spec: str) -> None:
         self._s.setValue("model/last", spec)
+
+    def recent(self, kind: str) -> list[str]:
+        """The recent ``models`` (specs) or ``snapshots`` (folders), newest first."""
+        value = self._s.value(f"recent/{kind}")
+        if isinstance(value, str):  # QSettings (INI) gives one entry back as a plain string
+            value = [value]
+        return [str(v) for v in value or [] if v]
+
+    def add_recent(self, kind: str, entry: str) -> list[str]:
+        """Put ``entry`` first in the recent ``kind`` list (once, at most RECENT_MAX kept)."""
+        entries = [entry] + [e for e in self.recent(kind) if e != entry]
+        self._s.setValue(f"recent/{kind}", entries[:RECENT_MAX])
+        return entries[:RECENT_MAX]
+
+    def forget_recent(self, kind: str, entry: str) -> None:
+        """Drop ``entry`` from the recent ``kind`` list (it no longer opens)."""
+        self._s.setValue(f"recent/{kind}", [e for e in self.recent(kind) if e != entry])
 
     def last_dir(self) -> str:
         """Folder of the last file dialog."""

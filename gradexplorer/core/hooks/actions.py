@@ -61,17 +61,23 @@ class Observe(Action):
         self._inputs: list = []
         self._outputs: list = []
         self._tensors: dict[str, torch.Tensor] = {}
+        self._last: dict[str, torch.Tensor] = {}
 
     def __call__(self, module, grad_input, grad_output):
         self._inputs, self._outputs = summarize_tuple(grad_input), summarize_tuple(grad_output)
+        self._last = {  # references (autograd does not change them afterwards), for histograms
+            f"{kind}.{i}": g.detach()
+            for kind, grads in (("grad_input", grad_input), ("grad_output", grad_output))
+            for i, g in enumerate(grads)
+            if isinstance(g, torch.Tensor)
+        }
         if self.capture:
-            self._tensors = {
-                f"{kind}.{i}": g.detach().clone()
-                for kind, grads in (("grad_input", grad_input), ("grad_output", grad_output))
-                for i, g in enumerate(grads)
-                if isinstance(g, torch.Tensor)
-            }
+            self._tensors = {key: g.clone() for key, g in self._last.items()}
         return None
+
+    def last_grads(self) -> dict[str, torch.Tensor]:
+        """The last call's gradients (not copies), keyed by ``grad_input.I`` / ``grad_output.I``."""
+        return dict(self._last)
 
     def stats(self) -> dict[str, Any]:
         return {"grad_input": as_floats(self._inputs), "grad_output": as_floats(self._outputs)}

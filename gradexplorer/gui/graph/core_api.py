@@ -21,7 +21,8 @@ __all__ = ["LAYOUTS", "add_hook_nodes", "collapse_by_module", "expansions_to_rev
 def traced_graph(session, grads: bool = False):
     """The session's next backward graph; with ``grads``, every node's gradient too and the
     NaN/Inf origin marked (or, for a non-finite loss, the forward op that made it in the graph
-    attribute ``forward_origin``). Every node carries its ``explanation``."""
+    attribute ``forward_origin``). Explanations are written lazily (``explain_node`` on hover
+    or selection): ``explain_graph`` costs ~1.3 s on a 12k-node graph, before the first view."""
     if grads:
         graph = trace_gradients(session)
         nonfinite_origin(graph)
@@ -30,4 +31,4 @@ def traced_graph(session, grads: bool = False):
             graph.graph["forward_origin"] = forward["text"]
     else:
         graph = trace_backward_graph(session)
-    return explain_graph(graph)
+    return graph

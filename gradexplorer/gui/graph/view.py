@@ -9,6 +9,7 @@ from PySide6.QtWidgets import QGraphicsScene, QGraphicsView, QToolTip, QWidget
 
 from gradexplorer.core.graph.style import node_tooltip
 from gradexplorer.gui.graph.canvas import GraphCanvas
+from gradexplorer.gui.graph.core_api import explain_node
 from gradexplorer.gui.graph.drawing import NODE_H, NODE_W
 from gradexplorer.gui.graph.minimap import Minimap
 from gradexplorer.gui.theme import GRAPH_BACKGROUND, current_theme
@@ -109,7 +110,11 @@ class GraphView(QGraphicsView):
         drawing = self.canvas.drawing
         if index < 0 or drawing is None:
             return ""
-        return node_tooltip(drawing.graph.nodes[drawing.ids[index]])
+        node = drawing.ids[index]
+        attrs = drawing.graph.nodes[node]
+        if "explanation" not in attrs:  # written on first hover (tracing does not explain)
+            attrs["explanation"] = explain_node(drawing.graph, node)
+        return node_tooltip(attrs)
 
     def viewportEvent(self, event) -> bool:  # noqa: N802 - Qt API
         if event.type() == QEvent.ToolTip:

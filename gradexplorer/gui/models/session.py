@@ -70,7 +70,8 @@ class SessionModel:
     Events: ``opened(LiveSession)``, ``model_opened(LiveSession)`` (a new model, before
     ``opened``), ``state_changed(str)``, ``hooks_changed(dict)``,
     ``job_finished(result)`` with one of the typed results above, ``error(str)`` (one line for a
-    dialog), ``message(str)`` (a status-bar note) and ``event(kind, text)`` for the event log.
+    dialog), ``message(str)`` (a status-bar note), ``event(kind, text)`` for the event log and
+    ``observed_changed(dict)`` (module -> ObservedGrads: what observe hooks saw last).
     """
 
     opened = Signal(object)
@@ -81,12 +82,14 @@ class SessionModel:
     error = Signal(str)
     message = Signal(str)
     event = Signal(str, str)
+    observed_changed = Signal(dict)
 
     def __init__(self) -> None:
         self.live: Any = None
         self.state = IDLE
         self.hooks: dict[str, str] = {}
         self.exporter: Any = None
+        self.observed: dict[str, Any] = {}
 
     def set_state(self, state: str) -> None:
         """Announce a new run state (no event when unchanged)."""
@@ -98,6 +101,14 @@ class SessionModel:
         """Announce the hooks now attached."""
         self.hooks = dict(hooks)
         self.hooks_changed.emit(self.hooks)
+        if any(module not in self.hooks for module in self.observed):  # detached: forget them
+            self.set_observed({m: o for m, o in self.observed.items() if m in self.hooks}, merge=False)
+
+    def set_observed(self, observed: dict[str, Any], merge: bool = True) -> None:
+        """Announce what observe hooks saw (merged into what they saw before, unless ``merge``
+        is False)."""
+        self.observed = {**self.observed, **observed} if merge else dict(observed)
+        self.observed_changed.emit(self.observed)
 
     def open(self, live: Any, fresh: bool) -> None:
         """Show a newly opened (or re-made) session."""
@@ -106,6 +117,7 @@ class SessionModel:
             if self.exporter is not None and self.exporter.folder is not None:
                 self.exporter.folder.release()  # a new model: its export folder is free again
             self.hooks, self.exporter = {}, None
+            self.set_observed({}, merge=False)
             self.model_opened.emit(live)
         self.set_state(IDLE)
         self.opened.emit(live)

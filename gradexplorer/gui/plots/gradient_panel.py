@@ -42,6 +42,9 @@ class GradientPanel(QWidget):
         self.log_box = QCheckBox("log counts")
         self.log_box.toggled.connect(self.set_log)
         self.histogram = HistogramPlot()
+        self.observed: dict = {}  # module -> ObservedGrads, from the session model
+        self.observed_plot = HistogramPlot(title="observed grad_output[0] (filled), grad_input[0]")
+        self.observed_plot.hide()  # shown while the selected module has an observe hook's data
         self.heatmap = HistogramHeatmap()
         self.flow_panel = FlowPanel()
         self.flow = self.flow_panel.chart
@@ -50,12 +53,13 @@ class GradientPanel(QWidget):
         header = QHBoxLayout()
         header.addWidget(self.param_label, 1)
         header.addWidget(self.log_box)
-        split = QSplitter(Qt.Vertical)
-        for plot, least in ((self.histogram, 110), (self.heatmap, 90), (self.flow_panel, 140)):
+        split = self.split = QSplitter(Qt.Vertical)
+        for plot, least in ((self.histogram, 110), (self.observed_plot, 110), (self.heatmap, 90),
+                            (self.flow_panel, 140)):
             plot.setMinimumHeight(least)  # readable axes whatever the dock's size
             split.addWidget(plot)
         split.setChildrenCollapsible(False)
-        for index, stretch in enumerate((2, 2, 3)):  # the flow chart lists every parameter
+        for index, stretch in enumerate((2, 2, 2, 3)):  # the flow chart lists every parameter
             split.setStretchFactor(index, stretch)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
@@ -71,13 +75,41 @@ class GradientPanel(QWidget):
         self.param = parameter_for(self.selection.current, model) or first
         self.refresh()
 
+    def show_observed(self, observed: dict) -> None:
+        """What observe hooks saw last (module -> ObservedGrads); redraws the observed plot."""
+        self.observed = observed
+        self.refresh_observed()
+
+    def refresh_observed(self) -> None:
+        """The selected module's observed grad_output[0] and grad_input[0] histograms, if any."""
+        module = self.selection.current.module
+        seen = self.observed.get(module) if module is not None else None
+        if seen is not None and self.observed_plot.isHidden():
+            self._show_observed_plot()
+        self.observed_plot.setVisible(seen is not None)
+        if seen is not None:
+            hists = seen.histograms
+            self.observed_plot.show_histograms(module or "(model)", hists.get("grad_output.0"),
+                                               hists.get("grad_input.0"), None)
+
+    def _show_observed_plot(self) -> None:
+        """Show the observed plot with as much room as the parameter histogram (a splitter
+        gives a widget shown late only its minimum height)."""
+        sizes = self.split.sizes()
+        share = (sizes[0] + sizes[2]) // 3
+        self.observed_plot.setVisible(True)
+        self.split.setSizes([sizes[0] - share // 2 if sizes[0] > share else sizes[0], share,
+                             sizes[2] - share // 2 if sizes[2] > share else sizes[2], sizes[3]])
+
     def set_log(self, log: bool) -> None:
         """Linear or logarithmic counts in the histogram and heat map."""
         self.histogram.set_log(log)
+        self.observed_plot.set_log(log)
         self.heatmap.set_log(log)
         self.refresh()
 
     def _selection_changed(self, selection: Selection) -> None:
+        self.refresh_observed()
         param = parameter_for(selection, self.model)
         if param and param != self.param:
             self.param = param
@@ -88,6 +120,7 @@ class GradientPanel(QWidget):
         self.refresh_histogram()
         self.refresh_heatmap()
         self.refresh_flow()
+        self.refresh_observed()
 
     def flush(self) -> None:
         """Draw now what the throttles hold back (end of a run, screenshots)."""

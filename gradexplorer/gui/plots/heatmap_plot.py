@@ -7,6 +7,8 @@ import pyqtgraph as pg
 from PySide6.QtCore import QRectF
 from PySide6.QtWidgets import QWidget
 
+from gradexplorer.gui.number_text import format_number
+from gradexplorer.gui.plots.hover import HoverReadout
 from gradexplorer.gui.theme import ALARM, steady_axes
 
 
@@ -21,8 +23,16 @@ class HistogramHeatmap(pg.PlotWidget):
         self.plotItem.setLabel("left", "gradient value")
         steady_axes(self.plotItem)
         self.image = pg.ImageItem(axisOrder="row-major")
-        self.image.setColorMap(pg.colormap.get("viridis"))
         self.addItem(self.image)
+        self.colour_bar = pg.ColorBarItem(colorMap=pg.colormap.get("viridis"), interactive=False,
+                                          values=(0, 1), width=12, label=self._bar_label())
+        self.colour_bar.setImageItem(self.image, insert_in=self.plotItem)
+        self.readout = pg.TextItem("", anchor=(0, 0))
+        self.readout.setZValue(11)
+        self.addItem(self.readout, ignoreBounds=True)
+        self.shown = None  # (edges, steps, counts) drawn now, for the hover readout
+        self.hover = HoverReadout(self.scene(), [self.plotItem],
+                                  lambda _plot, x, y: self.describe_cell(x, y), self.show_readout)
         self.note = pg.TextItem("", anchor=(0.5, 0.5), color=ALARM)
         self.addItem(self.note, ignoreBounds=True)
         self.has_data = False
@@ -30,23 +40,51 @@ class HistogramHeatmap(pg.PlotWidget):
     def set_log(self, log: bool) -> None:
         """Colour by log10(1 + count) or by count."""
         self.log = log
+        self.colour_bar.setLabel("right", self._bar_label())
+
+    def _bar_label(self) -> str:
+        return "log10(1 + count)" if self.log else "count"
+
+    def describe_cell(self, x: float, y: float) -> str:
+        """``step S · [lo, hi): count N`` for the cell under the mouse (counts on the common grid
+        of every step, redistributed, so not always whole)."""
+        if self.shown is None:
+            return ""
+        edges, steps, counts = self.shown
+        if not (edges[0] <= y <= edges[-1]):
+            return ""
+        row = int(np.argmin(np.abs(steps - x)))  # columns are centred on their steps
+        col = min(int(np.searchsorted(edges, y, side="right")) - 1, counts.shape[1] - 1)
+        return (f"step {int(steps[row])} · [{format_number(edges[col])}, "
+                f"{format_number(edges[col + 1])}): count {format_number(float(counts[row, col]))}")
+
+    def show_readout(self, text: str) -> None:
+        """Write ``text`` in the plot's top-left corner."""
+        self.readout.setText(text)
+        if text:
+            (x0, _x1), (_y0, y1) = self.plotItem.vb.viewRange()
+            self.readout.setPos(x0, y1)
 
     def show_matrix(self, name: str | None, matrix) -> None:
         """Draw a HistogramMatrix (rows are steps); empty when there is none."""
         self.plotItem.setTitle(f"histogram over steps · {name}" if name else "histogram over steps")
         if matrix is None or not len(matrix.steps):
             self.image.clear()
-            self.has_data = False
+            self.has_data, self.shown = False, None
             self._show_note("no gradient recorded yet" if name else "select a parameter")
             return
         self._show_note("")
         edges, counts = matrix.on_common_grid()
         shown = np.log10(1.0 + counts) if self.log else counts.astype(float)
         steps = matrix.steps
-        span = float(steps[-1] - steps[0]) + (float(np.median(np.diff(steps))) if len(steps) > 1 else 1.0)
-        self.image.setImage(shown.T, autoLevels=True)  # rows: value bins, columns: steps
+        pitch = float(np.median(np.diff(steps))) if len(steps) > 1 else 1.0
+        span = float(steps[-1] - steps[0]) + pitch  # each step's column centred on its number
+        top = float(shown.max()) or 1.0
+        self.image.setImage(shown.T, levels=(0.0, top))  # rows: value bins, columns: steps
+        self.colour_bar.setLevels((0.0, top))
+        self.shown = (np.asarray(edges, dtype=float), np.asarray(steps, dtype=float), counts)
         height = float(edges[-1] - edges[0]) or 1.0
-        self.image.setRect(QRectF(float(steps[0]), float(edges[0]), span, height))
+        self.image.setRect(QRectF(float(steps[0]) - pitch / 2, float(edges[0]), span, height))
         self.has_data = True
 
     def _show_note(self, text: str) -> None:

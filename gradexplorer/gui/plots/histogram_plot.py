@@ -8,6 +8,8 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtWidgets import QWidget
 
+from gradexplorer.gui.number_text import format_number
+from gradexplorer.gui.plots.hover import HoverReadout
 from gradexplorer.gui.theme import ALARM, PLOT_PENS, steady_axes
 
 
@@ -20,14 +22,15 @@ def shown_counts(counts: np.ndarray, log: bool) -> np.ndarray:
 class HistogramPlot(pg.PlotWidget):
     """Draws with two existing step-curves; ``show`` only calls ``setData``."""
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, parent: QWidget | None = None, title: str = "gradient histogram") -> None:
         super().__init__(parent)
         self.log = False
-        self.plotItem.setTitle("gradient histogram")
+        self.title = title
+        self.plotItem.setTitle(title)
         self.plotItem.setLabel("bottom", "gradient value")
         self.plotItem.showGrid(x=True, y=True, alpha=0.15)
         self.plotItem.disableAutoRange()  # ranges are set once per redraw (one repaint, not two)
-        steady_axes(self.plotItem)
+        steady_axes(self.plotItem, left_width=72)  # counts up to 7 digits beside the axis label
         self.previous_item = self.plot(stepMode="center", pen=pg.mkPen(PLOT_PENS["previous"], width=1.5))
         self.current_item = self.plot(stepMode="center", fillLevel=0,
                                       brush=pg.mkBrush(30, 136, 229, 110),
@@ -35,7 +38,32 @@ class HistogramPlot(pg.PlotWidget):
         self.note = pg.TextItem("", anchor=(0.5, 0.5), color=ALARM)
         self.note.setZValue(10)
         self.addItem(self.note, ignoreBounds=True)
+        self.readout = pg.TextItem("", anchor=(0, 0))  # the bin under the mouse, top left
+        self.readout.setZValue(11)
+        self.addItem(self.readout, ignoreBounds=True)
+        self.current = None
+        self.hover = HoverReadout(self.scene(), [self.plotItem],
+                                  lambda _plot, x, _y: self.describe_bin(x), self.show_readout)
         self._set_axis_label()
+
+    def describe_bin(self, x: float) -> str:
+        """``[lo, hi): N values`` for the bin of the current histogram under ``x``."""
+        hist = self.current
+        if hist is None:
+            return ""
+        edges = np.asarray(hist.edges, dtype=float)
+        if not edges[0] <= x <= edges[-1]:
+            return ""
+        i = min(int(np.searchsorted(edges, x, side="right")) - 1, len(hist.counts) - 1)
+        return (f"[{format_number(edges[i])}, {format_number(edges[i + 1])}): "
+                f"{int(hist.counts[i])} values")
+
+    def show_readout(self, text: str) -> None:
+        """Write ``text`` in the plot's top-left corner."""
+        self.readout.setText(text)
+        if text:
+            (x0, _x1), (_y0, y1) = self.plotItem.vb.viewRange()
+            self.readout.setPos(x0, y1)
 
     def _set_axis_label(self) -> None:
         self.plotItem.setLabel("left", "log10(1 + count)" if self.log else "count")
@@ -47,8 +75,8 @@ class HistogramPlot(pg.PlotWidget):
 
     def show_histograms(self, name: str | None, current: Any, previous: Any, stats: Any) -> None:
         """Draw ``current`` (and ``previous`` ghosted); explain when there is nothing to draw."""
-        self.plotItem.setTitle(f"gradient histogram · {name}" if name else "gradient histogram")
-        shown = []
+        self.plotItem.setTitle(f"{self.title} · {name}" if name else self.title)
+        shown, self.current = [], current
         for item, hist in ((self.current_item, current), (self.previous_item, previous)):
             if hist is None:
                 item.setData([], [])

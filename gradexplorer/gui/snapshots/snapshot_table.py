@@ -10,7 +10,7 @@ from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableWidget, QTab
 
 from gradexplorer.core.graph.style import format_shape
 from gradexplorer.core.snapshot import Comparison, Snapshot
-from gradexplorer.gui.parameter_table import format_number
+from gradexplorer.gui.number_text import format_number
 from gradexplorer.gui.theme import ALARM
 
 SNAPSHOT_COLUMNS = ("Parameter", "Shape", "Norm", "Max |g|", "Zeros", "NaN/Inf")
@@ -30,7 +30,7 @@ def _item(text: str, numeric: bool = False, alarm: bool = False) -> QTableWidget
 def _cells(value: float | None) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "—"
-    return format_number(value)
+    return format_number(value, 3)
 
 
 class SnapshotTable(QTableWidget):

@@ -1,0 +1,10 @@
+"""How every view writes a number: compact significant digits, exact zero as plain ``0``."""
+
+from __future__ import annotations
+
+
+def format_number(value: float | None, digits: int = 4) -> str:
+    """``digits`` significant digits; "" for None; 0 (and -0) as ``0``, never ``0e+00``/``-0``."""
+    if value is None:
+        return ""
+    return "0" if value == 0 else f"{value:.{digits}g}"

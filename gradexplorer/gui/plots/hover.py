@@ -1,0 +1,39 @@
+"""Value readout on hover: a rate-limited mouse tracker for pyqtgraph plots."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pyqtgraph as pg
+
+HOVER_RATE = 30  # readouts per second at most (pyqtgraph SignalProxy rateLimit)
+
+
+class HoverReadout:
+    """Calls ``show(text)`` with ``describe(plot, x, y)`` for the plot under the mouse (x, y in
+    the plot's view coordinates), or with "" when the mouse leaves every plot."""
+
+    def __init__(self, scene, plots: list[pg.PlotItem],
+                 describe: Callable[[pg.PlotItem, float, float], str],
+                 show: Callable[[str], None]) -> None:
+        self.plots, self.describe, self.show = plots, describe, show
+        self.proxy = pg.SignalProxy(scene.sigMouseMoved, rateLimit=HOVER_RATE, slot=self.moved)
+
+    def moved(self, event) -> None:
+        """The proxy's slot: ``event`` is ``(scene position,)``."""
+        pos = event[0]
+        for plot in self.plots:
+            if plot.vb.sceneBoundingRect().contains(pos):
+                point = plot.vb.mapSceneToView(pos)
+                self.show(self.describe(plot, point.x(), point.y()))
+                return
+        self.show("")
+
+
+def nearest_point(x: np.ndarray, y: np.ndarray, at: float) -> int | None:
+    """Index of the finite point whose x is nearest ``at`` (None when there is none)."""
+    finite = np.flatnonzero(np.isfinite(y))
+    if not finite.size:
+        return None
+    return int(finite[np.argmin(np.abs(x[finite] - at))])
