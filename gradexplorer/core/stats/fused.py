@@ -47,6 +47,7 @@ class Prepared:
     values: torch.Tensor  # float64, non-finite elements and padding set to 0
     bad: torch.Tensor  # bool: NaN, ±Inf or padding
     nan: torch.Tensor  # bool
+    wide: bool  # float64 gradients (else float32 or narrower: no overflow is possible)
 
 
 def counts_and_extremes(x: torch.Tensor, blocks: Blocks):
@@ -83,14 +84,20 @@ def moments(x: torch.Tensor, blocks: Blocks) -> tuple[torch.Tensor, Prepared]:
     scale, inverse = pow2_above(torch.maximum(lo0.abs(), hi0.abs()))
     shift = lo0 / 2 + hi0 / 2
     values = blocks.buffer("values", F64).copy_(x).masked_fill_(bad, 0.0)
-    a = torch.mul(values, blocks.per_row(inverse), out=blocks.buffer("a", F64))  # x / s, exact
-    nsq = blocks.dot("a")
-    d = torch.sub(a, blocks.per_row(shift * inverse), out=blocks.buffer("d", F64))
+    if x.dtype == F64:  # x / s first (exact), so that squares neither overflow nor underflow
+        a = torch.mul(values, blocks.per_row(inverse), out=blocks.buffer("a", F64))
+        nsq = blocks.dot("a")
+        d = torch.sub(a, blocks.per_row(shift * inverse), out=blocks.buffer("d", F64))
+    else:  # float32 squares are exact in float64 and in range: scale the sums instead
+        nsq = blocks.dot("values")
+        d = torch.sub(values, blocks.per_row(shift), out=blocks.buffer("d", F64))
     d.masked_fill_(bad, 0.0)
-    sums = blocks.sum_rows(torch.stack([d.sum(1), blocks.dot("d"), nsq], 1))
+    dsum, dsq, nsq = blocks.sum_rows(torch.stack([d.sum(1), blocks.dot("d"), nsq], 1)).unbind(1)
+    if x.dtype != F64:  # power-of-two scaling: the same figures, bit for bit
+        dsum, dsq, nsq = dsum * inverse, dsq * inverse.square(), nsq * inverse.square()
     finite = blocks.lengths.to(F64) - nans - infs
-    rows = torch.stack([lo, hi, zeros, nans, infs, finite, *sums.unbind(1), scale, shift], 1)
-    return rows, Prepared(values, bad, nan)
+    rows = torch.stack([lo, hi, zeros, nans, infs, finite, dsum, dsq, nsq, scale, shift], 1)
+    return rows, Prepared(values, bad, nan, x.dtype == F64)
 
 
 def bounds(rows: torch.Tensor, hist_range: HistRange) -> tuple[torch.Tensor, torch.Tensor]:
@@ -137,7 +144,9 @@ def histograms(prepared: Prepared, blocks: Blocks, rows: torch.Tensor, bins: int
     v = prepared.values
     guess = torch.sub(v, first, out=blocks.buffer("a", F64))
     guess.mul_(blocks.per_row(bins / (edges[:, -1] - edges[:, 0])))
-    guess.nan_to_num_(0.0).floor_().clamp_(0, bins - 1)  # NaN only if hi - lo overflowed
+    if prepared.wide:  # NaN only if hi - lo overflowed (float64 values)
+        guess.nan_to_num_(0.0)
+    guess.floor_().clamp_(0, bins - 1)
     flag = blocks.buffer("flag", F64)
     edge = torch.mul(guess, step_r, out=blocks.buffer("d", F64)).add_(lo_r)
     guess.sub_(torch.lt(v, edge, out=flag))
@@ -172,6 +181,9 @@ def update_norms(blocks: Blocks, after: list[torch.Tensor]) -> torch.Tensor:
     delta = blocks.buffer("delta", F64).copy_(blocks.load(after)).sub_(before)
     out = []
     for name, x in (("delta", delta), ("before", before)):
+        if blocks.flat.dtype != F64:  # squares of float32 and narrower are exact, in range
+            out.append(blocks.sum_rows(blocks.dot(name)).sqrt())
+            continue
         top = torch.maximum(x.amax(1), x.amin(1).neg_())
         scale, inverse = pow2_above(blocks.reduce_rows(top, "max", 0.0))
         x.mul_(blocks.per_row(inverse))
