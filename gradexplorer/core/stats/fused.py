@@ -46,7 +46,7 @@ class Prepared:
 
     values: torch.Tensor  # float64, non-finite elements and padding set to 0
     bad: torch.Tensor  # bool: NaN, ±Inf or padding
-    nan: torch.Tensor  # bool
+    bad_rows: torch.Tensor  # int64 (rows,): how many elements of each row are bad
     wide: bool  # float64 gradients (else float32 or narrower: no overflow is possible)
 
 
@@ -72,13 +72,14 @@ def counts_and_extremes(x: torch.Tensor, blocks: Blocks):
     rows = rows - infs * INF_CODE
     nans = torch.floor(rows / NAN_CODE)
     per_row = torch.stack([rows - nans * NAN_CODE, nans, infs - nans - blocks.pad], 1)
+    bad_rows = infs.long()
     zeros, nans, infs = blocks.sum_rows(per_row).unbind(1)
-    return zeros, nans, infs, lo, hi, bad, nan
+    return zeros, nans, infs, lo, hi, bad, bad_rows
 
 
 def moments(x: torch.Tensor, blocks: Blocks) -> tuple[torch.Tensor, Prepared]:
     """``(P, MOMENT_COLUMNS)`` float64 rows (as ``raw``) and what the histograms reuse."""
-    zeros, nans, infs, lo, hi, bad, nan = counts_and_extremes(x, blocks)
+    zeros, nans, infs, lo, hi, bad, bad_rows = counts_and_extremes(x, blocks)
     empty = ~(lo <= hi)
     lo0, hi0 = lo.masked_fill(empty, 0.0), hi.masked_fill(empty, 0.0)
     scale, inverse = pow2_above(torch.maximum(lo0.abs(), hi0.abs()))
@@ -97,7 +98,7 @@ def moments(x: torch.Tensor, blocks: Blocks) -> tuple[torch.Tensor, Prepared]:
         dsum, dsq, nsq = dsum * inverse, dsq * inverse.square(), nsq * inverse.square()
     finite = blocks.lengths.to(F64) - nans - infs
     rows = torch.stack([lo, hi, zeros, nans, infs, finite, dsum, dsq, nsq, scale, shift], 1)
-    return rows, Prepared(values, bad, nan, x.dtype == F64)
+    return rows, Prepared(values, bad, bad_rows, x.dtype == F64)
 
 
 def bounds(rows: torch.Tensor, hist_range: HistRange) -> tuple[torch.Tensor, torch.Tensor]:
@@ -128,36 +129,55 @@ def edges_of(lo: torch.Tensor, step: torch.Tensor, hi: torch.Tensor, bins: int) 
     return torch.cat([edges[:, :-1], hi[:, None]], 1)
 
 
+def bin_of(v: torch.Tensor, first: torch.Tensor, scale: torch.Tensor, lo: torch.Tensor,
+           step: torch.Tensor, bins: int, wide: bool, out: tuple[torch.Tensor, ...]):
+    """Float64 bin index (clamped to the bins) of each ``v``, written into ``out[0]``.
+
+    A guess (off by at most one bin), then one exact comparison with each neighbouring edge,
+    recomputed by the very expression that made the edge (``k * step + lo``, bit-identical).
+    The same ops serve whole buffers (per-row columns) and one value per tensor.
+    """
+    guess, edge, flag = out
+    torch.sub(v, first, out=guess).mul_(scale)
+    if wide:  # NaN only if hi - lo overflowed (float64 values)
+        guess.nan_to_num_(0.0)
+    guess.floor_().clamp_(0, bins - 1)
+    torch.mul(guess, step, out=edge).add_(lo)
+    guess.sub_(torch.lt(v, edge, out=flag))
+    torch.add(guess, 1, out=edge).mul_(step).add_(lo)
+    return guess.add_(torch.ge(v, edge, out=flag)).clamp_(0, bins - 1)
+
+
 def histograms(prepared: Prepared, blocks: Blocks, rows: torch.Tensor, bins: int,
                hist_range: HistRange) -> tuple[torch.Tensor, torch.Tensor]:
     """Edges ``(P, bins+1)`` and counts ``(P, bins+4)``: bins, then NaN, ±Inf, below, above.
 
     Element ``v`` lands in bin ``k`` iff ``edges[k] <= v < edges[k+1]`` (last bin closed), as
-    ``np.histogram`` with those edges: a float64 guess (off by at most one bin), then one exact
-    comparison with each neighbouring edge, recomputed elementwise by the very expression that
-    made the edge (``k * step + lo``, so bit-identical); the clamp closes the last bin.
+    ``np.histogram`` with those edges (``bin_of``). Non-finite elements and padding hold 0 in
+    ``values`` and are binned as 0; each row's count of them is taken back out of its tensor's
+    bin of 0 (the same ops on one 0 per tensor), and the NaN and Inf counts of the moments go
+    in their slots: no per-element mask is applied.
     """
     lo, step, hi = edge_terms(*bounds(rows, hist_range), bins)
     edges = edges_of(lo, step, hi, bins)
-    first, last = blocks.per_row(edges[:, 0]), blocks.per_row(edges[:, -1])
-    lo_r, step_r = blocks.per_row(lo), blocks.per_row(step)
+    first, last = edges[:, 0], edges[:, -1]
+    scale = bins / (last - first)
+    explicit = hist_range not in ("auto", "symmetric")  # else every finite value is in range
     v = prepared.values
-    guess = torch.sub(v, first, out=blocks.buffer("a", F64))
-    guess.mul_(blocks.per_row(bins / (edges[:, -1] - edges[:, 0])))
-    if prepared.wide:  # NaN only if hi - lo overflowed (float64 values)
-        guess.nan_to_num_(0.0)
-    guess.floor_().clamp_(0, bins - 1)
-    flag = blocks.buffer("flag", F64)
-    edge = torch.mul(guess, step_r, out=blocks.buffer("d", F64)).add_(lo_r)
-    guess.sub_(torch.lt(v, edge, out=flag))
-    torch.add(guess, 1, out=edge).mul_(step_r).add_(lo_r)
-    guess.add_(torch.ge(v, edge, out=flag)).clamp_(0, bins - 1)
+    per_row = blocks.per_row
+    work = (blocks.buffer("a", F64), blocks.buffer("d", F64), blocks.buffer("flag", F64))
+    guess = bin_of(v, per_row(first), per_row(scale), per_row(lo), per_row(step), bins,
+                   prepared.wide, work)
     slot = blocks.buffer("slot", torch.int64).copy_(guess)
-    if hist_range not in ("auto", "symmetric"):  # else every finite value is in range
+    zero = torch.zeros_like(first)
+    zero_slot = bin_of(zero, first, scale, lo, step, bins, prepared.wide,
+                       (torch.empty_like(zero), torch.empty_like(zero), torch.empty_like(zero)))
+    if explicit:
         outside = blocks.buffer("outside", torch.bool)
-        slot.masked_fill_(torch.lt(v, first, out=outside), bins + 2)
-        slot.masked_fill_(torch.gt(v, last, out=outside), bins + 3)
-    slot.masked_fill_(prepared.bad, bins + 1).masked_fill_(prepared.nan, bins)
+        slot.masked_fill_(torch.lt(v, per_row(first), out=outside), bins + 2)
+        slot.masked_fill_(torch.gt(v, per_row(last), out=outside), bins + 3)
+        zero_slot = torch.where(zero < first, bins + 2, torch.where(zero > last, bins + 3,
+                                                                    zero_slot))
     width = bins + 4
     if slot.device.type == "cpu":  # bincount is the fast CPU count; on devices it would sync
         slot.add_(torch.arange(0, blocks.rows * width, width, device=slot.device)[:, None])
@@ -167,8 +187,10 @@ def histograms(prepared: Prepared, blocks: Blocks, rows: torch.Tensor, bins: int
         counts = torch.zeros((blocks.rows, width), dtype=torch.int64, device=slot.device)
         counts = counts.scatter_add_(1, slot, ones)
     counts = counts.view(blocks.rows, width)
-    counts[:, bins + 1] -= blocks.pad  # the padding is +Inf
-    return edges, blocks.sum_rows(counts)
+    counts.scatter_add_(1, per_row(zero_slot.long()), prepared.bad_rows.neg()[:, None])
+    counts = blocks.sum_rows(counts)
+    counts[:, bins: bins + 2] = rows[:, C.NANS: C.INFS + 1].long()  # adjacent columns
+    return edges, counts
 
 
 def update_norms(blocks: Blocks, after: list[torch.Tensor]) -> torch.Tensor:
