@@ -49,7 +49,6 @@ class Blocks:
             start += p * self.block
         self.grid = self.flat.view(self.rows, self.block)
         self._buffers: dict[tuple[str, torch.dtype], torch.Tensor] = {}
-        self._dots: dict[str, tuple[torch.Tensor, ...]] = {}
 
     def load(self, tensors: list[torch.Tensor]) -> torch.Tensor:
         """Copy ``tensors`` into the buffer (one op); ``(rows, block)`` view, padding untouched."""
@@ -79,19 +78,3 @@ class Blocks:
         """Per-row min or max ``(rows,)`` into per-tensor ``(P,)`` (``initial`` where empty)."""
         return torch.segment_reduce(values, reduce, lengths=self.row_counts, unsafe=True,
                                     initial=initial)
-
-
-    def dot(self, name: str) -> torch.Tensor:
-        """``(rows,)`` Σ x² per row of the float64 buffer ``name``: one ``bmm``, no temporary.
-
-        The result lives in a kept buffer of its own, overwritten by the next call for ``name``.
-        """
-        found = self._dots.get(name)
-        if found is None:
-            x = self.buffer(name, torch.float64)
-            out = torch.empty(self.rows, dtype=torch.float64, device=x.device)
-            found = self._dots[name] = (x.view(self.rows, 1, self.block),
-                                        x.view(self.rows, self.block, 1), out.view(-1, 1, 1), out)
-        row, column, out3, out = found
-        torch.bmm(row, column, out=out3)
-        return out

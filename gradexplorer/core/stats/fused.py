@@ -26,6 +26,11 @@ INF = float("inf")
 NAN_CODE, INF_CODE = 2.0 ** 11, 2.0 ** 22
 
 
+def square_sum(x: torch.Tensor) -> torch.Tensor:
+    """Σ x² per row of a kept float64 buffer, squaring it in place (its values are spent)."""
+    return x.square_().sum(1)
+
+
 def working_dtype(dtype: torch.dtype) -> torch.dtype:
     """float32/float64 as they are; half types widened to float32 (exactly)."""
     return dtype if dtype in KERNEL_DTYPES else torch.float32
@@ -87,13 +92,14 @@ def moments(x: torch.Tensor, blocks: Blocks) -> tuple[torch.Tensor, Prepared]:
     values = blocks.buffer("values", F64).copy_(x).masked_fill_(bad, 0.0)
     if x.dtype == F64:  # x / s first (exact), so that squares neither overflow nor underflow
         a = torch.mul(values, blocks.per_row(inverse), out=blocks.buffer("a", F64))
-        nsq = blocks.dot("a")
         d = torch.sub(a, blocks.per_row(shift * inverse), out=blocks.buffer("d", F64))
+        nsq = square_sum(a)
     else:  # float32 squares are exact in float64 and in range: scale the sums instead
-        nsq = blocks.dot("values")
         d = torch.sub(values, blocks.per_row(shift), out=blocks.buffer("d", F64))
+        nsq = torch.square(values, out=blocks.buffer("a", F64)).sum(1)
     d.masked_fill_(bad, 0.0)
-    dsum, dsq, nsq = blocks.sum_rows(torch.stack([d.sum(1), blocks.dot("d"), nsq], 1)).unbind(1)
+    per_row = torch.stack([d.sum(1), square_sum(d), nsq], 1)
+    dsum, dsq, nsq = blocks.sum_rows(per_row).unbind(1)
     if x.dtype != F64:  # power-of-two scaling: the same figures, bit for bit
         dsum, dsq, nsq = dsum * inverse, dsq * inverse.square(), nsq * inverse.square()
     finite = blocks.lengths.to(F64) - nans - infs
@@ -202,12 +208,12 @@ def update_norms(blocks: Blocks, after: list[torch.Tensor]) -> torch.Tensor:
     before = blocks.buffer("before", F64).copy_(blocks.grid)
     delta = blocks.buffer("delta", F64).copy_(blocks.load(after)).sub_(before)
     out = []
-    for name, x in (("delta", delta), ("before", before)):
+    for x in (delta, before):
         if blocks.flat.dtype != F64:  # squares of float32 and narrower are exact, in range
-            out.append(blocks.sum_rows(blocks.dot(name)).sqrt())
+            out.append(blocks.sum_rows(square_sum(x)).sqrt())
             continue
         top = torch.maximum(x.amax(1), x.amin(1).neg_())
         scale, inverse = pow2_above(blocks.reduce_rows(top, "max", 0.0))
         x.mul_(blocks.per_row(inverse))
-        out.append(scale * blocks.sum_rows(blocks.dot(name)).sqrt())
+        out.append(scale * blocks.sum_rows(square_sum(x)).sqrt())
     return torch.stack(out, 1)
