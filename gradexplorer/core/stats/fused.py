@@ -148,6 +148,21 @@ def bin_of(v: torch.Tensor, first: torch.Tensor, scale: torch.Tensor, lo: torch.
     return guess.add_(torch.ge(v, edge, out=flag)).clamp_(0, bins - 1)
 
 
+def count_slots(slot: torch.Tensor, width: int, by_bincount: bool) -> torch.Tensor:
+    """``(rows, width)`` int64: how many elements of each row of ``slot`` hold each value.
+
+    ``bincount`` over ``row * width + slot`` is the fast CPU count (it overwrites ``slot``); on
+    a device it would read its maximum back (a sync), so there a ``scatter_add_`` per row.
+    """
+    rows = slot.shape[0]
+    if by_bincount:
+        slot.add_(torch.arange(0, rows * width, width, device=slot.device)[:, None])
+        return torch.bincount(slot.view(-1), minlength=rows * width).view(rows, width)
+    ones = torch.ones((), dtype=torch.int64, device=slot.device).expand(slot.shape)
+    counts = torch.zeros((rows, width), dtype=torch.int64, device=slot.device)
+    return counts.scatter_add_(1, slot, ones)
+
+
 def histograms(prepared: Prepared, blocks: Blocks, rows: torch.Tensor, bins: int,
                hist_range: HistRange) -> tuple[torch.Tensor, torch.Tensor]:
     """Edges ``(P, bins+1)`` and counts ``(P, bins+4)``: bins, then NaN, ±Inf, below, above.
@@ -178,15 +193,7 @@ def histograms(prepared: Prepared, blocks: Blocks, rows: torch.Tensor, bins: int
         slot.masked_fill_(torch.gt(v, per_row(last), out=outside), bins + 3)
         zero_slot = torch.where(zero < first, bins + 2, torch.where(zero > last, bins + 3,
                                                                     zero_slot))
-    width = bins + 4
-    if slot.device.type == "cpu":  # bincount is the fast CPU count; on devices it would sync
-        slot.add_(torch.arange(0, blocks.rows * width, width, device=slot.device)[:, None])
-        counts = torch.bincount(slot.view(-1), minlength=blocks.rows * width)
-    else:
-        ones = torch.ones((), dtype=torch.int64, device=slot.device).expand(slot.shape)
-        counts = torch.zeros((blocks.rows, width), dtype=torch.int64, device=slot.device)
-        counts = counts.scatter_add_(1, slot, ones)
-    counts = counts.view(blocks.rows, width)
+    counts = count_slots(slot, bins + 4, slot.device.type == "cpu")
     counts.scatter_add_(1, per_row(zero_slot.long()), prepared.bad_rows.neg()[:, None])
     counts = blocks.sum_rows(counts)
     counts[:, bins: bins + 2] = rows[:, C.NANS: C.INFS + 1].long()  # adjacent columns
