@@ -61,6 +61,23 @@ def test_special_gradients_equal_float64_reference(backend):
     assert (p["ps.mixed"].nan_count, p["ps.mixed"].inf_count) == (7, 5)
 
 
+@pytest.mark.parametrize("hist_range", [(-0.5, 0.25), (1000.0, 1000.0002), "symmetric"])
+def test_fused_histograms_equal_numpy_with_fixed_and_symmetric_ranges(hist_range):
+    """Out-of-range values, NaN/Inf, padding and every dtype: counts equal ``np.histogram``."""
+    grads = special_grads()
+    record = gradient_stats(Holder(grads), bins=16, hist_range=hist_range, backend="torch")
+    for name, g in grads.items():
+        hist = record.histograms[f"ps.{name}"]
+        x = g.detach().double().numpy().ravel()
+        finite = x[np.isfinite(x)]
+        lo, hi = hist.edges[0], hist.edges[-1]
+        inside = finite[(finite >= lo) & (finite <= hi)]
+        assert np.array_equal(hist.counts, np.histogram(inside, bins=hist.edges)[0]), name
+        assert (hist.below, hist.above) == ((finite < lo).sum(), (finite > hi).sum()), name
+        assert (hist.nan_count, hist.inf_count) == (np.isnan(x).sum(), np.isinf(x).sum()), name
+        assert hist.total == x.size, name
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_far_from_zero_std_is_exact(backend):
     """1000 + N(0, 1e-4) in float32: √(E[x²] − mean²) was 63% off; now equals float64."""

@@ -54,3 +54,13 @@ def test_ops_per_step_do_not_grow_with_parameters(histograms):
     assert sum(many.values()) <= MAX_OPS, many
     assert "aten._local_scalar_dense" not in many and "aten.item" not in many
     assert "aten.lift_fresh" not in many  # no host-built tensor copied in
+
+
+def test_device_count_equals_the_cpu_bincount():
+    """The scatter_add_ count used on devices (bincount would sync there) equals bincount."""
+    from gradexplorer.core.stats.fused import count_slots
+
+    slot = torch.randint(0, 9, (40, 16), generator=torch.Generator().manual_seed(0))
+    expected = torch.stack([torch.bincount(row, minlength=9) for row in slot])
+    assert torch.equal(count_slots(slot.clone(), 9, by_bincount=False), expected)
+    assert torch.equal(count_slots(slot.clone(), 9, by_bincount=True), expected)

@@ -1,11 +1,12 @@
 """Device statistics backend: one fused pass per (device, dtype) group, one transfer per device.
 
 Used for CUDA/MPS gradients (and on the CPU when Numba is missing or asked for). Gradients are
-grouped by device and dtype, each group is flattened by one ``_chunk_cat`` and ``fused``
-computes every figure of every parameter in a fixed number of ops. Everything stays on the
-device until ``finish`` (after the optimizer step) copies it to the host: one transfer per
-device, no other synchronisation. The update ratio is measured in the same way: the weights
-are flattened before the step and compared with what they hold after it.
+grouped by device and dtype; each group is copied by one ``_foreach_copy_`` into a kept padded
+block buffer (``blocks.Blocks``) and ``fused`` computes every figure of every parameter in a
+fixed number of ops. Everything stays on the device until ``finish`` (after the optimizer
+step) copies it to the host: one transfer per device, no other synchronisation. The update
+ratio is measured in the same way: the weights are copied into their block buffer before the
+step and compared with what they hold after it.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import numpy as np
 import torch
 
 from gradexplorer.core.stats import fused
+from gradexplorer.core.stats.blocks import Blocks
 from gradexplorer.core.stats.histogram import HistRange
 from gradexplorer.core.stats.raw import MOMENT_COLUMNS, RawStats
 
@@ -47,42 +49,49 @@ class TorchPending:
 
     count: int
     groups: list[GroupResult] = field(default_factory=list)
-    copies: list[tuple[list[int], torch.Tensor]] | None = None
+    copies: list[tuple[list[int], Blocks]] | None = None
 
 
 class FusedTorch:
-    """Keeps each group's ``Layout`` (segment lengths and ids) on its device between steps."""
+    """Keeps each group's ``Blocks`` (layout and work buffers) on its device between steps."""
 
     def __init__(self) -> None:
-        self._layouts: dict[tuple, fused.Layout] = {}
+        self._blocks: dict[tuple, Blocks] = {}
 
-    def layout(self, tensors: list[torch.Tensor]) -> fused.Layout:
-        key = (tensors[0].device, tuple(t.numel() for t in tensors))
-        found = self._layouts.get(key)
+    def blocks(self, tensors: list[torch.Tensor], role: str) -> Blocks:
+        """The kept layout of ``tensors``: gradients pad with +Inf, weights with 0."""
+        t = tensors[0]
+        key = (role, t.device, t.dtype, tuple(x.shape for x in tensors))
+        found = self._blocks.get(key)
         if found is None:
-            if len(self._layouts) > 16:
-                self._layouts.clear()
-            found = self._layouts[key] = fused.Layout.of(key[1], key[0])
+            if len(self._blocks) > 16:
+                self._blocks.clear()
+            fill = fused.INF if role == "grad" else 0.0
+            dtype = fused.working_dtype(t.dtype) if role == "grad" else t.dtype
+            found = self._blocks[key] = Blocks(key[3], dtype, t.device, fill)
         return found
 
     def begin(self, grads: list[torch.Tensor], params: list[torch.Tensor] | None,
               want_histograms: bool, bins: int, hist_range: HistRange) -> TorchPending:
-        """Queue every statistic on the devices; flatten ``params`` if update ratios are wanted."""
+        """Queue every statistic on the devices; copy ``params`` if update ratios are wanted."""
         pending = TorchPending(len(grads))
         with torch.no_grad():
             for indices in groups_of(grads).values():
                 tensors = [grads[i] for i in indices]
-                layout = self.layout(tensors)
-                x = fused.working(fused.flatten(tensors))
-                rows, prepared = fused.moments(x, layout)
+                blocks = self.blocks(tensors, "grad")
+                rows, prepared = fused.moments(blocks.load(tensors), blocks)
                 result = GroupResult(indices, rows)
                 if want_histograms:
-                    result.edges, result.counts = fused.histograms(prepared, layout, rows, bins,
+                    result.edges, result.counts = fused.histograms(prepared, blocks, rows, bins,
                                                                    hist_range)
                 pending.groups.append(result)
             if params is not None:
-                pending.copies = [(indices, fused.flatten([params[i] for i in indices]))
-                                  for indices in groups_of(params).values()]
+                pending.copies = []
+                for indices in groups_of(params).values():
+                    tensors = [params[i] for i in indices]
+                    blocks = self.blocks(tensors, "param")
+                    blocks.load(tensors)
+                    pending.copies.append((indices, blocks))
         return pending
 
     def finish(self, pending: TorchPending, params: list[torch.Tensor] | None) -> RawStats:
@@ -90,11 +99,9 @@ class FusedTorch:
         updates = []
         with torch.no_grad():
             if pending.copies is not None and params is not None:
-                for indices, before in pending.copies:
-                    tensors = [params[i] for i in indices]
-                    after = fused.flatten(tensors)
-                    updates.append((indices, fused.update_norms(before, after,
-                                                                self.layout(tensors))))
+                for indices, blocks in pending.copies:
+                    after = [params[i] for i in indices]
+                    updates.append((indices, fused.update_norms(blocks, after)))
         return unpack(pending, updates, transfer(pending, updates))
 
 
