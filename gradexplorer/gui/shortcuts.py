@@ -15,14 +15,26 @@ from PySide6.QtWidgets import (
 )
 
 TEXT_FIELDS = (QLineEdit, QAbstractSpinBox, QComboBox, QPlainTextEdit, QTextEdit)
-EDITING = {QKeySequence(k) for k in (QKeySequence.Copy, QKeySequence.Cut, QKeySequence.Paste,
-                                     QKeySequence.Undo, QKeySequence.Redo, QKeySequence.SelectAll)}
+EDITING_KEYS = (QKeySequence.Copy, QKeySequence.Cut, QKeySequence.Paste, QKeySequence.Undo,
+                QKeySequence.Redo, QKeySequence.SelectAll)
+
+
+def editing_sequences() -> set[QKeySequence]:
+    """Copy, cut, paste, undo, redo, select all: keys a text field keeps (built on first use,
+    once a QApplication exists — building key sequences at import time crashes without one)."""
+    global _EDITING
+    if _EDITING is None:
+        _EDITING = {QKeySequence(k) for k in EDITING_KEYS}
+    return _EDITING
+
+
+_EDITING: set[QKeySequence] | None = None
 
 
 def is_command_key(sequence: QKeySequence) -> bool:
     """A key a command may take from a text field: Ctrl/Alt chords and function keys, never a
     plain letter (the field types it) nor an editing key (Ctrl+C, Ctrl+V, ...)."""
-    if sequence.isEmpty() or sequence in EDITING:
+    if sequence.isEmpty() or sequence in editing_sequences():
         return False
     combo = sequence[0]
     chord = combo.keyboardModifiers() & (Qt.ControlModifier | Qt.AltModifier | Qt.MetaModifier)

@@ -7,6 +7,7 @@ import re
 from functools import cache
 
 import pyqtgraph as pg
+import shiboken6
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QGuiApplication, QIcon, QPalette
 from PySide6.QtWidgets import QApplication
@@ -87,9 +88,12 @@ def restyle_plots(app: QApplication, theme: str) -> None:
     """Recolour the plots and graph views that already exist."""
     background, foreground = PLOT_COLOURS[theme]
     for widget in app.allWidgets():
+        if not shiboken6.isValid(widget):  # a closed window's widget on its way out
+            continue
         if isinstance(widget, pg.GraphicsView):
             widget.setBackground(background)
-            for item in widget.scene().items():
+            scene = widget.scene()
+            for item in scene.items() if scene is not None else ():
                 if isinstance(item, pg.AxisItem):
                     item.setPen(foreground)
                     item.setTextPen(foreground)
@@ -101,12 +105,14 @@ def apply_theme(app: QApplication, theme: str = "light") -> str:
     """Style the whole application in ``theme`` (``system``, ``light`` or ``dark``); returns
     the one applied."""
     name = resolved(theme)
+    configure_plots(name)
+    if app.property("gradexplorer_theme") == name:  # already in it: nothing to recolour
+        return name
     app.setStyle("Fusion")
     app.setPalette(dark_palette() if name == "dark" else app.style().standardPalette())
     app.setStyleSheet(stylesheet(name))
     app.setWindowIcon(icon("gradexplorer"))
     app.setProperty("gradexplorer_theme", name)
-    configure_plots(name)
     restyle_plots(app, name)
     return name
 
