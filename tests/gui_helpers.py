@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import gc
+
 import pytest
 from PySide6.QtCore import QSettings
+from PySide6.QtWidgets import QApplication
 
 from gradexplorer.core.model.spec import ModelOptions
 from gradexplorer.core.session.engine import SessionConfig
@@ -31,6 +34,12 @@ def make_window_fixture(qtbot, tmp_path):
     for window in windows:
         window.close()
         assert not window.controller._worker.isRunning()
+    # Collect the closed windows' Python-side cycles (menus, lambdas) here, on the GUI thread:
+    # left to the cyclic collector they may be found on the next test's training thread, and
+    # PySide then deletes their Qt objects behind the GUI thread's back (a deadlock or crash).
+    del windows[:]
+    gc.collect()
+    QApplication.processEvents()
 
 
 def wait_idle(qtbot, window, timeout: int = TIMEOUT_MS) -> None:
