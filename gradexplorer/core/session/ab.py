@@ -17,7 +17,13 @@ import torch
 
 from gradexplorer.core.hooks.registry import HookRegistry, normalize_path
 from gradexplorer.core.model.workload import Workload
-from gradexplorer.core.session.engine import RunControl, SessionConfig, StepResult, TrainingSession
+from gradexplorer.core.session.engine import (
+    RunControl,
+    SessionConfig,
+    StepResult,
+    TrainingSession,
+    run_steps,
+)
 from gradexplorer.core.session.rng import restore_rng, rng_snapshot
 
 
@@ -61,12 +67,7 @@ class ABRun:
 
     def run(self, steps: int | None, control: RunControl | None = None) -> Iterator[ABStep]:
         """Yield ``steps`` lockstep results (forever if None), honouring pause/stop."""
-        done = 0
-        while steps is None or done < steps:
-            if control is not None and (control.stopped or not control.wait_while_paused()):
-                return
-            yield self.step()
-            done += 1
+        return run_steps(self.step, steps, control)
 
 
 def parameter_distance(pairs: list[tuple[torch.Tensor, torch.Tensor]]) -> float:

@@ -6,7 +6,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 from torch import nn
@@ -24,6 +24,8 @@ from gradexplorer.core.model.workload import (
     split_batch,
 )
 from gradexplorer.core.session.devices import resolve_device
+
+T = TypeVar("T")
 
 OPTIMIZERS = ("sgd", "adam")
 DEFAULT_LR = {"sgd": 0.05, "adam": 1e-3}
@@ -242,13 +244,18 @@ class TrainingSession:
 
     def run(self, steps: int | None, control: RunControl | None = None) -> Iterator[StepResult]:
         """Yield ``steps`` results (forever if None), honouring pause/stop between steps."""
-        done = 0
-        while steps is None or done < steps:
-            if control is not None and (control.stopped or not control.wait_while_paused()):
-                return
-            yield self.step()
-            done += 1
+        return run_steps(self.step, steps, control)
 
     def parameter_count(self) -> int:
         """Number of scalar parameters in the model."""
         return sum(p.numel() for p in self.model.parameters())
+
+
+def run_steps(step: Callable[[], T], steps: int | None, control: RunControl | None = None) -> Iterator[T]:
+    """Yield ``step()`` ``steps`` times (forever if None), honouring pause/stop between steps."""
+    done = 0
+    while steps is None or done < steps:
+        if control is not None and (control.stopped or not control.wait_while_paused()):
+            return
+        yield step()
+        done += 1

@@ -16,7 +16,7 @@ import torch
 
 from gradexplorer.core.stats import raw as C
 from gradexplorer.core.stats.blocks import Blocks
-from gradexplorer.core.stats.histogram import HistRange
+from gradexplorer.core.stats.histogram import HistRange, range_bounds
 
 F64 = torch.float64
 KERNEL_DTYPES = (torch.float32, torch.float64)
@@ -102,17 +102,8 @@ def moments(x: torch.Tensor, blocks: Blocks) -> tuple[torch.Tensor, Prepared]:
 
 
 def bounds(rows: torch.Tensor, hist_range: HistRange) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per-gradient (lo, hi) on the device, as ``histogram.range_bounds``."""
-    mins, maxs = rows[:, C.MIN], rows[:, C.MAX]
-    empty = ~(mins <= maxs)
-    lo = torch.where(empty, 0.0, mins)
-    hi = torch.where(empty, 0.0, maxs)
-    if hist_range == "auto":
-        return lo, hi
-    if hist_range == "symmetric":
-        top = torch.maximum(lo.abs(), hi.abs())
-        return -top, top
-    return torch.full_like(lo, hist_range[0]), torch.full_like(hi, hist_range[1])
+    """Per-gradient (lo, hi) on the device, by ``histogram.range_bounds`` itself."""
+    return range_bounds(rows[:, C.MIN], rows[:, C.MAX], hist_range)
 
 
 def edge_terms(lo: torch.Tensor, hi: torch.Tensor, bins: int):

@@ -5,10 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+import torch
 
 HistRange = str | tuple[float, float]
 RANGE_MODES = ("auto", "symmetric")
 
+
+Array = np.ndarray | torch.Tensor
 
 def parse_hist_range(value: str | Sequence[float] | None) -> HistRange:
     """``"auto"``, ``"symmetric"``, ``"LO,HI"`` or ``(lo, hi)`` checked and normalised."""
@@ -30,17 +33,22 @@ def parse_hist_range(value: str | Sequence[float] | None) -> HistRange:
     return (lo, hi)
 
 
-def range_bounds(mins: np.ndarray, maxs: np.ndarray, hist_range: HistRange) -> tuple[np.ndarray, np.ndarray]:
-    """Per-parameter (lo, hi) from finite minima/maxima (inf where none) and the range mode."""
+def range_bounds(mins: Array, maxs: Array, hist_range: HistRange) -> tuple[Array, Array]:
+    """Per-parameter (lo, hi) from finite minima/maxima (inf where none) and the range mode.
+
+    ``mins``/``maxs`` are numpy arrays (CPU backend) or torch tensors (fused device path, where
+    this stays on the device): the same ops exist in both, so both paths share one rule.
+    """
+    xp = torch if isinstance(mins, torch.Tensor) else np
     empty = ~(mins <= maxs)
-    lo = np.where(empty, 0.0, mins)
-    hi = np.where(empty, 0.0, maxs)
+    lo = xp.where(empty, 0.0, mins)
+    hi = xp.where(empty, 0.0, maxs)
     if hist_range == "auto":
         return lo, hi
     if hist_range == "symmetric":
-        top = np.maximum(np.abs(lo), np.abs(hi))
+        top = xp.maximum(abs(lo), abs(hi))
         return -top, top
-    return np.full_like(lo, hist_range[0]), np.full_like(hi, hist_range[1])
+    return xp.full_like(lo, hist_range[0]), xp.full_like(hi, hist_range[1])
 
 
 def histogram_edges(lo: np.ndarray, hi: np.ndarray, bins: int) -> np.ndarray:
