@@ -90,3 +90,15 @@ def test_heatmap_has_a_colour_bar_following_its_levels(qtbot):
 def test_zero_is_written_as_zero():
     assert (format_number(0.0), format_number(-0.0), format_number(None)) == ("0", "0", "")
     assert format_number(1.5e-7) == "1.5e-07"
+
+
+def test_a_single_step_is_drawn_as_a_point(qtbot):
+    timeline = TimelineModel()
+    curves = TrainingCurves(timeline)
+    qtbot.addWidget(curves)
+    timeline.extend([StepPoint(1, 2.5, 7.0, 0.01)], 1.0)
+    curves.refresh()
+    assert curves.loss_item.opts["symbol"] == "o" and curves.norm_item.opts["symbol"] == "o"
+    timeline.extend([StepPoint(2, 2.0, 6.0, 0.01)], 1.0)
+    curves.refresh()
+    assert curves.loss_item.opts["symbol"] is None and curves.norm_item.opts["symbol"] is None

@@ -71,7 +71,9 @@ class TrainingCurves(QWidget):
         steady_axes(plot)
         faded = pg.mkColor(colour)
         faded.setAlpha(70)
-        items = (plot.plot(pen=pg.mkPen(faded, width=1)), plot.plot(pen=pg.mkPen(colour, width=1.5)))
+        items = (plot.plot(pen=pg.mkPen(faded, width=1)),
+                 plot.plot(pen=pg.mkPen(colour, width=1.5), symbol=None, symbolSize=6,
+                           symbolBrush=colour, symbolPen=None))
         for item in items:
             item.setDownsampling(auto=True, method="peak")
             item.setClipToView(True)
@@ -92,6 +94,7 @@ class TrainingCurves(QWidget):
             x, y = curve.x, curve.y
             raw.setData(x, y, connect="finite") if smooth else raw.setData([], [])
             item.setData(x, ema(y) if smooth else y, connect="finite")
+            item.setSymbol("o" if len(x) == 1 else None)  # one step is a point, not yet a line
             fit_range(plot, x, y, log=self.log_box.isChecked())
 
     def describe_point(self, plot: pg.PlotItem, x: float, _y: float) -> str:
