@@ -281,8 +281,10 @@ class MainWindow(QMainWindow):
             self.controller.open_model(live.spec, live.options, live.config)
 
     def busy(self) -> bool:
-        """Whether work is still under way (a run, a load, a graph layout)."""
-        return self.controller.busy or self.graph_panel.busy()
+        """Whether work is still under way (a run, a load, a graph layout, or the model views
+        still waiting for the new graph's first view)."""
+        return (self.controller.busy or self.graph_panel.busy()
+                or getattr(self, "_after_first_view", None) is not None)
 
     def settle(self) -> None:
         """Show everything received so far (tests and screenshots call this)."""
