@@ -3,10 +3,11 @@
 Used for CUDA/MPS gradients (and on the CPU when Numba is missing or asked for). Gradients are
 grouped by device and dtype; each group is copied by one ``_foreach_copy_`` into a kept padded
 block buffer (``blocks.Blocks``) and ``fused`` computes every figure of every parameter in a
-fixed number of ops. Everything stays on the device until ``finish`` (after the optimizer
-step) copies it to the host: one transfer per device, no other synchronisation. The update
-ratio is measured in the same way: the weights are copied into their block buffer before the
-step and compared with what they hold after it.
+fixed number of ops (on CUDA with Triton, ``triton_stats``: two kernels, two reads of the
+data). Everything stays on the device until ``finish`` (after the optimizer step) copies it to
+the host: one transfer per device, no other synchronisation. The update ratio is measured in
+the same way: the weights are copied into their block buffer before the step and compared with
+what they hold after it.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from gradexplorer.core.stats import fused
+from gradexplorer.core.stats import fused, triton_stats
 from gradexplorer.core.stats.blocks import Blocks
 from gradexplorer.core.stats.histogram import HistRange
 from gradexplorer.core.stats.raw import MOMENT_COLUMNS, RawStats
@@ -79,7 +80,12 @@ class FusedTorch:
             for indices in groups_of(grads).values():
                 tensors = [grads[i] for i in indices]
                 blocks = self.blocks(tensors, "grad")
-                rows, prepared = fused.moments(blocks.load(tensors), blocks)
+                grid = blocks.load(tensors)
+                if triton_stats.usable(grid.device):  # two kernels, two reads of the data
+                    pending.groups.append(GroupResult(indices, *triton_stats.moments_and_histograms(
+                        grid, blocks, want_histograms, bins, hist_range)))
+                    continue
+                rows, prepared = fused.moments(grid, blocks)
                 result = GroupResult(indices, rows)
                 if want_histograms:
                     result.edges, result.counts = fused.histograms(prepared, blocks, rows, bins,

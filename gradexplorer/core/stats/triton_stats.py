@@ -1,0 +1,144 @@
+"""Gradient statistics of one (device, dtype) group by two Triton kernels: two reads of the data.
+
+The same figures as ``fused.moments`` + ``fused.histograms`` (columns of ``raw``), from the
+padded block layout ``blocks.load`` fills, with the eager whole-buffer passes replaced by two
+kernels of one program per row (``triton_kernels``):
+
+1. ``extremes``: finite min, finite max, zeros, NaN and non-finite (padding included) per row;
+2. on the device, P-sized torch ops: rows reduced to tensors (``Blocks.reduce_rows`` /
+   ``sum_rows``), the power-of-two scale (``fused.pow2_above``), the midrange shift, the
+   histogram bounds and edges (``histogram.range_bounds``, ``fused.edge_terms``/``edges_of``);
+3. ``sums_and_histogram``: Σd, Σd², Σa² in float64 and each row's histogram (privatised in the
+   program by ``tl.histogram``, written as one ``(rows, bins + 4)`` row, summed per tensor).
+
+Nothing reads a value back to the host, copies a host-built tensor in or makes a shape that
+depends on the data: the single transfer per step stays the backend's job. Chosen by
+``usable``: Triton importable and a CUDA device, or ``TRITON_INTERPRET=1`` (the tests run the
+kernels on CPU tensors through Triton's interpreter).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import torch
+
+from gradexplorer.core.stats import fused, triton_kernels
+from gradexplorer.core.stats.blocks import Blocks
+from gradexplorer.core.stats.histogram import HistRange, range_bounds
+
+F64 = torch.float64
+INF = float("inf")
+MIN_CAPABILITY = (7, 0)  # the oldest NVIDIA GPUs Triton (and torch.compile) targets
+
+
+@functools.cache
+def _triton():
+    """The ``triton`` module, or None where it does not import."""
+    try:
+        import triton
+    except Exception:  # absent, or an install that cannot load (e.g. a missing driver library)
+        return None
+    return triton
+
+
+def interpreting() -> bool:
+    """Whether Triton runs kernels in its interpreter (``TRITON_INTERPRET=1``), read now."""
+    triton = _triton()
+    return bool(triton is not None and triton.knobs.runtime.interpret)
+
+
+@functools.cache
+def _capable(index: int) -> bool:
+    return torch.cuda.get_device_capability(index) >= MIN_CAPABILITY
+
+
+def usable(device: torch.device | str) -> bool:
+    """True where the kernels can run: Triton importable and a CUDA device it targets, or any
+    device when ``TRITON_INTERPRET=1`` is set (read at each call: a test can set it)."""
+    device = torch.device(device)
+    if _triton() is None:
+        return False
+    if interpreting():
+        return True
+    if device.type != "cuda":
+        return False
+    return _capable(device.index if device.index is not None else torch.cuda.current_device())
+
+
+@functools.cache
+def kernels(interpret: bool):
+    """Both kernels jitted for one mode (``triton.jit`` picks compile or interpret when it
+    decorates, so each mode gets its own pair)."""
+    del interpret  # the cache key: the mode in force when ``triton.jit`` runs below
+    jit = _triton().jit
+    return jit(triton_kernels.extremes), jit(triton_kernels.sums_and_histogram)
+
+
+def launch_options(block: int) -> dict:
+    """Warps by row length; no FMA contraction (bits of the sums and bin tests stay IEEE)."""
+    return {"num_warps": 4 if block >= 512 else 2 if block >= 256 else 1,
+            "enable_fp_fusion": False}
+
+
+def histogram_width(bins: int) -> int:
+    """A power of two at least ``bins + 4`` (``tl.histogram`` and ``tl.arange`` want one)."""
+    return max(8, 1 << (bins + 3).bit_length())
+
+
+def extremes_and_counts(grid: torch.Tensor, blocks: Blocks, extremes, options: dict):
+    """Per tensor: finite min and max (float64, +Inf/-Inf where none), zeros, NaN and Inf
+    counts (float64), by the first kernel and P-sized reductions."""
+    low = torch.empty(blocks.rows, dtype=grid.dtype, device=grid.device)
+    high = torch.empty_like(low)
+    flags = torch.empty((blocks.rows, 3), dtype=torch.int64, device=grid.device)
+    if blocks.rows:
+        extremes[(blocks.rows,)](grid, low, high, flags, BLOCK=blocks.block, **options)
+    lo = blocks.reduce_rows(low, "min", INF).to(F64)
+    hi = blocks.reduce_rows(high, "max", -INF).to(F64)
+    flags[:, 2] -= blocks.pad  # padding is +Inf: not the tensor's
+    zeros, nans, infs = blocks.sum_rows(flags).to(F64).unbind(1)
+    return lo, hi, zeros, nans, infs
+
+
+def moments_and_histograms(grid: torch.Tensor, blocks: Blocks, want_histograms: bool, bins: int,
+                           hist_range: HistRange):
+    """``(rows (P, MOMENT_COLUMNS) float64, edges (P, bins+1) float64 | None,
+    counts (P, bins+4) int64 | None)`` exactly as ``fused.moments`` + ``fused.histograms``.
+
+    ``grid`` is ``blocks.load(tensors)``: ``(rows, block)``, +Inf padding, float32 or float64.
+    Counts are the bins, then NaN, Inf, below, above; element ``v`` is in bin ``k`` iff
+    ``edges[k] <= v < edges[k+1]`` (last bin closed), as ``np.histogram`` with those edges.
+    """
+    extremes, sums_and_histogram = kernels(interpreting())
+    options = launch_options(blocks.block)
+    lo, hi, zeros, nans, infs = extremes_and_counts(grid, blocks, extremes, options)
+    empty = ~(lo <= hi)  # as fused.moments: scale and shift from the finite extremes
+    lo0, hi0 = lo.masked_fill(empty, 0.0), hi.masked_fill(empty, 0.0)
+    scale, inverse = fused.pow2_above(torch.maximum(lo0.abs(), hi0.abs()))
+    shift = lo0 / 2 + hi0 / 2
+    wide = grid.dtype == F64
+    edges = counts = None
+    first = last = bin_scale = shift  # placeholders: the kernel reads them only for histograms
+    per_row_counts = torch.empty((0,), dtype=torch.int64, device=grid.device)
+    if want_histograms:
+        edges = fused.edges_of(*fused.edge_terms(*range_bounds(lo, hi, hist_range), bins), bins)
+        first, last = edges[:, 0].contiguous(), edges[:, -1].contiguous()
+        bin_scale = bins / (last - first)
+        per_row_counts = torch.empty((blocks.rows, bins + 4), dtype=torch.int64,
+                                     device=grid.device)
+    sums = torch.empty((blocks.rows, 3), dtype=F64, device=grid.device)
+    if blocks.rows:
+        sums_and_histogram[(blocks.rows,)](
+            grid, blocks.segment, shift, inverse, shift * inverse, sums, edges if want_histograms
+            else shift, first, last, bin_scale, per_row_counts, BLOCK=blocks.block, WIDE=wide,
+            HISTOGRAM=want_histograms, BINS=bins, WIDTH=histogram_width(bins), **options)
+    dsum, dsq, nsq = blocks.sum_rows(sums).unbind(1)
+    if not wide:  # power-of-two scaling of the sums: the same figures, bit for bit
+        dsum, dsq, nsq = dsum * inverse, dsq * inverse.square(), nsq * inverse.square()
+    finite = blocks.lengths.to(F64) - nans - infs
+    rows = torch.stack([lo, hi, zeros, nans, infs, finite, dsum, dsq, nsq, scale, shift], 1)
+    if want_histograms:
+        counts = blocks.sum_rows(per_row_counts)
+        counts[:, bins: bins + 2] = torch.stack([nans, infs], 1).long()
+    return rows, edges, counts
