@@ -81,7 +81,7 @@ class FusedTorch:
                 tensors = [grads[i] for i in indices]
                 blocks = self.blocks(tensors, "grad")
                 grid = blocks.load(tensors)
-                if triton_stats.usable(grid.device):  # two kernels, two reads of the data
+                if triton_stats.usable(grid.device, bins):  # two kernels, two reads of the data
                     pending.groups.append(GroupResult(indices, *triton_stats.moments_and_histograms(
                         grid, blocks, want_histograms, bins, hist_range)))
                     continue

@@ -30,6 +30,7 @@ from gradexplorer.core.stats.histogram import HistRange, range_bounds
 F64 = torch.float64
 INF = float("inf")
 MIN_CAPABILITY = (7, 0)  # the oldest NVIDIA GPUs Triton (and torch.compile) targets
+MAX_BINS = 256  # tl.histogram over up to 512 slots per program (Triton tests up to 512)
 
 
 @functools.cache
@@ -43,9 +44,15 @@ def _triton():
 
 
 def interpreting() -> bool:
-    """Whether Triton runs kernels in its interpreter (``TRITON_INTERPRET=1``), read now."""
+    """Whether kernels run in Triton's interpreter: ``TRITON_INTERPRET=1`` now *and* when
+    Triton was imported (it builds its own library, ``tl.sum`` and the like, for one mode at
+    import; set only later, the interpreter cannot run them)."""
     triton = _triton()
-    return bool(triton is not None and triton.knobs.runtime.interpret)
+    if triton is None or not triton.knobs.runtime.interpret:
+        return False
+    from triton.runtime.interpreter import InterpretedFunction
+
+    return isinstance(triton.language.sum, InterpretedFunction)
 
 
 @functools.cache
@@ -53,14 +60,16 @@ def _capable(index: int) -> bool:
     return torch.cuda.get_device_capability(index) >= MIN_CAPABILITY
 
 
-def usable(device: torch.device | str) -> bool:
+def usable(device: torch.device | str, bins: int = 64) -> bool:
     """True where the kernels can run: Triton importable and a CUDA device it targets, or any
-    device when ``TRITON_INTERPRET=1`` is set (read at each call: a test can set it)."""
+    device in Triton's interpreter (``interpreting``: how the tests run them on the CPU); at
+    most ``MAX_BINS`` bins (more fall back to the eager fused path)."""
     device = torch.device(device)
-    if _triton() is None:
+    triton = _triton()
+    if bins > MAX_BINS or triton is None:
         return False
-    if interpreting():
-        return True
+    if triton.knobs.runtime.interpret:  # set: only if Triton was imported under it
+        return interpreting()
     if device.type != "cuda":
         return False
     return _capable(device.index if device.index is not None else torch.cuda.current_device())
@@ -110,6 +119,13 @@ def moments_and_histograms(grid: torch.Tensor, blocks: Blocks, want_histograms: 
     Counts are the bins, then NaN, Inf, below, above; element ``v`` is in bin ``k`` iff
     ``edges[k] <= v < edges[k+1]`` (last bin closed), as ``np.histogram`` with those edges.
     """
+    if grid.device.type == "cuda":  # Triton launches on the current device: make it grid's
+        with torch.cuda.device(grid.device):
+            return _moments_and_histograms(grid, blocks, want_histograms, bins, hist_range)
+    return _moments_and_histograms(grid, blocks, want_histograms, bins, hist_range)
+
+
+def _moments_and_histograms(grid, blocks, want_histograms, bins, hist_range):
     extremes, sums_and_histogram = kernels(interpreting())
     options = launch_options(blocks.block)
     lo, hi, zeros, nans, infs = extremes_and_counts(grid, blocks, extremes, options)
@@ -127,12 +143,13 @@ def moments_and_histograms(grid: torch.Tensor, blocks: Blocks, want_histograms: 
         bin_scale = bins / (last - first)
         per_row_counts = torch.empty((blocks.rows, bins + 4), dtype=torch.int64,
                                      device=grid.device)
+    table = shift if edges is None else edges
     sums = torch.empty((blocks.rows, 3), dtype=F64, device=grid.device)
     if blocks.rows:
         sums_and_histogram[(blocks.rows,)](
-            grid, blocks.segment, shift, inverse, shift * inverse, sums, edges if want_histograms
-            else shift, first, last, bin_scale, per_row_counts, BLOCK=blocks.block, WIDE=wide,
-            HISTOGRAM=want_histograms, BINS=bins, WIDTH=histogram_width(bins), **options)
+            grid, blocks.segment, shift, inverse, shift * inverse, sums, table, first, last,
+            bin_scale, per_row_counts, BLOCK=blocks.block, WIDE=wide, HISTOGRAM=want_histograms,
+            BINS=bins, WIDTH=histogram_width(bins), **options)
     dsum, dsq, nsq = blocks.sum_rows(sums).unbind(1)
     if not wide:  # power-of-two scaling of the sums: the same figures, bit for bit
         dsum, dsq, nsq = dsum * inverse, dsq * inverse.square(), nsq * inverse.square()
