@@ -17,7 +17,7 @@ from grad_helpers import make_session
 from stats_reference import assert_matches, monitored_step
 from torch import nn
 
-pytest.importorskip("triton")
+pytest.importorskip("triton", minversion="3.0")
 if os.environ.get("TRITON_INTERPRET") != "1":
     pytest.skip("needs TRITON_INTERPRET=1 before triton is imported (tests/test_stats_triton.py)",
                 allow_module_level=True)

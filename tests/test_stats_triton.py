@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("triton")
+pytest.importorskip("triton", minversion="3.0")
 
 from gradexplorer.core.stats import triton_stats  # noqa: E402
 

@@ -79,8 +79,9 @@ def sums_and_histogram(x_ptr, segment_ptr, shift_ptr, inverse_ptr, scaled_shift_
         below = finite & (v < first)
         above = finite & (v > last)
         inside = finite & (~below) & (~above)
-        columns = tl.arange(0, WIDTH)  # WIDTH: a power of two >= BINS + 4
-        counts = tl.histogram(k, WIDTH, mask=inside).to(tl.int64)  # 0 from column BINS on
+        k = tl.where(inside, k, WIDTH - 1)  # a slot never reported (no histogram mask: 3.0)
+        columns = tl.arange(0, WIDTH)  # WIDTH: a power of two > BINS + 4
+        counts = tl.histogram(k, WIDTH).to(tl.int64)  # 0 from column BINS to WIDTH - 2
         counts = tl.where(columns == BINS + 2, tl.sum(below.to(tl.int64), axis=0), counts)
         counts = tl.where(columns == BINS + 3, tl.sum(above.to(tl.int64), axis=0), counts)
         tl.store(counts_ptr + row * (BINS + 4) + columns, counts, mask=columns < BINS + 4)

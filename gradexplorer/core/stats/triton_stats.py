@@ -20,6 +20,7 @@ kernels on CPU tensors through Triton's interpreter).
 from __future__ import annotations
 
 import functools
+import os
 
 import torch
 
@@ -30,17 +31,26 @@ from gradexplorer.core.stats.histogram import HistRange, range_bounds
 F64 = torch.float64
 INF = float("inf")
 MIN_CAPABILITY = (7, 0)  # the oldest NVIDIA GPUs Triton (and torch.compile) targets
-MAX_BINS = 256  # tl.histogram over up to 512 slots per program (Triton tests up to 512)
+MAX_BINS = 256  # tl.histogram over at most 512 slots per program (Triton tests 512)
 
 
 @functools.cache
 def _triton():
-    """The ``triton`` module, or None where it does not import."""
+    """The ``triton`` module, or None where it does not import or lacks ``tl.histogram``."""
     try:
         import triton
+        import triton.language as tl
     except Exception:  # absent, or an install that cannot load (e.g. a missing driver library)
         return None
-    return triton
+    return triton if hasattr(tl, "histogram") else None  # Triton 3.0 on
+
+
+def _interpret_set(triton) -> bool:
+    """``TRITON_INTERPRET`` as Triton reads it (its knobs; the variable itself before 3.4)."""
+    knobs = getattr(triton, "knobs", None)
+    if knobs is not None:
+        return bool(knobs.runtime.interpret)
+    return os.environ.get("TRITON_INTERPRET", "0").lower() in ("1", "true", "on")
 
 
 def interpreting() -> bool:
@@ -48,7 +58,7 @@ def interpreting() -> bool:
     Triton was imported (it builds its own library, ``tl.sum`` and the like, for one mode at
     import; set only later, the interpreter cannot run them)."""
     triton = _triton()
-    if triton is None or not triton.knobs.runtime.interpret:
+    if triton is None or not _interpret_set(triton):
         return False
     from triton.runtime.interpreter import InterpretedFunction
 
@@ -68,7 +78,7 @@ def usable(device: torch.device | str, bins: int = 64) -> bool:
     triton = _triton()
     if bins > MAX_BINS or triton is None:
         return False
-    if triton.knobs.runtime.interpret:  # set: only if Triton was imported under it
+    if _interpret_set(triton):  # then only if Triton was imported under it
         return interpreting()
     if device.type != "cuda":
         return False
@@ -91,8 +101,9 @@ def launch_options(block: int) -> dict:
 
 
 def histogram_width(bins: int) -> int:
-    """A power of two at least ``bins + 4`` (``tl.histogram`` and ``tl.arange`` want one)."""
-    return max(8, 1 << (bins + 3).bit_length())
+    """A power of two above ``bins + 4`` (``tl.histogram`` and ``tl.arange`` want one; the
+    last slot, never reported, takes the values that are in no bin)."""
+    return max(8, 1 << (bins + 4).bit_length())
 
 
 def extremes_and_counts(grid: torch.Tensor, blocks: Blocks, extremes, options: dict):
