@@ -17,8 +17,11 @@ end-to-end slowdown of whole steps (noisier). Methods:
 - gradexplorer: GradientMonitor (exact stats, 64-bin exact histograms, update ratio), with the
   backend it picks (Numba on the CPU, the fused torch path on a GPU)
 - gradexplorer, no update ratio: the same without ‖Δθ‖/‖θ‖ (no parameter copy)
-- gradexplorer, fused torch path: the device path forced (the CPU fallback without Numba);
-  skipped on the CPU above 50M gradient values (its float64 temporaries would not fit here)
+- gradexplorer, fused torch path: the device path forced (the CPU fallback without Numba;
+  on CUDA with Triton, the two Triton kernels); skipped on the CPU above 50M gradient values
+  (its float64 temporaries would not fit here)
+- gradexplorer, eager fused path: on CUDA with Triton only, the fused path with the Triton
+  kernels turned off (what CUDA runs without Triton)
 - TensorBoard-style: ``.cpu().numpy()``, ``np.histogram(64)``, min/max/sum/sum of squares
 - wandb-style: ``clone``, finite filter, per-parameter ``.item()`` min/max, ``torch.histc(64)``
 - torch._foreach_norm: norms alone, for scale
@@ -52,6 +55,8 @@ from gradexplorer import GradientMonitor, SessionConfig, TrainingSession  # noqa
 from gradexplorer import load_workload as _load  # noqa: E402
 from gradexplorer.core.model.spec import ModelOptions  # noqa: E402
 from gradexplorer.core.model.workload import Workload  # noqa: E402
+from gradexplorer.core.stats import triton_stats  # noqa: E402
+from gradexplorer.core.stats.monitor import TorchBackend  # noqa: E402
 
 FUSED_CPU_LIMIT = 50_000_000  # gradient values: above this the fused path is skipped on CPU
 
@@ -154,11 +159,19 @@ class ForeachNorm:
         torch.stack(torch._foreach_norm(grads_of(session))).cpu()
 
 
+def eager_fused_monitor() -> GradientMonitor:
+    """The fused torch path with its Triton kernels off (the monitor builds its backend lazily)."""
+    monitor = GradientMonitor(bins=64, every=1, backend="torch")
+    monitor._backend = TorchBackend(triton=False)
+    return monitor
+
+
 METHODS = {
     "bare step": None,
     "gradexplorer": lambda: GradientMonitor(bins=64, every=1),
     "gradexplorer, no update ratio": lambda: GradientMonitor(bins=64, every=1, update_ratio=False),
     "gradexplorer, fused torch path": lambda: GradientMonitor(bins=64, every=1, backend="torch"),
+    "gradexplorer, eager fused path": eager_fused_monitor,
     "TensorBoard-style": TensorBoardStyle,
     "wandb-style": WandbStyle,
     "torch._foreach_norm only": ForeachNorm,
@@ -220,12 +233,21 @@ def one_pass_seconds(session) -> float:
     return time.perf_counter() - start
 
 
+def skip_reason(name: str, device: str, numel: int) -> str | None:
+    """Why ``name`` is not measured here (None: it is)."""
+    if name == "gradexplorer, fused torch path" and device == "cpu" and numel > FUSED_CPU_LIMIT:
+        return f"skipped on the CPU above {FUSED_CPU_LIMIT:,} values"
+    if name == "gradexplorer, eager fused path" and not (
+            device.startswith("cuda") and triton_stats.usable(device)):
+        return "skipped: the same as the fused torch path without Triton on CUDA"
+    return None
+
+
 def measure(spec: str, rounds: int, device: str, quick: bool = False) -> dict:
     """Per method: observer seconds and whole-step seconds for each round, ops and syncs."""
     session = make_session(spec, device, quick)
     numel = sum(p.numel() for p in session.model.parameters())
-    methods = [name for name in METHODS if not (
-        name == "gradexplorer, fused torch path" and device == "cpu" and numel > FUSED_CPU_LIMIT)]
+    methods = [name for name in METHODS if skip_reason(name, device, numel) is None]
     observers = {name: (Timed(METHODS[name](), device) if METHODS[name] else None)
                  for name in methods}
     for obs in observers.values():  # warm-up: compile kernels, fill caches
@@ -277,7 +299,8 @@ def report(result: dict) -> str:
         if name == "bare step":
             continue
         if name not in result["inside"]:
-            lines.append(f"  {name:32s} skipped on the CPU above {FUSED_CPU_LIMIT:,} values")
+            why = skip_reason(name, result["device"], result["numel"]) or "skipped"
+            lines.append(f"  {name:32s} {why}")
             continue
         inside = statistics.median(result["inside"][name])
         whole = statistics.median(result["steps"][name])

@@ -188,3 +188,35 @@ def test_lenet_step_through_the_kernels_equals_numba(calls):
 def test_chosen_only_where_it_can_run(interpret):
     assert triton_stats.usable("cpu", triton_stats.MAX_BINS)
     assert not triton_stats.usable("cpu", triton_stats.MAX_BINS + 1)  # the eager path above
+
+
+def test_the_eager_ops_when_the_kernels_are_turned_off(calls):
+    grads = [torch.randn(40), torch.randn(3, 5)]
+    eager = FusedTorch(triton=False)
+    raw_eager = eager.finish(eager.begin(grads, None, True, 16, "auto"), None)
+    assert calls == []
+    kernels = FusedTorch()
+    raw = kernels.finish(kernels.begin(grads, None, True, 16, "auto"), None)
+    assert calls == [torch.float32]
+    assert np.array_equal(raw.counts, raw_eager.counts) and np.array_equal(raw.edges, raw_eager.edges)
+    assert np.allclose(raw.moments, raw_eager.moments, rtol=1e-12, atol=1e-15)
+
+
+def test_a_kernel_build_failure_falls_back_to_the_eager_path_once(interpret, monkeypatch):
+    tries = []
+
+    def broken(*args):
+        tries.append(1)
+        raise RuntimeError("Failed to find C compiler. Please specify via CC environment variable")
+
+    monkeypatch.setattr(triton_stats, "moments_and_histograms", broken)
+    grads = [torch.randn(40), torch.randn(3, 5)]
+    engine = FusedTorch()
+    with pytest.warns(RuntimeWarning, match="C compiler.*eager fused path"):
+        raw = engine.finish(engine.begin(grads, None, True, 16, "auto"), None)
+    eager = FusedTorch(triton=False)
+    expected = eager.finish(eager.begin(grads, None, True, 16, "auto"), None)
+    assert np.array_equal(raw.counts, expected.counts) and np.array_equal(raw.moments,
+                                                                          expected.moments)
+    engine.finish(engine.begin(grads, None, True, 16, "auto"), None)
+    assert tries == [1] and not engine.triton  # not tried again

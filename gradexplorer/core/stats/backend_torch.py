@@ -12,11 +12,13 @@ what they hold after it.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
+from gradexplorer.core.errors import first_line
 from gradexplorer.core.stats import fused, triton_stats
 from gradexplorer.core.stats.blocks import Blocks
 from gradexplorer.core.stats.histogram import HistRange
@@ -56,8 +58,9 @@ class TorchPending:
 class FusedTorch:
     """Keeps each group's ``Blocks`` (layout and work buffers) on its device between steps."""
 
-    def __init__(self) -> None:
+    def __init__(self, triton: bool = True) -> None:
         self._blocks: dict[tuple, Blocks] = {}
+        self.triton = triton  # the Triton kernels where they can run (False: eager ops only)
 
     def blocks(self, tensors: list[torch.Tensor], role: str) -> Blocks:
         """The kept layout of ``tensors``: gradients pad with +Inf, weights with 0."""
@@ -81,10 +84,11 @@ class FusedTorch:
                 tensors = [grads[i] for i in indices]
                 blocks = self.blocks(tensors, "grad")
                 grid = blocks.load(tensors)
-                if triton_stats.usable(grid.device, bins):  # two kernels, two reads of the data
-                    pending.groups.append(GroupResult(indices, *triton_stats.moments_and_histograms(
-                        grid, blocks, want_histograms, bins, hist_range)))
-                    continue
+                if self.triton and triton_stats.usable(grid.device, bins):  # two reads, two kernels
+                    found = self._by_kernels(grid, blocks, want_histograms, bins, hist_range)
+                    if found is not None:
+                        pending.groups.append(GroupResult(indices, *found))
+                        continue
                 rows, prepared = fused.moments(grid, blocks)
                 result = GroupResult(indices, rows)
                 if want_histograms:
@@ -99,6 +103,18 @@ class FusedTorch:
                     blocks.load(tensors)
                     pending.copies.append((indices, blocks))
         return pending
+
+    def _by_kernels(self, *args):
+        """``triton_stats.moments_and_histograms(*args)``, or None (and the eager path from now
+        on, with one warning) where Triton cannot build them: no C compiler for its launcher,
+        an unsupported GPU, ..."""
+        try:
+            return triton_stats.moments_and_histograms(*args)
+        except Exception as exc:  # noqa: BLE001 - any build failure: the eager path is exact too
+            self.triton = False
+            warnings.warn(f"gradexplorer: the Triton statistics kernels failed ({first_line(exc)});"
+                          " using the eager fused path", RuntimeWarning, stacklevel=4)
+            return None
 
     def finish(self, pending: TorchPending, params: list[torch.Tensor] | None) -> RawStats:
         """Update norms (if copies were taken), then one device-to-host transfer per device."""

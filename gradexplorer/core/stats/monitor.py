@@ -66,10 +66,10 @@ class TorchBackend:
 
     name = "torch"
 
-    def __init__(self) -> None:
+    def __init__(self, triton: bool = True) -> None:
         from gradexplorer.core.stats.backend_torch import FusedTorch
 
-        self._dev = FusedTorch()
+        self._dev = FusedTorch(triton)  # triton=False: the eager ops even where Triton runs
 
     def begin(self, grads, params, want_histograms, bins, hist_range, optimizer=None):
         return self._dev.begin(grads, params, want_histograms, bins, hist_range)
