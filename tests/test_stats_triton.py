@@ -13,10 +13,13 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
+from test_stats_op_count import OpCounter
 
 pytest.importorskip("triton", minversion="3.0")
 
 from gradexplorer.core.stats import triton_stats  # noqa: E402
+from gradexplorer.core.stats.backend_torch import FusedTorch  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -41,3 +44,30 @@ def test_the_variable_set_after_import_does_not_choose_the_kernels(monkeypatch):
     assert not triton_stats.usable("cpu")
     monkeypatch.delenv("TRITON_INTERPRET")
     assert not triton_stats.usable("cpu")  # a CPU device: the eager fused path
+
+
+class NoLaunch:
+    """A kernel stand-in: ``kernel[grid](...)`` does nothing (its outputs keep what they held)."""
+
+    def __getitem__(self, grid):
+        return lambda *args, **kwargs: None
+
+
+def torch_ops(count: int, monkeypatch) -> dict:
+    """The aten ops ``moments_and_histograms`` dispatches around its two kernels."""
+    monkeypatch.setattr(triton_stats, "kernels", lambda interpret: (NoLaunch(), NoLaunch()))
+    tensors = [torch.randn(3 + i % 5, 2) for i in range(count)]
+    blocks = FusedTorch().blocks(tensors, "grad")
+    grid = blocks.load(tensors)
+    with OpCounter() as counter:
+        rows, edges, counts = triton_stats.moments_and_histograms(grid, blocks, True, 64, "auto")
+    assert rows.shape == (count, 11) and edges.shape == (count, 65) and counts.shape == (count, 68)
+    return counter.ops
+
+
+def test_the_torch_side_is_a_fixed_number_of_ops_with_no_sync(monkeypatch):
+    few, many = torch_ops(10, monkeypatch), torch_ops(600, monkeypatch)
+    assert many == few, many - few  # nothing per parameter
+    assert sum(many.values()) <= 90, many  # 87: P-sized ops (launches on CUDA)
+    assert "aten._local_scalar_dense" not in many and "aten.item" not in many
+    assert "aten.lift_fresh" not in many  # no host-built tensor copied in
