@@ -3,7 +3,9 @@
 Triton builds its library for one mode when it is imported, so the interpreted checks
 (``tests/stats_triton_checks.py``) run in a subprocess started with ``TRITON_INTERPRET=1``;
 here, in the suite's own process, the variable set after the import must not switch the
-backend to kernels that could not run. Skipped where Triton is absent.
+backend to kernels that could not run, the torch ops around the kernels are counted, and the
+kernels are compiled for real NVIDIA targets (Triton compiles to PTX and cubin with its own
+ptxas, no GPU needed). Skipped where Triton is absent.
 """
 
 import os
@@ -71,3 +73,37 @@ def test_the_torch_side_is_a_fixed_number_of_ops_with_no_sync(monkeypatch):
     assert sum(many.values()) <= 90, many  # 87: P-sized ops (launches on CUDA)
     assert "aten._local_scalar_dense" not in many and "aten.item" not in many
     assert "aten.lift_fresh" not in many  # no host-built tensor copied in
+
+
+def compiled(kernel, dtype: str, block: int, arch: int, bins: int | None = None):
+    """``kernel`` compiled for ``sm_{arch}`` with the options ``triton_stats`` launches it with."""
+    from triton import compile as compile_kernel
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    names = kernel.arg_names
+    pointers = {"x_ptr": f"*{dtype}", "segment_ptr": "*i64", "counts_ptr": "*i64"}
+    if bins is None:  # extremes
+        pointers.update(low_ptr=f"*{dtype}", high_ptr=f"*{dtype}")
+        constants = {"BLOCK": block}
+    else:
+        constants = {"BLOCK": block, "WIDE": dtype == "fp64", "HISTOGRAM": True, "BINS": bins,
+                     "WIDTH": triton_stats.histogram_width(bins)}
+    signature = {n: "constexpr" if n in constants else pointers.get(n, "*fp64") for n in names}
+    source = ASTSource(kernel, signature=signature, constexprs=constants)
+    return compile_kernel(source, target=GPUTarget("cuda", arch, 32),
+                          options=triton_stats.launch_options(block))
+
+
+@pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") == "1", reason="the suite is interpreted")
+@pytest.mark.parametrize("dtype, block, bins, arch", [
+    ("fp32", 1024, 64, 90), ("fp64", 1024, 1, 90), ("fp64", 8, 256, 80), ("fp32", 8, 5, 80)])
+def test_kernels_compile_for_nvidia_gpus_without_fma(dtype, block, bins, arch):
+    """Both kernels build to cubin for sm_80/sm_90 (f64 reductions, ``tl.histogram`` and all),
+    and the PTX holds no fused multiply-add: the sums and bin tests round as the eager path."""
+    pytest.importorskip("triton", minversion="3.4")  # ASTSource with named signatures
+    extremes, sums_and_histogram = triton_stats.kernels(False)
+    for kernel in (compiled(extremes, dtype, block, arch),
+                   compiled(sums_and_histogram, dtype, block, arch, bins)):
+        assert kernel.asm["cubin"] and f".target sm_{arch}" in kernel.asm["ptx"]
+        assert not re.search(r"\bfma\.", kernel.asm["ptx"])
