@@ -23,7 +23,7 @@ if os.environ.get("TRITON_INTERPRET") != "1":
                 allow_module_level=True)
 
 from gradexplorer import GradientMonitor, gradient_stats  # noqa: E402
-from gradexplorer.core.stats import fused, triton_stats  # noqa: E402
+from gradexplorer.core.stats import fused, fused_bins, triton_stats  # noqa: E402
 from gradexplorer.core.stats import raw as C  # noqa: E402
 from gradexplorer.core.stats.backend_torch import FusedTorch  # noqa: E402
 
@@ -98,7 +98,7 @@ def both_paths(tensors: list[torch.Tensor], want: bool, bins: int, hist_range):
     ours = triton_stats.moments_and_histograms(blocks.load(tensors), blocks, want, bins,
                                                hist_range)
     rows, prepared = fused.moments(blocks.load(tensors), blocks)
-    theirs = (rows, *fused.histograms(prepared, blocks, rows, bins, hist_range)) if want \
+    theirs = (rows, *fused_bins.histograms(prepared, blocks, rows, bins, hist_range)) if want \
         else (rows, None, None)
     return ours, theirs
 
@@ -122,7 +122,7 @@ def assert_same(ours, theirs) -> None:
 @pytest.mark.parametrize("hist_range", RANGES)
 def test_kernels_equal_the_fused_path_for_every_dtype(interpret, hist_range):
     """float32, float16/bfloat16 (widened), float64 at 1e±200/300: the same rows, edges and
-    counts (bins, NaN, Inf, below, above) as fused.moments + fused.histograms."""
+    counts (bins, NaN, Inf, below, above) as fused.moments + fused_bins.histograms."""
     for tensors in by_dtype(special_grads()):
         assert_same(*both_paths(tensors, True, 16, hist_range))
 

@@ -57,10 +57,12 @@ def test_ops_per_step_do_not_grow_with_parameters(histograms):
 
 
 def test_device_count_equals_the_cpu_bincount():
-    """The scatter_add_ count used on devices (bincount would sync there) equals bincount."""
-    from gradexplorer.core.stats.fused import count_slots
+    """The index_add_ count used on devices (bincount would sync there) equals bincount."""
+    from gradexplorer.core.stats.fused_bins import count_slots
 
     slot = torch.randint(0, 9, (40, 16), generator=torch.Generator().manual_seed(0))
-    expected = torch.stack([torch.bincount(row, minlength=9) for row in slot])
-    assert torch.equal(count_slots(slot.clone(), 9, by_bincount=False), expected)
-    assert torch.equal(count_slots(slot.clone(), 9, by_bincount=True), expected)
+    slot = (slot + torch.arange(40)[:, None] * 9).int()
+    expected = torch.stack([torch.bincount(row.long() - 9 * i, minlength=9)
+                            for i, row in enumerate(slot)]).view(-1)
+    assert torch.equal(count_slots(slot, 360, by_bincount=False), expected)
+    assert torch.equal(count_slots(slot, 360, by_bincount=True), expected)

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from gradexplorer.core.errors import first_line
-from gradexplorer.core.stats import fused, triton_stats
+from gradexplorer.core.stats import fused, fused_bins, triton_stats
 from gradexplorer.core.stats.blocks import Blocks
 from gradexplorer.core.stats.histogram import HistRange
 from gradexplorer.core.stats.raw import MOMENT_COLUMNS, RawStats
@@ -52,7 +52,7 @@ class TorchPending:
 
     count: int
     groups: list[GroupResult] = field(default_factory=list)
-    copies: list[tuple[list[int], Blocks]] | None = None
+    copies: list[tuple[list[int], Blocks, Blocks]] | None = None
 
 
 class FusedTorch:
@@ -63,16 +63,19 @@ class FusedTorch:
         self.triton = triton  # the Triton kernels where they can run (False: eager ops only)
 
     def blocks(self, tensors: list[torch.Tensor], role: str) -> Blocks:
-        """The kept layout of ``tensors``: gradients pad with +Inf, weights with 0."""
+        """The kept layout of ``tensors``: gradients pad with +Inf in their working dtype;
+        weights (roles ``before`` and ``after``) are held as float64 with zero padding."""
         t = tensors[0]
         key = (role, t.device, t.dtype, tuple(x.shape for x in tensors))
         found = self._blocks.get(key)
         if found is None:
-            if len(self._blocks) > 16:
+            if len(self._blocks) > 24:
                 self._blocks.clear()
-            fill = fused.INF if role == "grad" else 0.0
-            dtype = fused.working_dtype(t.dtype) if role == "grad" else t.dtype
-            found = self._blocks[key] = Blocks(key[3], dtype, t.device, fill)
+            if role == "grad":
+                found = Blocks(key[3], fused.working_dtype(t.dtype), t.device, fused.INF)
+            else:
+                found = Blocks(key[3], fused.F64, t.device, 0.0, source_dtype=t.dtype)
+            self._blocks[key] = found
         return found
 
     def begin(self, grads: list[torch.Tensor], params: list[torch.Tensor] | None,
@@ -92,16 +95,16 @@ class FusedTorch:
                 rows, prepared = fused.moments(grid, blocks)
                 result = GroupResult(indices, rows)
                 if want_histograms:
-                    result.edges, result.counts = fused.histograms(prepared, blocks, rows, bins,
-                                                                   hist_range)
+                    result.edges, result.counts = fused_bins.histograms(prepared, blocks, rows,
+                                                                        bins, hist_range)
                 pending.groups.append(result)
             if params is not None:
                 pending.copies = []
                 for indices in groups_of(params).values():
                     tensors = [params[i] for i in indices]
-                    blocks = self.blocks(tensors, "param")
-                    blocks.load(tensors)
-                    pending.copies.append((indices, blocks))
+                    before = self.blocks(tensors, "before")
+                    before.load(tensors)
+                    pending.copies.append((indices, before, self.blocks(tensors, "after")))
         return pending
 
     def _by_kernels(self, *args):
@@ -121,9 +124,9 @@ class FusedTorch:
         updates = []
         with torch.no_grad():
             if pending.copies is not None and params is not None:
-                for indices, blocks in pending.copies:
-                    after = [params[i] for i in indices]
-                    updates.append((indices, fused.update_norms(blocks, after)))
+                for indices, before, after in pending.copies:
+                    now = [params[i] for i in indices]
+                    updates.append((indices, fused.update_norms(before, after, now)))
         return unpack(pending, updates, transfer(pending, updates))
 
 

@@ -27,7 +27,7 @@ class Blocks:
     """Where each tensor sits in the padded buffer, plus the kept work buffers (all on device)."""
 
     def __init__(self, shapes: tuple[torch.Size, ...], dtype: torch.dtype, device: torch.device,
-                 fill: float) -> None:
+                 fill: float, source_dtype: torch.dtype | None = None) -> None:
         numels = tuple(int(torch.Size(s).numel()) for s in shapes)
         self.count, self.block = len(numels), block_size(numels)
         per = [-(-n // self.block) for n in numels]
@@ -36,11 +36,12 @@ class Blocks:
         self.row_counts = torch.tensor(per, dtype=torch.int64).to(device)
         seg = torch.repeat_interleave(torch.arange(self.count), torch.tensor(per, dtype=torch.int64),
                                       output_size=self.rows)
-        pad = torch.zeros(self.rows, dtype=torch.int64)
-        ends = torch.tensor(per, dtype=torch.int64).cumsum(0) - 1
-        has = torch.tensor([p > 0 for p in per])
-        pad[ends[has]] = (torch.tensor(per) * self.block - torch.tensor(numels))[has]
-        self.segment, self.pad = seg.to(device), pad.to(device)
+        self.segment = seg.to(device)
+        self.pad_total = (torch.tensor(per, dtype=torch.float64) * self.block
+                          - torch.tensor(numels, dtype=torch.float64)).to(device)
+        self.ones = torch.ones(self.block, dtype=torch.float64, device=device)
+        self.source_wide = (source_dtype or dtype) == torch.float64
+        self._offsets: dict[int, torch.Tensor] = {}
         self.segment_column = self.segment[:, None].contiguous()
         self.flat = torch.full((self.rows * self.block,), fill, dtype=dtype, device=device)
         self.views, start = [], 0
@@ -67,6 +68,18 @@ class Blocks:
     def per_row(self, values: torch.Tensor) -> torch.Tensor:
         """``(P,)`` per-tensor values as a ``(rows, 1)`` column to broadcast over the elements."""
         return torch.take(values, self.segment_column)
+
+    def per_row_table(self, values: torch.Tensor) -> torch.Tensor:
+        """``(P, W)`` per-tensor rows repeated for each block row: ``(rows, W)``, contiguous."""
+        return torch.index_select(values, 0, self.segment)
+
+    def row_offsets(self, width: int) -> torch.Tensor:
+        """``(rows, 1)`` int32 column ``row * width``: the first slot of each row's counts."""
+        found = self._offsets.get(width)
+        if found is None:
+            found = self._offsets[width] = torch.arange(
+                0, self.rows * width, width, dtype=torch.int32, device=self.flat.device)[:, None]
+        return found
 
     def sum_rows(self, values: torch.Tensor) -> torch.Tensor:
         """Per-row figures ``(rows, ...)`` summed into per-tensor ones ``(P, ...)``."""

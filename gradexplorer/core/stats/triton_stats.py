@@ -1,13 +1,13 @@
 """Gradient statistics of one (device, dtype) group by two Triton kernels: two reads of the data.
 
-The same figures as ``fused.moments`` + ``fused.histograms`` (columns of ``raw``), from the
+The same figures as ``fused.moments`` + ``fused_bins.histograms`` (columns of ``raw``), from the
 padded block layout ``blocks.load`` fills, with the eager whole-buffer passes replaced by two
 kernels of one program per row (``triton_kernels``):
 
 1. ``extremes``: finite min, finite max, zeros, NaN and non-finite (padding included) per row;
 2. on the device, P-sized torch ops: rows reduced to tensors (``Blocks.reduce_rows`` /
    ``sum_rows``), the power-of-two scale (``fused.pow2_above``), the midrange shift, the
-   histogram bounds and edges (``histogram.range_bounds``, ``fused.edge_terms``/``edges_of``);
+   histogram bounds and edges (``range_bounds``, ``fused_bins.edge_terms``, ``edges_of``);
 3. ``sums_and_histogram``: Σd, Σd², Σa² in float64 and each row's histogram (privatised in the
    program by ``tl.histogram``, written as one ``(rows, bins + 4)`` row, summed per tensor).
 
@@ -24,7 +24,7 @@ import os
 
 import torch
 
-from gradexplorer.core.stats import fused, triton_kernels
+from gradexplorer.core.stats import fused, fused_bins, triton_kernels
 from gradexplorer.core.stats.blocks import Blocks
 from gradexplorer.core.stats.histogram import HistRange, range_bounds
 
@@ -116,15 +116,14 @@ def extremes_and_counts(grid: torch.Tensor, blocks: Blocks, extremes, options: d
         extremes[(blocks.rows,)](grid, low, high, flags, BLOCK=blocks.block, **options)
     lo = blocks.reduce_rows(low, "min", INF).to(F64)
     hi = blocks.reduce_rows(high, "max", -INF).to(F64)
-    flags[:, 2] -= blocks.pad  # padding is +Inf: not the tensor's
     zeros, nans, infs = blocks.sum_rows(flags).to(F64).unbind(1)
-    return lo, hi, zeros, nans, infs
+    return lo, hi, zeros, nans, infs - blocks.pad_total  # padding is +Inf: not the tensor's
 
 
 def moments_and_histograms(grid: torch.Tensor, blocks: Blocks, want_histograms: bool, bins: int,
                            hist_range: HistRange):
     """``(rows (P, MOMENT_COLUMNS) float64, edges (P, bins+1) float64 | None,
-    counts (P, bins+4) int64 | None)`` exactly as ``fused.moments`` + ``fused.histograms``.
+    counts (P, bins+4) int64 | None)`` exactly as ``fused.moments`` + ``fused_bins.histograms``.
 
     ``grid`` is ``blocks.load(tensors)``: ``(rows, block)``, +Inf padding, float32 or float64.
     Counts are the bins, then NaN, Inf, below, above; element ``v`` is in bin ``k`` iff
@@ -149,7 +148,8 @@ def _moments_and_histograms(grid, blocks, want_histograms, bins, hist_range):
     first = last = bin_scale = shift  # placeholders: the kernel reads them only for histograms
     per_row_counts = torch.empty((0,), dtype=torch.int64, device=grid.device)
     if want_histograms:
-        edges = fused.edges_of(*fused.edge_terms(*range_bounds(lo, hi, hist_range), bins), bins)
+        edges = fused_bins.edges_of(*fused_bins.edge_terms(*range_bounds(lo, hi, hist_range),
+                                                           bins), bins)
         first, last = edges[:, 0].contiguous(), edges[:, -1].contiguous()
         bin_scale = bins / (last - first)
         per_row_counts = torch.empty((blocks.rows, bins + 4), dtype=torch.int64,
