@@ -24,7 +24,7 @@ import os
 
 import torch
 
-from gradexplorer.core.stats import fused, fused_bins, triton_kernels
+from gradexplorer.core.stats import fused, fused_bins
 from gradexplorer.core.stats.blocks import Blocks
 from gradexplorer.core.stats.histogram import HistRange, range_bounds
 
@@ -45,12 +45,13 @@ def _triton():
     return triton if hasattr(tl, "histogram") else None  # Triton 3.0 on
 
 
-def _interpret_set(triton) -> bool:
-    """``TRITON_INTERPRET`` as Triton reads it (its knobs; the variable itself before 3.4)."""
+def _interpret_set(triton=None) -> bool:
+    """``TRITON_INTERPRET`` as Triton reads it (its knobs; the variable itself before 3.4 or
+    before Triton is imported)."""
     knobs = getattr(triton, "knobs", None)
     if knobs is not None:
         return bool(knobs.runtime.interpret)
-    return os.environ.get("TRITON_INTERPRET", "0").lower() in ("1", "true", "on")
+    return os.environ.get("TRITON_INTERPRET", "0").strip().lower() in ("1", "true", "on")
 
 
 def interpreting() -> bool:
@@ -75,13 +76,13 @@ def usable(device: torch.device | str, bins: int = 64) -> bool:
     device in Triton's interpreter (``interpreting``: how the tests run them on the CPU); at
     most ``MAX_BINS`` bins (more fall back to the eager fused path)."""
     device = torch.device(device)
+    if bins > MAX_BINS or (device.type != "cuda" and not _interpret_set()):
+        return False  # (decided without importing Triton)
     triton = _triton()
-    if bins > MAX_BINS or triton is None:
+    if triton is None:
         return False
     if _interpret_set(triton):  # then only if Triton was imported under it
         return interpreting()
-    if device.type != "cuda":
-        return False
     return _capable(device.index if device.index is not None else torch.cuda.current_device())
 
 
@@ -90,6 +91,8 @@ def kernels(interpret: bool):
     """Both kernels jitted for one mode (``triton.jit`` picks compile or interpret when it
     decorates, so each mode gets its own pair)."""
     del interpret  # the cache key: the mode in force when ``triton.jit`` runs below
+    from gradexplorer.core.stats import triton_kernels  # imports triton.language
+
     jit = _triton().jit
     return jit(triton_kernels.extremes), jit(triton_kernels.sums_and_histogram)
 
