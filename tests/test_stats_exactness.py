@@ -184,3 +184,41 @@ def test_mixed_dtypes_form_separate_groups():
     for name, g in grads.items():
         assert_matches(record.params[f"ps.{name}"], record.histograms[f"ps.{name}"], g)
     assert list(record.params) == [f"ps.{n}" for n in grads]
+
+
+def values_around_edges(lo: float, hi: float, bins: int, dtype: np.dtype) -> np.ndarray:
+    """Every value of ``dtype`` at or next to each bin edge of [lo, hi] (lo and hi included)."""
+    from gradexplorer.core.stats.histogram import histogram_edges
+
+    edges = histogram_edges(np.array([lo]), np.array([hi]), bins)[0]
+    near = edges.astype(dtype)
+    out = [near, np.nextafter(near, dtype.type(np.inf)), np.nextafter(near, dtype.type(-np.inf))]
+    values = np.concatenate(out)
+    return np.clip(values, dtype.type(lo), dtype.type(hi))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_fused_bins_are_exact_at_every_edge(dtype):
+    """Values on, just below and just above every edge, tiny and huge ranges, constant rows and
+    an explicit range float32 cannot follow: counts equal ``np.histogram`` with the edges."""
+    dtype = np.dtype(dtype)
+    top = np.finfo(dtype).max
+    tiny = np.finfo(dtype).smallest_subnormal
+    cases = {
+        "unit": values_around_edges(-1.3, 2.7, 64, dtype),
+        "offset": values_around_edges(1000.0, 1000.001, 64, dtype),
+        "denormal": values_around_edges(float(tiny), float(tiny) * 900, 64, dtype),
+        "huge": values_around_edges(-float(top) / 2, float(top) / 3, 64, dtype),
+        "constant_big": np.full(33, 3.0e7, dtype),
+    }
+    grads = {n: torch.from_numpy(np.random.default_rng(1).permutation(v)) for n, v in cases.items()}
+    for hist_range in ("auto", "symmetric", (-1e250 if dtype == np.float64 else -1e30, 3e30)):
+        record = gradient_stats(Holder(grads), bins=64, hist_range=hist_range, backend="torch")
+        for name, g in grads.items():
+            hist = record.histograms[f"ps.{name}"]
+            x = g.double().numpy()
+            inside = x[(x >= hist.edges[0]) & (x <= hist.edges[-1])]
+            expected = np.histogram(inside, bins=hist.edges)[0]
+            assert np.array_equal(hist.counts, expected), (name, hist_range)
+            assert (hist.below, hist.above) == ((x < hist.edges[0]).sum(),
+                                                (x > hist.edges[-1]).sum()), (name, hist_range)
