@@ -49,7 +49,7 @@ class TorchPending:
 
     count: int
     groups: list[GroupResult] = field(default_factory=list)
-    copies: list[tuple[list[int], Blocks, Blocks]] | None = None
+    copies: list[tuple[list[int], Blocks, Blocks | None, torch.Tensor]] | None = None
 
 
 class FusedTorch:
@@ -60,7 +60,7 @@ class FusedTorch:
 
     def blocks(self, tensors: list[torch.Tensor], role: str) -> Blocks:
         """The kept layout of ``tensors``: gradients pad with +Inf in their working dtype;
-        weights (roles ``before`` and ``after``) are held as float64 with zero padding."""
+        weights are held as float64 with zero padding."""
         t = tensors[0]
         key = (role, t.device, t.dtype, tuple(x.shape for x in tensors))
         found = self._blocks.get(key)
@@ -93,8 +93,10 @@ class FusedTorch:
                 for indices in groups_of(params).values():
                     tensors = [params[i] for i in indices]
                     before = self.blocks(tensors, "before")
+                    after = None if before.flat.device.type == "cpu" else self.blocks(tensors,
+                                                                                      "after")
                     before.load(tensors)
-                    pending.copies.append((indices, before, self.blocks(tensors, "after")))
+                    pending.copies.append((indices, before, after, fused.weight_norms(before)))
         return pending
 
     def finish(self, pending: TorchPending, params: list[torch.Tensor] | None) -> RawStats:
@@ -102,9 +104,9 @@ class FusedTorch:
         updates = []
         with torch.no_grad():
             if pending.copies is not None and params is not None:
-                for indices, before, after in pending.copies:
-                    now = [params[i] for i in indices]
-                    updates.append((indices, fused.update_norms(before, after, now)))
+                for indices, before, after, weight_norms in pending.copies:
+                    moved = fused.update_norms(before, after, [params[i] for i in indices])
+                    updates.append((indices, torch.stack([moved, weight_norms], 1)))
         return unpack(pending, updates, transfer(pending, updates))
 
 

@@ -111,20 +111,31 @@ def moments(x: torch.Tensor, blocks: Blocks) -> tuple[torch.Tensor, Prepared]:
     return rows, prepared
 
 
-def update_norms(before: Blocks, after: Blocks, now: list[torch.Tensor]) -> torch.Tensor:
-    """``(P, 2)`` float64: ‖after − before‖ and ‖before‖ per tensor, scaled (no overflow).
+def weight_norms(before: Blocks) -> torch.Tensor:
+    """``(P,)`` float64 ‖θ‖ per tensor of the weights ``before`` holds, scaled (no overflow)."""
+    return _norms(before, before.grid)
 
-    ``before`` holds the weights as float64 (zero padding), loaded before the step; ``now``
-    are the same tensors after it, loaded into ``after`` (the same layout).
+
+def update_norms(before: Blocks, after: Blocks | None, now: list[torch.Tensor]) -> torch.Tensor:
+    """``(P,)`` float64 ‖θ_now − θ_before‖ per tensor; ``before`` holds θ_before as float64
+    (zero padding) and becomes θ_before − θ_now (exact: float32 and narrower differences are
+    exact in float64, and a float64 difference is the float64 one).
+
+    On the CPU one mixed-dtype ``_foreach_sub_`` does it; on a device, where a mixed-dtype
+    foreach op falls back to a kernel per tensor, a converting copy into ``after`` (the same
+    layout, device groups only) and one whole-buffer sub.
     """
-    delta = after.load(now).sub_(before.grid)
-    out = []
-    for x in (delta, before.grid):
-        if not before.source_wide:  # squares of float32 and narrower are exact, in range
-            out.append(before.sum_rows(row_norms(x).square_()).sqrt())
-            continue
-        top = torch.maximum(x.amax(1), x.amin(1).neg_())
-        scale, inverse = pow2_above(before.reduce_rows(top, "max", 0.0))
-        scaled = torch.mul(x, before.per_row(inverse), out=before.buffer("scaled", F64))
-        out.append(scale * before.sum_rows(row_norms(scaled).square_()).sqrt())
-    return torch.stack(out, 1)
+    if after is None:
+        torch._foreach_sub_(before.views, now)
+    else:
+        before.grid.sub_(after.load(now))
+    return _norms(before, before.grid)
+
+
+def _norms(blocks: Blocks, x: torch.Tensor) -> torch.Tensor:
+    if not blocks.source_wide:  # squares of float32 and narrower are exact, in range
+        return blocks.sum_rows(row_norms(x).square_()).sqrt()
+    top = torch.maximum(x.amax(1), x.amin(1).neg_())
+    scale, inverse = pow2_above(blocks.reduce_rows(top, "max", 0.0))
+    scaled = torch.mul(x, blocks.per_row(inverse), out=blocks.buffer("scaled", F64))
+    return scale * blocks.sum_rows(row_norms(scaled).square_()).sqrt()
