@@ -49,7 +49,7 @@ class TorchPending:
 
     count: int
     groups: list[GroupResult] = field(default_factory=list)
-    copies: list[tuple[list[int], Blocks, Blocks | None, torch.Tensor]] | None = None
+    copies: list[tuple[list[int], Blocks, Blocks, torch.Tensor]] | None = None
 
 
 class FusedTorch:
@@ -82,7 +82,8 @@ class FusedTorch:
             for indices in groups_of(grads).values():
                 tensors = [grads[i] for i in indices]
                 blocks = self.blocks(tensors, "grad")
-                rows, prepared = fused.moments(blocks.load(tensors), blocks)
+                counted = want_histograms and hist_range in ("auto", "symmetric")
+                rows, prepared = fused.moments(blocks.load(tensors), blocks, not counted)
                 result = GroupResult(indices, rows)
                 if want_histograms:
                     result.edges, result.counts = fused_bins.histograms(prepared, blocks, rows,
@@ -92,9 +93,7 @@ class FusedTorch:
                 pending.copies = []
                 for indices in groups_of(params).values():
                     tensors = [params[i] for i in indices]
-                    before = self.blocks(tensors, "before")
-                    after = None if before.flat.device.type == "cpu" else self.blocks(tensors,
-                                                                                      "after")
+                    before, after = self.blocks(tensors, "before"), self.blocks(tensors, "after")
                     before.load(tensors)
                     pending.copies.append((indices, before, after, fused.weight_norms(before)))
         return pending

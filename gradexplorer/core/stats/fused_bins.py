@@ -13,7 +13,9 @@ above the last edge, so the last bin is closed as in ``np.histogram``. The posit
 computed on ``v * p - first * p`` with a per-row power of two ``p`` (exact) so that narrow or
 tiny ranges neither overflow nor lose the guess, minus the rounding error of ``first * p``.
 NaN, ±Inf and padding arrive as -Inf, fall below every edge and are taken back out of the
-"below" slot per tensor; the NaN and Inf counts of the moments fill their own columns.
+"below" slot per tensor; the NaN and Inf counts of the moments fill their own columns. With an
+auto or symmetric range no finite value is below, so that slot is the count of bad elements
+and the moments need not count them.
 
 Explicit ranges beyond what float32 can hold exactly enough are binned in float64.
 """
@@ -26,7 +28,7 @@ import torch
 
 from gradexplorer.core.stats import raw as C
 from gradexplorer.core.stats.blocks import Blocks
-from gradexplorer.core.stats.fused import F64, Prepared, pow2_above
+from gradexplorer.core.stats.fused import F64, Prepared, fill_counts, pow2_above
 from gradexplorer.core.stats.histogram import HistRange, range_bounds
 
 POSITION_EXPONENTS = {torch.float32: (-126, 128), F64: C.SCALE_EXPONENTS}
@@ -123,7 +125,11 @@ def histograms(prepared: Prepared, blocks: Blocks, rows: torch.Tensor, bins: int
     slot.add_(blocks.buffer("step", torch.int32).copy_(above))
     counts = count_slots(slot, blocks.rows * width, slot.device.type == "cpu")
     counts = blocks.sum_rows(counts.view(blocks.rows, width))
-    below = counts[:, 0] - prepared.bad
+    bad = prepared.bad
+    if bad is None:  # an auto or symmetric range: nothing finite is below, only the bad
+        bad = counts[:, 0]
+        fill_counts(rows, bad, blocks)
+    below = counts[:, 0] - bad
     out = torch.cat([counts[:, 1: bins + 1], rows[:, C.NANS: C.INFS + 1].long(), below[:, None],
                      counts[:, bins + 1:]], 1)
     return edges, out
