@@ -115,16 +115,16 @@ def histograms(prepared: Prepared, blocks: Blocks, rows: torch.Tensor, bins: int
     if dtype != values.dtype:
         values = blocks.buffer("wide_values", dtype).copy_(values)
     width = bins + 2
-    table = blocks.per_row_table(comparison_table(edges, dtype)).view(-1)
+    table = comparison_table(edges, dtype).view(-1)
     p, start, scale, correction = (blocks.per_row(t) for t in position_terms(edges, bins, dtype))
     u = torch.mul(values, p, out=blocks.buffer("position", dtype))
     u.sub_(start).mul_(scale).sub_(correction).clamp_(0, bins + 0.5)
-    slot = blocks.buffer("slot", torch.int32).copy_(u).add_(blocks.row_offsets(width))
+    slot = blocks.buffer("slot", torch.int32).copy_(u).add_(blocks.tensor_offsets(width))
     edge = torch.index_select(table, 0, slot.view(-1), out=u.view(-1)).view_as(u)
     above = torch.ge(values, edge, out=edge)
     slot.add_(blocks.buffer("step", torch.int32).copy_(above))
-    counts = count_slots(slot, blocks.rows * width, slot.device.type == "cpu")
-    counts = blocks.sum_rows(counts.view(blocks.rows, width))
+    counts = count_slots(slot, blocks.count * width, slot.device.type == "cpu")
+    counts = counts.view(blocks.count, width)
     bad = prepared.bad
     if bad is None:  # an auto or symmetric range: nothing finite is below, only the bad
         bad = counts[:, 0]
