@@ -80,16 +80,16 @@ def comparison_table(edges: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     return torch.cat([table[:, :-1], above, above], 1)
 
 
-def position_terms(edges: torch.Tensor, bins: int, dtype: torch.dtype):
-    """Per tensor (p, first·p, scale, correction) in ``dtype`` for
-    ``u = (v·p − first·p)·scale − correction`` (+0.5, so truncation rounds)."""
+def position_terms(edges: torch.Tensor, bins: int, dtype: torch.dtype) -> torch.Tensor:
+    """``(P, 4)`` in ``dtype``: p, first·p, scale and correction per tensor, for
+    ``u = (v·p − first·p)·scale − correction`` (+0.5, so that truncation rounds)."""
     first, last = edges[:, 0], edges[:, -1]
     p = pow2_above(torch.maximum(first.abs(), last.abs()), POSITION_EXPONENTS[dtype])[1]
     start = first * p
     scale = bins / ((last - first) * p)
-    start_d = start.to(dtype)
-    correction = (start - start_d.to(F64)) * scale - 0.5
-    return p.to(dtype), start_d, scale.to(dtype), correction.to(dtype)
+    start_d = start.to(dtype).to(F64)
+    correction = (start - start_d) * scale - 0.5
+    return torch.stack([p, start_d, scale, correction], 1).to(dtype)
 
 
 def count_slots(slot: torch.Tensor, total: int, by_bincount: bool) -> torch.Tensor:
@@ -116,7 +116,8 @@ def histograms(prepared: Prepared, blocks: Blocks, rows: torch.Tensor, bins: int
         values = blocks.buffer("wide_values", dtype).copy_(values)
     width = bins + 2
     table = comparison_table(edges, dtype).view(-1)
-    p, start, scale, correction = (blocks.per_row(t) for t in position_terms(edges, bins, dtype))
+    terms = torch.index_select(position_terms(edges, bins, dtype), 0, blocks.segment)
+    p, start, scale, correction = terms.split(1, 1)
     u = torch.mul(values, p, out=blocks.buffer("position", dtype))
     u.sub_(start).mul_(scale).sub_(correction).clamp_(0, bins + 0.5)
     slot = blocks.buffer("slot", torch.int32).copy_(u).add_(blocks.tensor_offsets(width))
