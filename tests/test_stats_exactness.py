@@ -225,3 +225,25 @@ def test_fused_bins_are_exact_at_every_edge(dtype):
             assert np.array_equal(hist.counts, expected), (name, hist_range)
             assert (hist.below, hist.above) == ((x < hist.edges[0]).sum(),
                                                 (x > hist.edges[-1]).sum()), (name, hist_range)
+
+
+def test_a_device_without_float64_is_computed_on_host_copies(monkeypatch):
+    """MPS has no float64: its gradients and weights go to the host in one copy per group and
+    give the very figures the device path gives elsewhere."""
+    from gradexplorer.core.stats import backend_torch
+
+    def step():
+        torch.manual_seed(3)
+        model = nn.Sequential(nn.Linear(6, 5), nn.Tanh(), nn.Linear(5, 2))
+        model(torch.randn(7, 6)).square().sum().backward()
+        monitor = GradientMonitor(backend="torch")
+        return monitored_step(model, torch.optim.SGD(model.parameters(), lr=0.1), [monitor])[0]
+
+    expected = step()
+    asked = []
+    monkeypatch.setattr(backend_torch, "lacks_float64", lambda device: asked.append(device) or 1)
+    got = step()
+    assert len(asked) == 3  # gradients, weights before and after the step: one group each
+    for name, stats in expected.params.items():
+        assert stats == got.params[name]
+        assert np.array_equal(expected.histograms[name].counts, got.histograms[name].counts)

@@ -6,7 +6,9 @@ block buffer (``blocks.Blocks``) and ``fused`` computes every figure of every pa
 fixed number of ops. Everything stays on the device until ``finish`` (after the optimizer
 step) copies it to the host: one transfer per device, no other synchronisation. The update
 ratio is measured in the same way: the weights are copied into their block buffer before the
-step and compared with what they hold after it.
+step and compared with what they hold after it. Apple's MPS has no float64: its groups are
+brought to the host first (one ``cat`` and one transfer per group, before the optimizer step)
+and computed there.
 """
 
 from __future__ import annotations
@@ -23,6 +25,21 @@ from gradexplorer.core.stats.raw import MOMENT_COLUMNS, RawStats
 
 F64 = torch.float64
 Key = tuple[torch.device, torch.dtype]
+
+
+def lacks_float64(device: torch.device) -> bool:
+    """Apple's MPS has no float64, which the exact sums need."""
+    return device.type == "mps"
+
+
+def with_float64(tensors: list[torch.Tensor]) -> list[torch.Tensor]:
+    """``tensors`` themselves, or, on a device without float64, host copies made by one ``cat``
+    and one transfer (a synchronisation there, before the optimizer step)."""
+    if not lacks_float64(tensors[0].device):
+        return tensors
+    flat = torch.cat([t.reshape(-1) for t in tensors]).cpu()
+    return [part.view(t.shape) for part, t in zip(flat.split([t.numel() for t in tensors]),
+                                                  tensors, strict=True)]
 
 
 def groups_of(tensors: list[torch.Tensor]) -> dict[Key, list[int]]:
@@ -80,7 +97,7 @@ class FusedTorch:
         pending = TorchPending(len(grads))
         with torch.no_grad():
             for indices in groups_of(grads).values():
-                tensors = [grads[i] for i in indices]
+                tensors = with_float64([grads[i] for i in indices])
                 blocks = self.blocks(tensors, "grad")
                 counted = want_histograms and hist_range in ("auto", "symmetric")
                 rows, prepared = fused.moments(blocks.load(tensors), blocks, not counted)
@@ -92,7 +109,7 @@ class FusedTorch:
             if params is not None:
                 pending.copies = []
                 for indices in groups_of(params).values():
-                    tensors = [params[i] for i in indices]
+                    tensors = with_float64([params[i] for i in indices])
                     before, after = self.blocks(tensors, "before"), self.blocks(tensors, "after")
                     before.load(tensors)
                     pending.copies.append((indices, before, after, fused.weight_norms(before)))
@@ -104,7 +121,8 @@ class FusedTorch:
         with torch.no_grad():
             if pending.copies is not None and params is not None:
                 for indices, before, after, weight_norms in pending.copies:
-                    moved = fused.update_norms(before, after, [params[i] for i in indices])
+                    now = with_float64([params[i] for i in indices])
+                    moved = fused.update_norms(before, after, now)
                     updates.append((indices, torch.stack([moved, weight_norms], 1)))
         return unpack(pending, updates, transfer(pending, updates))
 
