@@ -97,7 +97,8 @@ def both_paths(tensors: list[torch.Tensor], want: bool, bins: int, hist_range):
     blocks = FusedTorch().blocks(tensors, "grad")
     ours = triton_stats.moments_and_histograms(blocks.load(tensors), blocks, want, bins,
                                                hist_range)
-    rows, prepared = fused.moments(blocks.load(tensors), blocks)
+    counted = want and hist_range in ("auto", "symmetric")  # as FusedTorch.begin
+    rows, prepared = fused.moments(blocks.load(tensors), blocks, not counted)
     theirs = (rows, *fused_bins.histograms(prepared, blocks, rows, bins, hist_range)) if want \
         else (rows, None, None)
     return ours, theirs

@@ -44,11 +44,14 @@ def special_grads() -> dict[str, torch.Tensor]:
     }
 
 
+@pytest.mark.parametrize("histograms", [True, False])
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_special_gradients_equal_float64_reference(backend):
+def test_special_gradients_equal_float64_reference(backend, histograms):
+    """With histograms the fused path takes its NaN/±Inf/padding count from them; without,
+    it counts them itself: the figures are the same."""
     grads = special_grads()
     model = Holder(grads)
-    record = gradient_stats(model, bins=32, backend=backend)
+    record = gradient_stats(model, bins=32, backend=backend, histograms=histograms)
     for name, g in grads.items():
         stats = record.params[f"ps.{name}"]
         assert_matches(stats, record.histograms.get(f"ps.{name}"), g)
@@ -184,3 +187,63 @@ def test_mixed_dtypes_form_separate_groups():
     for name, g in grads.items():
         assert_matches(record.params[f"ps.{name}"], record.histograms[f"ps.{name}"], g)
     assert list(record.params) == [f"ps.{n}" for n in grads]
+
+
+def values_around_edges(lo: float, hi: float, bins: int, dtype: np.dtype) -> np.ndarray:
+    """Every value of ``dtype`` at or next to each bin edge of [lo, hi] (lo and hi included)."""
+    from gradexplorer.core.stats.histogram import histogram_edges
+
+    edges = histogram_edges(np.array([lo]), np.array([hi]), bins)[0]
+    near = edges.astype(dtype)
+    out = [near, np.nextafter(near, dtype.type(np.inf)), np.nextafter(near, dtype.type(-np.inf))]
+    values = np.concatenate(out)
+    return np.clip(values, dtype.type(lo), dtype.type(hi))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_fused_bins_are_exact_at_every_edge(dtype):
+    """Values on, just below and just above every edge, tiny and huge ranges, constant rows and
+    an explicit range float32 cannot follow: counts equal ``np.histogram`` with the edges."""
+    dtype = np.dtype(dtype)
+    top = np.finfo(dtype).max
+    tiny = np.finfo(dtype).smallest_subnormal
+    cases = {
+        "unit": values_around_edges(-1.3, 2.7, 64, dtype),
+        "offset": values_around_edges(1000.0, 1000.001, 64, dtype),
+        "denormal": values_around_edges(float(tiny), float(tiny) * 900, 64, dtype),
+        "huge": values_around_edges(-float(top) / 2, float(top) / 3, 64, dtype),
+        "constant_big": np.full(33, 3.0e7, dtype),
+    }
+    grads = {n: torch.from_numpy(np.random.default_rng(1).permutation(v)) for n, v in cases.items()}
+    for hist_range in ("auto", "symmetric", (-1e250 if dtype == np.float64 else -1e30, 3e30)):
+        record = gradient_stats(Holder(grads), bins=64, hist_range=hist_range, backend="torch")
+        for name, g in grads.items():
+            hist = record.histograms[f"ps.{name}"]
+            x = g.double().numpy()
+            inside = x[(x >= hist.edges[0]) & (x <= hist.edges[-1])]
+            expected = np.histogram(inside, bins=hist.edges)[0]
+            assert np.array_equal(hist.counts, expected), (name, hist_range)
+            assert (hist.below, hist.above) == ((x < hist.edges[0]).sum(),
+                                                (x > hist.edges[-1]).sum()), (name, hist_range)
+
+
+def test_a_device_without_float64_is_computed_on_host_copies(monkeypatch):
+    """MPS has no float64: its gradients and weights go to the host in one copy per group and
+    give the very figures the device path gives elsewhere."""
+    from gradexplorer.core.stats import backend_torch
+
+    def step():
+        torch.manual_seed(3)
+        model = nn.Sequential(nn.Linear(6, 5), nn.Tanh(), nn.Linear(5, 2))
+        model(torch.randn(7, 6)).square().sum().backward()
+        monitor = GradientMonitor(backend="torch")
+        return monitored_step(model, torch.optim.SGD(model.parameters(), lr=0.1), [monitor])[0]
+
+    expected = step()
+    asked = []
+    monkeypatch.setattr(backend_torch, "lacks_float64", lambda device: asked.append(device) or 1)
+    got = step()
+    assert len(asked) == 3  # gradients, weights before and after the step: one group each
+    for name, stats in expected.params.items():
+        assert stats == got.params[name]
+        assert np.array_equal(expected.histograms[name].counts, got.histograms[name].counts)

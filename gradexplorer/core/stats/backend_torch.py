@@ -7,7 +7,8 @@ fixed number of ops (on CUDA with Triton, ``triton_stats``: two kernels, two rea
 data). Everything stays on the device until ``finish`` (after the optimizer step) copies it to
 the host: one transfer per device, no other synchronisation. The update ratio is measured in
 the same way: the weights are copied into their block buffer before the step and compared with
-what they hold after it.
+what they hold after it. Apple's MPS has no float64: its groups are brought to the host first
+(one ``cat`` and one transfer per group, before the optimizer step) and computed there.
 """
 
 from __future__ import annotations
@@ -26,6 +27,21 @@ from gradexplorer.core.stats.raw import MOMENT_COLUMNS, RawStats
 
 F64 = torch.float64
 Key = tuple[torch.device, torch.dtype]
+
+
+def lacks_float64(device: torch.device) -> bool:
+    """Apple's MPS has no float64, which the exact sums need."""
+    return device.type == "mps"
+
+
+def with_float64(tensors: list[torch.Tensor]) -> list[torch.Tensor]:
+    """``tensors`` themselves, or, on a device without float64, host copies made by one ``cat``
+    and one transfer (a synchronisation there, before the optimizer step)."""
+    if not lacks_float64(tensors[0].device):
+        return tensors
+    flat = torch.cat([t.reshape(-1) for t in tensors]).cpu()
+    return [part.view(t.shape) for part, t in zip(flat.split([t.numel() for t in tensors]),
+                                                  tensors, strict=True)]
 
 
 def groups_of(tensors: list[torch.Tensor]) -> dict[Key, list[int]]:
@@ -52,7 +68,7 @@ class TorchPending:
 
     count: int
     groups: list[GroupResult] = field(default_factory=list)
-    copies: list[tuple[list[int], Blocks, Blocks]] | None = None
+    copies: list[tuple[list[int], Blocks, Blocks, torch.Tensor]] | None = None
 
 
 class FusedTorch:
@@ -64,7 +80,7 @@ class FusedTorch:
 
     def blocks(self, tensors: list[torch.Tensor], role: str) -> Blocks:
         """The kept layout of ``tensors``: gradients pad with +Inf in their working dtype;
-        weights (roles ``before`` and ``after``) are held as float64 with zero padding."""
+        weights are held as float64 with zero padding."""
         t = tensors[0]
         key = (role, t.device, t.dtype, tuple(x.shape for x in tensors))
         found = self._blocks.get(key)
@@ -84,7 +100,7 @@ class FusedTorch:
         pending = TorchPending(len(grads))
         with torch.no_grad():
             for indices in groups_of(grads).values():
-                tensors = [grads[i] for i in indices]
+                tensors = with_float64([grads[i] for i in indices])
                 blocks = self.blocks(tensors, "grad")
                 grid = blocks.load(tensors)
                 if self.triton and triton_stats.usable(grid.device, bins):  # two reads, two kernels
@@ -92,7 +108,8 @@ class FusedTorch:
                     if found is not None:
                         pending.groups.append(GroupResult(indices, *found))
                         continue
-                rows, prepared = fused.moments(grid, blocks)
+                counted = want_histograms and hist_range in ("auto", "symmetric")
+                rows, prepared = fused.moments(grid, blocks, not counted)
                 result = GroupResult(indices, rows)
                 if want_histograms:
                     result.edges, result.counts = fused_bins.histograms(prepared, blocks, rows,
@@ -101,10 +118,10 @@ class FusedTorch:
             if params is not None:
                 pending.copies = []
                 for indices in groups_of(params).values():
-                    tensors = [params[i] for i in indices]
-                    before = self.blocks(tensors, "before")
+                    tensors = with_float64([params[i] for i in indices])
+                    before, after = self.blocks(tensors, "before"), self.blocks(tensors, "after")
                     before.load(tensors)
-                    pending.copies.append((indices, before, self.blocks(tensors, "after")))
+                    pending.copies.append((indices, before, after, fused.weight_norms(before)))
         return pending
 
     def _by_kernels(self, *args):
@@ -124,9 +141,10 @@ class FusedTorch:
         updates = []
         with torch.no_grad():
             if pending.copies is not None and params is not None:
-                for indices, before, after in pending.copies:
-                    now = [params[i] for i in indices]
-                    updates.append((indices, fused.update_norms(before, after, now)))
+                for indices, before, after, weight_norms in pending.copies:
+                    now = with_float64([params[i] for i in indices])
+                    moved = fused.update_norms(before, after, now)
+                    updates.append((indices, torch.stack([moved, weight_norms], 1)))
         return unpack(pending, updates, transfer(pending, updates))
 
 

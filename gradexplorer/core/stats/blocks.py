@@ -69,16 +69,12 @@ class Blocks:
         """``(P,)`` per-tensor values as a ``(rows, 1)`` column to broadcast over the elements."""
         return torch.take(values, self.segment_column)
 
-    def per_row_table(self, values: torch.Tensor) -> torch.Tensor:
-        """``(P, W)`` per-tensor rows repeated for each block row: ``(rows, W)``, contiguous."""
-        return torch.index_select(values, 0, self.segment)
-
-    def row_offsets(self, width: int) -> torch.Tensor:
-        """``(rows, 1)`` int32 column ``row * width``: the first slot of each row's counts."""
+    def tensor_offsets(self, width: int) -> torch.Tensor:
+        """``(rows, 1)`` int32 column ``tensor * width``: where each row's tensor's slots start
+        in a ``(P, width)`` table (a per-tensor lookup or count)."""
         found = self._offsets.get(width)
         if found is None:
-            found = self._offsets[width] = torch.arange(
-                0, self.rows * width, width, dtype=torch.int32, device=self.flat.device)[:, None]
+            found = self._offsets[width] = (self.segment_column * width).int()
         return found
 
     def sum_rows(self, values: torch.Tensor) -> torch.Tensor:

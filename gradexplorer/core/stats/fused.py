@@ -51,13 +51,14 @@ class Prepared:
     """What the histogram pass reuses from the moments pass."""
 
     low_filled: torch.Tensor  # (rows, block) working dtype: the values, NaN/±Inf/padding → -Inf
-    bad: torch.Tensor  # (P,) int64: NaN, ±Inf and padding elements of each tensor
+    bad: torch.Tensor | None  # (P,) int64 NaN, ±Inf and padding elements; None: not counted
 
 
-def counts_and_extremes(x: torch.Tensor, blocks: Blocks):
-    """Per tensor zeros, NaNs, Infs and finite (min, max) in float64 (min/max ±Inf where
-    nothing is finite), the count of bad elements (NaN, ±Inf, padding) per tensor, and ``x``
-    with every bad element set to -Inf (kept buffer).
+def counts_and_extremes(x: torch.Tensor, blocks: Blocks, count_bad: bool):
+    """Per tensor zeros, NaNs and finite (min, max) in float64 (min/max ±Inf where nothing is
+    finite), the count of bad elements (NaN, ±Inf, padding) per tensor if ``count_bad`` (the
+    histograms of an auto or symmetric range count them anyway), and ``x`` with every bad
+    element set to -Inf (kept buffer).
 
     Each indicator is written as 0/1 in the working dtype and summed per row: exact (a row holds
     at most 1024 elements) and far faster than counting booleans.
@@ -66,25 +67,31 @@ def counts_and_extremes(x: torch.Tensor, blocks: Blocks):
     low_filled = blocks.buffer("low_filled", x.dtype)
     flag = blocks.buffer("flag", x.dtype)
     low = torch.nan_to_num(x, nan=INF, posinf=INF, neginf=INF, out=high_filled).amin(1)
-    bad_rows = torch.eq(high_filled, INF, out=flag).sum(1)
+    per_row = [torch.eq(high_filled, INF, out=flag).sum(1)] if count_bad else []
     high = torch.nan_to_num(x, nan=-INF, posinf=-INF, neginf=-INF, out=low_filled).amax(1)
-    nan_rows = torch.ne(x, x, out=flag).sum(1)
-    zero_rows = torch.eq(x, 0, out=flag).sum(1)
+    per_row += [torch.ne(x, x, out=flag).sum(1), torch.eq(x, 0, out=flag).sum(1)]
     lo = blocks.reduce_rows(low, "min", INF).to(F64)
     hi = blocks.reduce_rows(high, "max", -INF).to(F64)
-    per_row = torch.stack([zero_rows, nan_rows, bad_rows], 1).to(F64)
-    zeros, nans, bad = blocks.sum_rows(per_row).unbind(1)
-    infs = bad - nans - blocks.pad_total
-    return zeros, nans, infs, lo, hi, Prepared(low_filled, bad.long())
+    sums = blocks.sum_rows(torch.stack(per_row, 1).to(F64)).unbind(1)
+    bad = sums[0].long() if count_bad else None
+    return sums[-1], sums[-2], lo, hi, Prepared(low_filled, bad)
 
 
-def moments(x: torch.Tensor, blocks: Blocks) -> tuple[torch.Tensor, Prepared]:
-    """``(P, MOMENT_COLUMNS)`` float64 rows (as ``raw``) and what the histograms reuse.
+def fill_counts(rows: torch.Tensor, bad: torch.Tensor, blocks: Blocks) -> None:
+    """Set the Inf and finite columns of ``rows`` from the bad-element counts (in place)."""
+    infs = bad.to(F64) - rows[:, C.NANS] - blocks.pad_total
+    rows[:, C.INFS] = infs
+    rows[:, C.FINITE] = blocks.lengths.to(F64) - rows[:, C.NANS] - infs
+
+
+def moments(x: torch.Tensor, blocks: Blocks, count_bad: bool = True):
+    """``(P, MOMENT_COLUMNS)`` float64 rows (as ``raw``) and what the histograms reuse; without
+    ``count_bad`` the Inf and finite columns wait for ``fill_counts``.
 
     ``d = x - shift`` is formed from the raw values, so NaN, ±Inf and padding stay non-finite
     through the subtraction and one ``nan_to_num`` sets exactly those to 0.
     """
-    zeros, nans, infs, lo, hi, prepared = counts_and_extremes(x, blocks)
+    zeros, nans, lo, hi, prepared = counts_and_extremes(x, blocks, count_bad)
     empty = ~(lo <= hi)
     lo0, hi0 = lo.masked_fill(empty, 0.0), hi.masked_fill(empty, 0.0)
     scale, inverse = pow2_above(torch.maximum(lo0.abs(), hi0.abs()))
@@ -93,38 +100,41 @@ def moments(x: torch.Tensor, blocks: Blocks) -> tuple[torch.Tensor, Prepared]:
     values = blocks.buffer("values", F64)
     if wide:  # x / s first (exact), so that squares neither overflow nor underflow
         torch.mul(x, blocks.per_row(inverse), out=values)
-        values.sub_(blocks.per_row(shift * inverse))
+        d = torch.sub(values, blocks.per_row(shift * inverse), out=blocks.buffer("d", F64))
     else:  # float32 squares are exact and in range in float64: scale the sums instead
-        values.copy_(x).sub_(blocks.per_row(shift))
-    d = values.nan_to_num_(0.0, 0.0, 0.0)
-    per_row = [torch.mv(d, blocks.ones), row_norms(d).square_()]
-    if wide:
-        torch.mul(x, blocks.per_row(inverse), out=values)
-    else:
-        values.copy_(x)
-    per_row.append(row_norms(values.nan_to_num_(0.0, 0.0, 0.0)).square_())
+        d = torch.sub(values.copy_(x), blocks.per_row(shift), out=blocks.buffer("d", F64))
+    d.nan_to_num_(0.0, 0.0, 0.0)
+    values.nan_to_num_(0.0, 0.0, 0.0)
+    per_row = [torch.mv(d, blocks.ones), row_norms(d).square_(), row_norms(values).square_()]
     dsum, dsq, nsq = blocks.sum_rows(torch.stack(per_row, 1)).unbind(1)
     if not wide:  # power-of-two scaling: the same figures, bit for bit
         dsum, dsq, nsq = dsum * inverse, dsq * inverse.square(), nsq * inverse.square()
-    finite = blocks.lengths.to(F64) - nans - infs
-    rows = torch.stack([lo, hi, zeros, nans, infs, finite, dsum, dsq, nsq, scale, shift], 1)
+    rows = torch.stack([lo, hi, zeros, nans, nans, nans, dsum, dsq, nsq, scale, shift], 1)
+    if prepared.bad is not None:
+        fill_counts(rows, prepared.bad, blocks)
     return rows, prepared
 
 
-def update_norms(before: Blocks, after: Blocks, now: list[torch.Tensor]) -> torch.Tensor:
-    """``(P, 2)`` float64: ‖after − before‖ and ‖before‖ per tensor, scaled (no overflow).
+def weight_norms(before: Blocks) -> torch.Tensor:
+    """``(P,)`` float64 ‖θ‖ per tensor of the weights ``before`` holds, scaled (no overflow)."""
+    return _norms(before, before.grid)
 
-    ``before`` holds the weights as float64 (zero padding), loaded before the step; ``now``
-    are the same tensors after it, loaded into ``after`` (the same layout).
+
+def update_norms(before: Blocks, after: Blocks, now: list[torch.Tensor]) -> torch.Tensor:
+    """``(P,)`` float64 ‖θ_now − θ_before‖ per tensor; ``before`` holds θ_before as float64
+    (zero padding), ``after`` (the same layout) receives θ_now and then the difference (exact:
+    float32 and narrower differences are exact in float64, a float64 one is the float64 one).
+    A mixed-dtype ``_foreach_sub_`` would be one op but, on the CPU as on devices, a copy and
+    an op per tensor inside; a converting ``_foreach_copy_`` and one whole-buffer sub are not.
     """
     delta = after.load(now).sub_(before.grid)
-    out = []
-    for x in (delta, before.grid):
-        if not before.source_wide:  # squares of float32 and narrower are exact, in range
-            out.append(before.sum_rows(row_norms(x).square_()).sqrt())
-            continue
-        top = torch.maximum(x.amax(1), x.amin(1).neg_())
-        scale, inverse = pow2_above(before.reduce_rows(top, "max", 0.0))
-        scaled = torch.mul(x, before.per_row(inverse), out=before.buffer("scaled", F64))
-        out.append(scale * before.sum_rows(row_norms(scaled).square_()).sqrt())
-    return torch.stack(out, 1)
+    return _norms(after, delta)
+
+
+def _norms(blocks: Blocks, x: torch.Tensor) -> torch.Tensor:
+    if not blocks.source_wide:  # squares of float32 and narrower are exact, in range
+        return blocks.sum_rows(row_norms(x).square_()).sqrt()
+    top = torch.maximum(x.amax(1), x.amin(1).neg_())
+    scale, inverse = pow2_above(blocks.reduce_rows(top, "max", 0.0))
+    scaled = torch.mul(x, blocks.per_row(inverse), out=blocks.buffer("scaled", F64))
+    return scale * blocks.sum_rows(row_norms(scaled).square_()).sqrt()

@@ -13,7 +13,9 @@ above the last edge, so the last bin is closed as in ``np.histogram``. The posit
 computed on ``v * p - first * p`` with a per-row power of two ``p`` (exact) so that narrow or
 tiny ranges neither overflow nor lose the guess, minus the rounding error of ``first * p``.
 NaN, ±Inf and padding arrive as -Inf, fall below every edge and are taken back out of the
-"below" slot per tensor; the NaN and Inf counts of the moments fill their own columns.
+"below" slot per tensor; the NaN and Inf counts of the moments fill their own columns. With an
+auto or symmetric range no finite value is below, so that slot is the count of bad elements
+and the moments need not count them.
 
 Explicit ranges beyond what float32 can hold exactly enough are binned in float64.
 """
@@ -26,7 +28,7 @@ import torch
 
 from gradexplorer.core.stats import raw as C
 from gradexplorer.core.stats.blocks import Blocks
-from gradexplorer.core.stats.fused import F64, Prepared, pow2_above
+from gradexplorer.core.stats.fused import F64, Prepared, fill_counts, pow2_above
 from gradexplorer.core.stats.histogram import HistRange, range_bounds
 
 POSITION_EXPONENTS = {torch.float32: (-126, 128), F64: C.SCALE_EXPONENTS}
@@ -78,16 +80,16 @@ def comparison_table(edges: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     return torch.cat([table[:, :-1], above, above], 1)
 
 
-def position_terms(edges: torch.Tensor, bins: int, dtype: torch.dtype):
-    """Per tensor (p, first·p, scale, correction) in ``dtype`` for
-    ``u = (v·p − first·p)·scale − correction`` (+0.5, so truncation rounds)."""
+def position_terms(edges: torch.Tensor, bins: int, dtype: torch.dtype) -> torch.Tensor:
+    """``(P, 4)`` in ``dtype``: p, first·p, scale and correction per tensor, for
+    ``u = (v·p − first·p)·scale − correction`` (+0.5, so that truncation rounds)."""
     first, last = edges[:, 0], edges[:, -1]
     p = pow2_above(torch.maximum(first.abs(), last.abs()), POSITION_EXPONENTS[dtype])[1]
     start = first * p
     scale = bins / ((last - first) * p)
-    start_d = start.to(dtype)
-    correction = (start - start_d.to(F64)) * scale - 0.5
-    return p.to(dtype), start_d, scale.to(dtype), correction.to(dtype)
+    start_d = start.to(dtype).to(F64)
+    correction = (start - start_d) * scale - 0.5
+    return torch.stack([p, start_d, scale, correction], 1).to(dtype)
 
 
 def count_slots(slot: torch.Tensor, total: int, by_bincount: bool) -> torch.Tensor:
@@ -113,17 +115,22 @@ def histograms(prepared: Prepared, blocks: Blocks, rows: torch.Tensor, bins: int
     if dtype != values.dtype:
         values = blocks.buffer("wide_values", dtype).copy_(values)
     width = bins + 2
-    table = blocks.per_row_table(comparison_table(edges, dtype)).view(-1)
-    p, start, scale, correction = (blocks.per_row(t) for t in position_terms(edges, bins, dtype))
+    table = comparison_table(edges, dtype).view(-1)
+    terms = torch.index_select(position_terms(edges, bins, dtype), 0, blocks.segment)
+    p, start, scale, correction = terms.split(1, 1)
     u = torch.mul(values, p, out=blocks.buffer("position", dtype))
     u.sub_(start).mul_(scale).sub_(correction).clamp_(0, bins + 0.5)
-    slot = blocks.buffer("slot", torch.int32).copy_(u).add_(blocks.row_offsets(width))
+    slot = blocks.buffer("slot", torch.int32).copy_(u).add_(blocks.tensor_offsets(width))
     edge = torch.index_select(table, 0, slot.view(-1), out=u.view(-1)).view_as(u)
     above = torch.ge(values, edge, out=edge)
     slot.add_(blocks.buffer("step", torch.int32).copy_(above))
-    counts = count_slots(slot, blocks.rows * width, slot.device.type == "cpu")
-    counts = blocks.sum_rows(counts.view(blocks.rows, width))
-    below = counts[:, 0] - prepared.bad
+    counts = count_slots(slot, blocks.count * width, slot.device.type == "cpu")
+    counts = counts.view(blocks.count, width)
+    bad = prepared.bad
+    if bad is None:  # an auto or symmetric range: nothing finite is below, only the bad
+        bad = counts[:, 0]
+        fill_counts(rows, bad, blocks)
+    below = counts[:, 0] - bad
     out = torch.cat([counts[:, 1: bins + 1], rows[:, C.NANS: C.INFS + 1].long(), below[:, None],
                      counts[:, bins + 1:]], 1)
     return edges, out
