@@ -75,6 +75,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # e.g. `gradexplorer run | head`: the reader left, so stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
+    finally:  # here, on the main thread, no interrupt lands inside the tidying
+        export_dir = sys.modules.get("gradexplorer.core.snapshot.export_dir")
+        if export_dir is not None:  # (not imported: nothing was exported)
+            export_dir.remove_own_leftovers()
 
 
 @contextlib.contextmanager

@@ -154,3 +154,24 @@ def test_export_now_never_replaces_an_existing_snapshot(tmp_path):
     with pytest.raises(UserError, match="already exists"):
         write_snapshot(tmp_path, session, replace=False)
     assert (first / "manifest.json").read_bytes() == before
+
+
+def test_own_leftovers_are_tidied_and_a_moved_aside_snapshot_comes_back(tmp_path):
+    """An interrupt inside a writer's own clean-up can leave this process's .partial/.old
+    folders: release() (and the CLI's main thread) remove the unfinished one, put back a
+    snapshot moved aside whose replacement never arrived, and drop one that was replaced."""
+    from gradexplorer.core.snapshot.export_dir import ExportFolder
+
+    pid = os.getpid()
+    folder = ExportFolder(tmp_path).claim()
+    partial = tmp_path / f".step-000003.partial-{pid}-0a1b2c3d"
+    moved = tmp_path / f".step-000002.old-{pid}-0a1b2c3d"
+    replaced = tmp_path / f".step-000001.old-{pid}-0a1b2c3d"
+    other = tmp_path / ".step-000004.partial-1-0a1b2c3d"  # pid 1 is alive: another writer's
+    for path in (partial, moved, replaced, other, tmp_path / "step-000001"):
+        path.mkdir()
+    (moved / "manifest.json").write_text("{}")
+    folder.release()
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert names == [other.name, "step-000001", "step-000002"], names
+    assert (tmp_path / "step-000002" / "manifest.json").read_text() == "{}"

@@ -38,13 +38,18 @@ class RunStatusBar(QStatusBar):
         for label in (self.model_label, self.state_label, self.step_label, self.loss_label,
                       self.rate_label):
             self.addPermanentWidget(label)
-        controller.state_changed.connect(lambda state: self.state_label.setText(state))
         self.refresh_soon = qthrottled(self.show_latest, timeout=REDRAW_MS, parent=self)
+        controller.state_changed.connect(self.show_state)
         controller.timeline.changed.connect(self.refresh_soon)
         controller.model_opened.connect(self.reset)
         controller.session_opened.connect(self.show_session)
         controller.message.connect(lambda text: self.showMessage(text, 8000))
         controller.error.connect(lambda text: self.showMessage(f"error: {text}", 15000))
+
+    def show_state(self, state: str) -> None:
+        """The run state; the step label drops its "k of N" once a run ends."""
+        self.state_label.setText(state)
+        self.refresh_soon()
 
     def reset(self, _live=None) -> None:
         """A new model: no step, loss or rate of the last one."""

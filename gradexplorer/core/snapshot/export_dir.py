@@ -5,7 +5,10 @@ a folder that holds another run's snapshots (unless ``overwrite``), and a folder
 run is exporting to (an advisory ``flock`` on the folder itself, released by the kernel
 however the owner dies, leaving no file behind); it removes the hidden ``.partial``/``.old``
 folders that runs killed
-mid-write left behind. ``release()`` gives the folder up.
+mid-write left behind. ``release()`` gives the folder up and tidies what this process itself
+may have left mid-write (an interrupt can land inside a writer's own clean-up);
+``remove_own_leftovers()`` does the same for every folder this process claimed, from the main
+thread once a command has ended, however it ended.
 """
 
 from __future__ import annotations
@@ -19,7 +22,27 @@ from pathlib import Path
 from gradexplorer.core.errors import UserError
 from gradexplorer.core.snapshot import format as F
 
-LEFTOVER = re.compile(r"^\.(?P<name>.+)\.(?:partial|old)-(?:(?P<pid>\d+)-)?[0-9a-f]+$")
+LEFTOVER = re.compile(
+    r"^\.(?P<name>.+)\.(?P<kind>partial|old)-(?:(?P<pid>\d+)-)?[0-9a-f]+$")
+CLAIMED: set[Path] = set()  # every folder this process has claimed
+
+
+def remove_own_leftovers(directories=None) -> None:
+    """Tidy what this process left mid-write in ``directories`` (default: every folder it
+    claimed): an unfinished ``.partial`` folder is removed; a snapshot moved aside to ``.old``
+    goes back if its replacement never arrived, else it is removed. Nothing half-written stays
+    and no finished snapshot is lost."""
+    mine = str(os.getpid())
+    for directory in list(CLAIMED if directories is None else directories):
+        for path in directory.iterdir() if directory.is_dir() else []:
+            match = LEFTOVER.match(path.name)
+            if match is None or match.group("pid") != mine or not path.is_dir():
+                continue
+            target = directory / match.group("name")
+            if match.group("kind") == "old" and not target.exists():
+                os.rename(path, target)
+            else:
+                shutil.rmtree(path, ignore_errors=True)
 
 
 def process_alive(pid: int) -> bool:
@@ -85,6 +108,7 @@ class ExportFolder:
         if not os.access(directory, os.W_OK | os.X_OK):
             raise UserError(f"cannot export to {str(directory)!r}: the folder is not writable")
         self._lock()
+        CLAIMED.add(directory)
         try:
             self._check_earlier_snapshots()
             self.removed += remove_leftovers(directory)
@@ -94,10 +118,13 @@ class ExportFolder:
         return self
 
     def release(self) -> None:
-        """Give up the folder."""
+        """Tidy this process's own leftovers and give up the folder."""
         if self._lock_fd is not None:
-            os.close(self._lock_fd)
-            self._lock_fd = None
+            try:
+                remove_own_leftovers([self.directory])
+            finally:
+                os.close(self._lock_fd)
+                self._lock_fd = None
 
     def __enter__(self) -> ExportFolder:
         return self.claim()
