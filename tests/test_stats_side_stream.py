@@ -178,8 +178,10 @@ def test_side_stream_order_of_waits_without_a_gpu(monkeypatch):
     @contextmanager
     def entered_stream(stream):
         log.append(f"enter {stream.name}")
-        yield
-        log.append(f"leave {stream.name}")
+        try:
+            yield
+        finally:
+            log.append(f"leave {stream.name}")
 
     class Grad:
         def __init__(self, device):
@@ -202,6 +204,12 @@ def test_side_stream_order_of_waits_without_a_gpu(monkeypatch):
     step = ["side0 waits for main", "enter side0", "copies", "gradient kept for side0",
             "main waits for side0", "statistics", "leave side0", "after"]
     assert log == step * 2 and len(made) == 1
+    log.clear()
+    with pytest.raises(RuntimeError), streams.entered([cuda]):  # a copy failed: still ordered
+        log.append("copies")
+        raise RuntimeError("out of memory")
+    assert log == ["side0 waits for main", "enter side0", "copies", "main waits for side0",
+                   "leave side0"]
     log.clear()
     with SideStreams(False).entered([cuda]) as handoff:  # asked off: nothing at all
         handoff.release([Grad(cuda)])

@@ -54,6 +54,7 @@ class Handoff:
 
     def __init__(self) -> None:
         self.pairs: dict[torch.device, tuple[torch.cuda.Stream, torch.cuda.Stream]] = {}
+        self.released = False
 
     def release(self, grads: list[torch.Tensor]) -> None:
         """Step 3: the gradients' memory waits for the side stream's reads, and each device's
@@ -64,6 +65,11 @@ class Handoff:
             pair = self.pairs.get(g.device)
             if pair is not None:
                 g.record_stream(pair[1])
+        self.join()
+
+    def join(self) -> None:
+        """Each device's current stream waits for everything queued on its side stream."""
+        self.released = True
         for current, side in self.pairs.values():
             current.wait_stream(side)
 
@@ -99,4 +105,9 @@ class SideStreams:
                 side.wait_stream(current)
                 stack.enter_context(torch.cuda.stream(side))
                 handoff.pairs[device] = (current, side)
-            yield handoff
+            try:
+                yield handoff
+            except BaseException:  # a failed step still leaves no copy racing the training
+                if not handoff.released:
+                    handoff.join()
+                raise
