@@ -22,6 +22,11 @@ end-to-end slowdown of whole steps (noisier). Methods:
   (its float64 temporaries would not fit here)
 - gradexplorer, eager fused path: on CUDA with Triton only, the fused path with the Triton
   kernels turned off (what CUDA runs without Triton)
+- gradexplorer, side stream / same stream: on CUDA only, ``GradientMonitor(overlap=True)``
+  (the statistics on a side stream beside the optimizer step) and the default beside it, both
+  timed WITHOUT the device wait the other methods get after each observer call (that wait
+  would remove the overlap being measured): their "in observer" is host time only; compare
+  their end-to-end columns with each other (more rounds help: ``--rounds 30``)
 - TensorBoard-style: ``.cpu().numpy()``, ``np.histogram(64)``, min/max/sum/sum of squares
 - wandb-style: ``clone``, finite filter, per-parameter ``.item()`` min/max, ``torch.histc(64)``
 - torch._foreach_norm: norms alone, for scale
@@ -59,6 +64,7 @@ from gradexplorer.core.stats import triton_stats  # noqa: E402
 from gradexplorer.core.stats.monitor import TorchBackend  # noqa: E402
 
 FUSED_CPU_LIMIT = 50_000_000  # gradient values: above this the fused path is skipped on CPU
+UNSETTLED = ("gradexplorer, side stream", "gradexplorer, same stream")  # timed end to end
 
 
 class OpCounter(TorchDispatchMode):
@@ -98,8 +104,9 @@ class Timed:
     """Wraps an observer and adds up the seconds spent in it during one step; with
     ``counting`` set it also counts its aten ops and host synchronisations."""
 
-    def __init__(self, inner, device: str = "cpu") -> None:
+    def __init__(self, inner, device: str = "cpu", settle: bool = True) -> None:
         self.inner, self.seconds, self.device = inner, 0.0, device
+        self.settle = settle  # wait for the device after each call (its queued work is timed)
         self.counting, self.ops, self.syncs = False, Counter(), 0
 
     def _call(self, name, *args):
@@ -115,7 +122,7 @@ class Timed:
         if self.counting:
             self.ops += counter.ops
             self.syncs += syncs.count if syncs.cuda else counter.ops["aten._local_scalar_dense"]
-        if self.device.startswith("cuda"):
+        if self.settle and self.device.startswith("cuda"):
             torch.cuda.synchronize()  # the time of work queued by this observer is its own
         self.seconds += time.perf_counter() - start
 
@@ -172,6 +179,8 @@ METHODS = {
     "gradexplorer, no update ratio": lambda: GradientMonitor(bins=64, every=1, update_ratio=False),
     "gradexplorer, fused torch path": lambda: GradientMonitor(bins=64, every=1, backend="torch"),
     "gradexplorer, eager fused path": eager_fused_monitor,
+    "gradexplorer, side stream": lambda: GradientMonitor(bins=64, every=1, overlap=True),
+    "gradexplorer, same stream": lambda: GradientMonitor(bins=64, every=1),
     "TensorBoard-style": TensorBoardStyle,
     "wandb-style": WandbStyle,
     "torch._foreach_norm only": ForeachNorm,
@@ -240,6 +249,8 @@ def skip_reason(name: str, device: str, numel: int) -> str | None:
     if name == "gradexplorer, eager fused path" and not (
             device.startswith("cuda") and triton_stats.usable(device)):
         return "skipped: the same as the fused torch path without Triton on CUDA"
+    if name in UNSETTLED and not device.startswith("cuda"):
+        return "skipped: CUDA only (no streams elsewhere)"
     return None
 
 
@@ -248,8 +259,8 @@ def measure(spec: str, rounds: int, device: str, quick: bool = False) -> dict:
     session = make_session(spec, device, quick)
     numel = sum(p.numel() for p in session.model.parameters())
     methods = [name for name in METHODS if skip_reason(name, device, numel) is None]
-    observers = {name: (Timed(METHODS[name](), device) if METHODS[name] else None)
-                 for name in methods}
+    observers = {name: (Timed(METHODS[name](), device, settle=name not in UNSETTLED)
+                         if METHODS[name] else None) for name in methods}
     for obs in observers.values():  # warm-up: compile kernels, fill caches
         session.observers = [obs] if obs else []
         session.step()
@@ -335,7 +346,9 @@ def main(argv: list[str] | None = None) -> int:
           "whole-step slowdown (noisy under load); read passes: observer time in units of one plain read\n"
           "(a sum) of every gradient. The single-pass floor is 1.0x. aten ops: dispatched by the\n"
           "observer in one step (TorchDispatchMode); syncs: host synchronisations in that step\n"
-          "(CUDA: set_sync_debug_mode warnings; CPU: .item() scalar reads).")
+          "(CUDA: set_sync_debug_mode warnings; CPU: .item() scalar reads). Side/same stream\n"
+          "(CUDA): timed without a device wait after each call, so 'in observer' is host time\n"
+          "only: compare their end-to-end columns with each other.")
     return 0
 
 

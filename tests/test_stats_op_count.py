@@ -26,13 +26,13 @@ class OpCounter(TorchDispatchMode):
         return func(*args, **(kwargs or {}))
 
 
-def monitor_ops(count: int, histograms: bool) -> Counter:
+def monitor_ops(count: int, histograms: bool, overlap: bool = False) -> Counter:
     """Ops the monitor dispatches in its second step (the first builds the cached layouts)."""
     torch.manual_seed(0)
     model = nn.ParameterList(nn.Parameter(torch.randn(3 + i % 5, 2)) for i in range(count))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     session = FakeSession(model, optimizer)
-    monitor = GradientMonitor(backend="torch", every=1 if histograms else 0)
+    monitor = GradientMonitor(backend="torch", every=1 if histograms else 0, overlap=overlap)
     counter = OpCounter()
     for step in (1, 2):
         for p in model:
@@ -54,6 +54,11 @@ def test_ops_per_step_do_not_grow_with_parameters(histograms):
     assert sum(many.values()) <= MAX_OPS, many
     assert "aten._local_scalar_dense" not in many and "aten.item" not in many
     assert "aten.lift_fresh" not in many  # no host-built tensor copied in
+
+
+def test_overlap_adds_no_op_on_the_cpu():
+    """A side stream exists on CUDA only: on the CPU ``overlap=True`` dispatches the same ops."""
+    assert monitor_ops(10, True, overlap=True) == monitor_ops(10, True)
 
 
 def test_device_count_equals_the_cpu_bincount():

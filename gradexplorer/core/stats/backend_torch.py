@@ -9,6 +9,8 @@ the host: one transfer per device, no other synchronisation. The update ratio is
 the same way: the weights are copied into their block buffer before the step and compared with
 what they hold after it. Apple's MPS has no float64: its groups are brought to the host first
 (one ``cat`` and one transfer per group, before the optimizer step) and computed there.
+With ``overlap`` (opt-in), CUDA groups run on a side stream beside the optimizer step
+(``side_stream``: the ordering and memory argument).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from gradexplorer.core.stats import fused, fused_bins, triton_stats
 from gradexplorer.core.stats.blocks import Blocks
 from gradexplorer.core.stats.histogram import HistRange
 from gradexplorer.core.stats.raw import MOMENT_COLUMNS, RawStats
+from gradexplorer.core.stats.side_stream import SideStreams
 
 F64 = torch.float64
 Key = tuple[torch.device, torch.dtype]
@@ -74,9 +77,10 @@ class TorchPending:
 class FusedTorch:
     """Keeps each group's ``Blocks`` (layout and work buffers) on its device between steps."""
 
-    def __init__(self, triton: bool = True) -> None:
+    def __init__(self, triton: bool = True, overlap: bool = False) -> None:
         self._blocks: dict[tuple, Blocks] = {}
         self.triton = triton  # the Triton kernels where they can run (False: eager ops only)
+        self.streams = SideStreams(overlap)  # CUDA work on a side stream (``side_stream``)
 
     def blocks(self, tensors: list[torch.Tensor], role: str) -> Blocks:
         """The kept layout of ``tensors``: gradients pad with +Inf in their working dtype;
@@ -96,33 +100,50 @@ class FusedTorch:
 
     def begin(self, grads: list[torch.Tensor], params: list[torch.Tensor] | None,
               want_histograms: bool, bins: int, hist_range: HistRange) -> TorchPending:
-        """Queue every statistic on the devices; copy ``params`` if update ratios are wanted."""
+        """Queue every statistic on the devices; copy ``params`` if update ratios are wanted.
+
+        Every copy is taken before any statistic is queued: with ``overlap`` the training's
+        stream waits for the copies only, and the statistics run beside the optimizer step
+        (``side_stream``)."""
         pending = TorchPending(len(grads))
-        with torch.no_grad():
-            for indices in groups_of(grads).values():
+        grad_groups = groups_of(grads)
+        param_groups = groups_of(params) if params is not None else {}
+        devices = [key[0] for key in (*grad_groups, *param_groups)]
+        with torch.no_grad(), self.streams.entered(devices) as handoff:
+            loaded = []
+            for indices in grad_groups.values():
                 tensors = with_float64([grads[i] for i in indices])
                 blocks = self.blocks(tensors, "grad")
-                grid = blocks.load(tensors)
-                if self.triton and triton_stats.usable(grid.device, bins):  # two reads, two kernels
-                    found = self._by_kernels(grid, blocks, want_histograms, bins, hist_range)
-                    if found is not None:
-                        pending.groups.append(GroupResult(indices, *found))
-                        continue
-                counted = want_histograms and hist_range in ("auto", "symmetric")
-                rows, prepared = fused.moments(grid, blocks, not counted)
-                result = GroupResult(indices, rows)
-                if want_histograms:
-                    result.edges, result.counts = fused_bins.histograms(prepared, blocks, rows,
-                                                                        bins, hist_range)
-                pending.groups.append(result)
+                loaded.append((indices, blocks, blocks.load(tensors)))
+            copies = []
+            for indices in param_groups.values():
+                tensors = with_float64([params[i] for i in indices])
+                before, after = self.blocks(tensors, "before"), self.blocks(tensors, "after")
+                before.load(tensors)
+                copies.append((indices, before, after))
+            handoff.release(grads)
+            for indices, blocks, grid in loaded:
+                pending.groups.append(self._statistics(indices, grid, blocks, want_histograms,
+                                                       bins, hist_range))
             if params is not None:
-                pending.copies = []
-                for indices in groups_of(params).values():
-                    tensors = with_float64([params[i] for i in indices])
-                    before, after = self.blocks(tensors, "before"), self.blocks(tensors, "after")
-                    before.load(tensors)
-                    pending.copies.append((indices, before, after, fused.weight_norms(before)))
+                pending.copies = [(indices, before, after, fused.weight_norms(before))
+                                  for indices, before, after in copies]
         return pending
+
+    def _statistics(self, indices: list[int], grid: torch.Tensor, blocks: Blocks,
+                    want_histograms: bool, bins: int, hist_range: HistRange) -> GroupResult:
+        """One group's figures from its loaded block buffer (Triton kernels where usable)."""
+        if self.triton and triton_stats.usable(grid.device, bins):  # two reads, two kernels
+            found = self._by_kernels(grid, blocks, want_histograms, bins, hist_range)
+            if found is not None:
+                return GroupResult(indices, *found)
+        counted = want_histograms and hist_range in ("auto", "symmetric")
+        rows, prepared = fused.moments(grid, blocks, not counted)
+        result = GroupResult(indices, rows)
+        if want_histograms:
+            result.edges, result.counts = fused_bins.histograms(prepared, blocks, rows,
+                                                                bins, hist_range)
+        return result
 
     def _by_kernels(self, *args):
         """``triton_stats.moments_and_histograms(*args)``, or None (and the eager path from now
@@ -137,15 +158,19 @@ class FusedTorch:
             return None
 
     def finish(self, pending: TorchPending, params: list[torch.Tensor] | None) -> RawStats:
-        """Update norms (if copies were taken), then one device-to-host transfer per device."""
+        """Update norms (if copies were taken), then one device-to-host transfer per device
+        (with ``overlap``, on the side streams: the host waits for those only)."""
         updates = []
-        with torch.no_grad():
+        devices = [g.rows.device for g in pending.groups]
+        devices += [before.flat.device for _, before, _, _ in pending.copies or []]
+        with torch.no_grad(), self.streams.entered(devices):
             if pending.copies is not None and params is not None:
                 for indices, before, after, weight_norms in pending.copies:
                     now = with_float64([params[i] for i in indices])
                     moved = fused.update_norms(before, after, now)
                     updates.append((indices, torch.stack([moved, weight_norms], 1)))
-        return unpack(pending, updates, transfer(pending, updates))
+            host = transfer(pending, updates)
+        return unpack(pending, updates, host)
 
 
 def _parts(pending: TorchPending, updates) -> list[torch.Tensor]:

@@ -66,10 +66,11 @@ class TorchBackend:
 
     name = "torch"
 
-    def __init__(self, triton: bool = True) -> None:
+    def __init__(self, triton: bool = True, overlap: bool = False) -> None:
         from gradexplorer.core.stats.backend_torch import FusedTorch
 
-        self._dev = FusedTorch(triton)  # triton=False: the eager ops even where Triton runs
+        # triton=False: the eager ops even where Triton runs; overlap: CUDA side streams
+        self._dev = FusedTorch(triton, overlap)
 
     def begin(self, grads, params, want_histograms, bins, hist_range, optimizer=None):
         return self._dev.begin(grads, params, want_histograms, bins, hist_range)
@@ -87,14 +88,15 @@ def numba_available() -> bool:
     return True
 
 
-def make_backend(name: str, tensors: Iterable[torch.Tensor]):
-    """The backend ``name`` asks for; ``auto`` takes Numba for CPU tensors when installed."""
+def make_backend(name: str, tensors: Iterable[torch.Tensor], overlap: bool = False):
+    """The backend ``name`` asks for; ``auto`` takes Numba for CPU tensors when installed;
+    ``overlap``: the torch backend's CUDA statistics on a side stream."""
     if name not in BACKENDS:
         raise ValueError(f"unknown statistics backend {name!r}; choose one of {BACKENDS}")
     on_cpu = all(t.device.type == "cpu" for t in tensors)
     if name == "numba" or (name == "auto" and on_cpu and numba_available()):
         return NumbaBackend()
-    return TorchBackend()
+    return TorchBackend(overlap=overlap)
 
 
 def _named(model: nn.Module) -> list[tuple[str, nn.Parameter]]:
@@ -123,12 +125,14 @@ class GradientMonitor:
 
     ``every``: histograms on steps where ``step % every == 0`` (0: never); ``history``: steps
     kept in ``monitor.history``; ``update_ratio``: report ‖Δθ‖/‖θ‖ of each optimizer step,
-    measured from a copy of the weights taken before it (one parameter-sized buffer).
+    measured from a copy of the weights taken before it (one parameter-sized buffer);
+    ``overlap``: on CUDA, run the statistics on a side stream beside the optimizer step
+    (opt-in and not yet measured on a GPU; no effect on the CPU or MPS).
     """
 
     def __init__(self, bins: int = 64, every: int = 1, history: int = 256,
                  hist_range: HistRange | str = "auto", update_ratio: bool = True,
-                 backend: str = "auto") -> None:
+                 backend: str = "auto", overlap: bool = False) -> None:
         if bins < 1 or bins > 4096:
             raise ValueError(f"bins must be between 1 and 4096, got {bins}")
         if every < 0:
@@ -136,7 +140,7 @@ class GradientMonitor:
         self.bins, self.every = bins, every
         self.hist_range = parse_hist_range(hist_range)
         self.update_ratio = update_ratio
-        self.backend_name = backend
+        self.backend_name, self.overlap = backend, overlap
         self.history = GradientHistory(history)
         self.listeners: list[Any] = []  # callables receiving each StepGradients
         self._backend = None
@@ -159,7 +163,8 @@ class GradientMonitor:
         grads = [_dense(p.grad) for _, p in named if p.grad is not None]
         params = [p for _, p in named if p.grad is not None]
         if self._backend is None:
-            self._backend = make_backend(self.backend_name, grads or [p for _, p in named])
+            self._backend = make_backend(self.backend_name, grads or [p for _, p in named],
+                                         self.overlap)
         pending = self._backend.begin(
             grads, params if self.update_ratio else None,
             self.wants_histogram(step + 1), self.bins, self.hist_range, session.optimizer,
