@@ -216,11 +216,13 @@ def test_side_stream_order_of_waits_without_a_gpu(monkeypatch):
     assert log == [] and len(made) == 1
 
 
-def test_every_copy_comes_before_the_handoff_and_every_statistic_after(monkeypatch):
+@pytest.mark.parametrize("active", [True, False])
+def test_every_copy_comes_before_the_handoff_and_every_statistic_after(monkeypatch, active):
     """``FusedTorch`` on CPU tensors with its side streams stood in for: in ``begin`` the
     gradients and weights of every group are copied before the handoff (the training's stream
     waits for those only) and every statistic comes after it; ``finish`` reads the weights
-    "after" inside its own scope, with the single transfer."""
+    "after" inside its own scope, with the single transfer. Without a side stream the weights
+    are copied after the statistics (the gradients' buffers are still in the CPU's caches)."""
     from contextlib import contextmanager
 
     from gradexplorer.core.stats import backend_torch, fused
@@ -229,6 +231,8 @@ def test_every_copy_comes_before_the_handoff_and_every_statistic_after(monkeypat
     log: list[str] = []
 
     class Handoff:
+        pairs = {"cuda:0": ("current", "side")} if active else {}
+
         def release(self, grads):
             log.append(f"handoff of {len(grads)} gradients")
 
@@ -255,8 +259,13 @@ def test_every_copy_comes_before_the_handoff_and_every_statistic_after(monkeypat
     monitor._backend._dev.streams = Streams()
     log.clear()
     record = monitored_step(model, optimizer, [monitor], 2)[0]
-    assert log == ["enter", "copy", "copy", "copy", "copy", "handoff of 5 gradients",
-                   "statistics", "statistics", "weight norms", "weight norms", "leave",
+    if active:
+        begin = ["copy", "copy", "copy", "copy", "handoff of 5 gradients", "statistics",
+                 "statistics"]
+    else:
+        begin = ["copy", "copy", "handoff of 5 gradients", "statistics", "statistics", "copy",
+                 "copy"]
+    assert log == ["enter", *begin, "weight norms", "weight norms", "leave",
                    "enter", "copy", "copy", "transfer", "leave"]
     for name, p in model.items():
         assert_matches(record.params[name], record.histograms[name], p.grad)

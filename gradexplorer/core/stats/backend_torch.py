@@ -102,9 +102,10 @@ class FusedTorch:
               want_histograms: bool, bins: int, hist_range: HistRange) -> TorchPending:
         """Queue every statistic on the devices; copy ``params`` if update ratios are wanted.
 
-        Every copy is taken before any statistic is queued: with ``overlap`` the training's
-        stream waits for the copies only, and the statistics run beside the optimizer step
-        (``side_stream``)."""
+        With ``overlap`` on a CUDA device every copy is taken before any statistic is queued:
+        the training's stream waits for the copies only, and the statistics run beside the
+        optimizer step (``side_stream``). Otherwise the weights are copied last, so that the
+        statistics read the gradients' buffers while the CPU's caches still hold them."""
         pending = TorchPending(len(grads))
         grad_groups = groups_of(grads)
         param_groups = groups_of(params) if params is not None else {}
@@ -115,20 +116,27 @@ class FusedTorch:
                 tensors = with_float64([grads[i] for i in indices])
                 blocks = self.blocks(tensors, "grad")
                 loaded.append((indices, blocks, blocks.load(tensors)))
-            copies = []
-            for indices in param_groups.values():
-                tensors = with_float64([params[i] for i in indices])
-                before, after = self.blocks(tensors, "before"), self.blocks(tensors, "after")
-                before.load(tensors)
-                copies.append((indices, before, after))
+            copies = self._copy_weights(params, param_groups) if handoff.pairs else None
             handoff.release(grads)
             for indices, blocks, grid in loaded:
                 pending.groups.append(self._statistics(indices, grid, blocks, want_histograms,
                                                        bins, hist_range))
+            if copies is None:
+                copies = self._copy_weights(params, param_groups)
             if params is not None:
                 pending.copies = [(indices, before, after, fused.weight_norms(before))
                                   for indices, before, after in copies]
         return pending
+
+    def _copy_weights(self, params, param_groups: dict[Key, list[int]]):
+        """Each group's weights loaded into its "before" layout (and its "after" one made)."""
+        copies = []
+        for indices in param_groups.values():
+            tensors = with_float64([params[i] for i in indices])
+            before, after = self.blocks(tensors, "before"), self.blocks(tensors, "after")
+            before.load(tensors)
+            copies.append((indices, before, after))
+        return copies
 
     def _statistics(self, indices: list[int], grid: torch.Tensor, blocks: Blocks,
                     want_histograms: bool, bins: int, hist_range: HistRange) -> GroupResult:
