@@ -86,3 +86,28 @@ def test_open_command_screenshot(tmp_path):
     done = run_gradexplorer("open", str(snapshot), "--screenshot", "open.png", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert len(set(image_pixels(tmp_path / "open.png").ravel().tolist())) > 50
+
+
+def test_every_plot_saves_as_png_and_svg(qtbot, make_window, tmp_path):
+    """File → Save plot image: each plot as a PNG of its size and as an SVG drawing with its
+    curves and labels (pyqtgraph's own SVG exporter raised a ValueError here)."""
+    import xml.etree.ElementTree as ET
+
+    window = make_window()
+    open_model(qtbot, window)
+    window.controller.run(2)
+    wait_idle(qtbot, window)
+    errors = []
+    window.controller.error.connect(errors.append)
+    for label, plot in window.file_actions.plots().items():
+        for suffix in (".png", ".svg"):
+            path = tmp_path / (label.replace(" ", "-") + suffix)
+            window.file_actions.save_plot(plot, label, path)
+            assert path.is_file() and path.stat().st_size > 1000, path
+        pixels = image_pixels(tmp_path / (label.replace(" ", "-") + ".png"))
+        assert pixels.shape[0] > 50 and pixels.shape[1] > 50
+        tree = ET.parse(tmp_path / (label.replace(" ", "-") + ".svg"))
+        drawn = [e for e in tree.iter() if e.tag.endswith(("path", "polyline", "text", "image"))]
+        assert len(drawn) > 10, label
+    assert errors == []
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []

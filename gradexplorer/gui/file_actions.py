@@ -48,7 +48,7 @@ class FileActions(QObject):
     def plots(self) -> dict:
         w = self.window
         return {"histogram": w.gradients.histogram, "histogram over steps": w.gradients.heatmap,
-                "gradient flow": w.gradients.flow, "loss and gradient norm": w.curves}
+                "gradient flow": w.gradients.flow, "loss and gradient norm": w.curves.plots}
 
     # -- helpers ------------------------------------------------------------------------
     def _folder(self, caption: str) -> str | None:

@@ -41,8 +41,10 @@ def write_image(image: QImage, path: Path) -> Path:
     return path
 
 
-def save_scene(scene: QGraphicsScene, rect: QRectF, path: Path) -> Path:
-    """Render ``rect`` of ``scene`` to PNG (at most MAX_SIDE pixels a side) or SVG."""
+def save_scene(scene: QGraphicsScene, rect: QRectF, path: Path, background=None,
+               title: str = "gradexplorer backward graph") -> Path:
+    """Render ``rect`` of ``scene`` to PNG (on white, at most MAX_SIDE pixels a side) or SVG
+    (on ``background``, a QBrush or QColor, if given; titled ``title``)."""
     path = _check(path)
     scale = min(1.0, MAX_SIDE / max(rect.width(), rect.height(), 1.0))
     size = QSize(max(1, int(rect.width() * scale)), max(1, int(rect.height() * scale)))
@@ -54,9 +56,12 @@ def save_scene(scene: QGraphicsScene, rect: QRectF, path: Path) -> Path:
         generator = QSvgGenerator()
         generator.setOutputDevice(buffer)
         generator.setSize(size)
+        generator.setResolution(QImage(1, 1, QImage.Format_ARGB32).logicalDpiX())  # as on screen
         generator.setViewBox(QRectF(0, 0, size.width(), size.height()))
-        generator.setTitle("gradexplorer backward graph")
+        generator.setTitle(title)
         painter = QPainter(generator)
+        if background is not None:
+            painter.fillRect(QRectF(0, 0, size.width(), size.height()), background)
         scene.render(painter, QRectF(0, 0, size.width(), size.height()), rect)
         painter.end()
         write_atomic(path, bytes(buffer.data()))
@@ -72,12 +77,16 @@ def save_scene(scene: QGraphicsScene, rect: QRectF, path: Path) -> Path:
 
 
 def save_plot(plot, path: Path) -> Path:
-    """Save a pyqtgraph plot (a PlotWidget or PlotItem) with pyqtgraph's own exporters."""
+    """Save a pyqtgraph plot (a PlotWidget, PlotItem or layout): PNG by pyqtgraph's image
+    exporter, SVG drawn by Qt's own SVG generator from the plot's scene, on the plot's
+    background (pyqtgraph's SVGExporter fails on this Qt: a ValueError in its coordinate fix-up).
+    """
     path = _check(path)
     item = getattr(plot, "plotItem", plot)
     if path.suffix.lower() == ".svg":
-        data = pg.exporters.SVGExporter(item).export(toBytes=True)
-        write_atomic(path, data if isinstance(data, bytes) else str(data).encode())
-    else:
-        write_image(pg.exporters.ImageExporter(item).export(toBytes=True), path)
+        views = item.scene().views() if item.scene() is not None else []
+        background = views[0].backgroundBrush() if views else None
+        return save_scene(item.scene(), item.sceneBoundingRect(), path, background,
+                          title=f"gradexplorer {path.stem}")
+    write_image(pg.exporters.ImageExporter(item).export(toBytes=True), path)
     return path
