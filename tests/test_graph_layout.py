@@ -13,6 +13,7 @@ from gradexplorer.core.graph.collapse import (
     collapse_by_module,
     expansions_to_reveal,
     groups_at_depth,
+    layer_count,
     module_node_id,
     readable_depth,
 )
@@ -167,6 +168,9 @@ def test_readable_depth_folds_big_graphs_only(lenet, deep):
     assert readable_depth(deep, most_nodes=2, small=10) == 1  # nothing fits: the coarsest
     assert readable_depth(deep, most_nodes=100, small=10, most_layers=7) == 1  # 8 in a row at 2
     assert readable_depth(deep, most_nodes=100, small=10, most_layers=8) == 2
+    assert layer_count(deep) > 10  # few nodes but a long chain: folded too (it would not read)
+    assert readable_depth(deep, small=1000, most_layers=10) is not None
+    assert readable_depth(deep, small=1000, most_layers=layer_count(deep)) is None
 
 
 def test_expansions_reveal_a_node_inside_collapsed_modules(deep):

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import numpy as np
 from PySide6.QtCore import QPointF, Qt
 
 from gradexplorer.core.graph.collapse import module_node_id
+from gradexplorer.gui.graph.drawing import KIND_CODES
 from tests.gui_helpers import TIMEOUT_MS, make_window_fixture, open_model, wait_idle  # noqa: F401
 
 BIG = "example:deep:blocks=120"  # about 720 operations: over the readable limit
@@ -82,3 +84,25 @@ def test_explanations_are_written_on_hover_not_while_tracing(qtbot, make_window)
     tip = panel.view.tooltip_at(pos)
     assert explain_node(graph, node) in tip and graph.nodes[node]["explanation"] in tip
     assert window.tree.topLevelItemCount() == 1 and window.table.table.rowCount() > 0
+
+
+def test_a_tall_graph_opens_readable_at_its_top(qtbot, make_window):
+    """ResNet-18 in a 1024×700 window: its residual blocks (a chain of 65 operations folded),
+    at a scale where labels are drawn, the loss in view and the minimap showing the rest;
+    Ctrl+0 (fit) still shows the whole graph."""
+    from gradexplorer.gui.graph.view import READABLE_SCALE
+
+    window = make_window()
+    window.resize(1024, 700)
+    panel = window.graph_panel
+    open_model(qtbot, window, "example:resnet18", batch_size=2)
+    view = panel.view
+    assert panel.detail_depth() is not None and module_node_id("layer4.1") in panel.drawing.index
+    assert view.scale_factor >= READABLE_SCALE
+    loss = int(np.flatnonzero(panel.drawing.kinds == KIND_CODES.index("loss"))[0])
+    shown = view.mapToScene(view.viewport().rect()).boundingRect()
+    assert shown.contains(QPointF(*panel.drawing.xy[loss].tolist()))
+    assert view.minimap.isVisible()
+    view.fit()
+    shown = view.mapToScene(view.viewport().rect()).boundingRect()
+    assert shown.contains(view.canvas.boundingRect().adjusted(10, 10, -10, -10))

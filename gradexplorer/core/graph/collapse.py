@@ -99,7 +99,7 @@ def module_members(G: nx.DiGraph, path: str) -> list[Hashable]:
     return [n for n, m in G.nodes(data="module") if in_module(m, path)]
 
 
-READABLE_NODES = 300  # graphs up to this size open showing every operation
+READABLE_NODES = 300  # graphs up to this size (and READABLE_LAYERS long) show every operation
 READABLE_GROUPS = 150  # a collapsed first view aims at no more nodes than this
 READABLE_LAYERS = 30  # ... and no longer a chain than this (a fitted view keeps its text)
 
@@ -125,9 +125,10 @@ def readable_depth(G: nx.DiGraph, most_nodes: int = READABLE_GROUPS,
                    small: int = READABLE_NODES, most_layers: int = READABLE_LAYERS) -> int | None:
     """The module depth a first view of ``G`` should collapse to; None: show every operation.
 
-    Graphs of at most ``small`` nodes stay whole. Bigger ones fold at the deepest depth that
-    shows at most ``most_nodes`` nodes in chains of at most ``most_layers`` (depth 1 when even
-    that shows more).
+    Graphs of at most ``small`` nodes in chains of at most ``most_layers`` stay whole (a fitted
+    view of them keeps its text). Others fold at the deepest depth that shows at most
+    ``most_nodes`` nodes in chains of at most ``most_layers`` (depth 1 when even that shows
+    more): ResNet-18's 133 operations in a chain of 65 open as its residual blocks.
     """
     return readable_view(G, most_nodes, small, most_layers).graph["collapsed"]["depth"]
 
@@ -136,7 +137,8 @@ def readable_view(G: nx.DiGraph, most_nodes: int = READABLE_GROUPS, small: int =
                   most_layers: int = READABLE_LAYERS) -> nx.DiGraph:
     """``G`` collapsed at :func:`readable_depth` (``graph["collapsed"]["depth"]`` says which),
     built once."""
-    deepest = 0 if G.number_of_nodes() <= small else max(
+    fits = G.number_of_nodes() <= small and layer_count(G) <= most_layers
+    deepest = 0 if fits else max(
         (len(m.split(".")) for _, m in G.nodes(data="module") if m), default=0)
     if not deepest:
         return collapse_by_module(G)  # nothing folds: every operation, depth None

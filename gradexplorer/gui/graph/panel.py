@@ -261,7 +261,7 @@ class GraphPanel(GraphSearch, QWidget):
         self.show_selection(self.selection.current)
         if getattr(self, "_fit_next", False):
             self._fit_next = False
-            self.view.fit()
+            self.view.first_view()
         self._centre_origin()
         if self._reveal is not None:
             self._show_hit(self._reveal)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from PySide6.QtCore import QEvent, QPoint, QRectF, Qt, Signal
+from PySide6.QtCore import QEvent, QPoint, QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QMouseEvent, QPainter, QWheelEvent
 from PySide6.QtWidgets import QGraphicsScene, QGraphicsView, QToolTip, QWidget
 
@@ -12,9 +12,11 @@ from gradexplorer.gui.graph.canvas import GraphCanvas
 from gradexplorer.gui.graph.core_api import explain_node
 from gradexplorer.gui.graph.drawing import NODE_H, NODE_W
 from gradexplorer.gui.graph.minimap import Minimap
+from gradexplorer.gui.graph.painting import TEXT_LOD
 from gradexplorer.gui.theme import GRAPH_BACKGROUND, current_theme
 
 MIN_SCALE, MAX_SCALE = 1e-4, 4.0
+READABLE_SCALE = TEXT_LOD * 1.5  # a first view opens no smaller than this: labels are drawn
 CLICK_SLOP = 4  # pixels a press may move and still count as a click
 
 
@@ -72,6 +74,19 @@ class GraphView(QGraphicsView):
         if self.scale_factor > 1.0:
             self.zoom(1.0 / self.scale_factor)
         self.centerOn(rect.center())
+        self.minimap.follow_view()
+
+    def first_view(self) -> None:
+        """The whole graph if its labels stay readable that way; else the smallest readable
+        scale on the graph's top (the loss, in the layered layout), the minimap showing where
+        that is in the rest. (``fit``, Ctrl+0, always shows the whole graph.)"""
+        self.fit()
+        rect = self.canvas.boundingRect()
+        if rect.isEmpty() or self.scale_factor >= READABLE_SCALE:
+            return
+        self.zoom(READABLE_SCALE / self.scale_factor)
+        height = self.viewport().height() / self.scale_factor
+        self.centerOn(QPointF(rect.center().x(), rect.top() + height / 2))
         self.minimap.follow_view()
 
     def zoom_to(self, nodes) -> None:
