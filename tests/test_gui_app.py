@@ -98,6 +98,9 @@ def test_runs_in_the_worker_feed_every_plot(qtbot, make_window):
     table = window.table.table
     assert table.data(table.index(table.row_of("fc2.bias"), 1)) not in ("", None)
     assert window.statusBar().step_label.text() == "step 4"
+    shown = (window.curves.loss_plot, window.curves.norm_plot,
+             window.gradients.heatmap.plotItem, window.gradients.histogram.plotItem)
+    assert [p.getAxis("left").style["showValues"] for p in shown] == [True] * 4
     window.gradients.flow.param_clicked.emit("fc2.bias")  # a click on the flow chart's row
     assert window.selection.current.param == "fc2.bias" and window.gradients.param == "fc2.bias"
     selected = window.table.selectionModel().selectedRows()

@@ -63,6 +63,10 @@ def test_plots_and_flow_chart_are_empty(switched):
     assert len(switched.gradients.flow.peak_bars.opts["y"]) == 0
     assert switched.gradients.param == "conv1.weight"
     assert not switched.gradients.heatmap.has_data
+    # no tick labels on an empty plot's value axis (in a short plot they piled up)
+    empty = (switched.curves.loss_plot, switched.curves.norm_plot,
+             switched.gradients.heatmap.plotItem, switched.gradients.histogram.plotItem)
+    assert [p.getAxis("left").style["showValues"] for p in empty] == [False] * 4
 
 
 def test_tables_and_details_show_the_new_model(switched):

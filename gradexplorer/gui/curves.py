@@ -13,7 +13,7 @@ from superqt.utils import qthrottled
 from gradexplorer.gui.models.timeline import TimelineModel
 from gradexplorer.gui.number_text import format_number
 from gradexplorer.gui.plots.hover import HoverReadout, nearest_point
-from gradexplorer.gui.theme import PLOT_PENS, steady_axes
+from gradexplorer.gui.theme import PLOT_PENS, steady_axes, value_ticks
 
 REDRAW_MS = 50  # at most 20 redraws a second while steps arrive
 SMOOTHING = 0.9  # weight of the exponential moving average when "smooth" is on (as TensorBoard)
@@ -95,6 +95,7 @@ class TrainingCurves(QWidget):
             raw.setData(x, y, connect="finite") if smooth else raw.setData([], [])
             item.setData(x, ema(y) if smooth else y, connect="finite")
             item.setSymbol("o" if len(x) == 1 else None)  # one step is a point, not yet a line
+            value_ticks(plot, bool(len(x)))
             fit_range(plot, x, y, log=self.log_box.isChecked())
 
     def describe_point(self, plot: pg.PlotItem, x: float, _y: float) -> str:

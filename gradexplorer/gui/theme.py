@@ -126,3 +126,11 @@ def current_theme() -> str:
 def steady_axes(plot_item, left_width: int = 56) -> None:
     """Fix the left axis width so that new tick labels never re-lay out the plot mid-run."""
     plot_item.getAxis("left").setWidth(left_width)
+
+
+def value_ticks(plot_item, shown: bool) -> None:
+    """Show or hide the left axis' tick labels (hidden while a plot has no data: in a short plot
+    the placeholder range's labels pile up). Only a change touches the axis."""
+    axis = plot_item.getAxis("left")
+    if axis.style.get("showValues", True) != shown:
+        axis.setStyle(showValues=shown)

@@ -9,7 +9,7 @@ from PySide6.QtWidgets import QWidget
 
 from gradexplorer.gui.number_text import format_number
 from gradexplorer.gui.plots.hover import HoverReadout
-from gradexplorer.gui.theme import ALARM, steady_axes
+from gradexplorer.gui.theme import ALARM, steady_axes, value_ticks
 
 
 class HistogramHeatmap(pg.PlotWidget):
@@ -92,6 +92,7 @@ class HistogramHeatmap(pg.PlotWidget):
         if text == self.note.toPlainText():
             return
         self.note.setText(text)
+        value_ticks(self.plotItem, not text)
         if text:  # a fixed frame for the note (this turns auto-range off) ...
             self.plotItem.vb.setRange(xRange=(0, 1), yRange=(0, 1), padding=0)
             self.note.setPos(0.5, 0.5)

@@ -10,7 +10,7 @@ from PySide6.QtWidgets import QWidget
 
 from gradexplorer.gui.number_text import format_number
 from gradexplorer.gui.plots.hover import HoverReadout
-from gradexplorer.gui.theme import ALARM, PLOT_PENS, steady_axes
+from gradexplorer.gui.theme import ALARM, PLOT_PENS, steady_axes, value_ticks
 
 
 def shown_counts(counts: np.ndarray, log: bool) -> np.ndarray:
@@ -104,6 +104,7 @@ class HistogramPlot(pg.PlotWidget):
             text = f"⚠ {current.nan_count} NaN · {current.inf_count} Inf (not binned)"
         if text != self.note.toPlainText():
             self.note.setText(text)
+        value_ticks(self.plotItem, current is not None)
         if text:  # centre the note (moving it costs a repaint, so only when shown)
             view = self.plotItem.vb.viewRange()
             self.note.setPos((view[0][0] + view[0][1]) / 2, (view[1][0] + view[1][1]) / 2)
