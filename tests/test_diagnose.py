@@ -10,6 +10,7 @@ from torch import nn
 
 import gradexplorer as gx
 from gradexplorer.core.diagnose.explain import explain_node
+from gradexplorer.core.graph.collapse import module_node_id
 
 DATA = Path(__file__).parent / "data"
 NAN_MODEL = f"{DATA / 'nan_sqrt_model.py'}:build"
@@ -225,3 +226,23 @@ def test_ab_scale_half_diverges(run_cli):
 def test_ab_bad_module_is_one_line(run_cli):
     code, _, err = run_cli("run", "--model", "example:lenet", "--ab", "nope=scale:0.5", "--steps", "1")
     assert code == 2 and err.count("\n") == 1 and "no module 'nope'" in err
+
+
+def test_collapsed_modules_carry_their_largest_traced_gradient():
+    """A folded module is tinted by its operations' largest gradient, and marked non-finite as
+    soon as one of them sent NaN/Inf (it is drawn in the alarm colour)."""
+    G = gx.trace_gradients(cpu_session("example:lenet"))
+    H = gx.collapse_by_module(G, depth=1)
+    for module in ("fc1", "conv2"):
+        members = [a for _, a in G.nodes(data=True) if (a["module"] or "").split(".")[0] == module
+                   and a["kind"] != "loss"]
+        attrs = H.nodes[module_node_id(module)]
+        assert attrs["grad_norm"] == max(a["grad_norm"] for a in members)
+        assert attrs["grad_max"] == max(a["grad_max"] for a in members) and attrs["grad_finite"]
+    G = gx.trace_gradients(cpu_session(NAN_MODEL))
+    H = gx.collapse_by_module(G, depth=1)
+    folded = [a for _, a in H.nodes(data=True) if a["kind"] == "module"]
+    assert any(not a["grad_finite"] for a in folded)
+    assert all(a["grad_finite"] == all(m["grad_finite"] for _, m in G.nodes(data=True)
+                                       if (m["module"] or "").split(".")[0] == a["module"]
+                                       and m["kind"] != "loss") for a in folded)

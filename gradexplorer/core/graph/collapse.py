@@ -8,7 +8,9 @@ readable chain of ``layers.0``, ``layers.1``, … nodes.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable
+import math
+from collections.abc import Hashable, Iterable, Mapping
+from typing import Any
 
 import networkx as nx
 
@@ -81,6 +83,8 @@ def collapse_by_module(G: nx.DiGraph, depth: int | None = None, modules: Iterabl
         data["kinds"][attrs.get("kind")] = data["kinds"].get(attrs.get("kind"), 0) + 1
         if attrs.get("param"):
             data["params"].append(attrs["param"])
+        if attrs.get("grad_norm") is not None:
+            fold_traced_gradient(data, attrs)
     for u, v, attrs in G.edges(data=True):
         a, b = group[u], group[v]
         if a == b:
@@ -92,6 +96,23 @@ def collapse_by_module(G: nx.DiGraph, depth: int | None = None, modules: Iterabl
         else:
             H.add_edge(a, b, slot=attrs.get("slot", 0), count=1)
     return H
+
+
+def fold_traced_gradient(module: dict, member: Mapping[str, Any]) -> None:
+    """A collapsed module's traced gradient (``trace_gradients``) is its members' largest:
+    ``grad_norm`` and ``grad_max`` are the largest finite ones, ``grad_finite`` is False as
+    soon as one member sent NaN/Inf, so the tint and the alarm colour reach folded modules."""
+    norm, peak = member.get("grad_norm"), member.get("grad_max", float("nan"))
+    finite = bool(member.get("grad_finite", True)) and math.isfinite(norm)
+    module["grad_finite"] = module.get("grad_finite", True) and finite
+    module.setdefault("grad_norm", float("nan"))
+    module.setdefault("grad_max", float("nan"))
+    if finite:
+        module["grad_norm"] = max(norm, module["grad_norm"]) if math.isfinite(
+            module["grad_norm"]) else norm
+        if math.isfinite(peak):
+            module["grad_max"] = max(peak, module["grad_max"]) if math.isfinite(
+                module["grad_max"]) else peak
 
 
 def module_members(G: nx.DiGraph, path: str) -> list[Hashable]:

@@ -108,6 +108,9 @@ def grad_text(attrs: Mapping[str, Any]) -> str:
     """``gradient out ‖g‖ 0.0123, max |g| 0.004 (in ‖g‖ 0.0456)`` of a traced node."""
     flag = "" if attrs.get("grad_finite", True) else ", NON-FINITE"
     peak = attrs.get("grad_max", float("nan"))
+    if attrs.get("kind") == "module":  # folded: the largest of its operations' (collapse)
+        return f"largest gradient out of its operations ‖g‖ {attrs['grad_norm']:.4g}, max |g| " \
+               f"{peak:.4g}{flag}"
     text = f"gradient out ‖g‖ {attrs['grad_norm']:.4g}, max |g| {peak:.4g}{flag}"
     if attrs.get("grad_in_norm") is not None and attrs.get("kind") != "param":
         text += f" (in ‖g‖ {attrs['grad_in_norm']:.4g})"
