@@ -31,8 +31,15 @@ def _ancestors(path: str) -> Iterable[str]:
         yield ".".join(parts[:i])
 
 
-def group_of(module: str, depth: int | None, chosen: frozenset[str], expanded: frozenset[str]) -> str | None:
-    """The module a node with ``module`` folds into, or None to keep it as it is."""
+def group_of(module: str, depth: int | None, chosen: frozenset[str], expanded: frozenset[str],
+             parents: frozenset[str] = frozenset()) -> str | None:
+    """The module a node with ``module`` folds into, or None to keep it as it is.
+
+    ``parents``: modules with nodes of submodules in the graph. A node directly in such a module
+    above ``depth`` (a full backward hook on a ``Sequential``, the embedding sum of a
+    ``GPT2Model``) is kept as it is, as in an expanded module: its submodules are groups of
+    their own, and one node for the rest of the module would join them in a cycle.
+    """
     if not module:
         return None
     for prefix in _ancestors(module):  # outermost chosen module wins
@@ -41,12 +48,23 @@ def group_of(module: str, depth: int | None, chosen: frozenset[str], expanded: f
     if depth is None or depth < 1:
         return None
     parts = module.split(".")
+    if len(parts) < depth and module in parents:
+        return None
     cut = min(depth, len(parts))
     while ".".join(parts[:cut]) in expanded:  # an expanded module shows its children
         if cut == len(parts):
             return None
         cut += 1
     return ".".join(parts[:cut])
+
+
+def parent_modules(G: nx.DiGraph) -> frozenset[str]:
+    """Every proper ancestor path of the nodes' modules (``a`` and ``a.b`` for ``a.b.c``)."""
+    parents: set[str] = set()
+    for module in {m for _, m in G.nodes(data="module") if m}:
+        parts = module.split(".")
+        parents.update(".".join(parts[:i]) for i in range(1, len(parts)))
+    return frozenset(parents)
 
 
 def collapse_by_module(G: nx.DiGraph, depth: int | None = None, modules: Iterable[str] | None = None,
@@ -65,10 +83,11 @@ def collapse_by_module(G: nx.DiGraph, depth: int | None = None, modules: Iterabl
     H.graph["collapsed"] = {"depth": depth, "modules": sorted(chosen), "expanded": sorted(opened)}
     group: dict[Hashable, Hashable] = {}
     cache: dict[str, str | None] = {}
+    parents = parent_modules(G)
     for node, attrs in G.nodes(data=True):
         module = attrs.get("module") or ""
         if module not in cache:
-            cache[module] = group_of(module, depth, chosen, opened)
+            cache[module] = group_of(module, depth, chosen, opened, parents)
         path = cache[module]
         if path is None or attrs.get("kind") == "loss":
             group[node] = node
@@ -128,12 +147,13 @@ READABLE_LAYERS = 30  # ... and no longer a chain than this (a fitted view keeps
 def groups_at_depth(G: nx.DiGraph, depth: int) -> int:
     """How many nodes ``collapse_by_module(G, depth)`` would show, without building it."""
     cache: dict[str, str | None] = {}
+    parents = parent_modules(G)
     groups: set[str] = set()
     loose = 0
     for _, attrs in G.nodes(data=True):
         module = attrs.get("module") or ""
         if module not in cache:
-            cache[module] = group_of(module, depth, frozenset(), frozenset())
+            cache[module] = group_of(module, depth, frozenset(), frozenset(), parents)
         path = cache[module]
         if path is None or attrs.get("kind") == "loss":
             loose += 1
