@@ -183,3 +183,24 @@ def test_expansions_reveal_a_node_inside_collapsed_modules(deep):
     assert hidden in shown and module_node_id("blocks.2") in shown
     assert expansions_to_reveal("blocks.3.fc", 2, expanded=["blocks.3"]) == ["blocks.3.fc"]
     assert expansions_to_reveal("blocks.3.fc", None) == []
+
+
+def test_a_module_s_own_nodes_stay_beside_its_folded_submodules():
+    """At depth 2 the submodules of ``seq`` fold into ``seq.0`` and ``seq.1``; the two hook
+    nodes directly in ``seq`` (a full backward hook on the Sequential) stay as they are, so the
+    chain reads hook → seq.1 → seq.0 → hook instead of a ``seq`` node in a cycle with them."""
+    G = nx.DiGraph()
+    chain = [("loss", "", "loss"), ("hook_out", "seq", "hook"), ("a", "seq.1", "op"),
+             ("b", "seq.1.relu", "op"), ("c", "seq.0", "op"), ("hook_in", "seq", "hook"),
+             ("w", "seq.0", "param")]
+    for node, module, kind in chain:
+        G.add_node(node, name=node, module=module, kind=kind, param="seq.0.w" if kind == "param"
+                   else None)
+    nx.add_path(G, [n for n, _, _ in chain[:-1]])
+    G.add_edge("c", "w")  # seq.0's weight hangs off its op
+    H = collapse_by_module(G, depth=2)
+    assert {"hook_out", "hook_in"} <= set(H) and module_node_id("seq") not in H
+    assert H.nodes[module_node_id("seq.1")]["members"] == 2
+    assert nx.is_directed_acyclic_graph(H)
+    assert groups_at_depth(G, 2) == H.number_of_nodes()
+    assert module_node_id("seq") in collapse_by_module(G, depth=1)  # at depth 1 it folds whole
