@@ -10,7 +10,8 @@ from PySide6.QtWidgets import QGraphicsView, QWidget
 from gradexplorer.gui.graph.drawing import GraphDrawing
 from gradexplorer.gui.theme import SELECTION
 
-SIDE = 170  # the longer side of the minimap, in pixels
+SIDE = 170  # the longer side of the minimap, in pixels, in a roomy view
+SHARE = 0.28  # ... and at most this share of the view's shorter side (small panels)
 MARGIN = 8
 
 
@@ -36,7 +37,6 @@ class Minimap(QWidget):
         w, h = self._bounds.width(), self._bounds.height()
         scale = SIDE / max(w, h)
         size = (max(24, int(w * scale)), max(24, int(h * scale)))
-        self.setFixedSize(*size)
         image = QImage(*size, QImage.Format_ARGB32_Premultiplied)
         image.fill(QColor(255, 255, 255, 225))
         painter = QPainter(image)
@@ -64,6 +64,9 @@ class Minimap(QWidget):
             self.hide()
             return
         viewport = self.view.viewport().geometry()
+        fit = min(1.0, SHARE * min(viewport.width(), viewport.height()) / SIDE)
+        self.setFixedSize(max(24, int(self._image.width() * fit)),
+                          max(24, int(self._image.height() * fit)))
         self.move(viewport.right() - self.width() - MARGIN, viewport.bottom() - self.height() - MARGIN)
         self.show()
         self.raise_()
@@ -83,7 +86,8 @@ class Minimap(QWidget):
         if self._image is None:
             return
         painter = QPainter(self)
-        painter.drawImage(0, 0, self._image)
+        painter.setRenderHint(QPainter.SmoothPixmapTransform, True)
+        painter.drawImage(QRectF(self.rect()), self._image)
         painter.setPen(QPen(QColor("#90a4ae"), 1))
         painter.drawRect(self.rect().adjusted(0, 0, -1, -1))
         painter.setPen(QPen(QColor(SELECTION), 2))
