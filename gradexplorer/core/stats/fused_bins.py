@@ -29,7 +29,7 @@ import torch
 from gradexplorer.core.stats import raw as C
 from gradexplorer.core.stats.blocks import Blocks
 from gradexplorer.core.stats.fused import F64, Prepared, fill_counts, pow2_above
-from gradexplorer.core.stats.histogram import HistRange, range_bounds
+from gradexplorer.core.stats.histogram import HistRange, histogram_edges, range_bounds
 
 POSITION_EXPONENTS = {torch.float32: (-126, 128), F64: C.SCALE_EXPONENTS}
 SAFE32 = 2.0 ** 100  # explicit ranges within this (and not narrower) are guessed in float32
@@ -45,20 +45,6 @@ def hist_dtype(dtype: torch.dtype, hist_range: HistRange) -> torch.dtype:
     if 1 / SAFE32 < top < SAFE32 and hi - lo > top / SAFE32:
         return dtype
     return F64
-
-
-def edge_terms(lo: torch.Tensor, hi: torch.Tensor, bins: int):
-    """(lo, step, hi) as ``histogram.histogram_edges``: edge k is ``k * step + lo``, the last hi."""
-    same = lo == hi
-    lo, hi = torch.where(same, lo - 0.5, lo), torch.where(same, hi + 0.5, hi)
-    return lo, (hi - lo) / bins, hi
-
-
-def edges_of(lo: torch.Tensor, step: torch.Tensor, hi: torch.Tensor, bins: int) -> torch.Tensor:
-    """``(P, bins+1)`` edges computed exactly as ``histogram.histogram_edges``."""
-    edges = torch.arange(bins + 1, dtype=F64, device=lo.device)[None, :] * step[:, None]
-    edges = edges + lo[:, None]
-    return torch.cat([edges[:, :-1], hi[:, None]], 1)
 
 
 def round_up(values: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
@@ -108,8 +94,7 @@ def count_slots(slot: torch.Tensor, total: int, by_bincount: bool) -> torch.Tens
 def histograms(prepared: Prepared, blocks: Blocks, rows: torch.Tensor, bins: int,
                hist_range: HistRange) -> tuple[torch.Tensor, torch.Tensor]:
     """Edges ``(P, bins+1)`` and counts ``(P, bins+4)``: bins, then NaN, ±Inf, below, above."""
-    lo, step, hi = edge_terms(*range_bounds(rows[:, C.MIN], rows[:, C.MAX], hist_range), bins)
-    edges = edges_of(lo, step, hi, bins)
+    edges = histogram_edges(*range_bounds(rows[:, C.MIN], rows[:, C.MAX], hist_range), bins)
     values = prepared.low_filled
     dtype = hist_dtype(values.dtype, hist_range)
     if dtype != values.dtype:

@@ -51,18 +51,24 @@ def range_bounds(mins: Array, maxs: Array, hist_range: HistRange) -> tuple[Array
     return xp.full_like(lo, hist_range[0]), xp.full_like(hi, hist_range[1])
 
 
-def histogram_edges(lo: np.ndarray, hi: np.ndarray, bins: int) -> np.ndarray:
-    """``(P, bins+1)`` edges, row ``i`` equal to ``np.linspace(lo[i], hi[i], bins+1)``.
+def histogram_edges(lo: Array, hi: Array, bins: int) -> Array:
+    """``(P, bins+1)`` edges, row ``i`` equal to ``np.linspace(lo[i], hi[i], bins+1)``: edge k
+    is ``k * step + lo``, the last exactly ``hi``.
 
     An empty range (lo == hi) widens to ``lo - 0.5 … hi + 0.5``, as ``np.histogram`` does.
+    numpy in (the CPU backend) or torch tensors in (the fused device path, on the device): the
+    same ops in the same order, so both paths report the same edges bit for bit.
     """
-    lo = np.asarray(lo, dtype=np.float64)
-    hi = np.asarray(hi, dtype=np.float64)
+    if isinstance(lo, torch.Tensor):
+        xp, k = torch, torch.arange(bins + 1, dtype=torch.float64, device=lo.device)
+    else:
+        lo, hi = np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)
+        xp, k = np, np.arange(bins + 1, dtype=np.float64)
     same = lo == hi
-    lo = np.where(same, lo - 0.5, lo)
-    hi = np.where(same, hi + 0.5, hi)
+    lo = xp.where(same, lo - 0.5, lo)
+    hi = xp.where(same, hi + 0.5, hi)
     step = (hi - lo) / bins
-    edges = np.arange(bins + 1, dtype=np.float64)[None, :] * step[:, None] + lo[:, None]
+    edges = k[None, :] * step[:, None] + lo[:, None]
     edges[:, -1] = hi
     return edges
 

@@ -7,7 +7,7 @@ kernels of one program per row (``triton_kernels``):
 1. ``extremes``: finite min, finite max, zeros, NaN and non-finite (padding included) per row;
 2. on the device, P-sized torch ops: rows reduced to tensors (``Blocks.reduce_rows`` /
    ``sum_rows``), the power-of-two scale (``fused.pow2_above``), the midrange shift, the
-   histogram bounds and edges (``range_bounds``, ``fused_bins.edge_terms``, ``edges_of``);
+   histogram bounds and edges (``range_bounds``, ``histogram_edges``);
 3. ``sums_and_histogram``: Σd, Σd², Σa² in float64 and each row's histogram (privatised in the
    program by ``tl.histogram``, written as one ``(rows, bins + 4)`` row, summed per tensor).
 
@@ -24,9 +24,9 @@ import os
 
 import torch
 
-from gradexplorer.core.stats import fused, fused_bins
+from gradexplorer.core.stats import fused
 from gradexplorer.core.stats.blocks import Blocks
-from gradexplorer.core.stats.histogram import HistRange, range_bounds
+from gradexplorer.core.stats.histogram import HistRange, histogram_edges, range_bounds
 
 F64 = torch.float64
 INF = float("inf")
@@ -151,8 +151,7 @@ def _moments_and_histograms(grid, blocks, want_histograms, bins, hist_range):
     first = last = bin_scale = shift  # placeholders: the kernel reads them only for histograms
     per_row_counts = torch.empty((0,), dtype=torch.int64, device=grid.device)
     if want_histograms:
-        edges = fused_bins.edges_of(*fused_bins.edge_terms(*range_bounds(lo, hi, hist_range),
-                                                           bins), bins)
+        edges = histogram_edges(*range_bounds(lo, hi, hist_range), bins)
         first, last = edges[:, 0].contiguous(), edges[:, -1].contiguous()
         bin_scale = bins / (last - first)
         per_row_counts = torch.empty((blocks.rows, bins + 4), dtype=torch.int64,
