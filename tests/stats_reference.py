@@ -6,8 +6,19 @@ import math
 
 import numpy as np
 import torch
+from torch import nn
 
 from gradexplorer import GradientMonitor
+
+
+class Holder(nn.Module):
+    """Parameters of given shapes and dtypes whose gradients a test sets by hand."""
+
+    def __init__(self, grads: dict[str, torch.Tensor]) -> None:
+        super().__init__()
+        self.ps = nn.ParameterDict({n: nn.Parameter(torch.zeros_like(g)) for n, g in grads.items()})
+        for n, g in grads.items():
+            self.ps[n].grad = g.clone()
 
 
 def reference(x: np.ndarray) -> dict:

@@ -14,8 +14,7 @@ import numpy as np
 import pytest
 import torch
 from grad_helpers import make_session
-from stats_reference import assert_matches, monitored_step
-from torch import nn
+from stats_reference import Holder, assert_matches, monitored_step
 
 pytest.importorskip("triton", minversion="3.0")
 if os.environ.get("TRITON_INTERPRET") != "1":
@@ -49,16 +48,6 @@ def calls(interpret, monkeypatch):
 
     monkeypatch.setattr(triton_stats, "moments_and_histograms", spy)
     return seen
-
-
-class Holder(nn.Module):
-    """Parameters whose gradients a test sets by hand."""
-
-    def __init__(self, grads: dict[str, torch.Tensor]) -> None:
-        super().__init__()
-        self.ps = nn.ParameterDict({n: nn.Parameter(torch.zeros_like(g)) for n, g in grads.items()})
-        for n, g in grads.items():
-            self.ps[n].grad = g.clone()
 
 
 def special_grads() -> dict[str, torch.Tensor]:

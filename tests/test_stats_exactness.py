@@ -6,22 +6,12 @@ import numpy as np
 import pytest
 import torch
 from grad_helpers import make_session
-from stats_reference import assert_matches, monitored_step
+from stats_reference import Holder, assert_matches, monitored_step
 from torch import nn
 
 from gradexplorer import GradientMonitor, gradient_stats
 
 BACKENDS = ["numba", "torch"]
-
-
-class Holder(nn.Module):
-    """Parameters of given shapes and dtypes whose gradients a test sets by hand."""
-
-    def __init__(self, grads: dict[str, torch.Tensor]) -> None:
-        super().__init__()
-        self.ps = nn.ParameterDict({n: nn.Parameter(torch.zeros_like(g)) for n, g in grads.items()})
-        for n, g in grads.items():
-            self.ps[n].grad = g.clone()
 
 
 def special_grads() -> dict[str, torch.Tensor]:

@@ -6,24 +6,16 @@ from collections import Counter
 import pytest
 import torch
 from stats_reference import FakeResult, FakeSession
+from test_bench_histograms import load_bench
 from torch import nn
-from torch.utils._python_dispatch import TorchDispatchMode
 
 from gradexplorer import GradientMonitor
 
 MAX_OPS = 200
 
 
-class OpCounter(TorchDispatchMode):
-    """Every aten op dispatched while active (nested calls inside a kernel are not seen)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.ops: Counter[str] = Counter()
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        self.ops[str(func.overloadpacket)] += 1
-        return func(*args, **(kwargs or {}))
+# the benchmark's own instrument (one op counter for the bench's column and this test)
+OpCounter = load_bench().OpCounter
 
 
 def monitor_ops(count: int, histograms: bool, overlap: bool = False) -> Counter:
