@@ -8,7 +8,7 @@ from PySide6.QtCore import QRectF
 from PySide6.QtWidgets import QWidget
 
 from gradexplorer.gui.number_text import format_number
-from gradexplorer.gui.plots.hover import HoverReadout
+from gradexplorer.gui.plots.hover import HoverReadout, corner_readout
 from gradexplorer.gui.theme import ALARM, steady_axes, value_ticks
 
 
@@ -27,9 +27,7 @@ class HistogramHeatmap(pg.PlotWidget):
         self.colour_bar = pg.ColorBarItem(colorMap=pg.colormap.get("viridis"), interactive=False,
                                           values=(0, 1), width=12, label=self._bar_label())
         self.colour_bar.setImageItem(self.image, insert_in=self.plotItem)
-        self.readout = pg.TextItem("", anchor=(0, 0))
-        self.readout.setZValue(11)
-        self.addItem(self.readout, ignoreBounds=True)
+        self.readout, self.show_readout = corner_readout(self)  # what is under the mouse
         self.shown = None  # (edges, steps, counts) drawn now, for the hover readout
         self.hover = HoverReadout(self.scene(), [self.plotItem],
                                   lambda _plot, x, y: self.describe_cell(x, y), self.show_readout)
@@ -57,13 +55,6 @@ class HistogramHeatmap(pg.PlotWidget):
         col = min(int(np.searchsorted(edges, y, side="right")) - 1, counts.shape[1] - 1)
         return (f"step {int(steps[row])} · [{format_number(edges[col])}, "
                 f"{format_number(edges[col + 1])}): count {format_number(float(counts[row, col]))}")
-
-    def show_readout(self, text: str) -> None:
-        """Write ``text`` in the plot's top-left corner."""
-        self.readout.setText(text)
-        if text:
-            (x0, _x1), (_y0, y1) = self.plotItem.vb.viewRange()
-            self.readout.setPos(x0, y1)
 
     def show_matrix(self, name: str | None, matrix) -> None:
         """Draw a HistogramMatrix (rows are steps); empty when there is none."""

@@ -9,7 +9,7 @@ import pyqtgraph as pg
 from PySide6.QtWidgets import QWidget
 
 from gradexplorer.gui.number_text import format_number
-from gradexplorer.gui.plots.hover import HoverReadout
+from gradexplorer.gui.plots.hover import HoverReadout, corner_readout
 from gradexplorer.gui.theme import ALARM, PLOT_PENS, steady_axes, value_ticks
 
 
@@ -38,9 +38,7 @@ class HistogramPlot(pg.PlotWidget):
         self.note = pg.TextItem("", anchor=(0.5, 0.5), color=ALARM)
         self.note.setZValue(10)
         self.addItem(self.note, ignoreBounds=True)
-        self.readout = pg.TextItem("", anchor=(0, 0))  # the bin under the mouse, top left
-        self.readout.setZValue(11)
-        self.addItem(self.readout, ignoreBounds=True)
+        self.readout, self.show_readout = corner_readout(self)  # what is under the mouse
         self.current = None
         self.hover = HoverReadout(self.scene(), [self.plotItem],
                                   lambda _plot, x, _y: self.describe_bin(x), self.show_readout)
@@ -57,13 +55,6 @@ class HistogramPlot(pg.PlotWidget):
         i = min(int(np.searchsorted(edges, x, side="right")) - 1, len(hist.counts) - 1)
         return (f"[{format_number(edges[i])}, {format_number(edges[i + 1])}): "
                 f"{int(hist.counts[i])} values")
-
-    def show_readout(self, text: str) -> None:
-        """Write ``text`` in the plot's top-left corner."""
-        self.readout.setText(text)
-        if text:
-            (x0, _x1), (_y0, y1) = self.plotItem.vb.viewRange()
-            self.readout.setPos(x0, y1)
 
     def _set_axis_label(self) -> None:
         self.plotItem.setLabel("left", "log10(1 + count)" if self.log else "count")

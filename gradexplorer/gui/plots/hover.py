@@ -31,6 +31,22 @@ class HoverReadout:
         self.show("")
 
 
+def corner_readout(widget: pg.PlotWidget) -> tuple[pg.TextItem, Callable[[str], None]]:
+    """A text in ``widget``'s top-left corner, above the data and outside its range, and the
+    function that writes it (the ``show`` of a ``HoverReadout``)."""
+    item = pg.TextItem("", anchor=(0, 0))
+    item.setZValue(11)
+    widget.addItem(item, ignoreBounds=True)
+
+    def show(text: str) -> None:
+        item.setText(text)
+        if text:
+            (x0, _x1), (_y0, y1) = widget.plotItem.vb.viewRange()
+            item.setPos(x0, y1)
+
+    return item, show
+
+
 def nearest_point(x: np.ndarray, y: np.ndarray, at: float) -> int | None:
     """Index of the finite point whose x is nearest ``at`` (None when there is none)."""
     finite = np.flatnonzero(np.isfinite(y))
