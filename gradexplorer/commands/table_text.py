@@ -17,6 +17,14 @@ def number(value: float | int | None, digits: int = 4) -> str:
     return f"{value:.{digits}g}"
 
 
+def update_ratio(value: float | None) -> str:
+    """‖Δθ‖/‖θ‖ for a table: ``new (θ was 0)`` where the weight was all zeros before the step
+    (the ratio is infinite there, and a bare ``inf`` reads as an explosion)."""
+    if value is not None and math.isinf(value):
+        return "new (θ was 0)"
+    return number(value)
+
+
 def table(headers: Sequence[str], rows: Sequence[Sequence[str]], left: int = 1) -> str:
     """Columns padded to width; the first ``left`` columns left-aligned, the rest right."""
     cells = [list(headers), *[list(r) for r in rows]]

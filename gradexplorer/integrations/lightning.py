@@ -1,8 +1,12 @@
 """A Lightning ``Callback`` recording gradients with ``gradexplorer.watch``.
 
-Lightning runs forward and backward inside ``optimizer.step(closure)``, so the optimizer's own
-step hooks would see last step's gradients; this callback marks the boundaries with Lightning's
-``on_before_optimizer_step`` (after backward, before the update) and ``on_train_batch_end``.
+The recorder sits on the torch optimizer itself, as in a plain loop: Lightning runs forward,
+backward, ``on_before_optimizer_step`` and gradient clipping inside ``optimizer.step(closure)``,
+so the gradient *as applied* is measured after that closure (after clipping) and the gradient
+*as accumulated* at the end of the last backward (before clipping). Steps are numbered by
+``trainer.global_step``; each micro-batch's loss comes from ``on_before_backward`` (times
+``accumulate_grad_batches``, which Lightning divided it by); a ``16-mixed`` run's GradScaler is
+found on the precision plugin.
 """
 
 from __future__ import annotations
@@ -26,7 +30,6 @@ class GradexplorerLightningCallback(Callback):
         super().__init__()
         self.settings = WatchSettings(run_dir, every, bins, snapshot_every, hooks, keep_snapshots)
         self.recorder = None
-        self._stepped = False
 
     def on_fit_start(self, trainer, pl_module) -> None:
         if len(trainer.optimizers) != 1:
@@ -34,19 +37,13 @@ class GradexplorerLightningCallback(Callback):
 
             raise UserError("GradexplorerLightningCallback records one optimizer; "
                             f"this module has {len(trainer.optimizers)}")
-        self.recorder = self.settings.recorder(pl_module, trainer.optimizers[0])
+        scaler = getattr(getattr(trainer, "precision_plugin", None), "scaler", None)
+        self.recorder = self.settings.recorder(pl_module, trainer.optimizers[0], scaler,
+                                               lambda: trainer.global_step + 1)
 
-    def on_before_optimizer_step(self, trainer, pl_module, optimizer) -> None:
-        if self.recorder is not None:
-            self.recorder.before_optimizer_step()
-            self._stepped = True
-
-    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
-        if self.recorder is None or not self._stepped:
-            return  # accumulating gradients: no optimizer step on this batch
-        self._stepped = False
-        loss = outputs.get("loss") if isinstance(outputs, dict) else outputs
-        self.recorder.after_optimizer_step(loss=loss.detach() if hasattr(loss, "detach") else loss)
+    def on_before_backward(self, trainer, pl_module, loss) -> None:
+        if self.recorder is not None and hasattr(loss, "detach"):
+            self.recorder.note_loss(loss.detach() * max(1, trainer.accumulate_grad_batches))
 
     def on_fit_end(self, trainer, pl_module) -> None:
         if self.recorder is not None:

@@ -19,10 +19,13 @@ class WatchSettings:
     keep_snapshots: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
-    def recorder(self, model, optimizer):
-        """A Recorder whose step boundaries the framework's callbacks mark."""
+    def recorder(self, model, optimizer, scaler=None, step_number=None):
+        """A Recorder on the framework's torch optimizer: its step hooks (and the closure it is
+        given) mark the two measuring points, as in a plain loop; ``step_number`` gives the
+        trainer's number of the step under way; ``scaler``: the trainer's GradScaler."""
         from gradexplorer.core.recorder.recorder import Recorder
 
         return Recorder(model, optimizer, self.run_dir, every=self.every, bins=self.bins,
                         snapshot_every=self.snapshot_every, hooks=self.hooks,
-                        keep_snapshots=self.keep_snapshots, auto_steps=False)
+                        keep_snapshots=self.keep_snapshots, scaler=scaler,
+                        step_number=step_number)

@@ -1,7 +1,10 @@
 """A transformers ``TrainerCallback`` recording gradients with ``gradexplorer.watch``.
 
-``on_pre_optimizer_step`` (gradients ready, clipping done) and ``on_optimizer_step`` mark each
-step; the model and optimizer come from the Trainer.
+The recorder sits on the Trainer's torch optimizer (inside accelerate's wrapper), as in a plain
+loop: the gradient *as accumulated* is read at the end of each backward (before the Trainer's
+``clip_grad_norm_``), the gradient *as applied* in the optimizer's step pre-hook (after it).
+Steps are numbered by ``state.global_step``; the loss of each micro-batch is the model output's
+``loss`` (a forward hook, in training only); an fp16 run's GradScaler is accelerate's.
 """
 
 from __future__ import annotations
@@ -13,6 +16,13 @@ from transformers import TrainerCallback
 from gradexplorer.integrations.settings import WatchSettings
 
 
+def output_loss(output):
+    """The ``loss`` a transformers model's output carries, if any."""
+    if isinstance(output, dict):
+        return output.get("loss")
+    return getattr(output, "loss", None)
+
+
 class GradexplorerTrainerCallback(TrainerCallback):
     """``Trainer(..., callbacks=[GradexplorerTrainerCallback("runs/exp1")])``."""
 
@@ -21,18 +31,34 @@ class GradexplorerTrainerCallback(TrainerCallback):
                  keep_snapshots: int | None = None) -> None:
         self.settings = WatchSettings(run_dir, every, bins, snapshot_every, hooks, keep_snapshots)
         self.recorder = None
+        self._loss_hook = None
 
-    def on_pre_optimizer_step(self, args, state, control, **kwargs):
-        if self.recorder is None:
-            optimizer = kwargs.get("optimizer")
-            optimizer = getattr(optimizer, "optimizer", optimizer)  # accelerate's wrapper
-            self.recorder = self.settings.recorder(kwargs["model"], optimizer)
-        self.recorder.before_optimizer_step()
+    def _start(self, state, model, optimizer) -> None:
+        import torch
 
-    def on_optimizer_step(self, args, state, control, **kwargs):
-        if self.recorder is not None:
-            self.recorder.after_optimizer_step()
+        wrapper = optimizer
+        optimizer = getattr(optimizer, "optimizer", optimizer)  # accelerate's wrapper
+        self.recorder = self.settings.recorder(model, optimizer, getattr(wrapper, "scaler", None),
+                                               lambda: state.global_step + 1)
+
+        def note(module, args, output):
+            loss = output_loss(output)
+            if module.training and torch.is_grad_enabled() and hasattr(loss, "detach"):
+                self.recorder.note_loss(loss.detach())
+
+        self._loss_hook = model.register_forward_hook(note)
+
+    def on_train_begin(self, args, state, control, model=None, optimizer=None, **kwargs):
+        if self.recorder is None and model is not None and optimizer is not None:
+            self._start(state, model, optimizer)
+
+    def on_step_begin(self, args, state, control, model=None, optimizer=None, **kwargs):
+        if self.recorder is None and model is not None and optimizer is not None:
+            self._start(state, model, optimizer)
 
     def on_train_end(self, args, state, control, **kwargs):
+        if self._loss_hook is not None:
+            self._loss_hook.remove()
+            self._loss_hook = None
         if self.recorder is not None:
             self.recorder.close()

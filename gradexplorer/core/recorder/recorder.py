@@ -12,8 +12,18 @@ from torch import nn
 
 from gradexplorer.core.errors import UserError
 from gradexplorer.core.recorder.ranks import RankPlan, plan_ranks
+from gradexplorer.core.recorder.step_points import (
+    ScalerWatch,
+    accumulated_by_name,
+    closure_of,
+    group_lrs,
+    step_ledger,
+    with_closure,
+)
 from gradexplorer.core.recorder.store import RunWriter
 from gradexplorer.core.recorder.structure import GraphCapture, model_structure
+from gradexplorer.core.stats.accumulated import AccumulationProbe
+from gradexplorer.core.stats.ledger import StepLedger
 from gradexplorer.core.stats.monitor import GradientMonitor
 from gradexplorer.core.stats.records import StepGradients
 
@@ -46,16 +56,22 @@ class MonitorMeasure:
 class Recorder:
     """Gradient statistics of every ``every``-th step of a training loop, kept and written.
 
-    With an optimizer the step boundaries come from its step hooks (statistics are read after
-    backward, before ``optimizer.step()``; the update ratio across it); without one, call
-    ``rec.step()`` after each backward. ``rec.latest()`` is the last recorded StepGradients.
+    Two measuring points per step: *as accumulated* (per-parameter norms of ``.grad`` at the end
+    of the last backward, before unscaling and clipping) and *as applied* (the full statistics
+    of the gradient the optimizer uses, read in its step pre-hook, or after the closure of
+    ``optimizer.step(closure)``); the update ratio and the optimizer's state across the step.
+    Without an optimizer, call ``rec.step()`` after each backward. ``scaler``: the loop's
+    GradScaler (its scale, and the steps it skips); ``step_number``: a callable giving the
+    number of the step under way (the integrations pass the trainer's global step + 1).
+    ``rec.latest()`` is the last recorded StepGradients, ``rec.ledger`` its StepLedger.
     """
 
     def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
                  run_dir: str | Path | None = None, *, every: int = 1, bins: int = 64,
                  snapshot_every: int | None = None, hooks: dict[str, str] | None = None,
                  keep_snapshots: int | None = None, history: int = 16, report=None,
-                 auto_steps: bool = True, per_rank: bool = False) -> None:
+                 auto_steps: bool = True, per_rank: bool = False, scaler=None,
+                 step_number=None, optimizer_state: bool = True) -> None:
         if not isinstance(model, nn.Module):
             raise UserError(f"watch needs an nn.Module, got {type(model).__name__}")
         if optimizer is not None and not isinstance(optimizer, torch.optim.Optimizer):
@@ -80,6 +96,8 @@ class Recorder:
         self.every, self.bins = every, bins
         self.snapshot_every, self.keep_snapshots = snapshot_every, keep_snapshots
         self.step_count = 0
+        self._step_number = step_number
+        self.ledger: StepLedger | None = None
         self.monitor = GradientMonitor(bins=bins, every=1, history=history,
                                        update_ratio=optimizer is not None)
         self._session = types.SimpleNamespace(
@@ -98,7 +116,20 @@ class Recorder:
         self._handles: list[Any] = []
         self._pending = False
         self._closed = False
-        self._loss = None
+        self._losses: list = []
+        self._closure_loss = None
+        self._steps_taken = 0  # optimizer steps seen by the post-hook
+        self._backwards_at_step = 0
+        self._accumulated = None
+        self._scale = None
+        self._optimizer_state = optimizer_state and optimizer is not None \
+            and self.plan.mode != "fsdp2"
+        self._names = [self.plan.names.get(n, n) for n, _ in self.plan.stats_model.named_parameters()]
+        self.probe = None
+        if self.plan.mode != "fsdp2" and self.plan.active:
+            self.probe = AccumulationProbe(list(self.plan.stats_model.named_parameters()),
+                                           lambda: self._records(self._next_step()))
+        self.scaler = ScalerWatch(scaler, optimizer, self._skipped_step, lambda: self._steps_taken)
         self.writer = None
         self._graph = None
         if run_dir is not None and self.plan.writes:
@@ -112,7 +143,7 @@ class Recorder:
             self._graph = GraphCapture(self.model, lambda g: self.writer.set_meta({"graph": g}))
         self.auto_steps = auto_steps and optimizer is not None
         if self.auto_steps:
-            self._handles.append(optimizer.register_step_pre_hook(self.before_optimizer_step))
+            self._handles.append(optimizer.register_step_pre_hook(self._step_pre_hook))
             self._handles.append(optimizer.register_step_post_hook(self.after_optimizer_step))
 
     def _attach_hooks(self, hooks: dict[str, str]) -> None:
@@ -123,13 +154,38 @@ class Recorder:
             self.hooks.attach(path, action)
 
     # -- step boundaries -----------------------------------------------------------
-    def before_optimizer_step(self, optimizer=None, args=None, kwargs=None) -> None:
-        """Gradients are ready, the weights not yet changed (integrations call this)."""
+    def _next_step(self) -> int:
+        """The number of the step under way (the trainer's, where an integration gives it)."""
+        return self._step_number() if self._step_number is not None else self.step_count + 1
+
+    def _records(self, step: int) -> bool:
+        return not self._closed and step % self.every == 0 and self.plan.active
+
+    def _step_pre_hook(self, optimizer, args, kwargs):
+        """The optimizer's pre-hook: measure now, or after its closure has run."""
+        if closure_of(args, kwargs) is None:
+            self.before_optimizer_step()
+            return None
         if self.hooks is not None:
             self.hooks.prune()
-        step = self.step_count + 1
-        if self._closed or step % self.every or not self.plan.active:
-            return
+        step = self._next_step()
+        if not self._records(step):
+            return None
+        return with_closure(args, kwargs, lambda loss: self._measure_applied(step, loss))
+
+    def before_optimizer_step(self, optimizer=None, args=None, kwargs=None) -> None:
+        """Gradients are ready, the weights not yet changed: the applied point."""
+        if self.hooks is not None:
+            self.hooks.prune()
+        step = self._next_step()
+        if self._records(step):
+            self._measure_applied(step)
+
+    def _measure_applied(self, step: int, closure_loss=None) -> None:
+        if isinstance(closure_loss, (torch.Tensor, float, int)):
+            self._closure_loss = closure_loss  # the last evaluation's, if nothing else is noted
+        self._accumulated = self.probe.take() if self.probe is not None else None
+        self._scale = self.scaler.scale()
         self.measure.begin(self.optimizer, step)
         self._pending = True
 
@@ -137,20 +193,73 @@ class Recorder:
                              loss: float | torch.Tensor | None = None) -> None:
         """The step is over: finish, keep and write its figures (integrations call this)."""
         if loss is not None:
-            self._loss = loss
-        self.step_count += 1
+            self.note_loss(loss)
+        self._steps_taken += 1
+        micro, iteration = self._count_backwards()
+        self.step_count = self._next_step()
         self._session.step_count = self.step_count
         if not self._pending:
-            self._loss = None
+            self._losses = []
+            if self.probe is not None:
+                self.probe.advance()
             return
         self._pending = False
         record = self.measure.end(self.optimizer)
+        self._finish(record, micro, iteration)
+
+    def _count_backwards(self) -> tuple[int | None, int | None]:
+        """(backwards since the previous step, backwards in all) — None without a probe."""
+        if self.probe is None:
+            return None, None
+        iteration = self.probe.backwards
+        micro, self._backwards_at_step = iteration - self._backwards_at_step, iteration
+        return micro, iteration
+
+    def _finish(self, record, micro, iteration, skipped: str | None = None) -> None:
+        noted = self._losses or ([] if self._closure_loss is None else [self._closure_loss])
+        losses, self._losses, self._closure_loss = [float(x) for x in noted], [], None
         if record is None:
             return
         record = self.plan.finish(record)
+        if record is None:
+            return
+        accumulated = accumulated_by_name(self._accumulated, self._names)
+        scale = None if self._scale is None else float(self._scale)
+        self.ledger = step_ledger(record.step, record, accumulated, scale, losses, micro,
+                                  iteration, group_lrs(self.optimizer), skipped)
+        state = self._read_optimizer_state()
         norms = self._rank_norms.gather(record) if self._rank_norms is not None else None
-        if record is not None and self.writer is not None:
-            self._write(record, norms)
+        if self.writer is not None:
+            self._write(record, norms, accumulated, state)
+
+    def _read_optimizer_state(self):
+        if not self._optimizer_state:
+            return {}
+        from gradexplorer.core.stats.optimizer_state import optimizer_state
+
+        named = [(self.plan.names.get(n, n), p)
+                 for n, p in self.plan.stats_model.named_parameters()]
+        return optimizer_state(self.optimizer, named)
+
+    def _skipped_step(self) -> None:
+        """The GradScaler skipped ``optimizer.step()``: record the step as skipped, with the
+        gradient it refused, and say so."""
+        step = self._next_step()
+        micro, iteration = self._count_backwards()
+        self.step_count = self._session.step_count = step
+        if self._closed or not self.plan.active:
+            return
+        self._accumulated = self.probe.take() if self.probe is not None else None
+        self._scale = self.scaler.scale()
+        self.measure.begin(self.optimizer, step)
+        record = self.measure.end(self.optimizer)
+        bad = record.nonfinite() if record is not None else {}
+        where = ", ".join(f"{n} ({s.nan_count} NaN, {s.inf_count} Inf)"
+                          for n, s in list(bad.items())[:3]) or "no parameter named"
+        reason = "GradScaler found Inf/NaN gradients; optimizer.step() not called"
+        self._report(f"gradexplorer: step {step} skipped by the GradScaler: non-finite "
+                     f"gradients in {where}{' ...' if len(bad) > 3 else ''}")
+        self._finish(record, micro, iteration, skipped=reason)
 
     def step(self, loss: float | torch.Tensor | None = None) -> StepGradients | None:
         """Mark a step boundary without an optimizer: call it after ``loss.backward()``."""
@@ -162,8 +271,9 @@ class Recorder:
         return self.latest() if self.step_count % self.every == 0 else None
 
     def note_loss(self, loss: float | torch.Tensor) -> None:
-        """The loss of the step under way, recorded with it (read once the step is over)."""
-        self._loss = loss.detach() if isinstance(loss, torch.Tensor) else loss
+        """A loss of the step under way (one per micro-batch); the step records their mean.
+        Read once the step is over, so no host sync here."""
+        self._losses.append(loss.detach() if isinstance(loss, torch.Tensor) else loss)
 
     def _per_rank(self, wanted: bool, report):
         """A RankNorms gatherer when per-rank figures are asked for and apply (DDP)."""
@@ -177,10 +287,10 @@ class Recorder:
         self.plan.per_rank = True
         return RankNorms(report or (lambda line: print(line, file=sys.stderr)))
 
-    def _write(self, record: StepGradients, rank_norms=None) -> None:
-        loss, self._loss = self._loss, None
-        loss = None if loss is None else float(loss)
-        if not self.writer.write_step(record, loss, ranks=self.plan.world, rank_norms=rank_norms):
+    def _write(self, record: StepGradients, rank_norms, accumulated, state) -> None:
+        if not self.writer.write_step(record, self.ledger.loss, ranks=self.plan.world,
+                                      rank_norms=rank_norms, ledger=self.ledger,
+                                      accumulated=accumulated, optimizer_state=state):
             return
         if self.snapshot_every and record.step % self.snapshot_every == 0:
             self._snapshot(record)
@@ -214,6 +324,9 @@ class Recorder:
         for handle in self._handles:
             handle.remove()
         self._handles.clear()
+        if self.probe is not None:
+            self.probe.remove()
+        self.scaler.remove()
         if self._graph is not None:
             self._graph.remove()
         if self.hooks is not None:
@@ -231,14 +344,18 @@ class Recorder:
 def watch(model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
           run_dir: str | Path | None = None, *, every: int = 1, bins: int = 64,
           snapshot_every: int | None = None, hooks: dict[str, str] | None = None,
-          keep_snapshots: int | None = None, per_rank: bool = False) -> Recorder:
+          keep_snapshots: int | None = None, per_rank: bool = False, scaler=None,
+          optimizer_state: bool = True) -> Recorder:
     """Record ``model``'s gradient statistics every ``every`` steps into ``run_dir``.
 
     ``hooks={"fc1": "scale:0.5"}`` attaches the app's backward-hook actions; snapshots
     (gradients in the snapshot format) every ``snapshot_every`` steps, the newest
     ``keep_snapshots`` kept. ``per_rank=True`` (DDP) also records every rank's own gradient
-    norms, to catch ranks that disagree.
+    norms, to catch ranks that disagree. ``scaler``: the loop's ``torch.amp.GradScaler``, for
+    its scale in the step ledger and the steps it skips (recorded as skipped, with an alarm).
+    ``optimizer_state``: also record the optimizer's state per parameter (‖m‖, RMS √v̂,
+    effective step size; ‖momentum‖; lr) every recorded step.
     """
     return Recorder(model, optimizer, run_dir, every=every, bins=bins,
                     snapshot_every=snapshot_every, hooks=hooks, keep_snapshots=keep_snapshots,
-                    per_rank=per_rank)
+                    per_rank=per_rank, scaler=scaler, optimizer_state=optimizer_state)

@@ -13,6 +13,8 @@ import numpy as np
 
 from gradexplorer.core.errors import UserError
 from gradexplorer.core.recorder import schema as S
+from gradexplorer.core.stats.ledger import LEDGER_FIELDS, StepLedger, ledger_from_row
+from gradexplorer.core.stats.optimizer_state import STATE_FIELDS, ParamOptimState, state_from_row
 from gradexplorer.core.stats.records import STAT_FIELDS, Histogram, ParamStats, StepGradients
 
 
@@ -99,21 +101,82 @@ class Run:
             raise UserError(f"run {str(self.path)!r} has no step {step} ({held})")
 
     def step_info(self, step: int) -> dict[str, Any]:
-        """``{global_norm, total_numel, loss, seconds, time, ranks}`` of one step."""
+        """One step: ``{global_norm, total_numel, loss, seconds, time, ranks}`` and its ledger
+        (``optimizer_step, iteration, micro_batches, grad_norm_accumulated, grad_norm_applied,
+        clip_coef, clipped, scale, skipped, skip_reason, nan_count, inf_count, lr``; see
+        StepLedger). ``global_norm`` is the applied gradient's; ``loss`` the mean of the step's
+        noted micro-batch losses."""
         self._check_step(step)
         row = self._db.execute("SELECT global_norm, total_numel, loss, seconds, time, ranks "
                                "FROM steps WHERE step = ?", (step,)).fetchone()
         keys = ("global_norm", "total_numel", "loss", "seconds", "time", "ranks")
-        return {k: _number(v) for k, v in zip(keys, row, strict=True)}
+        info = {k: _number(v) for k, v in zip(keys, row, strict=True)}
+        ledger = self.step_ledger(step).as_dict()
+        return {**info, **ledger, "loss": info["loss"]}
+
+    def _has_table(self, name: str) -> bool:
+        """Whether the run has table ``name`` (runs of schema version 1 lack the ledger)."""
+        found = self._db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
+                                 (name,)).fetchone()
+        return found is not None
+
+    def _ledger_rows(self, where: str, args: tuple) -> dict[int, StepLedger]:
+        if not self._has_table(S.LEDGER_TABLE):
+            return {}
+        rows = self._db.execute(f"SELECT step, {', '.join(LEDGER_FIELDS)} FROM ledger "
+                                f"WHERE {where} ORDER BY step", args)
+        out = {}
+        for step, *values in rows:
+            row = {k: _number(v) for k, v in zip(LEDGER_FIELDS, values, strict=True)}
+            row["lr"] = None if row["lr"] is None else json.loads(row["lr"])
+            out[step] = ledger_from_row(step, row)
+        return out
+
+    def step_ledger(self, step: int) -> StepLedger:
+        """The StepLedger of ``step`` (a run written before the ledger: what its steps table
+        holds, the global norm as the applied one)."""
+        self._check_step(step)
+        found = self._ledger_rows("step = ?", (step,)).get(step)
+        if found is not None:
+            return found
+        norm, loss = self._db.execute("SELECT global_norm, loss FROM steps WHERE step = ?",
+                                      (step,)).fetchone()
+        return StepLedger(step, loss=_number(loss), grad_norm_applied=_number(norm))
+
+    def ledger(self, after: int = -1) -> list[StepLedger]:
+        """The StepLedger of every step after ``after``, oldest first (skipped ones included)."""
+        rows = self._ledger_rows("step > ?", (after,))
+        return [rows[s] if s in rows else self.step_ledger(s) for s in self.steps if s > after]
+
+    def optimizer_state(self, step: int) -> dict[str, ParamOptimState]:
+        """``{name: ParamOptimState}`` after ``step`` ({} when not recorded)."""
+        extra = self._param_steps(step)
+        return {n: state_from_row(n, row) for n, row in extra.items()
+                if any(row.get(f) is not None for f in STATE_FIELDS)}
+
+    def _param_steps(self, step: int) -> dict[str, dict[str, Any]]:
+        if not self._has_table(S.PARAM_STEPS_TABLE):
+            return {}
+        rows = self._db.execute(f"SELECT name, {', '.join(S.PARAM_STEP_FIELDS)} FROM param_steps "
+                                "WHERE step = ?", (step,))
+        return {name: {f: _number(v) for f, v in zip(S.PARAM_STEP_FIELDS, values, strict=True)}
+                for name, *values in rows}
 
     def stats(self, step: int) -> dict[str, dict[str, Any]]:
         """``{name: {norm, mean, std, min, max, abs_max, zero_fraction, nan_count, inf_count,
-        update_ratio}}`` at ``step`` (parameters without a gradient are left out)."""
+        update_ratio, grad_norm_accumulated, lr, exp_avg_norm, exp_avg_sq_rms, effective_lr,
+        momentum_norm}}`` at ``step`` (parameters without a gradient are left out). ``norm`` and
+        the rest of the first ten describe the gradient as applied; ``grad_norm_accumulated``
+        the gradient as the last backward left it; the optimizer's figures are read after the
+        step (None where it keeps no such state, or the run predates them)."""
         self._check_step(step)
         rows = self._db.execute(f"SELECT name, {', '.join(STAT_FIELDS)} FROM stats "
                                 "WHERE step = ? AND has_grad = 1", (step,))
         order = {n: i for i, n in enumerate(self.parameters)}
-        out = {row[0]: {f: _number(v) for f, v in zip(STAT_FIELDS, row[1:], strict=True)}
+        extra = self._param_steps(step)
+        empty = dict.fromkeys(S.PARAM_STEP_FIELDS)
+        out = {row[0]: {**{f: _number(v) for f, v in zip(STAT_FIELDS, row[1:], strict=True)},
+                        **extra.get(row[0], empty)}
                for row in rows}
         return dict(sorted(out.items(), key=lambda kv: order.get(kv[0], len(order))))
 

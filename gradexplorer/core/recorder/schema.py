@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 FORMAT = "gradexplorer.run"
-VERSION = 1
+VERSION = 2  # 2: the step ledger and per-parameter accumulated norms / optimizer state
 DATABASE = "run.sqlite"
 SNAPSHOTS = "snapshots"
 
@@ -39,7 +39,21 @@ CREATE TABLE IF NOT EXISTS rank_norms (
     PRIMARY KEY (step, rank, name)
 );
 CREATE TABLE IF NOT EXISTS snapshots (step INTEGER PRIMARY KEY, path TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS ledger (
+    step INTEGER PRIMARY KEY, iteration INTEGER, micro_batches INTEGER, loss REAL,
+    grad_norm_accumulated REAL, grad_norm_applied REAL, clip_coef REAL, clipped INTEGER,
+    scale REAL, skipped INTEGER NOT NULL DEFAULT 0, skip_reason TEXT,
+    nan_count INTEGER, inf_count INTEGER, lr TEXT
+);
+CREATE TABLE IF NOT EXISTS param_steps (
+    step INTEGER NOT NULL, name TEXT NOT NULL, grad_norm_accumulated REAL, lr REAL,
+    exp_avg_norm REAL, exp_avg_sq_rms REAL, effective_lr REAL, momentum_norm REAL,
+    PRIMARY KEY (step, name)
+);
 """
+LEDGER_TABLE, PARAM_STEPS_TABLE = "ledger", "param_steps"  # absent from version-1 runs
+PARAM_STEP_FIELDS = ("grad_norm_accumulated", "lr", "exp_avg_norm", "exp_avg_sq_rms",
+                     "effective_lr", "momentum_norm")
 
 
 def database_path(run_dir: str | Path) -> Path:

@@ -15,6 +15,7 @@ import numpy as np
 
 from gradexplorer.core.errors import UserError, first_line
 from gradexplorer.core.recorder import schema as S
+from gradexplorer.core.stats.ledger import LEDGER_FIELDS, StepLedger
 from gradexplorer.core.stats.records import STAT_FIELDS, StepGradients
 
 
@@ -23,6 +24,25 @@ def _real(value: Any) -> Any:
     if isinstance(value, float) and math.isnan(value):
         return "nan"
     return value
+
+
+def ledger_row(ledger: StepLedger) -> tuple:
+    """The ``ledger`` table's columns of one StepLedger."""
+    d = ledger.as_dict()
+    values = [d[f] for f in LEDGER_FIELDS]
+    values = [int(v) if isinstance(v, bool) else v for v in values]
+    values[-1] = None if ledger.lr is None else json.dumps(list(ledger.lr))
+    return (ledger.optimizer_step, *(_real(v) for v in values))
+
+
+def param_step_rows(step: int, accumulated: dict[str, float], state: dict) -> list[tuple]:
+    """``param_steps`` rows: each parameter's accumulated norm and optimizer state."""
+    rows = []
+    for name in dict.fromkeys([*accumulated, *state]):
+        figures = state[name].state_dict() if name in state else {}
+        rows.append((step, name, _real(accumulated.get(name)),
+                     *(_real(figures.get(f)) for f in S.PARAM_STEP_FIELDS[1:])))
+    return rows
 
 
 class RunWriter:
@@ -91,8 +111,11 @@ class RunWriter:
         return self._guarded("the run's description", work)
 
     def write_step(self, record: StepGradients, loss: float | None = None, ranks: int = 1,
-                   rank_norms: dict[int, dict[str, float]] | None = None) -> bool:
-        """Append one step (figures and histograms) in one transaction."""
+                   rank_norms: dict[int, dict[str, float]] | None = None,
+                   ledger: StepLedger | None = None, accumulated: dict[str, float] | None = None,
+                   optimizer_state: dict | None = None) -> bool:
+        """Append one step (figures, histograms, its ledger row, the per-parameter accumulated
+        norms and optimizer state) in one transaction."""
         stat_rows = [
             (record.step, s.name, s.numel, int(s.has_grad),
              *(_real(getattr(s, f)) for f in STAT_FIELDS))
@@ -104,6 +127,8 @@ class RunWriter:
              int(h.below), int(h.above))
             for name, h in record.histograms.items()
         ]
+
+        param_rows = param_step_rows(record.step, accumulated or {}, optimizer_state or {})
 
         def work():
             with self._transaction() as db:
@@ -118,6 +143,11 @@ class RunWriter:
                                [(record.step, rank, name, _real(norm))
                                 for rank, norms in (rank_norms or {}).items()
                                 for name, norm in norms.items()])
+                if ledger is not None:
+                    db.execute(f"INSERT OR REPLACE INTO ledger VALUES ({','.join('?' * 14)})",
+                               ledger_row(ledger))
+                db.executemany(f"INSERT OR REPLACE INTO param_steps VALUES ({','.join('?' * 8)})",
+                               param_rows)
         return self._guarded(f"step {record.step}", work)
 
     def add_snapshot(self, step: int, path: Path, keep: int | None = None) -> bool:

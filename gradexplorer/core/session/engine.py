@@ -24,6 +24,7 @@ from gradexplorer.core.model.workload import (
     split_batch,
 )
 from gradexplorer.core.session.devices import resolve_device
+from gradexplorer.core.stats.ledger import StepLedger, clip_coefficient
 
 T = TypeVar("T")
 
@@ -33,13 +34,18 @@ DEFAULT_LR = {"sgd": 0.05, "adam": 1e-3}
 
 @dataclass
 class StepResult:
-    """What one training step produced; observers may add to ``extras``."""
+    """What one training step produced; observers may add to ``extras``.
+
+    ``grad_norm`` is the global norm of the gradient as accumulated (after backward); the
+    session neither scales nor clips, so it is also the gradient as applied. ``ledger``: the
+    step's StepLedger, as ``watch`` records one."""
 
     step: int
     loss: float
     grad_norm: float | None
     timings: dict[str, float]
     extras: dict[str, Any] = field(default_factory=dict)
+    ledger: StepLedger | None = None
 
     @property
     def seconds(self) -> float:
@@ -213,11 +219,12 @@ class TrainingSession:
         raise UserError("backward pass kept failing after its error handlers acted")
 
     def global_grad_norm(self) -> torch.Tensor | None:
-        """L2 norm of all parameter gradients together (a tensor on the device)."""
+        """L2 norm of all parameter gradients together (a float64 tensor on the device)."""
         grads = [p.grad for p in self.model.parameters() if p.grad is not None]
         if not grads:
             return None
-        return torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))
+        wide = {} if self.device.type == "mps" else {"dtype": torch.float64}  # MPS: no float64
+        return torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads, 2, **wide)))
 
     def step(self) -> StepResult:
         """Run one full training step and return its result."""
@@ -234,9 +241,11 @@ class TrainingSession:
         loss_value = float(loss.detach())
         self.step_count += 1
         timings["total"] = time.perf_counter() - start
-        result = StepResult(
-            self.step_count, loss_value, None if norm is None else float(norm), timings
-        )
+        norm = None if norm is None else float(norm)
+        coef, clipped = clip_coefficient(norm, norm, None)
+        ledger = StepLedger(self.step_count, self.step_count, 1, loss_value, norm, norm, coef,
+                            clipped, lr=tuple(float(g["lr"]) for g in self.optimizer.param_groups))
+        result = StepResult(self.step_count, loss_value, norm, timings, ledger=ledger)
         for obs in self.observers:
             if hasattr(obs, "after_step"):
                 obs.after_step(self, result)

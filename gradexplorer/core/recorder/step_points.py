@@ -1,0 +1,130 @@
+"""Where a recorder measures an optimizer step, whatever drives it.
+
+- ``with_closure``: ``optimizer.step(closure)`` (SGD with a closure, LBFGS, Lightning) runs the
+  step pre-hooks *before* the closure computes this step's gradients; the pre-hook hands the
+  optimizer a closure that measures after each evaluation instead (the last one counts).
+- ``ScalerWatch``: a GradScaler skips ``optimizer.step()`` when it finds Inf or NaN, so no
+  optimizer hook fires; its ``step`` method is wrapped (on the instance, undone on close) to
+  notice the skip, and its scale is read at the step.
+- ``step_ledger``: the StepLedger of a measured step from the two points.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import torch
+
+from gradexplorer.core.stats.accumulated import AccumulatedNorms
+from gradexplorer.core.stats.ledger import StepLedger, clip_coefficient, mean_loss, norm_of
+from gradexplorer.core.stats.records import StepGradients
+
+
+def _closure_index(args: tuple) -> int | None:
+    """Where the closure is in a step pre-hook's ``args`` (which start with the optimizer)."""
+    start = 1 if args and isinstance(args[0], torch.optim.Optimizer) else 0
+    return start if len(args) > start and callable(args[start]) else None
+
+
+def closure_of(args: tuple, kwargs: dict) -> Callable | None:
+    """The closure passed to ``optimizer.step``, if any."""
+    if kwargs.get("closure") is not None:
+        return kwargs["closure"]
+    index = _closure_index(args or ())
+    return None if index is None else args[index]
+
+
+def with_closure(args: tuple, kwargs: dict, after: Callable[[Any], None]) -> tuple[tuple, dict]:
+    """``(args, kwargs)`` for ``optimizer.step`` with its closure calling ``after(loss)`` once
+    each evaluation has run (its backward, and any clipping done inside it)."""
+    closure = closure_of(args, kwargs)
+
+    def measured_closure():
+        result = closure()
+        after(result)
+        return result
+
+    if kwargs.get("closure") is not None:
+        return args, {**kwargs, "closure": measured_closure}
+    index = _closure_index(args)
+    return (*args[:index], measured_closure, *args[index + 1:]), kwargs
+
+
+def optimizer_of(optimizer: Any) -> Any:
+    """The torch optimizer inside a wrapper (accelerate's AcceleratedOptimizer, Lightning's)."""
+    return getattr(optimizer, "optimizer", optimizer)
+
+
+class ScalerWatch:
+    """A GradScaler's scale at each step, and its skipped steps (``on_skip(found_inf)``)."""
+
+    def __init__(self, scaler, optimizer, on_skip: Callable[[], None], steps_taken) -> None:
+        self.scaler, self.optimizer = scaler, optimizer
+        self._original = None
+        if scaler is None:
+            return
+        if not callable(getattr(scaler, "step", None)) or not hasattr(scaler, "is_enabled"):
+            from gradexplorer.core.errors import UserError
+
+            raise UserError(f"watch: scaler must be a torch.amp.GradScaler, "
+                            f"got {type(scaler).__name__}")
+        original = scaler.step
+
+        def step(optimizer, *args, **kwargs):
+            before = steps_taken()
+            out = original(optimizer, *args, **kwargs)
+            if optimizer_of(optimizer) is self.optimizer and steps_taken() == before:
+                on_skip()
+            return out
+
+        self._original = original
+        scaler.step = step
+
+    def scale(self) -> torch.Tensor | None:
+        """The scale now (a copy on the device, no transfer); None without an enabled scaler."""
+        if self.scaler is None or not self.scaler.is_enabled():
+            return None
+        scale = getattr(self.scaler, "_scale", None)
+        if isinstance(scale, torch.Tensor):
+            return scale.detach().clone()
+        return torch.tensor(float(self.scaler.get_scale()), dtype=torch.float64)
+
+    def remove(self) -> None:
+        if self._original is not None:
+            try:
+                del self.scaler.step  # the class's own method again
+            except AttributeError:
+                self.scaler.step = self._original
+            self._original = None
+
+
+def accumulated_by_name(accum: AccumulatedNorms | None, names: list[str]) -> dict[str, float]:
+    """``name -> ‖.grad‖`` as accumulated (parameters with a gradient only)."""
+    if accum is None or accum.norms is None:
+        return {}
+    values = iter(accum.host().tolist())
+    return {name: next(values) for name, here in zip(names, accum.present, strict=True) if here}
+
+
+def step_ledger(step: int, record: StepGradients | None, accumulated: dict[str, float],
+                scale: float | None, losses: list[float], micro_batches: int | None,
+                iteration: int | None, lrs: tuple[float, ...] | None,
+                skipped: str | None = None) -> StepLedger:
+    """The ledger row of one step: ``record`` is the applied point's figures (for a skipped
+    step, the figures of the gradient it refused); ``skipped`` the reason when it was."""
+    acc = norm_of(np.array(list(accumulated.values()))) if accumulated else None
+    applied = None if record is None or skipped else record.global_norm
+    coef, clipped = clip_coefficient(acc, applied, scale)
+    nans = sum(s.nan_count or 0 for s in record.params.values()) if record else 0
+    infs = sum(s.inf_count or 0 for s in record.params.values()) if record else 0
+    return StepLedger(step, iteration, micro_batches, mean_loss(losses), acc, applied,
+                      coef, clipped, scale, skipped is not None, skipped, nans, infs, lrs)
+
+
+def group_lrs(optimizer) -> tuple[float, ...] | None:
+    """The learning rate of each parameter group."""
+    if optimizer is None:
+        return None
+    return tuple(float(g["lr"]) for g in optimizer.param_groups)

@@ -1,0 +1,120 @@
+"""The gradient *as accumulated*: per-parameter norms of ``.grad`` at the end of every backward.
+
+An optimizer step sees two gradients. The one backward left in ``.grad`` (summed over the
+micro-batches, still multiplied by a GradScaler's scale) and the one the optimizer uses (after
+``GradScaler.unscale_`` and ``clip_grad_norm_``, which both rewrite ``.grad`` in place between
+the last backward and ``optimizer.step()``). The step pre-hook only sees the second; this probe
+reads the first where it exists: a post-accumulate-grad hook on each parameter queues one
+callback of the autograd engine per backward, which runs once the whole backward is done (and
+re-queues itself once, so it runs after the callbacks others queued meanwhile, such as DDP's
+gradient reduction). The callback queues one ``torch._foreach_norm`` in float64 per (device,
+dtype) group and a ``stack``: a fixed number of ops whatever the parameter count, no host
+transfer (the norms stay on the device until the step's own transfer).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import nn
+from torch.autograd import Variable
+
+
+@dataclass
+class AccumulatedNorms:
+    """Per-parameter ‖.grad‖ (float64) at the end of the last backward before a step.
+
+    ``present``: which of the probe's parameters had a gradient; ``norms``: one value per
+    present parameter, on the device until ``host()``; ``at_step``: measured at the step
+    itself because no backward was seen (gradients set by hand, or written by a framework
+    outside autograd): then it is the gradient as the step found it.
+    """
+
+    present: list[bool]
+    norms: torch.Tensor | None
+    at_step: bool = False
+
+    def host(self) -> np.ndarray:
+        """The norms as float64 numbers (one transfer)."""
+        if self.norms is None:
+            return np.zeros(0)
+        return self.norms.detach().cpu().numpy().astype(np.float64)
+
+
+def grad_norms(grads: list[torch.Tensor]) -> torch.Tensor | None:
+    """‖g‖ of each gradient in float64, in the order given: one foreach norm per (device, dtype)."""
+    if not grads:
+        return None
+    dense = [g.to_dense() if g.is_sparse else g for g in grads]
+    groups: dict[tuple, list[int]] = {}
+    for i, g in enumerate(dense):
+        groups.setdefault((g.device, g.dtype), []).append(i)
+    device = dense[0].device
+    out = torch.empty(len(dense), dtype=torch.float64, device=device)
+    with torch.no_grad():
+        for idx in groups.values():
+            parts = torch._foreach_norm([dense[i] for i in idx], 2, dtype=torch.float64)
+            values = torch.stack(parts).to(device)
+            if len(groups) == 1:
+                return values
+            out[torch.tensor(idx, device=device)] = values
+    return out
+
+
+class AccumulationProbe:
+    """Counts backwards and keeps the norms of ``.grad`` at the end of the latest one.
+
+    ``wanted()`` says whether the next step is recorded (norms are taken only then; backwards
+    are always counted). ``take()`` at the step: the norms of the last backward, or the
+    gradient as the step finds it when no backward was seen since the previous step.
+    """
+
+    def __init__(self, named: list[tuple[str, nn.Parameter]], wanted=None) -> None:
+        self.named = [(n, p) for n, p in named]
+        self.wanted = wanted or (lambda: True)
+        self.backwards = 0  # every backward that reached a parameter, since the probe began
+        self.since_step = 0  # backwards since the last step (the step's micro-batches)
+        self._latest: AccumulatedNorms | None = None
+        self._queued = False
+        self._handles = [p.register_post_accumulate_grad_hook(self._on_grad)
+                         for _, p in self.named if p.requires_grad]
+
+    def _on_grad(self, _param) -> None:
+        if not self._queued:
+            self._queued = True
+            Variable._execution_engine.queue_callback(self._after_others)
+
+    def _after_others(self) -> None:
+        Variable._execution_engine.queue_callback(self._backward_done)
+
+    def _backward_done(self) -> None:
+        self._queued = False
+        self.backwards += 1
+        self.since_step += 1
+        try:
+            self._latest = self.measure() if self.wanted() else None
+        except Exception:  # noqa: BLE001 - a monitor never breaks the backward it watches
+            self._latest = None
+
+    def measure(self, at_step: bool = False) -> AccumulatedNorms:
+        """The norms of the gradients the parameters hold now."""
+        present = [p.grad is not None for _, p in self.named]
+        norms = grad_norms([p.grad for _, p in self.named if p.grad is not None])
+        return AccumulatedNorms(present, norms, at_step)
+
+    def take(self) -> AccumulatedNorms:
+        """At a step: its accumulated norms; starts the next step."""
+        latest = self._latest if self.since_step else None
+        self._latest, self.since_step = None, 0
+        return latest if latest is not None else self.measure(at_step=True)
+
+    def advance(self) -> None:
+        """At a step that is not recorded: starts the next step."""
+        self._latest, self.since_step = None, 0
+
+    def remove(self) -> None:
+        for handle in self._handles:
+            handle.remove()
+        self._handles.clear()

@@ -1,0 +1,102 @@
+"""The optimizer's own state per parameter, read after a step, in float64.
+
+For any optimizer whose state holds ``exp_avg`` and ``exp_avg_sq`` (Adam, AdamW, NAdam, RAdam,
+...): ‖m‖, the RMS of √v̂ with v̂ = v / (1 − β₂ᵗ) the bias-corrected second moment (that is
+√mean(v̂)), and the effective step size: the mean over the parameter's elements of
+lr / (√v̂ + ε), the learning rate Adam's update gives each element (with ``amsgrad`` the
+running maximum of v is used, as Adam does). For SGD with momentum: ‖momentum buffer‖. Every
+parameter gets its group's learning rate. A figure the optimizer has no state for is None.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import torch
+from torch import nn
+
+STATE_FIELDS = ("lr", "exp_avg_norm", "exp_avg_sq_rms", "effective_lr", "momentum_norm")
+STATE_LABELS = {"lr": "lr", "exp_avg_norm": "‖m‖", "exp_avg_sq_rms": "RMS √v̂",
+                "effective_lr": "eff. lr", "momentum_norm": "‖momentum‖"}
+
+
+@dataclass
+class ParamOptimState:
+    """One parameter's optimizer state after a step (None where the optimizer keeps none)."""
+
+    name: str
+    lr: float | None = None
+    exp_avg_norm: float | None = None
+    exp_avg_sq_rms: float | None = None
+    effective_lr: float | None = None
+    momentum_norm: float | None = None
+
+    def state_dict(self) -> dict[str, float | None]:
+        """The figures named in STATE_FIELDS."""
+        return {f: getattr(self, f) for f in STATE_FIELDS}
+
+
+def _number(value) -> float | None:
+    if value is None:
+        return None
+    return float(value.item() if isinstance(value, torch.Tensor) else value)
+
+
+def _bias_correction(state: dict, group: dict) -> float:
+    betas, step = group.get("betas"), _number(state.get("step"))
+    if not betas or not step:
+        return 1.0
+    return 1.0 - float(betas[1]) ** step
+
+
+def _second_moment(state: dict, group: dict) -> torch.Tensor:
+    if group.get("amsgrad") and state.get("max_exp_avg_sq") is not None:
+        return state["max_exp_avg_sq"]
+    return state["exp_avg_sq"]
+
+
+def _figures(state: dict, group: dict, lr: float) -> dict[str, torch.Tensor]:
+    """The tensor figures of one parameter's state, float64, queued on its device."""
+    out = {}
+    m, v = state.get("exp_avg"), state.get("exp_avg_sq")
+    if isinstance(m, torch.Tensor) and m.numel():
+        out["exp_avg_norm"] = torch.linalg.vector_norm(m.detach(), dtype=torch.float64)
+    if isinstance(v, torch.Tensor) and v.numel():
+        v_hat = v.detach().double() / _bias_correction(state, group)
+        out["exp_avg_sq_rms"] = v_hat.mean().sqrt()
+        denom = _second_moment(state, group).detach().double() / _bias_correction(state, group)
+        eps = float(group.get("eps", 0.0) or 0.0)
+        out["effective_lr"] = (lr / (denom.sqrt_() + eps)).mean()
+    buf = state.get("momentum_buffer")
+    if isinstance(buf, torch.Tensor) and buf.numel():
+        out["momentum_norm"] = torch.linalg.vector_norm(buf.detach(), dtype=torch.float64)
+    return out
+
+
+def optimizer_state(optimizer: torch.optim.Optimizer,
+                    named: list[tuple[str, nn.Parameter]]) -> dict[str, ParamOptimState]:
+    """``name -> ParamOptimState`` of every parameter ``optimizer`` holds (one transfer per
+    device for all the figures)."""
+    group_of = {id(p): g for g in optimizer.param_groups for p in g["params"]}
+    states: dict[str, ParamOptimState] = {}
+    queued: dict[torch.device, list[tuple[str, str, torch.Tensor]]] = {}
+    for name, p in named:
+        group = group_of.get(id(p))
+        if group is None:
+            continue
+        lr = _number(group.get("lr"))
+        states[name] = ParamOptimState(name, lr)
+        for key, value in _figures(optimizer.state.get(p, {}), group, lr or 0.0).items():
+            queued.setdefault(value.device, []).append((name, key, value))
+    for items in queued.values():
+        host = torch.stack([v for _, _, v in items]).cpu().tolist()
+        for (name, key, _), value in zip(items, host, strict=True):
+            setattr(states[name], key, value)
+    return states
+
+
+def state_from_row(name: str, row: dict) -> ParamOptimState:
+    """A ParamOptimState from stored figures (missing ones None)."""
+    known = {f.name for f in fields(ParamOptimState)} - {"name"}
+    return ParamOptimState(name, **{k: row.get(k) for k in known})
+
