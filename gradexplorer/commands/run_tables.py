@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from gradexplorer.commands.table_text import number, table
+from gradexplorer.commands.table_text import number, table, update_ratio
 from gradexplorer.core.errors import UserError
 from gradexplorer.core.graph.style import format_shape
 from gradexplorer.core.recorder.run import Run, open_run
 from gradexplorer.core.stats.histogram import sparkline
+from gradexplorer.core.stats.ledger import rolling_summary
+from gradexplorer.core.stats.optimizer_state import STATE_FIELDS, STATE_LABELS
 
 
 def pick_step(run: Run, step: int | None) -> int:
@@ -15,6 +17,38 @@ def pick_step(run: Run, step: int | None) -> int:
     if last is None:
         raise UserError(f"run {str(run.path)!r} has no complete step yet")
     return last if step is None else step
+
+
+def ledger_lines(run: Run, step: int) -> list[str]:
+    """What happened at the step (the two measuring points, clip, scale, skip) and the rolling
+    clip rate and skip count."""
+    led = run.step_ledger(step)
+    if led.iteration is None and led.grad_norm_accumulated is None and not led.skipped:
+        return []  # a run written before the ledger
+    micro = "" if led.micro_batches is None else \
+        f" ({led.micro_batches} micro-batch{'es' if led.micro_batches != 1 else ''})"
+    scale = "" if led.scale is None else f" (scaled by {number(led.scale)})"
+    lines = [f"optimizer step {led.optimizer_step}, iteration {number(led.iteration)}{micro}: "
+             f"grad norm as accumulated {number(led.grad_norm_accumulated)}{scale}, "
+             f"as applied {number(led.grad_norm_applied)}"]
+    if led.skipped:
+        lines.append(f"SKIPPED: {led.skip_reason} ({led.nan_count} NaN, {led.inf_count} Inf)")
+    elif led.clip_coef is not None:
+        lines.append(f"clip coefficient {number(led.clip_coef)}"
+                     + (" (clipped)" if led.clipped else " (not clipped)"))
+    if led.lr:
+        lines.append("learning rate " + ", ".join(number(lr) for lr in led.lr))
+    summary = rolling_summary([x for x in run.ledger(after=max(-1, step - 101))
+                               if x.optimizer_step <= step])
+    rate = "—" if summary["clip_rate"] is None else f"{100 * summary['clip_rate']:.0f}%"
+    lines.append(f"last {summary['steps']} recorded steps: clipped {rate}, "
+                 f"skipped {summary['skipped']}")
+    return lines
+
+
+def optimizer_columns(stats: dict) -> list[str]:
+    """The optimizer-state fields any parameter has at this step."""
+    return [f for f in STATE_FIELDS if any(s.get(f) is not None for s in stats.values())]
 
 
 def inspect_run(path: str, step: int | None, width: int) -> int:
@@ -28,6 +62,8 @@ def inspect_run(path: str, step: int | None, width: int) -> int:
           f"({len(steps)} recorded), snapshots at {snaps or 'none'}")
     print(f"step {step}: global norm {number(info['global_norm'])}, loss {number(info['loss'])}, "
           f"{info['total_numel'] or 0:,} numbers over {info['ranks']} rank(s)")
+    for line in ledger_lines(run, step):
+        print("  " + line)
     norms = run.rank_norms(step)
     if norms:
         from gradexplorer.core.recorder.per_rank import spread
@@ -37,14 +73,24 @@ def inspect_run(path: str, step: int | None, width: int) -> int:
               + ("" if worst == 0 else "  <- the ranks hold different gradients"))
     shapes = {p["name"]: p["shape"] for p in structure.get("parameters", [])}
     hists = run.histograms(step)
+    stats = run.stats(step)
+    state = optimizer_columns(stats)
+    accumulated = any(s.get("grad_norm_accumulated") is not None for s in stats.values())
     rows = []
-    for name, s in run.stats(step).items():
+    for name, s in stats.items():
         spark = sparkline(hists[name].counts, width) if name in hists else ""
-        rows.append([name, format_shape(shapes.get(name, [])), number(s["norm"]),
-                     number(s["abs_max"]), f"{s['nan_count']}/{s['inf_count']}",
-                     number(s["update_ratio"]), f"|{spark}|" if spark else ""])
-    headers = ["parameter", "shape", "norm", "max |g|", "NaN/Inf", "update", "histogram"]
+        rows.append([name, format_shape(shapes.get(name, [])),
+                     *([number(s["grad_norm_accumulated"])] if accumulated else []),
+                     number(s["norm"]), number(s["abs_max"]), f"{s['nan_count']}/{s['inf_count']}",
+                     update_ratio(s["update_ratio"]), *(number(s[f]) for f in state),
+                     f"|{spark}|" if spark else ""])
+    headers = ["parameter", "shape", *(["accumulated"] if accumulated else []),
+               "applied" if accumulated else "norm", "max |g|", "NaN/Inf", "update",
+               *(STATE_LABELS[f] for f in state), "histogram"]
     print(table(headers, rows, left=2))
+    if accumulated:
+        print("accumulated: ‖.grad‖ after the last backward (before unscaling and clipping); "
+              "applied: the gradient the optimizer used, which the other figures describe")
     return 0
 
 

@@ -183,7 +183,9 @@ class Recorder:
 
     def _measure_applied(self, step: int, closure_loss=None) -> None:
         if isinstance(closure_loss, (torch.Tensor, float, int)):
-            self._closure_loss = closure_loss  # the last evaluation's, if nothing else is noted
+            # the last evaluation's, if nothing else is noted
+            self._closure_loss = closure_loss.detach() if isinstance(closure_loss, torch.Tensor) \
+                else closure_loss
         self._accumulated = self.probe.take() if self.probe is not None else None
         self._scale = self.scaler.scale()
         self.measure.begin(self.optimizer, step)

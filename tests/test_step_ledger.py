@@ -1,0 +1,263 @@
+"""The two measuring points and the step ledger in plain loops: clipping, accumulation,
+closures, a GradScaler's skipped steps, the optimizer's state, old runs, inspect."""
+
+import math
+import sqlite3
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+import gradexplorer as gx
+
+
+def make_model(zero_bias=False):
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 3))
+    if zero_bias:
+        nn.init.zeros_(model[2].bias)
+    return model
+
+
+def batch(i, scale=1.0):
+    g = torch.Generator().manual_seed(i)
+    return torch.randn(16, 6, generator=g) * scale, torch.randn(16, 3, generator=g) * 40
+
+
+def global_norm(grads):
+    return math.sqrt(sum(float(g.double().square().sum()) for g in grads))
+
+
+def test_clipped_accumulating_loop_records_the_pre_clip_and_the_applied_gradient(tmp_path):
+    model = make_model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    names = [n for n, _ in model.named_parameters()]
+    pre, post, losses = [], [], []
+    with gx.watch(model, opt, tmp_path / "run", bins=8) as rec:
+        for step in range(4):
+            step_losses = []
+            for mb in range(3):
+                x, y = batch(10 * step + mb)
+                loss = nn.functional.mse_loss(model(x), y)
+                (loss / 3).backward()
+                rec.note_loss(loss)
+                step_losses.append(loss.item())
+            losses.append(float(np.mean(step_losses)))
+            pre.append({n: p.grad.double().clone() for n, p in model.named_parameters()})
+            nn.utils.clip_grad_norm_(model.parameters(), 0.1)
+            post.append({n: p.grad.double().clone() for n, p in model.named_parameters()})
+            opt.step()
+            opt.zero_grad()
+        assert rec.ledger.optimizer_step == 4 and rec.ledger.clipped
+    run = gx.open_run(tmp_path / "run")
+    assert run.steps == [1, 2, 3, 4]
+    for step in run.steps:
+        info, stats = run.step_info(step), run.stats(step)
+        true = global_norm(pre[step - 1].values())
+        assert true > 10  # the clip really bites
+        assert info["grad_norm_accumulated"] == pytest.approx(true, rel=1e-12)
+        assert info["grad_norm_applied"] == pytest.approx(global_norm(post[step - 1].values()),
+                                                          rel=1e-12)
+        assert info["grad_norm_applied"] == pytest.approx(0.1, rel=1e-5)
+        assert info["global_norm"] == info["grad_norm_applied"]
+        assert info["clip_coef"] == pytest.approx(info["grad_norm_applied"] / true, rel=1e-12)
+        assert info["clipped"] is True and info["skipped"] is False and info["scale"] is None
+        assert (info["optimizer_step"], info["iteration"], info["micro_batches"]) == \
+            (step, 3 * step, 3)
+        assert info["loss"] == pytest.approx(losses[step - 1], rel=1e-12)
+        assert info["lr"] == [0.01]
+        for n in names:
+            assert stats[n]["grad_norm_accumulated"] == pytest.approx(
+                float(pre[step - 1][n].norm()), rel=1e-12)
+            assert stats[n]["norm"] == pytest.approx(float(post[step - 1][n].norm()), rel=1e-12)
+
+
+def test_unclipped_steps_have_coefficient_one_and_every_skips_unrecorded_steps(tmp_path):
+    model = make_model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    with gx.watch(model, opt, tmp_path / "run", every=2) as rec:
+        for step in range(4):
+            for mb in range(2):
+                x, y = batch(step * 2 + mb, 0.1)
+                nn.functional.mse_loss(model(x), y).backward()
+            nn.utils.clip_grad_norm_(model.parameters(), 1e9)
+            opt.step()
+            opt.zero_grad()
+        assert rec.probe.backwards == 8
+    run = gx.open_run(tmp_path / "run")
+    assert run.steps == [2, 4]
+    for step in run.steps:
+        led = run.step_ledger(step)
+        assert led.clip_coef == pytest.approx(1.0, rel=1e-12) and led.clipped is False
+        assert (led.iteration, led.micro_batches, led.loss) == (2 * step, 2, None)
+
+
+@pytest.mark.parametrize("make_opt", [lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.5),
+                                      lambda p: torch.optim.LBFGS(p, lr=0.5, max_iter=4)])
+def test_step_with_closure_records_its_own_last_evaluation(tmp_path, make_opt):
+    model = make_model()
+    opt = make_opt(model.parameters())
+    x, y = batch(0, 0.3)
+    seen = []
+
+    def closure():
+        opt.zero_grad()
+        loss = nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        seen.append((loss.item(), {n: p.grad.double().clone() for n, p in model.named_parameters()}))
+        return loss
+
+    last = []
+    with gx.watch(model, opt, tmp_path / "run") as rec:
+        for _ in range(3):
+            seen.clear()
+            opt.step(closure)
+            last.append(seen[-1])
+            assert rec.latest().step == len(last)
+    run = gx.open_run(tmp_path / "run")
+    assert run.steps == [1, 2, 3]
+    for step, (loss, grads) in zip(run.steps, last, strict=True):
+        stats = run.stats(step)
+        for name, g in grads.items():
+            assert stats[name]["norm"] == pytest.approx(float(g.norm()), rel=1e-12)
+            assert stats[name]["grad_norm_accumulated"] == pytest.approx(float(g.norm()), rel=1e-12)
+        assert run.step_info(step)["loss"] == pytest.approx(loss, rel=1e-12)
+        assert run.step_info(step)["grad_norm_applied"] == pytest.approx(
+            global_norm(grads.values()), rel=1e-12)
+
+
+def test_gradscaler_skipped_step_is_recorded_as_skipped_with_an_alarm(tmp_path):
+    model = make_model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    scaler = torch.amp.GradScaler("cpu", init_scale=1024.0)
+    lines, scaled = [], []
+    with gx.watch(model, opt, tmp_path / "run", scaler=scaler) as rec:
+        rec._report = lines.append
+        for step in range(4):
+            x, y = batch(step)
+            if step == 1:
+                x[0, 0] = float("inf")
+            loss = nn.functional.mse_loss(model(x), y)
+            scaler.scale(loss).backward()
+            scaled.append(global_norm([p.grad for p in model.parameters()]))
+            scaler.unscale_(opt)
+            nn.utils.clip_grad_norm_(model.parameters(), 0.5)
+            scaler.step(opt)
+            scaler.update()
+            opt.zero_grad()
+    assert "step" not in type(scaler).__dict__ or scaler.step.__func__ is type(scaler).step
+    run = gx.open_run(tmp_path / "run")
+    assert run.steps == [1, 2, 3, 4]  # never a gap
+    skipped = run.step_ledger(2)
+    assert skipped.skipped and "GradScaler" in skipped.skip_reason
+    assert skipped.nan_count + skipped.inf_count > 0 and skipped.grad_norm_applied is None
+    assert skipped.scale == 1024.0
+    assert len(lines) == 1 and "step 2 skipped by the GradScaler" in lines[0]
+    for step in (1, 3, 4):
+        led = run.step_ledger(step)
+        assert not led.skipped and led.nan_count == 0
+        assert led.scale == (1024.0 if step == 1 else 512.0)
+        assert led.grad_norm_accumulated == pytest.approx(scaled[step - 1], rel=1e-12)
+        assert led.clip_coef == pytest.approx(
+            led.grad_norm_applied * led.scale / led.grad_norm_accumulated, rel=1e-12)
+        assert led.grad_norm_applied == pytest.approx(0.5, rel=1e-5) and led.clipped
+    out = subprocess.run([sys.executable, "-m", "gradexplorer", "inspect", str(tmp_path / "run"),
+                          "--step", "2"], capture_output=True, text=True, check=True).stdout
+    assert "SKIPPED" in out and "skipped 1" in out
+
+
+def reference_state(opt, p, group):
+    """The optimizer-state figures of one parameter, recomputed in float64 with numpy."""
+    st = opt.state[p]
+    out = {"lr": group["lr"]}
+    if "exp_avg" in st:
+        m = st["exp_avg"].double().numpy()
+        v = st["exp_avg_sq"].double().numpy()
+        if group.get("amsgrad"):
+            v_max = st["max_exp_avg_sq"].double().numpy()
+        else:
+            v_max = v
+        bc2 = 1 - group["betas"][1] ** float(st["step"])
+        out["exp_avg_norm"] = np.sqrt(np.sum(m * m))
+        out["exp_avg_sq_rms"] = np.sqrt(np.mean(np.sqrt(v / bc2) ** 2))
+        out["effective_lr"] = np.mean(group["lr"] / (np.sqrt(v_max / bc2) + group["eps"]))
+    if st.get("momentum_buffer") is not None:
+        b = st["momentum_buffer"].double().numpy()
+        out["momentum_norm"] = np.sqrt(np.sum(b * b))
+    return out
+
+
+@pytest.mark.parametrize("kind", ["adam", "adamw-amsgrad", "sgd-momentum"])
+def test_optimizer_state_equals_float64_reference(tmp_path, kind):
+    model = make_model(zero_bias=True)
+    groups = [{"params": list(model[0].parameters()), "lr": 0.01},
+              {"params": list(model[2].parameters()), "lr": 0.003}]
+    opt = {"adam": lambda: torch.optim.Adam(groups, betas=(0.8, 0.95)),
+           "adamw-amsgrad": lambda: torch.optim.AdamW(groups, amsgrad=True, weight_decay=0.1),
+           "sgd-momentum": lambda: torch.optim.SGD(groups, momentum=0.9)}[kind]()
+    names = {id(p): n for n, p in model.named_parameters()}
+    with gx.watch(model, opt, tmp_path / "run") as rec:
+        for step in range(3):
+            x, y = batch(step)
+            nn.functional.mse_loss(model(x), y).backward()
+            opt.step()
+            opt.zero_grad()
+            expected = {names[id(p)]: reference_state(opt, p, g)
+                        for g in opt.param_groups for p in g["params"]}
+        assert rec.ledger.lr == (0.01, 0.003)
+    run = gx.open_run(tmp_path / "run")
+    state, stats = run.optimizer_state(3), run.stats(3)
+    assert set(state) == set(expected)
+    for name, figures in expected.items():
+        for key, want in figures.items():
+            assert getattr(state[name], key) == pytest.approx(float(want), rel=1e-12), (name, key)
+            assert stats[name][key] == getattr(state[name], key)
+        other = {"exp_avg_norm", "exp_avg_sq_rms", "effective_lr", "momentum_norm"} - set(figures)
+        assert all(getattr(state[name], key) is None for key in other)
+    out = subprocess.run([sys.executable, "-m", "gradexplorer", "inspect", str(tmp_path / "run"),
+                          "--step", "1"], capture_output=True, text=True, check=True).stdout
+    assert "new (θ was 0)" in out and "inf" not in out.split("update")[1]
+    assert ("‖m‖" in out) == kind.startswith("adam") and ("‖momentum‖" in out) == (kind == "sgd-momentum")
+
+
+def test_a_run_written_before_the_ledger_still_opens(tmp_path):
+    model = make_model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    with gx.watch(model, opt, tmp_path / "run") as rec:
+        for step in range(2):
+            x, y = batch(step)
+            loss = nn.functional.mse_loss(model(x), y)
+            loss.backward()
+            rec.note_loss(loss)
+            opt.step()
+            opt.zero_grad()
+    db = sqlite3.connect(tmp_path / "run" / "run.sqlite")
+    db.execute("DROP TABLE ledger")
+    db.execute("DROP TABLE param_steps")
+    db.execute("UPDATE meta SET value = '1' WHERE key = 'version'")
+    db.commit()
+    db.close()
+    run = gx.open_run(tmp_path / "run")
+    info = run.step_info(2)
+    assert info["grad_norm_applied"] == info["global_norm"] and info["iteration"] is None
+    assert info["skipped"] is False and math.isfinite(info["loss"])
+    assert [led.optimizer_step for led in run.ledger()] == [1, 2]
+    assert run.optimizer_state(2) == {} and run.stats(2)["0.weight"]["lr"] is None
+    out = subprocess.run([sys.executable, "-m", "gradexplorer", "inspect", str(tmp_path / "run")],
+                         capture_output=True, text=True, check=True).stdout
+    assert "accumulated" not in out and "0.weight" in out
+
+
+def test_training_session_steps_carry_their_ledger():
+    workload = gx.load_workload("example:mlp")
+    session = gx.TrainingSession(workload, gx.SessionConfig(seed=0))
+    result = session.step()
+    grads = [p.grad for p in session.model.parameters() if p.grad is not None]
+    led = result.ledger
+    assert (led.optimizer_step, led.iteration, led.micro_batches) == (1, 1, 1)
+    assert led.grad_norm_accumulated == pytest.approx(global_norm(grads), rel=1e-12)
+    assert led.grad_norm_applied == led.grad_norm_accumulated and led.clip_coef == 1.0
+    assert led.loss == result.loss and led.lr == (session.optimizer.param_groups[0]["lr"],)
