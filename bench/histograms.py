@@ -30,6 +30,9 @@ end-to-end slowdown of whole steps (noisier). Methods:
 - TensorBoard-style: ``.cpu().numpy()``, ``np.histogram(64)``, min/max/sum/sum of squares
 - wandb-style: ``clone``, finite filter, per-parameter ``.item()`` min/max, ``torch.histc(64)``
 - torch._foreach_norm: norms alone, for scale
+- watch: as-accumulated norms: the extra measuring point ``watch`` adds on every recorded step
+  (its post-accumulate-grad hooks and the float64 foreach norms at the end of backward), timed
+  where it runs, inside backward; the target is at most 1% of a bare step
 
 Besides time, one extra step per method counts the aten ops its observer dispatches (a
 TorchDispatchMode) and its host synchronisations: on CUDA the warnings of
@@ -61,6 +64,7 @@ from gradexplorer import load_workload as _load  # noqa: E402
 from gradexplorer.core.model.spec import ModelOptions  # noqa: E402
 from gradexplorer.core.model.workload import Workload  # noqa: E402
 from gradexplorer.core.stats import triton_stats  # noqa: E402
+from gradexplorer.core.stats.accumulated import AccumulationProbe  # noqa: E402
 from gradexplorer.core.stats.monitor import TorchBackend  # noqa: E402
 
 FUSED_CPU_LIMIT = 50_000_000  # gradient values: above this the fused path is skipped on CPU
@@ -108,6 +112,8 @@ class Timed:
         self.inner, self.seconds, self.device = inner, 0.0, device
         self.settle = settle  # wait for the device after each call (its queued work is timed)
         self.counting, self.ops, self.syncs = False, Counter(), 0
+        if hasattr(inner, "timed"):  # an observer whose work also runs inside backward
+            inner.timed = self
 
     def _call(self, name, *args):
         method = getattr(self.inner, name, None)
@@ -124,7 +130,9 @@ class Timed:
             self.syncs += syncs.count if syncs.cuda else counter.ops["aten._local_scalar_dense"]
         if self.settle and self.device.startswith("cuda"):
             torch.cuda.synchronize()  # the time of work queued by this observer is its own
-        self.seconds += time.perf_counter() - start
+        self.seconds += time.perf_counter() - start + getattr(self.inner, "elsewhere", 0.0)
+        if hasattr(self.inner, "elsewhere"):
+            self.inner.elsewhere = 0.0
 
     def after_backward(self, session, step):
         self._call("after_backward", session, step)
@@ -166,6 +174,51 @@ class ForeachNorm:
         torch.stack(torch._foreach_norm(grads_of(session))).cpu()
 
 
+class TimedProbe(AccumulationProbe):
+    """watch's probe, timing (and on the counted step, counting) its work where it runs: the
+    post-accumulate-grad hook of each parameter and the end-of-backward norms."""
+
+    def __init__(self, named, owner) -> None:
+        self.owner = owner
+        super().__init__(named)
+
+    def _timed(self, work, *args):
+        timed = self.owner.timed
+        start = time.perf_counter()
+        with ExitStack() as stack:
+            if timed is not None and timed.counting:
+                counter = stack.enter_context(OpCounter())
+            work(*args)
+        if timed is not None and timed.counting:
+            timed.ops += counter.ops
+        if timed is not None and timed.settle and timed.device.startswith("cuda"):
+            torch.cuda.synchronize()
+        self.owner.elsewhere += time.perf_counter() - start
+
+    def _on_grad(self, param) -> None:
+        if self.owner.timed in self.owner.session.observers:  # idle during other methods' steps
+            self._timed(super()._on_grad, param)
+
+    def _backward_done(self) -> None:
+        self._timed(super()._backward_done)
+
+
+class AccumulatedPoint:
+    """The 'as accumulated' measuring point of ``watch``: a post-accumulate-grad hook per
+    parameter and, at the end of each backward, one float64 foreach norm per (device, dtype)
+    group, left on the device (it travels with the step's own transfer). Timed where it runs,
+    inside backward (the probe is installed on the first step, so that step is not counted)."""
+
+    def __init__(self) -> None:
+        self.timed, self.elsewhere, self.probe, self.session = None, 0.0, None, None
+
+    def after_backward(self, session, step):
+        if self.probe is None:
+            self.session = session
+            self.probe = TimedProbe(list(session.model.named_parameters()), self)
+        self.probe.take()
+
+
 def eager_fused_monitor() -> GradientMonitor:
     """The fused torch path with its Triton kernels off (the monitor builds its backend lazily)."""
     monitor = GradientMonitor(bins=64, every=1, backend="torch")
@@ -184,6 +237,7 @@ METHODS = {
     "TensorBoard-style": TensorBoardStyle,
     "wandb-style": WandbStyle,
     "torch._foreach_norm only": ForeachNorm,
+    "watch: as-accumulated norms": AccumulatedPoint,
 }
 
 

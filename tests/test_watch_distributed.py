@@ -9,6 +9,7 @@ import torch.multiprocessing as mp
 from distributed_helpers import STEPS, single_process, worker
 
 import gradexplorer as gx
+from gradexplorer.core.recorder.schema import PARAM_STEP_FIELDS
 
 BINS = 16
 
@@ -48,6 +49,12 @@ def test_two_ranks_record_what_one_process_records(mode, reference, two_rank_run
     assert list(got) == list(want) == ["0.weight", "0.bias", "2.weight", "2.bias"]
     for name in want:
         for field, value in want[name].items():
+            if value is None or (mode == "fsdp2" and field in PARAM_STEP_FIELDS):
+                # FSDP2 writes sharded gradients outside autograd and shards the optimizer
+                # state: its accumulated norms and optimizer state are not recorded
+                assert got[name][field] is None, (name, field)
+                continue
+            # DDP: the accumulated norm is read after DDP's reduction (the averaged gradient)
             assert got[name][field] == pytest.approx(value, rel=1e-9, abs=1e-15), (name, field)
         edges, counts = run.histogram(STEPS, name)
         ref_edges, ref_counts = reference.histogram(STEPS, name)

@@ -43,11 +43,28 @@ class AccumulatedNorms:
         return self.norms.detach().cpu().numpy().astype(np.float64)
 
 
+def _cpu_norms(grads: list[torch.Tensor]) -> torch.Tensor | None:
+    """On the CPU: the Numba norm kernel over each gradient (float64 sums of squares,
+    vectorised; torch's float64 reductions are several times slower there); None when Numba
+    is not available."""
+    try:
+        from gradexplorer.core.stats.backend_cpu import flat_array
+        from gradexplorer.core.stats.kernels import norm_of_array
+    except Exception:  # noqa: BLE001 - no Numba, or no kernel cache: the torch path
+        return None
+    return torch.tensor([norm_of_array(flat_array(g)) for g in grads], dtype=torch.float64)
+
+
 def grad_norms(grads: list[torch.Tensor]) -> torch.Tensor | None:
-    """‖g‖ of each gradient in float64, in the order given: one foreach norm per (device, dtype)."""
+    """‖g‖ of each gradient in float64, in the order given: on a device one foreach norm per
+    (device, dtype) group, on the CPU the Numba kernel."""
     if not grads:
         return None
     dense = [g.to_dense() if g.is_sparse else g for g in grads]
+    if all(g.device.type == "cpu" for g in dense):
+        on_cpu = _cpu_norms(dense)
+        if on_cpu is not None:
+            return on_cpu
     groups: dict[tuple, list[int]] = {}
     for i, g in enumerate(dense):
         groups.setdefault((g.device, g.dtype), []).append(i)

@@ -303,3 +303,37 @@ def segment_update_norms(new, old, offsets, out):
         sd, so = _pow2_above(md), _pow2_above(mo)
         d2, o2 = _update_sums(new[a:b], old[a:b], 1.0 / sd, 1.0 / so)
         out[seg, 0], out[seg, 1] = sd * math.sqrt(d2), so * math.sqrt(o2)
+
+
+@njit(nogil=True, cache=True, fastmath=_FAST)
+def _squares(x):
+    s = 0.0
+    for i in range(x.size):
+        v = np.float64(x[i])
+        s += v * v
+    return s
+
+
+@njit(nogil=True, cache=True)
+def norm_of_array(x):
+    """‖x‖ in float64 (NaN if any NaN, Inf if any Inf), never overflowing: a plain sum of
+    squares first (vectorised), a pass scaled by a power of two when it overflowed or may have
+    underflowed."""
+    s = _squares(x)
+    if s != s:
+        return np.nan
+    if s - s == 0.0 and not s < TINY:  # 0 too: squares below 2^-1074 vanish
+        return math.sqrt(s)
+    top = 0.0
+    for i in range(x.size):
+        top = max(top, abs(np.float64(x[i])))
+    if top - top != 0.0:
+        return np.inf
+    if top == 0.0:
+        return 0.0
+    inv = 1.0 / _pow2_above(top)
+    t = 0.0
+    for i in range(x.size):
+        v = np.float64(x[i]) * inv
+        t += v * v
+    return math.sqrt(t) / inv
