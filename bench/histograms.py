@@ -30,9 +30,8 @@ end-to-end slowdown of whole steps (noisier). Methods:
 - TensorBoard-style: ``.cpu().numpy()``, ``np.histogram(64)``, min/max/sum/sum of squares
 - wandb-style: ``clone``, finite filter, per-parameter ``.item()`` min/max, ``torch.histc(64)``
 - torch._foreach_norm: norms alone, for scale
-- watch: as-accumulated norms: the extra measuring point ``watch`` adds on every recorded step
-  (its post-accumulate-grad hooks and the float64 foreach norms at the end of backward), timed
-  where it runs, inside backward; the target is at most 1% of a bare step
+- watch: as-accumulated norms: the point ``watch`` adds to each recorded step (hooks, float64
+  norms at the end of backward), timed inside backward where it runs; target: ≤ 1% of a bare step
 
 Besides time, one extra step per method counts the aten ops its observer dispatches (a
 TorchDispatchMode) and its host synchronisations: on CUDA the warnings of
@@ -131,8 +130,7 @@ class Timed:
         if self.settle and self.device.startswith("cuda"):
             torch.cuda.synchronize()  # the time of work queued by this observer is its own
         self.seconds += time.perf_counter() - start + getattr(self.inner, "elsewhere", 0.0)
-        if hasattr(self.inner, "elsewhere"):
-            self.inner.elsewhere = 0.0
+        self.inner.elsewhere = 0.0  # work it did inside backward (AccumulatedPoint)
 
     def after_backward(self, session, step):
         self._call("after_backward", session, step)
@@ -175,23 +173,19 @@ class ForeachNorm:
 
 
 class TimedProbe(AccumulationProbe):
-    """watch's probe, timing (and on the counted step, counting) its work where it runs: the
-    post-accumulate-grad hook of each parameter and the end-of-backward norms."""
+    """watch's probe, its work timed (and counted) where it runs: hooks, end-of-backward norms."""
 
     def __init__(self, named, owner) -> None:
         self.owner = owner
         super().__init__(named)
 
     def _timed(self, work, *args):
-        timed = self.owner.timed
-        start = time.perf_counter()
-        with ExitStack() as stack:
-            if timed is not None and timed.counting:
-                counter = stack.enter_context(OpCounter())
+        timed, start = self.owner.timed, time.perf_counter()
+        with OpCounter() if timed.counting else ExitStack() as counter:
             work(*args)
-        if timed is not None and timed.counting:
+        if timed.counting:
             timed.ops += counter.ops
-        if timed is not None and timed.settle and timed.device.startswith("cuda"):
+        if timed.settle and timed.device.startswith("cuda"):
             torch.cuda.synchronize()
         self.owner.elsewhere += time.perf_counter() - start
 
@@ -204,13 +198,9 @@ class TimedProbe(AccumulationProbe):
 
 
 class AccumulatedPoint:
-    """The 'as accumulated' measuring point of ``watch``: a post-accumulate-grad hook per
-    parameter and, at the end of each backward, one float64 foreach norm per (device, dtype)
-    group, left on the device (it travels with the step's own transfer). Timed where it runs,
-    inside backward (the probe is installed on the first step, so that step is not counted)."""
+    """The as-accumulated point ``watch`` adds (installed on the first step, not counted)."""
 
-    def __init__(self) -> None:
-        self.timed, self.elsewhere, self.probe, self.session = None, 0.0, None, None
+    timed, elsewhere, probe, session = None, 0.0, None, None
 
     def after_backward(self, session, step):
         if self.probe is None:

@@ -32,6 +32,8 @@ _API = {
     "StepGradients": "gradexplorer.core.stats.records",
     "ParamStats": "gradexplorer.core.stats.records",
     "Histogram": "gradexplorer.core.stats.records",
+    "StepLedger": "gradexplorer.core.stats.ledger",
+    "ParamOptimState": "gradexplorer.core.stats.optimizer_state",
     # hooks
     "HookRegistry": "gradexplorer.core.hooks.registry",
     "parse_action": "gradexplorer.core.hooks.parse",
@@ -68,12 +70,14 @@ __all__ = [
     "HookRegistry",
     "ModelOptions",
     "NonFiniteOrigin",
+    "ParamOptimState",
     "ParamStats",
     "Recorder",
     "Run",
     "SessionConfig",
     "Snapshot",
     "StepGradients",
+    "StepLedger",
     "StepResult",
     "TrainingSession",
     "UserError",
@@ -133,5 +137,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time names load lazily a
     from gradexplorer.core.snapshot.compare import compare_snapshots
     from gradexplorer.core.snapshot.read import Snapshot, read_snapshot
     from gradexplorer.core.snapshot.write import write_snapshot
+    from gradexplorer.core.stats.ledger import StepLedger
     from gradexplorer.core.stats.monitor import GradientMonitor, gradient_stats
+    from gradexplorer.core.stats.optimizer_state import ParamOptimState
     from gradexplorer.core.stats.records import Histogram, ParamStats, StepGradients
