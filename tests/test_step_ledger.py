@@ -261,3 +261,52 @@ def test_training_session_steps_carry_their_ledger():
     assert led.grad_norm_accumulated == pytest.approx(global_norm(grads), rel=1e-12)
     assert led.grad_norm_applied == led.grad_norm_accumulated and led.clip_coef == 1.0
     assert led.loss == result.loss and led.lr == (session.optimizer.param_groups[0]["lr"],)
+
+
+def test_a_failing_step_point_is_one_warning_and_training_goes_on(tmp_path, monkeypatch):
+    import gradexplorer.core.stats.optimizer_state as state_module
+
+    def broken(*args):
+        raise RuntimeError("state unreadable")
+
+    monkeypatch.setattr(state_module, "optimizer_state", broken)
+    model = make_model()
+    opt = torch.optim.Adam(model.parameters(), lr=0.01)
+    with pytest.warns(RuntimeWarning, match="optimizer state") as caught:
+        with gx.watch(model, opt, tmp_path / "run") as rec:
+            for step in range(3):
+                x, y = batch(step)
+                loss = nn.functional.mse_loss(model(x), y)
+                loss.backward()
+                rec.note_loss(loss.unsqueeze(0).repeat(2))  # not a scalar: its mean is unreadable
+                opt.step()
+                opt.zero_grad()
+    messages = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
+    assert sum("optimizer state" in m for m in messages) == 1
+    assert sum("loss" in m for m in messages) == 1
+    run = gx.open_run(tmp_path / "run")
+    assert run.steps == [1, 2, 3] and run.optimizer_state(3) == {}
+    assert run.step_info(3)["loss"] is None and run.step_info(3)["grad_norm_accumulated"] > 0
+
+
+def test_accumulated_norms_device_path_is_flat_in_the_parameter_count_and_never_syncs():
+    import importlib.util
+    from pathlib import Path
+
+    from gradexplorer.core.stats.accumulated import grad_norms
+
+    spec = importlib.util.spec_from_file_location(
+        "bench_histograms", Path(__file__).resolve().parents[1] / "bench" / "histograms.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    counts = {}
+    for count in (4, 40):
+        grads = [torch.randn(3, 5) * (i + 1) for i in range(count)]
+        with bench.OpCounter() as counter:
+            norms = grad_norms(grads, numba=False)
+        counts[count] = counter.ops
+        want = [math.sqrt(float(g.double().square().sum())) for g in grads]
+        np.testing.assert_allclose(norms.numpy(), want, rtol=1e-12)
+        np.testing.assert_allclose(grad_norms(grads).numpy(), want, rtol=1e-12)  # Numba path
+    assert counts[4] == counts[40] and sum(counts[4].values()) <= 3
+    assert counts[4]["aten._local_scalar_dense"] == 0

@@ -17,6 +17,7 @@ from gradexplorer.core.recorder.step_points import (
     accumulated_by_name,
     closure_of,
     group_lrs,
+    guarded,
     step_ledger,
     with_closure,
 )
@@ -129,7 +130,9 @@ class Recorder:
         if self.plan.mode != "fsdp2" and self.plan.active:
             self.probe = AccumulationProbe(list(self.plan.stats_model.named_parameters()),
                                            lambda: self._records(self._next_step()))
-        self.scaler = ScalerWatch(scaler, optimizer, self._skipped_step, lambda: self._steps_taken)
+        self._warned: set = set()  # (what, cause) already warned about
+        self.scaler = ScalerWatch(scaler, optimizer, lambda: guarded(
+            "a skipped step", self._skipped_step, self._warned), lambda: self._steps_taken)
         self.writer = None
         self._graph = None
         if run_dir is not None and self.plan.writes:
@@ -171,7 +174,9 @@ class Recorder:
         step = self._next_step()
         if not self._records(step):
             return None
-        return with_closure(args, kwargs, lambda loss: self._measure_applied(step, loss))
+        return with_closure(args, kwargs, lambda loss: guarded(
+            "the gradient after the closure", lambda: self._measure_applied(step, loss),
+            self._warned, step=step))
 
     def before_optimizer_step(self, optimizer=None, args=None, kwargs=None) -> None:
         """Gradients are ready, the weights not yet changed: the applied point."""
@@ -219,17 +224,22 @@ class Recorder:
 
     def _finish(self, record, micro, iteration, skipped: str | None = None) -> None:
         noted = self._losses or ([] if self._closure_loss is None else [self._closure_loss])
-        losses, self._losses, self._closure_loss = [float(x) for x in noted], [], None
+        self._losses, self._closure_loss = [], None
+        losses = guarded("the step's loss", lambda: [float(x) for x in noted], self._warned, [],
+                         record.step if record is not None else None)
         if record is None:
             return
         record = self.plan.finish(record)
         if record is None:
             return
-        accumulated = accumulated_by_name(self._accumulated, self._names)
-        scale = None if self._scale is None else float(self._scale)
+        step = record.step
+        accumulated = guarded("the accumulated norms", lambda: accumulated_by_name(
+            self._accumulated, self._names), self._warned, {}, step)
+        scale = guarded("the GradScaler's scale", lambda: None if self._scale is None
+                        else float(self._scale), self._warned, None, step)
         self.ledger = step_ledger(record.step, record, accumulated, scale, losses, micro,
                                   iteration, group_lrs(self.optimizer), skipped)
-        state = self._read_optimizer_state()
+        state = guarded("the optimizer state", self._read_optimizer_state, self._warned, {}, step)
         norms = self._rank_norms.gather(record) if self._rank_norms is not None else None
         if self.writer is not None:
             self._write(record, norms, accumulated, state)

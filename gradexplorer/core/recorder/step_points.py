@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -28,6 +29,24 @@ def _closure_index(args: tuple) -> int | None:
     return start if len(args) > start and callable(args[start]) else None
 
 
+def guarded(what: str, work: Callable[[], Any], warned: set, default: Any = None,
+            step: int | None = None) -> Any:
+    """``work()``; where it raises, ``default`` and one RuntimeWarning per ``what`` and cause
+    (naming the first ``step`` it happened at): the step points never break the loop."""
+    try:
+        return work()
+    except Exception as exc:  # noqa: BLE001 - a monitor never breaks the training loop
+        from gradexplorer.core.errors import first_line
+
+        cause = first_line(exc)
+        if (what, cause) not in warned:
+            warned.add((what, cause))
+            at = "" if step is None else f" at step {step}"
+            warnings.warn(f"gradexplorer: could not measure {what}{at} ({cause}); not recorded, "
+                          "training goes on", RuntimeWarning, stacklevel=3)
+        return default
+
+
 def closure_of(args: tuple, kwargs: dict) -> Callable | None:
     """The closure passed to ``optimizer.step``, if any."""
     if kwargs.get("closure") is not None:
@@ -43,7 +62,7 @@ def with_closure(args: tuple, kwargs: dict, after: Callable[[Any], None]) -> tup
 
     def measured_closure():
         result = closure()
-        after(result)
+        after(result)  # ``after`` guards itself: the closure's result always comes back
         return result
 
     if kwargs.get("closure") is not None:
@@ -76,7 +95,7 @@ class ScalerWatch:
             before = steps_taken()
             out = original(optimizer, *args, **kwargs)
             if optimizer_of(optimizer) is self.optimizer and steps_taken() == before:
-                on_skip()
+                on_skip()  # guards itself
             return out
 
         self._original = original

@@ -55,13 +55,13 @@ def _cpu_norms(grads: list[torch.Tensor]) -> torch.Tensor | None:
     return torch.tensor([norm_of_array(flat_array(g)) for g in grads], dtype=torch.float64)
 
 
-def grad_norms(grads: list[torch.Tensor]) -> torch.Tensor | None:
-    """‖g‖ of each gradient in float64, in the order given: on a device one foreach norm per
-    (device, dtype) group, on the CPU the Numba kernel."""
+def grad_norms(grads: list[torch.Tensor], numba: bool = True) -> torch.Tensor | None:
+    """‖g‖ of each gradient in float64, in the order given: on a device (or with
+    ``numba=False``) one foreach norm per (device, dtype) group, on the CPU the Numba kernel."""
     if not grads:
         return None
     dense = [g.to_dense() if g.is_sparse else g for g in grads]
-    if all(g.device.type == "cpu" for g in dense):
+    if numba and all(g.device.type == "cpu" for g in dense):
         on_cpu = _cpu_norms(dense)
         if on_cpu is not None:
             return on_cpu
