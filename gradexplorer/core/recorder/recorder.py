@@ -11,8 +11,9 @@ import torch
 from torch import nn
 
 from gradexplorer.core.errors import UserError
+from gradexplorer.core.recorder import arguments as A
 from gradexplorer.core.recorder.ranks import RankPlan, plan_ranks
-from gradexplorer.core.recorder.store import RunWriter
+from gradexplorer.core.recorder.store import RunSizeNote, RunWriter
 from gradexplorer.core.recorder.structure import GraphCapture, model_structure
 from gradexplorer.core.stats.monitor import GradientMonitor
 from gradexplorer.core.stats.records import StepGradients
@@ -55,27 +56,54 @@ class Recorder:
                  run_dir: str | Path | None = None, *, every: int = 1, bins: int = 64,
                  snapshot_every: int | None = None, hooks: dict[str, str] | None = None,
                  keep_snapshots: int | None = None, history: int = 16, report=None,
-                 auto_steps: bool = True, per_rank: bool = False) -> None:
+                 auto_steps: bool = True, per_rank: bool = False, overwrite: bool = False,
+                 resume: bool = False) -> None:
+        self._closed = True  # until everything is in place: close() undoes what was done
+        self._handles: list[Any] = []
+        self.hooks = self.writer = self._graph = None
         if not isinstance(model, nn.Module):
             raise UserError(f"watch needs an nn.Module, got {type(model).__name__}")
         if optimizer is not None and not isinstance(optimizer, torch.optim.Optimizer):
             raise UserError(f"watch: optimizer must be a torch.optim.Optimizer, "
                             f"got {type(optimizer).__name__}")
-        if every < 1:
-            raise UserError(f"watch: every must be a positive number of steps, got {every}")
-        if snapshot_every is not None and snapshot_every < 1:
-            raise UserError(f"watch: snapshot_every must be positive, got {snapshot_every}")
-        if keep_snapshots is not None and keep_snapshots < 1:
-            raise UserError(f"watch: keep_snapshots must be positive, got {keep_snapshots}")
+        run_dir = A.run_directory(run_dir)
+        every, history = A.whole(every, "every"), A.whole(history, "history")
+        bins = A.whole(bins, "bins")
+        if bins > A.MAX_BINS:
+            raise UserError(f"watch: bins must be at most {A.MAX_BINS}, got {bins}")
+        snapshot_every = A.whole(snapshot_every, "snapshot_every", optional=True)
+        keep_snapshots = A.whole(keep_snapshots, "keep_snapshots", optional=True)
+        per_rank, overwrite = A.flag(per_rank, "per_rank"), A.flag(overwrite, "overwrite")
+        resume, auto_steps = A.flag(resume, "resume"), A.flag(auto_steps, "auto_steps")
+        if overwrite and resume:
+            raise UserError("watch: give overwrite=True (replace the run) or resume=True "
+                            "(continue it), not both")
         self.plan: RankPlan = plan_ranks(model)
         if snapshot_every and self.plan.mode == "fsdp2":
             raise UserError("watch: snapshots hold whole gradients, which FSDP shards across ranks; "
                             "record FSDP2 runs without snapshot_every")
+        if resume and self.plan.world > 1 and (self.plan.mode == "fsdp2" or per_rank):
+            raise UserError("watch: resume=True continues one process's step count; FSDP2 and "
+                            "per_rank runs count steps on every rank: record into a new run_dir")
         self.model = self.plan.model
-        self.hooks = None
-        if hooks:  # first: a bad module name leaves nothing behind
+        A.check_unwatched(self.model)
+        hooks = A.hook_specs(self.model, hooks)
+        self._report = report or (lambda line: print(line, file=sys.stderr))
+        try:
+            self._set_up(optimizer, run_dir, every, bins, snapshot_every, hooks, keep_snapshots,
+                         history, auto_steps, per_rank, overwrite, resume)
+        except BaseException:
+            self.close()
+            raise
+        A.WATCHED[self.model] = self
+
+    def _set_up(self, optimizer, run_dir, every, bins, snapshot_every, hooks, keep_snapshots,
+                history, auto_steps, per_rank, overwrite, resume) -> None:
+        """Attach and open what the checked arguments ask for (the caller undoes it on error)."""
+        self._closed = False
+        if hooks:
             self._attach_hooks(hooks)
-        self._rank_norms = self._per_rank(per_rank, report)
+        self._rank_norms = self._per_rank(per_rank, self._report)
         self.optimizer = optimizer
         self.every, self.bins = every, bins
         self.snapshot_every, self.keep_snapshots = snapshot_every, keep_snapshots
@@ -87,7 +115,6 @@ class Recorder:
             workload=types.SimpleNamespace(name=type(self.model).__name__, description="watch"),
             device=next((p.device for p in self.model.parameters()), torch.device("cpu")),
         )
-        self._report = report or (lambda line: print(line, file=sys.stderr))
         if self.plan.mode == "fsdp2":
             from gradexplorer.core.recorder.sharded import ShardedMeasure
 
@@ -95,31 +122,39 @@ class Recorder:
                                           optimizer is not None, self._report)
         else:
             self.measure = MonitorMeasure(self.monitor, self._session)
-        self._handles: list[Any] = []
         self._pending = False
-        self._closed = False
         self._loss = None
-        self.writer = None
-        self._graph = None
         if run_dir is not None and self.plan.writes:
-            self.writer = RunWriter(run_dir, self._report)
-            self.writer.set_meta({
-                "structure": model_structure(self.plan.stats_model, self.plan.names),
-                "settings": {"every": every, "bins": bins, "snapshot_every": snapshot_every,
-                             "keep_snapshots": keep_snapshots, "hooks": hooks or {},
-                             "ranks": self.plan.world, "mode": self.plan.mode},
-            })
-            self._graph = GraphCapture(self.model, lambda g: self.writer.set_meta({"graph": g}))
+            self._open_run(run_dir, overwrite, resume, hooks)
         self.auto_steps = auto_steps and optimizer is not None
         if self.auto_steps:
             self._handles.append(optimizer.register_step_pre_hook(self.before_optimizer_step))
             self._handles.append(optimizer.register_step_post_hook(self.after_optimizer_step))
 
+    def _open_run(self, run_dir: Path, overwrite: bool, resume: bool, hooks) -> None:
+        structure = model_structure(self.plan.stats_model, self.plan.names)
+        self.writer = RunWriter(run_dir, self._report, overwrite=overwrite, resume=resume)
+        recorded = self.writer.recorded.get("parameters")
+        if recorded is not None and [(p["name"], p["shape"]) for p in recorded] != [
+                (p["name"], p["shape"]) for p in structure["parameters"]]:
+            raise UserError(f"watch: resume=True, but {str(run_dir)!r} recorded another model "
+                            "(its parameters' names or shapes differ); record into a new run_dir")
+        self.step_count = self._session.step_count = self.writer.first_step - 1
+        self.writer.set_meta({
+            "structure": structure,
+            "settings": {"every": self.every, "bins": self.bins,
+                         "snapshot_every": self.snapshot_every,
+                         "keep_snapshots": self.keep_snapshots, "hooks": hooks or {},
+                         "ranks": self.plan.world, "mode": self.plan.mode},
+        })
+        self.size_note = RunSizeNote(self.writer, self._report)
+        self._graph = GraphCapture(self.model, lambda g: self.writer.set_meta({"graph": g}))
+
     def _attach_hooks(self, hooks: dict[str, str]) -> None:
         from gradexplorer.core.hooks.registry import HookRegistry
 
         self.hooks = HookRegistry(self.model)
-        for path, action in hooks.items():
+        for path, action in hooks.items():  # checked already; close() detaches on any error
             self.hooks.attach(path, action)
 
     # -- step boundaries -----------------------------------------------------------
@@ -137,7 +172,7 @@ class Recorder:
                              loss: float | torch.Tensor | None = None) -> None:
         """The step is over: finish, keep and write its figures (integrations call this)."""
         if loss is not None:
-            self._loss = loss
+            self._loss = A.loss_value(loss)
         self.step_count += 1
         self._session.step_count = self.step_count
         if not self._pending:
@@ -162,8 +197,9 @@ class Recorder:
         return self.latest() if self.step_count % self.every == 0 else None
 
     def note_loss(self, loss: float | torch.Tensor) -> None:
-        """The loss of the step under way, recorded with it (read once the step is over)."""
-        self._loss = loss.detach() if isinstance(loss, torch.Tensor) else loss
+        """The loss of the step under way, recorded with it (read once the step is over): a
+        number, a one-element tensor, or a per-sample tensor (its mean is recorded)."""
+        self._loss = A.loss_value(loss)
 
     def _per_rank(self, wanted: bool, report):
         """A RankNorms gatherer when per-rank figures are asked for and apply (DDP)."""
@@ -179,9 +215,10 @@ class Recorder:
 
     def _write(self, record: StepGradients, rank_norms=None) -> None:
         loss, self._loss = self._loss, None
-        loss = None if loss is None else float(loss)
-        if not self.writer.write_step(record, loss, ranks=self.plan.world, rank_norms=rank_norms):
+        if not self.writer.write_step(record, A.loss_number(loss), ranks=self.plan.world,
+                                      rank_norms=rank_norms):
             return
+        self.size_note.check(record.step)
         if self.snapshot_every and record.step % self.snapshot_every == 0:
             self._snapshot(record)
 
@@ -206,11 +243,18 @@ class Recorder:
     def run_dir(self) -> Path | None:
         return None if self.writer is None else self.writer.run_dir
 
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
     def close(self) -> None:
-        """Stop recording: remove the optimizer hooks and gradient hooks, close the run."""
+        """Stop recording: remove the optimizer hooks, the gradient hooks and the graph's
+        forward hook, close (and unlock) the run directory."""
         if self._closed:
             return
         self._closed = True
+        if A.WATCHED.get(self.model) is self:
+            del A.WATCHED[self.model]
         for handle in self._handles:
             handle.remove()
         self._handles.clear()
@@ -231,14 +275,20 @@ class Recorder:
 def watch(model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
           run_dir: str | Path | None = None, *, every: int = 1, bins: int = 64,
           snapshot_every: int | None = None, hooks: dict[str, str] | None = None,
-          keep_snapshots: int | None = None, per_rank: bool = False) -> Recorder:
+          keep_snapshots: int | None = None, per_rank: bool = False, overwrite: bool = False,
+          resume: bool = False) -> Recorder:
     """Record ``model``'s gradient statistics every ``every`` steps into ``run_dir``.
 
     ``hooks={"fc1": "scale:0.5"}`` attaches the app's backward-hook actions; snapshots
     (gradients in the snapshot format) every ``snapshot_every`` steps, the newest
     ``keep_snapshots`` kept. ``per_rank=True`` (DDP) also records every rank's own gradient
     norms, to catch ranks that disagree.
+
+    Every argument is checked here, before anything is attached. ``run_dir`` is locked while
+    the recorder is open; one that holds a run already is refused unless ``overwrite=True``
+    (replace it) or ``resume=True`` (continue its steps). A model has one open recorder at a
+    time: ``close()`` it (or leave the ``with`` block) before watching the model again.
     """
     return Recorder(model, optimizer, run_dir, every=every, bins=bins,
                     snapshot_every=snapshot_every, hooks=hooks, keep_snapshots=keep_snapshots,
-                    per_rank=per_rank)
+                    per_rank=per_rank, overwrite=overwrite, resume=resume)
