@@ -91,3 +91,15 @@ def test_terminal_escapes_in_text_fields_are_printed_escaped(run_cli, snapshot_d
     assert code == 0, err
     assert "\x1b" not in out and "\x07" not in out
     assert "evil\\x1b[2J\\x07model" in out and "fc1\\x1b]0;title\\x07" in out
+
+
+@pytest.mark.parametrize("text", ['{"format": ' + "[" * 100_000 + "]" * 100_000 + "}",
+                                  '{"a": "' + "[" * 1000 + '"}'])
+def test_a_deeply_nested_manifest_is_one_line(run_cli, snapshot_dir, tmp_path, text):
+    bad = tmp_path / "deep"
+    shutil.copytree(snapshot_dir, bad)
+    (bad / F.MANIFEST_FILE).write_text(text)
+    code, out, err = run_cli("inspect", bad)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in out + err, err
+    expected = "nested too deep (100,001 levels" if text.count("[") > 1000 else "not a gradexplorer"
+    assert expected in err, err  # brackets inside a string are text, not nesting

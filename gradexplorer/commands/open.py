@@ -42,7 +42,8 @@ def open_run(args: argparse.Namespace) -> int:
 
     if args.compare is not None:
         raise UserError("--compare is for snapshots; compare runs with: gradexplorer compare A B")
-    read_run(args.snapshot).close()  # refuse a damaged run before any window opens
+    with read_run(args.snapshot) as run:
+        run.check()  # refuse a damaged run before any window opens
     prepare_window(args.screenshot)
     from gradexplorer.gui.app import open_run_window  # Qt only now
 

@@ -134,8 +134,12 @@ def open_run_window(path: Path, screenshot: Path | None = None) -> int:
 
     app = application()
     window = build_window(AppSettings(scratch_settings() if screenshot else None))
-    window.show()
-    show_run(window, path)
+    try:
+        window.show()
+        show_run(window, path)  # a damaged run: a dialog
+    except BaseException:
+        window.close()  # stops its training thread: a QThread destroyed running aborts the app
+        raise
     if screenshot is not None:
         def shoot() -> None:
             window.settle()

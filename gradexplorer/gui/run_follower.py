@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import math
 
-from PySide6.QtCore import QObject, QTimer
+from PySide6.QtCore import QObject, QTimer, Signal
 
+from gradexplorer.core.errors import UserError
 from gradexplorer.core.recorder.run import Run
 from gradexplorer.core.stats.history import GradientHistory
 from gradexplorer.gui.models.timeline import StepPoint, TimelineModel
@@ -21,6 +22,8 @@ MAX_STEPS_PER_POLL = 20_000  # a long run already on disk loads in slices; the w
 
 class RunFollower(QObject):
     """``TimelineSource`` for a run directory; ``poll()`` takes in the steps committed so far."""
+
+    failed = Signal(str)  # one line: the run could not be read any more
 
     def __init__(self, run: Run, timeline: TimelineModel, history: int = 256,
                  poll_ms: int = POLL_MS, parent=None) -> None:
@@ -35,12 +38,22 @@ class RunFollower(QObject):
         self._times: list[float] = []
 
     def poll(self) -> int:
-        """Read the steps committed since the last poll, oldest first; how many were new."""
-        rows = self.run.step_rows(self.last_step)[:MAX_STEPS_PER_POLL]
+        """Read the steps committed since the last poll, oldest first; how many were new.
+
+        A step that cannot be read (the run damaged since it was opened) stops following with
+        one line to ``failed``'s listeners (the window shows it in a dialog)."""
+        try:
+            rows = self.run.step_rows(self.last_step)[:MAX_STEPS_PER_POLL]
+            records = [self.run.step_gradients(row["step"])
+                       for row in rows[-self.history.maxlen :]]  # older ones would fall out
+        except UserError as exc:
+            self._timer.stop()
+            self.failed.emit(str(exc))
+            return 0
         if not rows:
             return 0
-        for row in rows[-self.history.maxlen :]:  # older ones would fall out of the history
-            self.history.append(self.run.step_gradients(row["step"]))
+        for record in records:
+            self.history.append(record)
         points = [StepPoint(r["step"], math.nan if r["loss"] is None else float(r["loss"]),
                             r["global_norm"], r["seconds"] or 0.0) for r in rows]
         self.last_step = rows[-1]["step"]

@@ -11,6 +11,7 @@ import torch
 from torch import nn
 
 from gradexplorer.core.errors import UserError
+from gradexplorer.core.recorder import arguments as A
 from gradexplorer.core.recorder.ranks import RankPlan, plan_ranks
 from gradexplorer.core.recorder.step_points import (
     ScalerWatch,
@@ -21,7 +22,7 @@ from gradexplorer.core.recorder.step_points import (
     step_ledger,
     with_closure,
 )
-from gradexplorer.core.recorder.store import RunWriter
+from gradexplorer.core.recorder.store import RunSizeNote, RunWriter
 from gradexplorer.core.recorder.structure import GraphCapture, model_structure
 from gradexplorer.core.stats.accumulated import AccumulationProbe
 from gradexplorer.core.stats.ledger import StepLedger
@@ -72,27 +73,57 @@ class Recorder:
                  snapshot_every: int | None = None, hooks: dict[str, str] | None = None,
                  keep_snapshots: int | None = None, history: int = 16, report=None,
                  auto_steps: bool = True, per_rank: bool = False, scaler=None,
-                 step_number=None, optimizer_state: bool = True) -> None:
+                 step_number=None, optimizer_state: bool = True, overwrite: bool = False,
+                 resume: bool = False) -> None:
+        self._closed = True  # until everything is in place: close() undoes what was done
+        self._handles: list[Any] = []
+        self.hooks = self.writer = self._graph = self.probe = self.scaler = None
         if not isinstance(model, nn.Module):
             raise UserError(f"watch needs an nn.Module, got {type(model).__name__}")
         if optimizer is not None and not isinstance(optimizer, torch.optim.Optimizer):
             raise UserError(f"watch: optimizer must be a torch.optim.Optimizer, "
                             f"got {type(optimizer).__name__}")
-        if every < 1:
-            raise UserError(f"watch: every must be a positive number of steps, got {every}")
-        if snapshot_every is not None and snapshot_every < 1:
-            raise UserError(f"watch: snapshot_every must be positive, got {snapshot_every}")
-        if keep_snapshots is not None and keep_snapshots < 1:
-            raise UserError(f"watch: keep_snapshots must be positive, got {keep_snapshots}")
+        run_dir = A.run_directory(run_dir)
+        every, history = A.whole(every, "every"), A.whole(history, "history")
+        bins = A.whole(bins, "bins")
+        if bins > A.MAX_BINS:
+            raise UserError(f"watch: bins must be at most {A.MAX_BINS}, got {bins}")
+        snapshot_every = A.whole(snapshot_every, "snapshot_every", optional=True)
+        keep_snapshots = A.whole(keep_snapshots, "keep_snapshots", optional=True)
+        per_rank, overwrite = A.flag(per_rank, "per_rank"), A.flag(overwrite, "overwrite")
+        resume, auto_steps = A.flag(resume, "resume"), A.flag(auto_steps, "auto_steps")
+        optimizer_state = A.flag(optimizer_state, "optimizer_state")
+        if overwrite and resume:
+            raise UserError("watch: give overwrite=True (replace the run) or resume=True "
+                            "(continue it), not both")
         self.plan: RankPlan = plan_ranks(model)
         if snapshot_every and self.plan.mode == "fsdp2":
             raise UserError("watch: snapshots hold whole gradients, which FSDP shards across ranks; "
                             "record FSDP2 runs without snapshot_every")
+        if resume and self.plan.world > 1 and (self.plan.mode == "fsdp2" or per_rank):
+            raise UserError("watch: resume=True continues one process's step count; FSDP2 and "
+                            "per_rank runs count steps on every rank: record into a new run_dir")
         self.model = self.plan.model
-        self.hooks = None
-        if hooks:  # first: a bad module name leaves nothing behind
+        A.check_unwatched(self.model)
+        hooks = A.hook_specs(self.model, hooks)
+        self._report = report or (lambda line: print(line, file=sys.stderr))
+        try:
+            self._set_up(optimizer, run_dir, every, bins, snapshot_every, hooks, keep_snapshots,
+                         history, auto_steps, per_rank, overwrite, resume, scaler, step_number,
+                         optimizer_state)
+        except BaseException:
+            self.close()
+            raise
+        A.WATCHED[self.model] = self
+
+    def _set_up(self, optimizer, run_dir, every, bins, snapshot_every, hooks, keep_snapshots,
+                history, auto_steps, per_rank, overwrite, resume, scaler, step_number,
+                optimizer_state) -> None:
+        """Attach and open what the checked arguments ask for (the caller undoes it on error)."""
+        self._closed = False
+        if hooks:
             self._attach_hooks(hooks)
-        self._rank_norms = self._per_rank(per_rank, report)
+        self._rank_norms = self._per_rank(per_rank, self._report)
         self.optimizer = optimizer
         self.every, self.bins = every, bins
         self.snapshot_every, self.keep_snapshots = snapshot_every, keep_snapshots
@@ -106,7 +137,6 @@ class Recorder:
             workload=types.SimpleNamespace(name=type(self.model).__name__, description="watch"),
             device=next((p.device for p in self.model.parameters()), torch.device("cpu")),
         )
-        self._report = report or (lambda line: print(line, file=sys.stderr))
         if self.plan.mode == "fsdp2":
             from gradexplorer.core.recorder.sharded import ShardedMeasure
 
@@ -114,9 +144,7 @@ class Recorder:
                                           optimizer is not None, self._report)
         else:
             self.measure = MonitorMeasure(self.monitor, self._session)
-        self._handles: list[Any] = []
         self._pending = False
-        self._closed = False
         self._losses: list = []
         self._closure_loss = None
         self._steps_taken = 0  # optimizer steps seen by the post-hook
@@ -133,27 +161,37 @@ class Recorder:
         self._warned: set = set()  # (what, cause) already warned about
         self.scaler = ScalerWatch(scaler, optimizer, lambda: guarded(
             "a skipped step", self._skipped_step, self._warned), lambda: self._steps_taken)
-        self.writer = None
-        self._graph = None
         if run_dir is not None and self.plan.writes:
-            self.writer = RunWriter(run_dir, self._report)
-            self.writer.set_meta({
-                "structure": model_structure(self.plan.stats_model, self.plan.names),
-                "settings": {"every": every, "bins": bins, "snapshot_every": snapshot_every,
-                             "keep_snapshots": keep_snapshots, "hooks": hooks or {},
-                             "ranks": self.plan.world, "mode": self.plan.mode},
-            })
-            self._graph = GraphCapture(self.model, lambda g: self.writer.set_meta({"graph": g}))
+            self._open_run(run_dir, overwrite, resume, hooks)
         self.auto_steps = auto_steps and optimizer is not None
         if self.auto_steps:
             self._handles.append(optimizer.register_step_pre_hook(self._step_pre_hook))
             self._handles.append(optimizer.register_step_post_hook(self.after_optimizer_step))
 
+    def _open_run(self, run_dir: Path, overwrite: bool, resume: bool, hooks) -> None:
+        structure = model_structure(self.plan.stats_model, self.plan.names)
+        self.writer = RunWriter(run_dir, self._report, overwrite=overwrite, resume=resume)
+        recorded = self.writer.recorded.get("parameters")
+        if recorded is not None and [(p["name"], p["shape"]) for p in recorded] != [
+                (p["name"], p["shape"]) for p in structure["parameters"]]:
+            raise UserError(f"watch: resume=True, but {str(run_dir)!r} recorded another model "
+                            "(its parameters' names or shapes differ); record into a new run_dir")
+        self.step_count = self._session.step_count = self.writer.first_step - 1
+        self.writer.set_meta({
+            "structure": structure,
+            "settings": {"every": self.every, "bins": self.bins,
+                         "snapshot_every": self.snapshot_every,
+                         "keep_snapshots": self.keep_snapshots, "hooks": hooks or {},
+                         "ranks": self.plan.world, "mode": self.plan.mode},
+        })
+        self.size_note = RunSizeNote(self.writer, self._report)
+        self._graph = GraphCapture(self.model, lambda g: self.writer.set_meta({"graph": g}))
+
     def _attach_hooks(self, hooks: dict[str, str]) -> None:
         from gradexplorer.core.hooks.registry import HookRegistry
 
         self.hooks = HookRegistry(self.model)
-        for path, action in hooks.items():
+        for path, action in hooks.items():  # checked already; close() detaches on any error
             self.hooks.attach(path, action)
 
     # -- step boundaries -----------------------------------------------------------
@@ -285,7 +323,9 @@ class Recorder:
     def note_loss(self, loss: float | torch.Tensor) -> None:
         """A loss of the step under way (one per micro-batch); the step records their mean.
         Read once the step is over, so no host sync here."""
-        self._losses.append(loss.detach() if isinstance(loss, torch.Tensor) else loss)
+        loss = A.loss_value(loss)
+        if loss is not None:
+            self._losses.append(loss)
 
     def _per_rank(self, wanted: bool, report):
         """A RankNorms gatherer when per-rank figures are asked for and apply (DDP)."""
@@ -304,6 +344,7 @@ class Recorder:
                                       rank_norms=rank_norms, ledger=self.ledger,
                                       accumulated=accumulated, optimizer_state=state):
             return
+        self.size_note.check(record.step)
         if self.snapshot_every and record.step % self.snapshot_every == 0:
             self._snapshot(record)
 
@@ -328,17 +369,25 @@ class Recorder:
     def run_dir(self) -> Path | None:
         return None if self.writer is None else self.writer.run_dir
 
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
     def close(self) -> None:
-        """Stop recording: remove the optimizer hooks and gradient hooks, close the run."""
+        """Stop recording: remove the optimizer hooks, the gradient hooks and the graph's
+        forward hook, close (and unlock) the run directory."""
         if self._closed:
             return
         self._closed = True
+        if A.WATCHED.get(self.model) is self:
+            del A.WATCHED[self.model]
         for handle in self._handles:
             handle.remove()
         self._handles.clear()
         if self.probe is not None:
             self.probe.remove()
-        self.scaler.remove()
+        if self.scaler is not None:
+            self.scaler.remove()
         if self._graph is not None:
             self._graph.remove()
         if self.hooks is not None:
@@ -357,7 +406,7 @@ def watch(model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
           run_dir: str | Path | None = None, *, every: int = 1, bins: int = 64,
           snapshot_every: int | None = None, hooks: dict[str, str] | None = None,
           keep_snapshots: int | None = None, per_rank: bool = False, scaler=None,
-          optimizer_state: bool = True) -> Recorder:
+          optimizer_state: bool = True, overwrite: bool = False, resume: bool = False) -> Recorder:
     """Record ``model``'s gradient statistics every ``every`` steps into ``run_dir``.
 
     ``hooks={"fc1": "scale:0.5"}`` attaches the app's backward-hook actions; snapshots
@@ -367,7 +416,13 @@ def watch(model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
     its scale in the step ledger and the steps it skips (recorded as skipped, with an alarm).
     ``optimizer_state``: also record the optimizer's state per parameter (‖m‖, RMS √v̂,
     effective step size; ‖momentum‖; lr) every recorded step.
+
+    Every argument is checked here, before anything is attached. ``run_dir`` is locked while
+    the recorder is open; one that holds a run already is refused unless ``overwrite=True``
+    (replace it) or ``resume=True`` (continue its steps). A model has one open recorder at a
+    time: ``close()`` it (or leave the ``with`` block) before watching the model again.
     """
     return Recorder(model, optimizer, run_dir, every=every, bins=bins,
                     snapshot_every=snapshot_every, hooks=hooks, keep_snapshots=keep_snapshots,
-                    per_rank=per_rank, scaler=scaler, optimizer_state=optimizer_state)
+                    per_rank=per_rank, scaler=scaler, optimizer_state=optimizer_state,
+                    overwrite=overwrite, resume=resume)

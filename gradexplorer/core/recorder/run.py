@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -12,33 +11,42 @@ from typing import Any
 import numpy as np
 
 from gradexplorer.core.errors import UserError
+from gradexplorer.core.folder_lock import writer_present
 from gradexplorer.core.recorder import schema as S
+from gradexplorer.core.recorder import validate as V
 from gradexplorer.core.stats.ledger import LEDGER_FIELDS, StepLedger, ledger_from_row
 from gradexplorer.core.stats.optimizer_state import STATE_FIELDS, ParamOptimState, state_from_row
 from gradexplorer.core.stats.records import STAT_FIELDS, Histogram, ParamStats, StepGradients
 
 
-def _number(value: Any) -> Any:
-    return float("nan") if value == "nan" else value
-
-
 class Run:
-    """A run directory. Every query sees complete steps only (one transaction per step)."""
+    """A run directory. Every query sees complete steps only (one transaction per step); every
+    value read is checked (``validate.py``): a damaged run is a one-line UserError."""
 
     def __init__(self, run_dir: str | Path) -> None:
         self.path = Path(run_dir)
+        self.where = f"run {str(self.path)!r}"
         db_path = S.database_path(self.path)
         if not db_path.is_file():
             raise UserError(f"{str(self.path)!r} is not a gradexplorer run directory "
                             f"(no {S.DATABASE})")
         try:
             self._db = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, check_same_thread=False)
-            fmt = self._db.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
         except sqlite3.Error as exc:
-            raise UserError(f"cannot read run {str(self.path)!r}: {exc}") from None
-        if not fmt or fmt[0] != S.FORMAT:
-            raise UserError(f"{str(self.path)!r} is not a gradexplorer run directory")
+            raise UserError(f"cannot read {self.where}: {exc}") from None
+        try:
+            self._optional = V.check_database(self._db, self.where)
+        except BaseException:
+            self._db.close()
+            raise
         self._structure = None
+
+    def _rows(self, sql: str, args: tuple = ()) -> list[tuple]:
+        """All rows of a query; a database error (damaged, locked, gone) is one line."""
+        try:
+            return self._db.execute(sql, args).fetchall()
+        except (sqlite3.Error, OverflowError) as exc:
+            raise UserError(f"cannot read {self.where}: {exc}") from None
 
     def close(self) -> None:
         self._db.close()
@@ -56,24 +64,31 @@ class Run:
     @property
     def steps(self) -> list[int]:
         """Recorded steps, oldest first (re-read on every access: a live run grows)."""
-        return [r[0] for r in self._db.execute("SELECT step FROM steps ORDER BY step")]
+        return [r[0] for r in self._rows("SELECT step FROM steps ORDER BY step")]
 
     @property
     def last_step(self) -> int | None:
-        row = self._db.execute("SELECT MAX(step) FROM steps").fetchone()
-        return row[0]
+        return self._rows("SELECT MAX(step) FROM steps")[0][0]
 
     def meta(self, key: str, default: Any = None) -> Any:
         """A JSON value the writer stored: ``settings``, ``structure``, ``graph``."""
-        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        return default if row is None else json.loads(row[0])
+        rows = self._rows("SELECT value FROM meta WHERE key = ?", (key,))
+        return default if not rows else V.json_value(rows[0][0], f"{self.where}: meta {key!r}")
 
     @property
     def structure(self) -> dict[str, Any]:
         """The model's modules and parameters as the writer recorded them ({} before)."""
         if self._structure is None:
-            self._structure = self.meta("structure")  # written once, before the first step
-        return self._structure or {}
+            found = V.structure(self.meta("structure"), f"{self.where}: meta 'structure'")
+            if not found:
+                return {}  # written once, before the first step: read again until it is there
+            self._structure = found
+        return self._structure
+
+    @property
+    def graph(self) -> dict[str, Any] | None:
+        """The backward graph of the model's first forward (node-link data), or None."""
+        return V.graph(self.meta("graph"), f"{self.where}: meta 'graph'")
 
     @property
     def parameters(self) -> list[str]:
@@ -83,19 +98,26 @@ class Run:
     def step_rows(self, after: int = -1) -> list[dict[str, Any]]:
         """``{step, global_norm, total_numel, loss, seconds, time, ranks}`` of every step after
         ``after``, oldest first, in one query (what a follower polls)."""
-        keys = ("step", "global_norm", "total_numel", "loss", "seconds", "time", "ranks")
-        rows = self._db.execute(f"SELECT {', '.join(keys)} FROM steps WHERE step > ? "
-                                "ORDER BY step", (after,))
-        return [{k: _number(v) for k, v in zip(keys, row, strict=True)} for row in rows]
+        after = max(-1, min(int(after), V.MAX_STEP))
+        rows = self._rows(f"SELECT {', '.join(V.STEP_COLUMNS)} FROM steps WHERE step > ? "
+                          "ORDER BY step", (after,))
+        return [V.step_row(row, self.where) for row in rows]
 
     @property
     def snapshots(self) -> dict[int, Path]:
         """Snapshot folders kept, by step."""
-        rows = self._db.execute("SELECT step, path FROM snapshots ORDER BY step")
-        return {step: self.path / rel for step, rel in rows}
+        out = {}
+        for step, rel in self._rows("SELECT step, path FROM snapshots ORDER BY step"):
+            if not isinstance(step, int) or not isinstance(rel, str) or Path(rel).is_absolute() \
+                    or ".." in Path(rel).parts:
+                raise UserError(f"{self.where} is damaged: table snapshots holds "
+                                f"{V.printable(str(rel))[:60]!r} for step {step}")
+            out[step] = self.path / rel
+        return out
 
     def _check_step(self, step: int) -> None:
-        if self._db.execute("SELECT 1 FROM steps WHERE step = ?", (step,)).fetchone() is None:
+        step = V.step_number(step, self.where)
+        if not self._rows("SELECT 1 FROM steps WHERE step = ?", (step,)):
             steps = self.steps
             held = f"steps {steps[0]}..{steps[-1]}" if steps else "no steps yet"
             raise UserError(f"run {str(self.path)!r} has no step {step} ({held})")
@@ -107,30 +129,19 @@ class Run:
         StepLedger). ``global_norm`` is the applied gradient's; ``loss`` the mean of the step's
         noted micro-batch losses."""
         self._check_step(step)
-        row = self._db.execute("SELECT global_norm, total_numel, loss, seconds, time, ranks "
-                               "FROM steps WHERE step = ?", (step,)).fetchone()
-        keys = ("global_norm", "total_numel", "loss", "seconds", "time", "ranks")
-        info = {k: _number(v) for k, v in zip(keys, row, strict=True)}
+        row = self._rows(f"SELECT {', '.join(V.STEP_COLUMNS)} FROM steps WHERE step = ?", (step,))
+        info = V.step_row(row[0], self.where)
+        del info["step"]
         ledger = self.step_ledger(step).as_dict()
         return {**info, **ledger, "loss": info["loss"]}
 
-    def _has_table(self, name: str) -> bool:
-        """Whether the run has table ``name`` (runs of schema version 1 lack the ledger)."""
-        found = self._db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
-                                 (name,)).fetchone()
-        return found is not None
-
     def _ledger_rows(self, where: str, args: tuple) -> dict[int, StepLedger]:
-        if not self._has_table(S.LEDGER_TABLE):
+        if S.LEDGER_TABLE not in self._optional:
             return {}
-        rows = self._db.execute(f"SELECT step, {', '.join(LEDGER_FIELDS)} FROM ledger "
-                                f"WHERE {where} ORDER BY step", args)
-        out = {}
-        for step, *values in rows:
-            row = {k: _number(v) for k, v in zip(LEDGER_FIELDS, values, strict=True)}
-            row["lr"] = None if row["lr"] is None else json.loads(row["lr"])
-            out[step] = ledger_from_row(step, row)
-        return out
+        rows = self._rows(f"SELECT step, {', '.join(LEDGER_FIELDS)} FROM {S.LEDGER_TABLE} "
+                          f"WHERE {where} ORDER BY step", args)
+        return {step: ledger_from_row(step, V.ledger_values(step, values, self.where))
+                for step, *values in rows}
 
     def step_ledger(self, step: int) -> StepLedger:
         """The StepLedger of ``step`` (a run written before the ledger: what its steps table
@@ -139,13 +150,13 @@ class Run:
         found = self._ledger_rows("step = ?", (step,)).get(step)
         if found is not None:
             return found
-        norm, loss = self._db.execute("SELECT global_norm, loss FROM steps WHERE step = ?",
-                                      (step,)).fetchone()
-        return StepLedger(step, loss=_number(loss), grad_norm_applied=_number(norm))
+        info = V.step_row(self._rows(f"SELECT {', '.join(V.STEP_COLUMNS)} FROM steps "
+                                     "WHERE step = ?", (step,))[0], self.where)
+        return StepLedger(step, loss=info["loss"], grad_norm_applied=info["global_norm"])
 
     def ledger(self, after: int = -1) -> list[StepLedger]:
         """The StepLedger of every step after ``after``, oldest first (skipped ones included)."""
-        rows = self._ledger_rows("step > ?", (after,))
+        rows = self._ledger_rows("step > ?", (max(-1, min(int(after), V.MAX_STEP)),))
         return [rows[s] if s in rows else self.step_ledger(s) for s in self.steps if s > after]
 
     def optimizer_state(self, step: int) -> dict[str, ParamOptimState]:
@@ -155,11 +166,11 @@ class Run:
                 if any(row.get(f) is not None for f in STATE_FIELDS)}
 
     def _param_steps(self, step: int) -> dict[str, dict[str, Any]]:
-        if not self._has_table(S.PARAM_STEPS_TABLE):
+        if S.PARAM_STEPS_TABLE not in self._optional:
             return {}
-        rows = self._db.execute(f"SELECT name, {', '.join(S.PARAM_STEP_FIELDS)} FROM param_steps "
-                                "WHERE step = ?", (step,))
-        return {name: {f: _number(v) for f, v in zip(S.PARAM_STEP_FIELDS, values, strict=True)}
+        rows = self._rows(f"SELECT name, {', '.join(S.PARAM_STEP_FIELDS)} FROM "
+                          f"{S.PARAM_STEPS_TABLE} WHERE step = ?", (step,))
+        return {name: V.param_step_values(step, name, values, self.where)
                 for name, *values in rows}
 
     def stats(self, step: int) -> dict[str, dict[str, Any]]:
@@ -169,24 +180,37 @@ class Run:
         the rest of the first ten describe the gradient as applied; ``grad_norm_accumulated``
         the gradient as the last backward left it; the optimizer's figures are read after the
         step (None where it keeps no such state, or the run predates them)."""
-        self._check_step(step)
-        rows = self._db.execute(f"SELECT name, {', '.join(STAT_FIELDS)} FROM stats "
-                                "WHERE step = ? AND has_grad = 1", (step,))
-        order = {n: i for i, n in enumerate(self.parameters)}
         extra = self._param_steps(step)
         empty = dict.fromkeys(S.PARAM_STEP_FIELDS)
-        out = {row[0]: {**{f: _number(v) for f, v in zip(STAT_FIELDS, row[1:], strict=True)},
-                        **extra.get(row[0], empty)}
-               for row in rows}
+        return {name: {**values, **extra.get(name, empty)}
+                for name, (_, has_grad, values) in self._stat_rows(step).items() if has_grad}
+
+    def _stat_rows(self, step: int) -> dict[str, tuple[int, bool, dict[str, Any]]]:
+        """``{name: (numel, has_grad, figures)}`` at ``step``, checked, in the model's order."""
+        self._check_step(step)
+        rows = self._rows(f"SELECT name, numel, has_grad, {', '.join(STAT_FIELDS)} FROM stats "
+                          "WHERE step = ?", (step,))
+        order = {n: i for i, n in enumerate(self.parameters)}
+        out = {}
+        for name, numel, has_grad, *figures in rows:
+            name, numel, has_grad, values = V.stat_row(step, name, numel, has_grad, figures,
+                                                       self.where)
+            out[name] = (numel, has_grad, values)
         return dict(sorted(out.items(), key=lambda kv: order.get(kv[0], len(order))))
 
     def rank_norms(self, step: int) -> dict[int, dict[str, float]]:
         """``{rank: {name: norm}}`` of a run recorded with ``per_rank=True`` ({} otherwise)."""
         self._check_step(step)
         out: dict[int, dict[str, float]] = {}
-        for rank, name, norm in self._db.execute(
+        if "rank_norms" not in self._optional:
+            return out
+        at = f"{self.where}, table rank_norms at step {step}"
+        for rank, name, norm in self._rows(
                 "SELECT rank, name, norm FROM rank_norms WHERE step = ? ORDER BY rank", (step,)):
-            out.setdefault(rank, {})[name] = _number(norm)
+            if not isinstance(name, str):
+                raise UserError(f"{at} holds a parameter name of type {type(name).__name__}")
+            out.setdefault(V.count(rank, f"{at}, column rank", 2**31), {})[name] = V.figure(
+                norm, f"{at}, column norm")
         return out
 
     def histogram(self, step: int, name: str) -> tuple[np.ndarray, np.ndarray]:
@@ -201,51 +225,58 @@ class Run:
         self._check_step(step)
         query = "SELECT name, edges, counts, nan_count, inf_count, below, above FROM histograms " \
                 "WHERE step = ?" + (" AND name = ?" if name else "")
-        rows = self._db.execute(query, (step, name) if name else (step,))
-        return {
-            n: Histogram(np.frombuffer(e, np.float64).copy(), np.frombuffer(c, np.int64).copy(),
-                         nans, infs, below, above)
-            for n, e, c, nans, infs, below, above in rows
-        }
+        out = {}
+        for n, e, c, *extras in self._rows(query, (step, name) if name else (step,)):
+            if not isinstance(n, str):
+                raise UserError(f"{self.where}, table histograms at step {step} holds a "
+                                f"parameter name of type {type(n).__name__}")
+            where = f"{self.where}, table histograms at step {step} ({V.printable(n)[:60]})"
+            out[n] = Histogram(*V.histogram_arrays(e, c, tuple(extras), where))
+        return out
 
     def step_gradients(self, step: int) -> StepGradients:
         """The step as the monitor reported it (what the app's views draw)."""
         info = self.step_info(step)
-        rows = self._db.execute(f"SELECT name, numel, has_grad, {', '.join(STAT_FIELDS)} "
-                                "FROM stats WHERE step = ?", (step,)).fetchall()
         shapes = {p["name"]: tuple(p["shape"]) for p in self.structure.get("parameters", [])}
-        params = {}
-        for name, numel, has_grad, *figures in rows:
-            values = {f: _number(v) for f, v in zip(STAT_FIELDS, figures, strict=True)}
-            params[name] = ParamStats(name, shapes.get(name, (numel,)), numel, bool(has_grad),
-                                      **values)
-        order = {n: i for i, n in enumerate(self.parameters)}
-        params = dict(sorted(params.items(), key=lambda kv: order.get(kv[0], len(order))))
+        params = {name: ParamStats(name, shapes.get(name, (numel,)), numel, has_grad, **values)
+                  for name, (numel, has_grad, values) in self._stat_rows(step).items()}
         settings = self.meta("settings") or {}
+        bins = settings.get("bins", 64) if isinstance(settings, dict) else 64
+        if isinstance(bins, bool) or not isinstance(bins, int) or not 1 <= bins <= V.MAX_BINS:
+            raise UserError(f"{self.where}: meta 'settings' holds bins {V.printable(str(bins))[:24]}")
         return StepGradients(step, info["global_norm"], info["total_numel"] or 0, params,
-                             self.histograms(step), settings.get("bins", 64), "auto",
-                             info["seconds"] or 0.0)
+                             self.histograms(step), bins, "auto", info["seconds"] or 0.0)
+
+    def check(self, last: int = 256) -> None:
+        """Read what a viewer reads first (the structure, the graph, the newest ``last`` steps
+        whole); a damaged run is the one-line UserError here, before anything is shown."""
+        _ = self.structure, self.graph
+        for row in self.step_rows()[-last:]:
+            self.step_gradients(row["step"])
 
     def follow(self, poll: float = 0.2, timeout: float | None = None,
                after: int | None = None) -> Iterator[int]:
-        """Yield each step once, in order, as it is committed; stop after ``timeout`` seconds
-        without a new step (None: never)."""
+        """Yield each step once, in order, as it is committed; stop once no process writes the
+        run any more (its writer closed it, or died: the run directory's lock is free) and every
+        step is read, or after ``timeout`` seconds without a new step (None: no time limit)."""
         last = after if after is not None else -1
         quiet_since = time.monotonic()
         while True:
-            new = [r[0] for r in self._db.execute(
-                "SELECT step FROM steps WHERE step > ? ORDER BY step", (last,))]
+            writing = writer_present(self.path)  # before reading: no step is missed
+            new = [r[0] for r in self._rows("SELECT step FROM steps WHERE step > ? ORDER BY step",
+                                            (last,))]
             for step in new:
                 yield step
                 last = step
             if new:
                 quiet_since = time.monotonic()
-            elif timeout is not None and time.monotonic() - quiet_since > timeout:
+            elif not writing or timeout is not None and time.monotonic() - quiet_since > timeout:
                 return
             else:
                 time.sleep(poll)
 
 
 def open_run(run_dir: str | Path) -> Run:
-    """Open a run directory written by ``gradexplorer.watch`` (also while it is being written)."""
+    """Open a run directory written by ``gradexplorer.watch`` (also while it is being written);
+    a damaged run, or one a newer gradexplorer wrote, is a one-line UserError."""
     return Run(run_dir)

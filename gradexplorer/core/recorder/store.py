@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import shutil
 import sqlite3
 import sys
@@ -14,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from gradexplorer.core.errors import UserError, first_line
+from gradexplorer.core.folder_lock import FolderLock
 from gradexplorer.core.recorder import schema as S
 from gradexplorer.core.stats.ledger import LEDGER_FIELDS, StepLedger
 from gradexplorer.core.stats.records import STAT_FIELDS, StepGradients
@@ -45,27 +47,91 @@ def param_step_rows(step: int, accumulated: dict[str, float], state: dict) -> li
     return rows
 
 
+def leftover_files(run_dir: Path) -> list[Path]:
+    """The database and its WAL files, and the snapshot folder: what a run directory holds."""
+    db = S.database_path(run_dir)
+    return [db, *(db.with_name(db.name + end) for end in ("-wal", "-shm", "-journal")),
+            run_dir / S.SNAPSHOTS]
+
+
 class RunWriter:
     """Owns the run database; a write that fails (a full disk) is reported once and recording
-    stops, while training goes on."""
+    stops, while training goes on.
 
-    def __init__(self, run_dir: str | Path, report=None) -> None:
+    The run directory is locked while the writer lives (``core/folder_lock.py``): a second
+    writer is refused in one line, and a reader knows when the writer is gone. A directory that
+    already holds a run is refused unless ``overwrite`` (the earlier run is deleted) or
+    ``resume`` (its steps go on: ``first_step`` is the step after its last one).
+    """
+
+    def __init__(self, run_dir: str | Path, report=None, *, overwrite: bool = False,
+                 resume: bool = False) -> None:
         self.run_dir = Path(run_dir)
         self.failed: str | None = None
+        self.first_step = 1
+        self.recorded: dict[str, Any] = {}  # the resumed run's structure
         self._report = report or (lambda line: print(line, file=sys.stderr))
         try:
             self.run_dir.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(S.database_path(self.run_dir), isolation_level=None,
-                                       check_same_thread=False)
+        except OSError as exc:
+            raise UserError(f"cannot create run directory {str(self.run_dir)!r}: "
+                            f"{exc.strerror or exc}") from None
+        self._lock = FolderLock(self.run_dir).acquire(
+            f"another gradexplorer process is writing the run {str(self.run_dir)!r}; close that "
+            "recorder (rec.close()) or write this run to another run_dir", what="write the run")
+        try:
+            self._open(overwrite, resume)
+        except BaseException:
+            self._lock.release()
+            raise
+
+    def _open(self, overwrite: bool, resume: bool) -> None:
+        db_path = S.database_path(self.run_dir)
+        if db_path.exists() and not resume:
+            if not overwrite:
+                raise UserError(f"{str(self.run_dir)!r} already holds a run; give overwrite=True "
+                                "to replace it, resume=True to continue its steps, or another "
+                                "run_dir")
+            for path in leftover_files(self.run_dir):
+                if path.is_dir():
+                    shutil.rmtree(path)
+                elif path.exists():
+                    path.unlink()
+        if db_path.exists():  # resume: a run this gradexplorer reads, continued after its last step
+            from gradexplorer.core.recorder.run import Run
+
+            with Run(self.run_dir) as run:
+                self.first_step = (run.last_step or 0) + 1
+                self.recorded = run.structure
+        else:
+            self._create(db_path)
+        try:
+            self._db = sqlite3.connect(db_path, isolation_level=None, check_same_thread=False)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")  # a committed step survives kill -9
-            self._db.executescript(S.SCHEMA)
         except (OSError, sqlite3.Error) as exc:
             raise UserError(f"cannot create run directory {str(self.run_dir)!r}: {exc}") from None
-        with self._transaction() as db:
-            db.execute("INSERT OR IGNORE INTO meta VALUES ('format', ?)", (S.FORMAT,))
-            db.execute("INSERT OR IGNORE INTO meta VALUES ('version', ?)", (str(S.VERSION),))
-            db.execute("INSERT OR IGNORE INTO meta VALUES ('created', ?)", (str(time.time()),))
+
+    def _create(self, db_path: Path) -> None:
+        """A new database, with its tables and format, appearing whole under its name (a
+        reader never opens a run without its tables)."""
+        new = db_path.with_name(f".{db_path.name}.new-{os.getpid()}")
+        new.unlink(missing_ok=True)
+        try:
+            db = sqlite3.connect(new, isolation_level=None)
+            try:
+                db.executescript(S.SCHEMA)
+                db.execute(f"PRAGMA user_version = {S.VERSION}")
+                db.execute("BEGIN IMMEDIATE")
+                db.executemany("INSERT INTO meta VALUES (?, ?)", [
+                    ("format", S.FORMAT), ("version", str(S.VERSION)), ("created", str(time.time()))])
+                db.execute("COMMIT")
+            finally:
+                db.close()
+            os.replace(new, db_path)
+        except (OSError, sqlite3.Error) as exc:
+            new.unlink(missing_ok=True)
+            raise UserError(f"cannot create run directory {str(self.run_dir)!r}: {exc}") from None
 
     # -- writing -------------------------------------------------------------------
     def _transaction(self):
@@ -173,3 +239,45 @@ class RunWriter:
             self._db.close()
         except sqlite3.Error:
             pass
+        finally:
+            self._lock.release()
+
+
+WARN_BYTES = 2 * 10**9  # as ``run --export``: say so before a run leaves more than this
+LOOKAHEAD_STEPS = 1000  # say so when the run will pass WARN_BYTES within this many steps
+
+
+class RunSizeNote:
+    """Says once, as the run is written, when its database will pass 2 GB at its current rate
+    (measured from the database's growth between recorded steps)."""
+
+    def __init__(self, writer: RunWriter, report) -> None:
+        self.writer, self._report = writer, report
+        self.said = False
+        self._first: tuple[int, int] | None = None  # (step, bytes) at the first recorded step
+
+    def size(self) -> int:
+        """Bytes of the database as its writer sees it (committed pages, WAL included)."""
+        db = self.writer._db
+        return db.execute("PRAGMA page_count").fetchone()[0] * db.execute(
+            "PRAGMA page_size").fetchone()[0]
+
+    def check(self, step: int) -> None:
+        if self.said:
+            return
+        try:
+            size = self.size()
+        except sqlite3.Error:
+            return
+        if self._first is None or step <= self._first[0]:
+            self._first = (step, size)
+            return
+        rate = (size - self._first[1]) / (step - self._first[0])  # bytes per training step
+        if size + rate * LOOKAHEAD_STEPS <= WARN_BYTES:
+            return
+        self.said = True
+        reach = step + max(0, math.ceil((WARN_BYTES - size) / rate)) if rate > 0 else step
+        self._report(f"gradexplorer: note: the run in {self.writer.run_dir} grows about "
+                     f"{rate / 1e6:,.1f} MB a step; at this rate it passes "
+                     f"{WARN_BYTES / 1e9:g} GB at about step {reach:,} (record less often with "
+                     "every=K, or with fewer bins)")

@@ -2,24 +2,24 @@
 
 ``ExportFolder.claim()`` runs before training: it refuses a path under a file or not writable,
 a folder that holds another run's snapshots (unless ``overwrite``), and a folder another live
-run is exporting to (an advisory ``flock`` on the folder itself, released by the kernel
-however the owner dies, leaving no file behind); it removes the hidden ``.partial``/``.old``
-folders that runs killed
-mid-write left behind. ``release()`` gives the folder up and tidies what this process itself
-may have left mid-write (an interrupt can land inside a writer's own clean-up);
-``remove_own_leftovers()`` does the same for every folder this process claimed, from the main
-thread once a command has ended, however it ended.
+run is exporting to (``core/folder_lock.py``: an advisory ``flock`` on the folder itself,
+released by the kernel however the owner dies, leaving no file behind); it removes the
+hidden ``.partial``/``.old`` folders that runs killed mid-write left behind. ``release()``
+gives the folder up and tidies what this process itself may have left mid-write (an
+interrupt can land inside a writer's own clean-up); ``remove_own_leftovers()`` does the same
+for every folder this process claimed, from the main thread once a command has ended,
+however it ended.
 """
 
 from __future__ import annotations
 
-import fcntl
 import os
 import re
 import shutil
 from pathlib import Path
 
 from gradexplorer.core.errors import UserError
+from gradexplorer.core.folder_lock import FolderLock
 from gradexplorer.core.snapshot import format as F
 
 LEFTOVER = re.compile(
@@ -91,7 +91,7 @@ class ExportFolder:
         self.directory = Path(directory)
         self.overwrite, self.overwrite_hint = overwrite, overwrite_hint
         self.removed: list[Path] = []  # leftovers and, with overwrite, earlier snapshots
-        self._lock_fd: int | None = None
+        self._folder_lock: FolderLock | None = None
 
     def claim(self) -> ExportFolder:
         """Check, create and lock the folder; a one-line UserError when it cannot be used."""
@@ -119,12 +119,12 @@ class ExportFolder:
 
     def release(self) -> None:
         """Tidy this process's own leftovers and give up the folder."""
-        if self._lock_fd is not None:
+        if self._folder_lock is not None:
             try:
                 remove_own_leftovers([self.directory])
             finally:
-                os.close(self._lock_fd)
-                self._lock_fd = None
+                self._folder_lock.release()
+                self._folder_lock = None
 
     def __enter__(self) -> ExportFolder:
         return self.claim()
@@ -133,19 +133,9 @@ class ExportFolder:
         self.release()
 
     def _lock(self) -> None:
-        try:
-            fd = os.open(self.directory, os.O_RDONLY | os.O_DIRECTORY)
-        except OSError as exc:
-            raise UserError(f"cannot export to {str(self.directory)!r}: {exc.strerror or exc}") from None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            os.close(fd)
-            raise UserError(
-                f"another gradexplorer run is exporting to {str(self.directory)!r}; "
-                "export this one to another folder"
-            ) from None
-        self._lock_fd = fd
+        self._folder_lock = FolderLock(self.directory).acquire(
+            f"another gradexplorer run is exporting to {str(self.directory)!r}; "
+            "export this one to another folder", what="export to")
 
     def _check_earlier_snapshots(self) -> None:
         earlier = snapshot_folders(self.directory)

@@ -5,7 +5,6 @@ Tensors load through safetensors only: nothing is ever unpickled.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from functools import cached_property
@@ -16,6 +15,7 @@ import numpy as np
 import torch
 from safetensors import safe_open
 
+from gradexplorer.core.bounded_json import MAX_BYTES, load_bounded
 from gradexplorer.core.errors import UserError
 from gradexplorer.core.snapshot import format as F
 from gradexplorer.core.snapshot.schema import validate_manifest
@@ -99,10 +99,14 @@ def resolve_snapshot_dir(path: str | os.PathLike) -> Path:
 
 
 def _load_manifest(p: Path) -> dict[str, Any]:
+    where = f"{p}: {F.MANIFEST_FILE}"
     try:
-        manifest = json.loads((p / F.MANIFEST_FILE).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise UserError(f"{p}: {F.MANIFEST_FILE} is unreadable or truncated ({exc})") from None
+        if (p / F.MANIFEST_FILE).stat().st_size > MAX_BYTES:
+            raise UserError(f"{where} is too large (at most {MAX_BYTES / 2**20:,.0f} MB)")
+        data = (p / F.MANIFEST_FILE).read_bytes()
+    except OSError as exc:
+        raise UserError(f"{where} is unreadable ({exc.strerror or exc})") from None
+    manifest = load_bounded(data, where)
     if not isinstance(manifest, dict) or manifest.get("format") != F.FORMAT:
         raise UserError(f"{p}: {F.MANIFEST_FILE} is not a gradexplorer snapshot manifest")
     version = manifest.get("version")

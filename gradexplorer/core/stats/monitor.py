@@ -104,7 +104,15 @@ def _named(model: nn.Module) -> list[tuple[str, nn.Parameter]]:
 
 
 def _dense(grad: torch.Tensor) -> torch.Tensor:
-    return grad.to_dense() if grad.is_sparse else grad
+    """What is measured of a tensor: dense, and a complex one as its real and imaginary parts
+    (``view_as_real``: a float view with a last dimension of 2, no copy)."""
+    grad = grad.to_dense() if grad.is_sparse else grad
+    return torch.view_as_real(grad) if grad.is_complex() else grad
+
+
+def _shape(p: torch.Tensor) -> tuple[int, ...]:
+    """The shape of what is measured of ``p`` (a complex one: its parts, last dimension 2)."""
+    return (*p.shape, 2) if p.is_complex() else tuple(p.shape)
 
 
 def gradient_stats(model: nn.Module, bins: int = 64, hist_range: HistRange = "auto",
@@ -115,7 +123,7 @@ def gradient_stats(model: nn.Module, bins: int = 64, hist_range: HistRange = "au
     engine = make_backend(backend, grads)
     hist_range = parse_hist_range(hist_range)
     raw = engine.finish(engine.begin(grads, None, histograms, bins, hist_range), None)
-    shapes = [(n, tuple(p.shape)) for n, p in named]
+    shapes = [(n, _shape(p)) for n, p in named]
     return build_step_gradients(step, shapes, [p.grad is not None for _, p in named], raw,
                                 bins, hist_range)
 
@@ -161,7 +169,7 @@ class GradientMonitor:
         named = _named(session.model)
         present = [p.grad is not None for _, p in named]
         grads = [_dense(p.grad) for _, p in named if p.grad is not None]
-        params = [p for _, p in named if p.grad is not None]
+        params = [_dense(p) for _, p in named if p.grad is not None]
         if self._backend is None:
             self._backend = make_backend(self.backend_name, grads or [p for _, p in named],
                                          self.overlap)
@@ -180,7 +188,7 @@ class GradientMonitor:
         self._pending = None
         raw = self._backend.finish(pending, params if self.update_ratio else None,
                                    session.optimizer)
-        shapes = [(n, tuple(p.shape)) for n, p in named]
+        shapes = [(n, _shape(p)) for n, p in named]
         record = build_step_gradients(result.step, shapes, present, raw, self.bins,
                                       self.hist_range)
         record.seconds = spent + time.perf_counter() - start

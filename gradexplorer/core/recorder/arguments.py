@@ -1,0 +1,105 @@
+"""``watch``'s arguments, every one checked at the call, before anything touches the model.
+
+A refused call leaves the model as it was: no hook attached, no run directory created, no
+optimizer hook. A model has one recorder at a time (``WATCHED``); the loss a step records is
+a number or the mean of a per-sample tensor, refused at ``note_loss`` when it is neither.
+"""
+
+from __future__ import annotations
+
+import numbers
+import os
+import weakref
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from gradexplorer.core.errors import UserError
+
+MAX_BINS = 4096  # what the monitor's histograms take
+WATCHED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> its open Recorder
+
+
+def whole(value: Any, name: str, low: int = 1, optional: bool = False) -> int | None:
+    """A whole number ≥ ``low`` (None allowed when ``optional``)."""
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise UserError(f"watch: {name} must be a whole number, not {type(value).__name__} "
+                        f"{str(value)[:24]!r}")
+    if value < low:
+        raise UserError(f"watch: {name} must be at least {low}, got {value}")
+    return int(value)
+
+
+def flag(value: Any, name: str) -> bool:
+    if not isinstance(value, bool):
+        raise UserError(f"watch: {name} must be True or False, not {type(value).__name__}")
+    return value
+
+
+def run_directory(value: Any) -> Path | None:
+    """A run directory named by a non-empty path (None: record without writing)."""
+    if value is None:
+        return None
+    if not isinstance(value, (str, os.PathLike)):
+        raise UserError(f"watch: run_dir must be a path, not {type(value).__name__}")
+    text = os.fspath(value)
+    if not isinstance(text, str) or not text.strip():
+        raise UserError("watch: run_dir is empty; name the folder to record into")
+    return Path(text)
+
+
+def hook_specs(model: nn.Module, hooks: Any) -> dict[str, str]:
+    """``{module path: action}`` with every path a module of ``model`` and every action one
+    the registry parses (nothing attached here)."""
+    from gradexplorer.core.hooks.parse import parse_action
+
+    if hooks is None:
+        return {}
+    if not isinstance(hooks, dict):
+        raise UserError("watch: hooks must be a dict of module path to action, e.g. "
+                        f"{{'fc1': 'scale:0.5'}}, not {type(hooks).__name__}")
+    from gradexplorer.core.hooks.registry import HookRegistry
+
+    registry = HookRegistry(model)  # attaches nothing: its module lookup and messages
+    for path, action in hooks.items():
+        if not isinstance(path, str) or not isinstance(action, str):
+            raise UserError(f"watch: hooks maps module paths to actions as text, got "
+                            f"{path!r}: {action!r}")
+        registry.module(path)
+        parse_action(action, path)
+    return dict(hooks)
+
+
+def check_unwatched(model: nn.Module) -> None:
+    """Refuse a second recorder on a model an open one records."""
+    other = WATCHED.get(model)
+    if other is not None and not other.closed:
+        where = f" into {str(other.run_dir)!r}" if other.run_dir is not None else ""
+        raise UserError(f"watch: this {type(model).__name__} is already watched by a recorder"
+                        f"{where}; close it first (rec.close()), or keep using it")
+
+
+def loss_value(loss: Any) -> torch.Tensor | float | None:
+    """A step's loss as recorded: a real number, or the mean of a real tensor (per-sample
+    losses); a one-line UserError for anything else, at the call."""
+    if loss is None:
+        return None
+    if isinstance(loss, torch.Tensor):
+        if loss.is_complex() or loss.dtype == torch.bool or loss.numel() == 0:
+            raise UserError(f"note_loss: the loss must be a non-empty real tensor, got "
+                            f"{loss.dtype} of shape {tuple(loss.shape)}")
+        loss = loss.detach()
+        return loss.reshape(()) if loss.numel() == 1 else loss.double().mean()
+    if isinstance(loss, bool) or not isinstance(loss, numbers.Real):
+        raise UserError(f"note_loss: the loss must be a number or a tensor, not "
+                        f"{type(loss).__name__} {str(loss)[:24]!r}")
+    return float(loss)
+
+
+def loss_number(loss: torch.Tensor | float | None) -> float | None:
+    """The recorded figure of a ``loss_value``."""
+    return None if loss is None else float(loss)

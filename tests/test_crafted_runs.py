@@ -1,0 +1,145 @@
+"""Crafted run directories (each table and field damaged) give one line naming what is wrong:
+exit 2 from ``inspect``, ``compare`` and ``open``, a UserError from ``open_run`` and its reads."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+
+import pytest
+import torch
+from torch import nn
+
+import gradexplorer as gx
+from gradexplorer.core.recorder import schema as S
+from gradexplorer.core.recorder.validate import OPTIONAL_TABLES, READER_TABLES
+
+DEEP = "[" * 100_000 + "]" * 100_000
+
+
+@pytest.fixture(scope="module")
+def good_run(tmp_path_factory):
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    path = tmp_path_factory.mktemp("runs") / "good"
+    with gx.watch(model, opt, path, bins=8):
+        for _ in range(3):
+            opt.zero_grad()
+            model(torch.randn(5, 4)).square().mean().backward()
+            opt.step()
+    return path
+
+
+def crafted(source, target, sql: str, *args) -> str:
+    shutil.copytree(source, target)
+    db = sqlite3.connect(target / S.DATABASE)
+    db.execute(sql, args) if args else db.executescript(sql)
+    db.commit()
+    db.close()
+    return str(target)
+
+
+ALL = ("inspect", "compare", "open")
+CASES = {  # name: (SQL, its parameters, words the line must hold[, the commands that read it])
+    **{f"no {t} table": (f"DROP TABLE {t}", (), f"no {t} table") for t in READER_TABLES
+       if t != "meta"},
+    "no meta table": ("DROP TABLE meta", (), "no such table: meta"),
+    "no stats column": ("ALTER TABLE stats DROP COLUMN update_ratio", (), "column update_ratio"),
+    "no histograms column": ("ALTER TABLE histograms DROP COLUMN below", (), "no column below"),
+    "no rank_norms column": ("ALTER TABLE rank_norms DROP COLUMN norm", (), "no column norm"),
+    "short blob": ("UPDATE histograms SET counts = x'0102'", (), "column counts is 2 bytes"),
+    "edges for counts": ("UPDATE histograms SET edges = zeroblob(16)", (), "2 edges for 8 counts"),
+    "text blob": ("UPDATE histograms SET edges = 'abc'", (), "column edges holds str"),
+    "negative count": ("UPDATE histograms SET counts = ?", (b"\xff" * 64,), "negative count"),
+    "decreasing edges": ("UPDATE histograms SET edges = ?", (bytes(range(72))[::-1],), "edges"),
+    "text figure": ("UPDATE stats SET norm = 'abc'", (), "column norm holds str 'abc'"),
+    "text count": ("UPDATE stats SET nan_count = 'x'", (), "column nan_count holds"),
+    "has_grad": ("UPDATE stats SET has_grad = 7", (), "column has_grad"),
+    "numel": ("UPDATE stats SET numel = -3", (), "column numel"),
+    "bin extra": ("UPDATE histograms SET above = 2.5", (), "column above"),
+    "step figure": ("UPDATE steps SET global_norm = x'00'", (), "column global_norm holds bytes",
+                    ("inspect", "open")),
+    "step ranks": ("UPDATE steps SET ranks = 'two'", (), "column ranks", ("inspect", "open")),
+    "huge step": ("INSERT INTO steps VALUES (9223372036854775807, 0, 1, 1, 1, 1, 1)", (),
+                  "step 9223372036854775807"),
+    "negative step": ("UPDATE steps SET step = -step", (), "table steps holds step -"),
+    "version 999": ("UPDATE meta SET value = '999' WHERE key = 'version'", (), "version 999"),
+    "user_version 7": ("PRAGMA user_version = 7", (), "version 7"),
+    "version text": ("UPDATE meta SET value = 'one' WHERE key = 'version'", (), "'one'"),
+    "format": ("UPDATE meta SET value = 'other' WHERE key = 'format'", (), "not a gradexplorer run"),
+    "bad json": ("UPDATE meta SET value = '{bad' WHERE key = 'structure'", (), "not valid JSON"),
+    "deep json": ("UPDATE meta SET value = ? WHERE key = 'structure'", (DEEP,), "nested too deep"),
+    "structure": ("UPDATE meta SET value = '[1, 2]' WHERE key = 'structure'", (), "must be an object"),
+    "parameter shape": ("UPDATE meta SET value = json_set(value, '$.parameters[0].shape', "
+                        "json('[\"a\"]')) WHERE key = 'structure'", (), "parameters[0].shape"),
+    "settings bins": ("UPDATE meta SET value = json_set(value, '$.bins', 'many') "
+                      "WHERE key = 'settings'", (), "bins", ("open",)),
+    "snapshot path": ("INSERT INTO snapshots VALUES (3, '../../etc')", (), "table snapshots",
+                      ("inspect",)),
+    "snapshot blob path": ("INSERT INTO snapshots VALUES (2, x'00')", (),
+                           "table snapshots", ("inspect",)),
+}
+GRAPH_CASES = {  # the graph only the app reads: `open` refuses it
+    "graph": ("UPDATE meta SET value = '[1, 2]' WHERE key = 'graph'", (), "meta 'graph'"),
+    "graph edge": ("UPDATE meta SET value = json_set(value, '$.edges[0].source', 'x') "
+                   "WHERE key = 'graph'", (), "edges[0] must join two of its nodes"),
+    "graph deep": ("UPDATE meta SET value = ? WHERE key = 'graph'", (DEEP,), "nested too deep"),
+}
+
+
+def one_line(code, out, err, words):
+    assert code == 2, (code, out, err)
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("gradexplorer: error: "), err
+    assert "Traceback" not in out + err and words in lines[0], (words, lines[0])
+
+
+def read_everything(path):
+    with gx.open_run(path) as run:
+        _ = run.structure, run.parameters, run.snapshots
+        for step in run.steps:
+            run.step_gradients(step)
+            run.stats(step), run.rank_norms(step), run.step_info(step)
+        list(run.follow(timeout=0))
+
+
+def test_the_cases_cover_every_table_the_reader_needs():
+    dropped = {case[0].split()[-1] for case in CASES.values() if case[0].startswith("DROP TABLE")}
+    assert dropped == set(READER_TABLES)
+    altered = {case[0].split()[2] for case in CASES.values() if case[0].startswith("ALTER TABLE")}
+    assert set(OPTIONAL_TABLES) <= altered
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_crafted_run_gives_one_line_from_inspect_compare_open(run_cli, good_run, tmp_path, case):
+    sql, args, words, *commands = CASES[case]
+    bad = crafted(good_run, tmp_path / "bad", sql, *args)
+    for argv in (("inspect", bad), ("inspect", bad, "--step", "1"), ("compare", good_run, bad),
+                 ("compare", bad, good_run), ("open", bad)):
+        if argv[0] in (commands[0] if commands else ALL):
+            one_line(*run_cli(*argv), words)
+    with pytest.raises(gx.UserError, match=None) as caught:
+        read_everything(bad)
+    assert words in str(caught.value) and "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize("case", sorted(GRAPH_CASES))
+def test_a_crafted_graph_is_refused_by_open(run_cli, good_run, tmp_path, case):
+    sql, args, words = GRAPH_CASES[case]
+    bad = crafted(good_run, tmp_path / "bad", sql, *args)
+    one_line(*run_cli("open", bad), words)
+    with gx.open_run(bad) as run, pytest.raises(gx.UserError, match="graph"):
+        run.graph  # noqa: B018
+
+
+def test_the_good_run_reads_whole(run_cli, good_run):
+    read_everything(good_run)
+    code, out, err = run_cli("inspect", good_run)
+    assert code == 0 and "steps 1..3" in out, err
+
+
+@pytest.mark.parametrize("step", ["4", "-1", str(2**70)])
+def test_steps_beyond_the_run_are_refused(run_cli, good_run, step):
+    one_line(*run_cli("inspect", good_run, "--step", step), "step")
+    one_line(*run_cli("compare", good_run, "--steps", "1", step), "step")
