@@ -180,10 +180,11 @@ class Run:
         the rest of the first ten describe the gradient as applied; ``grad_norm_accumulated``
         the gradient as the last backward left it; the optimizer's figures are read after the
         step (None where it keeps no such state, or the run predates them)."""
+        rows = self._stat_rows(step)  # checks the step first
         extra = self._param_steps(step)
         empty = dict.fromkeys(S.PARAM_STEP_FIELDS)
         return {name: {**values, **extra.get(name, empty)}
-                for name, (_, has_grad, values) in self._stat_rows(step).items() if has_grad}
+                for name, (_, has_grad, values) in rows.items() if has_grad}
 
     def _stat_rows(self, step: int) -> dict[str, tuple[int, bool, dict[str, Any]]]:
         """``{name: (numel, has_grad, figures)}`` at ``step``, checked, in the model's order."""
