@@ -11,13 +11,13 @@ import gradexplorer as gx
 
 
 def write_run(path: Path, steps: int = 6, nan_at: int | None = None, bins: int = 16,
-              lr: float = 0.1, seed: int = 0) -> Path:
+              lr: float = 0.1, seed: int = 0, hooks: dict[str, str] | None = None) -> Path:
     """A small MLP trained ``steps`` steps under ``gx.watch`` (loss recorded); at step
     ``nan_at`` one element of ``0.weight``'s gradient is made NaN and one of ``2.bias``'s +Inf."""
     torch.manual_seed(seed)
     model = nn.Sequential(nn.Linear(6, 5), nn.Tanh(), nn.Linear(5, 3))
     opt = torch.optim.SGD(model.parameters(), lr=lr)
-    with gx.watch(model, opt, path, bins=bins) as rec:
+    with gx.watch(model, opt, path, bins=bins, hooks=hooks) as rec:
         for step in range(1, steps + 1):
             x = torch.randn(8, 6, generator=torch.Generator().manual_seed(step))
             opt.zero_grad()
