@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -95,18 +96,22 @@ def main() -> None:
     size = (run / "run.sqlite").stat().st_size
     print(f"run database: {size / 1e9:.2f} GB")
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    times = []
+    times, cpu = [], []
     for _ in range(args.repeat):
+        used = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
         proc = subprocess.run([sys.executable, "-m", "gradexplorer", "report", str(run),
                                "--out", str(args.out)], env=env, capture_output=True, text=True)
         times.append(time.perf_counter() - t0)
+        now = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu.append(now.ru_utime + now.ru_stime - used.ru_utime - used.ru_stime)
         if proc.returncode:
             sys.exit(proc.stderr)
     print(proc.stdout.strip())
     print(f"report: {args.out.stat().st_size / 1e6:.2f} MB; wall time of `gradexplorer report` "
           f"(fresh process, start-up included): median {statistics.median(times):.2f} s "
-          f"({', '.join(f'{t:.2f}' for t in times)})")
+          f"({', '.join(f'{t:.2f}' for t in times)}); CPU time (user + system) median "
+          f"{statistics.median(cpu):.2f} s; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
 
 
 if __name__ == "__main__":

@@ -19,8 +19,6 @@ from gradexplorer.core.recorder.run import Run
 from gradexplorer.core.stats.history import HistogramMatrix
 from gradexplorer.core.stats.records import STAT_FIELDS
 
-STEP_KEYS = ("step", "time")  # a step's identity, not a figure of it
-
 
 def _real(value: Any) -> float:
     """A stored figure as a float: NaN is stored as the text 'nan', no value as NULL."""
@@ -80,28 +78,35 @@ class RunHistory:
         seconds … and whatever else the run's step rows and step information hold (numbers
         only, nested ones named ``a/b``); None where a step has no value (NaN where the
         recorded value was NaN)."""
-        rows = self.run.step_rows()
-        steps = np.array([r["step"] for r in rows], dtype=np.int64)
-        times = np.array([_real(r["time"]) for r in rows])
-        flat = [flat_numbers({k: v for k, v in r.items() if k not in STEP_KEYS}) for r in rows]
-        extra = self._step_info_beyond(rows)
-        for figures, more in zip(flat, extra, strict=False):
-            figures.update(more)
-        keys = list(dict.fromkeys(k for f in flat for k in f))
-        return steps, times, {k: [f.get(k) for f in flat] for k in keys}
+        cursor = self._db.execute("SELECT * FROM steps ORDER BY step")
+        columns = [c[0] for c in cursor.description]
+        table = cursor.fetchall()
+        if not table:
+            return np.zeros(0, np.int64), np.zeros(0), {}
+        by_column = dict(zip(columns, zip(*table, strict=True), strict=True))
+        steps = np.array(by_column.pop("step"), dtype=np.int64)
+        times = np.array([_real(t) for t in by_column.pop("time")])
+        figures: dict[str, list[float | None]] = {}
+        for key, values in by_column.items():  # every numeric column of the step table
+            if all(v is None or isinstance(v, (int, float)) or v == "nan" for v in values):
+                figures[key] = [None if v is None else _real(v) for v in values]
+        extra = self._step_info_beyond(steps.tolist(), set(columns))
+        for i, more in enumerate(extra):
+            for key, value in more.items():
+                figures.setdefault(key, [None] * len(steps))[i] = value
+        return steps, times, figures
 
-    def _step_info_beyond(self, rows: list[dict[str, Any]]) -> list[dict[str, float]]:
-        """Per step, the numbers ``Run.step_info`` adds to the step rows (a step ledger);
-        nothing when it adds none (then no step is read twice)."""
-        if not rows:
+    def _step_info_beyond(self, steps: list[int], known: set[str]) -> list[dict[str, float]]:
+        """Per step, the numbers ``Run.step_info`` holds beyond the step table's columns (a step
+        ledger); nothing when it adds none (then no step is read twice)."""
+        if not steps:
             return []
-        row_keys = set(rows[0])
-        first = flat_numbers({k: v for k, v in self.run.step_info(rows[0]["step"]).items()
-                              if k not in row_keys})
-        if not first:
-            return []
-        return [flat_numbers({k: v for k, v in self.run.step_info(r["step"]).items()
-                              if k not in row_keys}) for r in rows]
+
+        def more(step: int) -> dict[str, float]:
+            return flat_numbers({k: v for k, v in self.run.step_info(step).items() if k not in known})
+
+        first = more(steps[0])
+        return [first, *(more(s) for s in steps[1:])] if first else []
 
     # -- parameters ----------------------------------------------------------------
     def stat_series(self, field: str, names: Sequence[str],
@@ -141,11 +146,12 @@ class RunHistory:
         order = self.run.parameters
         return {n: found[n] for n in [*order, *sorted(set(found) - set(order))] if n in found}
 
-    def nonfinite_events(self, limit: int = 10_000) -> list[NonFiniteEvent]:
-        """Parameters holding NaN/±Inf, by step then model order (at most ``limit``)."""
+    def nonfinite_events(self, limit: int = 20_000) -> list[NonFiniteEvent]:
+        """Parameters holding NaN/±Inf, by step then model order: the first ``limit`` found in
+        one pass in the order the steps were written (no sort of the run's figures)."""
         rows = self._db.execute(
             "SELECT step, name, nan_count, inf_count FROM stats "
-            "WHERE nan_count > 0 OR inf_count > 0 ORDER BY step LIMIT ?", (limit,))
+            "WHERE nan_count > 0 OR inf_count > 0 LIMIT ?", (limit,))
         order = {n: i for i, n in enumerate(self.run.parameters)}
         events = [NonFiniteEvent(s, n, int(a or 0), int(b or 0)) for s, n, a, b in rows]
         return sorted(events, key=lambda e: (e.step, order.get(e.name, len(order))))

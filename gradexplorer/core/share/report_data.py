@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from gradexplorer.core.recorder.run import Run
-from gradexplorer.core.recorder.run_history import NonFiniteEvent, ParameterSummary, RunHistory
+from gradexplorer.core.recorder.run_history import NonFiniteEvent, RunHistory
 from gradexplorer.core.stats.bands import distribution_bands
 from gradexplorer.core.stats.curves import thin_steps
 from gradexplorer.core.stats.history import HistogramMatrix
@@ -21,6 +21,15 @@ WHICH_GRADIENT = ("each parameter's .grad after backward and before optimizer.st
                   "gradexplorer.watch read it (figures over finite elements; NaN and ±Inf counted apart)")
 HEAT_COLUMNS = 240  # histogram steps drawn per heat map and band chart
 CURVE_POINTS = 800  # points of a parameter's norm curve
+EVENT_LIMIT = 20_000  # NaN/Inf (step, parameter) pairs read
+
+
+@dataclass(frozen=True)
+class NonFiniteSummary:
+    """One parameter's NaN/Inf over the run: steps with any, the first of them."""
+
+    steps: int
+    first: int
 
 
 @dataclass
@@ -30,7 +39,6 @@ class TopParameter:
     name: str
     shape: list[int]
     why: str
-    summary: ParameterSummary
     norm_steps: np.ndarray
     norm: np.ndarray
     matrix: HistogramMatrix
@@ -49,10 +57,10 @@ class ReportData:
     curves: dict[str, list[float | None]]
     last_step: int
     modules: list[ModuleGradients]
-    params: list[tuple[str, dict[str, Any], ParameterSummary | None]]
+    params: list[tuple[str, dict[str, Any], NonFiniteSummary | None]]
     top: list[TopParameter]
     events: list[NonFiniteEvent]
-    event_count: int
+    events_complete: bool
     origins: dict[int, str] = field(default_factory=dict)
     hooks: dict[str, str] = field(default_factory=dict)
     which: str = WHICH_GRADIENT
@@ -61,6 +69,10 @@ class ReportData:
     def event_steps(self) -> list[int]:
         return sorted({e.step for e in self.events})
 
+    @property
+    def event_count(self) -> int:
+        return len(self.events)
+
 
 def _norm_key(value: float | None) -> float:
     return -1.0 if value is None or not math.isfinite(value) else value
@@ -68,9 +80,8 @@ def _norm_key(value: float | None) -> float:
 
 def pick_top(params, count: int) -> list[tuple[str, str]]:
     """Parameters with NaN/Inf first (earliest first), then the largest norms at the last step."""
-    bad = sorted((p for p in params if p[2] is not None and p[2].nonfinite_steps),
-                 key=lambda p: p[2].first_nonfinite)
-    picked = [(n, f"NaN/Inf first at step {s.first_nonfinite}") for n, _, s in bad][:count]
+    bad = sorted((p for p in params if p[2] is not None), key=lambda p: p[2].first)
+    picked = [(n, f"NaN/Inf first at step {s.first}") for n, _, s in bad][:count]
     rest = sorted((p for p in params if p[0] not in dict(picked)),
                   key=lambda p: -_norm_key(p[1].get("norm")))
     picked += [(n, "largest norms at the last step") for n, _, _ in rest[: count - len(picked)]]
@@ -94,6 +105,24 @@ def snapshot_origins(run: Run, steps: list[int]) -> dict[int, str]:
     return out
 
 
+def nonfinite_summaries(events: list[NonFiniteEvent]) -> dict[str, NonFiniteSummary]:
+    out: dict[str, NonFiniteSummary] = {}
+    for e in events:
+        had = out.get(e.name)
+        out[e.name] = NonFiniteSummary((had.steps if had else 0) + 1, had.first if had else e.step)
+    return out
+
+
+def histogram_columns(history: RunHistory, name: str, steps: list[int]) -> HistogramMatrix:
+    """``name``'s histograms at up to HEAT_COLUMNS of ``steps``; when the run keeps histograms
+    on a cadence (fewer than half of those steps hold one), at its histogram steps instead."""
+    wanted = thin_steps(steps, HEAT_COLUMNS)
+    matrix = history.histogram_matrix(name, wanted)
+    if len(matrix.steps) * 2 < len(wanted):
+        matrix = history.histogram_matrix(name, thin_steps(history.histogram_steps(), HEAT_COLUMNS))
+    return matrix
+
+
 def gather(run: Run, top: int = 6) -> ReportData:
     """Everything the report draws, from ``run`` (which must hold a complete step)."""
     history = RunHistory(run)
@@ -101,25 +130,23 @@ def gather(run: Run, top: int = 6) -> ReportData:
     steps_list = steps.tolist()
     last = steps_list[-1]
     last_record = run.step_gradients(last)
-    summaries = history.parameter_summaries()
+    events = history.nonfinite_events(limit=EVENT_LIMIT)
+    bad = nonfinite_summaries(events)
     stats_last = {n: s.stats_dict() for n, s in last_record.params.items() if s.has_grad}
-    params = [(n, stats_last.get(n, {}), summaries.get(n)) for n in run.parameters
-              if n in stats_last or n in summaries]
+    params = [(n, stats_last.get(n, {}), bad.get(n)) for n in run.parameters
+              if n in stats_last or n in bad]
     modules = sorted(module_gradients(last_record.params).values(),
                      key=lambda m: (m.path != "", -m.nonfinite, -_norm_key(m.norm)))
-    events = history.nonfinite_events(limit=2000)
-    event_count = sum(s.nonfinite_steps for s in summaries.values())
     shapes = {p["name"]: p["shape"] for p in run.structure.get("parameters", [])}
-    hist_steps = thin_steps(history.histogram_steps(), HEAT_COLUMNS)
     curve_steps = thin_steps(steps_list, CURVE_POINTS)
     chosen = pick_top(params, top)
     _, norms = history.stat_series("norm", [n for n, _ in chosen], curve_steps)
     tops = []
     for name, why in chosen:
-        matrix = history.histogram_matrix(name, hist_steps)
+        matrix = histogram_columns(history, name, steps_list)
         bands = distribution_bands(matrix.edges, matrix.counts) if len(matrix.steps) else {}
-        tops.append(TopParameter(name, shapes.get(name, []), why, summaries.get(name),
-                                 np.asarray(curve_steps), norms[name], matrix, bands))
+        tops.append(TopParameter(name, shapes.get(name, []), why, np.asarray(curve_steps),
+                                 norms[name], matrix, bands))
     settings = run.meta("settings") or {}
     created = run.meta("created")
     return ReportData(
@@ -127,6 +154,6 @@ def gather(run: Run, top: int = 6) -> ReportData:
         parameters=run.parameters, settings=settings,
         created=time.strftime("%Y-%m-%d %H:%M", time.localtime(float(created))) if created else "?",
         wall=wall, curves=curves, last_step=last, modules=modules, params=params, top=tops,
-        events=events, event_count=event_count,
+        events=events, events_complete=len(events) < EVENT_LIMIT,
         origins=snapshot_origins(run, sorted({e.step for e in events})[:50]),
         hooks=dict(settings.get("hooks") or {}))

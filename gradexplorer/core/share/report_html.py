@@ -62,7 +62,8 @@ def summary_section(d: ReportData) -> str:
             ("parameters", f"{len(d.parameters):,}"), ("recorded", f"every {s.get('every', 1)} step(s), "
              f"{s.get('bins', '?')}-bin histograms, {s.get('ranks', 1)} rank(s) ({s.get('mode', 'single')})"),
             ("started", d.created), ("gradients", d.which)]
-    alarm = (f'<p class="alarm">NaN/Inf in {d.event_count:,} parameter-steps, first at step '
+    alarm = (f'<p class="alarm">NaN/Inf in {d.event_count:,}{"" if d.events_complete else "+"} '
+             f'parameter-steps, first at step '
              f'{d.events[0].step} — see <a href="#events">events</a></p>') if d.events else \
         '<p>No NaN or Inf in any recorded gradient.</p>'
     body = "".join(f"<tr><td><b>{E(k)}</b></td><td>{E(v)}</td></tr>" for k, v in rows)
@@ -115,18 +116,16 @@ def modules_section(d: ReportData) -> str:
 
 
 def parameters_section(d: ReportData) -> str:
-    rank = sorted(d.params, key=lambda p: (-(p[2].nonfinite_steps if p[2] else 0),
-                                           -(p[1].get("norm") or -1.0)))
+    rank = sorted(d.params, key=lambda p: (-(p[2].steps if p[2] else 0), -(p[1].get("norm") or -1.0)))
     rows = []
-    for name, s, summary in rank:
-        bad = bool(summary and summary.nonfinite_steps)
+    for name, s, bad in rank:
         rows.append(f"<tr><td>{E(name)}</td>{_cell(s.get('norm'))}{_cell(s.get('abs_max'))}"
-                    f"{_cell(s.get('update_ratio'))}{_cell(summary.max_norm if summary else None)}"
-                    f"{_cell(summary.nonfinite_steps if summary else None, bad)}"
-                    f"{_cell(summary.first_nonfinite if summary else None, bad)}</tr>")
+                    f"{_cell(s.get('update_ratio'))}{_cell(s.get('zero_fraction'))}"
+                    f"{_cell(bad.steps if bad else 0, bool(bad))}"
+                    f"{_cell(bad.first if bad else None, bool(bad))}</tr>")
     return (f'<section id="parameters"><h2>Parameters, ranked (NaN/Inf first, then norm at step '
             f'{d.last_step})</h2>' + _table("parameter-table", ["parameter", "norm", "max |g|", "update",
-                                                                "max norm (run)", "NaN/Inf steps",
+                                                                "zeros", "NaN/Inf steps",
                                                                 "first NaN/Inf"], rows) + "</section>")
 
 
@@ -185,8 +184,8 @@ def events_section(d: ReportData) -> str:
     rows = [f"<tr>{_cell(e.step)}<td>{E(e.name)}</td>{_cell(e.nan_count, bool(e.nan_count))}"
             f"{_cell(e.inf_count, bool(e.inf_count))}<td>{E(d.origins.get(e.step, ''))}</td></tr>"
             for e in d.events[:500]]
-    more = (f'<p class="note">showing the first 500 of {d.event_count:,}</p>'
-            if d.event_count > 500 else "")
+    total = f"{d.event_count:,}" + ("" if d.events_complete else "+")
+    more = f'<p class="note">showing the first 500 of {total}</p>' if d.event_count > 500 else ""
     return (f'<section id="events"><h2>NaN / Inf</h2><p class="alarm">First at step {first}, in '
             f'{E(names)}.</p>{where}' + _table("event-table", ["step", "parameter", "NaN", "Inf",
                                                                "origin"], rows) + more + "</section>")
