@@ -61,6 +61,11 @@ _API = {
     "Recorder": "gradexplorer.core.recorder.recorder",
     "open_run": "gradexplorer.core.recorder.run",
     "Run": "gradexplorer.core.recorder.run",
+    # reading a whole run, sharing it
+    "RunHistory": "gradexplorer.core.recorder.run_history",
+    "distribution_bands": "gradexplorer.core.stats.bands",
+    "ema_smooth": "gradexplorer.core.stats.curves",
+    "write_report": "gradexplorer.core.share.report_html",
 }
 
 __all__ = [
@@ -74,6 +79,7 @@ __all__ = [
     "ParamStats",
     "Recorder",
     "Run",
+    "RunHistory",
     "SessionConfig",
     "Snapshot",
     "StepGradients",
@@ -87,6 +93,8 @@ __all__ = [
     "collapse_by_module",
     "compare_snapshots",
     "diagnose_step",
+    "distribution_bands",
+    "ema_smooth",
     "explain_graph",
     "export_graph",
     "extract_graph",
@@ -102,6 +110,7 @@ __all__ = [
     "trace_gradients",
     "unavailable_devices",
     "watch",
+    "write_report",
     "write_snapshot",
 ]
 
@@ -132,11 +141,15 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time names load lazily a
     from gradexplorer.core.model.workload import Workload
     from gradexplorer.core.recorder.recorder import Recorder, watch
     from gradexplorer.core.recorder.run import Run, open_run
+    from gradexplorer.core.recorder.run_history import RunHistory
     from gradexplorer.core.session.devices import available_devices, unavailable_devices
     from gradexplorer.core.session.engine import SessionConfig, StepResult, TrainingSession
+    from gradexplorer.core.share.report_html import write_report
     from gradexplorer.core.snapshot.compare import compare_snapshots
     from gradexplorer.core.snapshot.read import Snapshot, read_snapshot
     from gradexplorer.core.snapshot.write import write_snapshot
+    from gradexplorer.core.stats.bands import distribution_bands
+    from gradexplorer.core.stats.curves import ema_smooth
     from gradexplorer.core.stats.ledger import StepLedger
     from gradexplorer.core.stats.monitor import GradientMonitor, gradient_stats
     from gradexplorer.core.stats.optimizer_state import ParamOptimState

@@ -17,21 +17,23 @@ from gradexplorer.core.errors import UserError
 
 # Each subcommand lives in gradexplorer/commands/<module>.py and defines
 # ``register(subparsers)`` which adds its parser and sets ``func(args) -> int``.
-COMMAND_MODULES = ("run", "graph", "hooks", "inspect", "compare", "gui", "open")
+COMMAND_MODULES = ("run", "graph", "hooks", "inspect", "compare", "export", "report", "gui", "open")
 # The desktop app's commands keep the main thread (Qt's); their deep work runs in workers.
 # Qt lives on the main thread; `graph` traces on a deep stack itself and draws its PNG here
 MAIN_THREAD_COMMANDS = ("gui", "open", "graph")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The top-level parser with every subcommand."""
+def build_parser(commands: Sequence[str] = COMMAND_MODULES) -> argparse.ArgumentParser:
+    """The top-level parser with every subcommand (or only ``commands``: a command named on
+    the command line imports its own module only, so `report` and `export` start without
+    loading torch)."""
     parser = argparse.ArgumentParser(
         prog="gradexplorer",
         description="See and control PyTorch's backward pass. With no command, opens the app.",
     )
     parser.add_argument("--version", action=VersionAction, nargs=0, help="show versions and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES:
+    for name in commands:
         importlib.import_module(f"gradexplorer.commands.{name}").register(sub)
     return parser
 
@@ -54,9 +56,9 @@ def version_text() -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the process exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser()
     if not argv or argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version"):
         argv = [default_command(), *argv]
+    parser = build_parser([argv[0]] if argv[0] in COMMAND_MODULES else COMMAND_MODULES)
     args = parser.parse_args(argv)
     if getattr(args, "func", None) is None:
         parser.print_help()

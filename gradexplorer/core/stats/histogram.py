@@ -2,16 +2,28 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
+
+if TYPE_CHECKING:
+    pass
 
 HistRange = str | tuple[float, float]
 RANGE_MODES = ("auto", "symmetric")
 
 
-Array = np.ndarray | torch.Tensor
+Array = Any  # np.ndarray | torch.Tensor
+
+
+def _torch_of(x: Any):
+    """torch when ``x`` is a tensor, else None (without importing torch: readers of a run
+    directory, such as ``gradexplorer report``, never need it)."""
+    torch = sys.modules.get("torch")
+    return torch if torch is not None and isinstance(x, torch.Tensor) else None
+
 
 def parse_hist_range(value: str | Sequence[float] | None) -> HistRange:
     """``"auto"``, ``"symmetric"``, ``"LO,HI"`` or ``(lo, hi)`` checked and normalised."""
@@ -39,7 +51,7 @@ def range_bounds(mins: Array, maxs: Array, hist_range: HistRange) -> tuple[Array
     ``mins``/``maxs`` are numpy arrays (CPU backend) or torch tensors (fused device path, where
     this stays on the device): the same ops exist in both, so both paths share one rule.
     """
-    xp = torch if isinstance(mins, torch.Tensor) else np
+    xp = _torch_of(mins) or np
     empty = ~(mins <= maxs)
     lo = xp.where(empty, 0.0, mins)
     hi = xp.where(empty, 0.0, maxs)
@@ -59,7 +71,8 @@ def histogram_edges(lo: Array, hi: Array, bins: int) -> Array:
     numpy in (the CPU backend) or torch tensors in (the fused device path, on the device): the
     same ops in the same order, so both paths report the same edges bit for bit.
     """
-    if isinstance(lo, torch.Tensor):
+    torch = _torch_of(lo)
+    if torch is not None:
         xp, k = torch, torch.arange(bins + 1, dtype=torch.float64, device=lo.device)
     else:
         lo, hi = np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)

@@ -1,0 +1,41 @@
+"""``gradexplorer report RUN --out report.html``: one self-contained HTML page of a run."""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from gradexplorer.core.atomic_file import check_writable_file
+from gradexplorer.core.errors import UserError
+from gradexplorer.core.recorder.run import open_run
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "report", help="write a self-contained HTML report of a run (to share; opens in any browser)",
+        description="One HTML file, nothing fetched when viewed: the run's loss and norm curves "
+        "(with smoothing and CSV), the ranked module and parameter tables, heat maps and "
+        "distribution bands of the top parameters, NaN/Inf events and where they started, hooks.")
+    parser.add_argument("run", metavar="RUN", help="a run directory written by gradexplorer.watch")
+    parser.add_argument("--out", required=True, metavar="FILE", help="the HTML file to write")
+    parser.add_argument("--top", type=int, default=6, metavar="N",
+                        help="parameters drawn in full: NaN/Inf ones first, then the largest norms "
+                        "(default 6)")
+    parser.set_defaults(func=report_command)
+
+
+def report_command(args: argparse.Namespace) -> int:
+    from gradexplorer.core.share.report_html import write_report
+
+    if args.top < 0:
+        raise UserError(f"--top must be 0 or more, got {args.top}")
+    out = check_writable_file(args.out)
+    start = time.perf_counter()
+    with open_run(args.run) as run:
+        if run.last_step is None:
+            raise UserError(f"run {str(run.path)!r} has no complete step yet")
+        size = write_report(run, out, args.top)
+        steps, params = len(run.steps), len(run.parameters)
+    print(f"report of {steps:,} steps x {params} parameters: {out} ({size / 1e6:.2f} MB, "
+          f"{time.perf_counter() - start:.2f} s)")
+    return 0

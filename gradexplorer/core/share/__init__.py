@@ -1,0 +1,1 @@
+"""Sharing a run: exports into TensorBoard, wandb, CSV and Parquet, and the HTML report."""

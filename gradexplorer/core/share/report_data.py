@@ -1,0 +1,159 @@
+"""What the HTML report shows, read from a run directory in a few run-wide queries."""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from gradexplorer.core.recorder.run import Run
+from gradexplorer.core.recorder.run_history import NonFiniteEvent, RunHistory
+from gradexplorer.core.stats.bands import distribution_bands
+from gradexplorer.core.stats.curves import thin_steps
+from gradexplorer.core.stats.history import HistogramMatrix
+from gradexplorer.core.stats.module_rollup import ModuleGradients, module_gradients
+
+WHICH_GRADIENT = ("each parameter's .grad after backward and before optimizer.step(), as "
+                  "gradexplorer.watch read it (figures over finite elements; NaN and ±Inf counted apart)")
+HEAT_COLUMNS = 240  # histogram steps drawn per heat map and band chart
+CURVE_POINTS = 800  # points of a parameter's norm curve
+EVENT_LIMIT = 20_000  # NaN/Inf (step, parameter) pairs read
+
+
+@dataclass(frozen=True)
+class NonFiniteSummary:
+    """One parameter's NaN/Inf over the run: steps with any, the first of them."""
+
+    steps: int
+    first: int
+
+
+@dataclass
+class TopParameter:
+    """A parameter the report draws: its norm over the run, heat map and bands."""
+
+    name: str
+    shape: list[int]
+    why: str
+    norm_steps: np.ndarray
+    norm: np.ndarray
+    matrix: HistogramMatrix
+    bands: dict[str, np.ndarray]
+
+
+@dataclass
+class ReportData:
+    path: str
+    model: str
+    steps: list[int]
+    parameters: list[str]
+    settings: dict[str, Any]
+    created: str
+    wall: np.ndarray
+    curves: dict[str, list[float | None]]
+    last_step: int
+    modules: list[ModuleGradients]
+    params: list[tuple[str, dict[str, Any], NonFiniteSummary | None]]
+    top: list[TopParameter]
+    events: list[NonFiniteEvent]
+    events_complete: bool
+    origins: dict[int, str] = field(default_factory=dict)
+    hooks: dict[str, str] = field(default_factory=dict)
+    which: str = WHICH_GRADIENT
+
+    @property
+    def event_steps(self) -> list[int]:
+        return sorted({e.step for e in self.events})
+
+    @property
+    def event_count(self) -> int:
+        return len(self.events)
+
+
+def _norm_key(value: float | None) -> float:
+    return -1.0 if value is None or not math.isfinite(value) else value
+
+
+def pick_top(params, count: int) -> list[tuple[str, str]]:
+    """Parameters with NaN/Inf first (earliest first), then the largest norms at the last step."""
+    bad = sorted((p for p in params if p[2] is not None), key=lambda p: p[2].first)
+    picked = [(n, f"NaN/Inf first at step {s.first}") for n, _, s in bad][:count]
+    rest = sorted((p for p in params if p[0] not in dict(picked)),
+                  key=lambda p: -_norm_key(p[1].get("norm")))
+    picked += [(n, "largest norms at the last step") for n, _, _ in rest[: count - len(picked)]]
+    return picked
+
+
+def snapshot_origins(run: Run, steps: list[int]) -> dict[int, str]:
+    """What a snapshot of an event step says about where its NaN/Inf was born."""
+    out = {}
+    snaps = run.snapshots
+    for step in steps:
+        if step not in snaps:
+            continue
+        try:
+            manifest = json.loads((snaps[step] / "manifest.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        found = manifest.get("nonfinite_origin")
+        if isinstance(found, dict) and found.get("text"):
+            out[step] = str(found["text"])
+    return out
+
+
+def nonfinite_summaries(events: list[NonFiniteEvent]) -> dict[str, NonFiniteSummary]:
+    out: dict[str, NonFiniteSummary] = {}
+    for e in events:
+        had = out.get(e.name)
+        out[e.name] = NonFiniteSummary((had.steps if had else 0) + 1, had.first if had else e.step)
+    return out
+
+
+def histogram_columns(history: RunHistory, name: str, steps: list[int]) -> HistogramMatrix:
+    """``name``'s histograms at up to HEAT_COLUMNS of ``steps``; when the run keeps histograms
+    on a cadence (fewer than half of those steps hold one), at its histogram steps instead."""
+    wanted = thin_steps(steps, HEAT_COLUMNS)
+    matrix = history.histogram_matrix(name, wanted)
+    if len(matrix.steps) * 2 < len(wanted):
+        matrix = history.histogram_matrix(name, thin_steps(history.histogram_steps(), HEAT_COLUMNS))
+    return matrix
+
+
+def gather(run: Run, top: int = 6) -> ReportData:
+    """Everything the report draws, from ``run`` (which must hold a complete step)."""
+    history = RunHistory(run)
+    steps, wall, curves = history.step_figures()
+    steps_list = steps.tolist()
+    last = steps_list[-1]
+    last_record = run.step_gradients(last)
+    events = history.nonfinite_events(limit=EVENT_LIMIT)
+    bad = nonfinite_summaries(events)
+    stats_last = {n: s.stats_dict() for n, s in last_record.params.items() if s.has_grad}
+    params = [(n, stats_last.get(n, {}), bad.get(n)) for n in run.parameters
+              if n in stats_last or n in bad]
+    modules = sorted(module_gradients(last_record.params).values(),
+                     key=lambda m: (m.path != "", -m.nonfinite, -_norm_key(m.norm)))
+    shapes = {p["name"]: p["shape"] for p in run.structure.get("parameters", [])}
+    curve_steps = thin_steps(steps_list, CURVE_POINTS)
+    chosen = pick_top(params, top)
+    _, norms = history.stat_series("norm", [n for n, _ in chosen], curve_steps)
+    tops = []
+    for name, why in chosen:
+        matrix = histogram_columns(history, name, steps_list)
+        bands = distribution_bands(matrix.edges, matrix.counts) if len(matrix.steps) else {}
+        tops.append(TopParameter(name, shapes.get(name, []), why, np.asarray(curve_steps),
+                                 norms[name], matrix, bands))
+    settings = run.meta("settings") or {}
+    created = run.meta("created")
+    return ReportData(
+        path=str(run.path), model=run.structure.get("model", "?"), steps=steps_list,
+        parameters=run.parameters, settings=settings,
+        created=time.strftime("%Y-%m-%d %H:%M", time.localtime(float(created))) if created else "?",
+        wall=wall, curves=curves, last_step=last, modules=modules, params=params, top=tops,
+        events=events, events_complete=len(events) < EVENT_LIMIT,
+        origins=snapshot_origins(run, sorted({e.step for e in events})[:50]),
+        hooks=dict(settings.get("hooks") or {}))

@@ -1,0 +1,224 @@
+"""``report RUN --out report.html``: one self-contained HTML file of a run (inline SVG, PNG,
+CSS and script; nothing fetched at view time), readable in any browser.
+
+Sections (each an element with the id given): ``summary``, ``curves`` (loss and global norm,
+with TensorBoard's smoothing slider and CSV), ``modules`` (the ranked per-module table),
+``parameters`` (the ranked per-parameter table), ``top`` (norm curves, heat maps and
+distribution bands of the top parameters), ``events`` (NaN/Inf and where they started),
+``hooks``.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+
+from gradexplorer._version import __version__
+from gradexplorer.core.atomic_file import write_atomic
+from gradexplorer.core.recorder.run import Run
+from gradexplorer.core.share.png import data_uri, heat_image, png_bytes
+from gradexplorer.core.share.report_data import ReportData, TopParameter, gather
+from gradexplorer.core.share.report_page import page_assets
+from gradexplorer.core.share.svg_charts import band_chart, fmt, heatmap_chart, line_chart
+from gradexplorer.core.stats.bands import BAND_NAMES
+from gradexplorer.core.stats.curves import downsample_peaks
+from gradexplorer.core.stats.histogram import rebin_rows
+
+SECTIONS = ("summary", "curves", "modules", "parameters", "top", "events", "hooks")
+E = html.escape
+
+
+def _json_list(values) -> list:
+    return [None if v is None or not math.isfinite(v) else float(v) for v in values]
+
+
+def _cell(value, bad: bool = False) -> str:
+    """A table cell whose sort key is the exact value."""
+    if value is None:
+        return '<td data-v="">–</td>'
+    if isinstance(value, str):
+        return f"<td>{E(value)}</td>"
+    v = float(value)
+    text = fmt(v) if isinstance(value, float) else str(value)
+    return f'<td data-v="{v!r}"{" class=bad" if bad else ""}>{E(text)}</td>'
+
+
+def _table(table_id: str, headers: list[str], rows: list[str]) -> str:
+    head = "".join(f"<th>{E(h)}</th>" for h in headers)
+    return (f'<div class="controls"><button data-table="{table_id}">CSV</button>'
+            f'<span class="note">click a column to sort</span></div><div class="scroll">'
+            f'<table id="{table_id}" class="sortable"><thead><tr>{head}</tr></thead>'
+            f'<tbody>{"".join(rows)}</tbody></table></div>')
+
+
+def summary_section(d: ReportData) -> str:
+    s = d.settings
+    rows = [("run", d.path), ("model", d.model),
+            ("steps", f"{d.steps[0]}..{d.steps[-1]} ({len(d.steps):,} recorded)"),
+            ("parameters", f"{len(d.parameters):,}"), ("recorded", f"every {s.get('every', 1)} step(s), "
+             f"{s.get('bins', '?')}-bin histograms, {s.get('ranks', 1)} rank(s) ({s.get('mode', 'single')})"),
+            ("started", d.created), ("gradients", d.which)]
+    alarm = (f'<p class="alarm">NaN/Inf in {d.event_count:,}{"" if d.events_complete else "+"} '
+             f'parameter-steps, first at step '
+             f'{d.events[0].step} — see <a href="#events">events</a></p>') if d.events else \
+        '<p>No NaN or Inf in any recorded gradient.</p>'
+    body = "".join(f"<tr><td><b>{E(k)}</b></td><td>{E(v)}</td></tr>" for k, v in rows)
+    return f'<section id="summary"><h2>Run</h2><table class="kv">{body}</table>{alarm}</section>'
+
+
+def curve_data(d: ReportData) -> dict:
+    """The page's data: full-resolution step curves, top parameters' norm curves (for smoothing
+    and CSV)."""
+    out = {}
+    for key in ("loss", "global_norm"):
+        if key in d.curves and any(v is not None for v in d.curves[key]):
+            out[key] = {"x": d.steps, "series": [{"label": key.replace("_", " "),
+                                                  "y": _json_list(d.curves[key])}]}
+    if d.top:
+        out["top_norms"] = {"x": d.top[0].norm_steps.tolist(), "series": [
+            {"label": t.name, "y": _json_list(t.norm.tolist())} for t in d.top]}
+    return out
+
+
+def curves_section(d: ReportData, data: dict) -> str:
+    parts = ['<section id="curves"><h2>Curves</h2><div class="controls"><label>smoothing '
+             '<input id="smoothing" type="range" min="0" max="0.999" step="0.001" value="0"> '
+             '<span id="smoothing-value">0.000</span></label><span class="note">TensorBoard\'s '
+             'debiased exponential moving average; red dashes: steps with NaN/Inf</span></div>']
+    steps = np.asarray(d.steps)
+    for key, title, log in (("loss", "loss", False), ("global_norm", "global gradient norm", True)):
+        if key not in data:
+            continue
+        x, y = downsample_peaks(steps, np.array([np.nan if v is None else v for v in d.curves[key]]), 1600)
+        parts.append(f"<h3>{E(title)} <button data-csv=\"{key}\">CSV</button></h3>")
+        parts.append(line_chart([(title, x, y)], log=log, ylabel=title, events=d.event_steps, key=key))
+    others = [k for k, v in d.curves.items() if k not in ("loss", "global_norm")
+              and len({x for x in v if x is not None}) > 1]
+    for key in others:
+        x, y = downsample_peaks(steps, np.array([np.nan if v is None else v for v in d.curves[key]]), 1600)
+        parts.append(f"<h3>{E(key)}</h3>" + line_chart([(key, x, y)], ylabel=key, height=150))
+    return "".join(parts) + "</section>"
+
+
+def modules_section(d: ReportData) -> str:
+    rows = [f"<tr><td>{E(m.path or '(model)')}</td>{_cell(m.params)}{_cell(m.with_grad)}{_cell(m.norm)}"
+            f"{_cell(m.abs_max)}{_cell(m.update_ratio)}{_cell(m.nonfinite, bool(m.nonfinite))}</tr>"
+            for m in d.modules]
+    return (f'<section id="modules"><h2>Modules at step {d.last_step}, ranked by gradient norm</h2>'
+            '<p class="note">A module\'s norm is the L2 norm of all its parameters\' finite gradient '
+            'elements together; update is the largest ‖Δθ‖/‖θ‖ of its parameters.</p>'
+            + _table("module-table", ["module", "params", "with grad", "norm", "max |g|", "update",
+                                      "NaN+Inf"], rows) + "</section>")
+
+
+def parameters_section(d: ReportData) -> str:
+    rank = sorted(d.params, key=lambda p: (-(p[2].steps if p[2] else 0), -(p[1].get("norm") or -1.0)))
+    rows = []
+    for name, s, bad in rank:
+        rows.append(f"<tr><td>{E(name)}</td>{_cell(s.get('norm'))}{_cell(s.get('abs_max'))}"
+                    f"{_cell(s.get('update_ratio'))}{_cell(s.get('zero_fraction'))}"
+                    f"{_cell(bad.steps if bad else 0, bool(bad))}"
+                    f"{_cell(bad.first if bad else None, bool(bad))}</tr>")
+    return (f'<section id="parameters"><h2>Parameters, ranked (NaN/Inf first, then norm at step '
+            f'{d.last_step})</h2>' + _table("parameter-table", ["parameter", "norm", "max |g|", "update",
+                                                                "zeros", "NaN/Inf steps",
+                                                                "first NaN/Inf"], rows) + "</section>")
+
+
+def heat_map(t: TopParameter, events: list[int]) -> str:
+    """Histograms over the steps on one value axis: the typical p5..p95 range (medians over
+    the steps) widened by its width each side; values beyond are left out of the picture (not
+    of the bands, which show min and max)."""
+    m = t.matrix
+    lo = float(np.nanmedian(t.bands["p5"])) if len(m.steps) else 0.0
+    hi = float(np.nanmedian(t.bands["p95"])) if len(m.steps) else 1.0
+    pad = (hi - lo) or abs(hi) or 1.0
+    grid = np.linspace(lo - pad, hi + pad, 65)
+    image = heat_image(rebin_rows(m.edges, m.counts, grid).T)
+    return heatmap_chart(m.steps, grid[0], grid[-1], data_uri(png_bytes(image)), events=events)
+
+
+def top_section(d: ReportData, data: dict) -> str:
+    parts = [f'<section id="top"><h2>Top {len(d.top)} parameters</h2>',
+             '<p class="note">Norm curves (log scale, smoothed with the slider above), then for each '
+             'parameter a heat map of its gradient histograms over the steps (each step scaled to its '
+             'own peak, log colour; value axis: the typical p5–p95 range and as much again each '
+             'side) and TensorBoard-style distribution bands from the exact histograms: '
+             'min–max, p5–p95, p25–p75 shaded, the median a line (quantiles by linear interpolation '
+             'inside a bin).</p>']
+    if "top_norms" in data:
+        series = [(t.name, t.norm_steps, t.norm) for t in d.top]
+        parts.append('<h3>gradient norms <button data-csv="top_norms">CSV</button></h3>')
+        parts.append(line_chart(series, log=True, ylabel="norm", events=d.event_steps, key="top_norms"))
+    for t in d.top:
+        shape = "×".join(str(s) for s in t.shape) or "?"
+        parts.append(f'<div class="param"><h3>{E(t.name)} <span class="note">[{shape}] — {E(t.why)}'
+                     f'</span></h3>')
+        if len(t.matrix.steps):
+            last = {n: t.bands[n][-1] for n in BAND_NAMES}
+            parts.append(heat_map(t, d.event_steps))
+            parts.append(band_chart(t.matrix.steps, t.bands, events=d.event_steps))
+            parts.append('<p class="note">at step ' + str(int(t.matrix.steps[-1])) + ": "
+                         + ", ".join(f"{n} {fmt(v)}" for n, v in last.items()) + "</p>")
+        else:
+            parts.append('<p class="note">no histogram recorded</p>')
+        parts.append("</div>")
+    return "".join(parts) + "</section>"
+
+
+def events_section(d: ReportData) -> str:
+    if not d.events:
+        return (f'<section id="events"><h2>NaN / Inf</h2><p>None: every recorded gradient of '
+                f'{len(d.parameters):,} parameters over {len(d.steps):,} steps was finite.</p></section>')
+    first = d.events[0].step
+    at_first = [e for e in d.events if e.step == first]
+    names = ", ".join(f"{e.name} ({e.nan_count} NaN, {e.inf_count} Inf)" for e in at_first)
+    origin = d.origins.get(first)
+    where = (f"<p>Origin (from the snapshot of step {first}): <b>{E(origin)}</b></p>" if origin else
+             "<p class=note>No snapshot of that step says which backward op made it; the op can be "
+             "found with <code>gradexplorer graph --trace-grads</code> or the app's diagnosis.</p>")
+    rows = [f"<tr>{_cell(e.step)}<td>{E(e.name)}</td>{_cell(e.nan_count, bool(e.nan_count))}"
+            f"{_cell(e.inf_count, bool(e.inf_count))}<td>{E(d.origins.get(e.step, ''))}</td></tr>"
+            for e in d.events[:500]]
+    total = f"{d.event_count:,}" + ("" if d.events_complete else "+")
+    more = f'<p class="note">showing the first 500 of {total}</p>' if d.event_count > 500 else ""
+    return (f'<section id="events"><h2>NaN / Inf</h2><p class="alarm">First at step {first}, in '
+            f'{E(names)}.</p>{where}' + _table("event-table", ["step", "parameter", "NaN", "Inf",
+                                                               "origin"], rows) + more + "</section>")
+
+
+def hooks_section(d: ReportData) -> str:
+    if not d.hooks:
+        return ('<section id="hooks"><h2>Hooks</h2><p>No backward hooks were attached in this run.</p>'
+                '</section>')
+    rows = "".join(f"<tr><td>{E(k)}</td><td>{E(str(v))}</td></tr>" for k, v in d.hooks.items())
+    return (f'<section id="hooks"><h2>Hooks</h2><p class="note">Backward-hook actions attached for the '
+            f'whole run (they change the gradients recorded here).</p><table class="kv"><thead><tr>'
+            f'<th>module</th><th>action</th></tr></thead><tbody>{rows}</tbody></table></section>')
+
+
+def report_html(d: ReportData) -> str:
+    data = curve_data(d)
+    style, script = page_assets()
+    nav = "".join(f'<a href="#{s}">{s}</a>' for s in SECTIONS)
+    body = (summary_section(d) + curves_section(d, data) + modules_section(d) + parameters_section(d)
+            + top_section(d, data) + events_section(d) + hooks_section(d))
+    payload = json.dumps({"curves": data}, separators=(",", ":")).replace("</", "<\\/")
+    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" '
+            f'content="width=device-width, initial-scale=1"><title>gradexplorer report: '
+            f'{E(Path(d.path).name)}</title><style>{style}</style></head><body><header><h1>Gradient report: '
+            f'{E(Path(d.path).name)}</h1><p>{E(d.model)} · steps {d.steps[0]}..{d.steps[-1]} · '
+            f'gradexplorer {__version__}</p><nav>{nav}</nav></header><main>{body}</main>'
+            f'<script type="application/json" id="gx-data">{payload}</script>'
+            f'<script>{script}</script></body></html>')
+
+
+def write_report(run: Run, out: str | Path, top: int = 6) -> int:
+    """Write the report of ``run`` to ``out`` atomically; returns its size in bytes."""
+    text = report_html(gather(run, top)).encode("utf-8")
+    write_atomic(Path(out), text)
+    return len(text)

@@ -1,0 +1,97 @@
+"""A run as TensorBoard event files: the exact histograms (``add_histogram_raw``, no
+resampling), per-parameter figures and the step's figures as scalars.
+
+Tags: ``grad/NAME`` histograms of each parameter's gradient; ``FIGURE/NAME`` scalars
+(``norm/fc1.weight``, ``abs_max/…``, ``update_ratio/…``); ``run/FIGURE`` the step's own
+figures (``run/loss``, ``run/global_norm``, ``run/seconds`` and whatever else the run records
+per step). Wall times are the run's own. TensorBoard's bucket ``i`` ends at
+``bucket_limit[i]`` and starts where bucket ``i − 1`` ends (the first at ``min``); so the
+buckets are the monitor's bins exactly, plus one bucket below and one above them holding the
+values outside a fixed range when there are any.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+
+from gradexplorer.core.errors import UserError
+from gradexplorer.core.recorder.run_history import RunHistory
+from gradexplorer.core.share.output import optional_import
+from gradexplorer.core.share.selection import ExportSelection
+from gradexplorer.core.stats.records import Histogram
+
+EVENTS = "events.out.tfevents."
+
+
+def tensorboard_buckets(h: Histogram, stats: dict) -> dict:
+    """``add_histogram_raw``'s arguments for one histogram (the finite values it counts)."""
+    limits, counts = list(h.edges[1:].tolist()), list(h.counts.tolist())
+    low, high = float(h.edges[0]), float(h.edges[-1])
+    lo_stat, hi_stat = stats.get("min"), stats.get("max")
+    if h.below:
+        low = float(lo_stat) if lo_stat is not None and lo_stat < h.edges[0] else low
+        limits.insert(0, float(h.edges[0]))
+        counts.insert(0, int(h.below))
+    if h.above:
+        high = float(hi_stat) if hi_stat is not None and hi_stat > h.edges[-1] else high
+        limits.append(high)
+        counts.append(int(h.above))
+    num = int(sum(counts))
+    mean, norm = stats.get("mean"), stats.get("norm")
+    total = float(mean) * num if mean is not None and np.isfinite(mean) else 0.0
+    squares = float(norm) ** 2 if norm is not None and np.isfinite(norm) else 0.0
+    return {"min": low, "max": high, "num": num, "sum": total, "sum_squares": squares,
+            "bucket_limits": limits, "bucket_counts": counts}
+
+
+def export_tensorboard(history: RunHistory, selection: ExportSelection, directory: str | Path,
+                       overwrite: bool = False, progress=None) -> Path:
+    """Write the run's event file into ``directory/RUN_NAME`` (several runs exported into one
+    folder show as several runs in TensorBoard); returns that folder."""
+    optional_import("tensorboard", "--to tensorboard")
+    from torch.utils.tensorboard import SummaryWriter
+
+    target = Path(directory) / history.run.path.resolve().name
+    if target.is_file() or Path(directory).is_file():
+        raise UserError(f"cannot write TensorBoard events to {str(target)!r}: a file is in the way")
+    if target.is_dir() and any(p.name.startswith(EVENTS) for p in target.iterdir()):
+        if not overwrite:
+            raise UserError(f"{str(target)!r} already holds TensorBoard events; "
+                            "--overwrite replaces them")
+        shutil.rmtree(target)
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"cannot create {str(target)!r}: {exc.strerror or exc}") from None
+    steps, times, figures = history.step_figures()
+    wanted = set(selection.steps)
+    keep = None if selection.params is None else set(selection.params)
+    writer = SummaryWriter(log_dir=str(target), max_queue=1000, flush_secs=3600)
+    try:
+        for i, step in enumerate(steps.tolist()):
+            if step not in wanted:
+                continue
+            wall = float(times[i])
+            for figure, values in figures.items():
+                if values[i] is not None:
+                    writer.add_scalar(f"run/{figure}", values[i], step, walltime=wall)
+            _, stats, hists = next(history.each_step([step]))
+            for name, figs in stats.items():
+                if keep is not None and name not in keep:
+                    continue
+                for field in selection.figures:
+                    value = figs.get(field)
+                    if value is not None:
+                        writer.add_scalar(f"{field}/{name}", float(value), step, walltime=wall)
+                h = hists.get(name) if selection.histograms else None
+                if h is not None and h.counts.sum() + h.below + h.above > 0:
+                    writer.add_histogram_raw(f"grad/{name}", global_step=step, walltime=wall,
+                                             **tensorboard_buckets(h, figs))
+            if progress is not None:
+                progress(step)
+    finally:
+        writer.close()
+    return target

@@ -1,0 +1,66 @@
+"""A run as an offline wandb run: ``wandb sync`` uploads it to the team's project.
+
+Keys: ``gradients/NAME`` each parameter's exact histogram (``wandb.Histogram`` from the
+monitor's own bins and counts, as ``wandb.watch`` names its gradient histograms),
+``FIGURE/NAME`` per-parameter figures (``norm/fc1.weight`` …) and ``run/FIGURE`` the step's
+own figures (``run/loss``, ``run/global_norm`` …), logged at the run's step numbers.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from gradexplorer.core.errors import UserError
+from gradexplorer.core.recorder.run_history import RunHistory
+from gradexplorer.core.share.output import optional_import
+from gradexplorer.core.share.selection import ExportSelection
+
+WANDB_MAX_BINS = 512  # wandb.Histogram refuses more
+
+
+def export_wandb(history: RunHistory, selection: ExportSelection, directory: str | Path,
+                 project: str = "gradexplorer", progress=None) -> Path:
+    """Write an offline wandb run under ``directory/wandb/``; returns its folder."""
+    wandb = optional_import("wandb", "--to wandb")
+    directory = Path(directory)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"cannot create {str(directory)!r}: {exc.strerror or exc}") from None
+    run_path = history.run.path.resolve()
+    bins = (history.run.meta("settings") or {}).get("bins", 64)
+    if selection.histograms and bins > WANDB_MAX_BINS:
+        raise UserError(f"wandb keeps at most {WANDB_MAX_BINS} bins a histogram; this run has {bins}: "
+                        "export with --no-histograms or to TensorBoard")
+    steps, times, figures = history.step_figures()
+    wanted = set(selection.steps)
+    keep = None if selection.params is None else set(selection.params)
+    run = wandb.init(mode="offline", dir=str(directory), project=project, name=run_path.name,
+                     config={"gradexplorer_run": str(run_path),
+                             **(history.run.meta("settings") or {})},
+                     settings=wandb.Settings(silent=True, console="off", save_code=False))
+    try:
+        for i, step in enumerate(steps.tolist()):
+            if step not in wanted:
+                continue
+            row = {f"run/{f}": v[i] for f, v in figures.items() if v[i] is not None}
+            row["_timestamp"] = float(times[i])  # the step's own wall time
+            _, stats, hists = next(history.each_step([step]))
+            for name, figs in stats.items():
+                if keep is not None and name not in keep:
+                    continue
+                row.update({f"{f}/{name}": float(figs[f]) for f in selection.figures
+                            if figs.get(f) is not None})
+                h = hists.get(name) if selection.histograms else None
+                if h is not None and h.counts.sum() > 0:
+                    row[f"gradients/{name}"] = wandb.Histogram(
+                        np_histogram=(np.asarray(h.counts), np.asarray(h.edges)))
+            run.log(row, step=int(step))
+            if progress is not None:
+                progress(step)
+        folder = Path(run.dir).parent
+    finally:
+        run.finish()
+    return folder

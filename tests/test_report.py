@@ -1,0 +1,166 @@
+"""``gradexplorer report``: one self-contained HTML file with every section, its figures equal to
+the run's; rendered by a real headless Chromium when one is installed."""
+
+from __future__ import annotations
+
+import math
+import re
+import shutil
+import subprocess
+import tempfile
+from html.parser import HTMLParser
+
+import numpy as np
+import pytest
+
+import gradexplorer as gx
+from gradexplorer.core.share.report_html import SECTIONS
+from gradexplorer.core.stats.module_rollup import module_gradients
+from tests.share_helpers import write_run
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+
+
+class Page(HTMLParser):
+    """Ids, external references, tables (cells' exact values) and images of an HTML page."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.ids, self.external, self.tables, self.images = set(), [], {}, []
+        self._table, self._row = None, None
+        self.feed(text)
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if "id" in a:
+            self.ids.add(a["id"])
+        for key in ("src", "href"):
+            if a.get(key) and not a[key].startswith(("#", "data:")):
+                self.external.append(a[key])
+        if tag in ("link", "iframe", "object", "embed"):
+            self.external.append(tag)
+        if tag == "table" and "id" in a:
+            self._table = self.tables.setdefault(a["id"], [])
+        elif tag == "tr" and self._table is not None:
+            self._row = []
+            self._table.append(self._row)
+        elif tag == "td" and self._row is not None:
+            self._row.append(a.get("data-v"))
+        if tag == "image":
+            self.images.append(a["href"])
+
+    def handle_endtag(self, tag):
+        if tag == "table":
+            self._table = None
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    return write_run(tmp_path_factory.mktemp("report") / "report-run", steps=40, nan_at=25, bins=32,
+                     hooks={"2": "scale:0.5"})
+
+
+@pytest.fixture(scope="module")
+def report(run_dir, tmp_path_factory):
+    from gradexplorer.cli import main
+
+    out = tmp_path_factory.mktemp("html") / "report.html"
+    assert main(["report", str(run_dir), "--out", str(out), "--top", "3"]) == 0
+    return out
+
+
+def test_report_has_every_section_and_needs_no_network(report):
+    text = report.read_text(encoding="utf-8")
+    page = Page(text)
+    assert set(SECTIONS) <= page.ids
+    assert page.external == []  # nothing fetched: no link, script src, remote image
+    assert not re.search(r"https?://", text)
+    assert "<script src" not in text and "@import" not in text and "url(" not in text
+    assert page.images and all(i.startswith("data:image/png;base64,") for i in page.images)
+
+
+def test_report_tables_hold_the_runs_figures(report, run_dir):
+    page = Page(report.read_text(encoding="utf-8"))
+    run = gx.open_run(run_dir)
+    last = run.steps[-1]
+    modules = module_gradients(run.step_gradients(last).params)
+    rows = page.tables["module-table"][1:]
+    assert len(rows) == len(modules)
+    norms = [float(r[3]) for r in rows[1:]]  # the model first, then ranked by norm
+    assert norms == sorted(norms, reverse=True)
+    assert float(rows[0][3]) == modules[""].norm  # exact: the cells keep the float's repr
+    assert {float(r[3]) for r in rows} == {m.norm for m in modules.values()}
+    params = page.tables["parameter-table"][1:]
+    stats = run.stats(last)
+    assert len(params) == len(run.parameters)
+    got = {float(r[1]) for r in params}
+    assert got == {s["norm"] for s in stats.values()}
+    # NaN/Inf first: the two parameters with the event lead the ranking, first at step 25
+    assert [r[6] for r in params[:2]] == ["25.0", "25.0"] and [r[5] for r in params[:2]] == ["1.0", "1.0"]
+    events = page.tables["event-table"][1:]
+    assert sorted((r[0], r[2], r[3]) for r in events) == [("25.0", "0.0", "1.0"), ("25.0", "1.0", "0.0")]
+
+
+def test_report_shows_events_hooks_and_top_parameters(report):
+    text = report.read_text(encoding="utf-8")
+    assert "First at step 25, in 0.weight (1 NaN, 0 Inf), 2.bias (0 NaN, 1 Inf)" in text
+    assert "scale:0.5" in text and "No backward hooks" not in text
+    assert text.count('class="param"') == 3
+    assert "NaN/Inf first at step 25" in text and "largest norms at the last step" in text
+
+
+def test_report_of_a_clean_run_says_so(tmp_path, run_cli):
+    run = write_run(tmp_path / "clean", steps=3)
+    code, out, err = run_cli("report", run, "--out", tmp_path / "r.html")
+    assert code == 0, err
+    text = (tmp_path / "r.html").read_text(encoding="utf-8")
+    assert "No NaN or Inf in any recorded gradient" in text and "No backward hooks" in text
+    assert "report of 3 steps x 4 parameters" in out
+
+
+def test_report_bad_input_is_one_line(tmp_path, run_cli):
+    code, _, err = run_cli("report", tmp_path, "--out", tmp_path / "r.html")
+    assert code == 2 and "not a gradexplorer run directory" in err and err.count("\n") == 1
+    run = write_run(tmp_path / "r", steps=2)
+    code, _, err = run_cli("report", run, "--out", tmp_path / "missing" / "r.html")
+    assert code == 2 and "does not exist" in err and err.count("\n") == 1
+
+
+def chromium(*args: str) -> subprocess.CompletedProcess:
+    profile = tempfile.mkdtemp(prefix="gx-chromium-")
+    try:
+        return subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu",
+                               "--disable-background-networking", "--disable-component-update",
+                               "--no-first-run", f"--user-data-dir={profile}", *args],
+                              capture_output=True, text=True, timeout=120)
+    finally:
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no chromium installed (apt-get install chromium)")
+def test_report_renders_in_headless_chromium(report, tmp_path):
+    proc = chromium("--dump-dom", "--virtual-time-budget=5000", report.as_uri())
+    dom = proc.stdout
+    assert 'data-ready="1"' in dom, proc.stderr[-2000:]  # the page's script ran to its end
+    page = Page(dom)
+    assert set(SECTIONS) <= page.ids
+    shot = tmp_path / "shot.png"
+    chromium("--window-size=1200,1800", f"--screenshot={shot}", report.as_uri())
+    pixels = shot.read_bytes()
+    assert pixels[:8] == b"\x89PNG\r\n\x1a\n" and len(pixels) > 50_000  # drawn, not blank
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no chromium installed (apt-get install chromium)")
+def test_smoothing_in_the_browser_redraws_the_curves(report):
+    def loss_path(dom):
+        return re.search(r'data-key="loss".*?<path d="([^"]+)"', dom, re.S).group(1)
+
+    plain = chromium("--dump-dom", "--virtual-time-budget=5000", report.as_uri()).stdout
+    smooth = chromium("--dump-dom", "--virtual-time-budget=5000", report.as_uri() + "#smoothing=0.9").stdout
+    assert 'id="smoothing-value">0.900<' in smooth
+    a, b = loss_path(plain), loss_path(smooth)
+    ya = np.array([float(v) for v in re.findall(r"[ML][\d.]+ ([\d.]+)", a)])
+    yb = np.array([float(v) for v in re.findall(r"[ML][\d.]+ ([\d.]+)", b)])
+    assert len(ya) and len(yb) and a != b
+    assert np.ptp(yb) < np.ptp(ya)  # the smoothed loss swings less
+    assert math.isfinite(float(yb[-1]))
