@@ -28,6 +28,11 @@ def inspect_run(path: str, step: int | None, width: int) -> int:
           f"({len(steps)} recorded), snapshots at {snaps or 'none'}")
     print(f"step {step}: global norm {number(info['global_norm'])}, loss {number(info['loss'])}, "
           f"{info['total_numel'] or 0:,} numbers over {info['ranks']} rank(s)")
+    events = run.spike_events()
+    if events:
+        print(f"spike events: {len(events)}, at step(s) "
+              f"{', '.join(str(e.step) for e in events[:8])}{' …' if len(events) > 8 else ''} "
+              f"(gradexplorer spikes {run.path})")
     norms = run.rank_norms(step)
     if norms:
         from gradexplorer.core.recorder.per_rank import spread

@@ -12,6 +12,7 @@ from torch import nn
 
 from gradexplorer.core.errors import UserError
 from gradexplorer.core.recorder.ranks import RankPlan, plan_ranks
+from gradexplorer.core.recorder.spike_log import SpikeLog
 from gradexplorer.core.recorder.store import RunWriter
 from gradexplorer.core.recorder.structure import GraphCapture, model_structure
 from gradexplorer.core.stats.monitor import GradientMonitor
@@ -55,7 +56,7 @@ class Recorder:
                  run_dir: str | Path | None = None, *, every: int = 1, bins: int = 64,
                  snapshot_every: int | None = None, hooks: dict[str, str] | None = None,
                  keep_snapshots: int | None = None, history: int = 16, report=None,
-                 auto_steps: bool = True, per_rank: bool = False) -> None:
+                 auto_steps: bool = True, per_rank: bool = False, spikes=True) -> None:
         if not isinstance(model, nn.Module):
             raise UserError(f"watch needs an nn.Module, got {type(model).__name__}")
         if optimizer is not None and not isinstance(optimizer, torch.optim.Optimizer):
@@ -110,6 +111,9 @@ class Recorder:
                              "ranks": self.plan.world, "mode": self.plan.mode},
             })
             self._graph = GraphCapture(self.model, lambda g: self.writer.set_meta({"graph": g}))
+        self.spikes = None if self.writer is None or spikes is False else SpikeLog(
+            None if spikes is True else spikes, self.writer,
+            None if self.plan.mode == "fsdp2" else self._snapshot, keep_snapshots, self._report)
         self.auto_steps = auto_steps and optimizer is not None
         if self.auto_steps:
             self._handles.append(optimizer.register_step_pre_hook(self.before_optimizer_step))
@@ -161,9 +165,17 @@ class Recorder:
         self.after_optimizer_step(loss=loss)
         return self.latest() if self.step_count % self.every == 0 else None
 
-    def note_loss(self, loss: float | torch.Tensor) -> None:
-        """The loss of the step under way, recorded with it (read once the step is over)."""
+    def note_loss(self, loss: float | torch.Tensor, per_sample=None) -> None:
+        """The loss of the step under way, recorded with it (read once the step is over);
+        ``per_sample`` (each sample's loss) names the worst samples of a spike."""
         self._loss = loss.detach() if isinstance(loss, torch.Tensor) else loss
+        if per_sample is not None and self.spikes is not None:
+            self.spikes.note_per_sample(self.step_count + 1, per_sample)
+
+    def note_batch(self, ids) -> None:
+        """The ids of the step under way's samples (JSON-able: indices, names), kept with it."""
+        if self.spikes is not None:
+            self.spikes.note_batch(self.step_count + 1, ids)
 
     def _per_rank(self, wanted: bool, report):
         """A RankNorms gatherer when per-rank figures are asked for and apply (DDP)."""
@@ -180,10 +192,15 @@ class Recorder:
     def _write(self, record: StepGradients, rank_norms=None) -> None:
         loss, self._loss = self._loss, None
         loss = None if loss is None else float(loss)
-        if not self.writer.write_step(record, loss, ranks=self.plan.world, rank_norms=rank_norms):
+        batch = self.spikes.batch_of(record.step) if self.spikes else None
+        if not self.writer.write_step(record, loss, ranks=self.plan.world, rank_norms=rank_norms,
+                                      batch=batch):
             return
-        if self.snapshot_every and record.step % self.snapshot_every == 0:
+        periodic = bool(self.snapshot_every and record.step % self.snapshot_every == 0)
+        if periodic:
             self._snapshot(record)
+        if self.spikes is not None:
+            self.spikes.after_write(record, loss, periodic)
 
     def _snapshot(self, record: StepGradients) -> None:
         from gradexplorer.core.snapshot.write import write_snapshot
@@ -231,14 +248,15 @@ class Recorder:
 def watch(model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
           run_dir: str | Path | None = None, *, every: int = 1, bins: int = 64,
           snapshot_every: int | None = None, hooks: dict[str, str] | None = None,
-          keep_snapshots: int | None = None, per_rank: bool = False) -> Recorder:
+          keep_snapshots: int | None = None, per_rank: bool = False, spikes=True) -> Recorder:
     """Record ``model``'s gradient statistics every ``every`` steps into ``run_dir``.
 
     ``hooks={"fc1": "scale:0.5"}`` attaches the app's backward-hook actions; snapshots
     (gradients in the snapshot format) every ``snapshot_every`` steps, the newest
     ``keep_snapshots`` kept. ``per_rank=True`` (DDP) also records every rank's own gradient
-    norms, to catch ranks that disagree.
+    norms, to catch ranks that disagree. ``spikes`` (True, False or a SpikeSettings) finds
+    loss and gradient spikes and keeps them in the run (docs/diagnose.md).
     """
     return Recorder(model, optimizer, run_dir, every=every, bins=bins,
                     snapshot_every=snapshot_every, hooks=hooks, keep_snapshots=keep_snapshots,
-                    per_rank=per_rank)
+                    per_rank=per_rank, spikes=spikes)

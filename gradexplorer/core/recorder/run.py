@@ -126,6 +126,24 @@ class Run:
             out.setdefault(rank, {})[name] = _number(norm)
         return out
 
+    def spike_events(self) -> list:
+        """The spike events recorded (SpikeEvent, oldest first; [] for runs from before them)."""
+        from gradexplorer.core.diagnose.spikes import SpikeEvent
+
+        try:
+            rows = self._db.execute("SELECT event FROM spike_events ORDER BY step").fetchall()
+        except sqlite3.OperationalError:  # no such table: written by an older version
+            return []
+        return [SpikeEvent.from_json(json.loads(text)) for (text,) in rows]
+
+    def batch_ids(self, step: int) -> Any:
+        """The ids noted for ``step``'s batch (``rec.note_batch``, or ``{"make_batch": N}``)."""
+        try:
+            row = self._db.execute("SELECT ids FROM batches WHERE step = ?", (step,)).fetchone()
+        except sqlite3.OperationalError:
+            return None
+        return None if row is None else json.loads(row[0])
+
     def histogram(self, step: int, name: str) -> tuple[np.ndarray, np.ndarray]:
         """``(edges, counts)`` of ``name``'s gradient at ``step``."""
         h = self.histograms(step, name).get(name)

@@ -91,8 +91,9 @@ class RunWriter:
         return self._guarded("the run's description", work)
 
     def write_step(self, record: StepGradients, loss: float | None = None, ranks: int = 1,
-                   rank_norms: dict[int, dict[str, float]] | None = None) -> bool:
-        """Append one step (figures and histograms) in one transaction."""
+                   rank_norms: dict[int, dict[str, float]] | None = None,
+                   batch: str | None = None) -> bool:
+        """Append one step (figures, histograms, the batch's ids as JSON) in one transaction."""
         stat_rows = [
             (record.step, s.name, s.numel, int(s.has_grad),
              *(_real(getattr(s, f)) for f in STAT_FIELDS))
@@ -118,7 +119,17 @@ class RunWriter:
                                [(record.step, rank, name, _real(norm))
                                 for rank, norms in (rank_norms or {}).items()
                                 for name, norm in norms.items()])
+                if batch is not None:
+                    db.execute("INSERT OR REPLACE INTO batches VALUES (?, ?)", (record.step, batch))
         return self._guarded(f"step {record.step}", work)
+
+    def write_event(self, step: int, until: int, event: str) -> bool:
+        """Keep (or update) the spike event that began at ``step`` (JSON text)."""
+        def work():
+            with self._transaction() as db:
+                db.execute("INSERT OR REPLACE INTO spike_events VALUES (?, ?, ?)",
+                           (step, until, event))
+        return self._guarded(f"the spike event of step {step}", work)
 
     def add_snapshot(self, step: int, path: Path, keep: int | None = None) -> bool:
         """Note a snapshot folder; with ``keep``, delete all but the newest ``keep``."""
