@@ -49,6 +49,11 @@ _API = {
     "NonFiniteOrigin": "gradexplorer.core.diagnose.nan_origin",
     "explain_graph": "gradexplorer.core.diagnose.explain",
     "ABRun": "gradexplorer.core.session.ab",
+    "SpikeSettings": "gradexplorer.core.diagnose.spike_band",
+    "SpikeEvent": "gradexplorer.core.diagnose.spikes",
+    "SpikeObserver": "gradexplorer.core.diagnose.spike_observer",
+    "find_divergence": "gradexplorer.core.recorder.divergence",
+    "Divergence": "gradexplorer.core.recorder.divergence",
     # snapshots
     "Snapshot": "gradexplorer.core.snapshot.read",
     "read_snapshot": "gradexplorer.core.snapshot.read",
@@ -63,6 +68,7 @@ _API = {
 
 __all__ = [
     "ABRun",
+    "Divergence",
     "GradientMonitor",
     "Histogram",
     "HookRegistry",
@@ -73,6 +79,9 @@ __all__ = [
     "Run",
     "SessionConfig",
     "Snapshot",
+    "SpikeEvent",
+    "SpikeObserver",
+    "SpikeSettings",
     "StepGradients",
     "StepResult",
     "TrainingSession",
@@ -86,6 +95,7 @@ __all__ = [
     "explain_graph",
     "export_graph",
     "extract_graph",
+    "find_divergence",
     "gradient_stats",
     "hookable_modules",
     "layout_graph",
@@ -116,6 +126,9 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time names load lazily above
+    from gradexplorer.core.diagnose.spike_band import SpikeSettings
+    from gradexplorer.core.diagnose.spike_observer import SpikeObserver
+    from gradexplorer.core.diagnose.spikes import SpikeEvent
     from gradexplorer.core.errors import UserError
     from gradexplorer.core.graph.collapse import collapse_by_module
     from gradexplorer.core.graph.export.files import export_graph
@@ -127,6 +140,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time names load lazily a
     from gradexplorer.core.model.spec import ModelOptions, load_workload
     from gradexplorer.core.model.workload import Workload
     from gradexplorer.core.recorder.recorder import Recorder, watch
+    from gradexplorer.core.recorder.divergence import Divergence, find_divergence
     from gradexplorer.core.recorder.run import Run, open_run
     from gradexplorer.core.session.devices import available_devices, unavailable_devices
     from gradexplorer.core.session.engine import SessionConfig, StepResult, TrainingSession

@@ -6,7 +6,7 @@ parameter's magnitude figures (FIGURES) and the global norm are compared by rela
 ``|a - b| / max(|a|, |b|)`` (0 when both are 0 or both NaN; 1 when only one is NaN or Inf);
 the loss too when both runs recorded it over the same number of ranks (a DDP rank's loss is
 its own shard's). The first step with a gap above ``tol`` is the divergence; its parameters
-are ranked by their largest gap (ties in the model's order).
+are ranked by their largest gap (equal to 3 digits: in the model's order).
 """
 
 from __future__ import annotations
@@ -94,6 +94,7 @@ def find_divergence(run_a: Run | str | Path, run_b: Run | str | Path,
         compared.append(step)
         worst = max([r["gap"] for r in rows] + [s["gap"] for s in signals.values()])
         if worst > tol:
-            ranking = sorted(rows, key=lambda r: -r["gap"])  # stable: model order in ties
+            # gaps equal to 3 digits are ties (one change seen through float32 rounding): model order
+            ranking = sorted(rows, key=lambda r: -float(f"{r['gap']:.3g}"))
             return Divergence(step, tol, compared, [r for r in ranking if r["gap"] > 0], signals)
     return Divergence(None, tol, compared)
