@@ -139,8 +139,8 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time names load lazily a
     from gradexplorer.core.hooks.registry import HookRegistry
     from gradexplorer.core.model.spec import ModelOptions, load_workload
     from gradexplorer.core.model.workload import Workload
-    from gradexplorer.core.recorder.recorder import Recorder, watch
     from gradexplorer.core.recorder.divergence import Divergence, find_divergence
+    from gradexplorer.core.recorder.recorder import Recorder, watch
     from gradexplorer.core.recorder.run import Run, open_run
     from gradexplorer.core.session.devices import available_devices, unavailable_devices
     from gradexplorer.core.session.engine import SessionConfig, StepResult, TrainingSession
