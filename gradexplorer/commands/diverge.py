@@ -31,8 +31,8 @@ def diverge_command(args: argparse.Namespace) -> int:
         print(f"no divergence: {len(result.compared)} common step(s) ({span}) agree within "
               f"{result.tol:g} (relative) on every figure")
         return 0
-    print(f"diverged at step {result.step} (first of {len(result.compared)} common steps "
-          f"compared from {result.compared[0]}; tolerance {result.tol:g} relative)")
+    print(f"diverged at step {result.step} (common steps {span} compared; tolerance "
+          f"{result.tol:g} relative)")
     for name, s in result.signals.items():
         print(f"  {name.replace('_', ' ')}: A {number(s['a'])}, B {number(s['b'])}, "
               f"gap {s['gap']:.3g}")

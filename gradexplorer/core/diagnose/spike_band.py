@@ -34,13 +34,13 @@ class SpikeSettings:
       the onset ranking walks back from the event over consecutive steps above it
     - ``lookback``: how many recorded steps before an event the onset may lie
     - ``merge``: flagged steps less than this many recorded steps apart are one event
-    - ``refresh``: the bands' median and MAD are recomputed every this many recorded steps
-      (and whenever a band is still warming up); in between a step is scored against them
+    - ``refresh``: once the window is full, the bands' median and MAD are recomputed every this
+      many recorded steps (before: every step); in between a step is scored against them
     """
 
     window: int = 64
     k: float = 8.0
-    warmup: int = 16
+    warmup: int = 32
     min_width: float = 0.1
     onset_k: float = 3.0
     lookback: int = 16
@@ -113,7 +113,7 @@ class RollingBands:
             nan = np.full(t.shape, np.nan)
             return nan, nan, nan
         if self._band is None or self._age >= self.settings.refresh or \
-                self._filled <= self.settings.warmup:
+                self._filled < self._buf.shape[1]:
             hist = self._buf[:, :self._filled]
             centre = _median(hist)
             width = np.maximum(MAD_TO_SIGMA * _median(np.abs(hist - centre[:, None])),

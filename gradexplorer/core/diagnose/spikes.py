@@ -207,12 +207,12 @@ class SpikeDetector:
                 if not any(r.startswith(f"{self._label(column)[0]} ") for r in reasons):
                     reasons.append(text)
         params = np.flatnonzero(flagged[2:])
-        if len(params):
-            names = {self._label(2 + c)[0] for c in params}
+        if len(params) and not any(r.startswith("parameters ") for r in reasons):
+            names = list(dict.fromkeys(self._label(2 + int(c))[0] for c in params))
             nonfinite = any(row.bad[2 + c] for c in params)
-            text = f"{len(names)} parameter(s) {'NaN/Inf' if nonfinite else 'above their bands'}"
-            if not any("parameter(s)" in r for r in reasons):
-                reasons.append(f"{text} at step {row.step}")
+            named = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+            what = "with NaN/Inf" if nonfinite else "above their bands"
+            reasons.append(f"parameters {what} at step {row.step}: {named}")
         return reasons
 
     def _figures(self, rows: list[_Row], names: list[str]) -> dict[str, Any]:
