@@ -107,3 +107,20 @@ def test_run_command_reports_a_nan_spike(run_cli, tmp_path):
     assert code == 0
     assert "! spike at step" in out and "make_batch(" in out
     assert "spikes: 1 event(s)" in out
+
+
+def test_the_apps_session_tells_spikes_to_the_event_log_listeners():
+    from gradexplorer.core.diagnose.spike_observer import SpikeObserver
+    from gradexplorer.gui.live_session import open_live_session
+
+    live = open_live_session("example:mlp", gx.ModelOptions(), gx.SessionConfig(device="cpu", lr=1e30))
+    told = []
+    live.hooks.listeners.append(lambda *event: told.append(event))
+    observers = live.session.observers
+    spikes = next(o for o in observers if isinstance(o, SpikeObserver))
+    assert observers.index(spikes) > observers.index(live.monitor)  # it reads the monitor's figures
+    results = list(live.session.run(3))
+    assert [e.step for e in spikes.events] == [2]
+    assert results[1].extras["spike"].batch == {"make_batch": 1}
+    assert [(kind, text.split(":")[0]) for kind, _, text in told if kind == "spike"] == \
+        [("spike", "spike at step 2")]

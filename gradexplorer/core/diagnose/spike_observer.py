@@ -24,6 +24,21 @@ class SpikeObserver:
         self.failed = False
         self._report = report or (lambda line: print(line, file=sys.stderr))
 
+    @classmethod
+    def telling(cls, listeners: list, settings: SpikeSettings | None = None) -> SpikeObserver:
+        """An observer that tells each event, when it begins, to ``listeners`` as
+        ``listener("spike", module, "spike at step N: …")`` (the HookRegistry listeners'
+        signature: the app's event log shows it)."""
+        observer = cls(settings)
+
+        def tell(event: SpikeEvent, step: int) -> None:
+            if event.step == step:
+                module = event.modules[0]["name"] if event.modules else ""
+                for listener in list(listeners):
+                    listener("spike", module, f"spike at {event.summary()}")
+        observer.listeners.append(tell)
+        return observer
+
     @property
     def events(self) -> list[SpikeEvent]:
         return self.detector.events
