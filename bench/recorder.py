@@ -8,7 +8,9 @@ Single process: every method trains its own copy of the model (same weights, sam
 in one process, interleaved step by step (rounds), so load from other processes hits all alike.
 The table gives the time spent inside watch's step hooks per step as a share of the median bare
 step (direct, low noise), and the median end-to-end step and its ratio to the bare loop's
-(noisier on a shared machine). Methods:
+(noisier on a shared machine). The last line gives the part of that spent on spike detection
+(``SpikeLog.after_write``: bands, scoring, events) per recorded step, as a share of the bare step.
+Methods:
 
 - bare loop: zero_grad, forward, backward, optimizer.step
 - watch, in memory: ``gradexplorer.watch(model, opt)`` (the app's monitor, no run directory)
@@ -67,12 +69,17 @@ def build(name: str):
 
 
 class Inside:
-    """Seconds spent inside every Recorder's step hooks, by recorder."""
+    """Seconds spent inside every Recorder's step hooks, by recorder, and inside spike
+    detection (SpikeLog.after_write), by spike log."""
 
     def __init__(self) -> None:
+        from gradexplorer.core.recorder.spike_log import SpikeLog
+
         self.seconds: dict[int, float] = {}
-        for hook in ("before_optimizer_step", "after_optimizer_step"):
-            setattr(gx.Recorder, hook, self._timed(getattr(gx.Recorder, hook)))
+        self.timed = [(gx.Recorder, "before_optimizer_step"), (gx.Recorder, "after_optimizer_step"),
+                      (SpikeLog, "after_write")]
+        for owner, hook in self.timed:
+            setattr(owner, hook, self._timed(getattr(owner, hook)))
 
     def _timed(self, method):
         def timed(rec, *args, **kwargs):
@@ -85,8 +92,8 @@ class Inside:
         return timed
 
     def close(self) -> None:
-        for hook in ("before_optimizer_step", "after_optimizer_step"):
-            setattr(gx.Recorder, hook, getattr(gx.Recorder, hook).original)
+        for owner, hook in self.timed:
+            setattr(owner, hook, getattr(owner, hook).original)
 
 
 def measure(name: str, rounds: int = 5, steps: int = 4, device: str = "cpu") -> dict:
@@ -127,6 +134,8 @@ def measure(name: str, rounds: int = 5, steps: int = 4, device: str = "cpu") -> 
     counted = rounds * steps
     spent = {method: (inside.seconds.get(id(rec), 0.0) - warm.get(id(rec), 0.0)) / counted
              for method, (_, _, rec) in setups.items() if rec is not None}
+    log = setups["watch, run directory"][2].spikes
+    spikes = (inside.seconds.get(id(log), 0.0) - warm.get(id(log), 0.0)) / counted
     inside.close()
     for _, _, rec in setups.values():
         if rec is not None:
@@ -134,7 +143,7 @@ def measure(name: str, rounds: int = 5, steps: int = 4, device: str = "cpu") -> 
     numel = sum(p.numel() for p in model.parameters())
     medians = {method: statistics.median(t[steps:]) for method, t in times.items()}
     return {"model": name, "numel": numel, "params": len(list(model.parameters())),
-            "median": medians, "inside": spent, "device": device}
+            "median": medians, "inside": spent, "device": device, "spikes": spikes}
 
 
 def report(result: dict) -> str:
@@ -146,6 +155,8 @@ def report(result: dict) -> str:
         spent = result["inside"].get(method)
         share = "" if spent is None else f"{spent / bare:.1%}"
         lines.append(f"  {method:<22} {share:>14} {seconds * 1e3:10.2f} ms {seconds / bare - 1:+8.1%}")
+    lines.append(f"  spike detection (part of the run directory's): {result['spikes'] * 1e6:.0f} us "
+                 f"a step, {result['spikes'] / bare:.2%} of the bare step")
     return "\n".join(lines)
 
 

@@ -51,6 +51,11 @@ _API = {
     "NonFiniteOrigin": "gradexplorer.core.diagnose.nan_origin",
     "explain_graph": "gradexplorer.core.diagnose.explain",
     "ABRun": "gradexplorer.core.session.ab",
+    "SpikeSettings": "gradexplorer.core.diagnose.spike_band",
+    "SpikeEvent": "gradexplorer.core.diagnose.spikes",
+    "SpikeObserver": "gradexplorer.core.diagnose.spike_observer",
+    "find_divergence": "gradexplorer.core.recorder.divergence",
+    "Divergence": "gradexplorer.core.recorder.divergence",
     # snapshots
     "Snapshot": "gradexplorer.core.snapshot.read",
     "read_snapshot": "gradexplorer.core.snapshot.read",
@@ -70,6 +75,7 @@ _API = {
 
 __all__ = [
     "ABRun",
+    "Divergence",
     "GradientMonitor",
     "Histogram",
     "HookRegistry",
@@ -82,6 +88,9 @@ __all__ = [
     "RunHistory",
     "SessionConfig",
     "Snapshot",
+    "SpikeEvent",
+    "SpikeObserver",
+    "SpikeSettings",
     "StepGradients",
     "StepLedger",
     "StepResult",
@@ -98,6 +107,7 @@ __all__ = [
     "explain_graph",
     "export_graph",
     "extract_graph",
+    "find_divergence",
     "gradient_stats",
     "hookable_modules",
     "layout_graph",
@@ -129,6 +139,9 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time names load lazily above
+    from gradexplorer.core.diagnose.spike_band import SpikeSettings
+    from gradexplorer.core.diagnose.spike_observer import SpikeObserver
+    from gradexplorer.core.diagnose.spikes import SpikeEvent
     from gradexplorer.core.errors import UserError
     from gradexplorer.core.graph.collapse import collapse_by_module
     from gradexplorer.core.graph.export.files import export_graph
@@ -139,6 +152,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time names load lazily a
     from gradexplorer.core.hooks.registry import HookRegistry
     from gradexplorer.core.model.spec import ModelOptions, load_workload
     from gradexplorer.core.model.workload import Workload
+    from gradexplorer.core.recorder.divergence import Divergence, find_divergence
     from gradexplorer.core.recorder.recorder import Recorder, watch
     from gradexplorer.core.recorder.run import Run, open_run
     from gradexplorer.core.recorder.run_history import RunHistory

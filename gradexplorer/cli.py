@@ -17,7 +17,8 @@ from gradexplorer.core.errors import UserError
 
 # Each subcommand lives in gradexplorer/commands/<module>.py and defines
 # ``register(subparsers)`` which adds its parser and sets ``func(args) -> int``.
-COMMAND_MODULES = ("run", "graph", "hooks", "inspect", "compare", "export", "report", "gui", "open")
+COMMAND_MODULES = ("run", "graph", "hooks", "inspect", "compare", "export", "report", "spikes",
+                   "diverge", "gui", "open")
 # The desktop app's commands keep the main thread (Qt's); their deep work runs in workers.
 # Qt lives on the main thread; `graph` traces on a deep stack itself and draws its PNG here
 MAIN_THREAD_COMMANDS = ("gui", "open", "graph")

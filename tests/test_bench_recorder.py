@@ -17,6 +17,8 @@ def test_recorder_benchmark_reports_every_method():
         assert method in text
     assert set(result["inside"]) == set(bench.METHODS) - {"bare loop"}
     assert all(seconds > 0 for seconds in result["inside"].values())
+    assert 0 < result["spikes"] < result["inside"]["watch, run directory"]
+    assert "spike detection" in text
     import gradexplorer as gx
 
     assert not hasattr(gx.Recorder.before_optimizer_step, "original")  # timing undone

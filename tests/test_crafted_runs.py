@@ -23,8 +23,9 @@ def good_run(tmp_path_factory):
     model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     path = tmp_path_factory.mktemp("runs") / "good"
-    with gx.watch(model, opt, path, bins=8):
-        for _ in range(3):
+    with gx.watch(model, opt, path, bins=8) as rec:
+        for i in range(3):
+            rec.note_batch([i])
             opt.zero_grad()
             model(torch.randn(5, 4)).square().mean().backward()
             opt.step()
@@ -50,6 +51,13 @@ CASES = {  # name: (SQL, its parameters, words the line must hold[, the commands
     "no rank_norms column": ("ALTER TABLE rank_norms DROP COLUMN norm", (), "no column norm"),
     "no ledger column": ("ALTER TABLE ledger DROP COLUMN clip_coef", (), "no column clip_coef"),
     "no param_steps column": ("ALTER TABLE param_steps DROP COLUMN lr", (), "no column lr"),
+    "no batches column": ("ALTER TABLE batches DROP COLUMN ids", (), "no column ids"),
+    "no spike_events column": ("ALTER TABLE spike_events DROP COLUMN event", (), "no column event"),
+    "batch json": ("UPDATE batches SET ids = '{bad'", (), "table batches", ("open",)),
+    "spike event json": ("INSERT INTO spike_events VALUES (1, 1, '{bad')", (), "table spike_events",
+                         ("inspect",)),
+    "spike event shape": ("INSERT INTO spike_events VALUES (1, 1, '[1]')", (),
+                          "does not hold a spike event", ("inspect",)),
     "ledger figure": ("UPDATE ledger SET grad_norm_accumulated = 'abc'", (),
                       "column grad_norm_accumulated holds str", ("inspect",)),
     "ledger lr": ("UPDATE ledger SET lr = '[\"a\"]'", (), "column lr", ("inspect",)),
@@ -109,7 +117,8 @@ def read_everything(path):
         _ = run.structure, run.parameters, run.snapshots
         for step in run.steps:
             run.step_gradients(step)
-            run.stats(step), run.rank_norms(step), run.step_info(step)
+            run.stats(step), run.rank_norms(step), run.step_info(step), run.batch_ids(step)
+        run.spike_events()
         list(run.follow(timeout=0))
 
 

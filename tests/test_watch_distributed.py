@@ -87,3 +87,9 @@ def test_inspect_flags_ranks_that_disagree(two_rank_runs, capsys):
     assert main(["inspect", str(two_rank_runs / "per-rank"), "--step", str(STEPS - 1)]) == 0
     out = capsys.readouterr().out
     assert "largest spread 0 " in out and "different gradients" not in out
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_two_ranks_and_one_process_do_not_diverge(mode, reference, two_rank_runs):
+    result = gx.find_divergence(two_rank_runs / mode, reference)  # at the default tolerance
+    assert not result.diverged and result.compared == list(range(1, STEPS + 1))

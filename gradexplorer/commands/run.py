@@ -18,6 +18,7 @@ from gradexplorer.commands.hook_options import (
     attach_hooks_from_args,
 )
 from gradexplorer.commands.progress import StepReporter
+from gradexplorer.commands.spike_lines import SpikeLines
 from gradexplorer.core.errors import UserError
 from gradexplorer.core.session.devices import describe_device
 
@@ -49,6 +50,7 @@ def run_command(args: argparse.Namespace) -> int:
     detached = DetachedHooks(session)
     registry.listeners.append(detached)
     folder = attach_gradient_options(session, args, hooks=registry)
+    spikes = SpikeLines(session)
     reporter = StepReporter(args.steps)
     try:
         for result in session.run(args.steps):
@@ -57,7 +59,7 @@ def run_command(args: argparse.Namespace) -> int:
         reporter.close()
         if folder is not None:
             folder.release()
-    for line in detached.summary():
+    for line in [*detached.summary(), *spikes.summary()]:
         print(line)
     return 0
 

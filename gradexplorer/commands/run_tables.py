@@ -64,6 +64,11 @@ def inspect_run(path: str, step: int | None, width: int) -> int:
           f"{info['total_numel'] or 0:,} numbers over {info['ranks']} rank(s)")
     for line in ledger_lines(run, step):
         print("  " + line)
+    events = run.spike_events()
+    if events:
+        print(f"spike events: {len(events)}, at step(s) "
+              f"{', '.join(str(e.step) for e in events[:8])}{' …' if len(events) > 8 else ''} "
+              f"(gradexplorer spikes {run.path})")
     norms = run.rank_norms(step)
     if norms:
         from gradexplorer.core.recorder.per_rank import spread

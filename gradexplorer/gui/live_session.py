@@ -10,6 +10,7 @@ from typing import Any
 import torch
 
 from gradexplorer.core.diagnose.nan_origin import NonFiniteOrigin
+from gradexplorer.core.diagnose.spike_observer import SpikeObserver
 from gradexplorer.core.hooks import HookRegistry, hookable_modules
 from gradexplorer.core.hooks.observed import ObserveReporter
 from gradexplorer.core.model.spec import ModelOptions, load_workload
@@ -83,6 +84,7 @@ def reconfigure(live: LiveSession, **changes: Any) -> LiveSession:
 def _attach(live: LiveSession) -> None:
     live.session.config.grad_norm = False  # the monitor reports the global norm itself
     live.session.add_observer(live.monitor)
+    live.session.add_observer(SpikeObserver.telling(live.hooks.listeners))  # to the event log
     live.hooks.install(live.session)
     # where a step's NaN/Inf was born, told through the hook registry's listeners (the mailbox)
     live.session.add_observer(NonFiniteOrigin(live.session, live.hooks.listeners))

@@ -22,6 +22,7 @@ from gradexplorer.core.recorder.step_points import (
     step_ledger,
     with_closure,
 )
+from gradexplorer.core.recorder.spike_log import SpikeLog
 from gradexplorer.core.recorder.store import RunSizeNote, RunWriter
 from gradexplorer.core.recorder.structure import GraphCapture, model_structure
 from gradexplorer.core.stats.accumulated import AccumulationProbe
@@ -74,10 +75,10 @@ class Recorder:
                  keep_snapshots: int | None = None, history: int = 16, report=None,
                  auto_steps: bool = True, per_rank: bool = False, scaler=None,
                  step_number=None, optimizer_state: bool = True, overwrite: bool = False,
-                 resume: bool = False) -> None:
+                 resume: bool = False, spikes=True) -> None:
         self._closed = True  # until everything is in place: close() undoes what was done
         self._handles: list[Any] = []
-        self.hooks = self.writer = self._graph = self.probe = self.scaler = None
+        self.hooks = self.writer = self._graph = self.probe = self.scaler = self.spikes = None
         if not isinstance(model, nn.Module):
             raise UserError(f"watch needs an nn.Module, got {type(model).__name__}")
         if optimizer is not None and not isinstance(optimizer, torch.optim.Optimizer):
@@ -110,7 +111,7 @@ class Recorder:
         try:
             self._set_up(optimizer, run_dir, every, bins, snapshot_every, hooks, keep_snapshots,
                          history, auto_steps, per_rank, overwrite, resume, scaler, step_number,
-                         optimizer_state)
+                         optimizer_state, spikes)
         except BaseException:
             self.close()
             raise
@@ -118,7 +119,7 @@ class Recorder:
 
     def _set_up(self, optimizer, run_dir, every, bins, snapshot_every, hooks, keep_snapshots,
                 history, auto_steps, per_rank, overwrite, resume, scaler, step_number,
-                optimizer_state) -> None:
+                optimizer_state, spikes) -> None:
         """Attach and open what the checked arguments ask for (the caller undoes it on error)."""
         self._closed = False
         if hooks:
@@ -163,6 +164,9 @@ class Recorder:
             "a skipped step", self._skipped_step, self._warned), lambda: self._steps_taken)
         if run_dir is not None and self.plan.writes:
             self._open_run(run_dir, overwrite, resume, hooks)
+        self.spikes = None if self.writer is None or spikes is False else SpikeLog(
+            None if spikes is True else spikes, self.writer,
+            None if self.plan.mode == "fsdp2" else self._snapshot, keep_snapshots, self._report)
         self.auto_steps = auto_steps and optimizer is not None
         if self.auto_steps:
             self._handles.append(optimizer.register_step_pre_hook(self._step_pre_hook))
@@ -320,12 +324,20 @@ class Recorder:
         self.after_optimizer_step(loss=loss)
         return self.latest() if self.step_count % self.every == 0 else None
 
-    def note_loss(self, loss: float | torch.Tensor) -> None:
-        """A loss of the step under way (one per micro-batch); the step records their mean.
-        Read once the step is over, so no host sync here."""
+    def note_loss(self, loss: float | torch.Tensor, per_sample=None) -> None:
+        """A loss of the step under way (one per micro-batch: a number, or a per-sample tensor
+        whose mean is taken); the step records their mean. Read once the step is over, so no
+        host sync here. ``per_sample`` (each sample's loss) names the worst samples of a spike."""
         loss = A.loss_value(loss)
         if loss is not None:
             self._losses.append(loss)
+        if per_sample is not None and self.spikes is not None:
+            self.spikes.note_per_sample(self._next_step(), per_sample)
+
+    def note_batch(self, ids) -> None:
+        """The ids of the step under way's samples (JSON-able: indices, names), kept with it."""
+        if self.spikes is not None:
+            self.spikes.note_batch(self._next_step(), ids)
 
     def _per_rank(self, wanted: bool, report):
         """A RankNorms gatherer when per-rank figures are asked for and apply (DDP)."""
@@ -340,13 +352,18 @@ class Recorder:
         return RankNorms(report or (lambda line: print(line, file=sys.stderr)))
 
     def _write(self, record: StepGradients, rank_norms, accumulated, state) -> None:
+        batch = self.spikes.batch_of(record.step) if self.spikes else None
         if not self.writer.write_step(record, self.ledger.loss, ranks=self.plan.world,
                                       rank_norms=rank_norms, ledger=self.ledger,
-                                      accumulated=accumulated, optimizer_state=state):
+                                      accumulated=accumulated, optimizer_state=state,
+                                      batch=batch):
             return
         self.size_note.check(record.step)
-        if self.snapshot_every and record.step % self.snapshot_every == 0:
+        periodic = bool(self.snapshot_every and record.step % self.snapshot_every == 0)
+        if periodic:
             self._snapshot(record)
+        if self.spikes is not None:
+            self.spikes.after_write(record, self.ledger.loss, periodic)
 
     def _snapshot(self, record: StepGradients) -> None:
         from gradexplorer.core.snapshot.write import write_snapshot
@@ -406,7 +423,8 @@ def watch(model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
           run_dir: str | Path | None = None, *, every: int = 1, bins: int = 64,
           snapshot_every: int | None = None, hooks: dict[str, str] | None = None,
           keep_snapshots: int | None = None, per_rank: bool = False, scaler=None,
-          optimizer_state: bool = True, overwrite: bool = False, resume: bool = False) -> Recorder:
+          optimizer_state: bool = True, overwrite: bool = False, resume: bool = False,
+          spikes=True) -> Recorder:
     """Record ``model``'s gradient statistics every ``every`` steps into ``run_dir``.
 
     ``hooks={"fc1": "scale:0.5"}`` attaches the app's backward-hook actions; snapshots
@@ -415,7 +433,8 @@ def watch(model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
     norms, to catch ranks that disagree. ``scaler``: the loop's ``torch.amp.GradScaler``, for
     its scale in the step ledger and the steps it skips (recorded as skipped, with an alarm).
     ``optimizer_state``: also record the optimizer's state per parameter (‖m‖, RMS √v̂,
-    effective step size; ‖momentum‖; lr) every recorded step.
+    effective step size; ‖momentum‖; lr) every recorded step. ``spikes`` (True, False or a
+    SpikeSettings) finds loss and gradient spikes and keeps them in the run (docs/diagnose.md).
 
     Every argument is checked here, before anything is attached. ``run_dir`` is locked while
     the recorder is open; one that holds a run already is refused unless ``overwrite=True``
@@ -425,4 +444,4 @@ def watch(model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
     return Recorder(model, optimizer, run_dir, every=every, bins=bins,
                     snapshot_every=snapshot_every, hooks=hooks, keep_snapshots=keep_snapshots,
                     per_rank=per_rank, scaler=scaler, optimizer_state=optimizer_state,
-                    overwrite=overwrite, resume=resume)
+                    overwrite=overwrite, resume=resume, spikes=spikes)

@@ -214,6 +214,31 @@ class Run:
                 norm, f"{at}, column norm")
         return out
 
+    def spike_events(self) -> list:
+        """The spike events recorded (SpikeEvent, oldest first; [] for runs from before them)."""
+        from gradexplorer.core.diagnose.spikes import SpikeEvent
+
+        if "spike_events" not in self._optional:
+            return []
+        out = []
+        for step, text in self._rows("SELECT step, event FROM spike_events ORDER BY step"):
+            at = f"{self.where}, table spike_events at step {V.printable(str(step))[:24]}"
+            data = V.json_value(text, at)
+            try:
+                out.append(SpikeEvent.from_json(data))
+            except (TypeError, KeyError, AttributeError):
+                raise UserError(f"{at} does not hold a spike event") from None
+        return out
+
+    def batch_ids(self, step: int) -> Any:
+        """The ids noted for ``step``'s batch (``rec.note_batch``, or ``{"make_batch": N}``)."""
+        step = V.step_number(step, self.where)
+        if "batches" not in self._optional:
+            return None
+        rows = self._rows("SELECT ids FROM batches WHERE step = ?", (step,))
+        return None if not rows else V.json_value(rows[0][0], f"{self.where}, table batches "
+                                                               f"at step {step}")
+
     def histogram(self, step: int, name: str) -> tuple[np.ndarray, np.ndarray]:
         """``(edges, counts)`` of ``name``'s gradient at ``step``."""
         h = self.histograms(step, name).get(name)

@@ -50,6 +50,10 @@ CREATE TABLE IF NOT EXISTS param_steps (
     exp_avg_norm REAL, exp_avg_sq_rms REAL, effective_lr REAL, momentum_norm REAL,
     PRIMARY KEY (step, name)
 );
+CREATE TABLE IF NOT EXISTS batches (step INTEGER PRIMARY KEY, ids TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS spike_events (
+    step INTEGER PRIMARY KEY, until INTEGER NOT NULL, event TEXT NOT NULL
+);
 """
 LEDGER_TABLE, PARAM_STEPS_TABLE = "ledger", "param_steps"  # absent from version-1 runs
 PARAM_STEP_FIELDS = ("grad_norm_accumulated", "lr", "exp_avg_norm", "exp_avg_sq_rms",

@@ -179,9 +179,9 @@ class RunWriter:
     def write_step(self, record: StepGradients, loss: float | None = None, ranks: int = 1,
                    rank_norms: dict[int, dict[str, float]] | None = None,
                    ledger: StepLedger | None = None, accumulated: dict[str, float] | None = None,
-                   optimizer_state: dict | None = None) -> bool:
+                   optimizer_state: dict | None = None, batch: str | None = None) -> bool:
         """Append one step (figures, histograms, its ledger row, the per-parameter accumulated
-        norms and optimizer state) in one transaction."""
+        norms and optimizer state, the batch's ids as JSON) in one transaction."""
         stat_rows = [
             (record.step, s.name, s.numel, int(s.has_grad),
              *(_real(getattr(s, f)) for f in STAT_FIELDS))
@@ -214,7 +214,17 @@ class RunWriter:
                                ledger_row(ledger))
                 db.executemany(f"INSERT OR REPLACE INTO param_steps VALUES ({','.join('?' * 8)})",
                                param_rows)
+                if batch is not None:
+                    db.execute("INSERT OR REPLACE INTO batches VALUES (?, ?)", (record.step, batch))
         return self._guarded(f"step {record.step}", work)
+
+    def write_event(self, step: int, until: int, event: str) -> bool:
+        """Keep (or update) the spike event that began at ``step`` (JSON text)."""
+        def work():
+            with self._transaction() as db:
+                db.execute("INSERT OR REPLACE INTO spike_events VALUES (?, ?, ?)",
+                           (step, until, event))
+        return self._guarded(f"the spike event of step {step}", work)
 
     def add_snapshot(self, step: int, path: Path, keep: int | None = None) -> bool:
         """Note a snapshot folder; with ``keep``, delete all but the newest ``keep``."""

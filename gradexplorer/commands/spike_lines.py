@@ -1,0 +1,31 @@
+"""``run``'s spike lines: one line when a spike begins, a count at the end."""
+
+from __future__ import annotations
+
+import sys
+from typing import TextIO
+
+from gradexplorer.commands.gradient_options import print_line
+from gradexplorer.core.diagnose.spike_observer import SpikeObserver
+
+
+class SpikeLines:
+    """Adds a SpikeObserver to the session (after the monitor) and prints its events."""
+
+    def __init__(self, session, stream: TextIO | None = None) -> None:
+        self.stream = stream or sys.stdout
+        self.observer = SpikeObserver()
+        self.observer.listeners.append(self._event)
+        session.add_observer(self.observer)
+
+    def _event(self, event, step: int) -> None:
+        if event.step == step:  # the event begins: say so once
+            print_line(f"  ! spike at {event.summary()}; batch make_batch({step - 1})",
+                       self.stream)
+
+    def summary(self) -> list[str]:
+        events = self.observer.events
+        if not events:
+            return []
+        return [f"spikes: {len(events)} event(s), at step(s) "
+                f"{', '.join(str(e.step) for e in events)}"]
