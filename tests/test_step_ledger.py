@@ -310,3 +310,30 @@ def test_accumulated_norms_device_path_is_flat_in_the_parameter_count_and_never_
         np.testing.assert_allclose(grad_norms(grads).numpy(), want, rtol=1e-12)  # Numba path
     assert counts[4] == counts[40] and sum(counts[4].values()) <= 3
     assert counts[4]["aten._local_scalar_dense"] == 0
+
+
+def test_reentrant_checkpointing_counts_one_backward_per_backward(tmp_path):
+    from torch.utils.checkpoint import checkpoint
+
+    class Checkpointed(nn.Module):  # every parameter inside a reentrant checkpoint segment
+        def __init__(self):
+            super().__init__()
+            torch.manual_seed(0)
+            self.a, self.b = nn.Linear(6, 8), nn.Linear(8, 3)
+
+        def forward(self, x):
+            hidden = checkpoint(lambda t: torch.tanh(self.a(t)), x, use_reentrant=True)
+            return checkpoint(self.b, hidden, use_reentrant=True)
+
+    model = Checkpointed()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    with gx.watch(model, opt, tmp_path / "run") as rec:
+        for step in range(2):
+            for mb in range(2):
+                x, y = batch(2 * step + mb)
+                nn.functional.mse_loss(model(x.requires_grad_()), y).backward()
+            want = global_norm([p.grad for p in model.parameters()])
+            opt.step()
+            opt.zero_grad()
+            assert (rec.ledger.micro_batches, rec.ledger.iteration) == (2, 2 * step + 2)
+            assert rec.ledger.grad_norm_accumulated == pytest.approx(want, rel=1e-12)

@@ -131,3 +131,50 @@ def test_plain_lightning_and_hf_record_the_same_two_points(tmp_path):
     assert len(logged) == STEPS
     for step, norm in zip(runs["hf"].steps, logged, strict=True):
         assert runs["hf"].step_info(step)["grad_norm_accumulated"] == pytest.approx(norm, rel=1e-6)
+
+
+def test_lightning_gradscaler_skips_and_unscaled_losses(tmp_path):
+    pl = pytest.importorskip("lightning.pytorch")
+    from lightning.pytorch.plugins import MixedPrecision
+
+    from gradexplorer.integrations import GradexplorerLightningCallback
+
+    losses = []
+
+    class Module(pl.LightningModule):
+        def __init__(self):
+            super().__init__()
+            self.net = make_net()
+
+        def training_step(self, batch, batch_idx):
+            x, y = batch
+            if batch_idx == 1:  # an Inf: the scaler skips this step
+                x = x.clone()
+                x[0, 0] = float("inf")
+            loss = nn.functional.mse_loss(self.net(x).float(), y)
+            losses.append(loss.item())
+            return loss
+
+        def configure_optimizers(self):
+            return torch.optim.SGD(self.parameters(), lr=LR)
+
+    x, y = dataset()
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y), batch_size=BATCH)
+    scaler = torch.amp.GradScaler("cpu", init_scale=1024.0)
+    trainer = pl.Trainer(max_steps=4, accelerator="cpu", logger=False, enable_checkpointing=False,
+                         enable_progress_bar=False, enable_model_summary=False,
+                         gradient_clip_val=CLIP,
+                         plugins=[MixedPrecision("16-mixed", "cpu", scaler=scaler)],
+                         callbacks=[GradexplorerLightningCallback(tmp_path / "run")])
+    trainer.fit(Module(), loader)
+    run = gx.open_run(tmp_path / "run")
+    assert run.steps == [1, 2, 3, 4]
+    ledger = run.ledger()
+    assert [led.skipped for led in ledger] == [False, True, False, False]
+    assert [led.scale for led in ledger] == [1024.0, 1024.0, 512.0, 512.0]
+    for led, loss in zip(ledger, losses, strict=True):
+        assert led.loss == pytest.approx(loss, rel=1e-6)  # the loss, not the scaled one
+    for led in (ledger[0], ledger[2], ledger[3]):
+        assert led.clipped and led.grad_norm_applied == pytest.approx(CLIP, rel=1e-4)
+        assert led.clip_coef == pytest.approx(
+            led.grad_norm_applied * led.scale / led.grad_norm_accumulated, rel=1e-12)

@@ -23,7 +23,8 @@ def ledger_lines(run: Run, step: int) -> list[str]:
     """What happened at the step (the two measuring points, clip, scale, skip) and the rolling
     clip rate and skip count."""
     led = run.step_ledger(step)
-    if led.iteration is None and led.grad_norm_accumulated is None and not led.skipped:
+    if led.iteration is None and led.lr is None and led.grad_norm_accumulated is None \
+            and not led.skipped:
         return []  # a run written before the ledger
     micro = "" if led.micro_batches is None else \
         f" ({led.micro_batches} micro-batch{'es' if led.micro_batches != 1 else ''})"

@@ -6,7 +6,8 @@ so the gradient *as applied* is measured after that closure (after clipping) and
 *as accumulated* at the end of the last backward (before clipping). Steps are numbered by
 ``trainer.global_step``; each micro-batch's loss comes from ``on_before_backward`` (times
 ``accumulate_grad_batches``, which Lightning divided it by); a ``16-mixed`` run's GradScaler is
-found on the precision plugin.
+found on the precision plugin (Lightning hands ``on_before_backward`` the scaled loss there:
+it is divided by the scale, on the device, before it is noted).
 """
 
 from __future__ import annotations
@@ -42,8 +43,11 @@ class GradexplorerLightningCallback(Callback):
                                                lambda: trainer.global_step + 1)
 
     def on_before_backward(self, trainer, pl_module, loss) -> None:
-        if self.recorder is not None and hasattr(loss, "detach"):
-            self.recorder.note_loss(loss.detach() * max(1, trainer.accumulate_grad_batches))
+        if self.recorder is None or not hasattr(loss, "detach"):
+            return
+        loss = loss.detach() * max(1, trainer.accumulate_grad_batches)
+        scale = self.recorder.scaler.scale() if self.recorder.scaler is not None else None
+        self.recorder.note_loss(loss if scale is None else loss / scale.to(loss.device))
 
     def on_fit_end(self, trainer, pl_module) -> None:
         if self.recorder is not None:

@@ -10,6 +10,12 @@ re-queues itself once, so it runs after the callbacks others queued meanwhile, s
 gradient reduction). The callback queues one ``torch._foreach_norm`` in float64 per (device,
 dtype) group and a ``stack``: a fixed number of ops whatever the parameter count, no host
 transfer (the norms stay on the device until the step's own transfer).
+
+With the model given, a forward hook also puts a gradient hook on its outputs: that one fires
+first in every backward through the model, inside the outermost backward, so the callback is
+queued there. Without it a reentrant backward nested in another (``checkpoint(...,
+use_reentrant=True)``, which runs its own backward for each segment) would end first and count
+as a backward of its own.
 """
 
 from __future__ import annotations
@@ -80,6 +86,22 @@ def grad_norms(grads: list[torch.Tensor], numba: bool = True) -> torch.Tensor | 
     return out
 
 
+def _grad_tensors(output, limit: int = 8) -> list[torch.Tensor]:
+    """Up to ``limit`` tensors needing a gradient in a model's output (tensors, sequences,
+    mappings such as a transformers ModelOutput)."""
+    found, todo = [], [output]
+    while todo and len(found) < limit:
+        item = todo.pop()
+        if isinstance(item, torch.Tensor):
+            if item.requires_grad:
+                found.append(item)
+        elif isinstance(item, dict):
+            todo.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            todo.extend(item)
+    return found
+
+
 class AccumulationProbe:
     """Counts backwards and keeps the norms of ``.grad`` at the end of the latest one.
 
@@ -88,7 +110,8 @@ class AccumulationProbe:
     gradient as the step finds it when no backward was seen since the previous step.
     """
 
-    def __init__(self, named: list[tuple[str, nn.Parameter]], wanted=None) -> None:
+    def __init__(self, named: list[tuple[str, nn.Parameter]], wanted=None,
+                 model: nn.Module | None = None) -> None:
         self.named = [(n, p) for n, p in named]
         self.wanted = wanted or (lambda: True)
         self.backwards = 0  # every backward that reached a parameter, since the probe began
@@ -97,6 +120,16 @@ class AccumulationProbe:
         self._queued = False
         self._handles = [p.register_post_accumulate_grad_hook(self._on_grad)
                          for _, p in self.named if p.requires_grad]
+        if model is not None:
+            self._handles.append(model.register_forward_hook(self._on_output))
+
+    def _on_output(self, _module, _args, output) -> None:
+        if torch.is_grad_enabled():
+            for tensor in _grad_tensors(output):
+                tensor.register_hook(self._on_output_grad)
+
+    def _on_output_grad(self, _grad) -> None:
+        self._on_grad(None)
 
     def _on_grad(self, _param) -> None:
         if not self._queued:
