@@ -10,7 +10,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from gradexplorer.core.errors import UserError
+from gradexplorer.core.errors import UserError, measured
 from gradexplorer.core.recorder.ranks import RankPlan, plan_ranks
 from gradexplorer.core.recorder.store import RunWriter
 from gradexplorer.core.recorder.structure import GraphCapture, model_structure
@@ -32,11 +32,11 @@ class MonitorMeasure:
         self.monitor, self.session = monitor, session
 
     def begin(self, optimizer, step: int) -> None:
-        self.monitor.after_backward(self.session, step - 1)
+        measured(f"step {step}", lambda: self.monitor.after_backward(self.session, step - 1))
 
     def end(self, optimizer) -> StepGradients | None:
         result = _Result(self.session.step_count)
-        self.monitor.after_step(self.session, result)
+        measured(f"step {result.step}", lambda: self.monitor.after_step(self.session, result))
         return result.extras.get("gradients")
 
     def latest(self) -> StepGradients | None:

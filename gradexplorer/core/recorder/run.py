@@ -117,6 +117,17 @@ class Run:
                for row in rows}
         return dict(sorted(out.items(), key=lambda kv: order.get(kv[0], len(order))))
 
+    def not_recorded(self, step: int) -> dict[str, str]:
+        """``{name: cause}`` of what ``step`` could not measure ("" : its update ratios); {}
+        when everything was recorded (and in runs written before this was kept)."""
+        self._check_step(step)
+        try:
+            rows = self._db.execute("SELECT name, cause FROM not_recorded WHERE step = ? "
+                                    "ORDER BY name", (step,)).fetchall()
+        except sqlite3.OperationalError:  # an older run: no such table
+            return {}
+        return dict(rows)
+
     def rank_norms(self, step: int) -> dict[int, dict[str, float]]:
         """``{rank: {name: norm}}`` of a run recorded with ``per_rank=True`` ({} otherwise)."""
         self._check_step(step)
@@ -158,10 +169,14 @@ class Run:
                                       **values)
         order = {n: i for i, n in enumerate(self.parameters)}
         params = dict(sorted(params.items(), key=lambda kv: order.get(kv[0], len(order))))
+        missing = self.not_recorded(step)
+        for name, cause in missing.items():
+            if name in params:
+                params[name].not_recorded = cause
         settings = self.meta("settings") or {}
         return StepGradients(step, info["global_norm"], info["total_numel"] or 0, params,
                              self.histograms(step), settings.get("bins", 64), "auto",
-                             info["seconds"] or 0.0)
+                             info["seconds"] or 0.0, not_recorded=missing)
 
     def follow(self, poll: float = 0.2, timeout: float | None = None,
                after: int | None = None) -> Iterator[int]:

@@ -50,3 +50,13 @@ def database_path(run_dir: str | Path) -> Path:
 def is_run_dir(path: str | Path) -> bool:
     """True when ``path`` is a run directory (holds the run database)."""
     return database_path(path).is_file()
+
+
+# What a step could not measure (``StepGradients.not_recorded``): parameter name ("" for the
+# step's update ratios) and the cause. Created by every writer; absent from older runs.
+NOT_RECORDED_TABLE = "not_recorded"
+NOT_RECORDED_SCHEMA = """
+CREATE TABLE IF NOT EXISTS not_recorded (
+    step INTEGER NOT NULL, name TEXT NOT NULL, cause TEXT NOT NULL, PRIMARY KEY (step, name)
+);
+"""
