@@ -80,7 +80,7 @@ def check_record(record, grads: dict[str, torch.Tensor], bins: int, hist_range) 
     fallbacks = 0
     for name, g in grads.items():
         stats, hist = record.params[f"ps.{name}"], record.histograms[f"ps.{name}"]
-        x = g.detach().double().numpy().ravel()
+        x = g.detach().double().cpu().numpy().ravel()
         finite = x[np.isfinite(x)]
         edges = hist.edges
         inside = finite[(finite >= edges[0]) & (finite <= edges[-1])]
@@ -109,7 +109,7 @@ def check_record(record, grads: dict[str, torch.Tensor], bins: int, hist_range) 
     return fallbacks
 
 
-def run_cases(backend: str, dtype: torch.dtype, bins: int, hist_range) -> int:
-    grads = degenerate_grads(dtype)
+def run_cases(backend: str, dtype: torch.dtype, bins: int, hist_range, device: str = "cpu") -> int:
+    grads = {name: g.to(device) for name, g in degenerate_grads(dtype).items()}
     record = gradient_stats(Holder(grads), bins=bins, hist_range=hist_range, backend=backend)
     return check_record(record, grads, bins, hist_range)

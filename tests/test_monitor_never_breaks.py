@@ -148,3 +148,22 @@ def test_a_failing_update_ratio_leaves_the_figures_recorded(monkeypatch):
         assert_matches(record.params[name], record.histograms[name], p.grad)
         assert record.params[name].update_ratio is None
     assert np.isfinite(record.global_norm)
+
+
+def test_watch_survives_a_monitor_that_raises_with_one_warning(monkeypatch, tmp_path):
+    """Whatever the monitor raises (here: its whole after_step) stays inside ``watch``."""
+    def broken(self, session, result):
+        raise KeyError("nobody expected this")
+
+    monkeypatch.setattr(gx.GradientMonitor, "after_step", broken)
+    torch.manual_seed(0)
+    plain, watched = Model(), Model()
+    watched.load_state_dict(plain.state_dict())
+    expected = train(plain, 3)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        losses = train(watched, 3, lambda m, o: gx.watch(m, o, tmp_path / "run"))
+    assert losses == expected
+    lines = ours(caught)
+    assert lines == ["gradexplorer: could not measure a step (KeyError: 'nobody expected this'); "
+                     "not recorded, training goes on"]

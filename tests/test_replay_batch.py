@@ -6,6 +6,7 @@ reproduce a non-finite step says so in one line; the A/B gradient cosine counts 
 gradient as zeros."""
 
 import math
+from pathlib import Path
 
 import torch
 from torch import nn
@@ -15,6 +16,11 @@ from gradexplorer.core.diagnose.nan_origin import NonFiniteOrigin
 from gradexplorer.core.session.ab import ABRun
 
 CPU = gx.SessionConfig(device="cpu")
+GPT2_FILE = Path(__file__).parent / "data" / "gpt2_nan_model.py"
+
+
+def gpt2_nan() -> gx.Workload:
+    return gx.load_workload(f"{GPT2_FILE}:build")
 
 
 class DropoutNet(nn.Module):
@@ -149,20 +155,8 @@ def test_a_replay_that_cannot_reproduce_says_so_in_one_line():
     assert messages == [f"step 1: {text}"] and "\n" not in text
 
 
-def gpt2_workload(nan: bool) -> gx.Workload:
-    from transformers import GPT2Config, GPT2LMHeadModel
-
-    torch.manual_seed(0)
-    model = GPT2LMHeadModel(GPT2Config(vocab_size=64, n_positions=16, n_embd=16, n_layer=2,
-                                       n_head=2, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0))
-    if nan:
-        model.transformer.h[1].mlp.act = Log()  # log of negative pre-activations: NaN
-    ids = torch.randint(0, 64, (2, 12), generator=torch.Generator().manual_seed(1))
-    return gx.Workload(model, lambda step: {"input_ids": ids, "labels": ids}, None, name="gpt2")
-
-
-def test_gpt2_keyword_inputs_nan_names_its_forward_op():
-    session = gx.TrainingSession(gpt2_workload(nan=True), CPU)
+def test_gpt2_keyword_inputs_nan_names_its_forward_op(run_cli):
+    session = gx.TrainingSession(gpt2_nan(), CPU)
     found = observed(session)
     result = session.step()
     assert math.isnan(result.loss)
@@ -170,4 +164,9 @@ def test_gpt2_keyword_inputs_nan_names_its_forward_op():
     assert (origin["where"], origin["op"], origin["module"]) == \
         ("forward", "log", "transformer.h.1.mlp.act")
     assert found == [origin]
-    assert gx.diagnose_step(gx.TrainingSession(gpt2_workload(nan=True), CPU))["op"] == "log"
+    assert gx.diagnose_step(gx.TrainingSession(gpt2_nan(), CPU))["op"] == "log"
+    code, out, err = run_cli("run", "--model", f"{GPT2_FILE}:build", "--steps", "1",
+                             "--device", "cpu")
+    assert code == 0, err
+    assert "first non-finite value in the forward pass: log in module transformer.h.1.mlp.act" \
+        in out

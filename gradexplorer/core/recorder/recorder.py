@@ -30,13 +30,15 @@ class MonitorMeasure:
 
     def __init__(self, monitor: GradientMonitor, session) -> None:
         self.monitor, self.session = monitor, session
+        self.warned: set = set()  # one warning per cause (errors.measured)
 
     def begin(self, optimizer, step: int) -> None:
-        measured(f"step {step}", lambda: self.monitor.after_backward(self.session, step - 1))
+        measured("a step", lambda: self.monitor.after_backward(self.session, step - 1),
+                 self.warned)
 
     def end(self, optimizer) -> StepGradients | None:
         result = _Result(self.session.step_count)
-        measured(f"step {result.step}", lambda: self.monitor.after_step(self.session, result))
+        measured("a step", lambda: self.monitor.after_step(self.session, result), self.warned)
         return result.extras.get("gradients")
 
     def latest(self) -> StepGradients | None:

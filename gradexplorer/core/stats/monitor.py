@@ -163,12 +163,12 @@ class GradientMonitor:
         start = time.perf_counter()
         named = _named(session.model)
         present = [p.grad is not None for _, p in named]
-        grads = [_dense(p.grad) for _, p in named if p.grad is not None]
         params = [p for _, p in named if p.grad is not None]
         if self._backend is None:
-            self._backend = make_backend(self.backend_name, grads or [p for _, p in named],
+            self._backend = make_backend(self.backend_name, params or [p for _, p in named],
                                          self.overlap)
         try:
+            grads = [_dense(p.grad) for p in params]
             pending = self._backend.begin(
                 grads, params if self.update_ratio else None,
                 self.wants_histogram(step + 1), self.bins, self.hist_range, session.optimizer,
