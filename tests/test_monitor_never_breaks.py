@@ -74,7 +74,7 @@ def ours(caught) -> list[str]:
     return [str(w.message) for w in caught if "gradexplorer" in str(w.message)]
 
 
-def test_a_failing_histogram_is_one_warning_and_the_step_goes_on(monkeypatch, tmp_path):
+def test_a_failing_histogram_is_one_warning_and_the_step_goes_on(monkeypatch, tmp_path, run_cli):
     torch.manual_seed(0)
     plain = Model()
     watched = Model()
@@ -109,6 +109,8 @@ def test_a_failing_histogram_is_one_warning_and_the_step_goes_on(monkeypatch, tm
     assert back.not_recorded == {"temperature": cause}
     assert back.params["temperature"].not_recorded == cause
     assert back.params["body.0.weight"].norm > 0 and back.params["body.0.weight"].not_recorded is None
+    code, out, _ = run_cli("inspect", str(tmp_path / "run"), "--step", "2")
+    assert code == 0 and f"not recorded: temperature ({cause})" in out
 
 
 @pytest.mark.parametrize("backend", ["numba", "torch"])
