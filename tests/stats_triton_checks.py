@@ -13,6 +13,7 @@ import os
 import numpy as np
 import pytest
 import torch
+from degenerate_grads import DTYPES, degenerate_grads, run_cases
 from grad_helpers import make_session
 from stats_reference import Holder, assert_matches, monitored_step
 
@@ -210,3 +211,17 @@ def test_a_kernel_build_failure_falls_back_to_the_eager_path_once(interpret, mon
                                                                           expected.moments)
     engine.finish(engine.begin(grads, None, True, 16, "auto"), None)
     assert tries == [1] and not engine.triton  # not tried again
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_degenerate_gradients_at_every_magnitude(calls, dtype):
+    """Constant, 1-element and two-valued gradients from ±5e-324 to ±max float
+    (``degenerate_grads``): numpy's histogram on the reported edges, the same edges and
+    counts as the eager fused path (7 bins here; the in-process test runs 1, 7 and 64 on the
+    other paths: the interpreter runs one program at a time)."""
+    bins = 7
+    for hist_range in ("auto", "symmetric"):
+        run_cases("torch", dtype, bins, hist_range)
+        tensors = list(degenerate_grads(dtype).values())
+        assert_same(*both_paths(tensors, True, bins, hist_range))
+    assert calls and set(calls) == {torch.float64 if dtype == torch.float64 else torch.float32}

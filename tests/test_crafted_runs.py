@@ -52,6 +52,9 @@ CASES = {  # name: (SQL, its parameters, words the line must hold[, the commands
     "no ledger column": ("ALTER TABLE ledger DROP COLUMN clip_coef", (), "no column clip_coef"),
     "no param_steps column": ("ALTER TABLE param_steps DROP COLUMN lr", (), "no column lr"),
     "no batches column": ("ALTER TABLE batches DROP COLUMN ids", (), "no column ids"),
+    "no not_recorded column": ("ALTER TABLE not_recorded DROP COLUMN cause", (), "no column cause"),
+    "not_recorded cause": ("INSERT INTO not_recorded VALUES (1, 'x', x'00')", (),
+                           "table not_recorded", ("open",)),
     "no spike_events column": ("ALTER TABLE spike_events DROP COLUMN event", (), "no column event"),
     "batch json": ("UPDATE batches SET ids = '{bad'", (), "table batches", ("open",)),
     "spike event json": ("INSERT INTO spike_events VALUES (1, 1, '{bad')", (), "table spike_events",
@@ -117,7 +120,8 @@ def read_everything(path):
         _ = run.structure, run.parameters, run.snapshots
         for step in run.steps:
             run.step_gradients(step)
-            run.stats(step), run.rank_norms(step), run.step_info(step), run.batch_ids(step)
+            run.stats(step), run.rank_norms(step), run.step_info(step)
+            run.batch_ids(step), run.not_recorded(step)
         run.spike_events()
         list(run.follow(timeout=0))
 

@@ -8,7 +8,9 @@ import warnings
 import numpy as np
 import pytest
 import torch
+from degenerate_grads import DTYPES, run_cases
 
+from gradexplorer.core.stats import triton_stats
 from gradexplorer.core.stats.backend_torch import FusedTorch
 from gradexplorer.core.stats.raw import DSQ, DSUM, NSQ
 
@@ -66,3 +68,16 @@ def test_cuda_figures_equal_the_cpu_path_with_one_sync(triton, hist_range):
     assert np.array_equal(cpu.edges, cuda.edges, equal_nan=True)
     assert np.array_equal(cpu.counts, cuda.counts) and np.array_equal(cpu.extra, cuda.extra)
     assert np.allclose(cpu.update, cuda.update, rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize("triton", [True, False])
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_degenerate_gradients_at_every_magnitude_on_cuda(dtype, triton, monkeypatch):
+    """Constant, 1-element and two-valued gradients from ±5e-324 to ±max float
+    (``degenerate_grads``) on the GPU, by the compiled Triton kernels and by the eager ops:
+    numpy's histogram on the reported edges, numpy's edges where numpy can build them."""
+    if not triton:
+        monkeypatch.setattr(triton_stats, "usable", lambda *args, **kwargs: False)
+    for bins in (1, 7, 64):
+        for hist_range in ("auto", "symmetric"):
+            run_cases("torch", dtype, bins, hist_range, device="cuda")

@@ -11,7 +11,7 @@ from torch import nn
 
 from gradexplorer import GradientMonitor
 
-MAX_OPS = 200
+MAX_OPS = 240  # 228 with histograms (docs/gradients.md)
 
 
 # the benchmark's own instrument (one op counter for the bench's column and this test)

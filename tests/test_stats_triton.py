@@ -70,7 +70,7 @@ def torch_ops(count: int, monkeypatch) -> dict:
 def test_the_torch_side_is_a_fixed_number_of_ops_with_no_sync(monkeypatch):
     few, many = torch_ops(10, monkeypatch), torch_ops(600, monkeypatch)
     assert many == few, many - few  # nothing per parameter
-    assert sum(many.values()) <= 90, many  # 84: P-sized ops (launches on CUDA)
+    assert sum(many.values()) <= 145, many  # 139: P-sized ops (launches on CUDA)
     assert "aten._local_scalar_dense" not in many and "aten.item" not in many
     assert "aten.lift_fresh" not in many  # no host-built tensor copied in
 

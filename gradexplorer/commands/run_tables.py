@@ -77,6 +77,8 @@ def inspect_run(path: str, step: int | None, width: int) -> int:
         name, worst = max(spread(norms).items(), key=lambda kv: kv[1])
         print(f"per-rank norms of {len(norms)} ranks: largest spread {worst:.3g} ({name})"
               + ("" if worst == 0 else "  <- the ranks hold different gradients"))
+    for name, cause in run.not_recorded(step).items():  # a failed measurement, training went on
+        print(f"not recorded: {name or 'the update ratios'} ({cause})")
     shapes = {p["name"]: p["shape"] for p in structure.get("parameters", [])}
     hists = run.histograms(step)
     stats = run.stats(step)

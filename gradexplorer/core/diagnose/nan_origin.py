@@ -120,9 +120,8 @@ def forward_origin(session, step: int | None = None, rng_state: dict | None = No
             if rng_state is not None:
                 restore_rng(rng_state)
             inputs, target = session.batch(session.step_count if step is None else step)
-            with mode:
-                output = model(*inputs)
-                session.workload.loss_fn(output, target)
+            with mode:  # keyword inputs and loss_fn=None as the training step runs them
+                session.model_loss(inputs, target)
     finally:
         for h in handles:
             h.remove()
@@ -176,6 +175,18 @@ def _nonfinite_parameters(session, step: int | None) -> dict | None:
             "parameters": bad, "step": session.step_count if step is None else step}
 
 
+def unreproduced(session, step: int) -> dict:
+    """The one line for a non-finite step whose replay (same parameters, batch and random
+    numbers) came out finite: a non-deterministic op, or state the replay cannot restore."""
+    bad = nonfinite_names([(n, p.grad) for n, p in session.model.named_parameters()])
+    more = f", … {len(bad) - 3} more" if len(bad) > 3 else ""
+    return {"where": "unreproduced", "op": "", "module": bad[0].rpartition(".")[0] if bad else "",
+            "text": f"could not reproduce the non-finite gradients of {', '.join(bad[:3])}{more} "
+                    "in a replay of the step with its own batch and random numbers (the replay "
+                    "was finite: a non-deterministic op or state the replay cannot restore)",
+            "parameters": bad, "step": step}
+
+
 def grads_finite(model: nn.Module) -> bool:
     """True when every parameter gradient is finite (one fused norm, one host sync)."""
     return not nonfinite_names([(n, p.grad) for n, p in model.named_parameters()])
@@ -202,7 +213,10 @@ class NonFiniteOrigin:
         self._found = None
         if grads_finite(session.model):
             return
-        found = _nonfinite_parameters(session, step) or diagnose_step(session, step, self._rng)
+        rng = session.forward_rng(step) if hasattr(session, "forward_rng") else None
+        found = _nonfinite_parameters(session, step) \
+            or diagnose_step(session, step, rng if rng is not None else self._rng) \
+            or unreproduced(session, step)
         if found is not None:
             self._found = found
             self.found.append(found)

@@ -163,12 +163,17 @@ def trace_gradients(session, step: int | None = None, *, saved: bool = True,
                     rng_state: dict | None = None) -> nx.DiGraph:
     """The backward graph of the session's next step with gradient figures on every node.
 
-    Forward and backward run once more with the session's parameters; buffers and the random
-    state are restored afterwards, parameters' ``.grad`` and the optimizer are untouched, so
-    training continues as if this had not run. ``rng_state`` (from ``rng_snapshot``) replays a
-    step's forward with the random numbers it drew. Graph attribute ``loss`` holds the loss.
+    Forward and backward run once more with the session's parameters on the step's own batch
+    (``TrainingSession.batch``: the step under way draws it once, as the step itself would,
+    and keeps it, so the training step uses the same one and a stream-reading ``make_batch``
+    is not advanced twice); buffers and the random state are restored afterwards,
+    parameters' ``.grad`` and the optimizer are untouched, so training continues as if this
+    had not run. ``rng_state`` (from ``rng_snapshot``) replays a step's forward with the random
+    numbers it drew. Graph attribute ``loss`` holds the loss.
     """
     model = session.model
+    if step is None or step == session.step_count:
+        session.batch(session.step_count)  # drawn (and kept) outside the restored state
     with preserved_state(model, session.device):
         if rng_state is not None:
             restore_rng(rng_state)

@@ -10,7 +10,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from gradexplorer.core.errors import UserError
+from gradexplorer.core.errors import UserError, measured
 from gradexplorer.core.recorder import arguments as A
 from gradexplorer.core.recorder.ranks import RankPlan, plan_ranks
 from gradexplorer.core.recorder.step_points import (
@@ -43,13 +43,15 @@ class MonitorMeasure:
 
     def __init__(self, monitor: GradientMonitor, session) -> None:
         self.monitor, self.session = monitor, session
+        self.warned: set = set()  # one warning per cause (errors.measured)
 
     def begin(self, optimizer, step: int) -> None:
-        self.monitor.after_backward(self.session, step - 1)
+        measured("a step", lambda: self.monitor.after_backward(self.session, step - 1),
+                 self.warned)
 
     def end(self, optimizer) -> StepGradients | None:
         result = _Result(self.session.step_count)
-        self.monitor.after_step(self.session, result)
+        measured("a step", lambda: self.monitor.after_step(self.session, result), self.warned)
         return result.extras.get("gradients")
 
     def latest(self) -> StepGradients | None:

@@ -199,6 +199,23 @@ class Run:
             out[name] = (numel, has_grad, values)
         return dict(sorted(out.items(), key=lambda kv: order.get(kv[0], len(order))))
 
+    def not_recorded(self, step: int) -> dict[str, str]:
+        """``{name: cause}`` of what ``step`` could not measure ("" : its update ratios); {}
+        when everything was recorded (and in runs written before this was kept)."""
+        step = V.step_number(step, self.where)
+        self._check_step(step)
+        if S.NOT_RECORDED_TABLE not in self._optional:
+            return {}
+        out = {}
+        for name, cause in self._rows("SELECT name, cause FROM not_recorded WHERE step = ? "
+                                      "ORDER BY name", (step,)):
+            if not isinstance(name, str) or not isinstance(cause, str):
+                raise UserError(f"{self.where}, table not_recorded at step {step} holds "
+                                f"{V.printable(str(name))[:40]!r}: {V.printable(str(cause))[:40]!r}"
+                                " where a parameter name and a cause (text) belong")
+            out[name] = cause
+        return out
+
     def rank_norms(self, step: int) -> dict[int, dict[str, float]]:
         """``{rank: {name: norm}}`` of a run recorded with ``per_rank=True`` ({} otherwise)."""
         self._check_step(step)
@@ -266,12 +283,17 @@ class Run:
         shapes = {p["name"]: tuple(p["shape"]) for p in self.structure.get("parameters", [])}
         params = {name: ParamStats(name, shapes.get(name, (numel,)), numel, has_grad, **values)
                   for name, (numel, has_grad, values) in self._stat_rows(step).items()}
+        missing = self.not_recorded(step)
+        for name, cause in missing.items():
+            if name in params:
+                params[name].not_recorded = cause
         settings = self.meta("settings") or {}
         bins = settings.get("bins", 64) if isinstance(settings, dict) else 64
         if isinstance(bins, bool) or not isinstance(bins, int) or not 1 <= bins <= V.MAX_BINS:
             raise UserError(f"{self.where}: meta 'settings' holds bins {V.printable(str(bins))[:24]}")
         return StepGradients(step, info["global_norm"], info["total_numel"] or 0, params,
-                             self.histograms(step), bins, "auto", info["seconds"] or 0.0)
+                             self.histograms(step), bins, "auto", info["seconds"] or 0.0,
+                             not_recorded=missing)
 
     def check(self, last: int = 256) -> None:
         """Read what a viewer reads first (the structure, the graph, the newest ``last`` steps

@@ -50,6 +50,9 @@ CREATE TABLE IF NOT EXISTS param_steps (
     exp_avg_norm REAL, exp_avg_sq_rms REAL, effective_lr REAL, momentum_norm REAL,
     PRIMARY KEY (step, name)
 );
+CREATE TABLE IF NOT EXISTS not_recorded (
+    step INTEGER NOT NULL, name TEXT NOT NULL, cause TEXT NOT NULL, PRIMARY KEY (step, name)
+);
 CREATE TABLE IF NOT EXISTS batches (step INTEGER PRIMARY KEY, ids TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS spike_events (
     step INTEGER PRIMARY KEY, until INTEGER NOT NULL, event TEXT NOT NULL
@@ -68,3 +71,8 @@ def database_path(run_dir: str | Path) -> Path:
 def is_run_dir(path: str | Path) -> bool:
     """True when ``path`` is a run directory (holds the run database)."""
     return database_path(path).is_file()
+
+
+# What a step could not measure (``StepGradients.not_recorded``): parameter name ("" for the
+# step's update ratios) and the cause. Created by every writer; absent from older runs.
+NOT_RECORDED_TABLE = "not_recorded"

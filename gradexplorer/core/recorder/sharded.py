@@ -176,9 +176,13 @@ class ShardedMeasure:
         params = [_local(p) for _, p in named]
         if self._backend is None:
             self._backend = make_backend("auto", local or params)
-        pending = self._backend.begin(local, params if self.update_ratio else None, False,
-                                      self.bins, "auto", optimizer)
-        before = _norms(params) if self.update_ratio else None
+        try:
+            pending = self._backend.begin(local, params if self.update_ratio else None, False,
+                                          self.bins, "auto", optimizer)
+            before = _norms(params) if self.update_ratio else None
+        except Exception as exc:  # noqa: BLE001 - the monitor never breaks the training loop
+            self._stop(exc)
+            return
         self._pending = (named, has, local, params, pending, before, step)
 
     def end(self, optimizer) -> StepGradients | None:
@@ -186,21 +190,25 @@ class ShardedMeasure:
             return None
         named, has, local, params, pending, before, step = self._pending
         self._pending = None
-        raw = self._backend.finish(pending, params if self.update_ratio else None, optimizer)
-        shapes = [(n, tuple(t.shape)) for (n, _), t in zip(named, local, strict=True)]
-        mine = build_step_gradients(step, shapes, has, raw, self.bins, "auto")
-        zeros = np.zeros(len(named))
-        after = _norms(params) if self.update_ratio else zeros
-        figures = shard_figures(list(mine.params.values()), zeros if before is None else before,
-                                after, step)
         try:
+            raw = self._backend.finish(pending, params if self.update_ratio else None, optimizer)
+            shapes = [(n, tuple(t.shape)) for (n, _), t in zip(named, local, strict=True)]
+            mine = build_step_gradients(step, shapes, has, raw, self.bins, "auto")
+            zeros = np.zeros(len(named))
+            after = _norms(params) if self.update_ratio else zeros
+            figures = shard_figures(list(mine.params.values()),
+                                    zeros if before is None else before, after, step)
             return self._reduce(named, local, figures, step)
-        except (RuntimeError, ValueError) as exc:  # a timeout, or a rank out of step
-            self.failed = True
-            self._report(f"gradexplorer: recording stopped on rank {dist.get_rank()}: "
-                         f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}; "
-                         "training goes on")
+        except Exception as exc:  # noqa: BLE001 - a timeout, a rank out of step, a failed figure
+            self._stop(exc)
             return None
+
+    def _stop(self, exc: BaseException) -> None:
+        """Stop recording on this rank with one line; training goes on."""
+        self.failed = True
+        self._report(f"gradexplorer: recording stopped on rank {dist.get_rank()}: "
+                     f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}; "
+                     "training goes on")
 
     def _reduce(self, named, local, figures: np.ndarray, step: int) -> StepGradients:
         gathered = [torch.zeros(figures.shape, dtype=torch.float64) for _ in range(self.world)]

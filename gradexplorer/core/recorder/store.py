@@ -109,6 +109,7 @@ class RunWriter:
             self._db = sqlite3.connect(db_path, isolation_level=None, check_same_thread=False)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")  # a committed step survives kill -9
+            self._db.executescript(S.SCHEMA)  # a resumed run of an earlier version: its new tables
         except (OSError, sqlite3.Error) as exc:
             raise UserError(f"cannot create run directory {str(self.run_dir)!r}: {exc}") from None
 
@@ -198,6 +199,8 @@ class RunWriter:
 
         def work():
             with self._transaction() as db:
+                db.executemany("INSERT OR REPLACE INTO not_recorded VALUES (?, ?, ?)",
+                               [(record.step, n, c) for n, c in record.not_recorded.items()])
                 db.execute("INSERT OR REPLACE INTO steps VALUES (?, ?, ?, ?, ?, ?, ?)",
                            (record.step, time.time(), _real(record.global_norm), record.total_numel,
                             _real(loss), record.seconds, ranks))

@@ -38,6 +38,7 @@ OPTIONAL_TABLES: dict[str, tuple[str, ...]] = {
     "rank_norms": ("step", "rank", "name", "norm"),
     S.LEDGER_TABLE: ("step", *LEDGER_FIELDS),
     S.PARAM_STEPS_TABLE: ("step", "name", *S.PARAM_STEP_FIELDS),
+    S.NOT_RECORDED_TABLE: ("step", "name", "cause"),
     "batches": ("step", "ids"),
     "spike_events": ("step", "until", "event"),
 }

@@ -1,10 +1,13 @@
 """Live A/B of a hook: two copies of a model trained in lockstep, one with the hook.
 
-Both arms start from the same weights and optimizer settings, see the same batches, and draw
-the same random numbers (the random state is rewound before the hooked arm's step), so the
-only difference between them is the hook. Each step reports both losses and how far the arms
-have drifted apart: the L2 distance between their parameters and the cosine between their
-gradients, in float64. A hook that changes nothing (``scale:1.0``) keeps them bit-identical.
+Both arms start from the same weights and optimizer settings, see the same batch (the hooked
+arm takes the plain arm's, kept by reference: a ``make_batch`` reading a stream is drawn once
+per step), and draw the same random numbers (the random state is rewound to where the plain
+arm's forward began before the hooked arm's step), so the only difference between them is the
+hook. Each step reports both losses and how far the arms have drifted apart: the L2 distance
+between their parameters and the cosine between their whole gradients (a parameter without a
+gradient in one arm counts as zeros there), in float64. A hook that changes nothing
+(``scale:1.0``) keeps them bit-identical.
 """
 
 from __future__ import annotations
@@ -47,6 +50,8 @@ class ABRun:
         self.plain = TrainingSession(make_workload(), config)
         self.hooked = TrainingSession(make_workload(), SessionConfig(**vars(config)))
         self.hooked.model.load_state_dict(self.plain.model.state_dict())
+        self.plain.batch(0)  # the first batch, drawn once: the hooked arm probes its hook on it
+        self.hooked.keep_batch(*self.plain.kept_batch)
         self.hooks = HookRegistry(self.hooked.model, seed=seed)
         self.hooks.install(self.hooked)
         self.hooks.attach(module, action)
@@ -57,7 +62,9 @@ class ABRun:
         start = rng_snapshot(self.plain.device)
         plain = self.plain.step()
         after_plain = rng_snapshot(self.plain.device)
-        restore_rng(start)
+        step, batch, forward_rng = self.plain.kept_batch  # the plain arm's own batch
+        self.hooked.keep_batch(step, batch, forward_rng)  # not drawn again: a stream stays put
+        restore_rng(forward_rng if forward_rng is not None else start)
         hooked = self.hooked.step()
         restore_rng(after_plain)  # the plain arm's stream goes on as if it ran alone
         params = list(zip(self.plain.model.parameters(), self.hooked.model.parameters(), strict=True))
@@ -79,15 +86,17 @@ def parameter_distance(pairs: list[tuple[torch.Tensor, torch.Tensor]]) -> float:
 
 
 def gradient_cosine(pairs: list[tuple[torch.Tensor, torch.Tensor]]) -> float:
-    """Cosine between the two arms' whole gradients (float64); NaN when one has none."""
+    """Cosine between the two arms' whole gradients (float64), a parameter without a gradient
+    in one arm counting as zeros there (a blocked module lowers the cosine); NaN when one arm
+    has no gradient at all."""
     dot = na = nb = 0.0
     for a, b in pairs:
-        if a.grad is None or b.grad is None:
-            continue
-        ga, gb = a.grad.detach().double().flatten(), b.grad.detach().double().flatten()
-        dot += float(ga @ gb)
-        na += float(ga @ ga)
-        nb += float(gb @ gb)
+        ga = None if a.grad is None else a.grad.detach().double().flatten()
+        gb = None if b.grad is None else b.grad.detach().double().flatten()
+        if ga is not None and gb is not None:
+            dot += float(ga @ gb)
+        na += 0.0 if ga is None else float(ga @ ga)
+        nb += 0.0 if gb is None else float(gb @ gb)
     if na == 0.0 or nb == 0.0:
         return 1.0 if na == nb == 0.0 else math.nan
     return dot / math.sqrt(na * nb)

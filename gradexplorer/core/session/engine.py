@@ -24,6 +24,7 @@ from gradexplorer.core.model.workload import (
     split_batch,
 )
 from gradexplorer.core.session.devices import resolve_device
+from gradexplorer.core.session.rng import restore_rng, rng_snapshot
 from gradexplorer.core.stats.ledger import StepLedger, clip_coefficient
 
 T = TypeVar("T")
@@ -139,6 +140,7 @@ class TrainingSession:
             workload.extra.get("optimizer_defaults"),
         )
         self.step_count = 0
+        self._kept: tuple[int, tuple[ModelInputs, Any], dict | None] | None = None
         self.observers: list[Any] = []
         self.backward_error_handlers: list[BackwardErrorHandler] = []
 
@@ -160,25 +162,58 @@ class TrainingSession:
 
     # -- stepping ----------------------------------------------------------------
     def batch(self, step: int) -> tuple[ModelInputs, Any]:
-        """The batch for ``step`` on the session's device: (positional tuple or kwargs dict, target)."""
+        """The batch for ``step`` on the session's device: (positional tuple or kwargs dict, target).
+
+        The step under way (``step_count``) draws its batch from ``make_batch`` once and keeps
+        it, by reference, with the random state right after the draw (``forward_rng``): every
+        replay of that step — a gradient trace, the NaN-origin replay, a redone attempt, the
+        other arm of an A/B — sees the batch the step used and never draws again, so a
+        ``make_batch`` reading a stream or iterator neither skips data nor gives a replay a
+        different batch. Other steps are drawn afresh.
+        """
+        if self._kept is not None and self._kept[0] == step:
+            return self._kept[1]
         inputs, target = split_batch(self.workload.make_batch(step))
-        return as_model_inputs(move_to(inputs, self.device)), move_to(target, self.device)
+        batch = as_model_inputs(move_to(inputs, self.device)), move_to(target, self.device)
+        if step == self.step_count:
+            self.keep_batch(step, batch, rng_snapshot(self.device))
+        return batch
+
+    def keep_batch(self, step: int, batch: tuple[ModelInputs, Any], rng: dict | None) -> None:
+        """Use ``batch`` for ``step`` (and ``rng``, the random state its forward starts from)
+        instead of drawing one: the A/B's hooked arm takes the plain arm's."""
+        self._kept = (step, batch, rng)
+
+    @property
+    def kept_batch(self) -> tuple[int, tuple[ModelInputs, Any], dict | None] | None:
+        """``(step, batch, random state after the draw)`` of the last batch drawn for a step
+        under way, or None."""
+        return self._kept
+
+    def forward_rng(self, step: int) -> dict | None:
+        """The random state ``step``'s forward started from (right after its batch was drawn),
+        while that step's batch is kept; None otherwise."""
+        return self._kept[2] if self._kept is not None and self._kept[0] == step else None
 
     def forward_loss(self, step: int | None = None) -> torch.Tensor:
         """Forward pass and loss for ``step`` (default: the next step), graph kept."""
         step = self.step_count if step is None else step
-        inputs, target = self.batch(step)
+        return self._check_loss(self.model_loss(*self.batch(step)))
+
+    def model_loss(self, inputs: ModelInputs, target: Any) -> Any:
+        """The workload's loss of ``inputs``: ``loss_fn(model(...), target)``, or with
+        ``loss_fn=None`` the loss the model reports (``loss_from_output``); not yet checked to
+        be a scalar that needs grad (``forward_loss`` does; a no-grad replay cannot)."""
         try:
             output = call_model(self.model, inputs)
         except Exception as exc:  # noqa: BLE001 - the user's model failed
             raise self._forward_failure(inputs, exc) from None
         if self.workload.loss_fn is None:
-            return self._check_loss(loss_from_output(output))
+            return loss_from_output(output)
         try:
-            loss = self.workload.loss_fn(output, target)
+            return self.workload.loss_fn(output, target)
         except Exception as exc:  # noqa: BLE001
             raise UserError(f"loss_fn failed: {first_line(exc)}") from None
-        return self._check_loss(loss)
 
     def _forward_failure(self, inputs: tuple, exc: BaseException) -> UserError:
         failure = locate_forward_failure(self.model, inputs)
@@ -202,6 +237,8 @@ class TrainingSession:
         for attempt in range(8):
             if attempt and saved is not None:
                 saved.restore()
+                if self.forward_rng(self.step_count) is not None:  # the batch is kept: not redrawn
+                    restore_rng(self.forward_rng(self.step_count))
             self.optimizer.zero_grad(set_to_none=True)
             t0 = time.perf_counter()
             try:  # hooks can break the forward too (in-place ops next to a hooked module)

@@ -72,7 +72,7 @@ def position_terms(edges: torch.Tensor, bins: int, dtype: torch.dtype) -> torch.
     first, last = edges[:, 0], edges[:, -1]
     p = pow2_above(torch.maximum(first.abs(), last.abs()), POSITION_EXPONENTS[dtype])[1]
     start = first * p
-    scale = bins / ((last - first) * p)
+    scale = bins / (last * p - first * p)  # scaled first: last - first may overflow
     start_d = start.to(dtype).to(F64)
     correction = (start - start_d) * scale - 0.5
     return torch.stack([p, start_d, scale, correction], 1).to(dtype)

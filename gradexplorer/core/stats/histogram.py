@@ -13,6 +13,9 @@ if TYPE_CHECKING:
 
 HistRange = str | tuple[float, float]
 RANGE_MODES = ("auto", "symmetric")
+MAX = float(np.finfo(np.float64).max)
+TINY = float(np.finfo(np.float64).smallest_subnormal)
+EPS = 2.0**-52  # |x|·EPS + TINY is at least one float64 spacing at x
 
 
 Array = Any  # np.ndarray | torch.Tensor
@@ -23,6 +26,7 @@ def _torch_of(x: Any):
     directory, such as ``gradexplorer report``, never need it)."""
     torch = sys.modules.get("torch")
     return torch if torch is not None and isinstance(x, torch.Tensor) else None
+
 
 
 def parse_hist_range(value: str | Sequence[float] | None) -> HistRange:
@@ -68,8 +72,10 @@ def histogram_edges(lo: Array, hi: Array, bins: int) -> Array:
     is ``k * step + lo``, the last exactly ``hi``.
 
     An empty range (lo == hi) widens to ``lo - 0.5 … hi + 0.5``, as ``np.histogram`` does.
-    numpy in (the CPU backend) or torch tensors in (the fused device path, on the device): the
-    same ops in the same order, so both paths report the same edges bit for bit.
+    Where those edges are not finite and strictly increasing — ``np.histogram`` refuses them
+    ("Too many bins for data range") — a row gets ``fallback_edges`` instead. numpy in (the CPU
+    backend) or torch tensors in (the fused device path, on the device): the same ops in the
+    same order, so both paths report the same edges bit for bit.
     """
     torch = _torch_of(lo)
     if torch is not None:
@@ -80,10 +86,45 @@ def histogram_edges(lo: Array, hi: Array, bins: int) -> Array:
     same = lo == hi
     lo = xp.where(same, lo - 0.5, lo)
     hi = xp.where(same, hi + 0.5, hi)
-    step = (hi - lo) / bins
-    edges = k[None, :] * step[:, None] + lo[:, None]
-    edges[:, -1] = hi
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflowing range: NaN, then fallen back
+        span = hi - lo
+        edges = _linspace(k, lo, span / bins, hi)
+        numpys = (edges[:, 1:] > edges[:, :-1]).all(1)  # numpy's own test (NaN and Inf fail it)
+        if xp is np and numpys.all():
+            return edges
+        first, step, last, factor = fallback_range(xp, lo, hi, span, bins)
+        return xp.where(numpys[:, None], edges, _linspace(k, first, step, last) * factor[:, None])
+
+
+def _linspace(k: Array, first: Array, step: Array, last: Array) -> Array:
+    """Per row ``k * step + first``, the last edge exactly ``last`` (np.linspace's arithmetic)."""
+    edges = k[None, :] * step[:, None] + first[:, None]
+    edges[:, -1] = last
     return edges
+
+
+def fallback_range(xp, lo: Array, hi: Array, span: Array, bins: int):
+    """Per row ``(first, step, last, factor)`` for ranges numpy cannot split into ``bins``
+    finite, strictly increasing float64 edges (``np.histogram``: "Too many bins for data
+    range"); edge k is ``(k * step + first) * factor``, the last ``last * factor``:
+
+    - too wide (``span = hi - lo`` overflows, e.g. -1e308 … 1e308): the edges of ``lo/2 …
+      hi/2``, doubled (factor 2, exact), so still ``lo … hi``;
+    - too narrow (bins narrower than a float64 spacing: a constant of magnitude 2⁵³ or more,
+      neighbouring floats, subnormals): centred on the midrange, ``2·bins`` times
+      ``s = |top|·2⁻⁵² + 5e-324`` (at least one spacing of the larger bound ``top``) on each
+      side, so every edge is distinct and within half a bin of ``k·step + first``; moved
+      inward where it would pass ±max float.
+    """
+    half_lo, half_hi = lo / 2, hi / 2
+    wide = span > MAX  # +Inf: the width overflowed
+    top = xp.maximum(abs(lo), abs(hi))
+    width = top * (EPS * 4 * bins) + TINY * 4 * bins
+    low = xp.minimum(half_lo + half_hi - width / 2, MAX - width)
+    low = xp.where(low < -MAX, -MAX, low)
+    first = xp.where(wide, half_lo, low)
+    step = xp.where(wide, half_hi - half_lo, width) / bins
+    return first, step, xp.where(wide, half_hi, low + width), xp.where(wide, 2.0, 1.0)
 
 
 def _cdf_at(points: np.ndarray, edges: np.ndarray, counts: np.ndarray) -> np.ndarray:

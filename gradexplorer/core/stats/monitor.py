@@ -20,6 +20,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from gradexplorer.core.errors import first_line, measured, warn_not_recorded
 from gradexplorer.core.stats.histogram import HistRange, parse_hist_range
 from gradexplorer.core.stats.history import GradientHistory, HistogramMatrix
 from gradexplorer.core.stats.records import (
@@ -28,6 +29,7 @@ from gradexplorer.core.stats.records import (
     ParamStats,
     StepGradients,
     build_step_gradients,
+    global_norm,
 )
 
 __all__ = [
@@ -153,6 +155,7 @@ class GradientMonitor:
         self.listeners: list[Any] = []  # callables receiving each StepGradients
         self._backend = None
         self._pending: tuple | None = None
+        self._warned: set = set()  # (what, cause) already warned about: one warning each
 
     @property
     def backend(self) -> str | None:
@@ -168,15 +171,19 @@ class GradientMonitor:
         start = time.perf_counter()
         named = _named(session.model)
         present = [p.grad is not None for _, p in named]
-        grads = [_dense(p.grad) for _, p in named if p.grad is not None]
-        params = [_dense(p) for _, p in named if p.grad is not None]
+        owners = [p for _, p in named if p.grad is not None]
+        params = [_dense(p) for p in owners]  # what is measured (a complex one: its parts)
         if self._backend is None:
-            self._backend = make_backend(self.backend_name, grads or [p for _, p in named],
+            self._backend = make_backend(self.backend_name, params or [p for _, p in named],
                                          self.overlap)
-        pending = self._backend.begin(
-            grads, params if self.update_ratio else None,
-            self.wants_histogram(step + 1), self.bins, self.hist_range, session.optimizer,
-        )
+        try:
+            grads = [_dense(p.grad) for p in owners]
+            pending = self._backend.begin(
+                grads, params if self.update_ratio else None,
+                self.wants_histogram(step + 1), self.bins, self.hist_range, session.optimizer,
+            )
+        except Exception as exc:  # noqa: BLE001 - measured one by one after the step, named
+            pending = exc
         self._pending = (named, present, params, pending, time.perf_counter() - start)
 
     def after_step(self, session, result) -> None:
@@ -186,11 +193,16 @@ class GradientMonitor:
         start = time.perf_counter()
         named, present, params, pending, spent = self._pending
         self._pending = None
-        raw = self._backend.finish(pending, params if self.update_ratio else None,
-                                   session.optimizer)
-        shapes = [(n, _shape(p)) for n, p in named]
-        record = build_step_gradients(result.step, shapes, present, raw, self.bins,
-                                      self.hist_range)
+        try:
+            if isinstance(pending, Exception):
+                raise pending
+            raw = self._backend.finish(pending, params if self.update_ratio else None,
+                                       session.optimizer)
+            shapes = [(n, _shape(p)) for n, p in named]
+            record = build_step_gradients(result.step, shapes, present, raw, self.bins,
+                                          self.hist_range)
+        except Exception as exc:  # noqa: BLE001 - never break the loop: find what failed
+            record = self._one_by_one(result.step, named, present, first_line(exc))
         record.seconds = spent + time.perf_counter() - start
         self.history.append(record)
         result.extras["gradients"] = record
@@ -198,6 +210,40 @@ class GradientMonitor:
             result.grad_norm = record.global_norm
         for listener in list(self.listeners):
             listener(record)
+
+    def _one_by_one(self, step: int, named, present: list[bool], cause: str) -> StepGradients:
+        """The step measured again parameter by parameter, after the whole step's measurement
+        failed with ``cause``: what fails alone is marked not recorded (one warning naming it
+        and its cause); when each one alone measures, the update ratios are what is missing."""
+        want = self.wants_histogram(step)
+        figures: dict[str, StepGradients] = {}
+        missing: dict[str, str] = {}
+        for (name, p), has in zip(named, present, strict=True):
+            if not has:
+                continue
+
+            def one(name=name, p=p):
+                raw = self._backend.finish(self._backend.begin(
+                    [_dense(p.grad)], None, want, self.bins, self.hist_range), None)
+                return build_step_gradients(step, [(name, _shape(p))], [True], raw,
+                                            self.bins, self.hist_range)
+
+            found, why = measured(f"the gradient of {name}", one, self._warned)
+            if found is None:
+                missing[name] = why
+            else:
+                figures[name] = found
+        if not missing:
+            missing[""] = cause
+            if self.update_ratio:
+                warn_not_recorded("the update ratios", cause, self._warned)
+        params = {name: figures[name].params[name] if name in figures else
+                  ParamStats(name, _shape(p), p.numel(), has, not_recorded=missing.get(name))
+                  for (name, p), has in zip(named, present, strict=True)}
+        histograms = {n: h for found in figures.values() for n, h in found.histograms.items()}
+        total = sum(s.numel for s in params.values() if s.has_grad)
+        return StepGradients(step, global_norm(list(params.values())), total, params, histograms,
+                             self.bins, self.hist_range, not_recorded=missing)
 
     def latest(self) -> StepGradients | None:
         """The most recent StepGradients."""

@@ -35,6 +35,7 @@ class ParamStats:
     nan_count: int | None = None
     inf_count: int | None = None
     update_ratio: float | None = None
+    not_recorded: str | None = None  # why this step's figures are missing (a failed measurement)
 
     def stats_dict(self) -> dict[str, float | int | None]:
         """The figures named in STAT_FIELDS."""
@@ -75,6 +76,9 @@ class StepGradients:
     bins: int = 64
     hist_range: HistRange = "auto"
     seconds: float = 0.0
+    # what could not be measured this step and why: parameter name -> cause ("" for the step's
+    # update ratios); the rest of the step is recorded as usual
+    not_recorded: dict[str, str] = field(default_factory=dict)
 
     def nonfinite(self) -> dict[str, ParamStats]:
         """Parameters whose gradient holds NaN or ±Inf this step."""
@@ -118,7 +122,7 @@ def global_norm(stats: list[ParamStats]) -> float | None:
     """L2 norm of the concatenated gradient: NaN if any NaN, Inf if any Inf (scaled: no
     overflow while the result itself fits in a float64)."""
     with_grad = [s for s in stats if s.has_grad]
-    if not with_grad:
+    if not with_grad or any(s.norm is None for s in with_grad):  # none, or one not recorded
         return None
     if any(s.nan_count for s in with_grad):
         return math.nan

@@ -35,7 +35,7 @@ def extremes(x_ptr, low_ptr, high_ptr, counts_ptr, BLOCK: tl.constexpr):
 
 
 def sums_and_histogram(x_ptr, segment_ptr, shift_ptr, inverse_ptr, scaled_shift_ptr, sums_ptr,
-                       edges_ptr, first_ptr, last_ptr, bin_scale_ptr, counts_ptr,
+                       edges_ptr, first_ptr, last_ptr, unit_ptr, bin_scale_ptr, counts_ptr,
                        BLOCK: tl.constexpr, WIDE: tl.constexpr, HISTOGRAM: tl.constexpr,
                        BINS: tl.constexpr, WIDTH: tl.constexpr):
     """Per row: Σd, Σd², Σa² in float64 into ``sums[row, 0:3]`` (as ``fused.moments``), and,
@@ -64,8 +64,11 @@ def sums_and_histogram(x_ptr, segment_ptr, shift_ptr, inverse_ptr, scaled_shift_
     if HISTOGRAM:
         first = tl.load(first_ptr + segment)
         last = tl.load(last_ptr + segment)
-        # a guess off by at most one bin (NaN only if the range overflowed), kept in the table
-        guess = (v - first) * tl.load(bin_scale_ptr + segment)
+        # a guess off by at most one bin, kept in the table: positions in units of ``unit``, a
+        # power of two near the range's magnitude, so that neither a range wider than max float
+        # nor a subnormal one overflows (``bin_scale`` = BINS / (last·unit − first·unit))
+        unit = tl.load(unit_ptr + segment)
+        guess = (v * unit - first * unit) * tl.load(bin_scale_ptr + segment)
         guess = tl.where(guess == guess, guess, 0.0)
         guess = tl.minimum(tl.maximum(guess, 0.0), BINS - 1.0)
         k = guess.to(tl.int32)  # truncation is floor here: guess >= 0

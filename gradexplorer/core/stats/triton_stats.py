@@ -148,12 +148,13 @@ def _moments_and_histograms(grid, blocks, want_histograms, bins, hist_range):
     shift = lo0 / 2 + hi0 / 2
     wide = grid.dtype == F64
     edges = counts = None
-    first = last = bin_scale = shift  # placeholders: the kernel reads them only for histograms
+    first = last = unit = bin_scale = shift  # placeholders: read only for histograms
     per_row_counts = torch.empty((0,), dtype=torch.int64, device=grid.device)
     if want_histograms:
         edges = histogram_edges(*range_bounds(lo, hi, hist_range), bins)
         first, last = edges[:, 0].contiguous(), edges[:, -1].contiguous()
-        bin_scale = bins / (last - first)
+        unit = fused.pow2_above(torch.maximum(first.abs(), last.abs()))[1]
+        bin_scale = bins / (last * unit - first * unit)  # (as fused_bins.position_terms)
         per_row_counts = torch.empty((blocks.rows, bins + 4), dtype=torch.int64,
                                      device=grid.device)
     table = shift if edges is None else edges
@@ -161,8 +162,8 @@ def _moments_and_histograms(grid, blocks, want_histograms, bins, hist_range):
     if blocks.rows:
         sums_and_histogram[(blocks.rows,)](
             grid, blocks.segment, shift, inverse, shift * inverse, sums, table, first, last,
-            bin_scale, per_row_counts, BLOCK=blocks.block, WIDE=wide, HISTOGRAM=want_histograms,
-            BINS=bins, WIDTH=histogram_width(bins), **options)
+            unit, bin_scale, per_row_counts, BLOCK=blocks.block, WIDE=wide,
+            HISTOGRAM=want_histograms, BINS=bins, WIDTH=histogram_width(bins), **options)
     dsum, dsq, nsq = blocks.sum_rows(sums).unbind(1)
     if not wide:  # power-of-two scaling of the sums: the same figures, bit for bit
         dsum, dsq, nsq = dsum * inverse, dsq * inverse.square(), nsq * inverse.square()
