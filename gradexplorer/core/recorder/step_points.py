@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -31,20 +30,11 @@ def _closure_index(args: tuple) -> int | None:
 
 def guarded(what: str, work: Callable[[], Any], warned: set, default: Any = None,
             step: int | None = None) -> Any:
-    """``work()``; where it raises, ``default`` and one RuntimeWarning per ``what`` and cause
-    (naming the first ``step`` it happened at): the step points never break the loop."""
-    try:
-        return work()
-    except Exception as exc:  # noqa: BLE001 - a monitor never breaks the training loop
-        from gradexplorer.core.errors import first_line
-
-        cause = first_line(exc)
-        if (what, cause) not in warned:
-            warned.add((what, cause))
-            at = "" if step is None else f" at step {step}"
-            warnings.warn(f"gradexplorer: could not measure {what}{at} ({cause}); not recorded, "
-                          "training goes on", RuntimeWarning, stacklevel=3)
-        return default
+    """``work()``; where it raises, ``default`` and ``measured``'s one RuntimeWarning per
+    ``what`` and cause (naming the first ``step`` it happened at): the step points never break
+    the loop."""
+    found, cause = measured(what, work, warned, "" if step is None else f" at step {step}")
+    return default if cause is not None else found
 
 
 def closure_of(args: tuple, kwargs: dict) -> Callable | None:
