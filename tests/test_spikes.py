@@ -124,3 +124,15 @@ def test_the_apps_session_tells_spikes_to_the_event_log_listeners():
     assert results[1].extras["spike"].batch == {"make_batch": 1}
     assert [(kind, text.split(":")[0]) for kind, _, text in told if kind == "spike"] == \
         [("spike", "spike at step 2")]
+
+
+def test_per_sample_losses_leave_the_device_only_on_a_flagged_step(tmp_path, monkeypatch):
+    from gradexplorer.core.recorder import spike_log
+
+    calls = []
+    original = spike_log.top_samples
+    monkeypatch.setattr(spike_log, "top_samples",
+                        lambda values, ids: calls.append(values) or original(values, ids))
+    rec = train(tmp_path / "run", 60, inject=50)
+    assert [e.step for e in rec.spikes.events] == [50]
+    assert len(calls) == 1 and isinstance(calls[0], torch.Tensor)  # kept as given until then

@@ -41,7 +41,6 @@ class SpikeEvent:
     figures: dict[str, Any] = field(default_factory=dict)
     batch: Any = None
     samples: list[dict[str, Any]] = field(default_factory=list)
-    snapshot: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
