@@ -13,6 +13,7 @@ from torch import nn
 from gradexplorer.core.errors import UserError, measured
 from gradexplorer.core.recorder import arguments as A
 from gradexplorer.core.recorder.ranks import RankPlan, plan_ranks
+from gradexplorer.core.recorder.spike_log import SpikeLog
 from gradexplorer.core.recorder.step_points import (
     ScalerWatch,
     accumulated_by_name,
@@ -22,7 +23,6 @@ from gradexplorer.core.recorder.step_points import (
     step_ledger,
     with_closure,
 )
-from gradexplorer.core.recorder.spike_log import SpikeLog
 from gradexplorer.core.recorder.store import RunSizeNote, RunWriter
 from gradexplorer.core.recorder.structure import GraphCapture, model_structure
 from gradexplorer.core.stats.accumulated import AccumulationProbe

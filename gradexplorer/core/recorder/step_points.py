@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from gradexplorer.core.errors import measured
 from gradexplorer.core.stats.accumulated import AccumulatedNorms
 from gradexplorer.core.stats.ledger import StepLedger, clip_coefficient, mean_loss, norm_of
 from gradexplorer.core.stats.records import StepGradients
