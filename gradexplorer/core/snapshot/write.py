@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from safetensors import SafetensorError
 from safetensors.torch import save_file
 
 from gradexplorer._version import __version__
@@ -162,9 +163,20 @@ def _write_atomically(target: Path, tensors: dict[str, torch.Tensor], manifest: 
         text = json.dumps(manifest, indent=1, allow_nan=False)
         _write_text(tmp / F.MANIFEST_FILE, text)  # written last: its presence marks completion
         _replace_dir(tmp, target)
+    except (OSError, SafetensorError) as exc:  # a full disk, a quota, a file size limit
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise UserError(f"cannot write snapshot {target.name} in {str(target.parent)!r}: "
+                        f"{_io_reason(exc)}") from None
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def _io_reason(exc: BaseException) -> str:
+    """The operating system's words for a failed write (safetensors wraps them in its own)."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return str(exc).rpartition("I/O error: ")[2].strip() or type(exc).__name__
 
 
 def _write_text(path: Path, text: str) -> None:
