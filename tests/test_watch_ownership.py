@@ -269,3 +269,17 @@ def test_a_run_that_will_pass_2_gb_says_so_once(tmp_path):
     train(small, opt, 4)
     rec.close()
     assert lines == [] and math.isfinite(gx.open_run(tmp_path / "small").stats(4)["0.weight"]["norm"])
+
+
+def test_framework_callbacks_pass_overwrite_and_resume(tmp_path):
+    from gradexplorer.integrations.settings import WatchSettings
+
+    model = make_model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    WatchSettings(tmp_path / "run").recorder(model, opt).close()
+    with pytest.raises(gx.UserError, match="already holds a run"):
+        WatchSettings(tmp_path / "run").recorder(model, opt)
+    WatchSettings(tmp_path / "run", overwrite=True).recorder(model, opt).close()
+    rec = WatchSettings(tmp_path / "run", resume=True).recorder(model, opt)
+    assert rec.step_count == 0 and rec.writer.first_step == 1
+    rec.close()

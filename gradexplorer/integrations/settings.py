@@ -17,6 +17,8 @@ class WatchSettings:
     snapshot_every: int | None = None
     hooks: dict[str, str] | None = None
     keep_snapshots: int | None = None
+    overwrite: bool = False
+    resume: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 
     def recorder(self, model, optimizer):
@@ -25,4 +27,5 @@ class WatchSettings:
 
         return Recorder(model, optimizer, self.run_dir, every=self.every, bins=self.bins,
                         snapshot_every=self.snapshot_every, hooks=self.hooks,
-                        keep_snapshots=self.keep_snapshots, auto_steps=False)
+                        keep_snapshots=self.keep_snapshots, auto_steps=False,
+                        overwrite=self.overwrite, resume=self.resume)
