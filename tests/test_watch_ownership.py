@@ -219,7 +219,7 @@ def test_follow_ends_when_the_writer_dies_and_its_lock_refuses_others(tmp_path):
     gx.watch(nn.Linear(3, 2), None, tmp_path / "run", resume=True).close()  # the lock went with it
 
 
-def test_complex_parameters_are_measured_over_both_parts():
+def test_complex_parameters_are_measured_over_both_parts(tmp_path):
     class Complex(nn.Module):
         def __init__(self):
             super().__init__()
@@ -233,7 +233,7 @@ def test_complex_parameters_are_measured_over_both_parts():
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no "discards the imaginary part"
-        with gx.watch(model, opt, bins=8) as rec:
+        with gx.watch(model, opt, tmp_path / "run", bins=8, snapshot_every=1) as rec:
             opt.zero_grad()
             model(torch.randn(5, 3)).backward()
             grad, weight = model.w.grad.clone(), model.w.detach().clone()
@@ -246,6 +246,9 @@ def test_complex_parameters_are_measured_over_both_parts():
     assert s.numel == 24 and h.counts.sum() + h.below + h.above == 24
     ratio = (0.1 * grad).abs().double().norm() / weight.abs().double().norm()
     assert s.update_ratio == pytest.approx(ratio.item(), rel=1e-5)
+    snap = gx.read_snapshot(tmp_path / "run" / "snapshots" / "step-000001")  # verified on read
+    assert torch.equal(snap.gradients()["w"], torch.view_as_real(grad))
+    assert snap.stats["w"].norm == s.norm
 
 
 def test_a_run_that_will_pass_2_gb_says_so_once(tmp_path):

@@ -75,10 +75,12 @@ def _consistent_record(model, record: StepGradients | None, step: int) -> StepGr
 
 
 def _gradient_tensors(model) -> dict[str, torch.Tensor]:
-    return {
-        n: (p.grad.to_dense() if p.grad.is_sparse else p.grad).detach().to("cpu").contiguous()
-        for n, p in model.named_parameters() if p.grad is not None
-    }
+    """Dense CPU gradients; a complex one as its real and imaginary parts (last dimension 2),
+    as the monitor measures it (the manifest's shapes are those of what was measured)."""
+    from gradexplorer.core.stats.monitor import measured
+
+    return {n: measured(p.grad).detach().to("cpu").contiguous()
+            for n, p in model.named_parameters() if p.grad is not None}
 
 
 def _extra_tensors(extra: dict[str, Any], taken: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:

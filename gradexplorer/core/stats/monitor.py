@@ -103,11 +103,11 @@ def _named(model: nn.Module) -> list[tuple[str, nn.Parameter]]:
     return list(model.named_parameters())
 
 
-def _dense(grad: torch.Tensor) -> torch.Tensor:
+def measured(grad: torch.Tensor) -> torch.Tensor:
     """What is measured of a tensor: dense, and a complex one as its real and imaginary parts
     (``view_as_real``: a float view with a last dimension of 2, no copy)."""
     grad = grad.to_dense() if grad.is_sparse else grad
-    return torch.view_as_real(grad) if grad.is_complex() else grad
+    return torch.view_as_real(grad.detach()) if grad.is_complex() else grad
 
 
 def _shape(p: torch.Tensor) -> tuple[int, ...]:
@@ -119,7 +119,7 @@ def gradient_stats(model: nn.Module, bins: int = 64, hist_range: HistRange = "au
                    histograms: bool = True, step: int = 0, backend: str = "auto") -> StepGradients:
     """Statistics (and histograms) of the gradients ``model`` holds now, without a monitor."""
     named = _named(model)
-    grads = [_dense(p.grad) for _, p in named if p.grad is not None]
+    grads = [measured(p.grad) for _, p in named if p.grad is not None]
     engine = make_backend(backend, grads)
     hist_range = parse_hist_range(hist_range)
     raw = engine.finish(engine.begin(grads, None, histograms, bins, hist_range), None)
@@ -168,8 +168,8 @@ class GradientMonitor:
         start = time.perf_counter()
         named = _named(session.model)
         present = [p.grad is not None for _, p in named]
-        grads = [_dense(p.grad) for _, p in named if p.grad is not None]
-        params = [_dense(p) for _, p in named if p.grad is not None]
+        grads = [measured(p.grad) for _, p in named if p.grad is not None]
+        params = [measured(p) for _, p in named if p.grad is not None]
         if self._backend is None:
             self._backend = make_backend(self.backend_name, grads or [p for _, p in named],
                                          self.overlap)
@@ -210,7 +210,7 @@ def nonfinite_counts(model: nn.Module) -> dict[str, tuple[int, int]]:
     for name, p in model.named_parameters():
         if p.grad is None:
             continue
-        grad = _dense(p.grad)
+        grad = measured(p.grad)
         nans, infs = int(torch.isnan(grad).sum()), int(torch.isinf(grad).sum())
         if nans or infs:
             out[name] = (nans, infs)
