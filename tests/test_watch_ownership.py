@@ -114,11 +114,12 @@ def test_a_second_watch_is_refused_and_close_removes_every_hook(tmp_path):
                    snapshot_every=1)
     with pytest.raises(gx.UserError, match="already watched by a recorder into") as caught:
         gx.watch(model, opt, tmp_path / "other", hooks={"2": "scale:0.5"})
-    assert "rec.close()" in str(caught.value)
+    assert "rec.close()" in str(caught.value) and gx.Recorder.of(model) is rec
     assert not (tmp_path / "other").exists()
     train(model, opt, 2, rec)
     assert gx.open_run(tmp_path / "run").steps == [1, 2]  # recorded once, not twice
-    rec.close()
+    gx.Recorder.of(model).close()  # what the line offers when `rec` was not kept
+    assert gx.Recorder.of(model) is None
     no_hooks_left(model, opt)
     before = grads_of(model)
     rec = gx.watch(model, opt)  # after close() the model may be watched again
