@@ -287,3 +287,20 @@ def test_framework_callbacks_pass_overwrite_and_resume(tmp_path):
     rec = WatchSettings(tmp_path / "run", resume=True).recorder(model, opt)
     assert rec.step_count == 0 and rec.writer.first_step == 1
     rec.close()
+
+
+def test_resuming_a_run_without_a_later_table_adds_it(tmp_path):
+    model = make_model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with gx.watch(model, opt, tmp_path / "run") as rec:
+        train(model, opt, 2, rec)
+    import sqlite3
+
+    db = sqlite3.connect(tmp_path / "run" / "run.sqlite")
+    db.execute("DROP TABLE rank_norms")  # as runs written before per-rank figures
+    db.commit()
+    db.close()
+    assert gx.open_run(tmp_path / "run").rank_norms(2) == {}  # read as empty
+    with gx.watch(model, opt, tmp_path / "run", resume=True) as rec:
+        train(model, opt, 1, rec)
+    assert gx.open_run(tmp_path / "run").steps == [1, 2, 3]
