@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import os
+import resource
+import signal
 import stat
+import subprocess
+import sys
 
 import pytest
 
@@ -77,3 +81,98 @@ def test_a_run_whose_hook_failed_summarises_it_at_the_end(run_cli, tmp_path):
     assert lines[-1].startswith("  step 1: hook file:") and "RuntimeError: boom" in lines[-1]
     code, out, _ = run_cli("run", "--model", "example:lenet", "--steps", "1", "--hook", "fc2=observe")
     assert code == 0 and "detached during the run" not in out
+
+
+USER_MODELS = '''
+import sys
+import torch
+from torch import nn
+import gradexplorer
+
+
+def frozen():
+    model = nn.Linear(4, 2)
+    model.requires_grad_(False)
+    return model
+
+
+def sparse():
+    model = nn.Sequential(nn.Embedding(10, 4, sparse=True), nn.Flatten(), nn.Linear(12, 1))
+    tokens = torch.randint(0, 10, (8, 3), generator=torch.Generator().manual_seed(0))
+    return gradexplorer.Workload(model=model, make_batch=lambda step: (tokens, torch.zeros(8, 1)),
+                                 loss_fn=nn.functional.mse_loss)
+'''
+
+
+@pytest.fixture
+def user_models(tmp_path):
+    path = tmp_path / "user_models.py"
+    path.write_text(USER_MODELS)
+    return path
+
+
+@pytest.mark.parametrize("seed", [str(2**70), str(2**64), str(-(2**63) - 1)])
+def test_seeds_outside_torchs_range(run_cli, seed):
+    one_line_error(*run_cli("run", *MODEL, "--steps", "1", f"--seed={seed}"), "--seed", seed)
+
+
+def test_seeds_at_torchs_limits_run(run_cli):
+    for seed in (2**64 - 1, -(2**63)):
+        code, _, err = run_cli("run", *MODEL, "--steps", "1", f"--seed={seed}")
+        assert code == 0, err
+
+
+def test_a_model_without_trainable_parameters(run_cli, user_models):
+    one_line_error(*run_cli("run", "--model", f"{user_models}:frozen", "--input-shape", "3,4",
+                            "--steps", "1"), "has no trainable parameters")
+
+
+def test_sparse_gradients_with_an_optimizer_that_cannot_take_them(run_cli, user_models):
+    spec = f"{user_models}:sparse"
+    one_line_error(*run_cli("run", "--model", spec, "--optimizer", "adam", "--steps", "1"),
+                   "optimizer 'adam' cannot take the sparse gradients of 0", "--optimizer sgd")
+    code, out, err = run_cli("run", "--model", spec, "--optimizer", "sgd", "--steps", "2")
+    assert code == 0 and "step 2/2" in out, err  # what the line names works
+
+
+@pytest.mark.parametrize("flag", ["--device", "--model"])
+def test_empty_device_or_model(run_cli, flag):
+    argv = ["run", *MODEL, "--steps", "1", "--device", "cpu", f"{flag}= "]
+    one_line_error(*run_cli(*argv), f"{flag} is empty")
+
+
+def test_an_unknown_collapse_module_is_named(run_cli, tmp_path):
+    one_line_error(*run_cli("graph", "--model", "example:lenet", "--out", tmp_path / "g.svg",
+                            "--collapse-module", "fc9"), "--collapse-module 'fc9'", "fc1")
+    one_line_error(*run_cli("graph", "--model", "example:lenet", "--out", tmp_path / "g.svg",
+                            "--collapse", "1", "--expand", "nothing"), "--expand 'nothing'")
+    code, _, err = run_cli("graph", "--model", "example:lenet", "--out", tmp_path / "g.svg",
+                           "--collapse-module", "fc1")
+    assert code == 0, err
+
+
+def test_a_user_file_that_exits_at_import(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text("import sys\nimport torch\nsys.exit('usage: train.py DATA')\n"
+                      "def build():\n    return torch.nn.Linear(2, 2)\n")
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    done = subprocess.run([sys.executable, "-m", "gradexplorer", "run", "--model",
+                           f"{script}:build", "--steps", "1"], capture_output=True, text=True,
+                          env=env, timeout=240)
+    one_line_error(done.returncode, done.stdout, done.stderr, "train.py ended the program",
+                   "sys.exit('usage: train.py DATA')", "train.py:3")
+
+
+def test_a_full_disk_under_run_export_is_one_line(tmp_path):
+    """A file-size limit makes every write past 200 kB fail as a full disk does."""
+    def limited():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (200_000, 200_000))
+
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    done = subprocess.run([sys.executable, "-m", "gradexplorer", "run", "--model", "example:lenet",
+                           "--steps", "2", "--export", str(tmp_path / "out")], env=env,
+                          preexec_fn=limited, capture_output=True, text=True, timeout=240)
+    one_line_error(done.returncode, done.stdout, done.stderr, "cannot write snapshot step-000002",
+                   "File too large")
+    assert [p.name for p in (tmp_path / "out").iterdir()] == []  # nothing half-written left

@@ -114,11 +114,12 @@ def test_a_second_watch_is_refused_and_close_removes_every_hook(tmp_path):
                    snapshot_every=1)
     with pytest.raises(gx.UserError, match="already watched by a recorder into") as caught:
         gx.watch(model, opt, tmp_path / "other", hooks={"2": "scale:0.5"})
-    assert "rec.close()" in str(caught.value)
+    assert "rec.close()" in str(caught.value) and gx.Recorder.of(model) is rec
     assert not (tmp_path / "other").exists()
     train(model, opt, 2, rec)
     assert gx.open_run(tmp_path / "run").steps == [1, 2]  # recorded once, not twice
-    rec.close()
+    gx.Recorder.of(model).close()  # what the line offers when `rec` was not kept
+    assert gx.Recorder.of(model) is None
     no_hooks_left(model, opt)
     before = grads_of(model)
     rec = gx.watch(model, opt)  # after close() the model may be watched again
@@ -219,7 +220,7 @@ def test_follow_ends_when_the_writer_dies_and_its_lock_refuses_others(tmp_path):
     gx.watch(nn.Linear(3, 2), None, tmp_path / "run", resume=True).close()  # the lock went with it
 
 
-def test_complex_parameters_are_measured_over_both_parts():
+def test_complex_parameters_are_measured_over_both_parts(tmp_path):
     class Complex(nn.Module):
         def __init__(self):
             super().__init__()
@@ -233,7 +234,7 @@ def test_complex_parameters_are_measured_over_both_parts():
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no "discards the imaginary part"
-        with gx.watch(model, opt, bins=8) as rec:
+        with gx.watch(model, opt, tmp_path / "run", bins=8, snapshot_every=1) as rec:
             opt.zero_grad()
             model(torch.randn(5, 3)).backward()
             grad, weight = model.w.grad.clone(), model.w.detach().clone()
@@ -246,6 +247,9 @@ def test_complex_parameters_are_measured_over_both_parts():
     assert s.numel == 24 and h.counts.sum() + h.below + h.above == 24
     ratio = (0.1 * grad).abs().double().norm() / weight.abs().double().norm()
     assert s.update_ratio == pytest.approx(ratio.item(), rel=1e-5)
+    snap = gx.read_snapshot(tmp_path / "run" / "snapshots" / "step-000001")  # verified on read
+    assert torch.equal(snap.gradients()["w"], torch.view_as_real(grad))
+    assert snap.stats["w"].norm == s.norm
 
 
 def test_a_run_that_will_pass_2_gb_says_so_once(tmp_path):
@@ -269,3 +273,34 @@ def test_a_run_that_will_pass_2_gb_says_so_once(tmp_path):
     train(small, opt, 4)
     rec.close()
     assert lines == [] and math.isfinite(gx.open_run(tmp_path / "small").stats(4)["0.weight"]["norm"])
+
+
+def test_framework_callbacks_pass_overwrite_and_resume(tmp_path):
+    from gradexplorer.integrations.settings import WatchSettings
+
+    model = make_model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    WatchSettings(tmp_path / "run").recorder(model, opt).close()
+    with pytest.raises(gx.UserError, match="already holds a run"):
+        WatchSettings(tmp_path / "run").recorder(model, opt)
+    WatchSettings(tmp_path / "run", overwrite=True).recorder(model, opt).close()
+    rec = WatchSettings(tmp_path / "run", resume=True).recorder(model, opt)
+    assert rec.step_count == 0 and rec.writer.first_step == 1
+    rec.close()
+
+
+def test_resuming_a_run_without_a_later_table_adds_it(tmp_path):
+    model = make_model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with gx.watch(model, opt, tmp_path / "run") as rec:
+        train(model, opt, 2, rec)
+    import sqlite3
+
+    db = sqlite3.connect(tmp_path / "run" / "run.sqlite")
+    db.execute("DROP TABLE rank_norms")  # as runs written before per-rank figures
+    db.commit()
+    db.close()
+    assert gx.open_run(tmp_path / "run").rank_norms(2) == {}  # read as empty
+    with gx.watch(model, opt, tmp_path / "run", resume=True) as rec:
+        train(model, opt, 1, rec)
+    assert gx.open_run(tmp_path / "run").steps == [1, 2, 3]

@@ -11,6 +11,7 @@ from gradexplorer.core.model.workload import Workload
 from gradexplorer.core.session.engine import OPTIMIZERS, SessionConfig, TrainingSession
 
 MAX_STEPS_VARIABLE = "GRADEXPLORER_MAX_STEPS"
+SEED_RANGE = (-(2**63), 2**64 - 1)  # what torch.manual_seed takes
 
 
 def capped_steps(steps: int) -> int:
@@ -55,6 +56,14 @@ def add_training_arguments(parser: argparse.ArgumentParser) -> None:
 
 def model_options(args: argparse.Namespace) -> ModelOptions:
     """The ModelOptions that the parsed arguments describe."""
+    if not args.model.strip():
+        raise UserError("--model is empty; give example:NAME, path/to/file.py:callable or "
+                        "package.module:callable")
+    if not SEED_RANGE[0] <= args.seed <= SEED_RANGE[1]:
+        raise UserError(f"--seed {args.seed} is out of range: torch takes seeds from "
+                        f"{SEED_RANGE[0]} to {SEED_RANGE[1]}")
+    if getattr(args, "device", "auto") is not None and not str(getattr(args, "device", "auto")).strip():
+        raise UserError("--device is empty; give auto, cpu, cuda, cuda:N or mps")
     if args.batch_size is not None and args.batch_size <= 0:
         raise UserError(f"--batch-size must be positive, got {args.batch_size}")
     return ModelOptions(

@@ -100,9 +100,24 @@ def _traced(args: argparse.Namespace):
     t1 = time.perf_counter()
     if args.hide_hooks:
         G = hide_hook_nodes(G)
+    check_module_paths(G, {"--collapse-module": args.collapse_module, "--expand": args.expand})
     if args.collapse is not None or args.collapse_module:
         G = collapse_by_module(G, depth=args.collapse, modules=args.collapse_module, expanded=args.expand)
     return G, notes, t0, t1
+
+
+def check_module_paths(G, flags: dict[str, list[str]]) -> None:
+    """Each module path a flag names is a module of the traced model."""
+    import difflib
+
+    known = set(G.graph.get("module_types", {})) | {a.get("module") or "" for _, a in G.nodes(data=True)}
+    for flag, paths in flags.items():
+        for path in paths:
+            if path.strip() not in known:
+                close = difflib.get_close_matches(path, [k for k in known if k], n=3)
+                hint = f"; did you mean {', '.join(close)}?" if close else \
+                    " (gradexplorer hooks --model … lists the modules)"
+                raise UserError(f"{flag} {path!r}: the model has no module {path!r}{hint}")
 
 
 def write_png(G, layout: str, path: Path) -> Path:

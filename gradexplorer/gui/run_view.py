@@ -32,7 +32,7 @@ def show_run(window, path: str | Path) -> RunFollower | None:
     run = None
     try:  # everything read before the window changes: a damaged run is a dialog, never a crash
         run = open_run(path)
-        run.check(HISTORY)  # what the first poll reads
+        run.check()  # the newest step whole: a damaged older one is the follower's dialog
         structure = run.structure
         if not structure:
             raise UserError(f"run {str(path)!r} has no model structure yet")

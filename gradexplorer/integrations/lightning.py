@@ -27,9 +27,11 @@ class GradexplorerLightningCallback(Callback):
 
     def __init__(self, run_dir: str | Path | None = None, *, every: int = 1, bins: int = 64,
                  snapshot_every: int | None = None, hooks: dict[str, str] | None = None,
-                 keep_snapshots: int | None = None) -> None:
+                 keep_snapshots: int | None = None, overwrite: bool = False,
+                 resume: bool = False) -> None:
         super().__init__()
-        self.settings = WatchSettings(run_dir, every, bins, snapshot_every, hooks, keep_snapshots)
+        self.settings = WatchSettings(run_dir, every, bins, snapshot_every, hooks, keep_snapshots,
+                                      overwrite, resume)
         self.recorder = None
 
     def on_fit_start(self, trainer, pl_module) -> None:

@@ -17,6 +17,8 @@ class WatchSettings:
     snapshot_every: int | None = None
     hooks: dict[str, str] | None = None
     keep_snapshots: int | None = None
+    overwrite: bool = False
+    resume: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 
     def recorder(self, model, optimizer, scaler=None, step_number=None):
@@ -28,4 +30,4 @@ class WatchSettings:
         return Recorder(model, optimizer, self.run_dir, every=self.every, bins=self.bins,
                         snapshot_every=self.snapshot_every, hooks=self.hooks,
                         keep_snapshots=self.keep_snapshots, scaler=scaler,
-                        step_number=step_number)
+                        step_number=step_number, overwrite=self.overwrite, resume=self.resume)

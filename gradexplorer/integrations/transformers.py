@@ -28,8 +28,10 @@ class GradexplorerTrainerCallback(TrainerCallback):
 
     def __init__(self, run_dir: str | Path | None = None, *, every: int = 1, bins: int = 64,
                  snapshot_every: int | None = None, hooks: dict[str, str] | None = None,
-                 keep_snapshots: int | None = None) -> None:
-        self.settings = WatchSettings(run_dir, every, bins, snapshot_every, hooks, keep_snapshots)
+                 keep_snapshots: int | None = None, overwrite: bool = False,
+                 resume: bool = False) -> None:
+        self.settings = WatchSettings(run_dir, every, bins, snapshot_every, hooks, keep_snapshots,
+                                      overwrite, resume)
         self.recorder = None
         self._loss_hook = None
 

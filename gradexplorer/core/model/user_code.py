@@ -47,6 +47,9 @@ def import_file(path: str | Path) -> ModuleType:
     except Exception as exc:  # noqa: BLE001 - whatever the user's file raises
         sys.modules.pop(name, None)
         raise UserError(f"importing {path} failed at {user_frame(exc)}: {first_line(exc)}") from None
+    except SystemExit as exc:  # a script's sys.exit() (or argparse) run at import
+        sys.modules.pop(name, None)
+        raise UserError(exit_at_import(str(path), exc)) from None
     finally:
         if folder in sys.path:
             sys.path.remove(folder)
@@ -65,6 +68,14 @@ def import_dotted(name: str) -> ModuleType:
         raise UserError(f"syntax error in {exc.filename}:{exc.lineno}: {exc.msg}") from None
     except Exception as exc:  # noqa: BLE001
         raise UserError(f"importing {name} failed at {user_frame(exc)}: {first_line(exc)}") from None
+    except SystemExit as exc:
+        raise UserError(exit_at_import(name, exc)) from None
+
+
+def exit_at_import(what: str, exc: SystemExit) -> str:
+    """One line for a file that called ``sys.exit()`` while being imported."""
+    return (f"importing {what} ended the program: it called sys.exit({exc.code!r}) at "
+            f"{user_frame(exc)}; keep scripts under if __name__ == '__main__':")
 
 
 def find_callable(module: ModuleType, attr: str, where: str) -> Callable[..., Any]:
@@ -105,3 +116,6 @@ def call_user(fn: Callable[..., Any], label: str, *args: Any) -> Any:
         raise
     except Exception as exc:  # noqa: BLE001
         raise UserError(f"{label} failed at {user_frame(exc)}: {first_line(exc)}") from None
+    except SystemExit as exc:
+        raise UserError(f"{label} ended the program: it called sys.exit({exc.code!r}) at "
+                        f"{user_frame(exc)}") from None

@@ -1,7 +1,7 @@
 """``watch``'s arguments, every one checked at the call, before anything touches the model.
 
 A refused call leaves the model as it was: no hook attached, no run directory created, no
-optimizer hook. A model has one recorder at a time (``WATCHED``); the loss a step records is
+optimizer hook. A model has one recorder at a time (``watched_by``); the loss a step records is
 a number or the mean of a per-sample tensor, refused at ``note_loss`` when it is neither.
 """
 
@@ -19,7 +19,8 @@ from torch import nn
 from gradexplorer.core.errors import UserError
 
 MAX_BINS = 4096  # what the monitor's histograms take
-WATCHED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> its open Recorder
+_WATCHED: dict[int, weakref.ref] = {}  # id(model) -> its open Recorder (by identity: a model
+# may define __eq__ and no __hash__)
 
 
 def whole(value: Any, name: str, low: int = 1, optional: bool = False) -> int | None:
@@ -74,13 +75,33 @@ def hook_specs(model: nn.Module, hooks: Any) -> dict[str, str]:
     return dict(hooks)
 
 
+def watched_by(model: nn.Module):
+    """The open Recorder of ``model``, or None."""
+    ref = _WATCHED.get(id(model))
+    recorder = ref() if ref is not None else None
+    if recorder is None or recorder.closed or recorder.model is not model:
+        return None
+    return recorder
+
+
+def mark_watched(model: nn.Module, recorder) -> None:
+    _WATCHED[id(model)] = weakref.ref(recorder)
+
+
+def unmark_watched(model: nn.Module, recorder) -> None:
+    ref = _WATCHED.get(id(model))
+    if ref is not None and ref() in (recorder, None):
+        del _WATCHED[id(model)]
+
+
 def check_unwatched(model: nn.Module) -> None:
     """Refuse a second recorder on a model an open one records."""
-    other = WATCHED.get(model)
-    if other is not None and not other.closed:
+    other = watched_by(model)
+    if other is not None:
         where = f" into {str(other.run_dir)!r}" if other.run_dir is not None else ""
         raise UserError(f"watch: this {type(model).__name__} is already watched by a recorder"
-                        f"{where}; close it first (rec.close()), or keep using it")
+                        f"{where}; close it first (rec.close(), or gradexplorer.Recorder.of(model)"
+                        ".close() when you no longer hold it), or keep using it")
 
 
 def loss_value(loss: Any) -> torch.Tensor | float | None:

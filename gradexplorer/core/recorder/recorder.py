@@ -12,7 +12,7 @@ from torch import nn
 
 from gradexplorer.core.errors import UserError, measured
 from gradexplorer.core.recorder import arguments as A
-from gradexplorer.core.recorder.ranks import RankPlan, plan_ranks
+from gradexplorer.core.recorder.ranks import RankPlan, _is_ddp, plan_ranks
 from gradexplorer.core.recorder.spike_log import SpikeLog
 from gradexplorer.core.recorder.step_points import (
     ScalerWatch,
@@ -117,7 +117,7 @@ class Recorder:
         except BaseException:
             self.close()
             raise
-        A.WATCHED[self.model] = self
+        A.mark_watched(self.model, self)
 
     def _set_up(self, optimizer, run_dir, every, bins, snapshot_every, hooks, keep_snapshots,
                 history, auto_steps, per_rank, overwrite, resume, scaler, step_number,
@@ -393,14 +393,18 @@ class Recorder:
     def closed(self) -> bool:
         return self._closed
 
+    @staticmethod
+    def of(model: nn.Module) -> Recorder | None:
+        """The open recorder watching ``model`` (its unwrapped module under DDP), or None."""
+        return A.watched_by(model.module if _is_ddp(model) else model)
+
     def close(self) -> None:
         """Stop recording: remove the optimizer hooks, the gradient hooks and the graph's
         forward hook, close (and unlock) the run directory."""
         if self._closed:
             return
         self._closed = True
-        if A.WATCHED.get(self.model) is self:
-            del A.WATCHED[self.model]
+        A.unmark_watched(self.model, self)
         for handle in self._handles:
             handle.remove()
         self._handles.clear()

@@ -273,8 +273,8 @@ class Run:
             if not isinstance(n, str):
                 raise UserError(f"{self.where}, table histograms at step {step} holds a "
                                 f"parameter name of type {type(n).__name__}")
-            where = f"{self.where}, table histograms at step {step} ({V.printable(n)[:60]})"
-            out[n] = Histogram(*V.histogram_arrays(e, c, tuple(extras), where))
+            out[n] = Histogram(*V.histogram_arrays(e, c, tuple(extras), lambda n=n: (
+                f"{self.where}, table histograms at step {step} ({V.printable(n)[:60]})")))
         return out
 
     def step_gradients(self, step: int) -> StepGradients:
@@ -295,9 +295,10 @@ class Run:
                              self.histograms(step), bins, "auto", info["seconds"] or 0.0,
                              not_recorded=missing)
 
-    def check(self, last: int = 256) -> None:
+    def check(self, last: int = 1) -> None:
         """Read what a viewer reads first (the structure, the graph, the newest ``last`` steps
-        whole); a damaged run is the one-line UserError here, before anything is shown."""
+        whole); a damaged run is the one-line UserError here, before anything is shown (an
+        older step found damaged later is the same line from the read that finds it)."""
         _ = self.structure, self.graph
         for row in self.step_rows()[-last:]:
             self.step_gradients(row["step"])

@@ -92,11 +92,15 @@ class RunWriter:
                 raise UserError(f"{str(self.run_dir)!r} already holds a run; give overwrite=True "
                                 "to replace it, resume=True to continue its steps, or another "
                                 "run_dir")
-            for path in leftover_files(self.run_dir):
-                if path.is_dir():
-                    shutil.rmtree(path)
-                elif path.exists():
-                    path.unlink()
+            try:
+                for path in leftover_files(self.run_dir):
+                    if path.is_dir():
+                        shutil.rmtree(path)
+                    elif path.exists():
+                        path.unlink()
+            except OSError as exc:
+                raise UserError(f"cannot replace the run in {str(self.run_dir)!r}: "
+                                f"{exc.strerror or exc}") from None
         if db_path.exists():  # resume: a run this gradexplorer reads, continued after its last step
             from gradexplorer.core.recorder.run import Run
 
@@ -109,7 +113,7 @@ class RunWriter:
             self._db = sqlite3.connect(db_path, isolation_level=None, check_same_thread=False)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")  # a committed step survives kill -9
-            self._db.executescript(S.SCHEMA)  # a resumed run of an earlier version: its new tables
+            self._db.executescript(S.SCHEMA)  # a resumed older run gets the tables it lacks
         except (OSError, sqlite3.Error) as exc:
             raise UserError(f"cannot create run directory {str(self.run_dir)!r}: {exc}") from None
 

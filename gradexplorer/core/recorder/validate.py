@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import sqlite3
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -135,52 +136,75 @@ def count(value: Any, where: str, high: int = MAX_COUNT) -> int | None:
     return value
 
 
+def _is_figure(value: Any) -> bool:
+    return value is None or type(value) is float or type(value) is int  # noqa: E721 - exact types
+
+
+def _is_count(value: Any) -> bool:
+    return value is None or (type(value) is int and 0 <= value <= MAX_COUNT)  # noqa: E721
+
+
 def step_row(row: tuple, where: str) -> dict[str, Any]:
     """A ``steps`` row as ``{step, time, global_norm, total_numel, loss, seconds, ranks}``."""
-    out = {k: figure(v, f"{where}, table steps, column {k}") for k, v in zip(STEP_COLUMNS, row,
-                                                                            strict=True)}
-    for key in ("total_numel", "ranks"):
-        out[key] = count(out[key], f"{where}, table steps, column {key}")
+    out = dict(zip(STEP_COLUMNS, row, strict=True))
+    for key, value in out.items():
+        if key in ("total_numel", "ranks"):
+            if not _is_count(value):
+                count(value, f"{where}, table steps, column {key}")
+        elif not _is_figure(value):
+            out[key] = figure(value, f"{where}, table steps, column {key}")
     return out
 
 
 def stat_row(step: int, name: Any, numel: Any, has_grad: Any, figures: tuple, where: str):
-    """``(name, numel, has_grad, {field: value})`` of a ``stats`` row, each value checked."""
-    at = f"{where}, table stats at step {step}"
-    if not isinstance(name, str):
-        raise UserError(f"{at} holds a parameter name of type {type(name).__name__}")
-    at = f"{at} ({printable(name)[:60]})"
-    numel = count(numel, f"{at}, column numel")
-    if has_grad not in (0, 1) or isinstance(has_grad, float):
+    """``(name, numel, has_grad, {field: value})`` of a ``stats`` row, each value checked (the
+    message is built only for a value that fails: thousands of rows are read per step)."""
+    if type(name) is not str or not _is_count(numel) or numel is None or has_grad not in (0, 1) \
+            or type(has_grad) is float:  # noqa: E721
+        at = f"{where}, table stats at step {step}"
+        if not isinstance(name, str):
+            raise UserError(f"{at} holds a parameter name of type {type(name).__name__}")
+        at = f"{at} ({printable(name)[:60]})"
+        if not _is_count(numel) or numel is None:
+            raise UserError(f"{at}, column numel holds {_short(numel)!r} where a count belongs")
         raise UserError(f"{at}, column has_grad holds {_short(has_grad)!r} (0 or 1)")
-    values = {}
-    for field, value in zip(STAT_FIELDS, figures, strict=True):
-        check = count if field in COUNT_FIELDS else figure
-        values[field] = check(value, f"{at}, column {field}")
+    values = dict(zip(STAT_FIELDS, figures, strict=True))
+    for field, value in values.items():
+        if _is_count(value) if field in COUNT_FIELDS else _is_figure(value):
+            continue
+        at = f"{where}, table stats at step {step} ({printable(name)[:60]}), column {field}"
+        values[field] = count(value, at) if field in COUNT_FIELDS else figure(value, at)
     return name, numel, bool(has_grad), values
 
 
-def histogram_arrays(edges: Any, counts: Any, extras: tuple, where: str):
+def histogram_arrays(edges: Any, counts: Any, extras: tuple, where: str | Callable[[], str]):
     """``(edges float64, counts int64, nan, inf, below, above)`` of a ``histograms`` row:
-    blobs of whole float64/int64 values, one more edge than counts, edges not decreasing,
-    counts not negative."""
+    blobs of whole float64/int64 values, one more edge than counts, edges finite and not
+    decreasing, counts not negative."""
     for column, blob in (("edges", edges), ("counts", counts)):
-        if not isinstance(blob, bytes):
-            raise UserError(f"{where}, column {column} holds {type(blob).__name__}, not a blob")
+        if type(blob) is not bytes:  # noqa: E721
+            raise UserError(f"{_at(where)}, column {column} holds {type(blob).__name__}, not a blob")
         if len(blob) % 8:
-            raise UserError(f"{where}, column {column} is {len(blob)} bytes, not a whole number "
+            raise UserError(f"{_at(where)}, column {column} is {len(blob)} bytes, not a whole number "
                             "of 8-byte values")
     e, c = np.frombuffer(edges, "<f8").astype(np.float64), np.frombuffer(counts, "<i8").astype(np.int64)
     if not 1 <= c.size <= MAX_BINS or e.size != c.size + 1:
-        raise UserError(f"{where}: {e.size} edges for {c.size} counts (one more edge than "
+        raise UserError(f"{_at(where)}: {e.size} edges for {c.size} counts (one more edge than "
                         f"counts, 1..{MAX_BINS} counts)")
-    if not np.all(np.isfinite(e)) or np.any(np.diff(e) < 0):
-        raise UserError(f"{where}, column edges holds edges that are not finite and increasing")
-    if np.any(c < 0):
-        raise UserError(f"{where}, column counts holds a negative count")
-    names = ("nan_count", "inf_count", "below", "above")
-    extra = [count(v, f"{where}, column {n}") or 0 for n, v in zip(names, extras, strict=True)]
-    return (e, c, *extra)
+    # finite ends and no decrease (a NaN fails >=) mean every edge is finite and in order
+    if not (math.isfinite(e[0]) and math.isfinite(e[-1]) and (e[1:] >= e[:-1]).all()):
+        raise UserError(f"{_at(where)}, column edges holds edges that are not finite and increasing")
+    if c.min() < 0:
+        raise UserError(f"{_at(where)}, column counts holds a negative count")
+    if not all(_is_count(v) for v in extras):
+        names = ("nan_count", "inf_count", "below", "above")
+        for n, v in zip(names, extras, strict=True):
+            count(v, f"{_at(where)}, column {n}")
+    return (e, c, *(v or 0 for v in extras))
+
+
+def _at(where: str | Callable[[], str]) -> str:
+    return where() if callable(where) else where
 
 
 def json_value(text: Any, where: str) -> Any:

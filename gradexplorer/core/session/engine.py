@@ -88,6 +88,24 @@ def make_optimizer(
     return torch.optim.Adam(params, lr=lr)
 
 
+SPARSE_OPTIMIZERS = ("sgd",)  # of OPTIMIZERS, those that take sparse gradients
+
+
+def check_trainable(model: nn.Module, name: str, optimizer: str) -> None:
+    """Refuse, in one line, a model the optimizer cannot train: no parameter that needs a
+    gradient, or sparse gradients (``nn.Embedding(sparse=True)``) for an optimizer without
+    sparse support."""
+    if not any(p.requires_grad for p in model.parameters()):
+        raise UserError(f"{name} has no trainable parameters (none with requires_grad=True): "
+                        "there are no gradients to show")
+    sparse = [path or type(model).__name__ for path, m in model.named_modules()
+              if getattr(m, "sparse", False) is True and any(p.requires_grad for p in m.parameters())]
+    if sparse and optimizer.lower() not in SPARSE_OPTIMIZERS:
+        raise UserError(f"optimizer {optimizer!r} cannot take the sparse gradients of "
+                        f"{', '.join(sparse[:3])} (sparse=True); use --optimizer "
+                        f"{' or '.join(SPARSE_OPTIMIZERS)}, or build it with sparse=False")
+
+
 class RunControl:
     """Thread-safe pause/stop flags checked between steps."""
 
@@ -135,6 +153,7 @@ class TrainingSession:
         torch.manual_seed(self.config.seed)
         self.model: nn.Module = workload.model.to(self.device)
         self.model.train()
+        check_trainable(self.model, workload.name, self.config.optimizer)
         self.optimizer = make_optimizer(
             self.config.optimizer, self.model.parameters(), self.config.lr, self.config.momentum,
             workload.extra.get("optimizer_defaults"),
@@ -257,7 +276,8 @@ class TrainingSession:
 
     def global_grad_norm(self) -> torch.Tensor | None:
         """L2 norm of all parameter gradients together (a float64 tensor on the device)."""
-        grads = [p.grad for p in self.model.parameters() if p.grad is not None]
+        grads = [p.grad.coalesce().values() if p.grad.is_sparse else p.grad  # a sparse one's
+                 for p in self.model.parameters() if p.grad is not None]  # summed entries
         if not grads:
             return None
         wide = {} if self.device.type == "mps" else {"dtype": torch.float64}  # MPS: no float64

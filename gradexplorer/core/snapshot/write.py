@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from safetensors import SafetensorError
 from safetensors.torch import save_file
 
 from gradexplorer._version import __version__
@@ -74,10 +75,12 @@ def _consistent_record(model, record: StepGradients | None, step: int) -> StepGr
 
 
 def _gradient_tensors(model) -> dict[str, torch.Tensor]:
-    return {
-        n: (p.grad.to_dense() if p.grad.is_sparse else p.grad).detach().to("cpu").contiguous()
-        for n, p in model.named_parameters() if p.grad is not None
-    }
+    """Dense CPU gradients; a complex one as its real and imaginary parts (last dimension 2),
+    as the monitor measures it (the manifest's shapes are those of what was measured)."""
+    from gradexplorer.core.stats.monitor import measured_tensor
+
+    return {n: measured_tensor(p.grad).detach().to("cpu").contiguous()
+            for n, p in model.named_parameters() if p.grad is not None}
 
 
 def _extra_tensors(extra: dict[str, Any], taken: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -162,9 +165,20 @@ def _write_atomically(target: Path, tensors: dict[str, torch.Tensor], manifest: 
         text = json.dumps(manifest, indent=1, allow_nan=False)
         _write_text(tmp / F.MANIFEST_FILE, text)  # written last: its presence marks completion
         _replace_dir(tmp, target)
+    except (OSError, SafetensorError) as exc:  # a full disk, a quota, a file size limit
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise UserError(f"cannot write snapshot {target.name} in {str(target.parent)!r}: "
+                        f"{_io_reason(exc)}") from None
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def _io_reason(exc: BaseException) -> str:
+    """The operating system's words for a failed write (safetensors wraps them in its own)."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return str(exc).rpartition("I/O error: ")[2].strip() or type(exc).__name__
 
 
 def _write_text(path: Path, text: str) -> None:

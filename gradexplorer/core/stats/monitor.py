@@ -105,11 +105,11 @@ def _named(model: nn.Module) -> list[tuple[str, nn.Parameter]]:
     return list(model.named_parameters())
 
 
-def _dense(grad: torch.Tensor) -> torch.Tensor:
+def measured_tensor(grad: torch.Tensor) -> torch.Tensor:
     """What is measured of a tensor: dense, and a complex one as its real and imaginary parts
     (``view_as_real``: a float view with a last dimension of 2, no copy)."""
     grad = grad.to_dense() if grad.is_sparse else grad
-    return torch.view_as_real(grad) if grad.is_complex() else grad
+    return torch.view_as_real(grad.detach()) if grad.is_complex() else grad
 
 
 def _shape(p: torch.Tensor) -> tuple[int, ...]:
@@ -121,7 +121,7 @@ def gradient_stats(model: nn.Module, bins: int = 64, hist_range: HistRange = "au
                    histograms: bool = True, step: int = 0, backend: str = "auto") -> StepGradients:
     """Statistics (and histograms) of the gradients ``model`` holds now, without a monitor."""
     named = _named(model)
-    grads = [_dense(p.grad) for _, p in named if p.grad is not None]
+    grads = [measured_tensor(p.grad) for _, p in named if p.grad is not None]
     engine = make_backend(backend, grads)
     hist_range = parse_hist_range(hist_range)
     raw = engine.finish(engine.begin(grads, None, histograms, bins, hist_range), None)
@@ -172,12 +172,12 @@ class GradientMonitor:
         named = _named(session.model)
         present = [p.grad is not None for _, p in named]
         owners = [p for _, p in named if p.grad is not None]
-        params = [_dense(p) for p in owners]  # what is measured (a complex one: its parts)
+        params = [measured_tensor(p) for p in owners]  # what is measured (complex: its parts)
         if self._backend is None:
             self._backend = make_backend(self.backend_name, params or [p for _, p in named],
                                          self.overlap)
         try:
-            grads = [_dense(p.grad) for p in owners]
+            grads = [measured_tensor(p.grad) for p in owners]
             pending = self._backend.begin(
                 grads, params if self.update_ratio else None,
                 self.wants_histogram(step + 1), self.bins, self.hist_range, session.optimizer,
@@ -224,7 +224,7 @@ class GradientMonitor:
 
             def one(name=name, p=p):
                 raw = self._backend.finish(self._backend.begin(
-                    [_dense(p.grad)], None, want, self.bins, self.hist_range), None)
+                    [measured_tensor(p.grad)], None, want, self.bins, self.hist_range), None)
                 return build_step_gradients(step, [(name, _shape(p))], [True], raw,
                                             self.bins, self.hist_range)
 
@@ -256,7 +256,7 @@ def nonfinite_counts(model: nn.Module) -> dict[str, tuple[int, int]]:
     for name, p in model.named_parameters():
         if p.grad is None:
             continue
-        grad = _dense(p.grad)
+        grad = measured_tensor(p.grad)
         nans, infs = int(torch.isnan(grad).sum()), int(torch.isinf(grad).sum())
         if nans or infs:
             out[name] = (nans, infs)
