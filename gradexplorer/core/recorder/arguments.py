@@ -124,3 +124,32 @@ def loss_value(loss: Any) -> torch.Tensor | float | None:
 def loss_number(loss: torch.Tensor | float | None) -> float | None:
     """The recorded figure of a ``loss_value``."""
     return None if loss is None else float(loss)
+
+
+def checked(run_dir, every, history, bins, snapshot_every, keep_snapshots, per_rank, overwrite,
+            resume, auto_steps, optimizer_state) -> tuple:
+    """``watch``'s plain arguments, each checked (the same order back)."""
+    run_dir = run_directory(run_dir)
+    every, history, bins = whole(every, "every"), whole(history, "history"), whole(bins, "bins")
+    if bins > MAX_BINS:
+        raise UserError(f"watch: bins must be at most {MAX_BINS}, got {bins}")
+    snapshot_every = whole(snapshot_every, "snapshot_every", optional=True)
+    keep_snapshots = whole(keep_snapshots, "keep_snapshots", optional=True)
+    flags = [flag(v, n) for v, n in ((per_rank, "per_rank"), (overwrite, "overwrite"),
+                                     (resume, "resume"), (auto_steps, "auto_steps"),
+                                     (optimizer_state, "optimizer_state"))]
+    if overwrite and resume:
+        raise UserError("watch: give overwrite=True (replace the run) or resume=True "
+                        "(continue it), not both")
+    return (run_dir, every, history, bins, snapshot_every, keep_snapshots, *flags)
+
+
+def check_plan(plan, snapshot_every: int | None, resume: bool, per_rank: bool) -> None:
+    """What the distributed layout (``RankPlan``) rules out: snapshots of FSDP2's shards, and
+    resuming a run whose every rank counts its own steps."""
+    if snapshot_every and plan.mode == "fsdp2":
+        raise UserError("watch: snapshots hold whole gradients, which FSDP shards across ranks; "
+                        "record FSDP2 runs without snapshot_every")
+    if resume and plan.world > 1 and (plan.mode == "fsdp2" or per_rank):
+        raise UserError("watch: resume=True continues one process's step count; FSDP2 and "
+                        "per_rank runs count steps on every rank: record into a new run_dir")

@@ -15,6 +15,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
+from gradexplorer.core.errors import UserError
 from gradexplorer.core.stats.records import StepGradients
 
 TIMEOUT = timedelta(seconds=120)
@@ -59,3 +60,14 @@ def spread(norms: dict[int, dict[str, float]]) -> dict[str, float]:
         top = max(values)
         out[name] = (top - min(values)) / top if top > 0 else 0.0
     return out
+
+
+def rank_norms_for(plan, wanted: bool, report) -> RankNorms | None:
+    """A RankNorms gatherer when per-rank figures are asked for and apply (DDP)."""
+    if not wanted or plan.world == 1:
+        return None
+    if plan.mode == "fsdp2":
+        raise UserError("watch: per_rank compares whole gradients across DDP ranks; "
+                        "FSDP ranks hold different shards")
+    plan.per_rank = True
+    return RankNorms(report)

@@ -10,8 +10,10 @@ from typing import Any
 import torch
 from torch import nn
 
-from gradexplorer.core.errors import UserError, measured
+from gradexplorer.core.errors import UserError
 from gradexplorer.core.recorder import arguments as A
+from gradexplorer.core.recorder.measure import MonitorMeasure
+from gradexplorer.core.recorder.per_rank import rank_norms_for
 from gradexplorer.core.recorder.ranks import RankPlan, _is_ddp, plan_ranks
 from gradexplorer.core.recorder.spike_log import SpikeLog
 from gradexplorer.core.recorder.step_points import (
@@ -29,33 +31,6 @@ from gradexplorer.core.stats.accumulated import AccumulationProbe
 from gradexplorer.core.stats.ledger import StepLedger
 from gradexplorer.core.stats.monitor import GradientMonitor
 from gradexplorer.core.stats.records import StepGradients
-
-
-class _Result:
-    """The little of a StepResult the monitor fills in."""
-
-    def __init__(self, step: int) -> None:
-        self.step, self.grad_norm, self.extras = step, None, {}
-
-
-class MonitorMeasure:
-    """The app's GradientMonitor driven by step boundaries instead of a TrainingSession."""
-
-    def __init__(self, monitor: GradientMonitor, session) -> None:
-        self.monitor, self.session = monitor, session
-        self.warned: set = set()  # one warning per cause (errors.measured)
-
-    def begin(self, optimizer, step: int) -> None:
-        measured("a step", lambda: self.monitor.after_backward(self.session, step - 1),
-                 self.warned)
-
-    def end(self, optimizer) -> StepGradients | None:
-        result = _Result(self.session.step_count)
-        measured("a step", lambda: self.monitor.after_step(self.session, result), self.warned)
-        return result.extras.get("gradients")
-
-    def latest(self) -> StepGradients | None:
-        return self.monitor.latest()
 
 
 class Recorder:
@@ -86,26 +61,12 @@ class Recorder:
         if optimizer is not None and not isinstance(optimizer, torch.optim.Optimizer):
             raise UserError(f"watch: optimizer must be a torch.optim.Optimizer, "
                             f"got {type(optimizer).__name__}")
-        run_dir = A.run_directory(run_dir)
-        every, history = A.whole(every, "every"), A.whole(history, "history")
-        bins = A.whole(bins, "bins")
-        if bins > A.MAX_BINS:
-            raise UserError(f"watch: bins must be at most {A.MAX_BINS}, got {bins}")
-        snapshot_every = A.whole(snapshot_every, "snapshot_every", optional=True)
-        keep_snapshots = A.whole(keep_snapshots, "keep_snapshots", optional=True)
-        per_rank, overwrite = A.flag(per_rank, "per_rank"), A.flag(overwrite, "overwrite")
-        resume, auto_steps = A.flag(resume, "resume"), A.flag(auto_steps, "auto_steps")
-        optimizer_state = A.flag(optimizer_state, "optimizer_state")
-        if overwrite and resume:
-            raise UserError("watch: give overwrite=True (replace the run) or resume=True "
-                            "(continue it), not both")
+        (run_dir, every, history, bins, snapshot_every, keep_snapshots, per_rank, overwrite,
+         resume, auto_steps, optimizer_state) = A.checked(
+            run_dir, every, history, bins, snapshot_every, keep_snapshots, per_rank, overwrite,
+            resume, auto_steps, optimizer_state)
         self.plan: RankPlan = plan_ranks(model)
-        if snapshot_every and self.plan.mode == "fsdp2":
-            raise UserError("watch: snapshots hold whole gradients, which FSDP shards across ranks; "
-                            "record FSDP2 runs without snapshot_every")
-        if resume and self.plan.world > 1 and (self.plan.mode == "fsdp2" or per_rank):
-            raise UserError("watch: resume=True continues one process's step count; FSDP2 and "
-                            "per_rank runs count steps on every rank: record into a new run_dir")
+        A.check_plan(self.plan, snapshot_every, resume, per_rank)
         self.model = self.plan.model
         A.check_unwatched(self.model)
         hooks = A.hook_specs(self.model, hooks)
@@ -126,7 +87,7 @@ class Recorder:
         self._closed = False
         if hooks:
             self._attach_hooks(hooks)
-        self._rank_norms = self._per_rank(per_rank, self._report)
+        self._rank_norms = rank_norms_for(self.plan, per_rank, self._report)
         self.optimizer = optimizer
         self.every, self.bins = every, bins
         self.snapshot_every, self.keep_snapshots = snapshot_every, keep_snapshots
@@ -178,11 +139,7 @@ class Recorder:
     def _open_run(self, run_dir: Path, overwrite: bool, resume: bool, hooks) -> None:
         structure = model_structure(self.plan.stats_model, self.plan.names)
         self.writer = RunWriter(run_dir, self._report, overwrite=overwrite, resume=resume)
-        recorded = self.writer.recorded.get("parameters")
-        if recorded is not None and [(p["name"], p["shape"]) for p in recorded] != [
-                (p["name"], p["shape"]) for p in structure["parameters"]]:
-            raise UserError(f"watch: resume=True, but {str(run_dir)!r} recorded another model "
-                            "(its parameters' names or shapes differ); record into a new run_dir")
+        self.writer.check_resumed(structure)
         self.step_count = self._session.step_count = self.writer.first_step - 1
         self.writer.set_meta({
             "structure": structure,
@@ -341,18 +298,6 @@ class Recorder:
         """The ids of the step under way's samples (JSON-able: indices, names), kept with it."""
         if self.spikes is not None:
             self.spikes.note_batch(self._next_step(), ids)
-
-    def _per_rank(self, wanted: bool, report):
-        """A RankNorms gatherer when per-rank figures are asked for and apply (DDP)."""
-        if not wanted or self.plan.world == 1:
-            return None
-        if self.plan.mode == "fsdp2":
-            raise UserError("watch: per_rank compares whole gradients across DDP ranks; "
-                            "FSDP ranks hold different shards")
-        from gradexplorer.core.recorder.per_rank import RankNorms
-
-        self.plan.per_rank = True
-        return RankNorms(report or (lambda line: print(line, file=sys.stderr)))
 
     def _write(self, record: StepGradients, rank_norms, accumulated, state) -> None:
         batch = self.spikes.batch_of(record.step) if self.spikes else None

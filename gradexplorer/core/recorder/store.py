@@ -138,6 +138,15 @@ class RunWriter:
             new.unlink(missing_ok=True)
             raise UserError(f"cannot create run directory {str(self.run_dir)!r}: {exc}") from None
 
+    def check_resumed(self, structure: dict) -> None:
+        """A resumed run continues the same model: its parameters' names and shapes."""
+        recorded = self.recorded.get("parameters")
+        if recorded is not None and [(p["name"], p["shape"]) for p in recorded] != [
+                (p["name"], p["shape"]) for p in structure["parameters"]]:
+            raise UserError(f"watch: resume=True, but {str(self.run_dir)!r} recorded another "
+                            "model (its parameters' names or shapes differ); record into a new "
+                            "run_dir")
+
     # -- writing -------------------------------------------------------------------
     def _transaction(self):
         writer = self
