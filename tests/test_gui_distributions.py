@@ -123,3 +123,27 @@ def test_rankings_in_core():
     with pytest.raises(ValueError):
         rank_parameters(s, "alphabetical")
     assert np.all([("0." in n) for n in rank_parameters(s, text="0.")])
+
+
+def test_bands_of_a_run_directory_cover_the_whole_run(qtbot, tmp_path):
+    from gradexplorer.core.recorder.run_history import RunHistory
+    from gradexplorer.core.stats.history import GradientHistory
+    from tests.share_helpers import write_run
+
+    run = gx.open_run(write_run(tmp_path / "run", steps=30, bins=16))
+    history = GradientHistory(8)  # what a follower's window would hold: the last 8 steps
+    for step in run.steps:
+        history.append(run.step_gradients(step))
+    selection, timeline = SelectionModel(), TimelineModel()
+    timeline.reset(history)
+    panel = DistributionsPanel(selection, timeline)
+    qtbot.addWidget(panel)
+    selection.select(param="0.weight", module="0")
+    assert panel.bands.median.getData()[0].tolist() == list(range(23, 31))  # the history only
+    panel.set_run(run)
+    x, y = panel.bands.median.getData()
+    assert x.tolist() == run.steps  # the whole run
+    matrix = RunHistory(run).histogram_matrix("0.weight", run.steps)
+    assert y.tolist() == distribution_bands(matrix.edges, matrix.counts)["median"].tolist()
+    panel.set_run(None)
+    assert panel.bands.median.getData()[0].tolist() == list(range(23, 31))

@@ -1,5 +1,7 @@
 """The "Distributions" dock: the selected parameter's bands over the steps above a grid of
-every parameter's histogram; both follow the timeline (throttled) and the selection."""
+every parameter's histogram; both follow the timeline (throttled) and the selection. For a run
+directory the bands cover the whole run (read from it, at most BAND_STEPS steps drawn); for the
+live session, the steps the history holds."""
 
 from __future__ import annotations
 
@@ -7,10 +9,13 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QSplitter, QWidget
 from superqt.utils import qthrottled
 
+from gradexplorer.core.recorder.run_history import RunHistory
+from gradexplorer.core.stats.curves import thin_steps
 from gradexplorer.gui.plots.bands_plot import BandsPlot
 from gradexplorer.gui.plots.histogram_grid import HistogramGrid
 
 REDRAW_MS = 200  # about 5 times a second, on its own timer
+BAND_STEPS = 400  # steps of a whole run drawn in the bands (evenly spread, first and last kept)
 
 
 class DistributionsPanel(QSplitter):
@@ -19,6 +24,7 @@ class DistributionsPanel(QSplitter):
     def __init__(self, selection, timeline, parent: QWidget | None = None) -> None:
         super().__init__(Qt.Vertical, parent)
         self.selection, self.timeline = selection, timeline
+        self.run_history: RunHistory | None = None
         self.bands = BandsPlot()
         self.grid = HistogramGrid(selection, timeline)
         self.addWidget(self.bands)
@@ -36,7 +42,19 @@ class DistributionsPanel(QSplitter):
         self.grid.refresh()
         self.refresh_bands()
 
+    def set_run(self, run) -> None:
+        """Draw bands over the whole of ``run`` (a followed run directory; None: the live
+        session's history)."""
+        self.run_history = None if run is None else RunHistory(run)
+        self.refresh_bands()
+
     def refresh_bands(self) -> None:
         name = self.selection.current.param
-        matrix = self.timeline.gradients.histogram_matrix(name) if name else None
+        if not name:
+            matrix = None
+        elif self.run_history is not None:
+            steps = thin_steps(self.run_history.run.steps, BAND_STEPS)
+            matrix = self.run_history.histogram_matrix(name, steps)
+        else:
+            matrix = self.timeline.gradients.histogram_matrix(name)
         self.bands.show_matrix(name, matrix)

@@ -46,6 +46,7 @@ def show_run(window, path: str | Path) -> RunFollower | None:
     window.gradients.set_model(model)
     follower = RunFollower(run, window.controller.timeline, parent=window)
     window.run_follower = follower
+    window.distributions.set_run(run)  # bands over the whole run, not the history's window
     window.controller.session_opened.connect(lambda _live: close_run(window))
     follower.poll()
     graph = recorded_graph(run)
@@ -59,5 +60,6 @@ def close_run(window) -> None:
     """Stop following the run the window shows, if any."""
     follower = getattr(window, "run_follower", None)
     if follower is not None:
+        window.distributions.set_run(None)
         follower.close()
         window.run_follower = None
