@@ -29,3 +29,43 @@ def test_the_slider_sets_the_smoothing_weight(qtbot):
     assert np.ptp(shown) < np.ptp(losses)
     curves.smooth_slider.setValue(0)  # weight 0: the raw curve itself
     assert np.array_equal(curves.loss_item.getData()[1], losses)
+
+
+def test_csv_of_the_curves_and_of_the_grid(qtbot, tmp_path, monkeypatch):
+    import csv
+
+    from PySide6.QtWidgets import QFileDialog
+
+    from gradexplorer.core.stats.records import STAT_FIELDS
+    from gradexplorer.gui.distributions_dock import DistributionsPanel
+    from gradexplorer.gui.models.selection import SelectionModel
+    from tests.share_helpers import recorded_history
+
+    timeline = TimelineModel()
+    curves = TrainingCurves(timeline)
+    qtbot.addWidget(curves)
+    points = [StepPoint(i + 1, 1 / (i + 3), 0.1 * i if i != 2 else float("nan"), 0.01) for i in range(6)]
+    timeline.extend(points, 10.0)
+    target = tmp_path / "curves.csv"
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *a, **k: (str(target), ""))
+    curves.csv_button.click()
+    rows = list(csv.reader(target.open()))
+    assert rows[0] == ["step", "loss", "global_norm"]
+    assert [(int(r[0]), float(r[1])) for r in rows[1:]] == [(p.step, p.loss) for p in points]  # exact
+    assert rows[3][2] == "nan" and float(rows[2][2]) == 0.1
+
+    timeline.reset(recorded_history())
+    panel = DistributionsPanel(SelectionModel(), timeline)
+    qtbot.addWidget(panel)
+    panel.grid.ranking.setCurrentText("largest norm")
+    panel.grid.filter.setText("weight")
+    target = tmp_path / "grid.csv"
+    panel.grid.csv_button.click()
+    rows = list(csv.reader(target.open()))
+    assert rows[0] == ["step", "parameter", *STAT_FIELDS]
+    assert [r[1] for r in rows[1:]] == panel.grid.model.names  # as on screen: filtered, ranked
+    latest = timeline.latest_gradients
+    for r in rows[1:]:
+        assert int(r[0]) == latest.step and float(r[2]) == latest.params[r[1]].norm
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *a, **k: ("", ""))
+    assert panel.grid.save_csv() is None  # cancelled: nothing written

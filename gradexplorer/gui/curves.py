@@ -7,7 +7,15 @@ import math
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QSlider, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QSlider,
+    QVBoxLayout,
+    QWidget,
+)
 from superqt.utils import qthrottled
 
 from gradexplorer.core.stats.curves import ema_smooth
@@ -52,6 +60,9 @@ class TrainingCurves(QWidget):
         self.smooth_slider.setMaximumWidth(140)
         self.smooth_slider.setToolTip("smoothing weight")
         self.smooth_label = QLabel(f"{SMOOTHING:.3f}")
+        self.csv_button = QPushButton("CSV…")
+        self.csv_button.setToolTip("Save the loss and gradient-norm curves (every step, raw) as CSV")
+        self.csv_button.clicked.connect(self.save_csv)
         self.readout = QLabel("")
         self.log_box.toggled.connect(self.set_log)
         self.smooth_box.toggled.connect(lambda _on: self.refresh())
@@ -65,6 +76,7 @@ class TrainingCurves(QWidget):
         header.addWidget(self.smooth_slider)
         header.addWidget(self.smooth_label)
         header.addWidget(self.readout, 1)
+        header.addWidget(self.csv_button)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(0)
@@ -95,6 +107,15 @@ class TrainingCurves(QWidget):
         for plot in (self.loss_plot, self.norm_plot):
             plot.setLogMode(y=log)
         self.refresh()
+
+    def save_csv(self) -> str | None:
+        """Ask for a file and write ``step, loss, global_norm`` of every step shown."""
+        from gradexplorer.gui.csv_export import save_csv
+
+        t = self.timeline
+        norms = dict(zip(t.norm.x.tolist(), t.norm.y.tolist(), strict=True))
+        rows = [(int(x), y, norms.get(x)) for x, y in zip(t.loss.x.tolist(), t.loss.y.tolist(), strict=True)]
+        return save_csv(self, "curves", ["step", "loss", "global_norm"], rows)
 
     @property
     def smoothing(self) -> float:

@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QListView,
+    QPushButton,
     QStyle,
     QStyledItemDelegate,
     QStyleOptionViewItem,
@@ -139,6 +140,9 @@ class HistogramGrid(QWidget):
         self.ranking = QComboBox()
         self.ranking.addItems(list(RANKINGS))
         self.count = QLabel("")
+        self.csv_button = QPushButton("CSV…")
+        self.csv_button.setToolTip("Save the parameters shown, in this order, with their figures, as CSV")
+        self.csv_button.clicked.connect(self.save_csv)
         self.model = GridModel()
         self.view = QListView()
         self.view.setViewMode(QListView.IconMode)
@@ -153,6 +157,7 @@ class HistogramGrid(QWidget):
         bar.addWidget(self.filter, 1)
         bar.addWidget(self.ranking)
         bar.addWidget(self.count)
+        bar.addWidget(self.csv_button)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(2, 2, 2, 2)
         layout.addLayout(bar)
@@ -172,6 +177,16 @@ class HistogramGrid(QWidget):
         self.model.show(names, params, histograms)
         self.count.setText(f"{len(names)} of {len(params)}")
         self.show_selection(self.selection.current)
+
+    def save_csv(self) -> str | None:
+        """Ask for a file and write the parameters shown (filter and order as on screen)."""
+        from gradexplorer.core.stats.records import STAT_FIELDS
+        from gradexplorer.gui.csv_export import save_csv
+
+        params, latest = self.model.params, self.timeline.latest_gradients
+        step = latest.step if latest is not None else None
+        rows = [(step, n, *(getattr(params[n], f) for f in STAT_FIELDS)) for n in self.model.names]
+        return save_csv(self, "parameters", ["step", "parameter", *STAT_FIELDS], rows)
 
     def _clicked(self, index: QModelIndex) -> None:
         name = index.data(NAME_ROLE)
