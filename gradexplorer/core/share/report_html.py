@@ -196,8 +196,8 @@ def events_section(d: ReportData) -> str:
     where = (f"<p>Origin (from the snapshot of step {first}): <b>{E(origin)}</b></p>" if origin else
              "<p class=note>No snapshot of that step says which backward op made it; the op can be "
              "found with <code>gradexplorer graph --trace-grads</code> or the app's diagnosis.</p>")
-    rows = [f"<tr>{_cell(e.step)}<td>{E(e.name)}</td>{_cell(e.nan_count, bool(e.nan_count))}"
-            f"{_cell(e.inf_count, bool(e.inf_count))}<td>{E(d.origins.get(e.step, ''))}</td></tr>"
+    rows = [f'<tr>{_cell(e.step)}<td class="t">{E(e.name)}</td>{_cell(e.nan_count, bool(e.nan_count))}'
+            f'{_cell(e.inf_count, bool(e.inf_count))}<td class="t">{E(d.origins.get(e.step, ""))}</td></tr>'
             for e in d.events[:500]]
     total = f"{d.event_count:,}" + ("" if d.events_complete else "+")
     more = f'<p class="note">showing the first 500 of {total}</p>' if d.event_count > 500 else ""
