@@ -33,3 +33,21 @@ def write_run(path: Path, steps: int = 6, nan_at: int | None = None, bins: int =
                     model[0].weight[0, 0] = 0.1
                     model[2].bias[1] = 0.0
     return path
+
+
+def recorded_history(layers: int = 8, steps: int = 5, nan_layer: int | None = 3):
+    """A real MLP trained under watch (in memory); layer ``nan_layer``'s weight gets one NaN
+    gradient element at the last step."""
+    torch.manual_seed(0)
+    model = nn.Sequential(*[nn.Linear(6, 6) for _ in range(layers)])
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    rec = gx.watch(model, opt, bins=16)
+    rec.monitor.history.__init__(maxlen=64)
+    for step in range(steps):
+        opt.zero_grad()
+        model(torch.randn(4, 6, generator=torch.Generator().manual_seed(step))).square().mean().backward()
+        if nan_layer is not None and step == steps - 1:
+            model[nan_layer].weight.grad[0, 0] = float("nan")
+        opt.step()
+    rec.close()
+    return rec.monitor.history

@@ -27,6 +27,12 @@ gradexplorer compare runs/exp1 --steps 100 2000   # two steps of one run
 gradexplorer open runs/exp1                       # the app follows the run (File → Open run)""":
         "a usage synopsis ([--step K]) over run directories of the user's own training; "
         "tests/test_run_commands.py and tests/test_gui_run.py run these commands on real runs",
+    """gradexplorer export runs/exp1 --to tensorboard tb/      # exact histograms, norms, loss
+gradexplorer export runs/exp1 --to wandb wb/            # an offline wandb run; `wandb sync` uploads it
+gradexplorer export runs/exp1 --to csv exp1.csv         # long form: step x parameter x figure (--to parquet)
+gradexplorer report runs/exp1 --out exp1.html           # one self-contained HTML file, no network to view""":
+        "run directories of the user's own training; tests/test_export.py, test_export_wandb.py "
+        "and test_report.py run these commands on real runs",
 }
 SKIPPED_LINES = {
     "gradexplorer open out/step-000005 --compare out/step-000002":

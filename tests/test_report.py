@@ -164,3 +164,27 @@ def test_smoothing_in_the_browser_redraws_the_curves(report):
     assert len(ya) and len(yb) and a != b
     assert np.ptp(yb) < np.ptp(ya)  # the smoothed loss swings less
     assert math.isfinite(float(yb[-1]))
+
+
+def test_report_overlays_the_curves_of_more_runs(tmp_path, run_cli):
+    import json
+
+    runs = [write_run(tmp_path / f"lr{lr}", steps=steps, lr=lr)
+            for lr, steps in ((0.1, 5), (0.05, 8), (0.2, 3))]
+    out = tmp_path / "multi.html"
+    code, text, err = run_cli("report", *runs, "--out", out)
+    assert code == 0, err
+    assert "2 more run(s) overlaid" in text
+    html = out.read_text(encoding="utf-8")
+    assert "3 runs on shared axes: lr0.1, lr0.05, lr0.2" in html
+    data = json.loads(re.search(r'id="gx-data">(.*?)</script>', html, re.S).group(1))
+    loss = data["curves"]["loss"]["series"]
+    assert [s["label"] for s in loss] == ["lr0.1", "lr0.05", "lr0.2"]
+    for series, run in zip(loss, runs, strict=True):
+        rows = gx.open_run(run).step_rows()
+        assert series["x"] == [r["step"] for r in rows] and series["y"] == [r["loss"] for r in rows]
+    # one frame (shared axes) holds the three curves
+    chart = re.search(r'data-key="loss".*?</svg>', html, re.S).group(0)
+    assert chart.count("data-series=") == 3
+    code, _, err = run_cli("report", runs[0], tmp_path / "nothing", "--out", out)
+    assert code == 2 and "not a gradexplorer run directory" in err

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import time
 
 from gradexplorer.core.atomic_file import check_writable_file
@@ -17,6 +18,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "(with smoothing and CSV), the ranked module and parameter tables, heat maps and "
         "distribution bands of the top parameters, NaN/Inf events and where they started, hooks.")
     parser.add_argument("run", metavar="RUN", help="a run directory written by gradexplorer.watch")
+    parser.add_argument("others", metavar="OTHER", nargs="*",
+                        help="more runs whose loss and norm curves are overlaid on RUN's")
     parser.add_argument("--out", required=True, metavar="FILE", help="the HTML file to write")
     parser.add_argument("--top", type=int, default=6, metavar="N",
                         help="parameters drawn in full: NaN/Inf ones first, then the largest norms "
@@ -31,11 +34,15 @@ def report_command(args: argparse.Namespace) -> int:
         raise UserError(f"--top must be 0 or more, got {args.top}")
     out = check_writable_file(args.out)
     start = time.perf_counter()
-    with open_run(args.run) as run:
-        if run.last_step is None:
-            raise UserError(f"run {str(run.path)!r} has no complete step yet")
-        size = write_report(run, out, args.top)
+    with contextlib.ExitStack() as stack:
+        run = stack.enter_context(open_run(args.run))
+        others = [stack.enter_context(open_run(p)) for p in args.others]
+        for r in (run, *others):
+            if r.last_step is None:
+                raise UserError(f"run {str(r.path)!r} has no complete step yet")
+        size = write_report(run, out, args.top, others)
         steps, params = len(run.steps), len(run.parameters)
-    print(f"report of {steps:,} steps x {params} parameters: {out} ({size / 1e6:.2f} MB, "
+    also = f", {len(others)} more run(s) overlaid" if others else ""
+    print(f"report of {steps:,} steps x {params} parameters{also}: {out} ({size / 1e6:.2f} MB, "
           f"{time.perf_counter() - start:.2f} s)")
     return 0

@@ -6,10 +6,19 @@ import math
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
-from scipy.signal import lfilter
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QSlider,
+    QVBoxLayout,
+    QWidget,
+)
 from superqt.utils import qthrottled
 
+from gradexplorer.core.stats.curves import ema_smooth
 from gradexplorer.gui.models.timeline import TimelineModel
 from gradexplorer.gui.number_text import format_number
 from gradexplorer.gui.plots.hover import HoverReadout, nearest_point
@@ -43,18 +52,31 @@ class TrainingCurves(QWidget):
         self.log_box = QCheckBox("log y")
         self.log_box.setToolTip("Logarithmic y axis on the loss and gradient-norm plots")
         self.smooth_box = QCheckBox("smooth")
-        self.smooth_box.setToolTip(f"Exponential moving average (weight {SMOOTHING}); "
-                                   "the raw curve stays, faded")
+        self.smooth_box.setToolTip("Exponential moving average as TensorBoard smooths (weight on "
+                                   "the slider); the raw curve stays, faded")
+        self.smooth_slider = QSlider(Qt.Horizontal)  # TensorBoard's 0 … 0.999, in thousandths
+        self.smooth_slider.setRange(0, 999)
+        self.smooth_slider.setValue(round(SMOOTHING * 1000))
+        self.smooth_slider.setMaximumWidth(140)
+        self.smooth_slider.setToolTip("smoothing weight")
+        self.smooth_label = QLabel(f"{SMOOTHING:.3f}")
+        self.csv_button = QPushButton("CSV…")
+        self.csv_button.setToolTip("Save the loss and gradient-norm curves (every step, raw) as CSV")
+        self.csv_button.clicked.connect(self.save_csv)
         self.readout = QLabel("")
         self.log_box.toggled.connect(self.set_log)
         self.smooth_box.toggled.connect(lambda _on: self.refresh())
+        self.smooth_slider.valueChanged.connect(self.set_smoothing)
         for plot in (self.loss_plot, self.norm_plot):  # pyqtgraph's own menu stays in step
             plot.ctrl.logYCheck.toggled.connect(self.log_box.setChecked)
         header = QHBoxLayout()
         header.setContentsMargins(4, 0, 4, 0)
         header.addWidget(self.log_box)
         header.addWidget(self.smooth_box)
+        header.addWidget(self.smooth_slider)
+        header.addWidget(self.smooth_label)
         header.addWidget(self.readout, 1)
+        header.addWidget(self.csv_button)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(0)
@@ -86,6 +108,28 @@ class TrainingCurves(QWidget):
             plot.setLogMode(y=log)
         self.refresh()
 
+    def save_csv(self) -> str | None:
+        """Ask for a file and write ``step, loss, global_norm`` of every step shown."""
+        from gradexplorer.gui.csv_export import save_csv
+
+        t = self.timeline
+        norms = dict(zip(t.norm.x.tolist(), t.norm.y.tolist(), strict=True))
+        rows = [(int(x), y, norms.get(x)) for x, y in zip(t.loss.x.tolist(), t.loss.y.tolist(), strict=True)]
+        return save_csv(self, "curves", ["step", "loss", "global_norm"], rows)
+
+    @property
+    def smoothing(self) -> float:
+        """The smoothing weight on the slider (0 … 0.999)."""
+        return self.smooth_slider.value() / 1000
+
+    def set_smoothing(self, value: int) -> None:
+        """Slider moved: show the weight; smooth with it (moving it turns smoothing on)."""
+        self.smooth_label.setText(f"{value / 1000:.3f}")
+        if not self.smooth_box.isChecked():
+            self.smooth_box.setChecked(True)  # refreshes
+        else:
+            self.refresh()
+
     def refresh(self) -> None:
         """Show the timeline's current curves (one range change per plot, not one per item)."""
         t, smooth = self.timeline, self.smooth_box.isChecked()
@@ -93,7 +137,7 @@ class TrainingCurves(QWidget):
                                        (self.norm_plot, self.norm_raw, self.norm_item, t.norm)):
             x, y = curve.x, curve.y
             raw.setData(x, y, connect="finite") if smooth else raw.setData([], [])
-            item.setData(x, ema(y) if smooth else y, connect="finite")
+            item.setData(x, ema(y, self.smoothing) if smooth else y, connect="finite")
             item.setSymbol("o" if len(x) == 1 else None)  # one step is a point, not yet a line
             value_ticks(plot, bool(len(x)))
             fit_range(plot, x, y, log=self.log_box.isChecked())
@@ -107,20 +151,16 @@ class TrainingCurves(QWidget):
         name = "loss" if plot is self.loss_plot else "gradient norm"
         text = f"step {int(curve.x[index])} · {name} {format_number(float(curve.y[index]))}"
         if self.smooth_box.isChecked():
-            text += f" (smoothed {format_number(float(ema(curve.y)[index]))})"
+            text += f" (smoothed {format_number(float(ema(curve.y, self.smoothing)[index]))})"
         return text
 
 
 def ema(y: np.ndarray, weight: float = SMOOTHING) -> np.ndarray:
-    """Debiased exponential moving average over the finite values (NaN stays NaN), as
-    TensorBoard smooths: ``s_t = w s_(t-1) + (1-w) y_t``, divided by ``1 - w^t``."""
+    """TensorBoard's debiased moving average (core ``ema_smooth``) with non-finite points left
+    as gaps (NaN) in the drawn curve."""
     y = np.asarray(y, dtype=np.float64)
-    out = np.full_like(y, np.nan)
-    finite = np.isfinite(y)
-    if finite.any():
-        values = y[finite]
-        avg = lfilter([1.0 - weight], [1.0, -weight], values)
-        out[finite] = avg / (1.0 - weight ** np.arange(1, len(values) + 1))
+    out = ema_smooth(y, weight)
+    out[~np.isfinite(y)] = np.nan
     return out
 
 

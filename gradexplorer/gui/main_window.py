@@ -11,6 +11,7 @@ from torch import nn
 from gradexplorer.gui.controller import IDLE, SessionController
 from gradexplorer.gui.curves import TrainingCurves
 from gradexplorer.gui.details_pane import DetailsPane
+from gradexplorer.gui.distributions_dock import DistributionsPanel
 from gradexplorer.gui.errors import show_error
 from gradexplorer.gui.event_log import EventLog
 from gradexplorer.gui.file_actions import FileActions
@@ -53,6 +54,7 @@ class MainWindow(QMainWindow):
         self.graph_panel = GraphPanel(self.selection)
         self.details = DetailsPane(self.selection)
         self.gradients = GradientPanel(self.selection, self.controller.timeline)
+        self.distributions = DistributionsPanel(self.selection, self.controller.timeline)
         self.curves = TrainingCurves(self.controller.timeline)
         self.curves.setMinimumHeight(120)  # axes stay readable
         self.events = EventLog()
@@ -88,6 +90,9 @@ class MainWindow(QMainWindow):
         model_split.setCollapsible(0, False)
         self.model_dock = self._dock("Model", model_split, Qt.LeftDockWidgetArea)
         self.gradients_dock = self._dock("Gradients", self.gradients, Qt.RightDockWidgetArea)
+        self.distributions_dock = self._dock("Distributions", self.distributions, Qt.RightDockWidgetArea)
+        self.tabifyDockWidget(self.gradients_dock, self.distributions_dock)
+        self.gradients_dock.raise_()
         self.curves_dock = self._dock("Training", self.curves, Qt.BottomDockWidgetArea)
         self.events_dock = self._dock("Events", self.events, Qt.BottomDockWidgetArea)
         self.tabifyDockWidget(self.curves_dock, self.events_dock)
@@ -210,6 +215,7 @@ class MainWindow(QMainWindow):
         for throttle in (*self._throttles, self.curves.refresh_soon, self.status.refresh_soon):
             throttle.flush()
         self.gradients.flush()
+        self.distributions.flush()
         self.graph_panel.flush()
 
     def _hooks_changed(self, hooks: dict) -> None:

@@ -54,6 +54,7 @@ def show_run(window, path: str | Path) -> RunFollower | None:
     follower = RunFollower(run, window.controller.timeline, history=HISTORY, parent=window)
     window.run_follower = follower
     follower.failed.connect(window.show_error)
+    window.distributions.set_run(run)  # bands over the whole run, not the history's window
     window.controller.session_opened.connect(lambda _live: close_run(window))
     follower.poll()
     if graph is not None:
@@ -66,5 +67,6 @@ def close_run(window) -> None:
     """Stop following the run the window shows, if any."""
     follower = getattr(window, "run_follower", None)
     if follower is not None:
+        window.distributions.set_run(None)
         follower.close()
         window.run_follower = None

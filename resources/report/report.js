@@ -22,7 +22,7 @@ function path(svg, x, y){
 function redraw(w){
   document.querySelectorAll('svg[data-key]').forEach(svg => { const c = DATA.curves[svg.dataset.key]; if (!c) return;
     svg.querySelectorAll('path[data-series]').forEach(p => { const s = c.series[+p.dataset.series];
-      p.setAttribute('d', path(svg, c.x, ema(s.y, w))); }); });
+      p.setAttribute('d', path(svg, s.x || c.x, ema(s.y, w))); }); });
 }
 const slider = document.getElementById('smoothing'), shown = document.getElementById('smoothing-value');
 if (slider) slider.addEventListener('input', () => { const w = Math.min(0.999, +slider.value);
@@ -30,8 +30,14 @@ if (slider) slider.addEventListener('input', () => { const w = Math.min(0.999, +
 function download(name, text){ const a = document.createElement('a');
   a.href = URL.createObjectURL(new Blob([text], {type: 'text/csv'})); a.download = name; a.click(); }
 document.querySelectorAll('button[data-csv]').forEach(b => b.addEventListener('click', () => {
-  const c = DATA.curves[b.dataset.csv]; let t = 'step,' + c.series.map(s => JSON.stringify(s.label)).join(',') + '\n';
-  c.x.forEach((x, i) => { t += x + ',' + c.series.map(s => s.y[i] === null ? '' : s.y[i]).join(',') + '\n'; });
+  const c = DATA.curves[b.dataset.csv]; let t;
+  if (c.series.some(s => s.x)) {  // runs overlaid, each on its own steps: long form
+    t = 'run,step,value\n'; c.series.forEach(s => s.x.forEach((x, i) => {
+      t += JSON.stringify(s.label) + ',' + x + ',' + (s.y[i] === null ? '' : s.y[i]) + '\n'; }));
+  } else {
+    t = 'step,' + c.series.map(s => JSON.stringify(s.label)).join(',') + '\n';
+    c.x.forEach((x, i) => { t += x + ',' + c.series.map(s => s.y[i] === null ? '' : s.y[i]).join(',') + '\n'; });
+  }
   download(b.dataset.csv + '.csv', t); }));
 document.querySelectorAll('button[data-table]').forEach(b => b.addEventListener('click', () => {
   const rows = [...document.getElementById(b.dataset.table).querySelectorAll('tr')];

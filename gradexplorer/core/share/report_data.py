@@ -63,6 +63,8 @@ class ReportData:
     events_complete: bool
     origins: dict[int, str] = field(default_factory=dict)
     hooks: dict[str, str] = field(default_factory=dict)
+    label: str = ""  # the run's name in legends
+    overlays: list[tuple[str, list[int], dict[str, list[float | None]]]] = field(default_factory=list)
     which: str = WHICH_GRADIENT
 
     @property
@@ -123,8 +125,15 @@ def histogram_columns(history: RunHistory, name: str, steps: list[int]) -> Histo
     return matrix
 
 
-def gather(run: Run, top: int = 6) -> ReportData:
-    """Everything the report draws, from ``run`` (which must hold a complete step)."""
+def run_labels(runs: list[Run]) -> list[str]:
+    """Legend names: each run directory's name, its path where names repeat."""
+    names = [r.path.name for r in runs]
+    return [str(r.path) if names.count(n) > 1 else n for r, n in zip(runs, names, strict=True)]
+
+
+def gather(run: Run, top: int = 6, others: list[Run] = ()) -> ReportData:
+    """Everything the report draws, from ``run`` (which must hold a complete step); the step
+    curves of ``others`` are overlaid on its own."""
     history = RunHistory(run)
     steps, wall, curves = history.step_figures()
     steps_list = steps.tolist()
@@ -147,6 +156,11 @@ def gather(run: Run, top: int = 6) -> ReportData:
         bands = distribution_bands(matrix.edges, matrix.counts) if len(matrix.steps) else {}
         tops.append(TopParameter(name, shapes.get(name, []), why, np.asarray(curve_steps),
                                  norms[name], matrix, bands))
+    labels = run_labels([run, *others])
+    overlays = []
+    for label, other in zip(labels[1:], others, strict=True):
+        other_steps, _, other_curves = RunHistory(other).step_figures()
+        overlays.append((label, other_steps.tolist(), other_curves))
     settings = run.meta("settings") or {}
     created = run.meta("created")
     return ReportData(
@@ -156,4 +170,4 @@ def gather(run: Run, top: int = 6) -> ReportData:
         wall=wall, curves=curves, last_step=last, modules=modules, params=params, top=tops,
         events=events, events_complete=len(events) < EVENT_LIMIT,
         origins=snapshot_origins(run, sorted({e.step for e in events})[:50]),
-        hooks=dict(settings.get("hooks") or {}))
+        hooks=dict(settings.get("hooks") or {}), label=labels[0], overlays=overlays)

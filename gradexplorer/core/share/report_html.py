@@ -70,37 +70,52 @@ def summary_section(d: ReportData) -> str:
     return f'<section id="summary"><h2>Run</h2><table class="kv">{body}</table>{alarm}</section>'
 
 
+def step_series(d: ReportData, key: str) -> list[tuple[str, list[int], list[float | None]]]:
+    """``(label, steps, values)`` of one step figure: the run's, then each overlaid run's."""
+    out = [(d.label or key.replace("_", " "), d.steps, d.curves[key])] if key in d.curves else []
+    out += [(label, steps, curves[key]) for label, steps, curves in d.overlays if key in curves]
+    return [s for s in out if any(v is not None for v in s[2])]
+
+
 def curve_data(d: ReportData) -> dict:
-    """The page's data: full-resolution step curves, top parameters' norm curves (for smoothing
-    and CSV)."""
+    """The page's data: full-resolution step curves (each run's own steps when runs are
+    overlaid), top parameters' norm curves (for smoothing and CSV)."""
     out = {}
     for key in ("loss", "global_norm"):
-        if key in d.curves and any(v is not None for v in d.curves[key]):
-            out[key] = {"x": d.steps, "series": [{"label": key.replace("_", " "),
-                                                  "y": _json_list(d.curves[key])}]}
+        series = step_series(d, key)
+        if series:
+            out[key] = {"x": d.steps, "series": [
+                {"label": label, "y": _json_list(values), **({"x": steps} if d.overlays else {})}
+                for label, steps, values in series]}
     if d.top:
         out["top_norms"] = {"x": d.top[0].norm_steps.tolist(), "series": [
             {"label": t.name, "y": _json_list(t.norm.tolist())} for t in d.top]}
     return out
 
 
+def _drawn(steps, values) -> tuple[np.ndarray, np.ndarray]:
+    y = np.array([np.nan if v is None else v for v in values], dtype=np.float64)
+    return downsample_peaks(np.asarray(steps), y, 1600)
+
+
 def curves_section(d: ReportData, data: dict) -> str:
-    parts = ['<section id="curves"><h2>Curves</h2><div class="controls"><label>smoothing '
+    runs = (f" — {len(d.overlays) + 1} runs on shared axes: " + ", ".join(
+        [d.label, *(label for label, _, _ in d.overlays)])) if d.overlays else ""
+    parts = [f'<section id="curves"><h2>Curves{E(runs)}</h2><div class="controls"><label>smoothing '
              '<input id="smoothing" type="range" min="0" max="0.999" step="0.001" value="0"> '
              '<span id="smoothing-value">0.000</span></label><span class="note">TensorBoard\'s '
              'debiased exponential moving average; red dashes: steps with NaN/Inf</span></div>']
-    steps = np.asarray(d.steps)
     for key, title, log in (("loss", "loss", False), ("global_norm", "global gradient norm", True)):
         if key not in data:
             continue
-        x, y = downsample_peaks(steps, np.array([np.nan if v is None else v for v in d.curves[key]]), 1600)
+        series = [(label, *_drawn(steps, values)) for label, steps, values in step_series(d, key)]
         parts.append(f"<h3>{E(title)} <button data-csv=\"{key}\">CSV</button></h3>")
-        parts.append(line_chart([(title, x, y)], log=log, ylabel=title, events=d.event_steps, key=key))
+        parts.append(line_chart(series, log=log, ylabel=title, events=d.event_steps, key=key))
     others = [k for k, v in d.curves.items() if k not in ("loss", "global_norm")
               and len({x for x in v if x is not None}) > 1]
     for key in others:
-        x, y = downsample_peaks(steps, np.array([np.nan if v is None else v for v in d.curves[key]]), 1600)
-        parts.append(f"<h3>{E(key)}</h3>" + line_chart([(key, x, y)], ylabel=key, height=150))
+        series = [(label, *_drawn(steps, values)) for label, steps, values in step_series(d, key)]
+        parts.append(f"<h3>{E(key)}</h3>" + line_chart(series, ylabel=key, height=150))
     return "".join(parts) + "</section>"
 
 
@@ -181,8 +196,8 @@ def events_section(d: ReportData) -> str:
     where = (f"<p>Origin (from the snapshot of step {first}): <b>{E(origin)}</b></p>" if origin else
              "<p class=note>No snapshot of that step says which backward op made it; the op can be "
              "found with <code>gradexplorer graph --trace-grads</code> or the app's diagnosis.</p>")
-    rows = [f"<tr>{_cell(e.step)}<td>{E(e.name)}</td>{_cell(e.nan_count, bool(e.nan_count))}"
-            f"{_cell(e.inf_count, bool(e.inf_count))}<td>{E(d.origins.get(e.step, ''))}</td></tr>"
+    rows = [f'<tr>{_cell(e.step)}<td class="t">{E(e.name)}</td>{_cell(e.nan_count, bool(e.nan_count))}'
+            f'{_cell(e.inf_count, bool(e.inf_count))}<td class="t">{E(d.origins.get(e.step, ""))}</td></tr>'
             for e in d.events[:500]]
     total = f"{d.event_count:,}" + ("" if d.events_complete else "+")
     more = f'<p class="note">showing the first 500 of {total}</p>' if d.event_count > 500 else ""
@@ -217,8 +232,9 @@ def report_html(d: ReportData) -> str:
             f'<script>{script}</script></body></html>')
 
 
-def write_report(run: Run, out: str | Path, top: int = 6) -> int:
-    """Write the report of ``run`` to ``out`` atomically; returns its size in bytes."""
-    text = report_html(gather(run, top)).encode("utf-8")
+def write_report(run: Run, out: str | Path, top: int = 6, others: list[Run] = ()) -> int:
+    """Write the report of ``run`` to ``out`` atomically (the step curves of ``others``
+    overlaid on its own); returns its size in bytes."""
+    text = report_html(gather(run, top, list(others))).encode("utf-8")
     write_atomic(Path(out), text)
     return len(text)

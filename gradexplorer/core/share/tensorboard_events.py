@@ -1,5 +1,8 @@
-"""A run as TensorBoard event files: the exact histograms (``add_histogram_raw``, no
-resampling), per-parameter figures and the step's figures as scalars.
+"""A run as TensorBoard event files: the exact histograms (the ``HistogramProto`` that
+``add_histogram_raw`` writes, no resampling), per-parameter figures and the step's figures as
+scalars; one event per step holding all of them (written with TensorBoard's own protos and
+event-file writer: a per-value ``SummaryWriter`` call costs ~150 µs, 25 s for 100 steps of
+150 parameters).
 
 Tags: ``grad/NAME`` histograms of each parameter's gradient; ``FIGURE/NAME`` scalars
 (``norm/fc1.weight``, ``abs_max/…``, ``update_ratio/…``); ``run/FIGURE`` the step's own
@@ -52,7 +55,8 @@ def export_tensorboard(history: RunHistory, selection: ExportSelection, director
     """Write the run's event file into ``directory/RUN_NAME`` (several runs exported into one
     folder show as several runs in TensorBoard); returns that folder."""
     optional_import("tensorboard", "--to tensorboard")
-    from torch.utils.tensorboard import SummaryWriter
+    from tensorboard.compat.proto import event_pb2, summary_pb2
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter
 
     target = Path(directory) / history.run.path.resolve().name
     if target.is_file() or Path(directory).is_file():
@@ -69,27 +73,32 @@ def export_tensorboard(history: RunHistory, selection: ExportSelection, director
     steps, times, figures = history.step_figures()
     wanted = set(selection.steps)
     keep = None if selection.params is None else set(selection.params)
-    writer = SummaryWriter(log_dir=str(target), max_queue=1000, flush_secs=3600)
+    writer = EventFileWriter(str(target), max_queue_size=64, flush_secs=3600)
+
+    def scalar(tag: str, value: float):
+        return summary_pb2.Summary.Value(tag=tag, simple_value=float(value))
+
     try:
         for i, step in enumerate(steps.tolist()):
             if step not in wanted:
                 continue
-            wall = float(times[i])
-            for figure, values in figures.items():
-                if values[i] is not None:
-                    writer.add_scalar(f"run/{figure}", values[i], step, walltime=wall)
+            values = [scalar(f"run/{figure}", v[i]) for figure, v in figures.items() if v[i] is not None]
             _, stats, hists = next(history.each_step([step]))
             for name, figs in stats.items():
                 if keep is not None and name not in keep:
                     continue
-                for field in selection.figures:
-                    value = figs.get(field)
-                    if value is not None:
-                        writer.add_scalar(f"{field}/{name}", float(value), step, walltime=wall)
+                values += [scalar(f"{field}/{name}", figs[field])
+                           for field in selection.figures if figs.get(field) is not None]
                 h = hists.get(name) if selection.histograms else None
                 if h is not None and h.counts.sum() + h.below + h.above > 0:
-                    writer.add_histogram_raw(f"grad/{name}", global_step=step, walltime=wall,
-                                             **tensorboard_buckets(h, figs))
+                    b = tensorboard_buckets(h, figs)
+                    histo = summary_pb2.HistogramProto(
+                        min=b["min"], max=b["max"], num=b["num"], sum=b["sum"],
+                        sum_squares=b["sum_squares"], bucket_limit=b["bucket_limits"],
+                        bucket=b["bucket_counts"])
+                    values.append(summary_pb2.Summary.Value(tag=f"grad/{name}", histo=histo))
+            writer.add_event(event_pb2.Event(wall_time=float(times[i]), step=int(step),
+                                             summary=summary_pb2.Summary(value=values)))
             if progress is not None:
                 progress(step)
     finally:

@@ -1,0 +1,60 @@
+"""The "Distributions" dock: the selected parameter's bands over the steps above a grid of
+every parameter's histogram; both follow the timeline (throttled) and the selection. For a run
+directory the bands cover the whole run (read from it, at most BAND_STEPS steps drawn); for the
+live session, the steps the history holds."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QSplitter, QWidget
+from superqt.utils import qthrottled
+
+from gradexplorer.core.recorder.run_history import RunHistory
+from gradexplorer.core.stats.curves import thin_steps
+from gradexplorer.gui.plots.bands_plot import BandsPlot
+from gradexplorer.gui.plots.histogram_grid import HistogramGrid
+
+REDRAW_MS = 200  # about 5 times a second, on its own timer
+BAND_STEPS = 400  # steps of a whole run drawn in the bands (evenly spread, first and last kept)
+
+
+class DistributionsPanel(QSplitter):
+    """Bands (top) and the small-multiples grid (bottom)."""
+
+    def __init__(self, selection, timeline, parent: QWidget | None = None) -> None:
+        super().__init__(Qt.Vertical, parent)
+        self.selection, self.timeline = selection, timeline
+        self.run_history: RunHistory | None = None
+        self.bands = BandsPlot()
+        self.grid = HistogramGrid(selection, timeline)
+        self.addWidget(self.bands)
+        self.addWidget(self.grid)
+        self.setSizes([220, 480])
+        self._redraw = qthrottled(self.refresh, timeout=REDRAW_MS, leading=False, parent=self)
+        timeline.changed.connect(self._redraw)
+        selection.changed.connect(lambda _s: self.refresh_bands())
+
+    def flush(self) -> None:
+        """Draw now what the throttle holds back (end of a run, screenshots)."""
+        self._redraw.flush()
+
+    def refresh(self) -> None:
+        self.grid.refresh()
+        self.refresh_bands()
+
+    def set_run(self, run) -> None:
+        """Draw bands over the whole of ``run`` (a followed run directory; None: the live
+        session's history)."""
+        self.run_history = None if run is None else RunHistory(run)
+        self.refresh_bands()
+
+    def refresh_bands(self) -> None:
+        name = self.selection.current.param
+        if not name:
+            matrix = None
+        elif self.run_history is not None:
+            steps = thin_steps(self.run_history.run.steps, BAND_STEPS)
+            matrix = self.run_history.histogram_matrix(name, steps)
+        else:
+            matrix = self.timeline.gradients.histogram_matrix(name)
+        self.bands.show_matrix(name, matrix)

@@ -1,0 +1,61 @@
+"""The selected parameter's distribution over the steps, TensorBoard-style: min–max, p5–p95 and
+p25–p75 shaded, the median a line, all from the exact histograms (core/stats/bands.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtWidgets import QWidget
+
+from gradexplorer.core.stats.bands import distribution_bands
+from gradexplorer.core.stats.history import HistogramMatrix
+from gradexplorer.gui.theme import ACCENT, ALARM, steady_axes
+
+SHADES = (("min", "max", 45), ("p5", "p95", 80), ("p25", "p75", 130))
+
+
+class BandsPlot(pg.PlotWidget):
+    """``show_matrix(name, matrix)`` draws the bands of ``matrix`` (steps × bins)."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.plotItem.setTitle("distribution over steps")
+        self.plotItem.setLabel("bottom", "step")
+        self.plotItem.setLabel("left", "gradient value")
+        steady_axes(self.plotItem)
+        self.edges = {}
+        self.fills = []
+        colour = pg.mkColor(ACCENT)
+        for low, high, alpha in SHADES:
+            edge = pg.mkPen(colour.red(), colour.green(), colour.blue(), alpha)  # (a pen-less curve
+            lo, hi = pg.PlotDataItem(pen=edge), pg.PlotDataItem(pen=edge)  # has no path to fill)
+            fill = pg.FillBetweenItem(lo, hi, brush=pg.mkBrush(colour.red(), colour.green(),
+                                                               colour.blue(), alpha))
+            self.edges[low], self.edges[high] = lo, hi
+            self.addItem(lo)
+            self.addItem(hi)  # in the plot: the fill draws between them and the range covers them
+            self.addItem(fill)
+            self.fills.append(fill)
+        self.median = self.plot(pen=pg.mkPen(ACCENT, width=2), name="median")
+        self.note = pg.TextItem("", anchor=(0.5, 0.5), color=ALARM)
+        self.addItem(self.note, ignoreBounds=True)
+        self.bands: dict[str, np.ndarray] = {}
+        self.steps = np.zeros(0)
+
+    def show_matrix(self, name: str | None, matrix: HistogramMatrix | None) -> None:
+        """Bands of ``name``'s histograms, or a note when there are none."""
+        if matrix is None or not len(matrix.steps):
+            self.bands, self.steps = {}, np.zeros(0)
+            for item in (*self.edges.values(), self.median):
+                item.setData([], [])
+            self.note.setText("select a parameter" if name is None else "no histogram recorded yet")
+            self.note.setPos(0.5, 0.5)
+            return
+        self.note.setText("")
+        self.steps = np.asarray(matrix.steps, dtype=np.float64)
+        self.bands = distribution_bands(matrix.edges, matrix.counts)
+        ok = np.isfinite(self.bands["min"])
+        for key, item in self.edges.items():
+            item.setData(self.steps[ok], self.bands[key][ok])
+        self.median.setData(self.steps[ok], self.bands["median"][ok])
+        self.plotItem.setTitle(f"{name}: min–max, p5–p95, p25–p75, median")

@@ -1,0 +1,203 @@
+"""Every parameter's histogram at once: a filtered, ranked grid of small multiples.
+
+A QListView in icon mode over a list model of names: Qt lays out and paints only the tiles in
+view, so 1,000+ parameters scroll smoothly. Each tile: the parameter's name, its latest
+histogram (bars scaled to the tile), its norm, and a red frame and count when its gradient
+holds NaN/Inf. A click selects the parameter everywhere; a selection made elsewhere is shown
+and scrolled to.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from PySide6.QtCore import QAbstractListModel, QModelIndex, QRect, QSize, Qt
+from PySide6.QtGui import QColor, QPainter, QPen
+from PySide6.QtWidgets import (
+    QComboBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QListView,
+    QPushButton,
+    QStyle,
+    QStyledItemDelegate,
+    QStyleOptionViewItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from gradexplorer.core.stats.ranking import RANKINGS, rank_parameters
+from gradexplorer.gui.number_text import format_number
+from gradexplorer.gui.theme import ACCENT, ALARM, SELECTION
+
+TILE = QSize(168, 96)
+NAME_ROLE = Qt.UserRole + 1
+
+
+class GridModel(QAbstractListModel):
+    """The names shown, in order, and the step's figures and histograms they are drawn from."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.names: list[str] = []
+        self.params: dict = {}
+        self.histograms: dict = {}
+
+    def rowCount(self, parent=QModelIndex()) -> int:  # noqa: N802 - Qt API
+        return 0 if parent.isValid() else len(self.names)
+
+    def data(self, index: QModelIndex, role: int = Qt.DisplayRole):
+        if not index.isValid():
+            return None
+        name = self.names[index.row()]
+        if role in (Qt.DisplayRole, NAME_ROLE):
+            return name
+        if role == Qt.ToolTipRole:
+            s = self.params.get(name)
+            if s is None or not s.has_grad:
+                return f"{name}: no gradient"
+            return (f"{name}  {list(s.shape)}\nnorm {format_number(s.norm)} · max |g| "
+                    f"{format_number(s.abs_max)} · update {format_number(s.update_ratio)}\n"
+                    f"NaN {s.nan_count} · Inf {s.inf_count}")
+        return None
+
+    def show(self, names: list[str], params: dict, histograms: dict) -> None:
+        if names == self.names:
+            self.params, self.histograms = params, histograms
+            if names:
+                self.dataChanged.emit(self.index(0), self.index(len(names) - 1))
+            return
+        self.beginResetModel()
+        self.names, self.params, self.histograms = names, params, histograms
+        self.endResetModel()
+
+
+class TileDelegate(QStyledItemDelegate):
+    """Paints one tile from the model's figures (nothing is stored per tile)."""
+
+    def __init__(self, model: GridModel) -> None:
+        super().__init__()
+        self.model = model
+
+    def sizeHint(self, option, index) -> QSize:  # noqa: N802 - Qt API
+        return TILE
+
+    def paint(self, painter: QPainter, option: QStyleOptionViewItem, index: QModelIndex) -> None:
+        name = index.data(NAME_ROLE)
+        s = self.model.params.get(name)
+        h = self.model.histograms.get(name)
+        r = option.rect.adjusted(3, 3, -3, -3)
+        painter.save()
+        palette = option.palette
+        painter.fillRect(r, palette.base())
+        bad = s is not None and bool((s.nan_count or 0) + (s.inf_count or 0))
+        selected = bool(option.state & QStyle.State_Selected)
+        frame = QColor(SELECTION if selected else ALARM if bad else palette.mid().color())
+        painter.setPen(QPen(frame, 2 if selected or bad else 1))
+        painter.drawRect(r)
+        text = palette.text().color()
+        painter.setPen(text)
+        font = painter.font()
+        font.setPointSizeF(max(7.0, font.pointSizeF() * 0.85))
+        painter.setFont(font)
+        line = painter.fontMetrics().height()
+        top = QRect(r.left() + 4, r.top() + 2, r.width() - 8, line)
+        painter.drawText(top, Qt.AlignLeft | Qt.AlignVCenter,
+                         painter.fontMetrics().elidedText(name, Qt.ElideLeft, top.width()))
+        bottom = QRect(r.left() + 4, r.bottom() - line - 1, r.width() - 8, line)
+        if s is None or not s.has_grad:
+            painter.drawText(bottom, Qt.AlignLeft | Qt.AlignVCenter, "no gradient")
+        else:
+            painter.drawText(bottom, Qt.AlignLeft | Qt.AlignVCenter, f"‖g‖ {format_number(s.norm)}")
+            if bad:
+                painter.setPen(QColor(ALARM))
+                painter.drawText(bottom, Qt.AlignRight | Qt.AlignVCenter,
+                                 f"NaN {s.nan_count} Inf {s.inf_count}")
+        bars = QRect(r.left() + 4, top.bottom() + 3, r.width() - 8, bottom.top() - top.bottom() - 6)
+        if h is not None and h.counts.size and h.counts.max() > 0:
+            counts = np.asarray(h.counts, dtype=np.float64)
+            heights = counts / counts.max() * bars.height()
+            width = bars.width() / len(counts)
+            colour = QColor(ACCENT)
+            for i, height in enumerate(heights):
+                if height > 0:
+                    x = bars.left() + i * width
+                    painter.fillRect(int(x), int(bars.bottom() - max(1.0, height)) + 1,
+                                     max(1, math.ceil(width) - (1 if width > 3 else 0)),
+                                     int(max(1.0, height)), colour)
+        painter.restore()
+
+
+class HistogramGrid(QWidget):
+    """Filter box, ranking chooser and the grid; ``refresh()`` redraws from the timeline."""
+
+    def __init__(self, selection, timeline, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.selection, self.timeline = selection, timeline
+        self.filter = QLineEdit(placeholderText="filter parameters…", clearButtonEnabled=True)
+        self.ranking = QComboBox()
+        self.ranking.addItems(list(RANKINGS))
+        self.count = QLabel("")
+        self.csv_button = QPushButton("CSV…")
+        self.csv_button.setToolTip("Save the parameters shown, in this order, with their figures, as CSV")
+        self.csv_button.clicked.connect(self.save_csv)
+        self.model = GridModel()
+        self.view = QListView()
+        self.view.setViewMode(QListView.IconMode)
+        self.view.setResizeMode(QListView.Adjust)
+        self.view.setUniformItemSizes(True)
+        self.view.setMovement(QListView.Static)
+        self.view.setGridSize(TILE)
+        self.view.setSelectionMode(QListView.SingleSelection)
+        self.view.setModel(self.model)
+        self.view.setItemDelegate(TileDelegate(self.model))
+        bar = QHBoxLayout()
+        bar.addWidget(self.filter, 1)
+        bar.addWidget(self.ranking)
+        bar.addWidget(self.count)
+        bar.addWidget(self.csv_button)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(2, 2, 2, 2)
+        layout.addLayout(bar)
+        layout.addWidget(self.view, 1)
+        self.filter.textChanged.connect(self.refresh)
+        self.ranking.currentTextChanged.connect(self.refresh)
+        self.view.clicked.connect(self._clicked)
+        selection.changed.connect(self.show_selection)
+
+    def refresh(self, *_args) -> None:
+        """Redraw from the timeline's latest step, in the chosen order and filter."""
+        latest = self.timeline.latest_gradients
+        params = latest.params if latest is not None else {}
+        recorded = [g for g in self.timeline.gradients if g.histograms]
+        histograms = recorded[-1].histograms if recorded else {}
+        names = rank_parameters(params, self.ranking.currentText(), self.filter.text())
+        self.model.show(names, params, histograms)
+        self.count.setText(f"{len(names)} of {len(params)}")
+        self.show_selection(self.selection.current)
+
+    def save_csv(self) -> str | None:
+        """Ask for a file and write the parameters shown (filter and order as on screen)."""
+        from gradexplorer.core.stats.records import STAT_FIELDS
+        from gradexplorer.gui.csv_export import save_csv
+
+        params, latest = self.model.params, self.timeline.latest_gradients
+        step = latest.step if latest is not None else None
+        rows = [(step, n, *(getattr(params[n], f) for f in STAT_FIELDS)) for n in self.model.names]
+        return save_csv(self, "parameters", ["step", "parameter", *STAT_FIELDS], rows)
+
+    def _clicked(self, index: QModelIndex) -> None:
+        name = index.data(NAME_ROLE)
+        self.selection.select(param=name, module=name.rpartition(".")[0], source="grid")
+
+    def show_selection(self, selection) -> None:
+        """Highlight and scroll to the selected parameter, when it is in the grid."""
+        name = getattr(selection, "param", None)
+        if name not in self.model.names:
+            self.view.clearSelection()
+            return
+        index = self.model.index(self.model.names.index(name))
+        self.view.setCurrentIndex(index)
+        self.view.scrollTo(index)
