@@ -299,9 +299,10 @@ class Run:
         """Read what a viewer reads first (the structure, the graph, the newest ``last`` steps
         whole); a damaged run is the one-line UserError here, before anything is shown (an
         older step found damaged later is the same line from the read that finds it)."""
-        _ = self.structure, self.graph
+        _ = self.structure, self.graph, self.spike_events()
         for row in self.step_rows()[-last:]:
             self.step_gradients(row["step"])
+            self.batch_ids(row["step"])
 
     def follow(self, poll: float = 0.2, timeout: float | None = None,
                after: int | None = None) -> Iterator[int]:
