@@ -30,6 +30,7 @@ from gradexplorer.gui.settings import AppSettings
 from gradexplorer.gui.shortcuts import WindowShortcutsFirst
 from gradexplorer.gui.status_bar import RunStatusBar
 from gradexplorer.gui.theme import apply_theme
+from gradexplorer.gui.window_fit import FIRST_SIZE, DockShares, available, clamp_to_screen, fitted_size
 
 TABLES_MS = 130  # the parameter table and details pane: about 8 times a second
 TINT_MS = 250  # the graph's gradient tint (recolours up to ~12k nodes): 4 times a second
@@ -92,13 +93,17 @@ class MainWindow(QMainWindow):
         self.events_dock = self._dock("Events", self.events, Qt.BottomDockWidgetArea)
         self.tabifyDockWidget(self.curves_dock, self.events_dock)
         self.curves_dock.raise_()
+        for corner, area in ((Qt.BottomLeftCorner, Qt.LeftDockWidgetArea),
+                             (Qt.BottomRightCorner, Qt.RightDockWidgetArea)):
+            self.setCorner(corner, area)  # the side docks keep the full height of a short window
+        # the graph keeps about half of the window at any size
+        self.dock_shares = DockShares(self, [(self.model_dock, Qt.Horizontal, 0.24, 190),
+                                             (self.gradients_dock, Qt.Horizontal, 0.28, 220),
+                                             (self.curves_dock, Qt.Vertical, 0.22, 150)])
 
-    def _default_sizes(self) -> None:
-        """Docks in proportion to the window: the graph keeps about half of it at any size."""
-        width, height = self.width(), self.height()
-        self.resizeDocks([self.model_dock, self.gradients_dock],
-                         [max(240, int(width * 0.24)), max(280, int(width * 0.28))], Qt.Horizontal)
-        self.resizeDocks([self.curves_dock], [max(170, int(height * 0.22))], Qt.Vertical)
+    def reset_layout(self) -> None:
+        """View → Reset layout: every dock shown, docked and sized as at the first start."""
+        self.dock_shares.reset()
 
     def _connect(self) -> None:
         c = self.controller
@@ -292,18 +297,28 @@ class MainWindow(QMainWindow):
         self.flush_redraws()
 
     def _restore(self) -> None:
-        self.resize(1500, 920)
+        self.resize(fitted_size(FIRST_SIZE, available(self)))
         geometry, state = self.settings.geometry(), self.settings.window_state()
-        if geometry is not None:
-            self.restoreGeometry(geometry)
+        self._clamp_pending = geometry is not None and self.restoreGeometry(geometry)
         self._restored = state is not None and self.restoreState(state)
 
     def showEvent(self, event) -> None:  # noqa: N802 - Qt API
-        """Give the docks sensible sizes the first time the app runs."""
+        """Give the docks sensible sizes the first time the app runs; a restored layout
+        squeezed by a smaller screen (or saved squeezed) gets the docks' shares back."""
         super().showEvent(event)
+        if self._clamp_pending:  # saved on a bigger screen: fit this one (frame included)
+            self._clamp_pending = False
+            clamp_to_screen(self)
         if not self._restored:
             self._restored = True
-            self._default_sizes()
+            self.dock_shares.apply()
+        else:
+            self.dock_shares.recover_soon()
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt API
+        """Squeezed docks recover their share once the window has grown again."""
+        super().resizeEvent(event)
+        self.dock_shares.window_resized()
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt API
         """Remember the layout, stop the worker and wait for it."""

@@ -29,6 +29,7 @@ from gradexplorer.gui.graph.core_api import (
 )
 from gradexplorer.gui.graph.drawing import KIND_CODES
 from gradexplorer.gui.graph.layout_worker import BackgroundQueue, LaidOut, lay_out
+from gradexplorer.gui.graph.legend import legend_label, shrinkable
 from gradexplorer.gui.graph.painting import base_fills, render_overview
 from gradexplorer.gui.graph.search import GraphSearch
 from gradexplorer.gui.graph.tint import node_norms, params_behind, tinted_fills
@@ -92,7 +93,7 @@ class GraphPanel(GraphSearch, QWidget):
         bar.setToolButtonStyle(Qt.ToolButtonIconOnly)  # names in tooltips: fits a narrow panel
         self.search_edit = QLineEdit(placeholderText="find op, module or parameter (Ctrl+F)")
         self.search_edit.setClearButtonEnabled(True)
-        self.search_edit.setMinimumWidth(150)
+        self.search_edit.setMinimumWidth(90)
         self.search_edit.setMaximumWidth(320)
         self.search_edit.textChanged.connect(self.search)
         self.search_edit.returnPressed.connect(self.next_match)
@@ -100,11 +101,13 @@ class GraphPanel(GraphSearch, QWidget):
         self.layout_box = QComboBox(toolTip="layout algorithm")
         self.layout_box.addItems(list(LAYOUTS))
         self.layout_box.setMaximumWidth(105)
+        shrinkable(self.layout_box, 6)
         self.layout_box.activated.connect(lambda: self.relayout())
         self.detail_box = QComboBox(toolTip="show every operation, or one node per module")
         for text, _depth in DETAIL_LEVELS:
             self.detail_box.addItem(text)
         self.detail_box.setMaximumWidth(135)
+        shrinkable(self.detail_box, 8)
         self.detail_box.activated.connect(self._detail_changed)
         self.hook_nodes_action = QAction(icon("hook-node"), "Hook nodes", self, checkable=True,
                                          checked=True, toolTip="show the nodes that full "
@@ -368,27 +371,3 @@ class GraphPanel(GraphSearch, QWidget):
         module = param.rpartition(".")[0] if param else self.drawing.modules[index]
         self._clicked(index)
         self.hook_menu_requested.emit(module, where)
-
-
-
-def legend_label() -> QLabel:
-    """The colour key under the graph."""
-    from gradexplorer.core.graph.style import HOOK_MARK, KIND_FILL
-    from gradexplorer.gui.theme import SELECTION
-
-    def swatch(colour: str, text: str, ring: bool = False) -> str:
-        if ring:
-            return f"<b style='color:{colour}'>▢</b>&nbsp;{text}&nbsp;&nbsp; "
-        return f"<span style='background:{colour}'>&nbsp;&nbsp;&nbsp;&nbsp;</span>&nbsp;{text}&nbsp;&nbsp; "
-
-    kinds = (("op", "operation"), ("param", "parameter"), ("hook", "hook node"), ("loss", "loss"),
-             ("module", "module"))
-    text = "".join(swatch(KIND_FILL[k], label) for k, label in kinds)
-    text += (swatch("#ffb74d", "tint: |g| low→high") + swatch("#e0e0e0", "no gradient")
-             + swatch("#b39ddb", "NaN/Inf")
-             + swatch(HOOK_MARK, "hooked", True) + swatch(SELECTION, "selected", True))
-    label = QLabel(text)
-    label.setObjectName("legend")
-    label.setContentsMargins(6, 1, 6, 1)
-    label.setWordWrap(True)
-    return label

@@ -3,7 +3,17 @@
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QSplitter, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QScrollArea,
+    QSizePolicy,
+    QSplitter,
+    QVBoxLayout,
+    QWidget,
+)
 from superqt.utils import qthrottled
 
 from gradexplorer.gui.models.selection import Selection, SelectionModel, parameter_for
@@ -14,6 +24,8 @@ from gradexplorer.gui.plots.heatmap_plot import HistogramHeatmap
 from gradexplorer.gui.plots.histogram_plot import HistogramPlot
 
 HISTOGRAM_MS = 50  # the histogram and the alarm redraw at most 20 times a second
+PLOT_HEIGHTS = (150, 150, 140, 170)  # the least each plot gets: 80+ pixels of plot area inside
+# axes and title; a dock shorter than their sum scrolls instead of squeezing them
 HEATMAP_MS, FLOW_MS = 100, 120  # heavier: about 10 times a second, on their own timers (no
 # leading-edge call), with periods that rarely coincide, so a step never triggers every redraw
 # in one tick of the GUI thread
@@ -39,6 +51,8 @@ class GradientPanel(QWidget):
             timeline.changed.connect(throttle)
         self.alarm = AlarmBanner()
         self.param_label = QLabel("no parameter selected")
+        self.param_label.setMinimumWidth(60)  # a long name is cut, never widens the dock
+        self.param_label.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
         self.log_box = QCheckBox("log counts")
         self.log_box.toggled.connect(self.set_log)
         self.histogram = HistogramPlot()
@@ -54,8 +68,8 @@ class GradientPanel(QWidget):
         header.addWidget(self.param_label, 1)
         header.addWidget(self.log_box)
         split = self.split = QSplitter(Qt.Vertical)
-        for plot, least in ((self.histogram, 110), (self.observed_plot, 110), (self.heatmap, 90),
-                            (self.flow_panel, 140)):
+        for plot, least in zip((self.histogram, self.observed_plot, self.heatmap, self.flow_panel),
+                               PLOT_HEIGHTS, strict=True):
             plot.setMinimumHeight(least)  # readable axes whatever the dock's size
             split.addWidget(plot)
         split.setChildrenCollapsible(False)
@@ -65,7 +79,10 @@ class GradientPanel(QWidget):
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addWidget(self.alarm)
         layout.addLayout(header)
-        layout.addWidget(split, 1)
+        self.scroll = QScrollArea(widgetResizable=True, frameShape=QFrame.NoFrame)
+        self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        self.scroll.setWidget(split)
+        layout.addWidget(self.scroll, 1)
         selection.changed.connect(self._selection_changed)
 
     def set_model(self, model) -> None:
