@@ -186,8 +186,13 @@ class MainWindow(QMainWindow):
     def _job_finished(self, result) -> None:
         if isinstance(result, GraphTraced):
             self.graph_panel.set_graph(result.graph, fit=result.fit)
-            if result.graph.graph.get("forward_origin"):
-                self.statusBar().showMessage(result.graph.graph["forward_origin"])
+            attrs = result.graph.graph
+            notes = [f"gradients traced on a replay of step {attrs['step'] + 1}, the first step "
+                     "whose gradient held NaN/Inf"] if attrs.get("replayed") else []
+            if attrs.get("forward_origin"):
+                notes.append(attrs["forward_origin"])
+            if notes:
+                self.statusBar().showMessage(" · ".join(notes))
 
     def _redraw_parameters(self) -> None:
         latest = self.controller.timeline.latest_gradients

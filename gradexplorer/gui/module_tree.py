@@ -3,16 +3,16 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
-import numpy as np
 from PySide6.QtCore import QPoint, Qt, Signal
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import QTreeWidget, QTreeWidgetItem, QWidget
 from torch import nn
 
-from gradexplorer.core.stats.module_rollup import module_gradients
-from gradexplorer.gui.graph.tint import magnitude_colours
+from gradexplorer.core.stats.module_rollup import module_gradients, owners
+from gradexplorer.gui.graph.tint import table_tints
 from gradexplorer.gui.models.selection import Selection, SelectionModel
 from gradexplorer.gui.parameter_table import TINTED_TEXT
 from gradexplorer.gui.theme import icon
@@ -108,17 +108,19 @@ class ModuleTree(QTreeWidget):
     def set_stats(self, params: dict[str, Any]) -> None:
         """Roll the step's parameter statistics up into every module row; tint by norm."""
         rolled = module_gradients(params)
+        with_nan = {path for name, s in params.items() if s.nan_count for path in owners(name)}
         paths = [p for p in self._items if p in rolled]
-        tints = magnitude_colours(np.array([rolled[p].norm if rolled[p].norm is not None
-                                            else np.nan for p in paths]))
+        tints = table_tints([rolled[p] for p in paths])  # NaN/Inf modules violet
         sorting = self.isSortingEnabled()
         self.setSortingEnabled(False)  # no re-sort per cell
-        for path, tint in zip(paths, tints.tolist(), strict=True):
+        for path, tint in zip(paths, tints, strict=True):
             item, g = self._items[path], rolled[path]
+            word = ("NaN" if path in with_nan else "inf") if g.nonfinite else None
             values = (g.norm, g.abs_max, g.update_ratio)
             for column, value in zip(GRADIENT_COLUMNS, values, strict=False):
-                item.setText(column, figure(value))
-                item.setData(column, SORT_ROLE, -1.0 if value is None else value)
+                shown = word if word and column in (4, 5) else None  # never the finite part's
+                item.setText(column, shown or figure(value))
+                item.setData(column, SORT_ROLE, math.inf if shown else -1.0 if value is None else value)
             item.setText(7, f"⚠ {g.nonfinite}" if g.nonfinite else ("ok" if g.with_grad else ""))
             item.setData(7, SORT_ROLE, g.nonfinite)
             for column in (0, 4):

@@ -3,18 +3,18 @@ shape, numel and requires_grad; sortable, filterable by text and by module, tint
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
-import numpy as np
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSortFilterProxyModel, Qt
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView, QWidget
 from torch import nn
 
 from gradexplorer.core.graph.style import format_shape
-from gradexplorer.gui.graph.tint import magnitude_colours
+from gradexplorer.gui.graph.tint import table_tints
 from gradexplorer.gui.models.selection import Selection, SelectionModel
-from gradexplorer.gui.number_text import format_number
+from gradexplorer.gui.number_text import format_number, gradient_number
 from gradexplorer.gui.theme import ALARM
 
 TINTED_TEXT = "#17252c"
@@ -52,11 +52,9 @@ class ParameterTableModel(QAbstractTableModel):
         """New per-parameter statistics (ParamStats by name)."""
         self.stats = params
         self._live = [tuple(self._live_text(params.get(row[0]), c) for c in LIVE) for row in self.rows]
-        self._bad = [bool(s is not None and (s.nan_count or s.inf_count))
-                     for s in (params.get(row[0]) for row in self.rows)]
-        norms = [getattr(params.get(row[0]), "norm", None) for row in self.rows]
-        self._tints = magnitude_colours(np.array([np.nan if v is None else v for v in norms],
-                                                 dtype=float)).tolist()
+        row_stats = [params.get(row[0]) for row in self.rows]
+        self._bad = [bool(s is not None and s.nonfinite) for s in row_stats]
+        self._tints = table_tints(row_stats)  # NaN/Inf rows violet, never "small"
         if self.rows:
             self.dataChanged.emit(self.index(0, LIVE[0]), self.index(len(self.rows) - 1, LIVE[-1]))
 
@@ -84,8 +82,8 @@ class ParameterTableModel(QAbstractTableModel):
             return self.rows[row][0]
         if role == Qt.BackgroundRole and column in (0, 1) and self._tints[row]:
             return QColor.fromRgba(self._tints[row])
-        if role == Qt.ForegroundRole and column in (0, 1) and self._tints[row] and not self._bad[row]:
-            return QColor(TINTED_TEXT)  # dark text on the pale heat, in either theme
+        if role == Qt.ForegroundRole and column in (0, 1) and self._tints[row]:
+            return QColor(TINTED_TEXT)  # dark text on the pale heat or violet, in either theme
         if role == Qt.TextAlignmentRole and column in NUMBERS:
             return int(Qt.AlignRight | Qt.AlignVCenter)
         if role == Qt.ForegroundRole and self._bad[row]:
@@ -101,9 +99,9 @@ class ParameterTableModel(QAbstractTableModel):
         if not stats.has_grad:
             return "no grad" if column == 1 else ""
         if column == 1:
-            return format_number(stats.norm, 3)
+            return gradient_number(stats, stats.norm, 3)  # NaN/inf, never the finite part's 0
         if column == 2:
-            return format_number(stats.abs_max, 3)
+            return gradient_number(stats, stats.abs_max, 3)
         if column == 3:
             return format_number(stats.update_ratio, 3)
         bad = (stats.nan_count or 0) + (stats.inf_count or 0)
@@ -116,6 +114,8 @@ class ParameterTableModel(QAbstractTableModel):
             if stats is None or not stats.has_grad:
                 return -1.0
             bad = (stats.nan_count or 0) + (stats.inf_count or 0)
+            if bad and column in (1, 2):
+                return math.inf  # a NaN/Inf gradient sorts as the largest
             value = (stats.norm, stats.abs_max, stats.update_ratio, bad)[column - 1]
             return -1.0 if value is None else value
         return (name, shape, numel, requires_grad)[STATIC.get(column, 0)]

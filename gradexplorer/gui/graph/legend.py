@@ -14,11 +14,12 @@ def shrinkable(box: QComboBox, chars: int) -> None:
 def legend_label() -> QLabel:
     """The colour key under the graph."""
     from gradexplorer.core.graph.style import HOOK_MARK, KIND_FILL
-    from gradexplorer.gui.theme import SELECTION
+    from gradexplorer.gui.theme import ALARM, SELECTION
 
-    def swatch(colour: str, text: str, ring: bool = False) -> str:
+    def swatch(colour: str, text: str, ring: bool | str = False) -> str:
         if ring:
-            return f"<b style='color:{colour}'>▢</b>&nbsp;{text}&nbsp;&nbsp; "
+            mark = "◎" if ring == "double" else "▢"
+            return f"<b style='color:{colour}'>{mark}</b>&nbsp;{text}&nbsp;&nbsp; "
         return f"<span style='background:{colour}'>&nbsp;&nbsp;&nbsp;&nbsp;</span>&nbsp;{text}&nbsp;&nbsp; "
 
     kinds = (("op", "operation"), ("param", "parameter"), ("hook", "hook node"), ("loss", "loss"),
@@ -26,8 +27,12 @@ def legend_label() -> QLabel:
     text = "".join(swatch(KIND_FILL[k], label) for k, label in kinds)
     text += (swatch("#ffb74d", "tint: |g| low→high") + swatch("#e0e0e0", "no gradient")
              + swatch("#b39ddb", "NaN/Inf")
+             + swatch(ALARM, "NaN/Inf born here", "double")
              + swatch(HOOK_MARK, "hooked", True) + swatch(SELECTION, "selected", True))
     label = QLabel(text)
+    label.setToolTip("tint: each node coloured by the latest gradient norm of the parameters "
+                     "behind it (Trace gradients: by the gradient the op itself sent on); a "
+                     "gradient holding NaN or ±Inf is violet, never a heat colour")
     label.setObjectName("legend")
     label.setContentsMargins(6, 1, 6, 1)
     label.setWordWrap(True)

@@ -32,7 +32,7 @@ from gradexplorer.gui.graph.layout_worker import BackgroundQueue, LaidOut, lay_o
 from gradexplorer.gui.graph.legend import legend_label, shrinkable
 from gradexplorer.gui.graph.painting import base_fills, render_overview
 from gradexplorer.gui.graph.search import GraphSearch
-from gradexplorer.gui.graph.tint import node_norms, params_behind, tinted_fills
+from gradexplorer.gui.graph.tint import node_nonfinite, node_norms, params_behind, tinted_fills
 from gradexplorer.gui.graph.trace_tint import is_traced, origin_index, traced_fills
 from gradexplorer.gui.graph.view import GraphView
 from gradexplorer.gui.models.selection import Selection, SelectionModel
@@ -273,6 +273,7 @@ class GraphPanel(GraphSearch, QWidget):
     def _centre_origin(self) -> None:
         """Select and centre the node where NaN/Inf was born, when the trace found one."""
         index = origin_index(self.drawing)
+        self.view.canvas.set_highlights(origin=[] if index is None else [index])
         if index is not None:
             self._clicked(index)
             self.view.zoom_to([index])
@@ -298,7 +299,8 @@ class GraphPanel(GraphSearch, QWidget):
         if self.tint_action.isChecked() and is_traced(drawing):
             fills = traced_fills(fills, drawing)
         elif self.tint_action.isChecked() and self._stats:
-            fills = tinted_fills(fills, node_norms(self._behind, self._stats))
+            fills = tinted_fills(fills, node_norms(self._behind, self._stats),
+                                 node_nonfinite(self._behind, self._stats))
         if np.array_equal(fills, self.view.canvas.fills):
             return
         self.view.canvas.set_fills(fills)

@@ -21,17 +21,18 @@ NONE_COLOUR = "#78909c"
 
 
 def flow_values(params: dict[str, Any]) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
-    """Names, rms |g| (norm/√numel), max |g| (NaN where no grad) and a non-finite flag."""
+    """Names, rms |g| (norm/√numel), max |g| (NaN where no grad, and where the gradient holds
+    NaN/Inf: its figures then cover only the finite part, which may read 0) and a non-finite flag."""
     names = list(params)
     rms = np.full(len(names), np.nan)
     peak = np.full(len(names), np.nan)
     bad = np.zeros(len(names), dtype=bool)
     for i, name in enumerate(names):
         s = params[name]
-        if s.has_grad and s.norm is not None:
+        bad[i] = bool(s.nan_count or s.inf_count)
+        if s.has_grad and s.norm is not None and not bad[i]:
             rms[i] = s.norm / math.sqrt(max(s.numel, 1))
             peak[i] = s.abs_max if s.abs_max is not None else np.nan
-        bad[i] = bool(s.nan_count or s.inf_count)
     return names, rms, peak, bad
 
 
@@ -86,7 +87,8 @@ class GradientFlowChart(pg.PlotWidget):
             f"<span style='color:{PLOT_PENS['max']}'>■ max</span> "
             f"<span style='color:{PLOT_PENS['mean']}'>■ rms</span> "
             f"<span style='color:{ZERO_COLOUR}'>● 0</span> "
-            f"<span style='color:{NONE_COLOUR}'>✕ none</span>", size="9pt")
+            f"<span style='color:{NONE_COLOUR}'>✕ none</span> "
+            f"<span style='color:{ALARM}'>▼ NaN/Inf</span>", size="9pt")
         self.plotItem.setLabel("bottom", "log10 |g|")
         self.plotItem.showGrid(x=True, alpha=0.2)
         self.plotItem.invertY(True)
@@ -173,7 +175,7 @@ class GradientFlowChart(pg.PlotWidget):
         rows = row_order(names, rms, peak, self.order)
         names = [names[i] for i in rows]
         rms, peak, bad = rms[rows], peak[rows], bad[rows]
-        zero = np.array([params[n].has_grad and params[n].norm == 0 for n in names], dtype=bool)
+        zero = np.array([params[n].has_grad and params[n].norm == 0 for n in names], dtype=bool) & ~bad
         if names != self._names:
             self._names, self.shown = names, names
             self._fit_labels(force=True)
@@ -189,22 +191,25 @@ class GradientFlowChart(pg.PlotWidget):
                                width=log_peak[finite] - floor)
         self.rms_bars.setOpts(x0=np.full(finite.sum(), floor), y=y[finite],
                               width=log_rms[finite] - floor)
-        none = ~finite & ~zero
+        none = ~finite & ~zero & ~bad
         self.missing.setData(np.full(none.sum(), floor), y[none])
         self.zeros.setData(np.full(zero.sum(), floor), y[zero])
         self.alarms.setData(np.full(bad.sum(), floor), y[bad])
         self.plotItem.vb.setRange(xRange=(floor, max(self._ceiling, floor + 1)), padding=0.02)
-        self._tips = [self._tip(n, r, p, z) for n, r, p, z in zip(names, rms, peak, zero, strict=True)]
+        self._tips = [self._tip(n, r, p, z, params[n] if b else None)
+                      for n, r, p, z, b in zip(names, rms, peak, zero, bad, strict=True)]
         if not names:
             self.plotItem.vb.setRange(yRange=(0, 1), padding=0)
             self.rows_changed.emit()
 
     @staticmethod
-    def _tip(name: str, rms: float, peak: float, zero: bool) -> str:
+    def _tip(name: str, rms: float, peak: float, zero: bool, bad: Any = None) -> str:
+        if bad is not None:
+            return f"{name}\ngradient holds {bad.nan_count or 0} NaN and {bad.inf_count or 0} ±Inf"
         if zero:
             return f"{name}\nall gradients exactly 0"
         if not np.isfinite(peak):
-            return f"{name}\nno gradient (or NaN/Inf)"
+            return f"{name}\nno gradient this step"
         return f"{name}\nmax |g| {peak:.4g} · rms {rms:.4g}"
 
     def _draw_breaks(self, names: list[str]) -> None:
