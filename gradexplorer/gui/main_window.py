@@ -44,6 +44,7 @@ class MainWindow(QMainWindow):
         super().__init__(parent)
         self.setWindowTitle("gradexplorer")
         self.scripted = False  # True while --steps/--screenshot drive the window: no dialogs
+        self.viewing_run = None  # the run folder shown instead of the model (run_view.py)
         self.settings = settings or AppSettings()
         self.controller = SessionController(self)
         self.selection = SelectionModel()
@@ -184,7 +185,7 @@ class MainWindow(QMainWindow):
             self.controller.post(lambda: GraphTraced(traced_graph(live.session, grads), fit))
 
     def _job_finished(self, result) -> None:
-        if isinstance(result, GraphTraced):
+        if isinstance(result, GraphTraced) and self.viewing_run is None:
             self.graph_panel.set_graph(result.graph, fit=result.fit)
             attrs = result.graph.graph
             notes = [f"gradients traced on a replay of step {attrs['step'] + 1}, the first step "
@@ -234,8 +235,12 @@ class MainWindow(QMainWindow):
             self.trace_graph(fit=False)  # only a trace can tell where the hook nodes go
         panel.set_hooks(hooks)
 
-    def show_hook_menu(self, module: str, where: QPoint) -> HookMenu:
+    def show_hook_menu(self, module: str, where: QPoint) -> HookMenu | None:
         """Pop up the attach/detach menu for ``module`` (it deletes itself when closed)."""
+        if self.viewing_run is not None:
+            self.statusBar().showMessage("a followed run is shown: hooks act on a model opened "
+                                         "in the app (File → Open model)", 8000)
+            return None
         menu = HookMenu(module, self.controller.hooks.get(module),
                         self.controller.hook_problem(module), self)
         menu.setAttribute(Qt.WA_DeleteOnClose)

@@ -45,6 +45,7 @@ class RunControls(QToolBar):
         super().__init__("Run", parent)
         self.setObjectName("run_toolbar")
         self.controller = controller
+        self.run_view = False  # a followed run is shown: nothing here may train the hidden model
         self.step_action = make_action(self, "Step", "step", "F6", controller.step)
         self.run_n_action = make_action(self, "Run N", "run-n", "F7", self._run_n)
         self.run_action = make_action(self, "Run", "run", "F5", controller.toggle_pause)
@@ -116,8 +117,22 @@ class RunControls(QToolBar):
             self.every_spin.setValue(int(getattr(live.monitor, "every", 1)))
             self.every_spin.blockSignals(False)
 
+    def set_run_view(self, on: bool) -> None:
+        """A run is shown (``on``): every training control off until a model is opened."""
+        self.run_view = on
+        self.set_state(self.controller.state)
+
     def set_state(self, state: str) -> None:
         """Enable the controls that make sense in ``state``."""
+        if self.run_view:
+            for action in (self.step_action, self.run_n_action, self.run_action, self.stop_action):
+                action.setEnabled(False)
+            for widget in (self.device_box, self.optimizer_box, self.lr_spin, self.every_spin,
+                           self.steps_spin):
+                widget.setEnabled(False)
+            return
+        for widget in (self.lr_spin, self.every_spin, self.steps_spin):
+            widget.setEnabled(True)
         idle = state == IDLE and self.controller.live is not None
         busy = state in (RUNNING, PAUSED)
         for action in (self.step_action, self.run_n_action):

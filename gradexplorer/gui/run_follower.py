@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from PySide6.QtCore import QObject, QTimer
+from PySide6.QtCore import QObject, QTimer, Signal
 
 from gradexplorer.core.recorder.run import Run
 from gradexplorer.core.stats.history import GradientHistory
@@ -20,7 +20,12 @@ MAX_STEPS_PER_POLL = 20_000  # a long run already on disk loads in slices; the w
 
 
 class RunFollower(QObject):
-    """``TimelineSource`` for a run directory; ``poll()`` takes in the steps committed so far."""
+    """``TimelineSource`` for a run directory; ``poll()`` takes in the steps committed so far.
+
+    ``finished(last_step)`` once the writer has closed the run (its ``finished`` meta entry).
+    """
+
+    finished = Signal(object)
 
     def __init__(self, run: Run, timeline: TimelineModel, history: int = 256,
                  poll_ms: int = POLL_MS, parent=None) -> None:
@@ -33,11 +38,15 @@ class RunFollower(QObject):
         self._timer.timeout.connect(self.poll)
         self._timer.start(poll_ms)
         self._times: list[float] = []
+        self.is_finished = False
 
     def poll(self) -> int:
         """Read the steps committed since the last poll, oldest first; how many were new."""
         rows = self.run.step_rows(self.last_step)[:MAX_STEPS_PER_POLL]
         if not rows:
+            if not self.is_finished and self.run.meta("finished") is not None:
+                self.is_finished = True  # every step was read: the writer closed after them
+                self.finished.emit(None if self.last_step < 0 else self.last_step)
             return 0
         for row in rows[-self.history.maxlen :]:  # older ones would fall out of the history
             self.history.append(self.run.step_gradients(row["step"]))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from PySide6.QtWidgets import QLabel, QStatusBar, QWidget
+from PySide6.QtWidgets import QLabel, QSizePolicy, QStatusBar, QWidget
 from superqt.utils import qthrottled
 
 from gradexplorer.gui.controller import PAUSED, RUNNING, SessionController
@@ -31,6 +31,8 @@ class RunStatusBar(QStatusBar):
         super().__init__(parent)
         self.controller = controller
         self.model_label = QLabel("no model")
+        self.model_label.setMinimumWidth(80)  # a long spec is cut, never widens the window
+        self.model_label.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
         self.state_label = QLabel("idle")
         self.step_label = QLabel("step 0")
         self.loss_label = QLabel("loss —")
@@ -38,6 +40,7 @@ class RunStatusBar(QStatusBar):
         for label in (self.model_label, self.state_label, self.step_label, self.loss_label,
                       self.rate_label):
             self.addPermanentWidget(label)
+        self._run_state: str | None = None
         self.refresh_soon = qthrottled(self.show_latest, timeout=REDRAW_MS, parent=self)
         controller.state_changed.connect(self.show_state)
         controller.timeline.changed.connect(self.refresh_soon)
@@ -48,7 +51,8 @@ class RunStatusBar(QStatusBar):
 
     def show_state(self, state: str) -> None:
         """The run state; the step label drops its "k of N" once a run ends."""
-        self.state_label.setText(state)
+        if self._run_state is None:  # a followed run shown: its own state stays
+            self.state_label.setText(state)
         self.refresh_soon()
 
     def reset(self, _live=None) -> None:
@@ -56,13 +60,23 @@ class RunStatusBar(QStatusBar):
         self.step_label.setText("step 0")
         self.loss_label.setText("loss —")
         self.rate_label.setText("— steps/s")
+        self._run_state = None
         self.clearMessage()
 
     def show_session(self, live) -> None:
         """Name the model and device."""
         session = live.session
-        self.model_label.setText(f"{live.spec} · {session.parameter_count():,} params · {session.device}")
+        text = f"{live.spec} · {session.parameter_count():,} params · {session.device}"
+        self.model_label.setText(text)
+        self.model_label.setToolTip(text)
         self.step_label.setText(f"step {session.step_count}")
+
+    def show_run(self, name: str, state: str) -> None:
+        """Name the run shown and its state (waiting for its writer, following, finished)."""
+        self._run_state = state
+        self.model_label.setText(f"run {name}")
+        self.model_label.setToolTip(f"run {name}: {state}")
+        self.state_label.setText(state)
 
     def show_latest(self) -> None:
         """Show the timeline's newest step."""
