@@ -12,6 +12,7 @@ from PySide6.QtWidgets import QTreeWidget, QTreeWidgetItem, QWidget
 from torch import nn
 
 from gradexplorer.core.stats.module_rollup import module_gradients, owners
+from gradexplorer.gui.column_priority import ColumnPriority
 from gradexplorer.gui.graph.tint import table_tints
 from gradexplorer.gui.models.selection import Selection, SelectionModel
 from gradexplorer.gui.parameter_table import TINTED_TEXT
@@ -21,6 +22,8 @@ PATH_ROLE = Qt.UserRole
 SORT_ROLE = Qt.UserRole + 1
 COLUMNS = ("Module", "Type", "Params", "Hook", "Norm", "Max |g|", "Upd ratio", "NaN/Inf")
 GRADIENT_COLUMNS = (4, 5, 6, 7)
+PRIORITY = [0, 4, 5, 3, 7, 2, 1, 6]  # shown first in a narrow tree: name, norm, max |g|, hook
+NAME_MOST = 320  # the widest the name column opens at (pixels)
 
 
 def figure(value: float | None) -> str:
@@ -64,12 +67,14 @@ class ModuleTree(QTreeWidget):
         self.setHeaderLabels(COLUMNS)
         self.setSortingEnabled(True)
         self.sortByColumn(-1, Qt.AscendingOrder)  # model order until a header is clicked
-        self.setTextElideMode(Qt.ElideMiddle)
+        self.setTextElideMode(Qt.ElideRight)  # one component per row: read from its start
         self.setAlternatingRowColors(True)
         self.setUniformRowHeights(True)
         self.setSelectionMode(QTreeWidget.SingleSelection)
         self.setContextMenuPolicy(Qt.CustomContextMenu)
         self.customContextMenuRequested.connect(self._context_menu)
+        self.columns = ColumnPriority(self, PRIORITY, list(COLUMNS))
+        self.itemExpanded.connect(lambda _item: self.fit_columns())
         self.itemSelectionChanged.connect(self._user_selected)
         selection.changed.connect(self.show_selection)
 
@@ -99,11 +104,23 @@ class ModuleTree(QTreeWidget):
             self._items[path] = item
         self.setSortingEnabled(sorting)
         self.expandToDepth(1)
-        for column in range(3):
-            self.resizeColumnToContents(column)
-        self.setColumnWidth(0, min(self.columnWidth(0), 260))
+        self.fit_columns()
         if self._filter:
             self.set_filter(self._filter)
+
+    def fit_columns(self) -> None:
+        """Columns sized to their contents (the name column to the deepest row shown, its
+        indentation included, up to NAME_MOST), then shown by priority as width allows."""
+        metrics, bold = self.fontMetrics(), self.header().fontMetrics()
+        widths = {}
+        for column in range(len(COLUMNS)):
+            title = bold.horizontalAdvance(COLUMNS[column]) + 14
+            if column in GRADIENT_COLUMNS:
+                widths[column] = max(title, metrics.horizontalAdvance("1.23e-05") + 12)
+            else:
+                widths[column] = max(title, self.sizeHintForColumn(column) + 8)
+        widths[0] = min(NAME_MOST, widths[0])
+        self.columns.remember(widths)
 
     def set_stats(self, params: dict[str, Any]) -> None:
         """Roll the step's parameter statistics up into every module row; tint by norm."""

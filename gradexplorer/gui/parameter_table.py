@@ -8,12 +8,14 @@ from typing import Any
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSortFilterProxyModel, Qt
 from PySide6.QtGui import QColor
-from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView, QWidget
+from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QStyledItemDelegate, QTableView, QWidget
 from torch import nn
 
 from gradexplorer.core.graph.style import format_shape
+from gradexplorer.gui.column_priority import ColumnPriority
 from gradexplorer.gui.graph.tint import table_tints
 from gradexplorer.gui.models.selection import Selection, SelectionModel
+from gradexplorer.gui.name_elide import elide_to_width
 from gradexplorer.gui.number_text import format_number, gradient_number
 from gradexplorer.gui.theme import ALARM
 
@@ -24,6 +26,7 @@ COLUMNS = ("Parameter", "Norm", "Max |g|", "Upd ratio", "NaN/Inf", "Shape", "Num
 LIVE = (1, 2, 3, 4)  # columns that follow the latest step
 STATIC = {5: 1, 6: 2, 7: 3}  # column -> index into a row after the name
 NUMBERS = (1, 2, 3, 6)  # right-aligned
+PRIORITY = [0, 1, 2, 4, 3, 7, 5, 6]  # shown first in a narrow table: name, norm, max |g|, NaN/Inf
 
 
 class ParameterTableModel(QAbstractTableModel):
@@ -154,6 +157,17 @@ class ParameterFilter(QSortFilterProxyModel):
         return self.text in name.lower()
 
 
+class NameDelegate(QStyledItemDelegate):
+    """Draws a dotted name shortened by whole components from the left (``…h.10.attn.c_attn.
+    weight``), never cut in the middle; the tooltip has it whole."""
+
+    def initStyleOption(self, option, index) -> None:  # noqa: N802 - Qt API
+        super().initStyleOption(option, index)
+        if option.text:
+            room = option.rect.width() - 12
+            option.text = elide_to_width(option.text, option.fontMetrics.horizontalAdvance, room)
+
+
 class ParameterTable(QTableView):
     """The table view; clicking a row selects that parameter everywhere."""
 
@@ -168,16 +182,18 @@ class ParameterTable(QTableView):
         metrics = self.fontMetrics()
         bold = self.horizontalHeader().fontMetrics()
         model, rows = self.table, range(min(CONTENT_SAMPLE, len(self.table.rows)))
+        widths = {}
         for column, title in enumerate(COLUMNS):
             if column in LIVE:
-                texts = ["-0.000123"]
+                texts = ["-1.23e-05"]  # format_number(value, 3) at its widest
             elif column == 0:
                 texts = [max((row[0] for row in model.rows), key=len, default="")]
             else:
                 texts = [str(model.data(model.index(r, column))) for r in rows]
-            width = max([bold.horizontalAdvance(title) + 24]
-                        + [metrics.horizontalAdvance(t) + 16 for t in texts])
-            self.setColumnWidth(column, min(NAME_WIDTH, width) if column == 0 else width)
+            width = max([bold.horizontalAdvance(title) + 14]
+                        + [metrics.horizontalAdvance(t) + 12 for t in texts])
+            widths[column] = min(NAME_WIDTH, width) if column == 0 else width
+        self.columns.remember(widths)  # then shown by priority as the width allows
 
     def __init__(self, selection: SelectionModel, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -190,7 +206,8 @@ class ParameterTable(QTableView):
         self.setSortingEnabled(True)
         self.sortByColumn(-1, Qt.AscendingOrder)
         self.setAlternatingRowColors(True)
-        self.setTextElideMode(Qt.ElideMiddle)
+        self.setTextElideMode(Qt.ElideRight)
+        self.setItemDelegateForColumn(0, NameDelegate(self))  # whole components, from the left
         self.setSelectionBehavior(QAbstractItemView.SelectRows)
         self.setSelectionMode(QAbstractItemView.SingleSelection)
         self.verticalHeader().setVisible(False)
@@ -198,6 +215,7 @@ class ParameterTable(QTableView):
         self.horizontalHeader().setSectionResizeMode(QHeaderView.Interactive)
         self.horizontalHeader().setStretchLastSection(True)
         self.horizontalHeader().setMinimumSectionSize(48)
+        self.columns = ColumnPriority(self, PRIORITY, list(COLUMNS))
         self.selectionModel().selectionChanged.connect(self._user_selected)
         selection.changed.connect(self.show_selection)
 

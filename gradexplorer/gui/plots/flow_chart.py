@@ -11,10 +11,11 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QScrollBar, QVBoxLayout, QWidget
 
+from gradexplorer.gui.name_elide import elide_chars
 from gradexplorer.gui.theme import ALARM, PLOT_PENS
 
 ROW_PX = 17  # pixels per parameter row: every label fits, none overlaps
-LABEL_CHARS = 32  # longer names are cut in the middle (hover shows them whole)
+LABEL_CHARS = 32  # longer names lose components on the left (hover shows them whole)
 ORDERS = ("model order (grouped by module)", "largest max |g| first", "smallest rms first")
 ZERO_COLOUR = "#43a047"
 NONE_COLOUR = "#78909c"
@@ -49,20 +50,9 @@ def row_order(names: list[str], rms: np.ndarray, peak: np.ndarray, order: str) -
 
 
 def elide(name: str, chars: int = LABEL_CHARS) -> str:
-    """``name`` in at most ``chars`` characters: outer path parts shortened to their initial
-    (numbers kept: ``transformer.h.11.attn.c_attn.weight`` → ``t.h.11.attn.c_attn.weight``),
-    then, if still too long, cut in the middle."""
-    parts = name.split(".")
-    for i in range(len(parts) - 2):
-        if len(".".join(parts)) <= chars:
-            break
-        if not parts[i].isdigit():
-            parts[i] = parts[i][:1]
-    name = ".".join(parts)
-    if len(name) <= chars:
-        return name
-    keep = chars - 1
-    return name[: keep // 2] + "…" + name[len(name) - (keep - keep // 2):]
+    """``name`` in at most ``chars`` characters, whole components dropped from the left (the
+    block index kept: ``…h.11.attn.c_attn.weight``; see ``name_elide``)."""
+    return elide_chars(name, chars)
 
 
 def group_breaks(names: list[str]) -> list[int]:

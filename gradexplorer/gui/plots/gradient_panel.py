@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import (
     QCheckBox,
     QFrame,
@@ -18,6 +19,7 @@ from superqt.utils import qthrottled
 
 from gradexplorer.gui.models.selection import Selection, SelectionModel, parameter_for
 from gradexplorer.gui.models.timeline import TimelineModel
+from gradexplorer.gui.name_elide import elide_to_width
 from gradexplorer.gui.plots.alarm_banner import AlarmBanner
 from gradexplorer.gui.plots.flow_chart import FlowPanel
 from gradexplorer.gui.plots.heatmap_plot import HistogramHeatmap
@@ -150,9 +152,25 @@ class GradientPanel(QWidget):
         self.alarm.show_gradients(latest)
         name = self.param
         stats = latest.params.get(name) if latest is not None and name else None
-        self.param_label.setText(f"<b>{name}</b>" if name else "no parameter selected")
+        self._show_name()
         current, previous = self.timeline.histograms_of(name) if name else (None, None)
         self.histogram.show_histograms(name, current, previous, stats)
+
+    def _show_name(self) -> None:
+        """The selected parameter's name, shortened by components to the label's width."""
+        name, label = self.param, self.param_label
+        if name:
+            bold = label.font()
+            bold.setBold(True)
+            advance = QFontMetrics(bold).horizontalAdvance
+            label.setText(f"<b>{elide_to_width(name, advance, label.width() - 4)}</b>")
+        else:
+            label.setText("no parameter selected")
+        label.setToolTip(name or "")
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt API
+        super().resizeEvent(event)
+        self._show_name()
 
     def refresh_heatmap(self) -> None:
         """Redraw the selected parameter's histogram over steps."""

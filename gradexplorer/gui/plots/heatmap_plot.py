@@ -8,6 +8,7 @@ from PySide6.QtCore import QRectF
 from PySide6.QtWidgets import QWidget
 
 from gradexplorer.gui.number_text import format_number
+from gradexplorer.gui.plots.histogram_plot import titled
 from gradexplorer.gui.plots.hover import HoverReadout, corner_readout
 from gradexplorer.gui.theme import ALARM, steady_axes, value_ticks
 
@@ -58,7 +59,8 @@ class HistogramHeatmap(pg.PlotWidget):
 
     def show_matrix(self, name: str | None, matrix) -> None:
         """Draw a HistogramMatrix (rows are steps); empty when there is none."""
-        self.plotItem.setTitle(f"histogram over steps · {name}" if name else "histogram over steps")
+        self.plotItem.setTitle(titled(self, "histogram over steps", name))
+        self.setToolTip(name or "")
         if matrix is None or not len(matrix.steps):
             self.image.clear()
             self.has_data, self.shown = False, None

@@ -8,6 +8,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtWidgets import QWidget
 
+from gradexplorer.gui.name_elide import elide_to_width
 from gradexplorer.gui.number_text import format_number
 from gradexplorer.gui.plots.hover import HoverReadout, corner_readout
 from gradexplorer.gui.theme import ALARM, PLOT_PENS, steady_axes, value_ticks
@@ -17,6 +18,15 @@ def shown_counts(counts: np.ndarray, log: bool) -> np.ndarray:
     """Counts as drawn: raw, or log10(1 + count)."""
     counts = np.asarray(counts, dtype=float)
     return np.log10(1.0 + counts) if log else counts
+
+
+def titled(plot, title: str, name: str | None) -> str:
+    """``title · name``, the name shortened by components to fit the plot's width."""
+    if not name:
+        return title
+    advance = plot.fontMetrics().horizontalAdvance
+    room = plot.width() - advance(f"{title} · ") - 24
+    return f"{title} · {elide_to_width(name, advance, room)}"
 
 
 class HistogramPlot(pg.PlotWidget):
@@ -66,7 +76,8 @@ class HistogramPlot(pg.PlotWidget):
 
     def show_histograms(self, name: str | None, current: Any, previous: Any, stats: Any) -> None:
         """Draw ``current`` (and ``previous`` ghosted); explain when there is nothing to draw."""
-        self.plotItem.setTitle(f"{self.title} · {name}" if name else self.title)
+        self.plotItem.setTitle(titled(self, self.title, name))
+        self.setToolTip(name or "")
         shown, self.current = [], current
         for item, hist in ((self.current_item, current), (self.previous_item, previous)):
             if hist is None:
