@@ -45,6 +45,7 @@ def test_window_fits_800_by_600_with_every_panel_and_the_toolbar_overflows(make_
     assert window.graph_panel.view.width() > 200
     extension = window.run_controls.findChild(QToolButton, "qt_toolbar_ext_button")
     assert extension is not None and extension.isVisible()  # "»": the rest of the toolbar
+    assert not extension.icon().isNull() and not window.run_controls.every_spin.isVisible()
 
 
 def test_plots_get_eighty_pixels_even_in_a_short_window(make_window, qtbot):
@@ -52,8 +53,9 @@ def test_plots_get_eighty_pixels_even_in_a_short_window(make_window, qtbot):
     window.resize(1024, 700)
     qtbot.waitUntil(lambda: window.size().toTuple() == (1024, 700))
     gradients = window.gradients
-    for plot in (gradients.histogram, gradients.heatmap):
-        qtbot.waitUntil(lambda plot=plot: plot.getPlotItem().vb.height() >= 80)
+    for plot in (gradients.histogram.getPlotItem(), gradients.heatmap.getPlotItem(),
+                 window.curves.loss_plot, window.curves.norm_plot):
+        qtbot.waitUntil(lambda plot=plot: plot.vb.height() >= 80)
     assert gradients.flow_panel.chart.visible_rows >= 5
 
 

@@ -7,7 +7,6 @@ import math
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
-from scipy.signal import lfilter
 from superqt.utils import qthrottled
 
 from gradexplorer.gui.models.timeline import TimelineModel
@@ -33,11 +32,11 @@ class TrainingCurves(QWidget):
         self.refresh_soon = qthrottled(self.refresh, timeout=REDRAW_MS, parent=self)
         timeline.changed.connect(self.refresh_soon)
         self.plots = pg.GraphicsLayoutWidget()
-        self.loss_plot = self.plots.addPlot(row=0, col=0, title="loss")
-        self.norm_plot = self.plots.addPlot(row=0, col=1, title="global gradient norm")
+        self.loss_plot = self.plots.addPlot(row=0, col=0)  # named on the y axis: a title would
+        self.norm_plot = self.plots.addPlot(row=0, col=1)  # take a short window's plot height
         self.norm_plot.setXLink(self.loss_plot)
-        self.loss_plot.setLabel("bottom", "step")
-        self.norm_plot.setLabel("bottom", "step")
+        self.loss_plot.setLabel("left", "loss")  # x: the step (no axis label: the readout
+        self.norm_plot.setLabel("left", "global ‖g‖")  # names it; the plots keep their height)
         self.loss_raw, self.loss_item = self._curves(self.loss_plot, PLOT_PENS["loss"])
         self.norm_raw, self.norm_item = self._curves(self.norm_plot, PLOT_PENS["norm"])
         self.log_box = QCheckBox("log y")
@@ -114,6 +113,8 @@ class TrainingCurves(QWidget):
 def ema(y: np.ndarray, weight: float = SMOOTHING) -> np.ndarray:
     """Debiased exponential moving average over the finite values (NaN stays NaN), as
     TensorBoard smooths: ``s_t = w s_(t-1) + (1-w) y_t``, divided by ``1 - w^t``."""
+    from scipy.signal import lfilter  # only once smoothing is on: scipy costs ~1 s to import
+
     y = np.asarray(y, dtype=np.float64)
     out = np.full_like(y, np.nan)
     finite = np.isfinite(y)

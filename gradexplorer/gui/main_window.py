@@ -56,7 +56,7 @@ class MainWindow(QMainWindow):
         self.details = DetailsPane(self.selection)
         self.gradients = GradientPanel(self.selection, self.controller.timeline)
         self.curves = TrainingCurves(self.controller.timeline)
-        self.curves.setMinimumHeight(120)  # axes stay readable
+        self.curves.setMinimumHeight(130)  # axes stay readable
         self.events = EventLog()
         self.run_controls = RunControls(self.controller, self)
         self.file_actions = FileActions(self)
@@ -100,7 +100,7 @@ class MainWindow(QMainWindow):
         # the graph keeps about half of the window at any size
         self.dock_shares = DockShares(self, [(self.model_dock, Qt.Horizontal, 0.27, 200),
                                              (self.gradients_dock, Qt.Horizontal, 0.28, 220),
-                                             (self.curves_dock, Qt.Vertical, 0.22, 150)])
+                                             (self.curves_dock, Qt.Vertical, 0.3, 190)])
 
     def reset_layout(self) -> None:
         """View → Reset layout: every dock shown, docked and sized as at the first start."""

@@ -164,7 +164,7 @@ class NameDelegate(QStyledItemDelegate):
     def initStyleOption(self, option, index) -> None:  # noqa: N802 - Qt API
         super().initStyleOption(option, index)
         if option.text:
-            room = option.rect.width() - 12
+            room = option.rect.width() - 10
             option.text = elide_to_width(option.text, option.fontMetrics.horizontalAdvance, room)
 
 
@@ -192,7 +192,7 @@ class ParameterTable(QTableView):
                 texts = [str(model.data(model.index(r, column))) for r in rows]
             width = max([bold.horizontalAdvance(title) + 14]
                         + [metrics.horizontalAdvance(t) + 12 for t in texts])
-            widths[column] = min(NAME_WIDTH, width) if column == 0 else width
+            widths[column] = min(NAME_WIDTH, width + 8) if column == 0 else width
         self.columns.remember(widths)  # then shown by priority as the width allows
 
     def __init__(self, selection: SelectionModel, parent: QWidget | None = None) -> None:

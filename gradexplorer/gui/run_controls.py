@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QComboBox, QDoubleSpinBox, QLabel, QSpinBox, QToolBar, QWidget
+from PySide6.QtWidgets import (
+    QComboBox,
+    QDoubleSpinBox,
+    QLabel,
+    QSpinBox,
+    QToolBar,
+    QToolButton,
+    QWidget,
+)
 
 from gradexplorer.core.session.devices import available_devices, unavailable_devices
 from gradexplorer.core.session.engine import DEFAULT_LR, OPTIMIZERS
@@ -60,6 +68,7 @@ class RunControls(QToolBar):
                                       toolTip="learning rate (applies from the next step)")
         self.lr_spin.setKeyboardTracking(False)
         self._layout_toolbar()
+        self._show_overflow()
         self._connect()
         self.set_state(controller.state)
 
@@ -84,6 +93,14 @@ class RunControls(QToolBar):
                               ("lr", self.lr_spin), ("Histograms", self.every_spin)):
             self.addWidget(QLabel(f" {label} "))
             self.addWidget(widget)
+
+    def _show_overflow(self) -> None:
+        """The » button that a narrow window shows for the controls that do not fit (Qt's own
+        arrow is lost under the toolbar's padding)."""
+        extension = self.findChild(QToolButton, "qt_toolbar_ext_button")
+        if extension is not None:
+            extension.setIcon(icon("more"))
+            extension.setToolTip("more controls (the window is too narrow for all of them)")
 
     def _connect(self) -> None:
         c = self.controller

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from PySide6.QtWidgets import QLabel, QSizePolicy, QStatusBar, QWidget
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLabel, QStatusBar, QWidget
 from superqt.utils import qthrottled
 
 from gradexplorer.gui.controller import PAUSED, RUNNING, SessionController
 
+MODEL_TEXT_PX = 360  # the model or run named in at most this many pixels (the tooltip has it all)
 REDRAW_MS = 100  # step, loss and rate labels at most 10 times a second
 
 
@@ -31,8 +33,7 @@ class RunStatusBar(QStatusBar):
         super().__init__(parent)
         self.controller = controller
         self.model_label = QLabel("no model")
-        self.model_label.setMinimumWidth(80)  # a long spec is cut, never widens the window
-        self.model_label.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
+        self.model_label.setMaximumWidth(MODEL_TEXT_PX)  # a long spec never widens the window
         self.state_label = QLabel("idle")
         self.step_label = QLabel("step 0")
         self.loss_label = QLabel("loss —")
@@ -66,17 +67,19 @@ class RunStatusBar(QStatusBar):
     def show_session(self, live) -> None:
         """Name the model and device."""
         session = live.session
-        text = f"{live.spec} · {session.parameter_count():,} params · {session.device}"
-        self.model_label.setText(text)
-        self.model_label.setToolTip(text)
+        self._name(f"{live.spec} · {session.parameter_count():,} params · {session.device}")
         self.step_label.setText(f"step {session.step_count}")
 
     def show_run(self, name: str, state: str) -> None:
         """Name the run shown and its state (waiting for its writer, following, finished)."""
         self._run_state = state
-        self.model_label.setText(f"run {name}")
-        self.model_label.setToolTip(f"run {name}: {state}")
+        self._name(f"run {name}")
         self.state_label.setText(state)
+
+    def _name(self, text: str) -> None:
+        label = self.model_label
+        label.setText(label.fontMetrics().elidedText(text, Qt.ElideMiddle, MODEL_TEXT_PX - 8))
+        label.setToolTip(text)
 
     def show_latest(self) -> None:
         """Show the timeline's newest step."""

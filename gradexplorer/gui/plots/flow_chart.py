@@ -16,7 +16,8 @@ from gradexplorer.gui.theme import ALARM, PLOT_PENS
 
 ROW_PX = 17  # pixels per parameter row: every label fits, none overlaps
 LABEL_CHARS = 32  # longer names lose components on the left (hover shows them whole)
-ORDERS = ("model order (grouped by module)", "largest max |g| first", "smallest rms first")
+ORDERS = ("model order", "largest max |g| first", "smallest rms first")  # model order: grouped
+# by module, a line between modules
 ZERO_COLOUR = "#43a047"
 NONE_COLOUR = "#78909c"
 
@@ -55,6 +56,16 @@ def elide(name: str, chars: int = LABEL_CHARS) -> str:
     return elide_chars(name, chars)
 
 
+def flow_legend() -> str:
+    """The key of the chart's marks (a wrapping label above it: a plot title as wide would
+    widen the plot past a narrow dock)."""
+    return (f"<span style='color:{PLOT_PENS['max']}'>■</span>&nbsp;max "
+            f"<span style='color:{PLOT_PENS['mean']}'>■</span>&nbsp;rms "
+            f"<span style='color:{ZERO_COLOUR}'>●</span>&nbsp;exactly&nbsp;0 "
+            f"<span style='color:{NONE_COLOUR}'>✕</span>&nbsp;no&nbsp;gradient "
+            f"<span style='color:{ALARM}'>▼</span>&nbsp;NaN/Inf")
+
+
 def group_breaks(names: list[str]) -> list[int]:
     """Rows where a new module starts (in the given order), after the first."""
     owners = [n.rpartition(".")[0] for n in names]
@@ -73,12 +84,6 @@ class GradientFlowChart(pg.PlotWidget):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.plotItem.setTitle(
-            f"<span style='color:{PLOT_PENS['max']}'>■ max</span> "
-            f"<span style='color:{PLOT_PENS['mean']}'>■ rms</span> "
-            f"<span style='color:{ZERO_COLOUR}'>● 0</span> "
-            f"<span style='color:{NONE_COLOUR}'>✕ none</span> "
-            f"<span style='color:{ALARM}'>▼ NaN/Inf</span>", size="9pt")
         self.plotItem.setLabel("bottom", "log10 |g|")
         self.plotItem.showGrid(x=True, alpha=0.2)
         self.plotItem.invertY(True)
@@ -253,7 +258,9 @@ class FlowPanel(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(2)
+        self.legend = QLabel(flow_legend(), wordWrap=True)
         layout.addLayout(header)
+        layout.addWidget(self.legend)
         layout.addLayout(body, 1)
 
     def _follow_chart(self) -> None:

@@ -8,12 +8,12 @@ from PySide6.QtCore import QRectF
 from PySide6.QtWidgets import QWidget
 
 from gradexplorer.gui.number_text import format_number
-from gradexplorer.gui.plots.histogram_plot import titled
+from gradexplorer.gui.plots.histogram_plot import NamedTitle
 from gradexplorer.gui.plots.hover import HoverReadout, corner_readout
 from gradexplorer.gui.theme import ALARM, steady_axes, value_ticks
 
 
-class HistogramHeatmap(pg.PlotWidget):
+class HistogramHeatmap(NamedTitle, pg.PlotWidget):
     """An ImageItem re-fed with ``setImage``; x is the step, y the gradient value."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
@@ -59,8 +59,7 @@ class HistogramHeatmap(pg.PlotWidget):
 
     def show_matrix(self, name: str | None, matrix) -> None:
         """Draw a HistogramMatrix (rows are steps); empty when there is none."""
-        self.plotItem.setTitle(titled(self, "histogram over steps", name))
-        self.setToolTip(name or "")
+        self.set_named_title("histogram over steps", name)
         if matrix is None or not len(matrix.steps):
             self.image.clear()
             self.has_data, self.shown = False, None
