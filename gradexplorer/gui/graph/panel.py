@@ -41,6 +41,8 @@ from gradexplorer.gui.theme import icon
 
 MODULE_KIND = KIND_CODES.index("module")
 OVERVIEW_DELAY_MS = 300
+RELAYOUT_MOST = 3000  # nodes: a hook click lays a graph this small out afresh (no overlaps);
+# a bigger one gets its hook nodes inserted in place, within the 100 ms a click may take
 DETAIL_LEVELS = (("Operations", None), *((f"Modules, depth {d}", d) for d in range(1, 9)))
 
 
@@ -234,8 +236,9 @@ class GraphPanel(GraphSearch, QWidget):
         if graph is None or self.drawing is None:
             return False
         self.graph = graph
-        if self.layouts.busy or DETAIL_LEVELS[self.detail_box.currentIndex()][1] is not None:
-            self.relayout()  # modules folded: a small graph, laid out again off the thread
+        if (self.layouts.busy or DETAIL_LEVELS[self.detail_box.currentIndex()][1] is not None
+                or len(graph) <= RELAYOUT_MOST):
+            self.relayout()  # off the thread: where a fresh layout puts every node, hooks included
         elif self.hook_nodes_action.isChecked():
             canvas = self.view.canvas  # the old overview image until a new one is drawn
             self._show(self.drawing.with_graph(graph), canvas.overview, canvas.overview_scale,
