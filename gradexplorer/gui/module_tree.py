@@ -114,9 +114,9 @@ class ModuleTree(QTreeWidget):
         metrics, bold = self.fontMetrics(), self.header().fontMetrics()
         widths = {}
         for column in range(len(COLUMNS)):
-            title = bold.horizontalAdvance(COLUMNS[column]) + 14
+            title = bold.horizontalAdvance(COLUMNS[column]) + 12
             if column in GRADIENT_COLUMNS:
-                widths[column] = max(title, metrics.horizontalAdvance("1.23e-05") + 12)
+                widths[column] = max(title, metrics.horizontalAdvance("1.23e-05") + 10)
             else:
                 widths[column] = max(title, self.sizeHintForColumn(column) + 8)
         widths[0] = min(NAME_MOST, widths[0])

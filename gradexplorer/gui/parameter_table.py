@@ -185,13 +185,13 @@ class ParameterTable(QTableView):
         widths = {}
         for column, title in enumerate(COLUMNS):
             if column in LIVE:
-                texts = ["-1.23e-05"]  # format_number(value, 3) at its widest
+                texts = ["1.23e-05"]  # format_number(value, 3), nearly its widest
             elif column == 0:
                 texts = [max((row[0] for row in model.rows), key=len, default="")]
             else:
                 texts = [str(model.data(model.index(r, column))) for r in rows]
-            width = max([bold.horizontalAdvance(title) + 14]
-                        + [metrics.horizontalAdvance(t) + 12 for t in texts])
+            width = max([bold.horizontalAdvance(title) + 12]
+                        + [metrics.horizontalAdvance(t) + 10 for t in texts])
             widths[column] = min(NAME_WIDTH, width + 8) if column == 0 else width
         self.columns.remember(widths)  # then shown by priority as the width allows
 
