@@ -37,7 +37,7 @@ def shown_positions(panel) -> dict:
 
 @pytest.mark.parametrize("spec, module", [("example:digits", "fc1"), ("example:lenet", "fc1"),
                                           ("example:resnet18", "layer1.0"),
-                                          ("examples/gpt2_small.py:gpt2_small", "transformer.h.0")])
+                                          ("examples/gpt2_small.py:build", "transformer.h.0")])
 def test_hook_nodes_go_where_a_fresh_layout_puts_them(qtbot, make_window, spec, module):
     window = make_window()
     open_model(qtbot, window, spec, batch_size=2)

@@ -8,6 +8,8 @@ from PySide6.QtCore import QEvent, QObject, Qt
 from PySide6.QtWidgets import QAbstractItemView, QMenu
 
 NAME_LEAST = 96  # the first (name) column never narrower than this while others are shown
+NAME_ROOMY = 240  # ...and as wide as its names (up to this) before the optional columns show
+ESSENTIAL = 2  # columns after the name shown beside a narrow name (norm and max |g|)
 
 
 class ColumnPriority(QObject):
@@ -40,13 +42,16 @@ class ColumnPriority(QObject):
     def shown_columns(self, width: int) -> list[int]:
         """The columns that fit ``width`` pixels, by priority (and the user's choices)."""
         name, *rest = self.priority
-        used = min(self.widths.get(name, NAME_LEAST), NAME_LEAST)
+        natural = self.widths.get(name, NAME_LEAST)
+        used = min(natural, NAME_LEAST)
         shown = [name]
         fits = True
-        for column in rest:
+        for rank, column in enumerate(rest):
             wanted = self.chosen.get(column)
             if wanted is False:
                 continue
+            if rank == ESSENTIAL:  # the optional columns only once the names are readable
+                used += max(0, min(natural, NAME_ROOMY) - used)
             fits = fits and used + self.widths.get(column, 60) <= width
             if fits or wanted:
                 shown.append(column)

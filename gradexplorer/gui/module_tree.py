@@ -114,7 +114,7 @@ class ModuleTree(QTreeWidget):
         metrics, bold = self.fontMetrics(), self.header().fontMetrics()
         widths = {}
         for column in range(len(COLUMNS)):
-            title = bold.horizontalAdvance(COLUMNS[column]) + 12
+            title = bold.horizontalAdvance(COLUMNS[column]) + 22
             if column in GRADIENT_COLUMNS:
                 widths[column] = max(title, metrics.horizontalAdvance("1.23e-05") + 10)
             else:

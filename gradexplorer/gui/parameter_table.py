@@ -190,7 +190,7 @@ class ParameterTable(QTableView):
                 texts = [max((row[0] for row in model.rows), key=len, default="")]
             else:
                 texts = [str(model.data(model.index(r, column))) for r in rows]
-            width = max([bold.horizontalAdvance(title) + 12]
+            width = max([bold.horizontalAdvance(title) + 22]
                         + [metrics.horizontalAdvance(t) + 10 for t in texts])
             widths[column] = min(NAME_WIDTH, width + 8) if column == 0 else width
         self.columns.remember(widths)  # then shown by priority as the width allows
