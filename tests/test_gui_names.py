@@ -85,3 +85,27 @@ def test_tree_name_column_fits_its_deepest_row(qtbot):
     tree.set_model(Gpt())
     tree.expandAll()
     qtbot.waitUntil(lambda: tree.columnWidth(0) >= tree.sizeHintForColumn(0))
+
+
+def test_escape_leaves_the_search_box(qtbot):
+    from gradexplorer.gui.graph.panel import GraphPanel
+
+    panel = GraphPanel(SelectionModel())
+    qtbot.addWidget(panel)
+    panel.show()
+    panel.search_edit.setFocus()
+    qtbot.waitUntil(panel.search_edit.hasFocus)
+    qtbot.keyClicks(panel.search_edit, "fc1")
+    qtbot.keyClick(panel.search_edit, Qt.Key_Escape)
+    assert panel.search_edit.text() == "" and not panel.search_edit.hasFocus()
+
+
+def test_every_column_header_says_what_it_shows(qtbot):
+    table = ParameterTable(SelectionModel())
+    tree = ModuleTree(SelectionModel())
+    qtbot.addWidget(table)
+    qtbot.addWidget(tree)
+    tips = [table.model().headerData(c, Qt.Horizontal, Qt.ToolTipRole)
+            for c in range(table.model().columnCount())]
+    assert all(tips) and "‖Δθ‖/‖θ‖" in tips[3]
+    assert all(tree.headerItem().toolTip(c) for c in range(tree.columnCount()))

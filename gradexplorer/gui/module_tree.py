@@ -22,6 +22,12 @@ PATH_ROLE = Qt.UserRole
 SORT_ROLE = Qt.UserRole + 1
 COLUMNS = ("Module", "Type", "Params", "Hook", "Norm", "Max |g|", "Upd ratio", "NaN/Inf")
 GRADIENT_COLUMNS = (4, 5, 6, 7)
+HEADER_TIPS = ("module path's last part (hover a row for it whole)", "the module's class",
+               "parameters of the module and its children", "hook attached to the module",
+               "L2 norm of all its parameters' gradients together this step",
+               "largest |g| over its parameters' gradients",
+               "largest update ratio ‖Δθ‖/‖θ‖ among its parameters",
+               "NaN / ±Inf gradient elements among its parameters")
 PRIORITY = [0, 4, 5, 3, 7, 2, 1, 6]  # shown first in a narrow tree: name, norm, max |g|, hook
 NAME_MOST = 320  # the widest the name column opens at (pixels)
 
@@ -65,6 +71,8 @@ class ModuleTree(QTreeWidget):
         self._badged: dict[str, str] = {}  # the hooks the rows show
         self._filter = ""
         self.setHeaderLabels(COLUMNS)
+        for column, tip in enumerate(HEADER_TIPS):
+            self.headerItem().setToolTip(column, tip)
         self.setSortingEnabled(True)
         self.sortByColumn(-1, Qt.AscendingOrder)  # model order until a header is clicked
         self.setTextElideMode(Qt.ElideRight)  # one component per row: read from its start

@@ -26,6 +26,14 @@ COLUMNS = ("Parameter", "Norm", "Max |g|", "Upd ratio", "NaN/Inf", "Shape", "Num
 LIVE = (1, 2, 3, 4)  # columns that follow the latest step
 STATIC = {5: 1, 6: 2, 7: 3}  # column -> index into a row after the name
 NUMBERS = (1, 2, 3, 6)  # right-aligned
+HEADER_TIPS = (
+    "parameter name (hover a row for it whole)",
+    "L2 norm of the parameter's gradient this step (NaN/inf when the gradient holds them)",
+    "largest |g|: the biggest absolute gradient element this step",
+    "update ratio ‖Δθ‖/‖θ‖: how far the last optimizer step moved the weights, relative to them",
+    "how many gradient elements are NaN / ±Inf (⚠) — ok when none",
+    "shape of the parameter tensor", "number of elements",
+    "requires_grad: whether the parameter gets a gradient at all")
 PRIORITY = [0, 1, 2, 4, 3, 7, 5, 6]  # shown first in a narrow table: name, norm, max |g|, NaN/Inf
 
 
@@ -70,6 +78,8 @@ class ParameterTableModel(QAbstractTableModel):
     def headerData(self, section, orientation, role=Qt.DisplayRole):  # noqa: N802
         if orientation == Qt.Horizontal and role == Qt.DisplayRole:
             return COLUMNS[section]
+        if orientation == Qt.Horizontal and role == Qt.ToolTipRole:
+            return HEADER_TIPS[section]
         return None
 
     def data(self, index: QModelIndex, role=Qt.DisplayRole):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 from PySide6.QtCore import QPoint, Qt, Signal
-from PySide6.QtGui import QAction
+from PySide6.QtGui import QAction, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
@@ -99,6 +99,8 @@ class GraphPanel(GraphSearch, QWidget):
         self.search_edit.setMaximumWidth(320)
         self.search_edit.textChanged.connect(self.search)
         self.search_edit.returnPressed.connect(self.next_match)
+        leave = QShortcut(QKeySequence(Qt.Key_Escape), self.search_edit, context=Qt.WidgetShortcut)
+        leave.activated.connect(self.leave_search)
         self.match_label = QLabel("")
         self.layout_box = QComboBox(toolTip="layout algorithm")
         self.layout_box.addItems(list(LAYOUTS))
