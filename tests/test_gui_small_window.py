@@ -31,3 +31,18 @@ def test_small_window_shows_name_norm_and_max_g(qtbot, make_window):
         assert not tree_header.isSectionHidden(column)
     assert tree_header.sectionViewportPosition(5) + tree_header.sectionSize(5) <= \
         window.tree.viewport().width()
+
+
+def test_optional_columns_wait_until_names_are_readable(qtbot):
+    from gradexplorer.gui.column_priority import NAME_LEAST, NAME_ROOMY
+    from gradexplorer.gui.models.selection import SelectionModel
+    from gradexplorer.gui.parameter_table import ParameterTable
+
+    table = ParameterTable(SelectionModel())
+    qtbot.addWidget(table)
+    columns = table.columns
+    columns.widths = {0: 220, 1: 70, 2: 70, 3: 70, 4: 70, 5: 90, 6: 60, 7: 50}
+    assert columns.shown_columns(NAME_LEAST + 140) == [0, 1, 2]  # narrow: name, norm, max |g|
+    assert columns.shown_columns(220 + 140 + 60) == [0, 1, 2]  # the names get room first
+    assert columns.shown_columns(220 + 140 + 70) == [0, 1, 2, 4]
+    assert NAME_ROOMY >= 220

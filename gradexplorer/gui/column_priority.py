@@ -51,7 +51,7 @@ class ColumnPriority(QObject):
             if wanted is False:
                 continue
             if rank == ESSENTIAL:  # the optional columns only once the names are readable
-                used += max(0, min(natural, NAME_ROOMY) - used)
+                used += max(0, min(natural, NAME_ROOMY) - min(natural, NAME_LEAST))
             fits = fits and used + self.widths.get(column, 60) <= width
             if fits or wanted:
                 shown.append(column)
