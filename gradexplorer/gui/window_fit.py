@@ -68,8 +68,13 @@ class DockShares:
     def apply(self, only_squeezed: bool = False) -> None:
         """Give the docks their shares (``only_squeezed``: only those well under theirs)."""
         for orient in (Qt.Horizontal, Qt.Vertical):
-            chosen = [(d, px) for d, o, px in self.targets() if o == orient and self._docked(d)
-                      and (not only_squeezed or self._extent(d, o) < px * RECOVER_BELOW)]
+            docked = [(d, px) for d, o, px in self.targets() if o == orient and self._docked(d)]
+            room = self._room(orient)
+            wanted = sum(px for _, px in docked)
+            if wanted > room > 0:  # a small window: every dock gets the same part of its share
+                docked = [(d, max(1, px * room // wanted)) for d, px in docked]
+            chosen = [(d, px) for d, px in docked
+                      if not only_squeezed or self._extent(d, orient) < px * RECOVER_BELOW]
             if chosen:
                 self.window.resizeDocks([d for d, _ in chosen], [px for _, px in chosen], orient)
 
@@ -101,6 +106,16 @@ class DockShares:
         for dock in self.window.findChildren(QDockWidget):
             dock.setFloating(False)
         self.apply()
+
+    def _room(self, orient: Qt.Orientation) -> int:
+        """Pixels the docks of ``orient`` may share: the window less the central widget's least."""
+        central = self.window.centralWidget()
+        least = central.minimumSizeHint() if central is not None else QSize()
+        if orient == Qt.Horizontal:
+            return self.window.width() - max(least.width(), 0) - 16
+        return self.window.centralWidget().height() + sum(
+            d.height() for d, o, _s, _l in self.shares if o == orient and self._docked(d)) \
+            - max(least.height(), 0) - 8
 
     def _docked(self, dock: QDockWidget) -> bool:
         return dock.isVisible() and not dock.isFloating()
