@@ -17,6 +17,7 @@ def legend_label() -> QLabel:
     from gradexplorer.gui.theme import ALARM, SELECTION
 
     def swatch(colour: str, text: str, ring: bool | str = False) -> str:
+        text = text.replace(" ", "&nbsp;")  # a key never breaks inside its own words
         if ring:
             mark = "◎" if ring == "double" else "▢"
             return f"<b style='color:{colour}'>{mark}</b>&nbsp;{text}&nbsp;&nbsp; "
