@@ -241,7 +241,7 @@ class FlowPanel(QWidget):
         self.order_box = QComboBox(toolTip="order of the parameter rows")
         self.order_box.addItems(ORDERS)
         self.order_box.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
-        self.order_box.setMinimumContentsLength(8)  # a narrow dock elides it, never clips it
+        self.order_box.setMinimumContentsLength(5)  # a narrow dock elides it, never clips it
         self.order_box.currentTextChanged.connect(self.chart.set_order)
         self.scroll = QScrollBar(Qt.Vertical)
         self.scroll.valueChanged.connect(self.chart.scroll_to)

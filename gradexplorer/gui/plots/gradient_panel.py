@@ -84,6 +84,8 @@ class GradientPanel(QWidget):
         self.scroll = QScrollArea(widgetResizable=True, frameShape=QFrame.NoFrame)
         self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
         self.scroll.setWidget(split)
+        bar = self.scroll.verticalScrollBar().sizeHint().width()
+        self.scroll.setMinimumWidth(split.minimumSizeHint().width() + bar)  # scrolls, never clips
         layout.addWidget(self.scroll, 1)
         selection.changed.connect(self._selection_changed)
 

@@ -19,7 +19,7 @@ class HistogramHeatmap(NamedTitle, pg.PlotWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.log = True
-        self.plotItem.setTitle("histogram over steps")
+        self.set_named_title("histogram over steps", None)
         self.plotItem.setLabel("bottom", "step")
         self.plotItem.setLabel("left", "gradient value")
         steady_axes(self.plotItem)

@@ -64,7 +64,7 @@ class HistogramPlot(NamedTitle, pg.PlotWidget):
         super().__init__(parent)
         self.log = False
         self.title = title
-        self.plotItem.setTitle(title)
+        self.set_named_title(title, None)
         self.plotItem.setLabel("bottom", "gradient value")
         self.plotItem.showGrid(x=True, y=True, alpha=0.15)
         self.plotItem.disableAutoRange()  # ranges are set once per redraw (one repaint, not two)
