@@ -3,11 +3,19 @@ overflow, docks that recover after the window shrank, View → Reset layout."""
 
 from __future__ import annotations
 
+import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QToolButton
 
+from gradexplorer.gui import window_fit
 from gradexplorer.gui.window_fit import SCREEN_SHARE, available
 from tests.gui_helpers import make_window_fixture  # noqa: F401 - pytest fixture
+
+
+@pytest.fixture
+def real_screen(monkeypatch):
+    """Treat the offscreen platform's 800×800 screen as a real one (a small laptop's)."""
+    monkeypatch.setattr(window_fit, "screen_is_real", lambda: True)
 
 
 def share_of(window, dock, orient=Qt.Horizontal) -> float:
@@ -15,7 +23,7 @@ def share_of(window, dock, orient=Qt.Horizontal) -> float:
     return (dock.width() if orient == Qt.Horizontal else dock.height()) / whole
 
 
-def test_first_window_is_at_most_ninety_percent_of_the_screen(make_window):
+def test_first_window_is_at_most_ninety_percent_of_the_screen(make_window, real_screen):
     window = make_window()
     screen = available(window)
     assert window.width() <= screen.width() * SCREEN_SHARE + 1
@@ -23,7 +31,7 @@ def test_first_window_is_at_most_ninety_percent_of_the_screen(make_window):
     assert screen.contains(window.frameGeometry())
 
 
-def test_geometry_saved_on_a_bigger_screen_is_clamped(make_window, qtbot):
+def test_geometry_saved_on_a_bigger_screen_is_clamped(make_window, qtbot, real_screen):
     first = make_window()
     first.resize(2600, 1500)  # a 4K monitor's window
     first.move(900, 700)
@@ -70,7 +78,7 @@ def test_squeezed_docks_recover_when_the_window_grows(make_window, qtbot):
     assert share_of(window, window.curves_dock, Qt.Vertical) > 0.15
 
 
-def test_a_squeezed_saved_layout_recovers_on_the_next_start(make_window, qtbot):
+def test_a_squeezed_saved_layout_recovers_on_the_next_start(make_window, qtbot, real_screen):
     first = make_window()
     first.resizeDocks([first.model_dock, first.gradients_dock], [60, 60], Qt.Horizontal)
     qtbot.waitUntil(lambda: share_of(first, first.model_dock) < 0.18)

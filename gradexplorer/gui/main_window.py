@@ -30,7 +30,7 @@ from gradexplorer.gui.settings import AppSettings
 from gradexplorer.gui.shortcuts import WindowShortcutsFirst
 from gradexplorer.gui.status_bar import RunStatusBar
 from gradexplorer.gui.theme import apply_theme
-from gradexplorer.gui.window_fit import FIRST_SIZE, DockShares, available, clamp_to_screen, fitted_size
+from gradexplorer.gui.window_fit import DockShares, clamp_to_screen, first_size
 
 TABLES_MS = 130  # the parameter table and details pane: about 8 times a second
 TINT_MS = 250  # the graph's gradient tint (recolours up to ~12k nodes): 4 times a second
@@ -98,9 +98,9 @@ class MainWindow(QMainWindow):
                              (Qt.BottomRightCorner, Qt.RightDockWidgetArea)):
             self.setCorner(corner, area)  # the side docks keep the full height of a short window
         # the graph keeps about half of the window at any size
-        self.dock_shares = DockShares(self, [(self.model_dock, Qt.Horizontal, 0.29, 210),
+        self.dock_shares = DockShares(self, [(self.model_dock, Qt.Horizontal, 0.24, 290),
                                              (self.gradients_dock, Qt.Horizontal, 0.28, 220),
-                                             (self.curves_dock, Qt.Vertical, 0.3, 190)])
+                                             (self.curves_dock, Qt.Vertical, 0.22, 190)])
 
     def reset_layout(self) -> None:
         """View → Reset layout: every dock shown, docked and sized as at the first start."""
@@ -307,7 +307,7 @@ class MainWindow(QMainWindow):
         self.flush_redraws()
 
     def _restore(self) -> None:
-        self.resize(fitted_size(FIRST_SIZE, available(self)))
+        self.resize(first_size(self))
         geometry, state = self.settings.geometry(), self.settings.window_state()
         self._clamp_pending = geometry is not None and self.restoreGeometry(geometry)
         self._restored = state is not None and self.restoreState(state)

@@ -19,6 +19,17 @@ RECOVER_BELOW = 0.75  # a dock under this part of its share has been squeezed
 RECOVER_MS = 150  # after resizing stops
 
 
+def screen_is_real() -> bool:
+    """False on Qt's offscreen platform (tests, scripted screenshots): its 800×800 "screen" is
+    no screen a person looks at, so windows there keep their designed size."""
+    return QGuiApplication.platformName() != "offscreen"
+
+
+def first_size(window: QMainWindow) -> QSize:
+    """The size a window without a remembered geometry opens at."""
+    return fitted_size(FIRST_SIZE, available(window)) if screen_is_real() else QSize(FIRST_SIZE)
+
+
 def available(window: QMainWindow) -> QRect:
     """The available geometry of the screen the window is on (the primary one before it shows)."""
     screen = window.screen() or QGuiApplication.primaryScreen()
@@ -33,7 +44,7 @@ def fitted_size(wanted: QSize, screen: QRect) -> QSize:
 
 def clamp_to_screen(window: QMainWindow) -> None:
     """Shrink and move a (restored) window so that all of it lies on its screen."""
-    if window.isMaximized() or window.isFullScreen():
+    if window.isMaximized() or window.isFullScreen() or not screen_is_real():
         return
     screen = available(window)
     frame = window.frameGeometry()
