@@ -37,9 +37,10 @@ def open_command(args: argparse.Namespace) -> int:
 
 
 def not_written_yet(path: Path) -> bool:
-    """A folder that does not exist yet, or is empty: a run whose writer has not started (the
-    app waits for it, as TensorBoard waits on an empty log folder)."""
-    return not path.exists() or (path.is_dir() and not any(path.iterdir()))
+    """A folder that does not exist yet: a run whose writer has not started (the app waits
+    for it, as TensorBoard waits on an empty log folder). An existing folder that is neither a
+    run nor a snapshot is refused, as before."""
+    return not path.exists()
 
 
 def open_run(args: argparse.Namespace) -> int:
