@@ -53,6 +53,7 @@ def test_nan_gradients_never_read_as_a_number(qtbot, make_window):
 def test_the_graph_legend_names_every_mark(make_window):
     window = make_window()
     legend = window.graph_panel.findChild(type(window.gradients.param_label), "legend").text()
+    legend = legend.replace("&nbsp;", " ")
     for mark in ("no gradient", "NaN/Inf", "born here", "hooked", "selected"):
         assert mark in legend
 
