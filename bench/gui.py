@@ -3,6 +3,7 @@ each plot actually paints meanwhile, and the frame time of pan and zoom on a ~10
 backward graph.
 
     python bench/gui.py [--model example:digits] [--steps 300] [--graph-blocks 2000]
+    python bench/gui.py --startup [--runs 5]   # process start -> window painted -> first graph
 
 Runs offscreen (QT_QPA_PLATFORM=offscreen) unless a display is set.
 """
@@ -246,8 +247,33 @@ def _frames(app, view, kind: str, count: int = 40) -> tuple[float, float]:
     return float(np.mean(times) * 1e3), float(np.max(times) * 1e3)
 
 
+def startup_times(model: str | None, runs: int) -> dict:
+    """Median seconds from starting ``gradexplorer gui`` (a new process, fresh settings) to
+    its window's first paint and to the first graph drawn, over ``runs`` launches."""
+    import subprocess
+    import tempfile
+
+    marks: dict[str, list[float]] = {"window": [], "graph": []}
+    for _ in range(runs):
+        folder = Path(tempfile.mkdtemp(prefix="gradexplorer-startup-"))
+        log = folder / "startup.log"
+        env = {**os.environ, "GRADEXPLORER_STARTUP_LOG": str(log), "XDG_CONFIG_HOME": str(folder),
+               "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+        command = [sys.executable, "-m", "gradexplorer", "gui"] + (["--model", model] if model else [])
+        start = time.time()
+        subprocess.run(command, env=env, timeout=600, capture_output=True)
+        seen = dict(line.split() for line in log.read_text().splitlines()) if log.exists() else {}
+        for name in marks:
+            if name in seen:
+                marks[name].append(float(seen[name]) - start)
+    return {name: float(np.median(times)) if times else float("nan") for name, times in marks.items()}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--startup", action="store_true",
+                        help="only start-up: process start -> window painted -> first graph drawn")
+    parser.add_argument("--runs", type=int, default=5, help="launches for --startup (median)")
     parser.add_argument("--model", default="example:digits")
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--graph-blocks", type=int, default=2000,
@@ -255,6 +281,12 @@ def main() -> int:
     parser.add_argument("--graph-only", action="store_true",
                         help="only the graph: first view and pan/zoom (no training run)")
     args = parser.parse_args()
+    if args.startup:
+        times = startup_times(None, args.runs)
+        print(f"start-up of the default example, median of {args.runs}: window painted "
+              f"{times['window']:.2f} s (bar: <= 1.0 s), first graph drawn {times['graph']:.2f} s "
+              "(bar: <= 2.5 s)")
+        return 0
     fv = first_view(args.graph_blocks)
     print(f"open example:deep:blocks={args.graph_blocks} to its first view: {fv['seconds']:.2f} s, "
           f"everything settled (tree, table, hook probe): {fv['settled']:.2f} s "

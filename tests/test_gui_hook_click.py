@@ -1,31 +1,82 @@
-"""A hook click updates the graph in place: two hook nodes, no trace, no relayout."""
+"""A hook click updates the graph without a trace: two hook nodes, laid out where a fresh
+layout of the new graph puts them (a small graph), or inserted in place (a big one)."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
+from gradexplorer.gui.graph.panel import RELAYOUT_MOST
 from gradexplorer.gui.models.session import GraphTraced
 from tests.gui_helpers import TIMEOUT_MS, make_window_fixture, open_model, wait_idle  # noqa: F401
 
 
-def test_hook_click_adds_and_removes_hook_nodes_in_place(qtbot, make_window):
+def fresh_positions(panel) -> dict:
+    """Node id -> position in a fresh layout of the panel's graph as it is now."""
+    from gradexplorer.gui.graph.core_api import layout_graph
+    from gradexplorer.gui.graph.layout_worker import lay_out
+
+    drawing = lay_out(panel.graph, panel.layout_box.currentText(), layout_graph,
+                      panel._collapser()).drawing
+    return {node: tuple(drawing.xy[i]) for i, node in enumerate(drawing.ids)}
+
+
+def show_every_operation(qtbot, window) -> None:
+    """Detail level "Operations" (big models open collapsed), laid out."""
+    panel = window.graph_panel
+    panel.detail_box.setCurrentIndex(0)
+    panel._detail_changed()
+    qtbot.waitUntil(lambda: panel.drawing is not None and not panel.busy()
+                    and not panel.drawing.graph.graph.get("collapsed"), timeout=TIMEOUT_MS)
+    wait_idle(qtbot, window)
+
+
+def shown_positions(panel) -> dict:
+    return {node: tuple(panel.drawing.xy[i]) for i, node in enumerate(panel.drawing.ids)}
+
+
+@pytest.mark.parametrize("spec, module", [("example:digits", "fc1"), ("example:lenet", "fc1"),
+                                          ("example:resnet18", "layer1.0"),
+                                          ("examples/gpt2_small.py:build", "transformer.h.0")])
+def test_hook_nodes_go_where_a_fresh_layout_puts_them(qtbot, make_window, spec, module):
     window = make_window()
-    open_model(qtbot, window)
+    open_model(qtbot, window, spec, batch_size=2)
     panel, controller = window.graph_panel, window.controller
+    show_every_operation(qtbot, window)
+    traces = []
+    controller.job_finished.connect(lambda r: traces.append(r) if isinstance(r, GraphTraced) else None)
+    assert len(panel.graph) <= RELAYOUT_MOST
+    for change, attached in ((lambda: controller.attach_hook(module, "block"), True),
+                             (lambda: controller.detach_hook(module), False)):
+        with qtbot.waitSignal(controller.hooks_changed, timeout=TIMEOUT_MS):
+            change()
+        wait_idle(qtbot, window)
+        assert shown_positions(panel) == fresh_positions(panel)  # no node drawn over another
+        hooks = [label for label in panel.drawing.labels if label == ("backward hook", module)]
+        assert bool(hooks) == attached
+    assert not traces  # never a trace
+
+
+def test_a_big_graph_gets_hook_nodes_in_place(qtbot, make_window):
+    window = make_window()
+    open_model(qtbot, window, "example:deep:blocks=600")
+    panel, controller = window.graph_panel, window.controller
+    show_every_operation(qtbot, window)
+    assert len(panel.graph) > RELAYOUT_MOST
     before = panel.drawing
     traces = []
     controller.job_finished.connect(lambda r: traces.append(r) if isinstance(r, GraphTraced) else None)
     with qtbot.waitSignal(controller.hooks_changed, timeout=TIMEOUT_MS):
-        controller.attach_hook("fc1", "observe")
+        controller.attach_hook("blocks.3", "observe")
     wait_idle(qtbot, window)
     after = panel.drawing
-    hooks = [i for i, label in enumerate(after.labels) if label == ("backward hook", "fc1")]
+    hooks = [i for i, label in enumerate(after.labels) if label == ("backward hook", "blocks.3")]
     assert len(hooks) == 2 and len(after) == len(before) + 2 and not traces
     kept = np.array([after.index[n] for n in before.ids])
     assert np.array_equal(after.xy[kept], before.xy)  # every other node stays where it was
     assert set(np.flatnonzero(np.isin(np.arange(len(after)), panel.view.canvas.marked))) >= set(hooks)
     with qtbot.waitSignal(controller.hooks_changed, timeout=TIMEOUT_MS):
-        controller.detach_hook("fc1")
+        controller.detach_hook("blocks.3")
     wait_idle(qtbot, window)
     assert len(panel.drawing) == len(before) and not traces
     assert sorted(panel.graph.edges) == sorted(before.graph.edges)

@@ -31,3 +31,45 @@ def test_view_menu_switches_theme_everywhere_and_remembers(qtbot, make_window):
         assert window.settings.theme() == "light"
     finally:
         window.set_theme("system")
+
+
+def contrast(a, b) -> float:
+    """WCAG contrast ratio of two colours."""
+    def luminance(colour) -> float:
+        c = QColor(colour)
+        parts = [v / 255 for v in (c.red(), c.green(), c.blue())]
+        parts = [v / 12.92 if v <= 0.03928 else ((v + 0.055) / 1.055) ** 2.4 for v in parts]
+        return 0.2126 * parts[0] + 0.7152 * parts[1] + 0.0722 * parts[2]
+    hi, lo = sorted((luminance(a), luminance(b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+def icon_ink(qicon) -> float:
+    """Mean lightness of an icon's drawn pixels."""
+    image = qicon.pixmap(24, 24).toImage()
+    values = [QColor.fromRgba(image.pixel(x, y)) for x in range(24) for y in range(24)]
+    drawn = [c.lightnessF() for c in values if c.alpha() > 200]
+    return sum(drawn) / len(drawn)
+
+
+def test_a_runtime_switch_recolours_plot_titles_and_icons_with_readable_contrast(qtbot, make_window):
+    window = make_window()
+    try:
+        for theme in ("dark", "light", "dark"):
+            window.theme_actions[theme].trigger()
+            plots = [window.gradients.histogram.plotItem, window.gradients.heatmap.plotItem,
+                     window.curves.loss_plot]
+            for plot, view in zip(plots, (window.gradients.histogram, window.gradients.heatmap,
+                                          window.curves.plots), strict=True):
+                background = view.backgroundBrush().color()
+                title = QColor(plot.titleLabel.opts["color"]) if plot.titleLabel.opts.get("color") \
+                    else None
+                if title is not None and plot.titleLabel.text:
+                    assert contrast(title, background) >= 4.5, (theme, plot.titleLabel.text)
+                axis = plot.getAxis("left")
+                assert contrast(axis.textPen().color(), background) >= 4.5
+            fit = window.graph_panel.fit_action.icon()
+            ink = icon_ink(fit)
+            assert (ink > 0.6) if theme == "dark" else (ink < 0.4), (theme, ink)  # never dim
+    finally:
+        window.set_theme("system")

@@ -25,7 +25,7 @@ def open_command(args: argparse.Namespace) -> int:
     from gradexplorer.core.recorder.schema import is_run_dir
     from gradexplorer.core.snapshot import read_snapshot
 
-    if is_run_dir(args.snapshot):
+    if is_run_dir(args.snapshot) or not_written_yet(args.snapshot):
         return open_run(args)
     read_snapshot(args.snapshot)  # refuse a missing or damaged folder before any window opens
     if args.compare is not None:
@@ -36,14 +36,22 @@ def open_command(args: argparse.Namespace) -> int:
     return open_snapshot_window(args.snapshot, args.compare, args.screenshot)
 
 
+def not_written_yet(path: Path) -> bool:
+    """A folder that does not exist yet: a run whose writer has not started (the app waits
+    for it, as TensorBoard waits on an empty log folder). An existing folder that is neither a
+    run nor a snapshot is refused, as before."""
+    return not path.exists()
+
+
 def open_run(args: argparse.Namespace) -> int:
     from gradexplorer.core.errors import UserError
     from gradexplorer.core.recorder.run import open_run as read_run
 
     if args.compare is not None:
         raise UserError("--compare is for snapshots; compare runs with: gradexplorer compare A B")
-    with read_run(args.snapshot) as run:
-        run.check()  # refuse a damaged run before any window opens
+    if not not_written_yet(args.snapshot):
+        with read_run(args.snapshot) as run:
+            run.check()  # refuse a damaged run before any window opens
     prepare_window(args.screenshot)
     from gradexplorer.gui.app import open_run_window  # Qt only now
 

@@ -72,6 +72,9 @@ def launch(
     remembered = None if spec is not None or screenshot else settings.last_model()
     spec = spec or remembered or DEFAULT_SPEC
     window.graph_panel.trace_grads_action.setChecked(trace_grads)
+    from gradexplorer.gui.startup_clock import watch_startup
+
+    window._startup_clock = watch_startup(window)  # bench/gui.py --startup only
     window.show()
     if remembered and remembered != DEFAULT_SPEC:
         fall_back_to_default(window.controller, config or SessionConfig())

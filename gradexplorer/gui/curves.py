@@ -42,11 +42,11 @@ class TrainingCurves(QWidget):
         self.refresh_soon = qthrottled(self.refresh, timeout=REDRAW_MS, parent=self)
         timeline.changed.connect(self.refresh_soon)
         self.plots = pg.GraphicsLayoutWidget()
-        self.loss_plot = self.plots.addPlot(row=0, col=0, title="loss")
-        self.norm_plot = self.plots.addPlot(row=0, col=1, title="global gradient norm")
+        self.loss_plot = self.plots.addPlot(row=0, col=0)  # named on the y axis: a title would
+        self.norm_plot = self.plots.addPlot(row=0, col=1)  # take a short window's plot height
         self.norm_plot.setXLink(self.loss_plot)
-        self.loss_plot.setLabel("bottom", "step")
-        self.norm_plot.setLabel("bottom", "step")
+        self.loss_plot.setLabel("left", "loss")  # x: the step (no axis label: the readout
+        self.norm_plot.setLabel("left", "global ‖g‖")  # names it; the plots keep their height)
         self.loss_raw, self.loss_item = self._curves(self.loss_plot, PLOT_PENS["loss"])
         self.norm_raw, self.norm_item = self._curves(self.norm_plot, PLOT_PENS["norm"])
         self.log_box = QCheckBox("log y")

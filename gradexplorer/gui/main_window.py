@@ -31,6 +31,7 @@ from gradexplorer.gui.settings import AppSettings
 from gradexplorer.gui.shortcuts import WindowShortcutsFirst
 from gradexplorer.gui.status_bar import RunStatusBar
 from gradexplorer.gui.theme import apply_theme
+from gradexplorer.gui.window_fit import DockShares, clamp_to_screen, first_size
 
 TABLES_MS = 130  # the parameter table and details pane: about 8 times a second
 TINT_MS = 250  # the graph's gradient tint (recolours up to ~12k nodes): 4 times a second
@@ -44,6 +45,7 @@ class MainWindow(QMainWindow):
         super().__init__(parent)
         self.setWindowTitle("gradexplorer")
         self.scripted = False  # True while --steps/--screenshot drive the window: no dialogs
+        self.viewing_run = None  # the run folder shown instead of the model (run_view.py)
         self.settings = settings or AppSettings()
         self.controller = SessionController(self)
         self.selection = SelectionModel()
@@ -56,7 +58,7 @@ class MainWindow(QMainWindow):
         self.gradients = GradientPanel(self.selection, self.controller.timeline)
         self.distributions = DistributionsPanel(self.selection, self.controller.timeline)
         self.curves = TrainingCurves(self.controller.timeline)
-        self.curves.setMinimumHeight(120)  # axes stay readable
+        self.curves.setMinimumHeight(130)  # axes stay readable
         self.events = EventLog()
         self.run_controls = RunControls(self.controller, self)
         self.file_actions = FileActions(self)
@@ -97,13 +99,17 @@ class MainWindow(QMainWindow):
         self.events_dock = self._dock("Events", self.events, Qt.BottomDockWidgetArea)
         self.tabifyDockWidget(self.curves_dock, self.events_dock)
         self.curves_dock.raise_()
+        for corner, area in ((Qt.BottomLeftCorner, Qt.LeftDockWidgetArea),
+                             (Qt.BottomRightCorner, Qt.RightDockWidgetArea)):
+            self.setCorner(corner, area)  # the side docks keep the full height of a short window
+        # the graph keeps about half of the window at any size
+        self.dock_shares = DockShares(self, [(self.model_dock, Qt.Horizontal, 0.24, 290),
+                                             (self.gradients_dock, Qt.Horizontal, 0.28, 220),
+                                             (self.curves_dock, Qt.Vertical, 0.22, 190)])
 
-    def _default_sizes(self) -> None:
-        """Docks in proportion to the window: the graph keeps about half of it at any size."""
-        width, height = self.width(), self.height()
-        self.resizeDocks([self.model_dock, self.gradients_dock],
-                         [max(240, int(width * 0.24)), max(280, int(width * 0.28))], Qt.Horizontal)
-        self.resizeDocks([self.curves_dock], [max(170, int(height * 0.22))], Qt.Vertical)
+    def reset_layout(self) -> None:
+        """View → Reset layout: every dock shown, docked and sized as at the first start."""
+        self.dock_shares.reset()
 
     def _connect(self) -> None:
         c = self.controller
@@ -184,10 +190,15 @@ class MainWindow(QMainWindow):
             self.controller.post(lambda: GraphTraced(traced_graph(live.session, grads), fit))
 
     def _job_finished(self, result) -> None:
-        if isinstance(result, GraphTraced):
+        if isinstance(result, GraphTraced) and self.viewing_run is None:
             self.graph_panel.set_graph(result.graph, fit=result.fit)
-            if result.graph.graph.get("forward_origin"):
-                self.statusBar().showMessage(result.graph.graph["forward_origin"])
+            attrs = result.graph.graph
+            notes = [f"gradients traced on a replay of step {attrs['step'] + 1}, the first step "
+                     "whose gradient held NaN/Inf"] if attrs.get("replayed") else []
+            if attrs.get("forward_origin"):
+                notes.append(attrs["forward_origin"])
+            if notes:
+                self.statusBar().showMessage(" · ".join(notes))
 
     def _redraw_parameters(self) -> None:
         latest = self.controller.timeline.latest_gradients
@@ -230,8 +241,12 @@ class MainWindow(QMainWindow):
             self.trace_graph(fit=False)  # only a trace can tell where the hook nodes go
         panel.set_hooks(hooks)
 
-    def show_hook_menu(self, module: str, where: QPoint) -> HookMenu:
+    def show_hook_menu(self, module: str, where: QPoint) -> HookMenu | None:
         """Pop up the attach/detach menu for ``module`` (it deletes itself when closed)."""
+        if self.viewing_run is not None:
+            self.statusBar().showMessage("a followed run is shown: hooks act on a model opened "
+                                         "in the app (File → Open model)", 8000)
+            return None
         menu = HookMenu(module, self.controller.hooks.get(module),
                         self.controller.hook_problem(module), self)
         menu.setAttribute(Qt.WA_DeleteOnClose)
@@ -298,18 +313,28 @@ class MainWindow(QMainWindow):
         self.flush_redraws()
 
     def _restore(self) -> None:
-        self.resize(1500, 920)
+        self.resize(first_size(self))
         geometry, state = self.settings.geometry(), self.settings.window_state()
-        if geometry is not None:
-            self.restoreGeometry(geometry)
+        self._clamp_pending = geometry is not None and self.restoreGeometry(geometry)
         self._restored = state is not None and self.restoreState(state)
 
     def showEvent(self, event) -> None:  # noqa: N802 - Qt API
-        """Give the docks sensible sizes the first time the app runs."""
+        """Give the docks sensible sizes the first time the app runs; a restored layout
+        squeezed by a smaller screen (or saved squeezed) gets the docks' shares back."""
         super().showEvent(event)
+        if self._clamp_pending:  # saved on a bigger screen: fit this one (frame included)
+            self._clamp_pending = False
+            clamp_to_screen(self)
         if not self._restored:
             self._restored = True
-            self._default_sizes()
+            self.dock_shares.apply()
+        else:
+            self.dock_shares.recover_soon()
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt API
+        """Squeezed docks recover their share once the window has grown again."""
+        super().resizeEvent(event)
+        self.dock_shares.window_resized()
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt API
         """Remember the layout, stop the worker and wait for it."""

@@ -70,6 +70,9 @@ def build_menus(window: QMainWindow) -> None:
     for dock in window.findChildren(type(window.model_dock)):
         window.view_menu.addAction(dock.toggleViewAction())
     window.view_menu.addSeparator()
+    reset = window.view_menu.addAction("Reset layout", window.reset_layout)
+    reset.setToolTip("every panel shown, docked and sized as at the first start")
+    window.reset_layout_action = reset
     add_theme_menu(window)
     help_menu = bar.addMenu("&Help")
     help_menu.addAction("Keyboard shortcuts", lambda: QMessageBox.information(

@@ -3,16 +3,17 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
-import numpy as np
 from PySide6.QtCore import QPoint, Qt, Signal
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import QTreeWidget, QTreeWidgetItem, QWidget
 from torch import nn
 
-from gradexplorer.core.stats.module_rollup import module_gradients
-from gradexplorer.gui.graph.tint import magnitude_colours
+from gradexplorer.core.stats.module_rollup import module_gradients, owners
+from gradexplorer.gui.column_priority import ColumnPriority
+from gradexplorer.gui.graph.tint import table_tints
 from gradexplorer.gui.models.selection import Selection, SelectionModel
 from gradexplorer.gui.parameter_table import TINTED_TEXT
 from gradexplorer.gui.theme import icon
@@ -21,6 +22,14 @@ PATH_ROLE = Qt.UserRole
 SORT_ROLE = Qt.UserRole + 1
 COLUMNS = ("Module", "Type", "Params", "Hook", "Norm", "Max |g|", "Upd ratio", "NaN/Inf")
 GRADIENT_COLUMNS = (4, 5, 6, 7)
+HEADER_TIPS = ("module path's last part (hover a row for it whole)", "the module's class",
+               "parameters of the module and its children", "hook attached to the module",
+               "L2 norm of all its parameters' gradients together this step",
+               "largest |g| over its parameters' gradients",
+               "largest update ratio ‖Δθ‖/‖θ‖ among its parameters",
+               "NaN / ±Inf gradient elements among its parameters")
+PRIORITY = [0, 4, 5, 3, 7, 2, 1, 6]  # shown first in a narrow tree: name, norm, max |g|, hook
+NAME_MOST = 320  # the widest the name column opens at (pixels)
 
 
 def figure(value: float | None) -> str:
@@ -62,14 +71,18 @@ class ModuleTree(QTreeWidget):
         self._badged: dict[str, str] = {}  # the hooks the rows show
         self._filter = ""
         self.setHeaderLabels(COLUMNS)
+        for column, tip in enumerate(HEADER_TIPS):
+            self.headerItem().setToolTip(column, tip)
         self.setSortingEnabled(True)
         self.sortByColumn(-1, Qt.AscendingOrder)  # model order until a header is clicked
-        self.setTextElideMode(Qt.ElideMiddle)
+        self.setTextElideMode(Qt.ElideRight)  # one component per row: read from its start
         self.setAlternatingRowColors(True)
         self.setUniformRowHeights(True)
         self.setSelectionMode(QTreeWidget.SingleSelection)
         self.setContextMenuPolicy(Qt.CustomContextMenu)
         self.customContextMenuRequested.connect(self._context_menu)
+        self.columns = ColumnPriority(self, PRIORITY, list(COLUMNS))
+        self.itemExpanded.connect(lambda _item: self.fit_columns())
         self.itemSelectionChanged.connect(self._user_selected)
         selection.changed.connect(self.show_selection)
 
@@ -99,26 +112,40 @@ class ModuleTree(QTreeWidget):
             self._items[path] = item
         self.setSortingEnabled(sorting)
         self.expandToDepth(1)
-        for column in range(3):
-            self.resizeColumnToContents(column)
-        self.setColumnWidth(0, min(self.columnWidth(0), 260))
+        self.fit_columns()
         if self._filter:
             self.set_filter(self._filter)
+
+    def fit_columns(self) -> None:
+        """Columns sized to their contents (the name column to the deepest row shown, its
+        indentation included, up to NAME_MOST), then shown by priority as width allows."""
+        metrics, bold = self.fontMetrics(), self.header().fontMetrics()
+        widths = {}
+        for column in range(len(COLUMNS)):
+            title = bold.horizontalAdvance(COLUMNS[column]) + 22
+            if column in GRADIENT_COLUMNS:
+                widths[column] = max(title, metrics.horizontalAdvance("1.23e-05") + 10)
+            else:
+                widths[column] = max(title, self.sizeHintForColumn(column) + 8)
+        widths[0] = min(NAME_MOST, widths[0])
+        self.columns.remember(widths)
 
     def set_stats(self, params: dict[str, Any]) -> None:
         """Roll the step's parameter statistics up into every module row; tint by norm."""
         rolled = module_gradients(params)
+        with_nan = {path for name, s in params.items() if s.nan_count for path in owners(name)}
         paths = [p for p in self._items if p in rolled]
-        tints = magnitude_colours(np.array([rolled[p].norm if rolled[p].norm is not None
-                                            else np.nan for p in paths]))
+        tints = table_tints([rolled[p] for p in paths])  # NaN/Inf modules violet
         sorting = self.isSortingEnabled()
         self.setSortingEnabled(False)  # no re-sort per cell
-        for path, tint in zip(paths, tints.tolist(), strict=True):
+        for path, tint in zip(paths, tints, strict=True):
             item, g = self._items[path], rolled[path]
+            word = ("NaN" if path in with_nan else "inf") if g.nonfinite else None
             values = (g.norm, g.abs_max, g.update_ratio)
             for column, value in zip(GRADIENT_COLUMNS, values, strict=False):
-                item.setText(column, figure(value))
-                item.setData(column, SORT_ROLE, -1.0 if value is None else value)
+                shown = word if word and column in (4, 5) else None  # never the finite part's
+                item.setText(column, shown or figure(value))
+                item.setData(column, SORT_ROLE, math.inf if shown else -1.0 if value is None else value)
             item.setText(7, f"⚠ {g.nonfinite}" if g.nonfinite else ("ok" if g.with_grad else ""))
             item.setData(7, SORT_ROLE, g.nonfinite)
             for column in (0, 4):

@@ -8,3 +8,20 @@ def format_number(value: float | None, digits: int = 4) -> str:
     if value is None:
         return ""
     return "0" if value == 0 else f"{value:.{digits}g}"
+
+
+def nonfinite_word(stats) -> str | None:
+    """What a gradient holding NaN or ±Inf really has as its norm and max |g|: ``NaN`` when any
+    element is NaN, else ``inf``; None for a finite gradient (or none). ParamStats figures
+    cover the finite elements only, so a NaN gradient's own ``norm`` may be 0."""
+    if stats is None:
+        return None
+    if getattr(stats, "nan_count", None):
+        return "NaN"
+    return "inf" if getattr(stats, "inf_count", None) else None
+
+
+def gradient_number(stats, value: float | None, digits: int = 4) -> str:
+    """A norm or max |g| of ``stats`` as every view writes it: ``NaN``/``inf`` for a gradient
+    holding them (never the finite part's figure), else ``format_number``."""
+    return nonfinite_word(stats) or format_number(value, digits)

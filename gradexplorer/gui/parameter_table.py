@@ -3,18 +3,20 @@ shape, numel and requires_grad; sortable, filterable by text and by module, tint
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
-import numpy as np
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSortFilterProxyModel, Qt
 from PySide6.QtGui import QColor
-from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView, QWidget
+from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QStyledItemDelegate, QTableView, QWidget
 from torch import nn
 
 from gradexplorer.core.graph.style import format_shape
-from gradexplorer.gui.graph.tint import magnitude_colours
+from gradexplorer.gui.column_priority import ColumnPriority
+from gradexplorer.gui.graph.tint import table_tints
 from gradexplorer.gui.models.selection import Selection, SelectionModel
-from gradexplorer.gui.number_text import format_number
+from gradexplorer.gui.name_elide import elide_to_width
+from gradexplorer.gui.number_text import format_number, gradient_number
 from gradexplorer.gui.theme import ALARM
 
 TINTED_TEXT = "#17252c"
@@ -24,6 +26,15 @@ COLUMNS = ("Parameter", "Norm", "Max |g|", "Upd ratio", "NaN/Inf", "Shape", "Num
 LIVE = (1, 2, 3, 4)  # columns that follow the latest step
 STATIC = {5: 1, 6: 2, 7: 3}  # column -> index into a row after the name
 NUMBERS = (1, 2, 3, 6)  # right-aligned
+HEADER_TIPS = (
+    "parameter name (hover a row for it whole)",
+    "L2 norm of the parameter's gradient this step (NaN/inf when the gradient holds them)",
+    "largest |g|: the biggest absolute gradient element this step",
+    "update ratio ‖Δθ‖/‖θ‖: how far the last optimizer step moved the weights, relative to them",
+    "how many gradient elements are NaN / ±Inf (⚠) — ok when none",
+    "shape of the parameter tensor", "number of elements",
+    "requires_grad: whether the parameter gets a gradient at all")
+PRIORITY = [0, 1, 2, 4, 3, 7, 5, 6]  # shown first in a narrow table: name, norm, max |g|, NaN/Inf
 
 
 class ParameterTableModel(QAbstractTableModel):
@@ -52,11 +63,9 @@ class ParameterTableModel(QAbstractTableModel):
         """New per-parameter statistics (ParamStats by name)."""
         self.stats = params
         self._live = [tuple(self._live_text(params.get(row[0]), c) for c in LIVE) for row in self.rows]
-        self._bad = [bool(s is not None and (s.nan_count or s.inf_count))
-                     for s in (params.get(row[0]) for row in self.rows)]
-        norms = [getattr(params.get(row[0]), "norm", None) for row in self.rows]
-        self._tints = magnitude_colours(np.array([np.nan if v is None else v for v in norms],
-                                                 dtype=float)).tolist()
+        row_stats = [params.get(row[0]) for row in self.rows]
+        self._bad = [bool(s is not None and s.nonfinite) for s in row_stats]
+        self._tints = table_tints(row_stats)  # NaN/Inf rows violet, never "small"
         if self.rows:
             self.dataChanged.emit(self.index(0, LIVE[0]), self.index(len(self.rows) - 1, LIVE[-1]))
 
@@ -69,6 +78,8 @@ class ParameterTableModel(QAbstractTableModel):
     def headerData(self, section, orientation, role=Qt.DisplayRole):  # noqa: N802
         if orientation == Qt.Horizontal and role == Qt.DisplayRole:
             return COLUMNS[section]
+        if orientation == Qt.Horizontal and role == Qt.ToolTipRole:
+            return HEADER_TIPS[section]
         return None
 
     def data(self, index: QModelIndex, role=Qt.DisplayRole):
@@ -84,8 +95,8 @@ class ParameterTableModel(QAbstractTableModel):
             return self.rows[row][0]
         if role == Qt.BackgroundRole and column in (0, 1) and self._tints[row]:
             return QColor.fromRgba(self._tints[row])
-        if role == Qt.ForegroundRole and column in (0, 1) and self._tints[row] and not self._bad[row]:
-            return QColor(TINTED_TEXT)  # dark text on the pale heat, in either theme
+        if role == Qt.ForegroundRole and column in (0, 1) and self._tints[row]:
+            return QColor(TINTED_TEXT)  # dark text on the pale heat or violet, in either theme
         if role == Qt.TextAlignmentRole and column in NUMBERS:
             return int(Qt.AlignRight | Qt.AlignVCenter)
         if role == Qt.ForegroundRole and self._bad[row]:
@@ -101,9 +112,9 @@ class ParameterTableModel(QAbstractTableModel):
         if not stats.has_grad:
             return "no grad" if column == 1 else ""
         if column == 1:
-            return format_number(stats.norm, 3)
+            return gradient_number(stats, stats.norm, 3)  # NaN/inf, never the finite part's 0
         if column == 2:
-            return format_number(stats.abs_max, 3)
+            return gradient_number(stats, stats.abs_max, 3)
         if column == 3:
             return format_number(stats.update_ratio, 3)
         bad = (stats.nan_count or 0) + (stats.inf_count or 0)
@@ -116,6 +127,8 @@ class ParameterTableModel(QAbstractTableModel):
             if stats is None or not stats.has_grad:
                 return -1.0
             bad = (stats.nan_count or 0) + (stats.inf_count or 0)
+            if bad and column in (1, 2):
+                return math.inf  # a NaN/Inf gradient sorts as the largest
             value = (stats.norm, stats.abs_max, stats.update_ratio, bad)[column - 1]
             return -1.0 if value is None else value
         return (name, shape, numel, requires_grad)[STATIC.get(column, 0)]
@@ -154,6 +167,17 @@ class ParameterFilter(QSortFilterProxyModel):
         return self.text in name.lower()
 
 
+class NameDelegate(QStyledItemDelegate):
+    """Draws a dotted name shortened by whole components from the left (``…h.10.attn.c_attn.
+    weight``), never cut in the middle; the tooltip has it whole."""
+
+    def initStyleOption(self, option, index) -> None:  # noqa: N802 - Qt API
+        super().initStyleOption(option, index)
+        if option.text:
+            room = option.rect.width() - 10
+            option.text = elide_to_width(option.text, option.fontMetrics.horizontalAdvance, room)
+
+
 class ParameterTable(QTableView):
     """The table view; clicking a row selects that parameter everywhere."""
 
@@ -168,16 +192,18 @@ class ParameterTable(QTableView):
         metrics = self.fontMetrics()
         bold = self.horizontalHeader().fontMetrics()
         model, rows = self.table, range(min(CONTENT_SAMPLE, len(self.table.rows)))
+        widths = {}
         for column, title in enumerate(COLUMNS):
             if column in LIVE:
-                texts = ["-0.000123"]
+                texts = ["1.23e-05"]  # format_number(value, 3), nearly its widest
             elif column == 0:
                 texts = [max((row[0] for row in model.rows), key=len, default="")]
             else:
                 texts = [str(model.data(model.index(r, column))) for r in rows]
-            width = max([bold.horizontalAdvance(title) + 24]
-                        + [metrics.horizontalAdvance(t) + 16 for t in texts])
-            self.setColumnWidth(column, min(NAME_WIDTH, width) if column == 0 else width)
+            width = max([bold.horizontalAdvance(title) + 22]
+                        + [metrics.horizontalAdvance(t) + 10 for t in texts])
+            widths[column] = min(NAME_WIDTH, width + 8) if column == 0 else width
+        self.columns.remember(widths)  # then shown by priority as the width allows
 
     def __init__(self, selection: SelectionModel, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -190,7 +216,8 @@ class ParameterTable(QTableView):
         self.setSortingEnabled(True)
         self.sortByColumn(-1, Qt.AscendingOrder)
         self.setAlternatingRowColors(True)
-        self.setTextElideMode(Qt.ElideMiddle)
+        self.setTextElideMode(Qt.ElideRight)
+        self.setItemDelegateForColumn(0, NameDelegate(self))  # whole components, from the left
         self.setSelectionBehavior(QAbstractItemView.SelectRows)
         self.setSelectionMode(QAbstractItemView.SingleSelection)
         self.verticalHeader().setVisible(False)
@@ -198,6 +225,7 @@ class ParameterTable(QTableView):
         self.horizontalHeader().setSectionResizeMode(QHeaderView.Interactive)
         self.horizontalHeader().setStretchLastSection(True)
         self.horizontalHeader().setMinimumSectionSize(48)
+        self.columns = ColumnPriority(self, PRIORITY, list(COLUMNS))
         self.selectionModel().selectionChanged.connect(self._user_selected)
         selection.changed.connect(self.show_selection)
 

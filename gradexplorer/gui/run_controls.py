@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QComboBox, QDoubleSpinBox, QLabel, QSpinBox, QToolBar, QWidget
+from PySide6.QtWidgets import (
+    QComboBox,
+    QDoubleSpinBox,
+    QLabel,
+    QSpinBox,
+    QToolBar,
+    QToolButton,
+    QWidget,
+)
 
 from gradexplorer.core.session.devices import available_devices, unavailable_devices
 from gradexplorer.core.session.engine import DEFAULT_LR, OPTIMIZERS
@@ -45,6 +53,7 @@ class RunControls(QToolBar):
         super().__init__("Run", parent)
         self.setObjectName("run_toolbar")
         self.controller = controller
+        self.run_view = False  # a followed run is shown: nothing here may train the hidden model
         self.step_action = make_action(self, "Step", "step", "F6", controller.step)
         self.run_n_action = make_action(self, "Run N", "run-n", "F7", self._run_n)
         self.run_action = make_action(self, "Run", "run", "F5", controller.toggle_pause)
@@ -59,6 +68,7 @@ class RunControls(QToolBar):
                                       toolTip="learning rate (applies from the next step)")
         self.lr_spin.setKeyboardTracking(False)
         self._layout_toolbar()
+        self._show_overflow()
         self._connect()
         self.set_state(controller.state)
 
@@ -83,6 +93,14 @@ class RunControls(QToolBar):
                               ("lr", self.lr_spin), ("Histograms", self.every_spin)):
             self.addWidget(QLabel(f" {label} "))
             self.addWidget(widget)
+
+    def _show_overflow(self) -> None:
+        """The » button that a narrow window shows for the controls that do not fit (Qt's own
+        arrow is lost under the toolbar's padding)."""
+        extension = self.findChild(QToolButton, "qt_toolbar_ext_button")
+        if extension is not None:
+            extension.setIcon(icon("more"))
+            extension.setToolTip("more controls (the window is too narrow for all of them)")
 
     def _connect(self) -> None:
         c = self.controller
@@ -116,8 +134,22 @@ class RunControls(QToolBar):
             self.every_spin.setValue(int(getattr(live.monitor, "every", 1)))
             self.every_spin.blockSignals(False)
 
+    def set_run_view(self, on: bool) -> None:
+        """A run is shown (``on``): every training control off until a model is opened."""
+        self.run_view = on
+        self.set_state(self.controller.state)
+
     def set_state(self, state: str) -> None:
         """Enable the controls that make sense in ``state``."""
+        if self.run_view:
+            for action in (self.step_action, self.run_n_action, self.run_action, self.stop_action):
+                action.setEnabled(False)
+            for widget in (self.device_box, self.optimizer_box, self.lr_spin, self.every_spin,
+                           self.steps_spin):
+                widget.setEnabled(False)
+            return
+        for widget in (self.lr_spin, self.every_spin, self.steps_spin):
+            widget.setEnabled(True)
         idle = state == IDLE and self.controller.live is not None
         busy = state in (RUNNING, PAUSED)
         for action in (self.step_action, self.run_n_action):

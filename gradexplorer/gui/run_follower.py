@@ -21,7 +21,12 @@ MAX_STEPS_PER_POLL = 20_000  # a long run already on disk loads in slices; the w
 
 
 class RunFollower(QObject):
-    """``TimelineSource`` for a run directory; ``poll()`` takes in the steps committed so far."""
+    """``TimelineSource`` for a run directory; ``poll()`` takes in the steps committed so far.
+
+    ``finished(last_step)`` once the writer has closed the run (its ``finished`` meta entry).
+    """
+
+    finished = Signal(object)
 
     failed = Signal(str)  # one line: the run could not be read any more
 
@@ -36,6 +41,7 @@ class RunFollower(QObject):
         self._timer.timeout.connect(self.poll)
         self._timer.start(poll_ms)
         self._times: list[float] = []
+        self.is_finished = False
 
     def poll(self) -> int:
         """Read the steps committed since the last poll, oldest first; how many were new.
@@ -51,6 +57,9 @@ class RunFollower(QObject):
             self.failed.emit(str(exc))
             return 0
         if not rows:
+            if not self.is_finished and self.run.meta("finished") is not None:
+                self.is_finished = True  # every step was read: the writer closed after them
+                self.finished.emit(None if self.last_step < 0 else self.last_step)
             return 0
         for record in records:
             self.history.append(record)

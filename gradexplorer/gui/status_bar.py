@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QStatusBar, QWidget
 from superqt.utils import qthrottled
 
 from gradexplorer.gui.controller import PAUSED, RUNNING, SessionController
 
+MODEL_TEXT_PX = 360  # the model or run named in at most this many pixels (the tooltip has it all)
 REDRAW_MS = 100  # step, loss and rate labels at most 10 times a second
 
 
@@ -31,6 +33,7 @@ class RunStatusBar(QStatusBar):
         super().__init__(parent)
         self.controller = controller
         self.model_label = QLabel("no model")
+        self.model_label.setMaximumWidth(MODEL_TEXT_PX)  # a long spec never widens the window
         self.state_label = QLabel("idle")
         self.step_label = QLabel("step 0")
         self.loss_label = QLabel("loss —")
@@ -38,6 +41,7 @@ class RunStatusBar(QStatusBar):
         for label in (self.model_label, self.state_label, self.step_label, self.loss_label,
                       self.rate_label):
             self.addPermanentWidget(label)
+        self._run_state: str | None = None
         self.refresh_soon = qthrottled(self.show_latest, timeout=REDRAW_MS, parent=self)
         controller.state_changed.connect(self.show_state)
         controller.timeline.changed.connect(self.refresh_soon)
@@ -48,7 +52,8 @@ class RunStatusBar(QStatusBar):
 
     def show_state(self, state: str) -> None:
         """The run state; the step label drops its "k of N" once a run ends."""
-        self.state_label.setText(state)
+        if self._run_state is None:  # a followed run shown: its own state stays
+            self.state_label.setText(state)
         self.refresh_soon()
 
     def reset(self, _live=None) -> None:
@@ -56,13 +61,25 @@ class RunStatusBar(QStatusBar):
         self.step_label.setText("step 0")
         self.loss_label.setText("loss —")
         self.rate_label.setText("— steps/s")
+        self._run_state = None
         self.clearMessage()
 
     def show_session(self, live) -> None:
         """Name the model and device."""
         session = live.session
-        self.model_label.setText(f"{live.spec} · {session.parameter_count():,} params · {session.device}")
+        self._name(f"{live.spec} · {session.parameter_count():,} params · {session.device}")
         self.step_label.setText(f"step {session.step_count}")
+
+    def show_run(self, name: str, state: str) -> None:
+        """Name the run shown and its state (waiting for its writer, following, finished)."""
+        self._run_state = state
+        self._name(f"run {name}")
+        self.state_label.setText(state)
+
+    def _name(self, text: str) -> None:
+        label = self.model_label
+        label.setText(label.fontMetrics().elidedText(text, Qt.ElideMiddle, MODEL_TEXT_PX - 8))
+        label.setToolTip(text)
 
     def show_latest(self) -> None:
         """Show the timeline's newest step."""

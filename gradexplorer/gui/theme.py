@@ -21,10 +21,53 @@ PLOT_PENS = {"loss": "#1e88e5", "norm": "#e53935", "mean": "#1e88e5", "max": "#e
              "current": "#1e88e5", "previous": "#b0bec5"}
 
 
-@cache
+ICON_INK = "#37474f"  # the icons' line colour; the dark theme draws it light
+DARK_ICON_INK = "#cfd8dc"
+_ICON_NAMES: dict[int, str] = {}  # QIcon.cacheKey() -> icon name, to redraw icons on a switch
+
+
 def icon(name: str) -> QIcon:
-    """The SVG icon ``resources/icons/<name>.svg``."""
-    return QIcon(str(resource_path("icons", f"{name}.svg")))
+    """The SVG icon ``resources/icons/<name>.svg`` in the current theme's ink."""
+    return _themed_icon(name, current_theme())
+
+
+@cache
+def _themed_icon(name: str, theme: str) -> QIcon:
+    path = resource_path("icons", f"{name}.svg")
+    if theme == "dark":
+        folder = _dark_icon_folder()
+        dark = folder / f"{name}.svg"
+        if not dark.exists():
+            dark.write_text(path.read_text(encoding="utf-8").replace(ICON_INK, DARK_ICON_INK),
+                            encoding="utf-8")
+        path = dark
+    made = QIcon(str(path))
+    _ICON_NAMES[made.cacheKey()] = name
+    return made
+
+
+@cache
+def _dark_icon_folder():
+    import tempfile
+    from pathlib import Path
+
+    return Path(tempfile.mkdtemp(prefix="gradexplorer-icons-"))
+
+
+def retint_icons(app: QApplication) -> None:
+    """Give every action and button showing one of the app's icons its current-theme ink."""
+    from PySide6.QtWidgets import QAbstractButton
+
+    for widget in app.allWidgets():
+        if not shiboken6.isValid(widget):
+            continue
+        holders = list(widget.actions())
+        if isinstance(widget, QAbstractButton):
+            holders.append(widget)
+        for holder in holders:
+            name = _ICON_NAMES.get(holder.icon().cacheKey())
+            if name is not None:
+                holder.setIcon(icon(name))
 
 
 THEMES = ("system", "light", "dark")
@@ -97,6 +140,8 @@ def restyle_plots(app: QApplication, theme: str) -> None:
                 if isinstance(item, pg.AxisItem):
                     item.setPen(foreground)
                     item.setTextPen(foreground)
+                elif isinstance(item, pg.LabelItem):  # plot titles: keep their text, new ink
+                    item.setText(item.text, color=foreground)
         elif hasattr(widget, "use_theme"):  # widgets that colour themselves (the graph view)
             widget.use_theme(theme)
 
@@ -114,6 +159,7 @@ def apply_theme(app: QApplication, theme: str = "light") -> str:
     app.setWindowIcon(icon("gradexplorer"))
     app.setProperty("gradexplorer_theme", name)
     restyle_plots(app, name)
+    retint_icons(app)
     return name
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 import types
 from pathlib import Path
 from typing import Any
@@ -362,6 +363,7 @@ class Recorder:
         if self.hooks is not None:
             self.hooks.detach_all()
         if self.writer is not None:
+            self.writer.set_meta({"finished": time.time()})  # readers following it can say so
             self.writer.close()
 
     def __enter__(self) -> Recorder:

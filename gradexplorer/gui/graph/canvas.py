@@ -17,8 +17,9 @@ from gradexplorer.gui.graph.painting import (
     paint_nodes,
     paint_outlines,
 )
-from gradexplorer.gui.theme import ACCENT, SELECTION
+from gradexplorer.gui.theme import ACCENT, ALARM, SELECTION
 
+HIGHLIGHTS = ("selected", "matches", "marked", "origin")
 OVERVIEW_MIN_NODES = 1500  # below this, vectors are fast enough at every zoom
 OVERVIEW_MAX_PIXELS = 24_000_000
 OVERVIEW_MAX_SIDE = 16_000
@@ -46,6 +47,7 @@ class GraphCanvas(QGraphicsObject):
         self.selected = np.empty(0, dtype=np.int64)
         self.matches = np.empty(0, dtype=np.int64)
         self.marked = np.empty(0, dtype=np.int64)
+        self.origin = np.empty(0, dtype=np.int64)  # where NaN/Inf was born: a double red ring
         self._bounds = QRectF()
 
     def set_drawing(self, drawing: GraphDrawing, overview: QImage | None = None,
@@ -56,7 +58,7 @@ class GraphCanvas(QGraphicsObject):
         self.fills = base_fills(drawing)
         self.overview, self.overview_scale = overview, scale if overview is not None else 0.0
         self._bounds = QRectF(*drawing.bounds())
-        for name in ("selected", "matches", "marked"):
+        for name in HIGHLIGHTS:
             setattr(self, name, np.empty(0, dtype=np.int64))
         self.update()
 
@@ -66,7 +68,7 @@ class GraphCanvas(QGraphicsObject):
         self.drawing, self.overview, self.overview_scale = None, None, 0.0
         self.fills = np.empty(0, dtype=np.uint32)
         self._bounds = QRectF()
-        for name in ("selected", "matches", "marked"):
+        for name in HIGHLIGHTS:
             setattr(self, name, np.empty(0, dtype=np.int64))
         self.update()
 
@@ -80,9 +82,10 @@ class GraphCanvas(QGraphicsObject):
         self.overview, self.overview_scale = image, scale
         self.update()
 
-    def set_highlights(self, selected=None, matches=None, marked=None) -> None:
+    def set_highlights(self, selected=None, matches=None, marked=None, origin=None) -> None:
         """Replace whichever highlight sets are given (index sequences)."""
-        for name, value in (("selected", selected), ("matches", matches), ("marked", marked)):
+        for name, value in (("selected", selected), ("matches", matches), ("marked", marked),
+                            ("origin", origin)):
             if value is not None:
                 setattr(self, name, np.asarray(value, dtype=np.int64))
         self.update()
@@ -121,5 +124,7 @@ class GraphCanvas(QGraphicsObject):
             return nodes if visible is None else nodes[np.isin(nodes, visible)]
 
         paint_outlines(painter, self.drawing, shown(self.marked), HOOK_MARK, 3, 6)
+        for grow in (9, 16):  # a double ring, apart from the selection's single one
+            paint_outlines(painter, self.drawing, shown(self.origin), ALARM, 3, grow)
         paint_outlines(painter, self.drawing, shown(self.matches), ACCENT, 3, 10)
         paint_outlines(painter, self.drawing, shown(self.selected), SELECTION, 4, 3)

@@ -2,7 +2,7 @@
 one trace the app runs on the training thread (``traced_graph``)."""
 
 from gradexplorer.core.diagnose.explain import explain_graph, explain_node
-from gradexplorer.core.diagnose.nan_origin import loss_origin, nonfinite_origin
+from gradexplorer.core.diagnose.nan_origin import NonFiniteOrigin, loss_origin, nonfinite_origin
 from gradexplorer.core.diagnose.trace_grads import trace_gradients
 from gradexplorer.core.graph.collapse import (
     collapse_by_module,
@@ -15,16 +15,30 @@ from gradexplorer.core.graph.layout.positions import LAYOUTS, layout_graph
 
 __all__ = ["LAYOUTS", "add_hook_nodes", "collapse_by_module", "expansions_to_reveal", "explain_graph",
            "explain_node", "gc_paused", "hide_hook_nodes", "layout_graph", "nonfinite_origin",
-           "readable_view", "remove_hook_nodes", "trace_backward_graph", "trace_gradients", "traced_graph"]
+           "readable_view", "remove_hook_nodes", "trace_backward_graph", "trace_gradients", "traced_graph",
+           "first_bad_step"]
+
+
+def first_bad_step(session) -> int | None:
+    """The first step of this session whose gradients held NaN/Inf (as the session's
+    ``NonFiniteOrigin`` found it), or None: Trace gradients replays that step, where the
+    NaN/Inf was born, instead of a next step whose weights the bad update already spoilt."""
+    for observer in session.observers:
+        if isinstance(observer, NonFiniteOrigin) and observer.found:
+            return observer.found[0].get("step")
+    return None
 
 
 def traced_graph(session, grads: bool = False):
     """The session's next backward graph; with ``grads``, every node's gradient too and the
     NaN/Inf origin marked (or, for a non-finite loss, the forward op that made it in the graph
-    attribute ``forward_origin``). Explanations are written lazily (``explain_node`` on hover
+    attribute ``forward_origin``); after a step with NaN/Inf gradients, that step's replay
+    (graph attribute ``replayed``: True). Explanations are written lazily (``explain_node`` on hover
     or selection): ``explain_graph`` costs ~1.3 s on a 12k-node graph, before the first view."""
     if grads:
-        graph = trace_gradients(session)
+        step = first_bad_step(session)
+        graph = trace_gradients(session, step)
+        graph.graph["replayed"] = step is not None
         nonfinite_origin(graph)
         forward = loss_origin(session, graph)
         if forward is not None:

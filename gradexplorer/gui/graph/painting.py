@@ -8,6 +8,7 @@ from PySide6.QtGui import QColor, QFont, QImage, QPainter, QPen
 
 from gradexplorer.core.graph import style
 from gradexplorer.gui.graph.drawing import KIND_CODES, NODE_H, NODE_W, GraphDrawing
+from gradexplorer.gui.name_elide import elide_to_width
 
 EDGE_COLOUR = QColor(style.EDGE_COLOUR)
 BORDER_COLOUR = QColor(style.BORDER_COLOUR)
@@ -77,10 +78,22 @@ def paint_labels(painter: QPainter, drawing: GraphDrawing, nodes: np.ndarray) ->
         first, second = drawing.labels[i]
         width = int(NODE_W - 10)
         top = QRectF(x - NODE_W / 2 + 5, y - NODE_H / 2 + 1, NODE_W - 10, NODE_H / 2)
-        painter.drawText(top, Qt.AlignCenter, metrics.elidedText(first, Qt.ElideMiddle, width))
+        painter.drawText(top, Qt.AlignCenter, fitted_label(first, metrics, width))
         if second:
             bottom = top.translated(0, NODE_H / 2 - 2)
-            painter.drawText(bottom, Qt.AlignCenter, metrics.elidedText(second, Qt.ElideMiddle, width))
+            painter.drawText(bottom, Qt.AlignCenter, fitted_label(second, metrics, width))
+
+
+def fitted_label(text: str, metrics, width: int) -> str:
+    """A node label in ``width`` pixels: a dotted module name loses components on the left
+    (``…h.10.attn``), and a trailing figure (`` · ‖g‖ 0.0011``) is always kept whole."""
+    if metrics.horizontalAdvance(text) <= width:
+        return text
+    head, sep, tail = text.rpartition(" · ")
+    if not sep:
+        head, tail = text, ""
+    room = width - metrics.horizontalAdvance(sep + tail)
+    return elide_to_width(head, metrics.horizontalAdvance, room) + sep + tail
 
 
 def paint_outlines(painter: QPainter, drawing: GraphDrawing, nodes, colour: str, width: float,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 from PySide6.QtCore import QPoint, Qt, Signal
-from PySide6.QtGui import QAction
+from PySide6.QtGui import QAction, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
@@ -29,9 +29,10 @@ from gradexplorer.gui.graph.core_api import (
 )
 from gradexplorer.gui.graph.drawing import KIND_CODES
 from gradexplorer.gui.graph.layout_worker import BackgroundQueue, LaidOut, lay_out
+from gradexplorer.gui.graph.legend import legend_label, shrinkable
 from gradexplorer.gui.graph.painting import base_fills, render_overview
 from gradexplorer.gui.graph.search import GraphSearch
-from gradexplorer.gui.graph.tint import node_norms, params_behind, tinted_fills
+from gradexplorer.gui.graph.tint import node_nonfinite, node_norms, params_behind, tinted_fills
 from gradexplorer.gui.graph.trace_tint import is_traced, origin_index, traced_fills
 from gradexplorer.gui.graph.view import GraphView
 from gradexplorer.gui.models.selection import Selection, SelectionModel
@@ -40,6 +41,8 @@ from gradexplorer.gui.theme import icon
 
 MODULE_KIND = KIND_CODES.index("module")
 OVERVIEW_DELAY_MS = 300
+RELAYOUT_MOST = 3000  # nodes: a hook click lays a graph this small out afresh (no overlaps);
+# a bigger one gets its hook nodes inserted in place, within the 100 ms a click may take
 DETAIL_LEVELS = (("Operations", None), *((f"Modules, depth {d}", d) for d in range(1, 9)))
 
 
@@ -92,19 +95,23 @@ class GraphPanel(GraphSearch, QWidget):
         bar.setToolButtonStyle(Qt.ToolButtonIconOnly)  # names in tooltips: fits a narrow panel
         self.search_edit = QLineEdit(placeholderText="find op, module or parameter (Ctrl+F)")
         self.search_edit.setClearButtonEnabled(True)
-        self.search_edit.setMinimumWidth(150)
+        self.search_edit.setMinimumWidth(90)
         self.search_edit.setMaximumWidth(320)
         self.search_edit.textChanged.connect(self.search)
         self.search_edit.returnPressed.connect(self.next_match)
+        leave = QShortcut(QKeySequence(Qt.Key_Escape), self.search_edit, context=Qt.WidgetShortcut)
+        leave.activated.connect(self.leave_search)
         self.match_label = QLabel("")
         self.layout_box = QComboBox(toolTip="layout algorithm")
         self.layout_box.addItems(list(LAYOUTS))
         self.layout_box.setMaximumWidth(105)
+        shrinkable(self.layout_box, 6)
         self.layout_box.activated.connect(lambda: self.relayout())
         self.detail_box = QComboBox(toolTip="show every operation, or one node per module")
         for text, _depth in DETAIL_LEVELS:
             self.detail_box.addItem(text)
         self.detail_box.setMaximumWidth(135)
+        shrinkable(self.detail_box, 8)
         self.detail_box.activated.connect(self._detail_changed)
         self.hook_nodes_action = QAction(icon("hook-node"), "Hook nodes", self, checkable=True,
                                          checked=True, toolTip="show the nodes that full "
@@ -231,8 +238,9 @@ class GraphPanel(GraphSearch, QWidget):
         if graph is None or self.drawing is None:
             return False
         self.graph = graph
-        if self.layouts.busy or DETAIL_LEVELS[self.detail_box.currentIndex()][1] is not None:
-            self.relayout()  # modules folded: a small graph, laid out again off the thread
+        if (self.layouts.busy or DETAIL_LEVELS[self.detail_box.currentIndex()][1] is not None
+                or len(graph) <= RELAYOUT_MOST):
+            self.relayout()  # off the thread: where a fresh layout puts every node, hooks included
         elif self.hook_nodes_action.isChecked():
             canvas = self.view.canvas  # the old overview image until a new one is drawn
             self._show(self.drawing.with_graph(graph), canvas.overview, canvas.overview_scale,
@@ -270,6 +278,7 @@ class GraphPanel(GraphSearch, QWidget):
     def _centre_origin(self) -> None:
         """Select and centre the node where NaN/Inf was born, when the trace found one."""
         index = origin_index(self.drawing)
+        self.view.canvas.set_highlights(origin=[] if index is None else [index])
         if index is not None:
             self._clicked(index)
             self.view.zoom_to([index])
@@ -295,7 +304,8 @@ class GraphPanel(GraphSearch, QWidget):
         if self.tint_action.isChecked() and is_traced(drawing):
             fills = traced_fills(fills, drawing)
         elif self.tint_action.isChecked() and self._stats:
-            fills = tinted_fills(fills, node_norms(self._behind, self._stats))
+            fills = tinted_fills(fills, node_norms(self._behind, self._stats),
+                                 node_nonfinite(self._behind, self._stats))
         if np.array_equal(fills, self.view.canvas.fills):
             return
         self.view.canvas.set_fills(fills)
@@ -368,27 +378,3 @@ class GraphPanel(GraphSearch, QWidget):
         module = param.rpartition(".")[0] if param else self.drawing.modules[index]
         self._clicked(index)
         self.hook_menu_requested.emit(module, where)
-
-
-
-def legend_label() -> QLabel:
-    """The colour key under the graph."""
-    from gradexplorer.core.graph.style import HOOK_MARK, KIND_FILL
-    from gradexplorer.gui.theme import SELECTION
-
-    def swatch(colour: str, text: str, ring: bool = False) -> str:
-        if ring:
-            return f"<b style='color:{colour}'>▢</b>&nbsp;{text}&nbsp;&nbsp; "
-        return f"<span style='background:{colour}'>&nbsp;&nbsp;&nbsp;&nbsp;</span>&nbsp;{text}&nbsp;&nbsp; "
-
-    kinds = (("op", "operation"), ("param", "parameter"), ("hook", "hook node"), ("loss", "loss"),
-             ("module", "module"))
-    text = "".join(swatch(KIND_FILL[k], label) for k, label in kinds)
-    text += (swatch("#ffb74d", "tint: |g| low→high") + swatch("#e0e0e0", "no gradient")
-             + swatch("#b39ddb", "NaN/Inf")
-             + swatch(HOOK_MARK, "hooked", True) + swatch(SELECTION, "selected", True))
-    label = QLabel(text)
-    label.setObjectName("legend")
-    label.setContentsMargins(6, 1, 6, 1)
-    label.setWordWrap(True)
-    return label

@@ -23,6 +23,11 @@ class GraphSearch:
         if hasattr(self, "match_label"):
             self.match_label.setText("")
 
+    def leave_search(self) -> None:
+        """Escape in the search box: clear it (and its rings) and give the keys to the graph."""
+        self.search_edit.clear()
+        self.view.setFocus()
+
     def search(self, text: str) -> None:
         """Highlight nodes matching ``text``, and the collapsed modules that hold more.
 

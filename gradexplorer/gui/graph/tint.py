@@ -15,6 +15,7 @@ from gradexplorer.gui.graph.drawing import KIND_CODES, GraphDrawing
 HEAT_STOPS = np.array([[0xff, 0xf8, 0xe1], [0xff, 0xe0, 0xb2], [0xff, 0xb7, 0x4d],
                        [0xff, 0x8a, 0x65], [0xef, 0x53, 0x50]], dtype=float)  # text stays legible
 NO_GRADIENT = 0xFFE0E0E0
+NONFINITE = 0xFFB39DDB  # violet: outside the heat scale, so NaN/Inf cannot be read as "small"
 MODULE = KIND_CODES.index("module")
 PARAM = KIND_CODES.index("param")
 
@@ -62,6 +63,12 @@ def node_norms(behind: list[list[str]], stats: Mapping[str, Any]) -> np.ndarray:
     return norms
 
 
+def node_nonfinite(behind: list[list[str]], stats: Mapping[str, Any]) -> np.ndarray:
+    """Per node: whether any parameter behind it has a gradient holding NaN or ±Inf."""
+    return np.array([any(n in stats and stats[n].nonfinite for n in names) for names in behind],
+                    dtype=bool)
+
+
 def magnitude_colours(values: np.ndarray) -> np.ndarray:
     """Heat (ARGB) by log magnitude across ``values``: the smallest positive value palest, the
     largest reddest, exact zero as the smallest; 0 (no colour) where a value is NaN or < 0."""
@@ -76,10 +83,27 @@ def magnitude_colours(values: np.ndarray) -> np.ndarray:
     return out
 
 
-def tinted_fills(base: np.ndarray, norms: np.ndarray) -> np.ndarray:
-    """Base fills with gradient heat where a norm is known and grey where there is no gradient."""
+def tinted_fills(base: np.ndarray, norms: np.ndarray, bad: np.ndarray | None = None) -> np.ndarray:
+    """Base fills with gradient heat where a norm is known, grey where there is no gradient and
+    violet where the gradient holds NaN/Inf (``bad``: those nodes are left out of the scale)."""
     fills = base.copy()
+    if bad is not None and bad.any():
+        norms = np.where(bad, np.nan, norms)
     fills[norms == -1.0] = NO_GRADIENT
     heat = magnitude_colours(norms)
     fills[heat != 0] = heat[heat != 0]
+    if bad is not None:
+        fills[bad] = NONFINITE
     return fills
+
+
+def table_tints(stats: list[Any]) -> list[int]:
+    """ARGB per table row (0: none) from its ParamStats or module roll-up (None: no figures):
+    heat by ``norm``, violet where ``nonfinite`` (the norm then is only the finite part's)."""
+    bad = np.array([bool(getattr(s, "nonfinite", False)) for s in stats], dtype=bool)
+    norms = np.array([np.nan if getattr(s, "norm", None) is None else s.norm for s in stats],
+                     dtype=float)
+    norms[bad] = np.nan
+    tints = magnitude_colours(norms)
+    tints[bad] = NONFINITE
+    return tints.tolist()

@@ -12,9 +12,9 @@ import math
 import numpy as np
 
 from gradexplorer.gui.graph.drawing import GraphDrawing
-from gradexplorer.gui.graph.tint import tinted_fills
+from gradexplorer.gui.graph.tint import NONFINITE, tinted_fills
 
-NONFINITE = 0xFFB39DDB  # violet: outside the heat scale, so it cannot be read as "large"
+__all__ = ["NONFINITE", "is_traced", "origin_index", "traced_fills", "traced_norms"]
 
 
 def is_traced(drawing: GraphDrawing) -> bool:

@@ -11,27 +11,30 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QScrollBar, QVBoxLayout, QWidget
 
+from gradexplorer.gui.name_elide import elide_chars
 from gradexplorer.gui.theme import ALARM, PLOT_PENS
 
 ROW_PX = 17  # pixels per parameter row: every label fits, none overlaps
-LABEL_CHARS = 32  # longer names are cut in the middle (hover shows them whole)
-ORDERS = ("model order (grouped by module)", "largest max |g| first", "smallest rms first")
+LABEL_CHARS = 32  # longer names lose components on the left (hover shows them whole)
+ORDERS = ("model order", "largest max |g| first", "smallest rms first")  # model order: grouped
+# by module, a line between modules
 ZERO_COLOUR = "#43a047"
 NONE_COLOUR = "#78909c"
 
 
 def flow_values(params: dict[str, Any]) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
-    """Names, rms |g| (norm/√numel), max |g| (NaN where no grad) and a non-finite flag."""
+    """Names, rms |g| (norm/√numel), max |g| (NaN where no grad, and where the gradient holds
+    NaN/Inf: its figures then cover only the finite part, which may read 0) and a non-finite flag."""
     names = list(params)
     rms = np.full(len(names), np.nan)
     peak = np.full(len(names), np.nan)
     bad = np.zeros(len(names), dtype=bool)
     for i, name in enumerate(names):
         s = params[name]
-        if s.has_grad and s.norm is not None:
+        bad[i] = bool(s.nan_count or s.inf_count)
+        if s.has_grad and s.norm is not None and not bad[i]:
             rms[i] = s.norm / math.sqrt(max(s.numel, 1))
             peak[i] = s.abs_max if s.abs_max is not None else np.nan
-        bad[i] = bool(s.nan_count or s.inf_count)
     return names, rms, peak, bad
 
 
@@ -48,20 +51,19 @@ def row_order(names: list[str], rms: np.ndarray, peak: np.ndarray, order: str) -
 
 
 def elide(name: str, chars: int = LABEL_CHARS) -> str:
-    """``name`` in at most ``chars`` characters: outer path parts shortened to their initial
-    (numbers kept: ``transformer.h.11.attn.c_attn.weight`` → ``t.h.11.attn.c_attn.weight``),
-    then, if still too long, cut in the middle."""
-    parts = name.split(".")
-    for i in range(len(parts) - 2):
-        if len(".".join(parts)) <= chars:
-            break
-        if not parts[i].isdigit():
-            parts[i] = parts[i][:1]
-    name = ".".join(parts)
-    if len(name) <= chars:
-        return name
-    keep = chars - 1
-    return name[: keep // 2] + "…" + name[len(name) - (keep - keep // 2):]
+    """``name`` in at most ``chars`` characters, whole components dropped from the left (the
+    block index kept: ``…h.11.attn.c_attn.weight``; see ``name_elide``)."""
+    return elide_chars(name, chars)
+
+
+def flow_legend() -> str:
+    """The key of the chart's marks (a wrapping label above it: a plot title as wide would
+    widen the plot past a narrow dock)."""
+    return (f"<span style='color:{PLOT_PENS['max']}'>■</span>&nbsp;max "
+            f"<span style='color:{PLOT_PENS['mean']}'>■</span>&nbsp;rms "
+            f"<span style='color:{ZERO_COLOUR}'>●</span>&nbsp;exactly&nbsp;0 "
+            f"<span style='color:{NONE_COLOUR}'>✕</span>&nbsp;no&nbsp;gradient "
+            f"<span style='color:{ALARM}'>▼</span>&nbsp;NaN/Inf")
 
 
 def group_breaks(names: list[str]) -> list[int]:
@@ -82,11 +84,6 @@ class GradientFlowChart(pg.PlotWidget):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.plotItem.setTitle(
-            f"<span style='color:{PLOT_PENS['max']}'>■ max</span> "
-            f"<span style='color:{PLOT_PENS['mean']}'>■ rms</span> "
-            f"<span style='color:{ZERO_COLOUR}'>● 0</span> "
-            f"<span style='color:{NONE_COLOUR}'>✕ none</span>", size="9pt")
         self.plotItem.setLabel("bottom", "log10 |g|")
         self.plotItem.showGrid(x=True, alpha=0.2)
         self.plotItem.invertY(True)
@@ -145,7 +142,7 @@ class GradientFlowChart(pg.PlotWidget):
         """Give the names at most ~40% of the width; shorten them to what fits."""
         metrics = self.fontMetrics()
         char = metrics.horizontalAdvance("abcdefghijklmnopqrstuvwxyz_.0123456789") / 38
-        chars = max(12, min(LABEL_CHARS, int(self.width() * 0.4 / char)))
+        chars = max(16, min(LABEL_CHARS, int(self.width() * 0.4 / char)))  # "layer1.0.…weight"
         if chars == self._label_chars and not force:
             return
         self._label_chars = chars
@@ -173,7 +170,7 @@ class GradientFlowChart(pg.PlotWidget):
         rows = row_order(names, rms, peak, self.order)
         names = [names[i] for i in rows]
         rms, peak, bad = rms[rows], peak[rows], bad[rows]
-        zero = np.array([params[n].has_grad and params[n].norm == 0 for n in names], dtype=bool)
+        zero = np.array([params[n].has_grad and params[n].norm == 0 for n in names], dtype=bool) & ~bad
         if names != self._names:
             self._names, self.shown = names, names
             self._fit_labels(force=True)
@@ -189,22 +186,25 @@ class GradientFlowChart(pg.PlotWidget):
                                width=log_peak[finite] - floor)
         self.rms_bars.setOpts(x0=np.full(finite.sum(), floor), y=y[finite],
                               width=log_rms[finite] - floor)
-        none = ~finite & ~zero
+        none = ~finite & ~zero & ~bad
         self.missing.setData(np.full(none.sum(), floor), y[none])
         self.zeros.setData(np.full(zero.sum(), floor), y[zero])
         self.alarms.setData(np.full(bad.sum(), floor), y[bad])
         self.plotItem.vb.setRange(xRange=(floor, max(self._ceiling, floor + 1)), padding=0.02)
-        self._tips = [self._tip(n, r, p, z) for n, r, p, z in zip(names, rms, peak, zero, strict=True)]
+        self._tips = [self._tip(n, r, p, z, params[n] if b else None)
+                      for n, r, p, z, b in zip(names, rms, peak, zero, bad, strict=True)]
         if not names:
             self.plotItem.vb.setRange(yRange=(0, 1), padding=0)
             self.rows_changed.emit()
 
     @staticmethod
-    def _tip(name: str, rms: float, peak: float, zero: bool) -> str:
+    def _tip(name: str, rms: float, peak: float, zero: bool, bad: Any = None) -> str:
+        if bad is not None:
+            return f"{name}\ngradient holds {bad.nan_count or 0} NaN and {bad.inf_count or 0} ±Inf"
         if zero:
             return f"{name}\nall gradients exactly 0"
         if not np.isfinite(peak):
-            return f"{name}\nno gradient (or NaN/Inf)"
+            return f"{name}\nno gradient this step"
         return f"{name}\nmax |g| {peak:.4g} · rms {rms:.4g}"
 
     def _draw_breaks(self, names: list[str]) -> None:
@@ -240,6 +240,8 @@ class FlowPanel(QWidget):
         self.chart = GradientFlowChart()
         self.order_box = QComboBox(toolTip="order of the parameter rows")
         self.order_box.addItems(ORDERS)
+        self.order_box.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
+        self.order_box.setMinimumContentsLength(5)  # a narrow dock elides it, never clips it
         self.order_box.currentTextChanged.connect(self.chart.set_order)
         self.scroll = QScrollBar(Qt.Vertical)
         self.scroll.valueChanged.connect(self.chart.scroll_to)
@@ -256,7 +258,9 @@ class FlowPanel(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(2)
+        self.legend = QLabel(flow_legend(), wordWrap=True)
         layout.addLayout(header)
+        layout.addWidget(self.legend)
         layout.addLayout(body, 1)
 
     def _follow_chart(self) -> None:

@@ -3,17 +3,31 @@
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QSplitter, QVBoxLayout, QWidget
+from PySide6.QtGui import QFontMetrics
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QScrollArea,
+    QSizePolicy,
+    QSplitter,
+    QVBoxLayout,
+    QWidget,
+)
 from superqt.utils import qthrottled
 
 from gradexplorer.gui.models.selection import Selection, SelectionModel, parameter_for
 from gradexplorer.gui.models.timeline import TimelineModel
+from gradexplorer.gui.name_elide import elide_to_width
 from gradexplorer.gui.plots.alarm_banner import AlarmBanner
 from gradexplorer.gui.plots.flow_chart import FlowPanel
 from gradexplorer.gui.plots.heatmap_plot import HistogramHeatmap
 from gradexplorer.gui.plots.histogram_plot import HistogramPlot
 
 HISTOGRAM_MS = 50  # the histogram and the alarm redraw at most 20 times a second
+PLOT_HEIGHTS = (150, 150, 140, 170)  # the least each plot gets: 80+ pixels of plot area inside
+# axes and title; a dock shorter than their sum scrolls instead of squeezing them
 HEATMAP_MS, FLOW_MS = 100, 120  # heavier: about 10 times a second, on their own timers (no
 # leading-edge call), with periods that rarely coincide, so a step never triggers every redraw
 # in one tick of the GUI thread
@@ -39,6 +53,8 @@ class GradientPanel(QWidget):
             timeline.changed.connect(throttle)
         self.alarm = AlarmBanner()
         self.param_label = QLabel("no parameter selected")
+        self.param_label.setMinimumWidth(60)  # a long name is cut, never widens the dock
+        self.param_label.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
         self.log_box = QCheckBox("log counts")
         self.log_box.toggled.connect(self.set_log)
         self.histogram = HistogramPlot()
@@ -54,8 +70,8 @@ class GradientPanel(QWidget):
         header.addWidget(self.param_label, 1)
         header.addWidget(self.log_box)
         split = self.split = QSplitter(Qt.Vertical)
-        for plot, least in ((self.histogram, 110), (self.observed_plot, 110), (self.heatmap, 90),
-                            (self.flow_panel, 140)):
+        for plot, least in zip((self.histogram, self.observed_plot, self.heatmap, self.flow_panel),
+                               PLOT_HEIGHTS, strict=True):
             plot.setMinimumHeight(least)  # readable axes whatever the dock's size
             split.addWidget(plot)
         split.setChildrenCollapsible(False)
@@ -65,7 +81,12 @@ class GradientPanel(QWidget):
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addWidget(self.alarm)
         layout.addLayout(header)
-        layout.addWidget(split, 1)
+        self.scroll = QScrollArea(widgetResizable=True, frameShape=QFrame.NoFrame)
+        self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        self.scroll.setWidget(split)
+        bar = self.scroll.verticalScrollBar().sizeHint().width()
+        self.scroll.setMinimumWidth(split.minimumSizeHint().width() + bar)  # scrolls, never clips
+        layout.addWidget(self.scroll, 1)
         selection.changed.connect(self._selection_changed)
 
     def set_model(self, model) -> None:
@@ -133,9 +154,25 @@ class GradientPanel(QWidget):
         self.alarm.show_gradients(latest)
         name = self.param
         stats = latest.params.get(name) if latest is not None and name else None
-        self.param_label.setText(f"<b>{name}</b>" if name else "no parameter selected")
+        self._show_name()
         current, previous = self.timeline.histograms_of(name) if name else (None, None)
         self.histogram.show_histograms(name, current, previous, stats)
+
+    def _show_name(self) -> None:
+        """The selected parameter's name, shortened by components to the label's width."""
+        name, label = self.param, self.param_label
+        if name:
+            bold = label.font()
+            bold.setBold(True)
+            advance = QFontMetrics(bold).horizontalAdvance
+            label.setText(f"<b>{elide_to_width(name, advance, label.width() - 4)}</b>")
+        else:
+            label.setText("no parameter selected")
+        label.setToolTip(name or "")
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt API
+        super().resizeEvent(event)
+        self._show_name()
 
     def refresh_heatmap(self) -> None:
         """Redraw the selected parameter's histogram over steps."""

@@ -8,17 +8,18 @@ from PySide6.QtCore import QRectF
 from PySide6.QtWidgets import QWidget
 
 from gradexplorer.gui.number_text import format_number
+from gradexplorer.gui.plots.histogram_plot import NamedTitle
 from gradexplorer.gui.plots.hover import HoverReadout, corner_readout
 from gradexplorer.gui.theme import ALARM, steady_axes, value_ticks
 
 
-class HistogramHeatmap(pg.PlotWidget):
+class HistogramHeatmap(NamedTitle, pg.PlotWidget):
     """An ImageItem re-fed with ``setImage``; x is the step, y the gradient value."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.log = True
-        self.plotItem.setTitle("histogram over steps")
+        self.set_named_title("histogram over steps", None)
         self.plotItem.setLabel("bottom", "step")
         self.plotItem.setLabel("left", "gradient value")
         steady_axes(self.plotItem)
@@ -58,7 +59,7 @@ class HistogramHeatmap(pg.PlotWidget):
 
     def show_matrix(self, name: str | None, matrix) -> None:
         """Draw a HistogramMatrix (rows are steps); empty when there is none."""
-        self.plotItem.setTitle(f"histogram over steps · {name}" if name else "histogram over steps")
+        self.set_named_title("histogram over steps", name)
         if matrix is None or not len(matrix.steps):
             self.image.clear()
             self.has_data, self.shown = False, None

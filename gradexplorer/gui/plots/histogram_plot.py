@@ -6,8 +6,10 @@ from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
+from PySide6.QtGui import QFont, QFontMetrics
 from PySide6.QtWidgets import QWidget
 
+from gradexplorer.gui.name_elide import ELLIPSIS, elide_to_width
 from gradexplorer.gui.number_text import format_number
 from gradexplorer.gui.plots.hover import HoverReadout, corner_readout
 from gradexplorer.gui.theme import ALARM, PLOT_PENS, steady_axes, value_ticks
@@ -19,14 +21,50 @@ def shown_counts(counts: np.ndarray, log: bool) -> np.ndarray:
     return np.log10(1.0 + counts) if log else counts
 
 
-class HistogramPlot(pg.PlotWidget):
+TITLE_PT = 11  # pyqtgraph's plot title size
+
+
+def titled(plot, title: str, name: str | None) -> str:
+    """``title · name``, the name shortened by components to fit the plot's width (a title
+    wider than the plot would widen its layout past the widget and clip the axes)."""
+    if not name:
+        return title
+    font = QFont(plot.font())
+    font.setPointSizeF(TITLE_PT)
+    advance = QFontMetrics(font).horizontalAdvance
+    box = plot.plotItem.vb.width()  # the title is centred over the plot area, not the axes
+    room = (box if box > 0 else plot.width() - 80) - advance(f"{title} · ") - 8
+    if advance(ELLIPSIS + name.rpartition(".")[2]) > room:
+        return title  # no room for a name that says anything: the dock's header names it
+    return f"{title} · {elide_to_width(name, advance, room)}"
+
+
+class NamedTitle:
+    """A plot title ``title · name`` shortened again whenever the plot is resized."""
+
+    def set_named_title(self, title: str, name: str | None) -> None:
+        self._title_parts = (title, name)
+        self._retitle()
+        self.setToolTip(name or "")
+
+    def _retitle(self) -> None:
+        self.plotItem.setTitle(titled(self, *self._title_parts))
+        self.plotItem.titleLabel.setMinimumWidth(0)  # never widens the plot past the widget
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt API
+        super().resizeEvent(event)
+        if getattr(self, "_title_parts", None) is not None and self.plotItem is not None:
+            self._retitle()  # (no plot item once pyqtgraph has closed the widget)
+
+
+class HistogramPlot(NamedTitle, pg.PlotWidget):
     """Draws with two existing step-curves; ``show`` only calls ``setData``."""
 
     def __init__(self, parent: QWidget | None = None, title: str = "gradient histogram") -> None:
         super().__init__(parent)
         self.log = False
         self.title = title
-        self.plotItem.setTitle(title)
+        self.set_named_title(title, None)
         self.plotItem.setLabel("bottom", "gradient value")
         self.plotItem.showGrid(x=True, y=True, alpha=0.15)
         self.plotItem.disableAutoRange()  # ranges are set once per redraw (one repaint, not two)
@@ -66,7 +104,7 @@ class HistogramPlot(pg.PlotWidget):
 
     def show_histograms(self, name: str | None, current: Any, previous: Any, stats: Any) -> None:
         """Draw ``current`` (and ``previous`` ghosted); explain when there is nothing to draw."""
-        self.plotItem.setTitle(f"{self.title} · {name}" if name else self.title)
+        self.set_named_title(self.title, name)
         shown, self.current = [], current
         for item, hist in ((self.current_item, current), (self.previous_item, previous)):
             if hist is None:

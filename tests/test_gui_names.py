@@ -1,0 +1,111 @@
+"""Names keep their meaning when shortened: whole components dropped from the left, the block
+index kept, never a cut number; full names in tooltips; tree columns sized to their contents."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QFont, QFontMetrics
+from PySide6.QtWidgets import QStyleOptionViewItem
+from torch import nn
+
+from gradexplorer.gui.graph.painting import fitted_label
+from gradexplorer.gui.models.selection import SelectionModel
+from gradexplorer.gui.module_tree import ModuleTree
+from gradexplorer.gui.name_elide import elide_chars
+from gradexplorer.gui.parameter_table import ParameterTable
+
+GPT_NAME = "transformer.h.10.attn.c_attn.weight"
+
+
+def test_names_lose_components_from_the_left_and_keep_the_block_index():
+    assert elide_chars(GPT_NAME, 40) == GPT_NAME
+    assert elide_chars(GPT_NAME, 30) == "…h.10.attn.c_attn.weight"
+    assert elide_chars(GPT_NAME, 20) == "…h.10.…c_attn.weight"
+    assert elide_chars(GPT_NAME, 14) == "…h.10.…weight"
+    assert elide_chars("layer1.0.conv1.weight", 18) == "layer1.0.…weight"
+
+
+@pytest.mark.parametrize("name", [GPT_NAME, "layer4.1.downsample.0.weight", "blocks.1999.lin.bias",
+                                  "encoder.layers.11.self_attn.out_proj.weight"])
+def test_a_number_is_never_cut(name):
+    components = set(name.split("."))
+    for chars in range(4, len(name) + 2):
+        text = elide_chars(name, chars)
+        assert len(text) <= chars or text == "…"
+        for number in re.findall(r"\d+", text):
+            assert any(number in c for c in components if c.isdigit() or number in c)
+        for part in text.replace("…", "").split("."):
+            if part.isdigit():
+                assert part in components  # a whole block index, not a piece of one
+
+
+def test_graph_labels_keep_their_figure_whole(qapp):
+    metrics = QFontMetrics(QFont())
+    label = "transformer.h.10.attn · ‖g‖ 0.0011"
+    text = fitted_label(label, metrics, metrics.horizontalAdvance("…h.10.attn · ‖g‖ 0.0011") + 2)
+    assert text == "…h.10.attn · ‖g‖ 0.0011"
+
+
+class Gpt(nn.Module):
+    def __init__(self):
+        super().__init__()
+        blocks = []
+        for _ in range(12):
+            block = nn.Module()
+            block.attn = nn.Module()
+            block.attn.c_attn = nn.Linear(2, 2)
+            blocks.append(block)
+        self.transformer = nn.Module()
+        self.transformer.h = nn.ModuleList(blocks)
+
+
+def test_table_names_are_shortened_by_components_and_tooltips_whole(qtbot):
+    table = ParameterTable(SelectionModel())
+    qtbot.addWidget(table)
+    table.table.set_model(Gpt())
+    table.fit_columns()
+    row = table.table.row_of(GPT_NAME)
+    index = table.proxy.mapFromSource(table.table.index(row, 0))
+    option = QStyleOptionViewItem()
+    option.initFrom(table)
+    option.rect.setWidth(table.fontMetrics().horizontalAdvance("…h.10.attn.c_attn.weight") + 16)
+    table.itemDelegateForColumn(0).initStyleOption(option, index)
+    assert option.text == "…h.10.attn.c_attn.weight"
+    assert table.table.data(table.table.index(row, 0), Qt.ToolTipRole) == GPT_NAME
+
+
+def test_tree_name_column_fits_its_deepest_row(qtbot):
+    tree = ModuleTree(SelectionModel())
+    qtbot.addWidget(tree)
+    tree.resize(900, 400)
+    tree.show()
+    tree.set_model(Gpt())
+    tree.expandAll()
+    qtbot.waitUntil(lambda: tree.columnWidth(0) >= tree.sizeHintForColumn(0))
+
+
+def test_escape_leaves_the_search_box(qtbot):
+    from gradexplorer.gui.graph.panel import GraphPanel
+
+    panel = GraphPanel(SelectionModel())
+    qtbot.addWidget(panel)
+    panel.show()
+    panel.search_edit.setFocus()
+    qtbot.waitUntil(panel.search_edit.hasFocus)
+    qtbot.keyClicks(panel.search_edit, "fc1")
+    qtbot.keyClick(panel.search_edit, Qt.Key_Escape)
+    assert panel.search_edit.text() == "" and not panel.search_edit.hasFocus()
+
+
+def test_every_column_header_says_what_it_shows(qtbot):
+    table = ParameterTable(SelectionModel())
+    tree = ModuleTree(SelectionModel())
+    qtbot.addWidget(table)
+    qtbot.addWidget(tree)
+    tips = [table.model().headerData(c, Qt.Horizontal, Qt.ToolTipRole)
+            for c in range(table.model().columnCount())]
+    assert all(tips) and "‖Δθ‖/‖θ‖" in tips[3]
+    assert all(tree.headerItem().toolTip(c) for c in range(tree.columnCount()))

@@ -1,0 +1,86 @@
+"""No figure reads a NaN/Inf gradient as a number: table, tree, details, graph tint, flow chart
+and legends say NaN; Trace gradients after the bad step replays that step; the origin node
+has its own marker."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from gradexplorer.gui.graph.tint import NONFINITE
+from tests.gui_helpers import TIMEOUT_MS, make_window_fixture, open_model, wait_idle  # noqa: F401
+
+NAN_MODEL = f"{Path(__file__).parent / 'data' / 'nan_sqrt_model.py'}:build"
+
+
+def bad_step(qtbot, window):
+    open_model(qtbot, window, NAN_MODEL, batch_size=None)
+    window.controller.step()
+    qtbot.waitUntil(lambda: window.controller.timeline.loss.x.size == 1, timeout=TIMEOUT_MS)
+    wait_idle(qtbot, window)
+    return window.controller.timeline.latest_gradients.params
+
+
+def test_nan_gradients_never_read_as_a_number(qtbot, make_window):
+    window = make_window()
+    params = bad_step(qtbot, window)
+    bad = [name for name, s in params.items() if s.nan_count]
+    assert "fc.weight" in bad
+    table = window.table.table
+    row = table.row_of("fc.weight")
+    assert table.data(table.index(row, 1)) == "NaN"  # the finite part's norm is not shown
+    assert table.data(table.index(row, 2)) == "NaN"
+    assert table.data(table.index(row, 0), 8).rgba() == NONFINITE  # background: violet
+    fc = window.tree._items["fc"]
+    assert fc.text(4) == "NaN" and fc.text(5) == "NaN"
+    assert fc.background(0).color().rgba() == NONFINITE
+    panel = window.graph_panel
+    drawing, fills = panel.drawing, panel.view.canvas.fills
+    nodes = [i for i, p in enumerate(drawing.params) if p == "fc.weight"]
+    assert nodes and all(fills[i] == NONFINITE for i in nodes)
+    flow = window.gradients.flow
+    rows = [flow.shown.index(name) for name in bad]
+    zeros, _ = flow.zeros.getData()
+    alarms_x, alarms_y = flow.alarms.getData()
+    assert sorted(alarms_y.tolist()) == sorted(rows)  # each marked NaN/Inf...
+    assert len(zeros) == 0  # ...and none as "exactly 0"
+    assert "NaN/Inf" in window.gradients.flow_panel.legend.text()
+    window.selection.select(param="fc.weight", module="fc", source="test")
+    assert "NaN (finite elements" in window.details.toPlainText()
+
+
+def test_the_graph_legend_names_every_mark(make_window):
+    window = make_window()
+    legend = window.graph_panel.findChild(type(window.gradients.param_label), "legend").text()
+    legend = legend.replace("&nbsp;", " ")
+    for mark in ("no gradient", "NaN/Inf", "born here", "hooked", "selected"):
+        assert mark in legend
+
+
+def test_trace_gradients_after_a_bad_step_replays_that_step(qtbot, make_window):
+    window = make_window()
+    bad_step(qtbot, window)
+    panel = window.graph_panel
+    panel.trace_grads_action.setChecked(True)
+    qtbot.waitUntil(lambda: panel.drawing is not None
+                    and panel.drawing.graph.graph.get("grad_traced"), timeout=TIMEOUT_MS)
+    wait_idle(qtbot, window)
+    attrs = panel.drawing.graph.graph
+    assert attrs["replayed"] and attrs["step"] == 0  # the bad step, not the next one
+    assert "replay of step 1" in window.statusBar().currentMessage()
+
+
+def test_the_origin_node_has_its_own_marker(qtbot, make_window):
+    window = make_window()
+    open_model(qtbot, window, NAN_MODEL, batch_size=None)
+    panel = window.graph_panel
+    panel.trace_grads_action.setChecked(True)
+    qtbot.waitUntil(lambda: panel.drawing is not None
+                    and panel.drawing.graph.graph.get("grad_traced"), timeout=TIMEOUT_MS)
+    wait_idle(qtbot, window)
+    names = [label[0] for label in panel.drawing.labels]
+    assert panel.view.canvas.origin.tolist() == [names.index("SqrtBackward0")]
+    window.selection.clear()  # the marker stays when the selection moves on
+    assert panel.view.canvas.origin.tolist() == [names.index("SqrtBackward0")]
+    assert not np.isin(panel.view.canvas.origin, panel.selected_nodes()).any()

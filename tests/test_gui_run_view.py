@@ -1,0 +1,53 @@
+"""A followed run and the model session never mix: opening a run turns training off and clears
+the model's views, the window names the run and says when it has finished, and a run folder
+that does not exist yet is waited for."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+
+import gradexplorer as gx
+from tests.gui_helpers import TIMEOUT_MS, make_window_fixture, open_model  # noqa: F401
+from tests.test_gui_run import make, train
+
+
+def test_opening_a_run_turns_training_off_and_clears_the_model(qtbot, make_window, tmp_path):
+    model, opt = make()
+    rec = gx.watch(model, opt, tmp_path / "run", bins=16)
+    train(model, opt, 3)
+    window = make_window()
+    open_model(qtbot, window)
+    window.selection.select(param="fc1.weight", module="fc1", source="test")
+    steps_before = window.controller.live.session.step_count
+    assert window.file_actions.open_run(str(tmp_path / "run")) is not None
+    controls = window.run_controls
+    for action in (controls.step_action, controls.run_n_action, controls.run_action):
+        assert not action.isEnabled()
+    qtbot.keyClick(window, Qt.Key_F6)  # would train the hidden model
+    window.settle()
+    assert window.controller.live.session.step_count == steps_before
+    assert window.controller.timeline.latest.step == 3  # the run's steps only
+    assert window.selection.current.param is None
+    assert "run" in window.windowTitle() and "digits" not in window.windowTitle()
+    assert window.status.model_label.text() == "run run"
+    assert window.show_hook_menu("fc1", window.pos()) is None  # no hooks on the hidden model
+    rec.close()
+    qtbot.waitUntil(lambda: window.status.state_label.text() == "finished at step 3",
+                    timeout=TIMEOUT_MS)
+    open_model(qtbot, window, "example:lenet")  # a model again: training back on
+    assert controls.step_action.isEnabled() and window.viewing_run is None
+    assert window.run_follower is None
+
+
+def test_a_run_folder_not_written_yet_is_waited_for(qtbot, make_window, tmp_path):
+    window = make_window()
+    assert window.file_actions.open_run(str(tmp_path / "later")) is None
+    assert window.status.state_label.text().startswith("waiting")
+    assert not window.run_controls.step_action.isEnabled()
+    model, opt = make()
+    with gx.watch(model, opt, tmp_path / "later", bins=16):
+        train(model, opt, 2)
+        qtbot.waitUntil(lambda: window.controller.timeline.latest is not None
+                        and window.controller.timeline.latest.step == 2, timeout=TIMEOUT_MS)
+    assert [r[0] for r in window.table.table.rows] == [n for n, _ in model.named_parameters()]
+    assert window.status.model_label.text() == "run later"
