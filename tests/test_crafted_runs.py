@@ -53,7 +53,7 @@ CASES = {  # name: (SQL, its parameters, words the line must hold[, the commands
     "no param_steps column": ("ALTER TABLE param_steps DROP COLUMN lr", (), "no column lr"),
     "no batches column": ("ALTER TABLE batches DROP COLUMN ids", (), "no column ids"),
     "no not_recorded column": ("ALTER TABLE not_recorded DROP COLUMN cause", (), "no column cause"),
-    "not_recorded cause": ("INSERT INTO not_recorded VALUES (1, 'x', x'00')", (),
+    "not_recorded cause": ("INSERT INTO not_recorded VALUES (3, 'x', x'00')", (),
                            "table not_recorded", ("open",)),
     "no spike_events column": ("ALTER TABLE spike_events DROP COLUMN event", (), "no column event"),
     "batch json": ("UPDATE batches SET ids = '{bad'", (), "table batches", ("open",)),
