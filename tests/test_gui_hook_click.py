@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from gradexplorer.gui.models.session import GraphTraced
-from tests.gui_helpers import TIMEOUT_MS, make_window_fixture, open_model, wait_idle  # noqa: F401
+from tests.gui_helpers import TIMEOUT_MS, open_model, wait_idle
 
 
 def test_hook_click_adds_and_removes_hook_nodes_in_place(qtbot, make_window):
