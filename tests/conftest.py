@@ -1,5 +1,6 @@
 """Test set-up: Qt runs offscreen (no display needed), torch uses few threads, the app's data
-folder is a throw-away one; the fixtures every test module may use."""
+folder is a throw-away one, the GUI tests run in a shuffled order; the fixtures every test
+module may use."""
 
 import os
 import sys
@@ -11,6 +12,13 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 torch.set_num_threads(min(2, torch.get_num_threads()))
+
+from gui_order import (  # noqa: E402, F401 - the --gui-order option's hooks
+    pytest_addoption,
+    pytest_collection_modifyitems,
+    pytest_configure,
+    pytest_report_header,
+)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def run_gradexplorer(*args: str, cwd) -> subprocess.CompletedProcess:
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen", PYTHONPATH=str(ROOT))
     return subprocess.run([sys.executable, "-m", "gradexplorer", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=240)
+                          capture_output=True, text=True, timeout=900)
 
 
 def image_pixels(path) -> np.ndarray:
