@@ -27,7 +27,7 @@ def test_png_export_renders_offscreen_like_the_window(qapp, tmp_path):
     png = tmp_path / "lenet.png"
     done = subprocess.run([sys.executable, "-m", "gradexplorer", "graph", "--model", "example:lenet",
                            "--out", str(png)], cwd=tmp_path, env=env, capture_output=True, text=True,
-                          timeout=240)
+                          timeout=900)
     assert done.returncode == 0, done.stderr
     exported = image_pixels(png)
     shot = tmp_path / "window.png"
