@@ -1,6 +1,9 @@
-"""Test set-up: Qt runs offscreen (no display needed), torch uses few threads."""
+"""Test set-up: Qt runs offscreen (no display needed), torch uses few threads, the app's data
+folder is a throw-away one, the GUI tests run in a shuffled order; the fixtures every test
+module may use."""
 
 import os
+import sys
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("MPLBACKEND", "Agg")
@@ -9,6 +12,39 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 torch.set_num_threads(min(2, torch.get_num_threads()))
+
+from gui_order import (  # noqa: E402, F401 - the --gui-order option's hooks
+    pytest_addoption,
+    pytest_collection_modifyitems,
+    pytest_configure,
+    pytest_report_header,
+)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def app_data_home(tmp_path_factory):
+    """The app's data folder (the crash log) under a temporary XDG_DATA_HOME, for this process
+    and the gradexplorer processes the tests start: never the user's own."""
+    folder = tmp_path_factory.mktemp("xdg-data")
+    previous = os.environ.get("XDG_DATA_HOME")
+    os.environ["XDG_DATA_HOME"] = str(folder)
+    yield folder
+    if previous is None:
+        os.environ.pop("XDG_DATA_HOME", None)
+    else:
+        os.environ["XDG_DATA_HOME"] = previous
+
+
+@pytest.fixture(autouse=True)
+def collect_garbage_on_the_gui_thread():
+    """Once the app has turned automatic garbage collection over to the GUI thread
+    (``gui.gui_thread_gc``), collect after each test as its timer would, on this (the GUI)
+    thread: tests that never spin the event loop must not pile up garbage."""
+    yield
+    module = sys.modules.get("gradexplorer.gui.gui_thread_gc")
+    collector = module.gui_collector() if module is not None else None
+    if collector is not None:
+        collector.collect_due()
 
 
 @pytest.fixture
@@ -22,3 +58,27 @@ def run_cli(capsys):
         return code, out.out, out.err
 
     return _run
+
+
+@pytest.fixture
+def make_window(qtbot, tmp_path):
+    """Build main windows that remember nothing between tests and always shut down cleanly."""
+    from PySide6.QtCore import QSettings
+
+    from gradexplorer.gui.app import build_window
+    from gradexplorer.gui.settings import AppSettings
+
+    windows = []
+
+    def _make():
+        settings = AppSettings(QSettings(str(tmp_path / "settings.ini"), QSettings.IniFormat))
+        window = build_window(settings)
+        qtbot.addWidget(window)
+        window.show()
+        windows.append(window)
+        return window
+
+    yield _make
+    for window in windows:
+        window.close()
+        assert not window.controller._worker.isRunning()

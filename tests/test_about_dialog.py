@@ -51,6 +51,6 @@ def test_copy_button_puts_details_on_clipboard(dialog, qtbot):
 
 
 def test_close_button_closes(dialog, qtbot):
-    with qtbot.waitSignal(dialog.rejected, timeout=1000):
+    with qtbot.waitSignal(dialog.rejected, timeout=30_000):
         qtbot.keyClick(dialog, Qt.Key.Key_Escape)
     assert not dialog.isVisible()

@@ -8,10 +8,12 @@ import signal
 import stat
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 MODEL = ("--model", "example:mlp")
+DATA = Path(__file__).parent / "data"
 
 
 def one_line_error(code: int, out: str, err: str, *words: str) -> None:
@@ -44,7 +46,7 @@ def test_graph_out_under_a_file_at_a_folder_and_under_proc(run_cli, tmp_path):
 
 
 def test_huge_input_shape(run_cli):
-    code, out, err = run_cli("run", "--model", "tests/data/my_model.py:build_module",
+    code, out, err = run_cli("run", "--model", f"{DATA / 'my_model.py'}:build_module",
                              "--input-shape", "100000,100000,100000", "--steps", "1")
     one_line_error(code, out, err, "--input-shape", "GB")
 

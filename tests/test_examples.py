@@ -1,5 +1,7 @@
 """Built-in examples build, step, and (for digits) really learn."""
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -26,9 +28,14 @@ def test_every_example_is_covered_here():
 
 @pytest.mark.parametrize("name", sorted(SMALL))
 def test_example_steps_and_lowers_its_loss(name):
-    session = TrainingSession(load_workload(SMALL[name]), SessionConfig(device="cpu", lr=0.01))
+    workload = load_workload(SMALL[name])
+    batch = workload.make_batch(0)  # one batch every step: its loss must fall step by step
+    workload = dataclasses.replace(workload, make_batch=lambda step: batch)
+    session = TrainingSession(workload, SessionConfig(device="cpu", lr=0.01))
     results = list(session.run(4))
     assert [r.step for r in results] == [1, 2, 3, 4]
+    losses = [r.loss for r in results]
+    assert all(later < earlier for earlier, later in zip(losses, losses[1:], strict=False)), losses
     assert all(torch.isfinite(torch.tensor(r.loss)) for r in results)
     assert all(r.grad_norm and r.grad_norm > 0 for r in results)
     assert all(r.timings["total"] >= r.timings["forward"] > 0 for r in results)

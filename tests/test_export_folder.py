@@ -16,7 +16,6 @@ from gradexplorer.core.model.spec import load_workload
 from gradexplorer.core.session.engine import SessionConfig, TrainingSession
 from gradexplorer.core.snapshot.export_dir import ExportFolder
 from gradexplorer.core.snapshot.exporter import SnapshotExporter, snapshot_bytes
-from tests.gui_helpers import make_window_fixture  # noqa: F401
 
 LENET = ("--model", "example:lenet")
 
@@ -80,7 +79,7 @@ def test_sigterm_mid_run_leaves_no_partial_folder(tmp_path):
     proc = subprocess.Popen(
         [sys.executable, "-m", "gradexplorer", "run", *LENET, "--steps", "100000", "--export",
          str(out), "--export-every", "1"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 240  # polls for the first snapshot; bounds only a failure
     while time.monotonic() < deadline and not (out.exists() and list(out.glob("step-*"))):
         time.sleep(0.05)
     proc.send_signal(signal.SIGTERM)
@@ -128,7 +127,7 @@ def test_the_app_refuses_a_folder_of_an_earlier_run_in_a_dialog_line(qtbot, make
     window.controller.error.disconnect(window.show_error)  # the dialog, as text
     window.controller.error.connect(shown.append)
     window.controller.export_every(str(folder), 2)
-    qtbot.waitUntil(lambda: bool(shown), timeout=10_000)
+    qtbot.waitUntil(lambda: bool(shown), timeout=30_000)
     assert "already holds 1 snapshot" in shown[0] and "move them first" in shown[0]
     assert window.controller.exporter is None
     window.controller.export_every(str(tmp_path / "fresh"), 1)
@@ -137,7 +136,7 @@ def test_the_app_refuses_a_folder_of_an_earlier_run_in_a_dialog_line(qtbot, make
     with pytest.raises(UserError, match="another gradexplorer run"):
         ExportFolder(tmp_path / "fresh").claim()
     window.controller.export_every(None)
-    qtbot.waitUntil(lambda: window.controller.exporter is None, timeout=10_000)
+    qtbot.waitUntil(lambda: window.controller.exporter is None, timeout=30_000)
     with pytest.raises(UserError, match="already holds 1 snapshot"):  # unlocked: the next check
         ExportFolder(tmp_path / "fresh").claim()
 

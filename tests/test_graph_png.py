@@ -9,7 +9,7 @@ import sys
 import numpy as np
 
 from gradexplorer.core.graph.style import KIND_FILL
-from tests.test_gui_screenshot import image_pixels, run_gradexplorer
+from tests.test_gui_screenshot import ROOT, image_pixels, run_gradexplorer
 
 
 def rgb32(colour: str) -> int:
@@ -23,11 +23,11 @@ def kind_pixels(pixels: np.ndarray) -> dict[str, int]:
 def test_png_export_renders_offscreen_like_the_window(qapp, tmp_path):
     env = {k: v for k, v in os.environ.items()
            if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}  # no screen at all
-    env["PYTHONPATH"] = os.getcwd()
+    env["PYTHONPATH"] = str(ROOT)
     png = tmp_path / "lenet.png"
     done = subprocess.run([sys.executable, "-m", "gradexplorer", "graph", "--model", "example:lenet",
                            "--out", str(png)], cwd=tmp_path, env=env, capture_output=True, text=True,
-                          timeout=240)
+                          timeout=900)
     assert done.returncode == 0, done.stderr
     exported = image_pixels(png)
     shot = tmp_path / "window.png"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from PySide6.QtCore import QPointF, Qt
 
 from gradexplorer.gui.graph.tint import NO_GRADIENT
-from tests.gui_helpers import TIMEOUT_MS, make_window_fixture, open_model, wait_idle  # noqa: F401
+from tests.gui_helpers import TIMEOUT_MS, open_model, wait_idle
 
 
 def node_index(drawing, name: str, module: str) -> int:
@@ -128,10 +128,14 @@ def test_pause_and_resume(qtbot, make_window):
     qtbot.waitUntil(lambda: controller.live.session.step_count >= 1, timeout=TIMEOUT_MS)
     controller.toggle_pause()
     assert controller.state == "paused" and window.run_controls.run_action.text() == "Resume"
-    qtbot.wait(1500)  # a step already under way may still finish
-    paused_at = controller.live.session.step_count
-    qtbot.wait(500)
-    assert controller.live.session.step_count == paused_at
+    # Jobs run between steps, paused or not: each round trip is a turn of the training loop,
+    # which steps unless the pause holds (the first may follow a step already under way).
+    counts = []
+    for turn in range(1, 6):
+        controller.post(lambda: counts.append(controller.live.session.step_count))
+        qtbot.waitUntil(lambda turn=turn: len(counts) == turn, timeout=TIMEOUT_MS)
+    paused_at = counts[0]
+    assert counts == [paused_at] * 5 and controller.live.session.step_count == paused_at
     controller.toggle_pause()
     qtbot.waitUntil(lambda: controller.live.session.step_count > paused_at, timeout=TIMEOUT_MS)
     controller.stop()

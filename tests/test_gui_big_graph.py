@@ -7,7 +7,7 @@ from PySide6.QtCore import QPointF, Qt
 
 from gradexplorer.core.graph.collapse import module_node_id
 from gradexplorer.gui.graph.drawing import KIND_CODES
-from tests.gui_helpers import TIMEOUT_MS, make_window_fixture, open_model, wait_idle  # noqa: F401
+from tests.gui_helpers import TIMEOUT_MS, open_model, wait_idle
 
 BIG = "example:deep:blocks=120"  # about 720 operations: over the readable limit
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
-from gradexplorer.gui.graph.trace_tint import NONFINITE
-from tests.gui_helpers import TIMEOUT_MS, make_window_fixture, open_model, wait_idle  # noqa: F401
+from gradexplorer.gui.graph.trace_tint import NONFINITE, is_traced
+from tests.gui_helpers import TIMEOUT_MS, open_model, wait_idle
 
 NAN_MODEL = f"{Path(__file__).parent / 'data' / 'nan_sqrt_model.py'}:build"
 
@@ -18,12 +18,14 @@ def test_trace_gradients_tints_every_op_and_centres_the_nan_origin(qtbot, make_w
     open_model(qtbot, window, NAN_MODEL, batch_size=None)
     panel = window.graph_panel
     untraced = panel.view.canvas.fills.copy()
+    canvas = panel.view.canvas
     panel.trace_grads_action.setChecked(True)  # re-traces with a hook on every node
-    qtbot.waitUntil(lambda: panel.drawing is not None
-                    and panel.drawing.graph.graph.get("grad_traced"), timeout=TIMEOUT_MS)
+    # the event: the canvas paints a traced drawing (its fills are set with it, in one go)
+    qtbot.waitUntil(lambda: canvas.drawing is not None and is_traced(canvas.drawing), timeout=TIMEOUT_MS)
     wait_idle(qtbot, window)
     drawing = panel.drawing
-    fills = panel.view.canvas.fills
+    assert canvas.drawing is drawing
+    fills = canvas.fills
     assert not np.array_equal(fills, untraced)  # ops are tinted now, not only parameters
     names = [label[0] for label in drawing.labels]
     sqrt = names.index("SqrtBackward0")

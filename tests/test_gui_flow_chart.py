@@ -94,6 +94,6 @@ def test_clicking_a_flow_row_names_its_parameter(qtbot):
     panel.scroll.setValue(40)
     target = 45
     scene = chart.plotItem.vb.mapViewToScene(QPointF(-3.0, float(target)))
-    with qtbot.waitSignal(chart.param_clicked, timeout=2000) as clicked:
+    with qtbot.waitSignal(chart.param_clicked, timeout=30_000) as clicked:
         qtbot.mouseClick(chart.viewport(), Qt.LeftButton, pos=chart.mapFromScene(scene))
     assert clicked.args == [chart.shown[target]]

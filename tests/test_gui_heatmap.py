@@ -17,6 +17,6 @@ def test_heatmap_note_then_image_in_view(qtbot):
     plot.show_matrix("conv1.weight", HistogramMatrix(steps, edges, counts))
     assert plot.has_data and plot.note.toPlainText() == ""
     plot.show()
-    qtbot.waitUntil(lambda: plot.plotItem.vb.viewRange()[0][1] > 1.0, timeout=3000)
+    qtbot.waitUntil(lambda: plot.plotItem.vb.viewRange()[0][1] > 1.0, timeout=30_000)
     (x0, x1), (y0, y1) = plot.plotItem.vb.viewRange()
     assert x0 <= 10 and x1 >= 39 and y0 <= -0.3 and y1 >= 0.3  # the image, not the note's 0..1

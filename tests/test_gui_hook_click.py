@@ -8,7 +8,7 @@ import pytest
 
 from gradexplorer.gui.graph.panel import RELAYOUT_MOST
 from gradexplorer.gui.models.session import GraphTraced
-from tests.gui_helpers import TIMEOUT_MS, make_window_fixture, open_model, wait_idle  # noqa: F401
+from tests.gui_helpers import TIMEOUT_MS, open_model, wait_idle
 
 
 def fresh_positions(panel) -> dict:

@@ -6,7 +6,7 @@ import numpy as np
 
 from gradexplorer.core.snapshot import read_snapshot
 from gradexplorer.gui.models.session import SnapshotWritten
-from tests.gui_helpers import TIMEOUT_MS, make_window_fixture, open_model, wait_idle  # noqa: F401
+from tests.gui_helpers import TIMEOUT_MS, open_model, wait_idle
 from tests.test_gui_app import click_node, node_index
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from gradexplorer.gui.graph.painting import base_fills
-from tests.gui_helpers import TIMEOUT_MS, make_window_fixture, open_model, wait_idle  # noqa: F401
+from tests.gui_helpers import TIMEOUT_MS, open_model, wait_idle
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ import numpy as np
 import torch
 
 from gradexplorer.core.hooks.observed import ObservedGrads
-from tests.gui_helpers import TIMEOUT_MS, make_window_fixture, open_model, wait_idle  # noqa: F401
+from tests.gui_helpers import TIMEOUT_MS, open_model, wait_idle
 
 
 def test_observed_module_shows_grad_statistics_and_histograms(qtbot, make_window):

@@ -41,11 +41,11 @@ def test_curve_toggles_and_hover_readout(qtbot):
     curves.smooth_box.setChecked(False)
     pos = curves.loss_plot.vb.mapViewToScene(QPointF(3.2, 1.0))
     curves.plots.scene().sigMouseMoved.emit(pos)
-    qtbot.waitUntil(lambda: curves.readout.text() != "", timeout=2000)
+    qtbot.waitUntil(lambda: curves.readout.text() != "", timeout=30_000)
     assert curves.readout.text() == "step 3 · loss 1"
     pos = curves.norm_plot.vb.mapViewToScene(QPointF(5.0, 1.0))
     curves.plots.scene().sigMouseMoved.emit(pos)
-    qtbot.waitUntil(lambda: "gradient norm" in curves.readout.text(), timeout=2000)
+    qtbot.waitUntil(lambda: "gradient norm" in curves.readout.text(), timeout=30_000)
     assert curves.readout.text() == "step 5 · gradient norm 0.75"
 
 
@@ -63,7 +63,7 @@ def test_histogram_hover_reads_out_the_bin(qtbot):
     plot.show_histograms("w", hist, None, None)
     pos = plot.plotItem.vb.mapViewToScene(QPointF(1.5, 1.0))
     plot.scene().sigMouseMoved.emit(pos)
-    qtbot.waitUntil(lambda: plot.readout.toPlainText() != "", timeout=2000)
+    qtbot.waitUntil(lambda: plot.readout.toPlainText() != "", timeout=30_000)
     assert plot.readout.toPlainText() == "[1, 2): 7 values"
     assert plot.describe_bin(0.5) == "[0, 1): 0 values"  # zero as zero
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from gradexplorer.core.model.spec import DEFAULT_SPEC, ModelOptions
 from gradexplorer.core.session.engine import SessionConfig
 from gradexplorer.gui.app import fall_back_to_default
-from tests.gui_helpers import TIMEOUT_MS, make_window_fixture, wait_idle  # noqa: F401
+from tests.gui_helpers import TIMEOUT_MS, wait_idle
 
 
 def test_broken_remembered_model_falls_back_to_the_default(qtbot, make_window, monkeypatch, tmp_path):

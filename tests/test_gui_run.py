@@ -6,7 +6,7 @@ import torch
 from torch import nn
 
 import gradexplorer as gx
-from tests.gui_helpers import TIMEOUT_MS, make_window_fixture  # noqa: F401
+from tests.gui_helpers import TIMEOUT_MS
 from tests.test_gui_screenshot import image_pixels, run_gradexplorer
 
 

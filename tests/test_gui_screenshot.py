@@ -5,14 +5,17 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 
+ROOT = Path(__file__).resolve().parents[1]
+
 
 def run_gradexplorer(*args: str, cwd) -> subprocess.CompletedProcess:
-    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", PYTHONPATH=os.getcwd())
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", PYTHONPATH=str(ROOT))
     return subprocess.run([sys.executable, "-m", "gradexplorer", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=240)
+                          capture_output=True, text=True, timeout=900)
 
 
 def image_pixels(path) -> np.ndarray:
@@ -54,7 +57,7 @@ def test_run_command_never_imports_qt(tmp_path):
     code = ("import sys; from gradexplorer.cli import main; "
             "main(['run', '--steps', '1', '--batch-size', '8']); "
             "print('QT' if any(m.startswith(('PySide6', 'pyqtgraph')) for m in sys.modules) else 'NOQT')")
-    env = dict(os.environ, PYTHONPATH=os.getcwd())
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
     done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True,
                           text=True, timeout=120)
     assert done.stdout.strip().splitlines()[-1] == "NOQT", done.stderr

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt
 
-from tests.gui_helpers import make_window_fixture, open_model  # noqa: F401
-
 
 def focused_window(qtbot, make_window):
     window = make_window()
     window.activateWindow()
-    qtbot.waitUntil(window.isActiveWindow, timeout=5000)
+    qtbot.waitUntil(window.isActiveWindow, timeout=30_000)
     return window
 
 
@@ -21,8 +19,8 @@ def test_ctrl_e_exports_with_focus_in_a_text_field(qtbot, make_window, monkeypat
     for field in (window.graph_panel.search_edit, window.model_filter.text_edit,
                   window.run_controls.lr_spin):
         field.setFocus()
-        qtbot.waitUntil(field.hasFocus, timeout=5000)
-        with qtbot.waitSignal(window.file_actions.export_action.triggered, timeout=2000):
+        qtbot.waitUntil(field.hasFocus, timeout=30_000)
+        with qtbot.waitSignal(window.file_actions.export_action.triggered, timeout=30_000):
             qtbot.keyClick(field, Qt.Key_E, Qt.ControlModifier)
     assert asked == ["Export snapshot into folder"] * 3
 
@@ -37,8 +35,8 @@ def test_a_command_wins_over_a_key_the_text_field_would_keep(qtbot, make_window)
     window.addAction(action)
     field = window.graph_panel.search_edit
     field.setFocus()
-    qtbot.waitUntil(field.hasFocus, timeout=5000)
-    with qtbot.waitSignal(action.triggered, timeout=2000):
+    qtbot.waitUntil(field.hasFocus, timeout=30_000)
+    with qtbot.waitSignal(action.triggered, timeout=30_000):
         qtbot.keyClick(field, Qt.Key_Left, Qt.ControlModifier)
     window.shortcuts_first._remove()  # without it the field keeps the key
     with qtbot.assertNotEmitted(action.triggered, wait=200):
@@ -49,7 +47,7 @@ def test_letters_and_editing_keys_stay_with_the_text_field(qtbot, make_window):
     window = focused_window(qtbot, make_window)
     field = window.graph_panel.search_edit
     field.setFocus()
-    qtbot.waitUntil(field.hasFocus, timeout=5000)
+    qtbot.waitUntil(field.hasFocus, timeout=30_000)
     qtbot.keyClicks(field, "hfc")
     assert field.text() == "hfc" and getattr(window, "hook_menu", None) is None
     qtbot.keyClick(field, Qt.Key_A, Qt.ControlModifier)  # select all, not a command

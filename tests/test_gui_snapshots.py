@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from gradexplorer.core.snapshot import read_snapshot
 from gradexplorer.gui.models.session import SnapshotWritten
-from tests.gui_helpers import TIMEOUT_MS, make_window_fixture, open_model, wait_idle  # noqa: F401
+from tests.gui_helpers import TIMEOUT_MS, open_model, wait_idle
 from tests.test_gui_screenshot import image_pixels, run_gradexplorer
 
 

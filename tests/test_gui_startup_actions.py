@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gradexplorer.gui.startup_actions import StartupActions
-from tests.gui_helpers import make_window_fixture, open_model, wait_idle  # noqa: F401
+from tests.gui_helpers import open_model, wait_idle
 
 
 def test_startup_hooks_and_selection_apply_before_the_first_run(qtbot, make_window):

@@ -5,8 +5,6 @@ from __future__ import annotations
 from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QApplication
 
-from tests.gui_helpers import make_window_fixture  # noqa: F401
-
 
 def lightness(colour) -> float:
     return QColor(colour).lightnessF()

@@ -222,7 +222,7 @@ def test_noise_dialog_asks_for_a_seed(qtbot, monkeypatch):
     menu = HookMenu("fc1")
     qtbot.addWidget(menu)
     noise = next(a for a in menu.actions() if a.text() == "Noise…")
-    with qtbot.waitSignal(menu.attach_requested, timeout=2000) as attached:
+    with qtbot.waitSignal(menu.attach_requested, timeout=30_000) as attached:
         noise.trigger()
     assert attached.args == ["fc1", "noise:0.02:7"]
     parse_action(attached.args[1])  # a spec the registry accepts

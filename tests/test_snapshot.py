@@ -2,6 +2,7 @@
 
 import csv
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,6 +15,7 @@ from gradexplorer.core.snapshot import read_snapshot, write_snapshot
 from gradexplorer.core.snapshot import write as snapshot_write
 from gradexplorer.core.stats.monitor import GradientMonitor
 
+NAN_WORKLOAD = f"{Path(__file__).parent / 'grad_helpers.py'}:nan_workload"
 STAT_NAMES = ["norm", "mean", "std", "min", "max", "abs_max", "zero_fraction", "nan_count",
               "inf_count"]
 
@@ -71,7 +73,7 @@ def test_run_prints_nothing_extra_unless_asked(run_cli):
 
 
 def test_nan_model_keeps_running_and_alarms(run_cli, tmp_path):
-    code, out, err = run_cli("run", "--model", "tests/grad_helpers.py:nan_workload", "--steps", "3",
+    code, out, err = run_cli("run", "--model", NAN_WORKLOAD, "--steps", "3",
                              "--export", tmp_path, "--export-every", "1")
     assert code == 0, err
     alarms = [line for line in out.splitlines() if "NaN/Inf gradients" in line]
@@ -84,7 +86,7 @@ def test_nan_model_keeps_running_and_alarms(run_cli, tmp_path):
 
 
 def test_alarm_without_monitor_uses_the_grad_norm(run_cli):
-    code, out, _ = run_cli("run", "--model", "tests/grad_helpers.py:nan_workload", "--steps", "2")
+    code, out, _ = run_cli("run", "--model", NAN_WORKLOAD, "--steps", "2")
     assert code == 0 and out.count("NaN/Inf gradients") == 2
 
 

@@ -23,6 +23,7 @@ from gradexplorer.core.session.devices import (
     unavailable_devices,
 )
 from gradexplorer.core.session.environment import environment_facts
+from gradexplorer.gui.crash_log import crash_log_path
 from gradexplorer.resources import resource_path
 
 ICON_SIZE = 64
@@ -42,6 +43,7 @@ def about_facts() -> dict[str, str]:
         "pyqtgraph": facts["pyqtgraph"],
         "devices": ", ".join(describe_device(torch.device(name)) for name in available_devices()),
         **{f"no {kind}": why for kind, why in unavailable_devices().items()},
+        "crash log": str(crash_log_path()),  # a native crash's stacks (attach it to a bug report)
     }
 
 

@@ -9,13 +9,17 @@ from PySide6.QtWidgets import QApplication
 
 from gradexplorer.core.model.spec import DEFAULT_SPEC, ModelOptions
 from gradexplorer.core.session.engine import SessionConfig
+from gradexplorer.gui.crash_log import start_crash_log
+from gradexplorer.gui.gui_thread_gc import collect_on_gui_thread
 from gradexplorer.gui.qt_check import check_qt_binding
 from gradexplorer.gui.settings import APPLICATION, ORGANIZATION, AppSettings
 from gradexplorer.gui.theme import apply_theme
 
 
 def application() -> QApplication:
-    """The QApplication, created and themed on first use."""
+    """The QApplication, created and themed on first use; from then on Python's cyclic garbage
+    collector runs on the GUI thread only (``gui_thread_gc``), so no thread but the GUI's
+    ever deletes a Qt object."""
     check_qt_binding()
     app = QApplication.instance()
     if app is None:
@@ -25,7 +29,15 @@ def application() -> QApplication:
         app.setApplicationDisplayName("gradexplorer")
         app.setDesktopFileName("io.github.gradexplorer.GradExplorer")
         apply_theme(app)
+    collect_on_gui_thread()
     return app
+
+
+def start_app() -> QApplication:
+    """``application()`` for a launch from the command line: a native crash's stacks go to
+    the crash log (``crash_log``) that the About box names."""
+    start_crash_log()
+    return application()
 
 
 def scratch_settings():
@@ -64,7 +76,7 @@ def launch(
     window_size: tuple[int, int] | None = None,
 ) -> int:
     """Open the window on a model and run the event loop; returns the exit status."""
-    app = application()
+    app = start_app()
     settings = AppSettings(scratch_settings() if screenshot else None)
     window = build_window(settings, theme)
     if window_size is not None:
@@ -116,7 +128,7 @@ def open_snapshot_window(path: Path, other: Path | None = None, screenshot: Path
     from gradexplorer.gui.screenshot import save_window_image
     from gradexplorer.gui.snapshots.snapshot_window import SnapshotWindow
 
-    app = application()
+    app = start_app()
     window = SnapshotWindow(path, other)
     window.show()
     if screenshot is not None:
@@ -135,7 +147,7 @@ def open_run_window(path: Path, screenshot: Path | None = None) -> int:
     from gradexplorer.gui.run_view import show_run
     from gradexplorer.gui.screenshot import save_window_image
 
-    app = application()
+    app = start_app()
     window = build_window(AppSettings(scratch_settings() if screenshot else None))
     try:
         window.show()
