@@ -12,7 +12,7 @@ import torch
 from torch import nn
 
 import gradexplorer as gx
-from tests.gui_helpers import TIMEOUT_MS, make_window_fixture  # noqa: F401
+from tests.gui_helpers import TIMEOUT_MS
 
 
 def write_run(path, steps=3):

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from gradexplorer.gui.graph.tint import NONFINITE
-from tests.gui_helpers import TIMEOUT_MS, make_window_fixture, open_model, wait_idle  # noqa: F401
+from tests.gui_helpers import TIMEOUT_MS, open_model, wait_idle
 
 NAN_MODEL = f"{Path(__file__).parent / 'data' / 'nan_sqrt_model.py'}:build"
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 
 import gradexplorer as gx
-from tests.gui_helpers import TIMEOUT_MS, make_window_fixture, open_model  # noqa: F401
+from tests.gui_helpers import TIMEOUT_MS, open_model
 from tests.test_gui_run import make, train
 
 

@@ -3,7 +3,7 @@ and max |g| whole (columns by priority, the rest from the header's menu)."""
 
 from __future__ import annotations
 
-from tests.gui_helpers import make_window_fixture, open_model, wait_idle  # noqa: F401
+from tests.gui_helpers import open_model, wait_idle
 
 NAME, NORM, MAX = 0, 1, 2
 

@@ -9,7 +9,6 @@ from PySide6.QtWidgets import QToolButton
 
 from gradexplorer.gui import window_fit
 from gradexplorer.gui.window_fit import SCREEN_SHARE, available
-from tests.gui_helpers import make_window_fixture  # noqa: F401 - pytest fixture
 
 
 @pytest.fixture
