@@ -49,7 +49,8 @@ def test_csv_of_the_curves_and_of_the_grid(qtbot, tmp_path, monkeypatch):
     target = tmp_path / "curves.csv"
     monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *a, **k: (str(target), ""))
     curves.csv_button.click()
-    rows = list(csv.reader(target.open()))
+    with target.open() as f:
+        rows = list(csv.reader(f))
     assert rows[0] == ["step", "loss", "global_norm"]
     assert [(int(r[0]), float(r[1])) for r in rows[1:]] == [(p.step, p.loss) for p in points]  # exact
     assert rows[3][2] == "nan" and float(rows[2][2]) == 0.1
@@ -61,7 +62,8 @@ def test_csv_of_the_curves_and_of_the_grid(qtbot, tmp_path, monkeypatch):
     panel.grid.filter.setText("weight")
     target = tmp_path / "grid.csv"
     panel.grid.csv_button.click()
-    rows = list(csv.reader(target.open()))
+    with target.open() as f:
+        rows = list(csv.reader(f))
     assert rows[0] == ["step", "parameter", *STAT_FIELDS]
     assert [r[1] for r in rows[1:]] == panel.grid.model.names  # as on screen: filtered, ranked
     latest = timeline.latest_gradients

@@ -201,22 +201,22 @@ WRITER = textwrap.dedent("""
 
 def test_follow_ends_when_the_writer_dies_and_its_lock_refuses_others(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path / "run")], env=env,
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout.readline().strip() == "ready"
-        with pytest.raises(gx.UserError, match="another gradexplorer process is writing"):
-            gx.watch(nn.Linear(3, 2), None, tmp_path / "run", resume=True)
-        run = gx.open_run(tmp_path / "run")
-        seen, start = [], time.monotonic()
-        for step in run.follow(poll=0.01, timeout=120):  # the timeout only guards a regression
-            seen.append(step)
-            if len(seen) == 2:
-                os.kill(proc.pid, signal.SIGKILL)
-        assert seen == [1, 2] and time.monotonic() - start < 60
-    finally:
-        proc.kill()
-        proc.wait()
+    with subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path / "run")], env=env,
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) as proc:
+        try:
+            assert proc.stdout.readline().strip() == "ready"
+            with pytest.raises(gx.UserError, match="another gradexplorer process is writing"):
+                gx.watch(nn.Linear(3, 2), None, tmp_path / "run", resume=True)
+            seen, start = [], time.monotonic()
+            with gx.open_run(tmp_path / "run") as run:
+                for step in run.follow(poll=0.01, timeout=120):  # the timeout guards a regression
+                    seen.append(step)
+                    if len(seen) == 2:
+                        os.kill(proc.pid, signal.SIGKILL)
+            assert seen == [1, 2] and time.monotonic() - start < 60
+        finally:
+            proc.kill()
+            proc.wait()
     gx.watch(nn.Linear(3, 2), None, tmp_path / "run", resume=True).close()  # the lock went with it
 
 

@@ -153,3 +153,10 @@ def check_plan(plan, snapshot_every: int | None, resume: bool, per_rank: bool) -
     if resume and plan.world > 1 and (plan.mode == "fsdp2" or per_rank):
         raise UserError("watch: resume=True continues one process's step count; FSDP2 and "
                         "per_rank runs count steps on every rank: record into a new run_dir")
+
+
+def recorder_of(model: nn.Module):
+    """The open recorder watching ``model`` (its unwrapped module under DDP), or None."""
+    from gradexplorer.core.recorder.ranks import _is_ddp
+
+    return watched_by(model.module if _is_ddp(model) else model)

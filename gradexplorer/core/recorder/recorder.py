@@ -15,7 +15,7 @@ from gradexplorer.core.errors import UserError
 from gradexplorer.core.recorder import arguments as A
 from gradexplorer.core.recorder.measure import MonitorMeasure
 from gradexplorer.core.recorder.per_rank import rank_norms_for
-from gradexplorer.core.recorder.ranks import RankPlan, _is_ddp, plan_ranks
+from gradexplorer.core.recorder.ranks import RankPlan, plan_ranks
 from gradexplorer.core.recorder.spike_log import SpikeLog
 from gradexplorer.core.recorder.step_points import (
     ScalerWatch,
@@ -339,10 +339,7 @@ class Recorder:
     def closed(self) -> bool:
         return self._closed
 
-    @staticmethod
-    def of(model: nn.Module) -> Recorder | None:
-        """The open recorder watching ``model`` (its unwrapped module under DDP), or None."""
-        return A.watched_by(model.module if _is_ddp(model) else model)
+    of = staticmethod(A.recorder_of)  # Recorder.of(model): the open recorder watching it
 
     def close(self) -> None:
         """Stop recording: remove the optimizer hooks, the gradient hooks and the graph's

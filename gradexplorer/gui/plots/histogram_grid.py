@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
 )
 
 from gradexplorer.core.stats.ranking import RANKINGS, rank_parameters
+from gradexplorer.gui.graph.legend import shrinkable
 from gradexplorer.gui.number_text import format_number
 from gradexplorer.gui.theme import ACCENT, ALARM, SELECTION
 
@@ -139,6 +140,8 @@ class HistogramGrid(QWidget):
         self.filter = QLineEdit(placeholderText="filter parameters…", clearButtonEnabled=True)
         self.ranking = QComboBox()
         self.ranking.addItems(list(RANKINGS))
+        shrinkable(self.ranking, 3)  # a narrow dock elides the sort's name, never widens
+        self.filter.setMinimumWidth(50)
         self.count = QLabel("")
         self.csv_button = QPushButton("CSV…")
         self.csv_button.setToolTip("Save the parameters shown, in this order, with their figures, as CSV")
