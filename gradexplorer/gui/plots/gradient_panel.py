@@ -26,7 +26,7 @@ from gradexplorer.gui.plots.heatmap_plot import HistogramHeatmap
 from gradexplorer.gui.plots.histogram_plot import HistogramPlot
 
 HISTOGRAM_MS = 50  # the histogram and the alarm redraw at most 20 times a second
-PLOT_HEIGHTS = (150, 150, 140, 170)  # the least each plot gets: 80+ pixels of plot area inside
+PLOT_HEIGHTS = (150, 150, 150, 170)  # the least each plot gets: 80+ pixels of plot area inside
 # axes and title; a dock shorter than their sum scrolls instead of squeezing them
 HEATMAP_MS, FLOW_MS = 100, 120  # heavier: about 10 times a second, on their own timers (no
 # leading-edge call), with periods that rarely coincide, so a step never triggers every redraw
