@@ -11,7 +11,7 @@ from gradexplorer.core.diagnose.explain import explain_node
 from gradexplorer.core.graph.style import format_shape, grad_text
 from gradexplorer.core.stats.records import STAT_FIELDS, STAT_LABELS
 from gradexplorer.gui.models.selection import Selection, SelectionModel, parameter_for
-from gradexplorer.gui.number_text import format_number
+from gradexplorer.gui.number_text import format_number, update_ratio_text
 
 SHOWN_FIELDS = [f for f in STAT_FIELDS if f not in ("nan_count", "inf_count")]  # those get a flag
 
@@ -26,7 +26,8 @@ def stats_rows(stats: Any) -> list[str]:
         return [_row("gradient", "not recorded yet: run a step")]
     if not stats.has_grad:
         return [_row("gradient", "<b style='color:#d32f2f'>none this step</b> (no gradient reached it)")]
-    rows = [_row(STAT_LABELS.get(f, f), format_number(getattr(stats, f, None))) for f in SHOWN_FIELDS]
+    rows = [_row(STAT_LABELS.get(f, f), (update_ratio_text if f == "update_ratio" else format_number)(
+        getattr(stats, f, None))) for f in SHOWN_FIELDS]
     bad = (stats.nan_count or 0) + (stats.inf_count or 0)
     flag = (f"<b style='color:#d32f2f'>⚠ {stats.nan_count} NaN, {stats.inf_count} Inf</b>"
             if bad else "none")

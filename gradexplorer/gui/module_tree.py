@@ -14,6 +14,7 @@ from torch import nn
 from gradexplorer.core.stats.module_rollup import module_gradients
 from gradexplorer.gui.graph.tint import magnitude_colours
 from gradexplorer.gui.models.selection import Selection, SelectionModel
+from gradexplorer.gui.number_text import update_ratio_text
 from gradexplorer.gui.parameter_table import TINTED_TEXT
 from gradexplorer.gui.theme import icon
 
@@ -117,7 +118,8 @@ class ModuleTree(QTreeWidget):
             item, g = self._items[path], rolled[path]
             values = (g.norm, g.abs_max, g.update_ratio)
             for column, value in zip(GRADIENT_COLUMNS, values, strict=False):
-                item.setText(column, figure(value))
+                item.setText(column, update_ratio_text(value, 3) if column == GRADIENT_COLUMNS[2]
+                             else figure(value))
                 item.setData(column, SORT_ROLE, -1.0 if value is None else value)
             item.setText(7, f"⚠ {g.nonfinite}" if g.nonfinite else ("ok" if g.with_grad else ""))
             item.setData(7, SORT_ROLE, g.nonfinite)

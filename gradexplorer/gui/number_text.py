@@ -8,3 +8,11 @@ def format_number(value: float | None, digits: int = 4) -> str:
     if value is None:
         return ""
     return "0" if value == 0 else f"{value:.{digits}g}"
+
+
+def update_ratio_text(value: float | None, digits: int = 4) -> str:
+    """‖Δθ‖/‖θ‖: ``new (θ was 0)`` where the weight was all zeros before the step (the ratio is
+    infinite there; a bare ``inf`` reads as an explosion)."""
+    if value is not None and value == float("inf"):
+        return "new (θ was 0)"
+    return format_number(value, digits)
