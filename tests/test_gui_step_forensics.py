@@ -167,3 +167,50 @@ def window_divergence(window, tmp_path):
     from gradexplorer.gui.step_forensics import show_divergence
 
     return show_divergence(window, tmp_path / "a", tmp_path / "b")
+
+
+def test_live_spike_markers_open_the_event(qtbot, make_window):
+    window = make_window()
+    window.controller.open_model("example:mlp", ModelOptions(),
+                                 SessionConfig(device="cpu", lr=1e30))  # NaN from step 2
+    qtbot.waitUntil(lambda: window.controller.live is not None
+                    and window.graph_panel.drawing is not None, timeout=TIMEOUT_MS)
+    wait_idle(qtbot, window)
+    window.controller.run(3)
+    qtbot.waitUntil(lambda: window.controller.timeline.latest is not None
+                    and window.controller.timeline.latest.step == 3, timeout=TIMEOUT_MS)
+    wait_idle(qtbot, window)
+    events = window.controller.timeline.ledger.events()
+    assert [e.step for e in events] == [2]
+    markers = window.spike_markers.items["norm"]
+    assert [p.pos().x() for p in markers.points()] == [2]
+    click_marker(qtbot, window, window.curves.norm_plot, 2)
+    qtbot.waitUntil(lambda: window.spike_panel.shown is events[0], timeout=TIMEOUT_MS)
+    assert window.spike_panel.heading.text().startswith("Spike step 2")
+    if events[0].ranking:
+        assert window.selection.current.param == events[0].ranking[0]["name"]
+
+
+def test_a_zero_weight_update_ratio_reads_new(qtbot, make_window, tmp_path):
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(6, 12), nn.ReLU(), nn.Linear(12, 2))
+    nn.init.zeros_(model[2].bias)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with gx.watch(model, opt, tmp_path / "run", bins=8):
+        x = torch.randn(16, 6, generator=torch.Generator().manual_seed(0))
+        opt.zero_grad()
+        model(x).square().mean().backward()
+        opt.step()
+    run = gx.open_run(tmp_path / "run")
+    assert run.stats(1)["2.bias"]["update_ratio"] == float("inf")
+    run.close()
+    window = make_window()
+    assert window.file_actions.open_run(str(tmp_path / "run")) is not None
+    window.settle()
+    table = window.table.table
+    row = table.row_of("2.bias")
+    assert table.data(table.index(row, 3)) == "new (θ was 0)"
+    window.selection.select(param="2.bias", module="2", source="test")
+    window.settle()
+    assert "new (θ was 0)" in window.details.toPlainText()
+    assert "inf" not in table.data(table.index(row, 3))
