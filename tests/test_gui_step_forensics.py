@@ -154,6 +154,8 @@ def test_compare_runs_opens_the_divergence_the_same_way(qtbot, make_window, tmp_
     assert window.selection.current.param == first
     assert window.ledger_panel.pinned == 12
     assert "part at step 12" in window.spike_panel.heading.text()
+    heat = {n: s.norm for n, s in window.graph_panel._stats.items()}  # the graph tinted by gap
+    assert all(heat[r["name"]] == r["gap"] for r in divergence.ranking)
     # an unrelated folder is one line in a dialog, never a traceback
     errors = []
     window.show_error = errors.append

@@ -9,8 +9,6 @@ rolling clip rate and skip count, over curves of the accumulated and applied glo
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
@@ -24,6 +22,7 @@ from gradexplorer.gui.number_text import format_number
 from gradexplorer.gui.theme import ALARM, steady_axes
 
 REDRAW_MS = 120
+MAX_SKIP_LINES = 200  # the newest skipped steps drawn as lines
 ACCUMULATED_PEN, APPLIED_PEN = "#8e24aa", "#e53935"
 AS_APPLIED = "as applied (after unscale and clip: every figure in the app)"
 
@@ -43,7 +42,9 @@ def ledger_lines(ledger, summary: dict | None = None) -> list[str]:
              f"iteration (backward passes): {number(ledger.iteration)}",
              f"micro-batches: {number(ledger.micro_batches)}",
              f"loss (mean of micro-batches): {number(ledger.loss)}",
-             f"global norm as accumulated: {number(ledger.grad_norm_accumulated)}",
+             f"global norm as accumulated: {number(ledger.grad_norm_accumulated)}"
+             + (f" (÷ scale: {number(ledger.grad_norm_accumulated / ledger.scale)})"
+                if ledger.scale and ledger.grad_norm_accumulated is not None else ""),
              f"global norm as applied: {number(ledger.grad_norm_applied)}",
              f"clip coef: {number(ledger.clip_coef)}"
              + ("" if ledger.clipped is None else (" (clipped)" if ledger.clipped else " (not clipped)")),
@@ -73,7 +74,7 @@ class LedgerPanel(QWidget):
         super().__init__(parent)
         self.timeline = timeline
         self.pinned: int | None = None
-        self.heading = QLabel(f"Figures describe the gradient {AS_APPLIED}.")
+        self.heading = QLabel(f"Figures describe the gradient {AS_APPLIED}; red dashes: skipped steps.")
         self.heading.setWordWrap(True)
         self.details = QLabel("no step yet")
         self.details.setTextInteractionFlags(Qt.TextSelectableByMouse)
@@ -87,10 +88,9 @@ class LedgerPanel(QWidget):
         steady_axes(item)
         item.addLegend(offset=(-10, 10))
         self.accumulated = item.plot(pen=pg.mkPen(ACCUMULATED_PEN, width=1.5, style=Qt.DashLine),
-                                     name="as accumulated (.grad after backward)")
+                                     name="as accumulated (.grad after backward, ÷ scale)")
         self.applied = item.plot(pen=pg.mkPen(APPLIED_PEN, width=1.5), name="as applied")
-        self.skipped = pg.ScatterPlotItem(symbol="x", size=9, pen=pg.mkPen(ALARM, width=2))
-        item.addItem(self.skipped)
+        self.skipped: list[pg.InfiniteLine] = []  # one red dashed line per skipped step
         self.step_line = pg.InfiniteLine(angle=90, pen=pg.mkPen("#ff6f00", width=1))
         self.step_line.setVisible(False)
         item.addItem(self.step_line, ignoreBounds=True)
@@ -105,6 +105,17 @@ class LedgerPanel(QWidget):
         layout.addWidget(row, 1)
         self.refresh_soon = qthrottled(self.refresh, timeout=REDRAW_MS, parent=self)
         timeline.changed.connect(self.refresh_soon)
+
+    def _mark_skipped(self, steps: list[int]) -> None:
+        item = self.plot.getPlotItem()
+        while len(self.skipped) < len(steps):
+            line = pg.InfiniteLine(angle=90, pen=pg.mkPen(ALARM, width=1, style=Qt.DashLine))
+            item.addItem(line, ignoreBounds=True)
+            self.skipped.append(line)
+        for i, line in enumerate(self.skipped):
+            line.setVisible(i < len(steps))
+            if i < len(steps):
+                line.setValue(steps[i])
 
     def show_step(self, step: int | None) -> None:
         """Details of ``step`` (None: the newest) and a line at it on the curves."""
@@ -125,10 +136,7 @@ class LedgerPanel(QWidget):
         steps, acc, applied = (np.asarray(v, dtype=float) for v in track.series())
         self.accumulated.setData(steps, acc, connect="finite")
         self.applied.setData(steps, applied, connect="finite")
-        skipped = [(led.optimizer_step, led.grad_norm_accumulated) for led in track.ledgers
-                   if led.skipped and led.grad_norm_accumulated is not None
-                   and math.isfinite(led.grad_norm_accumulated)]
-        self.skipped.setData([s for s, _ in skipped], [v for _, v in skipped])
+        self._mark_skipped(track.skipped_steps()[-MAX_SKIP_LINES:])
         both = np.concatenate([acc, applied]) if len(steps) else np.array([])
         if len(steps):
             fit_range(self.plot.getPlotItem(), steps, both)

@@ -28,12 +28,25 @@ from gradexplorer.gui.number_text import format_number
 NAME = Qt.UserRole + 1
 
 
-def rank_heat(names: list[str], ranked: list[str]) -> dict[str, ParamStats]:
-    """Stand-in statistics whose "norm" is the heat of each parameter's rank: the first ranked
-    hottest (10^n … 10), unranked ones palest (0); the graph's tint draws them as it draws norms."""
+def rank_heat(names: list[str], ranked: list[str],
+              values: list[float] | None = None) -> dict[str, ParamStats]:
+    """Stand-in statistics whose "norm" is the heat the graph's tint draws (as it draws norms):
+    ``values`` (a divergence's gaps) or else each rank's (the first ranked hottest, 10^n … 10);
+    unranked parameters palest (0)."""
     n = len(ranked)
-    heat = {name: 10.0 ** (n - i) for i, name in enumerate(ranked)}
+    heat = dict(zip(ranked, values, strict=True)) if values is not None else \
+        {name: 10.0 ** (n - i) for i, name in enumerate(ranked)}
     return {name: ParamStats(name, (1,), 1, True, norm=heat.get(name, 0.0)) for name in names}
+
+
+def batch_text(batch, shown: int = 3) -> str:
+    """A batch's ids, short: ``sample-9600, sample-9601, sample-9602 … (32 ids)``."""
+    if isinstance(batch, (list, tuple)) and len(batch) > shown:
+        return ", ".join(map(str, batch[:shown])) + f" … ({len(batch)} ids)"
+    if isinstance(batch, (list, tuple)):
+        return ", ".join(map(str, batch))
+    text = str(batch)
+    return text if len(text) <= 80 else text[:79] + "…"
 
 
 class SpikePanel(QWidget):
@@ -68,11 +81,11 @@ class SpikePanel(QWidget):
     # -- what is shown ------------------------------------------------------------------
     def show_event(self, event) -> None:
         """A spike event: its ranking by onset, at its first flagged step."""
-        batch = f" · batch {event.batch}" if event.batch is not None else ""
+        batch = f" · batch {batch_text(event.batch)}" if event.batch is not None else ""
         self.ranking.setHeaderLabels(["#", "parameter", "figure", "onset", "excursion"])
         rows = [(r["name"], r["figure"], f"step {r['onset']}", factor_text(r["factor"]))
                 for r in event.ranking]
-        self._show(event, f"Spike {event.summary()}{batch}", event.step, rows)
+        self._show(event, f"Spike {event.summary()}{batch}", event.step, rows)  # heat by rank
 
     def show_divergence(self, divergence, name_a: str = "A", name_b: str = "B") -> None:
         """Where two runs part: the parameters ranked by relative gap at the first step."""
@@ -88,9 +101,10 @@ class SpikePanel(QWidget):
         self._show(divergence, f"Runs {name_a} and {name_b} part at step {divergence.step} "
                    f"(tol {divergence.tol:g}; {signals}); first: "
                    f"{divergence.ranking[0]['name'] if divergence.ranking else '—'}",
-                   divergence.step, rows)
+                   divergence.step, rows, [r["gap"] for r in divergence.ranking])
 
-    def _show(self, shown, heading: str, step: int | None, rows: list[tuple]) -> None:
+    def _show(self, shown, heading: str, step: int | None, rows: list[tuple],
+              heat: list[float] | None = None) -> None:
         self.shown = shown
         self.heading.setText(heading)
         self.ranking.clear()
@@ -106,9 +120,11 @@ class SpikePanel(QWidget):
         w.ledger_panel.show_step(step)
         ranked = [row[0] for row in rows]
         if ranked:
-            self.hold_tint(rank_heat([r[0] for r in w.table.table.rows], ranked))
+            self.hold_tint(rank_heat([r[0] for r in w.table.table.rows], ranked, heat))
             first = ranked[0]
             w.selection.select(param=first, module=owner(first), source="spikes")
+            if w.graph_panel.drawing is not None:
+                w.graph_panel.zoom_to_selection()
             self.ranking.setCurrentItem(self.ranking.topLevelItem(0))
 
     # -- the graph's tint -----------------------------------------------------------------

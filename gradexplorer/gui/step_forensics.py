@@ -95,3 +95,25 @@ def _add_actions(window) -> None:
     separator = next((a for a in view.actions() if a.isSeparator()), None)
     for dock in (window.ledger_dock, window.spikes_dock):
         view.insertAction(separator, dock.toggleViewAction())
+
+
+def run_opener(spike: int | None = None, diverge: str | Path | None = None,
+               tol: float | None = None, dock: str | None = None):
+    """What ``gradexplorer open RUN`` does with ``--spike STEP``, ``--diverge OTHER`` and
+    ``--dock NAME``: a ``show(window, path)`` for ``open_run_window``."""
+    from gradexplorer.gui.run_view import show_run
+
+    def show(window, path) -> None:
+        if diverge is not None:
+            show_divergence(window, path, diverge, tol)
+        elif show_run(window, path) is not None and spike is not None:
+            event = next((e for e in window.controller.timeline.ledger.events()
+                          if e.step == spike), None)
+            if event is None:
+                window.show_error(f"run {str(path)!r} has no spike event at step {spike}")
+            else:
+                show_spike(window, event)
+        if dock is not None:
+            getattr(window, f"{dock}_dock").raise_()
+        window.settle()
+    return show

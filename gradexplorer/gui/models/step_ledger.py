@@ -53,12 +53,16 @@ class LedgerTrack:
         return self.ledgers[-1] if self.ledgers else None
 
     def series(self) -> tuple[list[float], list[float], list[float]]:
-        """(steps, accumulated norms, applied norms); NaN where unknown (a skipped step has
-        no applied norm)."""
+        """(steps, accumulated norms ÷ the GradScaler's scale, applied norms); NaN where
+        unknown (a skipped step has no applied norm). Divided by the scale, the accumulated
+        norm is comparable with the applied one: their ratio is the clip coefficient."""
         steps = [float(led.optimizer_step) for led in self.ledgers]
-        acc = [_value(led.grad_norm_accumulated) for led in self.ledgers]
+        acc = [_value(led.grad_norm_accumulated) / (led.scale or 1.0) for led in self.ledgers]
         applied = [_value(led.grad_norm_applied) for led in self.ledgers]
         return steps, acc, applied
+
+    def skipped_steps(self) -> list[int]:
+        return [led.optimizer_step for led in self.ledgers if led.skipped]
 
     def summary(self, window: int = WINDOW) -> dict:
         """The core's rolling clip rate and skip count over the last ``window`` steps."""
