@@ -216,3 +216,24 @@ def test_a_zero_weight_update_ratio_reads_new(qtbot, make_window, tmp_path):
     window.settle()
     assert "new (θ was 0)" in window.details.toPlainText()
     assert "inf" not in table.data(table.index(row, 3))
+
+
+def test_open_command_opens_a_spike_or_a_divergence_and_refuses_bad_ones(qapp, tmp_path):
+    from tests.test_gui_screenshot import image_pixels, run_gradexplorer
+
+    spike_train(tmp_path / "a", 60, inject=INJECT)
+    spike_train(tmp_path / "b", 60)
+    shot = tmp_path / "spike.png"
+    done = run_gradexplorer("open", str(tmp_path / "a"), "--spike", str(INJECT), "--dock", "spikes",
+                            "--window-size", "1024x700", "--screenshot", str(shot), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert image_pixels(shot).shape == (700, 1024)
+    done = run_gradexplorer("open", str(tmp_path / "b"), "--diverge", str(tmp_path / "a"),
+                            "--screenshot", str(tmp_path / "d.png"), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    done = run_gradexplorer("open", str(tmp_path / "a"), "--spike", "7", cwd=tmp_path)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert f"events at: {INJECT}" in done.stderr
+    done = run_gradexplorer("open", str(tmp_path / "a"), "--diverge", str(tmp_path / "nope"),
+                            cwd=tmp_path)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QScrollArea, QVBoxLayout, QWidget
 from superqt.utils import qthrottled
 
 from gradexplorer.gui.curves import fit_range
@@ -75,11 +75,16 @@ class LedgerPanel(QWidget):
         self.timeline = timeline
         self.pinned: int | None = None
         self.heading = QLabel(f"Figures describe the gradient {AS_APPLIED}; red dashes: skipped steps.")
-        self.heading.setWordWrap(True)
+        self.heading.setToolTip(self.heading.text())
+        self.heading.setMinimumWidth(1)  # cut off when narrow, never widening the dock
         self.details = QLabel("no step yet")
         self.details.setTextInteractionFlags(Qt.TextSelectableByMouse)
         self.details.setAlignment(Qt.AlignTop | Qt.AlignLeft)
-        self.details.setMinimumWidth(250)
+        details_area = QScrollArea()  # the dock may be short: the details scroll
+        details_area.setWidget(self.details)
+        details_area.setWidgetResizable(True)
+        details_area.setFrameShape(QScrollArea.NoFrame)
+        details_area.setMinimumWidth(300)
         self.plot = pg.PlotWidget(title="global gradient norm: accumulated vs applied")
         item = self.plot.getPlotItem()
         item.showGrid(x=True, y=True, alpha=0.2)
@@ -97,7 +102,7 @@ class LedgerPanel(QWidget):
         row = QWidget()
         split = QHBoxLayout(row)
         split.setContentsMargins(4, 0, 0, 0)
-        split.addWidget(self.details)
+        split.addWidget(details_area)
         split.addWidget(self.plot, 1)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 2, 4, 2)

@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QPushButton,
+    QScrollArea,
     QTreeWidget,
     QTreeWidgetItem,
     QVBoxLayout,
@@ -26,6 +27,7 @@ from gradexplorer.core.stats.records import ParamStats
 from gradexplorer.gui.number_text import format_number
 
 NAME = Qt.UserRole + 1
+HEADING_HEIGHT = 48  # pixels of the event's summary shown before it scrolls
 
 
 def rank_heat(names: list[str], ranked: list[str],
@@ -66,11 +68,17 @@ class SpikePanel(QWidget):
         self.live_button.clicked.connect(self.live_tint)
         self.ranking = QTreeWidget()
         self.ranking.setRootIsDecorated(False)
+        self.ranking.setMinimumHeight(48)
         self.ranking.setAlternatingRowColors(True)
         self.ranking.setHeaderLabels(["#", "parameter", "figure", "onset", "excursion"])
         self.ranking.itemClicked.connect(self._row_clicked)
+        heading_area = QScrollArea()  # a long summary scrolls; the dock stays short
+        heading_area.setWidget(self.heading)
+        heading_area.setWidgetResizable(True)
+        heading_area.setFrameShape(QScrollArea.NoFrame)
+        heading_area.setMaximumHeight(HEADING_HEIGHT)
         top = QHBoxLayout()
-        top.addWidget(self.heading, 1)
+        top.addWidget(heading_area, 1)
         top.addWidget(self.live_button, 0, Qt.AlignTop)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 2, 4, 2)

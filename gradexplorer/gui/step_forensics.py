@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QAction
 from superqt.utils import qthrottled
 
@@ -18,6 +18,7 @@ from gradexplorer.gui.ledger_view import LedgerPanel
 from gradexplorer.gui.plots.spike_markers import SpikeMarkers
 from gradexplorer.gui.spike_view import SpikePanel
 
+ROOM = 0.36  # share of the window's height a ranking or ledger brought forward gets
 OPTIMIZER_MS = 130  # the parameter table's optimizer columns, as often as its other figures
 
 
@@ -51,7 +52,7 @@ def flush(window) -> None:
 def show_spike(window, event) -> None:
     """Open ``event`` (a SpikeEvent): its ranking, its step, the graph tinted by onset."""
     window.spike_panel.show_event(event)
-    window.spikes_dock.raise_()
+    bring_forward(window, window.spikes_dock)
 
 
 def show_divergence(window, path_a: str | Path, path_b: str | Path, tol: float | None = None):
@@ -68,8 +69,16 @@ def show_divergence(window, path_a: str | Path, path_b: str | Path, tol: float |
     if show_run(window, path_a) is None:
         return None
     window.spike_panel.show_divergence(divergence, Path(path_a).name, Path(path_b).name)
-    window.spikes_dock.raise_()
+    bring_forward(window, window.spikes_dock)
     return divergence
+
+
+def bring_forward(window, dock) -> None:
+    """Raise a bottom tab and give it room to read (ROOM of the window's height at least)."""
+    dock.raise_()
+    wanted = int(window.height() * ROOM)
+    if dock.height() < wanted:  # after the window's own first sizing (its showEvent)
+        QTimer.singleShot(0, lambda: window.resizeDocks([dock], [wanted], Qt.Vertical))
 
 
 def ask_divergence(window) -> None:
@@ -114,6 +123,6 @@ def run_opener(spike: int | None = None, diverge: str | Path | None = None,
             else:
                 show_spike(window, event)
         if dock is not None:
-            getattr(window, f"{dock}_dock").raise_()
+            bring_forward(window, getattr(window, f"{dock}_dock"))
         window.settle()
     return show
