@@ -69,7 +69,10 @@ def test_a_followed_clipped_run_shows_its_ledger_and_optimizer_state(qtbot, make
     # the optimizer's state: hidden columns of the parameter table, the run's figures exactly
     table = window.table.table
     state = run.optimizer_state(6)["0.weight"]
-    window.table.show_optimizer_columns(True)
+    optim = [c for c in range(table.columnCount()) if table.headerData(c, Qt.Horizontal) == "‖m‖"]
+    assert window.table.isColumnHidden(optim[0])  # hidden until asked for
+    window.optimizer_columns_action.trigger()  # View → Optimizer columns
+    assert not window.table.isColumnHidden(optim[0])
     row = table.row_of("0.weight")
     cells = {table.headerData(c, Qt.Horizontal): table.data(table.index(row, c))
              for c in range(table.columnCount())}

@@ -104,6 +104,13 @@ def _add_actions(window) -> None:
     separator = next((a for a in view.actions() if a.isSeparator()), None)
     for dock in (window.ledger_dock, window.spikes_dock):
         view.insertAction(separator, dock.toggleViewAction())
+    columns = QAction("Optimizer columns in the parameter table", window)
+    columns.setCheckable(True)
+    columns.setToolTip("lr, ‖m‖, RMS √v̂, effective lr and ‖momentum‖ of each parameter after the "
+                       "newest step")
+    columns.toggled.connect(window.table.show_optimizer_columns)
+    view.insertAction(separator, columns)
+    window.optimizer_columns_action = columns
 
 
 def run_opener(spike: int | None = None, diverge: str | Path | None = None,
