@@ -136,7 +136,6 @@ def open_run_window(path: Path, screenshot: Path | None = None,
 
     app = application()
     window = build_window(AppSettings(scratch_settings() if screenshot else None))
-    window.scripted = screenshot is not None  # errors to stderr, no dialog to wait on
     if window_size is not None:
         window.resize(*window_size)
     try:
