@@ -142,6 +142,14 @@ def test_clicking_a_spike_marker_opens_its_onset_ranking(qtbot, make_window, tmp
     assert heat[first] == max(heat.values()) > heat[coolest]
     window.spike_panel.live_tint()
     assert window.graph_panel._stats[first].norm == run.stats(60)[first]["norm"]
+    click_marker(qtbot, window, window.curves.loss_plot, INJECT)  # the loss curve's marker too
+    assert window.spike_panel.shown is not None and window.spike_panel._held
+    spike_train(tmp_path / "quiet", 20)  # another run opened: the event no longer applies
+    assert window.file_actions.open_run(str(tmp_path / "quiet")) is not None
+    window.settle()
+    assert window.spike_panel.shown is None and not window.spike_panel._held
+    assert window.spike_panel.ranking.topLevelItemCount() == 0
+    assert window.spike_markers.items["loss"].points().size == 0
     run.close()
 
 

@@ -85,6 +85,8 @@ class SpikePanel(QWidget):
         layout.addLayout(top)
         layout.addWidget(self.ranking, 1)
         self._held = False
+        self._generation = None  # the timeline's ledger generation of what is shown
+        window.controller.timeline.changed.connect(self._forget_if_new_run)
 
     # -- what is shown ------------------------------------------------------------------
     def show_event(self, event) -> None:
@@ -111,9 +113,23 @@ class SpikePanel(QWidget):
                    f"{divergence.ranking[0]['name'] if divergence.ranking else '—'}",
                    divergence.step, rows, [r["gap"] for r in divergence.ranking])
 
+    def _forget_if_new_run(self) -> None:
+        """Another model or run took over the timeline: what is shown no longer applies."""
+        if self.shown is not None and \
+                self.window.controller.timeline.ledger.generation != self._generation:
+            self.clear()
+
+    def clear(self) -> None:
+        """Show nothing; the graph's tint follows the latest norms again."""
+        self.shown, self._generation = None, None
+        self.heading.setText("Click a spike marker (▲) on the loss or norm curve.")
+        self.ranking.clear()
+        self.live_tint()
+
     def _show(self, shown, heading: str, step: int | None, rows: list[tuple],
               heat: list[float] | None = None) -> None:
         self.shown = shown
+        self._generation = self.window.controller.timeline.ledger.generation
         self.heading.setText(heading)
         self.ranking.clear()
         for i, row in enumerate(rows, start=1):

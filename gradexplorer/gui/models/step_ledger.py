@@ -23,9 +23,11 @@ class LedgerTrack:
     state (``name -> ParamOptimState``) and the spike events (by first step)."""
 
     def __init__(self) -> None:
+        self.generation = 0  # how many times the track started over (a new model or run)
         self.clear()
 
     def clear(self) -> None:
+        self.generation += 1
         self.ledgers: deque[StepLedger] = deque(maxlen=KEEP)
         self._by_step: dict[int, StepLedger] = {}
         self.optimizer_state: dict[str, Any] = {}
