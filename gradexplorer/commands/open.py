@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from gradexplorer.commands.gui import prepare_window
+from gradexplorer.commands.gui import prepare_window, window_size
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -18,6 +18,18 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="compare with another snapshot, side by side")
     parser.add_argument("--screenshot", type=Path, metavar="FILE.png",
                         help="save a picture of the window and exit")
+    parser.add_argument("--window-size", metavar="WxH", type=window_size,
+                        help="open the window at this size in pixels, e.g. 1024x700 (screenshots)")
+    parser.add_argument("--spike", type=int, metavar="STEP",
+                        help="run directory: open the spike event that begins at STEP (its onset "
+                             "ranking, the graph tinted by onset), as clicking its marker does")
+    parser.add_argument("--diverge", type=Path, metavar="OTHER",
+                        help="run directory: show where run OTHER parts from it (first step "
+                             "and parameters ranked by gap), as File → Compare runs does")
+    parser.add_argument("--tol", type=float, default=None,
+                        help="with --diverge: relative tolerance (default as gradexplorer diverge)")
+    parser.add_argument("--dock", choices=("curves", "events", "ledger", "spikes"),
+                        help="run directory: bring this bottom tab to the front")
     parser.set_defaults(func=open_command)
 
 
@@ -43,16 +55,38 @@ def not_written_yet(path: Path) -> bool:
     return not path.exists()
 
 
+def check_run(args: argparse.Namespace, read_run) -> None:
+    """Refuse a damaged run, or a --spike step it has no event at, before any window opens."""
+    from gradexplorer.core.errors import UserError
+
+    with read_run(args.snapshot) as run:
+        run.check()
+        if args.spike is not None and args.spike not in {e.step for e in run.spike_events()}:
+            steps = ", ".join(str(e.step) for e in run.spike_events()) or "none"
+            raise UserError(f"--spike {args.spike}: run {str(args.snapshot)!r} has no spike event "
+                            f"beginning at that step (events at: {steps})")
+
+
 def open_run(args: argparse.Namespace) -> int:
     from gradexplorer.core.errors import UserError
     from gradexplorer.core.recorder.run import open_run as read_run
 
     if args.compare is not None:
-        raise UserError("--compare is for snapshots; compare runs with: gradexplorer compare A B")
-    if not not_written_yet(args.snapshot):
-        with read_run(args.snapshot) as run:
-            run.check()  # refuse a damaged run before any window opens
+        raise UserError("--compare is for snapshots; compare runs with: gradexplorer compare A B "
+                        "or open A --diverge B")
+    if not_written_yet(args.snapshot):  # waited for in the window; nothing to check yet
+        if args.spike is not None or args.diverge is not None:
+            raise UserError(f"{str(args.snapshot)!r} does not exist yet: --spike and --diverge "
+                            "need a written run")
+    else:
+        check_run(args, read_run)
+    if args.diverge is not None:
+        from gradexplorer.core.recorder.divergence import find_divergence
+
+        find_divergence(args.snapshot, args.diverge, 0.0 if args.tol is None else args.tol)
     prepare_window(args.screenshot)
     from gradexplorer.gui.app import open_run_window  # Qt only now
+    from gradexplorer.gui.step_forensics import run_opener
 
-    return open_run_window(args.snapshot, args.screenshot)
+    show = run_opener(args.spike, args.diverge, args.tol, args.dock)
+    return open_run_window(args.snapshot, args.screenshot, args.window_size, show)

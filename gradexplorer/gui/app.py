@@ -140,8 +140,10 @@ def open_snapshot_window(path: Path, other: Path | None = None, screenshot: Path
     return app.exec()
 
 
-def open_run_window(path: Path, screenshot: Path | None = None) -> int:
-    """Show a run directory in the main window, following it while it grows."""
+def open_run_window(path: Path, screenshot: Path | None = None,
+                    window_size: tuple[int, int] | None = None, show=None) -> int:
+    """Show a run directory in the main window, following it while it grows (``show(window,
+    path)`` instead of plain ``show_run``: e.g. a spike or a divergence opened; step_forensics)."""
     from PySide6.QtCore import QTimer
 
     from gradexplorer.gui.run_view import show_run
@@ -149,9 +151,11 @@ def open_run_window(path: Path, screenshot: Path | None = None) -> int:
 
     app = start_app()
     window = build_window(AppSettings(scratch_settings() if screenshot else None))
+    if window_size is not None:
+        window.resize(*window_size)
     try:
         window.show()
-        show_run(window, path)  # a damaged run: a dialog
+        (show or show_run)(window, path)  # a damaged run: a dialog
     except BaseException:
         window.close()  # stops its training thread: a QThread destroyed running aborts the app
         raise

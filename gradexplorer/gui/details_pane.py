@@ -11,7 +11,7 @@ from gradexplorer.core.diagnose.explain import explain_node
 from gradexplorer.core.graph.style import format_shape, grad_text
 from gradexplorer.core.stats.records import STAT_FIELDS, STAT_LABELS
 from gradexplorer.gui.models.selection import Selection, SelectionModel, parameter_for
-from gradexplorer.gui.number_text import format_number, nonfinite_word
+from gradexplorer.gui.number_text import format_number, nonfinite_word, update_ratio_text
 
 SHOWN_FIELDS = [f for f in STAT_FIELDS if f not in ("nan_count", "inf_count")]  # those get a flag
 
@@ -29,7 +29,8 @@ def stats_rows(stats: Any) -> list[str]:
     word = nonfinite_word(stats)  # the figures below cover only the finite elements
     rows = [_row(STAT_LABELS.get(f, f), f"<b style='color:#d32f2f'>{word}</b> (finite elements: "
                  f"{format_number(getattr(stats, f, None))})" if word and f in ("norm", "abs_max")
-                 else format_number(getattr(stats, f, None))) for f in SHOWN_FIELDS]
+                 else (update_ratio_text if f == "update_ratio" else format_number)(
+                     getattr(stats, f, None))) for f in SHOWN_FIELDS]
     bad = (stats.nan_count or 0) + (stats.inf_count or 0)
     flag = (f"<b style='color:#d32f2f'>⚠ {stats.nan_count} NaN, {stats.inf_count} Inf</b>"
             if bad else "none")

@@ -16,6 +16,7 @@ from gradexplorer.core.hooks.observed import ObserveReporter
 from gradexplorer.core.model.spec import ModelOptions, load_workload
 from gradexplorer.core.session.engine import SessionConfig, TrainingSession
 from gradexplorer.core.stats.monitor import GradientMonitor, warm_up
+from gradexplorer.gui.optimizer_reporter import OptimizerStateReporter
 
 
 @dataclass
@@ -90,3 +91,4 @@ def _attach(live: LiveSession) -> None:
     live.session.add_observer(NonFiniteOrigin(live.session, live.hooks.listeners))
     # what observe hooks saw, as plain records in each step result (the mailbox carries them)
     live.session.add_observer(ObserveReporter(live.hooks, live.monitor.bins))
+    live.session.add_observer(OptimizerStateReporter())  # ‖m‖, RMS √v̂, eff. lr, ‖momentum‖

@@ -30,6 +30,8 @@ from gradexplorer.gui.run_controls import RunControls
 from gradexplorer.gui.settings import AppSettings
 from gradexplorer.gui.shortcuts import WindowShortcutsFirst
 from gradexplorer.gui.status_bar import RunStatusBar
+from gradexplorer.gui.step_forensics import flush as flush_step_forensics
+from gradexplorer.gui.step_forensics import install as install_step_forensics
 from gradexplorer.gui.theme import apply_theme
 from gradexplorer.gui.window_fit import DockShares, clamp_to_screen, first_size
 
@@ -72,6 +74,7 @@ class MainWindow(QMainWindow):
         self.setCentralWidget(self.graph_panel)
         self._docks()
         build_menus(self)
+        install_step_forensics(self)  # ledger, spike markers and divergence
         self.shortcuts_first = WindowShortcutsFirst(self)
         self._connect()
         self._restore()
@@ -228,6 +231,7 @@ class MainWindow(QMainWindow):
         self.gradients.flush()
         self.distributions.flush()
         self.graph_panel.flush()
+        flush_step_forensics(self)
 
     def _hooks_changed(self, hooks: dict) -> None:
         before, self._hooked = getattr(self, "_hooked", {}), dict(hooks)

@@ -15,6 +15,7 @@ from gradexplorer.core.stats.module_rollup import module_gradients, owners
 from gradexplorer.gui.column_priority import ColumnPriority
 from gradexplorer.gui.graph.tint import table_tints
 from gradexplorer.gui.models.selection import Selection, SelectionModel
+from gradexplorer.gui.number_text import update_ratio_text
 from gradexplorer.gui.parameter_table import TINTED_TEXT
 from gradexplorer.gui.theme import icon
 
@@ -144,7 +145,8 @@ class ModuleTree(QTreeWidget):
             values = (g.norm, g.abs_max, g.update_ratio)
             for column, value in zip(GRADIENT_COLUMNS, values, strict=False):
                 shown = word if word and column in (4, 5) else None  # never the finite part's
-                item.setText(column, shown or figure(value))
+                item.setText(column, shown or (update_ratio_text(value, 3)
+                                               if column == GRADIENT_COLUMNS[2] else figure(value)))
                 item.setData(column, SORT_ROLE, math.inf if shown else -1.0 if value is None else value)
             item.setText(7, f"⚠ {g.nonfinite}" if g.nonfinite else ("ok" if g.with_grad else ""))
             item.setData(7, SORT_ROLE, g.nonfinite)

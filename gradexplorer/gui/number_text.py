@@ -25,3 +25,11 @@ def gradient_number(stats, value: float | None, digits: int = 4) -> str:
     """A norm or max |g| of ``stats`` as every view writes it: ``NaN``/``inf`` for a gradient
     holding them (never the finite part's figure), else ``format_number``."""
     return nonfinite_word(stats) or format_number(value, digits)
+
+
+def update_ratio_text(value: float | None, digits: int = 4) -> str:
+    """‖Δθ‖/‖θ‖: ``new (θ was 0)`` where the weight was all zeros before the step (the ratio is
+    infinite there; a bare ``inf`` reads as an explosion)."""
+    if value is not None and value == float("inf"):
+        return "new (θ was 0)"
+    return format_number(value, digits)

@@ -16,13 +16,21 @@ from gradexplorer.gui.column_priority import ColumnPriority
 from gradexplorer.gui.graph.tint import table_tints
 from gradexplorer.gui.models.selection import Selection, SelectionModel
 from gradexplorer.gui.name_elide import elide_to_width
-from gradexplorer.gui.number_text import format_number, gradient_number
+from gradexplorer.gui.number_text import gradient_number, update_ratio_text
+from gradexplorer.gui.optimizer_columns import (
+    OPTIMIZER_COLUMNS,
+    TOOLTIPS,
+    optimizer_cells,
+    optimizer_value,
+)
 from gradexplorer.gui.theme import ALARM
 
 TINTED_TEXT = "#17252c"
 CONTENT_SAMPLE = 200  # rows looked at when sizing columns to their contents
 NAME_WIDTH = 320  # the widest the name column opens at (pixels)
-COLUMNS = ("Parameter", "Norm", "Max |g|", "Upd ratio", "NaN/Inf", "Shape", "Numel", "Grad")
+BASE_COLUMNS = ("Parameter", "Norm", "Max |g|", "Upd ratio", "NaN/Inf", "Shape", "Numel", "Grad")
+COLUMNS = BASE_COLUMNS + OPTIMIZER_COLUMNS  # the optimizer's: hidden until asked for
+OPTIM = range(len(BASE_COLUMNS), len(COLUMNS))
 LIVE = (1, 2, 3, 4)  # columns that follow the latest step
 STATIC = {5: 1, 6: 2, 7: 3}  # column -> index into a row after the name
 NUMBERS = (1, 2, 3, 6)  # right-aligned
@@ -47,6 +55,8 @@ class ParameterTableModel(QAbstractTableModel):
         self._live: list[tuple[str, ...]] = []  # formatted live cells per row
         self._bad: list[bool] = []
         self._tints: list[int] = []  # ARGB per row by gradient norm (0: none)
+        self.optimizer_state: dict[str, Any] = {}
+        self._optim: list[tuple[str, ...]] = []
 
     def set_model(self, model: nn.Module) -> None:
         """Show ``model``'s parameters."""
@@ -57,6 +67,7 @@ class ParameterTableModel(QAbstractTableModel):
         self._live = [("",) * len(LIVE)] * len(self.rows)
         self._bad = [False] * len(self.rows)
         self._tints = [0] * len(self.rows)
+        self.optimizer_state, self._optim = {}, [optimizer_cells(None)] * len(self.rows)
         self.endResetModel()
 
     def set_stats(self, params: dict[str, Any]) -> None:
@@ -69,6 +80,15 @@ class ParameterTableModel(QAbstractTableModel):
         if self.rows:
             self.dataChanged.emit(self.index(0, LIVE[0]), self.index(len(self.rows) - 1, LIVE[-1]))
 
+    def set_optimizer_state(self, states: dict[str, Any]) -> None:
+        """The optimizer's state after the newest step (ParamOptimState by name)."""
+        if states is self.optimizer_state:
+            return
+        self.optimizer_state = states
+        self._optim = [optimizer_cells(states.get(row[0])) for row in self.rows]
+        if self.rows:
+            self.dataChanged.emit(self.index(0, OPTIM[0]), self.index(len(self.rows) - 1, OPTIM[-1]))
+
     def rowCount(self, parent=QModelIndex()) -> int:  # noqa: N802 - Qt API
         return 0 if parent.isValid() else len(self.rows)
 
@@ -79,12 +99,14 @@ class ParameterTableModel(QAbstractTableModel):
         if orientation == Qt.Horizontal and role == Qt.DisplayRole:
             return COLUMNS[section]
         if orientation == Qt.Horizontal and role == Qt.ToolTipRole:
-            return HEADER_TIPS[section]
+            return HEADER_TIPS[section] if section < len(HEADER_TIPS) else TOOLTIPS.get(COLUMNS[section])
         return None
 
     def data(self, index: QModelIndex, role=Qt.DisplayRole):
         row, column = index.row(), index.column()
         if role == Qt.DisplayRole:
+            if column in OPTIM:
+                return self._optim[row][column - OPTIM[0]]
             if column in LIVE:
                 return self._live[row][column - 1]
             name, shape, numel, requires_grad = self.rows[row]
@@ -97,7 +119,7 @@ class ParameterTableModel(QAbstractTableModel):
             return QColor.fromRgba(self._tints[row])
         if role == Qt.ForegroundRole and column in (0, 1) and self._tints[row]:
             return QColor(TINTED_TEXT)  # dark text on the pale heat or violet, in either theme
-        if role == Qt.TextAlignmentRole and column in NUMBERS:
+        if role == Qt.TextAlignmentRole and (column in NUMBERS or column in OPTIM):
             return int(Qt.AlignRight | Qt.AlignVCenter)
         if role == Qt.ForegroundRole and self._bad[row]:
             return QColor(ALARM)
@@ -116,13 +138,15 @@ class ParameterTableModel(QAbstractTableModel):
         if column == 2:
             return gradient_number(stats, stats.abs_max, 3)
         if column == 3:
-            return format_number(stats.update_ratio, 3)
+            return update_ratio_text(stats.update_ratio, 3)
         bad = (stats.nan_count or 0) + (stats.inf_count or 0)
         return f"⚠ {stats.nan_count}/{stats.inf_count}" if bad else "ok"
 
     def _sort_value(self, row: int, column: int):
         name, shape, numel, requires_grad = self.rows[row]
         stats = self.stats.get(name)
+        if column in OPTIM:
+            return optimizer_value(self.optimizer_state.get(name), column - OPTIM[0])
         if column in LIVE:
             if stats is None or not stats.has_grad:
                 return -1.0
@@ -194,7 +218,7 @@ class ParameterTable(QTableView):
         model, rows = self.table, range(min(CONTENT_SAMPLE, len(self.table.rows)))
         widths = {}
         for column, title in enumerate(COLUMNS):
-            if column in LIVE:
+            if column in LIVE or column in OPTIM:
                 texts = ["1.23e-05"]  # format_number(value, 3), nearly its widest
             elif column == 0:
                 texts = [max((row[0] for row in model.rows), key=len, default="")]
@@ -205,6 +229,11 @@ class ParameterTable(QTableView):
             widths[column] = min(NAME_WIDTH, width + 8) if column == 0 else width
         self.columns.remember(widths)  # then shown by priority as the width allows
 
+    def show_optimizer_columns(self, show: bool = True) -> None:
+        """Show or hide the optimizer's columns (lr, ‖m‖, RMS √v̂, eff. lr, ‖momentum‖)."""
+        for column in OPTIM:
+            self.setColumnHidden(column, not show)
+
     def __init__(self, selection: SelectionModel, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.selection = selection
@@ -213,6 +242,7 @@ class ParameterTable(QTableView):
         self.proxy.setSourceModel(self.table)
         self.proxy.setSortRole(Qt.UserRole)
         self.setModel(self.proxy)
+        self.show_optimizer_columns(False)
         self.setSortingEnabled(True)
         self.sortByColumn(-1, Qt.AscendingOrder)
         self.setAlternatingRowColors(True)

@@ -45,7 +45,10 @@ class RunBuffer:
 
     def push(self, result: StepResult) -> None:
         """Record one finished step (called on the training thread)."""
-        point = StepPoint(result.step, result.loss, result.grad_norm, result.seconds)
+        spike = result.extras.get("spike")
+        point = StepPoint(result.step, result.loss, result.grad_norm, result.seconds,
+                          result.ledger, result.extras.get("optimizer_state"),
+                          (spike,) if spike is not None else ())
         now = time.monotonic()
         with self._lock:
             wake = self._empty()

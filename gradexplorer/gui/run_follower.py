@@ -14,6 +14,7 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from gradexplorer.core.errors import UserError
 from gradexplorer.core.recorder.run import Run
 from gradexplorer.core.stats.history import GradientHistory
+from gradexplorer.gui.models.step_ledger import run_point_extras
 from gradexplorer.gui.models.timeline import StepPoint, TimelineModel
 
 POLL_MS = 500
@@ -52,6 +53,7 @@ class RunFollower(QObject):
             rows = self.run.step_rows(self.last_step)[:MAX_STEPS_PER_POLL]
             records = [self.run.step_gradients(row["step"])
                        for row in rows[-self.history.maxlen :]]  # older ones would fall out
+            extras = run_point_extras(self.run, rows, self.last_step)
         except UserError as exc:
             self._timer.stop()
             self.failed.emit(str(exc))
@@ -64,7 +66,8 @@ class RunFollower(QObject):
         for record in records:
             self.history.append(record)
         points = [StepPoint(r["step"], math.nan if r["loss"] is None else float(r["loss"]),
-                            r["global_norm"], r["seconds"] or 0.0) for r in rows]
+                            r["global_norm"], r["seconds"] or 0.0, **extras[r["step"]])
+                  for r in rows]
         self.last_step = rows[-1]["step"]
         self._times = (self._times + [r["time"] for r in rows])[-64:]
         span = self._times[-1] - self._times[0]

@@ -114,3 +114,14 @@ def rolling_summary(ledgers: Sequence[StepLedger], window: int = 100) -> dict:
     known = [led.clipped for led in recent if not led.skipped and led.clipped is not None]
     return {"clip_rate": (sum(known) / len(known)) if known else None,
             "skipped": sum(led.skipped for led in recent), "steps": len(recent)}
+
+
+def fill_session_ledger(ledger: StepLedger | None, norm: float | None) -> None:
+    """A TrainingSession's ledger whose norms the monitor measured (the session's own norm is
+    off): the session neither scales nor clips, so the gradient measured after backward is
+    both the accumulated and the applied one."""
+    if ledger is None or norm is None or ledger.grad_norm_accumulated is not None \
+            or ledger.grad_norm_applied is not None:
+        return
+    ledger.grad_norm_accumulated = ledger.grad_norm_applied = norm
+    ledger.clip_coef, ledger.clipped = clip_coefficient(norm, norm, ledger.scale)

@@ -23,6 +23,7 @@ from torch import nn
 from gradexplorer.core.errors import first_line, measured, warn_not_recorded
 from gradexplorer.core.stats.histogram import HistRange, parse_hist_range
 from gradexplorer.core.stats.history import GradientHistory, HistogramMatrix
+from gradexplorer.core.stats.ledger import fill_session_ledger
 from gradexplorer.core.stats.records import (
     STAT_FIELDS,
     Histogram,
@@ -208,6 +209,7 @@ class GradientMonitor:
         result.extras["gradients"] = record
         if result.grad_norm is None:
             result.grad_norm = record.global_norm
+            fill_session_ledger(getattr(result, "ledger", None), record.global_norm)
         for listener in list(self.listeners):
             listener(record)
 

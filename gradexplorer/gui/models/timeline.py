@@ -10,6 +10,7 @@ import numpy as np
 from psygnal import Signal
 
 from gradexplorer.core.stats.history import GradientHistory
+from gradexplorer.gui.models.step_ledger import LedgerTrack
 
 
 @dataclass(frozen=True)
@@ -20,6 +21,9 @@ class StepPoint:
     loss: float
     grad_norm: float | None
     seconds: float
+    ledger: Any = None  # the step's StepLedger (which gradient, clip, scale, skipped)
+    optimizer: Any = None  # name -> ParamOptimState after the step, or None
+    spikes: tuple = ()  # spike events this step belongs to or reports (SpikeEvent)
 
 
 class Curve:
@@ -69,6 +73,7 @@ class TimelineModel:
         self.loss = Curve()
         self.norm = Curve()
         self.gradients = GradientHistory(1)
+        self.ledger = LedgerTrack()  # ledgers, optimizer state and spike events
         self.latest: StepPoint | None = None
         self.steps_per_second = 0.0
 
@@ -76,6 +81,7 @@ class TimelineModel:
         """Start over (a new model): empty curves, and ``gradients`` as the history to read."""
         self.loss, self.norm = Curve(), Curve()
         self.gradients = gradients
+        self.ledger.clear()
         self.latest, self.steps_per_second = None, 0.0
         self.changed.emit()
 
@@ -86,6 +92,7 @@ class TimelineModel:
         steps = [float(p.step) for p in points]
         self.loss.extend(steps, [p.loss for p in points])
         self.norm.extend(steps, [np.nan if p.grad_norm is None else p.grad_norm for p in points])
+        self.ledger.take(points)
         self.latest, self.steps_per_second = points[-1], steps_per_second
         self.changed.emit()
 

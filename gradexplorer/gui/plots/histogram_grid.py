@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
 
 from gradexplorer.core.stats.ranking import RANKINGS, rank_parameters
 from gradexplorer.gui.graph.legend import shrinkable
-from gradexplorer.gui.number_text import format_number
+from gradexplorer.gui.number_text import format_number, update_ratio_text
 from gradexplorer.gui.theme import ACCENT, ALARM, SELECTION
 
 TILE = QSize(168, 96)
@@ -60,7 +60,7 @@ class GridModel(QAbstractListModel):
             if s is None or not s.has_grad:
                 return f"{name}: no gradient"
             return (f"{name}  {list(s.shape)}\nnorm {format_number(s.norm)} · max |g| "
-                    f"{format_number(s.abs_max)} · update {format_number(s.update_ratio)}\n"
+                    f"{format_number(s.abs_max)} · update {update_ratio_text(s.update_ratio)}\n"
                     f"NaN {s.nan_count} · Inf {s.inf_count}")
         return None
 
