@@ -10,7 +10,7 @@ from torch import nn
 import gradexplorer as gx
 from gradexplorer.core.model.spec import ModelOptions
 from gradexplorer.core.session.engine import SessionConfig
-from tests.gui_helpers import TIMEOUT_MS, make_window_fixture, wait_idle  # noqa: F401
+from tests.gui_helpers import TIMEOUT_MS, wait_idle  # noqa: F401
 from tests.spike_helpers import train as spike_train
 
 INJECT = 50
