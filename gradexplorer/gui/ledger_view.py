@@ -84,7 +84,7 @@ class LedgerPanel(QWidget):
         details_area.setWidget(self.details)
         details_area.setWidgetResizable(True)
         details_area.setFrameShape(QScrollArea.NoFrame)
-        details_area.setMinimumWidth(300)
+        details_area.setMinimumWidth(240)  # the window still fits 800 px beside the side docks
         self.plot = pg.PlotWidget(title="global gradient norm: accumulated vs applied")
         item = self.plot.getPlotItem()
         item.showGrid(x=True, y=True, alpha=0.2)
