@@ -165,3 +165,42 @@ def test_the_good_run_reads_whole(run_cli, good_run):
 def test_steps_beyond_the_run_are_refused(run_cli, good_run, step):
     one_line(*run_cli("inspect", good_run, "--step", step), "step")
     one_line(*run_cli("compare", good_run, "--steps", "1", step), "step")
+
+
+OLDER_CASES = {  # damage at step 1 only: the newest step is whole, the run-wide reads find it
+    "older figure": ("UPDATE stats SET norm = 'abc' WHERE step = 1", "column norm holds str"),
+    "older count": ("UPDATE stats SET nan_count = 'x' WHERE step = 1", "column nan_count holds"),
+    "older has_grad": ("UPDATE stats SET has_grad = 7 WHERE step = 1", "column has_grad"),
+    "older blob": ("UPDATE histograms SET counts = x'0102' WHERE step = 1", "column counts is 2 bytes"),
+    "older edges": ("UPDATE histograms SET edges = zeroblob(16) WHERE step = 1", "2 edges for 8 counts"),
+    "older time": ("UPDATE steps SET time = 'abc' WHERE step = 1", "column time holds str"),
+    "older loss": ("UPDATE steps SET loss = x'00' WHERE step = 1", "column loss holds bytes"),
+}
+
+
+def read_history(path):
+    with gx.open_run(path) as run:
+        history = gx.RunHistory(run)
+        history.step_figures()
+        history.nonfinite_events()
+        history.parameter_summaries()
+        for field in ("norm", "nan_count"):
+            history.stat_series(field, run.parameters)
+        for name in run.parameters:
+            history.histogram_matrix(name, history.histogram_steps())
+
+
+@pytest.mark.parametrize("case", sorted(OLDER_CASES))
+def test_an_older_damaged_step_is_one_line_from_export_report_and_run_history(run_cli, good_run,
+                                                                              tmp_path, case):
+    sql, words = OLDER_CASES[case]
+    bad = crafted(good_run, tmp_path / "bad", sql)
+    one_line(*run_cli("export", bad, "--to", "csv", tmp_path / "out.csv"), words)
+    one_line(*run_cli("report", bad, "--out", tmp_path / "out.html"), words)
+    with pytest.raises(gx.UserError) as caught:
+        read_history(bad)
+    assert words in str(caught.value) and "\n" not in str(caught.value)
+    for argv in (("spikes", bad), ("diverge", good_run, bad), ("report", good_run, bad, "--out",
+                                                               tmp_path / "two.html")):
+        code, out, err = run_cli(*argv)  # these may not read the damaged step: never a traceback
+        assert code == 0 or len(err.strip().splitlines()) == 1, (argv, code, err)

@@ -86,6 +86,12 @@ class Run:
         return self._structure
 
     @property
+    def settings(self) -> dict[str, Any]:
+        """What the writer was asked to record (``every``, ``bins``, ``hooks``, ``ranks``,
+        ``mode`` …; {} before it is stored)."""
+        return V.settings(self.meta("settings"), f"{self.where}: meta 'settings'")
+
+    @property
     def graph(self) -> dict[str, Any] | None:
         """The backward graph of the model's first forward (node-link data), or None."""
         return V.graph(self.meta("graph"), f"{self.where}: meta 'graph'")
@@ -273,8 +279,8 @@ class Run:
             if not isinstance(n, str):
                 raise UserError(f"{self.where}, table histograms at step {step} holds a "
                                 f"parameter name of type {type(n).__name__}")
-            out[n] = Histogram(*V.histogram_arrays(e, c, tuple(extras), lambda n=n: (
-                f"{self.where}, table histograms at step {step} ({V.printable(n)[:60]})")))
+            out[n] = Histogram(*V.histogram_arrays(e, c, tuple(extras), lambda n=n: V.row_where(
+                self.where, "histograms", step, n)))
         return out
 
     def step_gradients(self, step: int) -> StepGradients:
@@ -287,12 +293,9 @@ class Run:
         for name, cause in missing.items():
             if name in params:
                 params[name].not_recorded = cause
-        settings = self.meta("settings") or {}
-        bins = settings.get("bins", 64) if isinstance(settings, dict) else 64
-        if isinstance(bins, bool) or not isinstance(bins, int) or not 1 <= bins <= V.MAX_BINS:
-            raise UserError(f"{self.where}: meta 'settings' holds bins {V.printable(str(bins))[:24]}")
         return StepGradients(step, info["global_norm"], info["total_numel"] or 0, params,
-                             self.histograms(step), bins, "auto", info["seconds"] or 0.0,
+                             self.histograms(step), self.settings.get("bins", 64), "auto",
+                             info["seconds"] or 0.0,
                              not_recorded=missing)
 
     def check(self, last: int = 1) -> None:

@@ -3,7 +3,9 @@
 ``Run`` answers one step at a time; a 10,000-step run read that way is 10,000 queries of every
 parameter. ``RunHistory`` asks the run's database for a run-wide figure in one query each
 (curves of chosen parameters, per-parameter summaries, NaN/Inf events) and for histograms only
-at the steps a view shows. It reads through the Run's own read-only connection.
+at the steps a view shows. It reads through the Run's own read-only connection and checks
+every value it takes as the Run does (``validate.py``): a damaged run is the same one-line
+UserError, never a traceback or a figure read from garbage.
 """
 
 from __future__ import annotations
@@ -15,18 +17,15 @@ from typing import Any
 
 import numpy as np
 
+from gradexplorer.core.recorder import validate as V
 from gradexplorer.core.recorder.run import Run
 from gradexplorer.core.stats.history import HistogramMatrix
 from gradexplorer.core.stats.records import STAT_FIELDS
 
 
-def _real(value: Any) -> float:
-    """A stored figure as a float: NaN is stored as the text 'nan', no value as NULL."""
-    if value is None:
-        return math.nan
-    if isinstance(value, str):
-        return math.nan if value == "nan" else float(value)
-    return float(value)
+def _real(value: float | int | str | None) -> float:
+    """A checked figure as a float (no value: NaN; SQLite keeps NaN as the text 'nan')."""
+    return math.nan if value is None else float(value)
 
 
 def flat_numbers(values: dict[str, Any], prefix: str = "") -> dict[str, float]:
@@ -70,7 +69,9 @@ class RunHistory:
 
     def __init__(self, run: Run) -> None:
         self.run = run
-        self._db = run._db  # the run's read-only connection; Run defines what it holds
+
+    def _rows(self, sql: str, args: tuple | list = ()) -> list[tuple]:
+        return self.run._rows(sql, tuple(args))  # the Run's query: a database error is one line
 
     # -- steps ---------------------------------------------------------------------
     def step_figures(self) -> tuple[np.ndarray, np.ndarray, dict[str, list[float | None]]]:
@@ -78,19 +79,20 @@ class RunHistory:
         seconds … and whatever else the run's step rows and step information hold (numbers
         only, nested ones named ``a/b``); None where a step has no value (NaN where the
         recorded value was NaN)."""
-        cursor = self._db.execute("SELECT * FROM steps ORDER BY step")
-        columns = [c[0] for c in cursor.description]
-        table = cursor.fetchall()
+        table = self._rows(f"SELECT {', '.join(V.STEP_COLUMNS)} FROM steps ORDER BY step")
         if not table:
             return np.zeros(0, np.int64), np.zeros(0), {}
-        by_column = dict(zip(columns, zip(*table, strict=True), strict=True))
+        by_column = dict(zip(V.STEP_COLUMNS, zip(*table, strict=True), strict=True))
+        for key, values in by_column.items():  # each column tested at once, the first bad row explained
+            test = V.is_count if key in ("total_numel", "ranks") else V.is_figure  # as step_row
+            if not all(map(test, values)):
+                V.step_row(table[next(i for i, v in enumerate(values) if not test(v))], self.run.where)
         steps = np.array(by_column.pop("step"), dtype=np.int64)
-        times = np.array([_real(t) for t in by_column.pop("time")])
-        figures: dict[str, list[float | None]] = {}
-        for key, values in by_column.items():  # every numeric column of the step table
-            if all(v is None or isinstance(v, (int, float)) or v == "nan" for v in values):
-                figures[key] = [None if v is None else _real(v) for v in values]
-        extra = self._step_info_beyond(steps.tolist(), set(columns))
+        times = np.array([_real(t) for t in by_column.pop("time")])  # 'nan' is float('nan')
+        figures: dict[str, list[float | None]] = {
+            key: [None if v is None else _real(v) for v in values]
+            for key, values in by_column.items()}
+        extra = self._step_info_beyond(steps.tolist(), set(V.STEP_COLUMNS))
         for i, more in enumerate(extra):
             for key, value in more.items():
                 figures.setdefault(key, [None] * len(steps))[i] = value
@@ -115,66 +117,93 @@ class RunHistory:
         has none), at ``steps`` (default: every step), in one query."""
         if field not in STAT_FIELDS:
             raise ValueError(f"unknown figure {field!r}; one of {', '.join(STAT_FIELDS)}")
-        steps = np.asarray(self.run.steps if steps is None else steps, dtype=np.int64)
+        held = self.run.steps
+        steps = np.asarray(held if steps is None else steps, dtype=np.int64)
         position = {int(s): i for i, s in enumerate(steps)}
         out = {n: np.full(len(steps), math.nan) for n in names}
         if not len(names) or not len(steps):
             return steps, out
         marks = ",".join("?" * len(names))
-        query = f"SELECT step, name, {field} FROM stats WHERE name IN ({marks}) AND has_grad = 1"
+        query = f"SELECT step, name, has_grad, {field} FROM stats WHERE name IN ({marks})"
         args: list[Any] = list(names)
-        if len(steps) < len(self.run.steps):
+        if len(steps) < len(held):
             query += " AND step IN (SELECT value FROM json_each(?))"
             args.append("[" + ",".join(str(int(s)) for s in steps) + "]")
-        for step, name, value in self._db.execute(query, args):
+        test = V.is_count if field in V.COUNT_FIELDS else V.is_figure
+        for step, name, has_grad, value in self._rows(query, args):
+            if not (type(has_grad) is int and has_grad in (0, 1) and test(value)):  # noqa: E721
+                V.stat_value(step, name, "has_grad", has_grad, self.run.where)
+                V.stat_value(step, name, field, value, self.run.where)
             i = position.get(step)
-            if i is not None:
+            if i is not None and has_grad:
                 out[name][i] = _real(value)
         return steps, out
 
     def parameter_summaries(self) -> dict[str, ParameterSummary]:
         """Every parameter's largest norm and |g| over the run and its NaN/Inf steps, in the
-        model's order (one pass over the run's figures)."""
-        rows = self._db.execute(
-            "SELECT name, COUNT(*), MAX(CASE WHEN typeof(norm) = 'real' THEN norm END), "
-            "MAX(CASE WHEN typeof(abs_max) = 'real' THEN abs_max END), "
-            "SUM(nan_count > 0 OR inf_count > 0), "
-            "MIN(CASE WHEN nan_count > 0 OR inf_count > 0 THEN step END) "
-            "FROM stats WHERE has_grad = 1 GROUP BY name").fetchall()
+        model's order (one pass over the run's figures, which checks each value it takes)."""
+        columns = ("has_grad", "norm", "abs_max", "nan_count", "inf_count")
+        sound = " AND ".join(["typeof(name) = 'text' AND typeof(has_grad) = 'integer' AND "
+                              "has_grad IN (0, 1)", *(V.sql_test(c) for c in columns[1:])])
+        rows = self._rows(
+            "SELECT name, SUM(has_grad = 1), "
+            "MAX(CASE WHEN has_grad = 1 AND typeof(norm) = 'real' THEN norm END), "
+            "MAX(CASE WHEN has_grad = 1 AND typeof(abs_max) = 'real' THEN abs_max END), "
+            "SUM(has_grad = 1 AND (nan_count > 0 OR inf_count > 0)), "
+            "MIN(CASE WHEN has_grad = 1 AND (nan_count > 0 OR inf_count > 0) THEN step END), "
+            f"MIN(CASE WHEN NOT ({sound}) THEN rowid END) FROM stats GROUP BY name")
+        for *_, damaged in rows:
+            if damaged is not None:  # the first damaged row, read again to say what is wrong
+                step, name, *values = self._rows(f"SELECT step, name, {', '.join(columns)} FROM stats "
+                                                 "WHERE rowid = ?", (damaged,))[0]
+                V.stat_name(step, name, self.run.where)
+                for column, value in zip(columns, values, strict=True):
+                    V.stat_value(step, name, column, value, self.run.where)
         found = {r[0]: ParameterSummary(r[0], r[1], _real(r[2]), _real(r[3]), int(r[4] or 0), r[5])
-                 for r in rows}
+                 for r in rows if r[1]}
         order = self.run.parameters
         return {n: found[n] for n in [*order, *sorted(set(found) - set(order))] if n in found}
 
     def nonfinite_events(self, limit: int = 20_000) -> list[NonFiniteEvent]:
         """Parameters holding NaN/±Inf, by step then model order: the first ``limit`` found in
         one pass in the order the steps were written (no sort of the run's figures)."""
-        rows = self._db.execute(
-            "SELECT step, name, nan_count, inf_count FROM stats "
-            "WHERE nan_count > 0 OR inf_count > 0 LIMIT ?", (limit,))
+        rows = self._rows("SELECT step, name, nan_count, inf_count FROM stats "
+                          "WHERE nan_count > 0 OR inf_count > 0 LIMIT ?", (limit,))
+        for step, name, nan, inf in rows:  # text and blobs sort above 0: they are here
+            if not (type(step) is int and type(name) is str and V.is_count(nan)  # noqa: E721
+                    and V.is_count(inf)):
+                V.step_number(step, f"{self.run.where}, table stats")
+                V.stat_name(step, name, self.run.where)
+                V.stat_value(step, name, "nan_count", nan, self.run.where)
+                V.stat_value(step, name, "inf_count", inf, self.run.where)
         order = {n: i for i, n in enumerate(self.run.parameters)}
-        events = [NonFiniteEvent(s, n, int(a or 0), int(b or 0)) for s, n, a, b in rows]
+        events = [NonFiniteEvent(s, n, a or 0, b or 0) for s, n, a, b in rows]
         return sorted(events, key=lambda e: (e.step, order.get(e.name, len(order))))
 
     def histogram_steps(self) -> list[int]:
         """Steps that hold histograms (the monitor may keep them on a cadence)."""
-        return [r[0] for r in self._db.execute("SELECT DISTINCT step FROM histograms ORDER BY step")]
+        steps = [r[0] for r in self._rows("SELECT DISTINCT step FROM histograms ORDER BY step")]
+        for step in steps:
+            if type(step) is not int:  # noqa: E721
+                V.step_number(step, f"{self.run.where}, table histograms")
+        return steps
 
     def histogram_matrix(self, name: str, steps: Sequence[int]) -> HistogramMatrix:
-        """``name``'s histograms at those of ``steps`` that hold one, oldest first."""
+        """``name``'s histograms at those of ``steps`` that hold one, oldest first (each row
+        checked: whole float64/int64 blobs, one more edge than counts)."""
         wanted = "[" + ",".join(str(int(s)) for s in steps) + "]"
-        rows = self._db.execute(
-            "SELECT step, edges, counts FROM histograms WHERE name = ? "
-            "AND step IN (SELECT value FROM json_each(?)) ORDER BY step", (name, wanted)).fetchall()
+        rows = [(step, *V.histogram_arrays(e, c, tuple(extras), lambda s=step: V.row_where(
+                    self.run.where, "histograms", s, name)))
+                for step, e, c, *extras in self._rows(
+                    "SELECT step, edges, counts, nan_count, inf_count, below, above FROM histograms "
+                    "WHERE name = ? AND step IN (SELECT value FROM json_each(?)) ORDER BY step",
+                    (name, wanted))]
         if not rows:
             return HistogramMatrix(np.zeros(0, np.int64), np.zeros((0, 0)), np.zeros((0, 0)))
-        bins = {len(r[2]) for r in rows}
-        if len(bins) > 1:  # bins changed mid-run: keep the steps with the last step's count
-            rows = [r for r in rows if len(r[2]) == len(rows[-1][2])]
-        return HistogramMatrix(
-            np.array([r[0] for r in rows], dtype=np.int64),
-            np.frombuffer(b"".join(r[1] for r in rows), np.float64).reshape(len(rows), -1).copy(),
-            np.frombuffer(b"".join(r[2] for r in rows), np.int64).reshape(len(rows), -1).copy())
+        bins = rows[-1][2].size  # bins changed mid-run: keep the steps with the last step's count
+        rows = [r for r in rows if r[2].size == bins]
+        return HistogramMatrix(np.array([r[0] for r in rows], dtype=np.int64),
+                               np.stack([r[1] for r in rows]), np.stack([r[2] for r in rows]))
 
     def each_step(self, steps: Sequence[int] | None = None) -> Iterator[tuple[int, dict, dict]]:
         """``(step, stats, histograms)`` for each step (default all), oldest first: what an

@@ -136,12 +136,29 @@ def count(value: Any, where: str, high: int = MAX_COUNT) -> int | None:
     return value
 
 
-def _is_figure(value: Any) -> bool:
+def is_figure(value: Any) -> bool:
+    """The fast test of ``figure`` (a run-wide read tests many values, then explains one)."""
     return value is None or type(value) is float or type(value) is int  # noqa: E721 - exact types
 
 
-def _is_count(value: Any) -> bool:
+def is_count(value: Any) -> bool:
+    """The fast test of ``count``."""
     return value is None or (type(value) is int and 0 <= value <= MAX_COUNT)  # noqa: E721
+
+
+def sql_is_figure(column: str) -> str:
+    """``is_figure`` as an SQL condition on ``column`` (for a check inside a run-wide query)."""
+    return f"(typeof({column}) IN ('real', 'integer', 'null') OR {column} = 'nan')"
+
+
+def sql_is_count(column: str) -> str:
+    """``is_count`` as an SQL condition on ``column``."""
+    return f"({column} IS NULL OR typeof({column}) = 'integer' AND {column} BETWEEN 0 AND {MAX_COUNT})"
+
+
+def sql_test(column: str) -> str:
+    """The SQL condition a ``stats`` figure or count column meets (COUNT_FIELDS are counts)."""
+    return sql_is_count(column) if column in COUNT_FIELDS else sql_is_figure(column)
 
 
 def step_row(row: tuple, where: str) -> dict[str, Any]:
@@ -149,31 +166,59 @@ def step_row(row: tuple, where: str) -> dict[str, Any]:
     out = dict(zip(STEP_COLUMNS, row, strict=True))
     for key, value in out.items():
         if key in ("total_numel", "ranks"):
-            if not _is_count(value):
+            if not is_count(value):
                 count(value, f"{where}, table steps, column {key}")
-        elif not _is_figure(value):
+        elif not is_figure(value):
             out[key] = figure(value, f"{where}, table steps, column {key}")
     return out
+
+
+def row_where(where: str, table: str, step: Any, name: Any) -> str:
+    """Where a row of a per-parameter table is: ``run '…', table T at step S (name)``."""
+    return f"{where}, table {table} at step {_short(step)} ({printable(str(name))[:60]})"
+
+
+def stat_name(step: Any, name: Any, where: str) -> str:
+    """A ``stats`` row's parameter name: text."""
+    if type(name) is not str:  # noqa: E721
+        raise UserError(f"{where}, table stats at step {_short(step)} holds a parameter name of "
+                        f"type {type(name).__name__}")
+    return name
+
+
+def stat_value(step: Any, name: str, column: str, value: Any, where: str) -> Any:
+    """One column of a ``stats`` row: ``numel`` (a count), ``has_grad`` (0 or 1), a count
+    (nan_count, inf_count) or a figure; the message is built only for a value that fails (a
+    run-wide read checks each value it takes, one column of many rows)."""
+    if column == "has_grad":
+        if type(value) is int and value in (0, 1):  # noqa: E721
+            return value
+    elif column == "numel":
+        if value is not None and is_count(value):
+            return value
+    elif is_count(value) if column in COUNT_FIELDS else is_figure(value):
+        return value
+    at = f"{row_where(where, 'stats', step, name)}, column {column}"
+    if column == "has_grad":
+        raise UserError(f"{at} holds {_short(value)!r} (0 or 1)")
+    if column == "numel":
+        raise UserError(f"{at} holds {_short(value)!r} where a count belongs")
+    return count(value, at) if column in COUNT_FIELDS else figure(value, at)
 
 
 def stat_row(step: int, name: Any, numel: Any, has_grad: Any, figures: tuple, where: str):
     """``(name, numel, has_grad, {field: value})`` of a ``stats`` row, each value checked (the
     message is built only for a value that fails: thousands of rows are read per step)."""
-    if type(name) is not str or not _is_count(numel) or numel is None or has_grad not in (0, 1) \
+    if type(name) is not str or not is_count(numel) or numel is None or has_grad not in (0, 1) \
             or type(has_grad) is float:  # noqa: E721
-        at = f"{where}, table stats at step {step}"
-        if not isinstance(name, str):
-            raise UserError(f"{at} holds a parameter name of type {type(name).__name__}")
-        at = f"{at} ({printable(name)[:60]})"
-        if not _is_count(numel) or numel is None:
-            raise UserError(f"{at}, column numel holds {_short(numel)!r} where a count belongs")
-        raise UserError(f"{at}, column has_grad holds {_short(has_grad)!r} (0 or 1)")
+        stat_name(step, name, where)
+        stat_value(step, name, "numel", numel, where)
+        stat_value(step, name, "has_grad", has_grad, where)
     values = dict(zip(STAT_FIELDS, figures, strict=True))
     for field, value in values.items():
-        if _is_count(value) if field in COUNT_FIELDS else _is_figure(value):
+        if is_count(value) if field in COUNT_FIELDS else is_figure(value):
             continue
-        at = f"{where}, table stats at step {step} ({printable(name)[:60]}), column {field}"
-        values[field] = count(value, at) if field in COUNT_FIELDS else figure(value, at)
+        values[field] = stat_value(step, name, field, value, where)
     return name, numel, bool(has_grad), values
 
 
@@ -196,7 +241,7 @@ def histogram_arrays(edges: Any, counts: Any, extras: tuple, where: str | Callab
         raise UserError(f"{_at(where)}, column edges holds edges that are not finite and increasing")
     if c.min() < 0:
         raise UserError(f"{_at(where)}, column counts holds a negative count")
-    if not all(_is_count(v) for v in extras):
+    if not all(is_count(v) for v in extras):
         names = ("nan_count", "inf_count", "below", "above")
         for n, v in zip(names, extras, strict=True):
             count(v, f"{_at(where)}, column {n}")
@@ -247,6 +292,21 @@ def structure(value: Any, where: str) -> dict[str, Any]:
         if not isinstance(m, dict) or not isinstance(m.get("path"), str) or not isinstance(
                 m.get("type"), str):
             raise UserError(f"{where}: modules[{i}] must be an object with a path and a type")
+    return value
+
+
+def settings(value: Any, where: str) -> dict[str, Any]:
+    """The recorded settings (``{every, bins, hooks, ranks, mode, …}``; {} when not recorded):
+    an object, ``bins`` a count of 1..MAX_BINS, ``hooks`` an object of module paths."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise UserError(f"{where} must be an object, not {type(value).__name__}")
+    bins = value.get("bins", 64)
+    if isinstance(bins, bool) or not isinstance(bins, int) or not 1 <= bins <= MAX_BINS:
+        raise UserError(f"{where} holds bins {_short(bins)}")
+    if not isinstance(value.get("hooks") or {}, dict):
+        raise UserError(f"{where}: hooks must be an object, not {type(value['hooks']).__name__}")
     return value
 
 

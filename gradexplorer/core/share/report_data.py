@@ -125,6 +125,14 @@ def histogram_columns(history: RunHistory, name: str, steps: list[int]) -> Histo
     return matrix
 
 
+def created_text(created) -> str:
+    """When the run began (its ``created`` time), or "?" when it holds no such time."""
+    try:
+        return time.strftime("%Y-%m-%d %H:%M", time.localtime(float(created)))
+    except (TypeError, ValueError, OverflowError, OSError):
+        return "?"
+
+
 def run_labels(runs: list[Run]) -> list[str]:
     """Legend names: each run directory's name, its path where names repeat."""
     names = [r.path.name for r in runs]
@@ -161,12 +169,11 @@ def gather(run: Run, top: int = 6, others: list[Run] = ()) -> ReportData:
     for label, other in zip(labels[1:], others, strict=True):
         other_steps, _, other_curves = RunHistory(other).step_figures()
         overlays.append((label, other_steps.tolist(), other_curves))
-    settings = run.meta("settings") or {}
-    created = run.meta("created")
+    settings = run.settings
     return ReportData(
         path=str(run.path), model=run.structure.get("model", "?"), steps=steps_list,
         parameters=run.parameters, settings=settings,
-        created=time.strftime("%Y-%m-%d %H:%M", time.localtime(float(created))) if created else "?",
+        created=created_text(run.meta("created")),
         wall=wall, curves=curves, last_step=last, modules=modules, params=params, top=tops,
         events=events, events_complete=len(events) < EVENT_LIMIT,
         origins=snapshot_origins(run, sorted({e.step for e in events})[:50]),

@@ -30,7 +30,7 @@ def export_wandb(history: RunHistory, selection: ExportSelection, directory: str
     except OSError as exc:
         raise UserError(f"cannot create {str(directory)!r}: {exc.strerror or exc}") from None
     run_path = history.run.path.resolve()
-    bins = (history.run.meta("settings") or {}).get("bins", 64)
+    bins = history.run.settings.get("bins", 64)
     if selection.histograms and bins > WANDB_MAX_BINS:
         raise UserError(f"wandb keeps at most {WANDB_MAX_BINS} bins a histogram; this run has {bins}: "
                         "export with --no-histograms or to TensorBoard")
@@ -39,7 +39,7 @@ def export_wandb(history: RunHistory, selection: ExportSelection, directory: str
     keep = None if selection.params is None else set(selection.params)
     run = wandb.init(mode="offline", dir=str(directory), project=project, name=run_path.name,
                      config={"gradexplorer_run": str(run_path),
-                             **(history.run.meta("settings") or {})},
+                             **history.run.settings},
                      settings=wandb.Settings(silent=True, console="off", save_code=False))
     try:
         for i, step in enumerate(steps.tolist()):
