@@ -6,6 +6,7 @@ first, so a model with many tiny parameters costs a few kernel calls, not hundre
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -47,7 +48,8 @@ def concatenate(parts: list[np.ndarray]) -> np.ndarray:
 
 
 def offsets_of(sizes: list[int]) -> np.ndarray:
-    return np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    """``[0, s0, s0+s1, ...]`` as int64 (Python sums: a few sizes, no numpy calls)."""
+    return np.array([0, *itertools.accumulate(sizes)], np.int64)
 
 
 def pack_tensors(tensors: list[torch.Tensor]) -> list[Pack]:
