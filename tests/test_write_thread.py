@@ -2,8 +2,13 @@
 thread, writes waiting are committed together, a full queue makes the training wait (nothing
 dropped), close() returns once everything is on disk, and a failure there is one line."""
 
+import os
 import sqlite3
+import subprocess
+import sys
+import textwrap
 import threading
+from pathlib import Path
 
 import torch
 from torch import nn
@@ -87,3 +92,23 @@ def test_a_failing_write_keeps_those_before_it_and_stops(tmp_path):
     assert not writes.submit("row 4", lambda db: db.execute("INSERT INTO t VALUES (4)"))
     writes.close()
     assert [r[0] for r in db.execute("SELECT x FROM t")] == [1]
+
+
+def test_a_script_that_never_closes_keeps_every_step(tmp_path):
+    """The steps still queued when the interpreter exits are committed (atexit)."""
+    script = textwrap.dedent("""
+        import sys, torch
+        from torch import nn
+        import gradexplorer as gx
+        model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        rec = gx.watch(model, opt, sys.argv[1])
+        for _ in range(7):
+            opt.zero_grad()
+            model(torch.randn(4, 8)).square().mean().backward()
+            opt.step()
+    """)
+    root = Path(__file__).resolve().parents[1]
+    subprocess.run([sys.executable, "-c", script, str(tmp_path / "run")], check=True,
+                   env={**os.environ, "PYTHONPATH": str(root)}, timeout=300)
+    assert gx.open_run(tmp_path / "run").steps == list(range(1, 8))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import json
 import math
 import os
@@ -57,6 +58,14 @@ def leftover_files(run_dir: Path) -> list[Path]:
 
 
 _OPEN: dict[Path, RunWriter] = {}  # this process's open writers, by resolved run directory
+
+
+@atexit.register
+def _flush_open_writers() -> None:
+    """At interpreter exit, commit what open writers were given (a script that never called
+    ``rec.close()`` keeps every step, as when each step was committed at once)."""
+    for writer in list(_OPEN.values()):
+        writer.flush()
 
 
 def flush_writer_of(run_dir: str | Path) -> None:
