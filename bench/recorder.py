@@ -90,7 +90,7 @@ def gpt2_tiny():
 
     torch.manual_seed(0)
     model = GPT2LMHeadModel(GPT2Config(n_layer=2, n_head=2, n_embd=128, vocab_size=1000,
-                                       n_positions=64))
+                                       n_positions=64, bos_token_id=0, eos_token_id=0))
 
     def batch(step):
         g = torch.Generator().manual_seed(step)
