@@ -1,7 +1,8 @@
 """Cost of ``gradexplorer.watch`` on a training loop you run, as a share of the bare loop.
 
-    python bench/recorder.py                           # CPU: MLP and small transformer, 5 rounds
-    python bench/recorder.py --models mlp --rounds 2 --no-distributed
+    python bench/recorder.py                           # CPU, one thread: MLP 256, GPT-2 tiny, ResNet-18
+    python bench/recorder.py --models mlp256 --rounds 3 --steps 100 --no-distributed
+    python bench/recorder.py --models mlp256 --profile # where watch's time goes (cProfile, top costs)
     python bench/recorder.py --device cuda             # where a GPU is present
 
 Single process: every method trains its own copy of the model (same weights, same batches)
@@ -10,12 +11,19 @@ The table gives the time spent inside watch's step hooks per step as a share of 
 step (direct, low noise), and the median end-to-end step and its ratio to the bare loop's
 (noisier on a shared machine). The last line gives the part of that spent on spike detection
 (``SpikeLog.after_write``: bands, scoring, events) per recorded step, as a share of the bare step.
+The fixed cost per step is the watched loop's median step minus the bare loop's, by the wall
+clock and by the training thread's own CPU time (``time.thread_time``: the work done on the
+training thread, not the run directory's writer thread, and unmoved by other processes' load).
 Methods:
 
 - bare loop: zero_grad, forward, backward, optimizer.step
 - watch, in memory: ``gradexplorer.watch(model, opt)`` (the app's monitor, no run directory)
 - watch, run directory: ``watch(model, opt, run_dir)``: one SQLite transaction per step
 - watch every 10: ``watch(..., run_dir, every=10)``
+- wandb-style hooks: what ``wandb.watch(model, log="all", log_freq=1)`` does each step, without
+  its service process: a hook per parameter computing ``histc`` (64 bins), min and max of the
+  gradient and reading them to the host (only where wandb is installed). TorchLens is not
+  installed here; its training watch is not run.
 
 Distributed (``--ranks 2``, gloo on 127.0.0.1, FSDP2 on the CPU): the median step of the
 bare sharded loop and of the watched one, and the seconds spent reducing across ranks.
@@ -41,6 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import gradexplorer as gx  # noqa: E402
 
 METHODS = ("bare loop", "watch, in memory", "watch, run directory", "watch every 10")
+WANDB_STYLE = "wandb-style hooks"
 
 
 def mlp(width: int = 1024, depth: int = 4) -> tuple[nn.Module, callable]:
@@ -61,11 +70,70 @@ def example(spec: str):
     return workload.model, workload.make_batch, workload.loss_fn
 
 
+def mlp256():
+    """The issue's MLP: 4x(Linear 256->256, ReLU) + Linear(256, 1), batch 64, MSE (9 parameters)."""
+    torch.manual_seed(0)
+    layers = []
+    for _ in range(4):
+        layers += [nn.Linear(256, 256), nn.ReLU()]
+    model = nn.Sequential(*layers, nn.Linear(256, 1))
+
+    def batch(step):
+        g = torch.Generator().manual_seed(step)
+        return torch.randn(64, 256, generator=g), torch.randn(64, 1, generator=g)
+    return model, batch, nn.functional.mse_loss
+
+
+def gpt2_tiny():
+    """GPT-2 from a small config (2 layers, 128 wide, 1000 tokens), batch 8x32 tokens."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    model = GPT2LMHeadModel(GPT2Config(n_layer=2, n_head=2, n_embd=128, vocab_size=1000,
+                                       n_positions=64, bos_token_id=0, eos_token_id=0))
+
+    def batch(step):
+        g = torch.Generator().manual_seed(step)
+        ids = torch.randint(0, 1000, (8, 32), generator=g)
+        return {"input_ids": ids, "labels": ids}, None
+    return model, batch, None
+
+
 def build(name: str):
     if name == "mlp":
         model, batch = mlp()
         return model, batch, nn.functional.cross_entropy
+    if name == "mlp256":
+        return mlp256()
+    if name == "gpt2":
+        return gpt2_tiny()
     return example(f"example:{name}")
+
+
+def loss_of(model, inputs, target, loss_fn):
+    if isinstance(inputs, dict):
+        out = model(**inputs)
+        return out.loss if loss_fn is None else loss_fn(out, target)
+    return loss_fn(model(*inputs) if isinstance(inputs, tuple) else model(inputs), target)
+
+
+def to(value, device):
+    if isinstance(value, dict):
+        return {k: to(v, device) for k, v in value.items()}
+    if isinstance(value, tuple):
+        return tuple(to(v, device) for v in value)
+    return value.to(device) if isinstance(value, torch.Tensor) else value
+
+
+def wandb_style(model: nn.Module) -> list:
+    """Per-parameter gradient hooks as wandb.watch(log="all", log_freq=1) installs: a 64-bin
+    histc, min and max of each gradient, read to the host each step."""
+    kept = []
+
+    def hook(grad):
+        g = grad.detach().float()
+        kept.append((g.histc(64).tolist(), g.min().item(), g.max().item()))
+    return [p.register_hook(hook) for p in model.parameters() if p.requires_grad]
 
 
 class Inside:
@@ -97,12 +165,19 @@ class Inside:
 
 
 def measure(name: str, rounds: int = 5, steps: int = 4, device: str = "cpu") -> dict:
-    """Median step seconds of every method on model ``name``, and seconds inside watch."""
+    """Median step seconds (wall clock, and the training thread's CPU) of every method on
+    model ``name``, and seconds inside watch."""
     model, batch, loss_fn = build(name)
     inside = Inside()
     folder = tempfile.mkdtemp(prefix="gradexplorer-bench-")
     setups = {}
-    for method in METHODS:
+    hooks = []
+    try:
+        import wandb  # noqa: F401 - only where installed
+        methods = (*METHODS, WANDB_STYLE)
+    except ImportError:
+        methods = METHODS
+    for method in methods:
         m = copy.deepcopy(model).to(device)
         opt = torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.9)
         rec = None
@@ -112,8 +187,11 @@ def measure(name: str, rounds: int = 5, steps: int = 4, device: str = "cpu") -> 
             rec = gx.watch(m, opt, os.path.join(folder, "run"))
         elif method == "watch every 10":
             rec = gx.watch(m, opt, os.path.join(folder, "run10"), every=10)
+        elif method == WANDB_STYLE:
+            hooks += wandb_style(m)
         setups[method] = (m, opt, rec)
-    times = {method: [] for method in METHODS}
+    times = {method: [] for method in methods}
+    cpu = {method: [] for method in methods}
     step = 0
     warm = {}
     for round_ in range(rounds + 1):  # the first round warms up (kernels, caches) and is dropped
@@ -121,15 +199,15 @@ def measure(name: str, rounds: int = 5, steps: int = 4, device: str = "cpu") -> 
             warm = dict(inside.seconds)
         for _ in range(steps):
             for method, (m, opt, _) in setups.items():
-                inputs, target = batch(step)
-                inputs, target = inputs.to(device), target.to(device)
-                start = time.perf_counter()
+                inputs, target = to(batch(step), device)
+                start, start_cpu = time.perf_counter(), time.thread_time()
                 opt.zero_grad()
-                loss_fn(m(*inputs) if isinstance(inputs, tuple) else m(inputs), target).backward()
+                loss_of(m, inputs, target, loss_fn).backward()
                 opt.step()
                 if device != "cpu":
                     torch.cuda.synchronize()
                 times[method].append(time.perf_counter() - start)
+                cpu[method].append(time.thread_time() - start_cpu)
             step += 1
     counted = rounds * steps
     spent = {method: (inside.seconds.get(id(rec), 0.0) - warm.get(id(rec), 0.0)) / counted
@@ -137,24 +215,31 @@ def measure(name: str, rounds: int = 5, steps: int = 4, device: str = "cpu") -> 
     log = setups["watch, run directory"][2].spikes
     spikes = (inside.seconds.get(id(log), 0.0) - warm.get(id(log), 0.0)) / counted
     inside.close()
+    for handle in hooks:
+        handle.remove()
     for _, _, rec in setups.values():
         if rec is not None:
             rec.close()
     numel = sum(p.numel() for p in model.parameters())
     medians = {method: statistics.median(t[steps:]) for method, t in times.items()}
     return {"model": name, "numel": numel, "params": len(list(model.parameters())),
-            "median": medians, "inside": spent, "device": device, "spikes": spikes}
+            "median": medians, "inside": spent, "device": device, "spikes": spikes,
+            "cpu": {method: statistics.median(t[steps:]) for method, t in cpu.items()}}
 
 
 def report(result: dict) -> str:
     bare = result["median"]["bare loop"]
     lines = [f"{result['model']} ({result['numel']:,} numbers in {result['params']} parameters, "
              f"{result['device']}): bare step {bare * 1e3:.2f} ms"]
-    lines.append(f"  {'method':<22} {'inside watch':>14} {'median step':>13} {'vs bare':>8}")
+    bare_cpu = result["cpu"]["bare loop"]
+    lines.append(f"  {'method':<22} {'inside watch':>14} {'median step':>13} {'vs bare':>8} "
+                 f"{'fixed cost':>11} {'thread CPU':>11} {'fixed (CPU)':>12}")
     for method, seconds in result["median"].items():
         spent = result["inside"].get(method)
         share = "" if spent is None else f"{spent / bare:.1%}"
-        lines.append(f"  {method:<22} {share:>14} {seconds * 1e3:10.2f} ms {seconds / bare - 1:+8.1%}")
+        c = result["cpu"][method]
+        lines.append(f"  {method:<22} {share:>14} {seconds * 1e3:10.2f} ms {seconds / bare - 1:+8.1%} "
+                     f"{(seconds - bare) * 1e3:8.2f} ms {c * 1e3:8.2f} ms {(c - bare_cpu) * 1e3:9.2f} ms")
     lines.append(f"  spike detection (part of the run directory's): {result['spikes'] * 1e6:.0f} us "
                  f"a step, {result['spikes'] / bare:.2%} of the bare step")
     return "\n".join(lines)
@@ -225,16 +310,54 @@ def distributed(steps: int = 12) -> None:
              nprocs=2, join=True)
 
 
+def profile(name: str, steps: int = 300, run_dir: bool = True, top: int = 25) -> None:
+    """cProfile of ``steps`` steps of ``watch(model, opt, run_dir)`` (after 30 warm-up steps):
+    the top costs by own time, and the calls per step."""
+    import cProfile
+    import pstats
+
+    model, batch, loss_fn = build(name)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    rec = gx.watch(model, opt, os.path.join(tempfile.mkdtemp(), "run") if run_dir else None)
+
+    def step(i):
+        inputs, target = batch(i)
+        opt.zero_grad()
+        loss_of(model, inputs, target, loss_fn).backward()
+        opt.step()
+    for i in range(30):
+        step(i)
+    prof = cProfile.Profile()
+    prof.enable()
+    for i in range(steps):
+        step(i)
+    prof.disable()
+    rec.close()
+    stats = pstats.Stats(prof)
+    print(f"{name}: {stats.total_calls / steps:.0f} Python calls a step "
+          f"(profiled, watch {'with' if run_dir else 'without'} run directory)")
+    stats.sort_stats("tottime").print_stats(top)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--models", nargs="+", default=["mlp", "transformer"])
+    parser.add_argument("--models", nargs="+", default=["mlp256", "gpt2", "resnet18"])
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=20, help="steps of each method per round")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (0: torch's default)")
     parser.add_argument("--device", default="cpu")
+    parser.add_argument("--profile", action="store_true", help="cProfile of watch on the first model")
+    parser.add_argument("--in-memory", action="store_true", help="--profile without a run directory")
     parser.add_argument("--no-distributed", action="store_true")
     args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
+    if args.profile:
+        profile(args.models[0], run_dir=not args.in_memory)
+        return
     for name in args.models:
-        print(report(measure(name, args.rounds, device=args.device)))
+        print(report(measure(name, args.rounds, args.steps, device=args.device)))
     if not args.no_distributed:
         distributed()
 

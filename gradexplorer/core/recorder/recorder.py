@@ -114,7 +114,7 @@ class Recorder:
         self._closure_loss = None
         self._steps_taken = 0  # optimizer steps seen by the post-hook
         self._backwards_at_step = 0
-        self._accumulated = None
+        self._accumulated = self._named_params = None
         self._scale = None
         self._optimizer_state = optimizer_state and optimizer is not None \
             and self.plan.mode != "fsdp2"
@@ -252,9 +252,10 @@ class Recorder:
             return {}
         from gradexplorer.core.stats.optimizer_state import optimizer_state
 
-        named = [(self.plan.names.get(n, n), p)
-                 for n, p in self.plan.stats_model.named_parameters()]
-        return optimizer_state(self.optimizer, named)
+        if self._named_params is None:  # once: the probe keeps the parameters as well
+            self._named_params = [(self.plan.names.get(n, n), p)
+                                  for n, p in self.plan.stats_model.named_parameters()]
+        return optimizer_state(self.optimizer, self._named_params)
 
     def _skipped_step(self) -> None:
         """The GradScaler skipped ``optimizer.step()``: record the step as skipped, with the

@@ -14,6 +14,7 @@ from gradexplorer.core.errors import UserError
 from gradexplorer.core.folder_lock import writer_present
 from gradexplorer.core.recorder import schema as S
 from gradexplorer.core.recorder import validate as V
+from gradexplorer.core.recorder.store import flush_writer_of
 from gradexplorer.core.stats.ledger import LEDGER_FIELDS, StepLedger, ledger_from_row
 from gradexplorer.core.stats.optimizer_state import STATE_FIELDS, ParamOptimState, state_from_row
 from gradexplorer.core.stats.records import STAT_FIELDS, Histogram, ParamStats, StepGradients
@@ -26,6 +27,7 @@ class Run:
     def __init__(self, run_dir: str | Path) -> None:
         self.path = Path(run_dir)
         self.where = f"run {str(self.path)!r}"
+        flush_writer_of(self.path)  # a run written in this process: what was given so far
         db_path = S.database_path(self.path)
         if not db_path.is_file():
             raise UserError(f"{str(self.path)!r} is not a gradexplorer run directory "

@@ -1,13 +1,15 @@
-"""RunWriter: append one step at a time to a run directory, in one transaction per step."""
+"""RunWriter: append steps to a run directory from a writer thread, whole steps per transaction."""
 
 from __future__ import annotations
 
+import atexit
 import json
 import math
 import os
 import shutil
 import sqlite3
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -17,6 +19,7 @@ import numpy as np
 from gradexplorer.core.errors import UserError, first_line
 from gradexplorer.core.folder_lock import FolderLock
 from gradexplorer.core.recorder import schema as S
+from gradexplorer.core.recorder.write_thread import WriteThread
 from gradexplorer.core.stats.ledger import LEDGER_FIELDS, StepLedger
 from gradexplorer.core.stats.records import STAT_FIELDS, StepGradients
 
@@ -54,9 +57,31 @@ def leftover_files(run_dir: Path) -> list[Path]:
             run_dir / S.SNAPSHOTS]
 
 
+_OPEN: dict[Path, RunWriter] = {}  # this process's open writers, by resolved run directory
+
+
+@atexit.register
+def _flush_open_writers() -> None:
+    """At interpreter exit, commit what open writers were given (a script that never called
+    ``rec.close()`` keeps every step, as when each step was committed at once)."""
+    for writer in list(_OPEN.values()):
+        writer.flush()
+
+
+def flush_writer_of(run_dir: str | Path) -> None:
+    """Wait until this process's writer of ``run_dir`` (if any) has committed what it was
+    given, so a reader in the same process sees every step written so far."""
+    writer = _OPEN.get(Path(run_dir).resolve())
+    if writer is not None:
+        writer.flush()
+
+
 class RunWriter:
     """Owns the run database; a write that fails (a full disk) is reported once and recording
     stops, while training goes on.
+
+    The writes are done on a writer thread (``write_thread.py``): ``write_step`` and the others
+    queue the work and return; ``flush()`` waits for it, ``close()`` commits it all first.
 
     The run directory is locked while the writer lives (``core/folder_lock.py``): a second
     writer is refused in one line, and a reader knows when the writer is gone. A directory that
@@ -68,6 +93,8 @@ class RunWriter:
                  resume: bool = False) -> None:
         self.run_dir = Path(run_dir)
         self.failed: str | None = None
+        self._fail_lock = threading.Lock()
+        self._writes: WriteThread | None = None
         self.first_step = 1
         self.recorded: dict[str, Any] = {}  # the resumed run's structure
         self._report = report or (lambda line: print(line, file=sys.stderr))
@@ -84,6 +111,8 @@ class RunWriter:
         except BaseException:
             self._lock.release()
             raise
+        self._writes = WriteThread(self._conn, self._fail)
+        _OPEN[self.run_dir.resolve()] = self
 
     def _open(self, overwrite: bool, resume: bool) -> None:
         db_path = S.database_path(self.run_dir)
@@ -110,10 +139,11 @@ class RunWriter:
         else:
             self._create(db_path)
         try:
-            self._db = sqlite3.connect(db_path, isolation_level=None, check_same_thread=False)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")  # a committed step survives kill -9
-            self._db.executescript(S.SCHEMA)  # a resumed older run gets the tables it lacks
+            # opened here, then used by the writer thread alone (and by flush()ed callers)
+            self._conn = sqlite3.connect(db_path, isolation_level=None, check_same_thread=False)
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=NORMAL")  # a committed step survives kill -9
+            self._conn.executescript(S.SCHEMA)  # a resumed older run gets the tables it lacks
         except (OSError, sqlite3.Error) as exc:
             raise UserError(f"cannot create run directory {str(self.run_dir)!r}: {exc}") from None
 
@@ -148,54 +178,65 @@ class RunWriter:
                             "run_dir")
 
     # -- writing -------------------------------------------------------------------
-    def _transaction(self):
-        writer = self
+    @property
+    def _db(self) -> sqlite3.Connection:
+        """The connection, once the writer thread has done every write given so far."""
+        self.flush()
+        return self._conn
 
-        class _Tx:
-            def __enter__(self):
-                writer._db.execute("BEGIN IMMEDIATE")
-                return writer._db
+    def flush(self) -> None:
+        """Return once every write given so far is committed (or has failed)."""
+        if self._writes is not None:
+            self._writes.flush()
 
-            def __exit__(self, kind, exc, tb):
-                writer._db.execute("COMMIT" if kind is None else "ROLLBACK")
-                return False
-
-        return _Tx()
+    def _fail(self, what: str, exc: BaseException) -> None:
+        """Report the first failure in one line; recording stops (either thread may call)."""
+        with self._fail_lock:
+            if self.failed is not None:
+                return
+            reason = str(exc) if isinstance(exc, (OSError, sqlite3.Error, UserError)) \
+                else first_line(exc)
+            self.failed = f"gradexplorer: recording stopped, could not write {what} to " \
+                          f"{self.run_dir}: {reason}; training goes on"
+        self._report(self.failed)
 
     def _guarded(self, what: str, work) -> bool:
-        """Run ``work()``; on a storage error report one line, stop recording, return False."""
+        """Run ``work()`` on this thread (files written beside the database); on an error
+        report one line, stop recording, return False."""
         if self.failed is not None:
             return False
         try:
             work()
             return True
         except Exception as exc:  # noqa: BLE001 - recording must never break the training loop
-            if self._db.in_transaction:
-                try:
-                    self._db.execute("ROLLBACK")
-                except sqlite3.Error:
-                    pass
-            reason = str(exc) if isinstance(exc, (OSError, sqlite3.Error, UserError)) \
-                else first_line(exc)
-            self.failed = f"gradexplorer: recording stopped, could not write {what} to " \
-                          f"{self.run_dir}: {reason}; training goes on"
-            self._report(self.failed)
+            self._fail(what, exc)
             return False
+
+    def _submit(self, what: str, work) -> bool:
+        """Queue ``work(db)`` for the writer thread (one transaction with the writes beside
+        it); False once recording has stopped."""
+        return self.failed is None and self._writes is not None and self._writes.submit(what, work)
 
     def set_meta(self, values: dict[str, Any]) -> bool:
         """Store JSON values under their keys (model structure, graph, settings)."""
-        def work():
-            with self._transaction() as db:
-                db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
-                               [(k, json.dumps(v, default=str)) for k, v in values.items()])
-        return self._guarded("the run's description", work)
+        rows = [(k, json.dumps(v, default=str)) for k, v in values.items()]
+        return self._submit("the run's description", lambda db: db.executemany(
+            "INSERT OR REPLACE INTO meta VALUES (?, ?)", rows))
 
     def write_step(self, record: StepGradients, loss: float | None = None, ranks: int = 1,
                    rank_norms: dict[int, dict[str, float]] | None = None,
                    ledger: StepLedger | None = None, accumulated: dict[str, float] | None = None,
                    optimizer_state: dict | None = None, batch: str | None = None) -> bool:
         """Append one step (figures, histograms, its ledger row, the per-parameter accumulated
-        norms and optimizer state, the batch's ids as JSON) in one transaction."""
+        norms and optimizer state, the batch's ids as JSON) in one transaction, on the writer
+        thread (the record and the dicts given are not changed afterwards: each step's are new)."""
+        return self._submit(f"step {record.step}", lambda db: self._insert_step(
+            db, record, loss, ranks, rank_norms, ledger, accumulated, optimizer_state, batch,
+            time.time()))
+
+    @staticmethod
+    def _insert_step(db, record, loss, ranks, rank_norms, ledger, accumulated, optimizer_state,
+                     batch, wall) -> None:
         stat_rows = [
             (record.step, s.name, s.numel, int(s.has_grad),
              *(_real(getattr(s, f)) for f in STAT_FIELDS))
@@ -210,62 +251,63 @@ class RunWriter:
 
         param_rows = param_step_rows(record.step, accumulated or {}, optimizer_state or {})
 
-        def work():
-            with self._transaction() as db:
-                db.executemany("INSERT OR REPLACE INTO not_recorded VALUES (?, ?, ?)",
-                               [(record.step, n, c) for n, c in record.not_recorded.items()])
-                db.execute("INSERT OR REPLACE INTO steps VALUES (?, ?, ?, ?, ?, ?, ?)",
-                           (record.step, time.time(), _real(record.global_norm), record.total_numel,
-                            _real(loss), record.seconds, ranks))
-                db.executemany(f"INSERT OR REPLACE INTO stats VALUES ({','.join('?' * 14)})",
-                               stat_rows)
-                db.executemany("INSERT OR REPLACE INTO histograms VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                               hist_rows)
-                db.executemany("INSERT OR REPLACE INTO rank_norms VALUES (?, ?, ?, ?)",
-                               [(record.step, rank, name, _real(norm))
-                                for rank, norms in (rank_norms or {}).items()
-                                for name, norm in norms.items()])
-                if ledger is not None:
-                    db.execute(f"INSERT OR REPLACE INTO ledger VALUES ({','.join('?' * 14)})",
-                               ledger_row(ledger))
-                db.executemany(f"INSERT OR REPLACE INTO param_steps VALUES ({','.join('?' * 8)})",
-                               param_rows)
-                if batch is not None:
-                    db.execute("INSERT OR REPLACE INTO batches VALUES (?, ?)", (record.step, batch))
-        return self._guarded(f"step {record.step}", work)
+        db.executemany("INSERT OR REPLACE INTO not_recorded VALUES (?, ?, ?)",
+                       [(record.step, n, c) for n, c in record.not_recorded.items()])
+        db.execute("INSERT OR REPLACE INTO steps VALUES (?, ?, ?, ?, ?, ?, ?)",
+                   (record.step, wall, _real(record.global_norm), record.total_numel,
+                    _real(loss), record.seconds, ranks))
+        db.executemany(f"INSERT OR REPLACE INTO stats VALUES ({','.join('?' * 14)})",
+                       stat_rows)
+        db.executemany("INSERT OR REPLACE INTO histograms VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                       hist_rows)
+        db.executemany("INSERT OR REPLACE INTO rank_norms VALUES (?, ?, ?, ?)",
+                       [(record.step, rank, name, _real(norm))
+                        for rank, norms in (rank_norms or {}).items()
+                        for name, norm in norms.items()])
+        if ledger is not None:
+            db.execute(f"INSERT OR REPLACE INTO ledger VALUES ({','.join('?' * 14)})",
+                       ledger_row(ledger))
+        db.executemany(f"INSERT OR REPLACE INTO param_steps VALUES ({','.join('?' * 8)})",
+                       param_rows)
+        if batch is not None:
+            db.execute("INSERT OR REPLACE INTO batches VALUES (?, ?)", (record.step, batch))
 
     def write_event(self, step: int, until: int, event: str) -> bool:
         """Keep (or update) the spike event that began at ``step`` (JSON text)."""
-        def work():
-            with self._transaction() as db:
-                db.execute("INSERT OR REPLACE INTO spike_events VALUES (?, ?, ?)",
-                           (step, until, event))
-        return self._guarded(f"the spike event of step {step}", work)
+        return self._submit(f"the spike event of step {step}", lambda db: db.execute(
+            "INSERT OR REPLACE INTO spike_events VALUES (?, ?, ?)", (step, until, event)))
 
     def add_snapshot(self, step: int, path: Path, keep: int | None = None) -> bool:
         """Note a snapshot folder; with ``keep``, delete all but the newest ``keep``."""
-        def work():
-            with self._transaction() as db:
-                db.execute("INSERT OR REPLACE INTO snapshots VALUES (?, ?)",
-                           (step, str(path.relative_to(self.run_dir))))
-                old = []
-                if keep is not None:
-                    old = db.execute("SELECT step, path FROM snapshots ORDER BY step DESC "
-                                     "LIMIT -1 OFFSET ?", (keep,)).fetchall()
-                    db.executemany("DELETE FROM snapshots WHERE step = ?", [(s,) for s, _ in old])
-            for _, rel in old:  # rows first, then folders: a reader never sees a missing one
-                shutil.rmtree(self.run_dir / rel, ignore_errors=True)
-        return self._guarded(f"the snapshot of step {step}", work)
+        def work(db):
+            db.execute("INSERT OR REPLACE INTO snapshots VALUES (?, ?)",
+                       (step, str(path.relative_to(self.run_dir))))
+            old = []
+            if keep is not None:
+                old = db.execute("SELECT step, path FROM snapshots ORDER BY step DESC "
+                                 "LIMIT -1 OFFSET ?", (keep,)).fetchall()
+                db.executemany("DELETE FROM snapshots WHERE step = ?", [(s,) for s, _ in old])
+
+            def remove():  # after the commit: rows first, then folders (never a missing one)
+                for _, rel in old:
+                    shutil.rmtree(self.run_dir / rel, ignore_errors=True)
+            return remove if old else None
+        return self._submit(f"the snapshot of step {step}", work)
 
     def snapshot_dir(self) -> Path:
         return self.run_dir / S.SNAPSHOTS
 
     def close(self) -> None:
+        """Commit every write given (returns once it is all on disk), close, unlock."""
         try:
-            self._db.close()
+            if self._writes is not None:
+                self._writes.close()
+            self._conn.close()
         except sqlite3.Error:
             pass
         finally:
+            if _OPEN.get(self.run_dir.resolve()) is self:
+                del _OPEN[self.run_dir.resolve()]
             self._lock.release()
 
 
@@ -282,17 +324,22 @@ class RunSizeNote:
         self.said = False
         self._first: tuple[int, int] | None = None  # (step, bytes) at the first recorded step
 
-    def size(self) -> int:
+    @staticmethod
+    def size(db: sqlite3.Connection) -> int:
         """Bytes of the database as its writer sees it (committed pages, WAL included)."""
-        db = self.writer._db
         return db.execute("PRAGMA page_count").fetchone()[0] * db.execute(
             "PRAGMA page_size").fetchone()[0]
 
     def check(self, step: int) -> None:
+        """Measure after ``step``'s write, on the writer thread."""
+        if not self.said:
+            self.writer._submit(f"step {step}", lambda db: self._check(step, db))
+
+    def _check(self, step: int, db: sqlite3.Connection) -> None:
         if self.said:
             return
         try:
-            size = self.size()
+            size = self.size(db)
         except sqlite3.Error:
             return
         if self._first is None or step <= self._first[0]:

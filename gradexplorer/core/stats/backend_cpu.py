@@ -6,6 +6,7 @@ first, so a model with many tiny parameters costs a few kernel calls, not hundre
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -47,7 +48,8 @@ def concatenate(parts: list[np.ndarray]) -> np.ndarray:
 
 
 def offsets_of(sizes: list[int]) -> np.ndarray:
-    return np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    """``[0, s0, s0+s1, ...]`` as int64 (Python sums: a few sizes, no numpy calls)."""
+    return np.array([0, *itertools.accumulate(sizes)], np.int64)
 
 
 def pack_tensors(tensors: list[torch.Tensor]) -> list[Pack]:
@@ -91,10 +93,13 @@ def pack_moments(pack: Pack) -> np.ndarray:
     return rows
 
 
-def pack_histograms(pack: Pack, stats: np.ndarray, bins: int, hist_range: HistRange):
-    """Exact histograms of each tensor in one pack: ``(edges, counts, extra)``."""
+def pack_histograms(pack: Pack, stats: np.ndarray, bins: int, hist_range: HistRange,
+                    edges: np.ndarray | None = None):
+    """Exact histograms of each tensor in one pack: ``(edges, counts, extra)``; ``edges`` (the
+    pack's rows) when already computed for every tensor at once."""
     count = stats.shape[0]
-    edges = histogram_edges(*range_bounds(stats[:, MIN], stats[:, MAX], hist_range), bins)
+    if edges is None:
+        edges = histogram_edges(*range_bounds(stats[:, MIN], stats[:, MAX], hist_range), bins)
     counts = np.zeros((count, bins), np.int64)
     extra = np.zeros((count, 4), np.int64)
     nonfinite = stats[:, NANS] + stats[:, INFS] > 0
@@ -163,18 +168,20 @@ def compute(grads: list[torch.Tensor], want_histograms: bool, bins: int,
             hist_range: HistRange) -> RawStats:
     """Moments, and histograms when asked, of CPU gradients (rows in the order given)."""
     count = len(grads)
+    packs = pack_tensors(grads)
+    raw = RawStats(np.zeros((count, MOMENT_COLUMNS)))
+    for pack, rows in zip(packs, in_parallel(pack_moments, packs), strict=True):
+        raw.moments[pack.indices] = rows
+    if not want_histograms:
+        return raw
+    # every tensor's edges in one vectorised pass (row-wise: the same figures as pack by pack)
+    m = raw.moments
+    raw.edges = histogram_edges(*range_bounds(m[:, MIN], m[:, MAX], hist_range), bins)
+    raw.counts, raw.extra = np.zeros((count, bins), np.int64), np.zeros((count, 4), np.int64)
 
     def work(pack: Pack):
-        rows = pack_moments(pack)
-        return rows, pack_histograms(pack, rows, bins, hist_range) if want_histograms else None
+        return pack_histograms(pack, m[pack.indices], bins, hist_range, raw.edges[pack.indices])
 
-    raw = RawStats(np.zeros((count, MOMENT_COLUMNS)))
-    if want_histograms:
-        raw.edges, raw.counts = np.zeros((count, bins + 1)), np.zeros((count, bins), np.int64)
-        raw.extra = np.zeros((count, 4), np.int64)
-    packs = pack_tensors(grads)
-    for pack, (rows, hist) in zip(packs, in_parallel(work, packs), strict=True):
-        raw.moments[pack.indices] = rows
-        if hist is not None:
-            raw.edges[pack.indices], raw.counts[pack.indices], raw.extra[pack.indices] = hist
+    for pack, (_, counts, extra) in zip(packs, in_parallel(work, packs), strict=True):
+        raw.counts[pack.indices], raw.extra[pack.indices] = counts, extra
     return raw

@@ -1,0 +1,133 @@
+"""WriteThread: a run database's writes done off the training thread, commits batched.
+
+The training thread appends each write (a step's figures, an event, a snapshot's row) to a
+bounded queue and goes on, without waking anyone; one writer thread owns the SQLite connection
+from then on. Every ``PERIOD`` seconds (or at once on ``flush()``/``close()``) it takes the
+writes waiting (at most ``BATCH``) and commits them in one transaction, so a reader sees whole
+steps only, and a fast training loop costs one wake-up and one commit per period, not per step.
+When the queue is full (``CAPACITY`` writes: the disk is slower than the training), the
+training thread waits for room: nothing is dropped or merged. A ``kill -9`` loses at most the
+writes not yet committed: ``CAPACITY`` waiting plus ``BATCH`` in the transaction under way
+(in practice those of the last ``PERIOD``). A write that fails is reported once (``on_error``)
+and no later write is attempted.
+"""
+
+from __future__ import annotations
+
+import collections
+import sqlite3
+import threading
+from collections.abc import Callable
+
+CAPACITY = 64  # writes waiting at most; the training thread waits when the queue is full
+BATCH = 64  # writes committed together at most
+PERIOD = 0.05  # seconds between the writer's looks at the queue
+
+Work = Callable[[sqlite3.Connection], Callable[[], None] | None]  # may return an after-commit step
+
+
+class WriteThread:
+    """Runs ``work(db)`` of each submitted write in order on one thread, in batched transactions.
+
+    ``work`` runs inside the transaction; what it returns, if callable, runs after the commit
+    (deleting folders whose rows are gone). ``on_error(what, exc)`` is called once, on the
+    writer thread, for the first write that fails; the writes of its batch before it are
+    committed, it and every later write are not.
+    """
+
+    def __init__(self, db: sqlite3.Connection, on_error: Callable[[str, BaseException], None],
+                 name: str = "gradexplorer-run-writer") -> None:
+        self.db = db
+        self._on_error = on_error
+        self.failed = False
+        self._pending: collections.deque = collections.deque()
+        self._changed = threading.Condition()  # room in the queue, writes done
+        self._wake = threading.Event()
+        self._submitted = self._done = 0
+        self._stopping = False
+        self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
+        self._thread.start()
+
+    def submit(self, what: str, work: Work) -> bool:
+        """Queue a write (waiting while the queue is full); False once writing has failed."""
+        if self.failed or self._stopping:
+            return False
+        if len(self._pending) >= CAPACITY:
+            self._wake.set()
+            with self._changed:
+                self._changed.wait_for(lambda: len(self._pending) < CAPACITY
+                                       or not self._thread.is_alive())
+        self._submitted += 1  # the training thread alone submits
+        self._pending.append((what, work))
+        return True
+
+    def flush(self) -> None:
+        """Return once every write submitted so far is committed (or has failed)."""
+        target = self._submitted
+        self._wake.set()
+        with self._changed:
+            self._changed.wait_for(lambda: self._done >= target or not self._thread.is_alive())
+
+    def close(self) -> None:
+        """Commit every write submitted, then end the thread."""
+        self._stopping = True
+        self._wake.set()
+        self._thread.join()
+
+    # -- the writer thread ---------------------------------------------------------------
+    def _loop(self) -> None:
+        while True:
+            self._wake.wait(PERIOD)
+            self._wake.clear()
+            stopping = self._stopping
+            while self._pending:
+                batch = []
+                while self._pending and len(batch) < BATCH:
+                    batch.append(self._pending.popleft())
+                try:
+                    self._commit(batch)
+                finally:
+                    with self._changed:
+                        self._done += len(batch)
+                        self._changed.notify_all()
+            if stopping:
+                return
+
+    def _commit(self, batch: list) -> None:
+        if self.failed or not batch:
+            return
+        try:
+            done = self._run(batch)
+        except Exception:  # noqa: BLE001 - find the first write that fails, keep those before it
+            self._rollback()
+            done = []
+            for what, work in batch:
+                try:
+                    done += self._run([(what, work)])
+                except Exception as exc:  # noqa: BLE001 - recording never breaks training
+                    self._rollback()
+                    self._fail(what, exc)
+                    break
+        for what, step in done:  # after the commit: deleting old folders, reading the size
+            try:
+                step()
+            except Exception as exc:  # noqa: BLE001
+                self._fail(what, exc)
+                return
+
+    def _run(self, batch: list) -> list:
+        self.db.execute("BEGIN IMMEDIATE")
+        after = [(what, work(self.db)) for what, work in batch]
+        self.db.execute("COMMIT")
+        return [(what, step) for what, step in after if callable(step)]
+
+    def _fail(self, what: str, exc: BaseException) -> None:
+        self.failed = True
+        self._on_error(what, exc)
+
+    def _rollback(self) -> None:
+        if self.db.in_transaction:
+            try:
+                self.db.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
