@@ -13,9 +13,9 @@ GUI_FIXTURES = {"qtbot", "qapp", "make_window"}
 
 def pytest_addoption(parser):
     parser.addoption(
-        "--gui-order", default="file", metavar="file|random|SEED",
-        help="order of the GUI test modules and of the tests in each: 'file' (default), "
-             "'random' (a new seed each run, shown in the header) or a seed to repeat one order")
+        "--gui-order", default="random", metavar="random|file|SEED",
+        help="order of the GUI test modules and of the tests in each: 'random' (default: a new "
+             "seed each run, shown in the header), a seed to repeat one order, or 'file'")
 
 
 def pytest_configure(config):

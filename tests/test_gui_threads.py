@@ -138,3 +138,39 @@ def test_the_about_box_names_the_crash_log(qtbot, app_data_home):
     lines = dict(line.split(": ", 1) for line in box.details.splitlines())
     assert lines["crash log"] == str(crash_log_path())
     assert crash_log_path() == app_data_home / "gradexplorer" / "crash.log"
+
+
+# A window closed while its training thread is still busy (a long step or job outlives
+# ``shutdown``'s wait, as under load): the window, its controller and the worker's object are
+# freed, and the worker's own frame holds the last reference. When the job ends, Python would
+# free the QThread on its own, still running, thread: Qt aborts the process.
+OUTLIVED_SHUTDOWN = r"""
+import gc, threading, time
+from PySide6.QtWidgets import QApplication
+from gradexplorer.gui import session_worker
+
+app = QApplication([])
+go, started = threading.Event(), threading.Event()
+worker = session_worker.SessionWorker()
+worker.start()
+worker.post(lambda: (started.set(), go.wait()))
+started.wait()
+print("ended in time:", worker.shutdown(timeout_ms=10))
+del worker
+gc.collect()
+go.set()
+deadline = time.monotonic() + 120
+while session_worker._STARTED and time.monotonic() < deadline:
+    app.processEvents()
+    time.sleep(0.01)
+print("released:", not session_worker._STARTED)
+"""
+
+
+def test_a_worker_that_outlives_its_shutdown_is_kept_until_its_thread_ends(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "QT_QPA_PLATFORM": "offscreen"}
+    done = subprocess.run([sys.executable, "-c", OUTLIVED_SHUTDOWN], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
+    assert done.stdout.split("\n")[:2] == ["ended in time: False", "released: True"]
+    assert "Destroyed while thread" not in done.stderr

@@ -6,6 +6,7 @@ return value is a typed result (``gui.models.session``) that comes back through 
 
 from __future__ import annotations
 
+import atexit
 import queue
 import sys
 import traceback
@@ -20,6 +21,14 @@ from gradexplorer.core.session.engine import RunControl, TrainingSession
 from gradexplorer.gui.run_buffer import RunBuffer
 
 _QUIT = object()
+
+# Every started worker, until its thread has ended: a QThread whose Python object is freed
+# while its thread still runs aborts the process ("QThread: Destroyed while thread is still
+# running"). That happens when the last reference goes away at the wrong moment: a window
+# closed while a long step or job outlives ``shutdown``'s wait, a garbage collection between
+# ``run()`` returning and the thread ending, or the interpreter's exit. This set is the one
+# owner that lets go only on the GUI thread, after the thread has ended.
+_STARTED: set[SessionWorker] = set()
 
 
 @dataclass
@@ -55,6 +64,15 @@ class SessionWorker(QThread):
         self.buffer = RunBuffer(self.steps_ready.emit)
         self._queue: queue.Queue = queue.Queue()
         self._control: RunControl | None = None
+        self.finished.connect(self._release)  # queued: runs on the GUI thread
+
+    def start(self, *args) -> None:  # noqa: D102 - QThread.start, kept alive until it ends
+        _STARTED.add(self)
+        super().start(*args)
+
+    def _release(self) -> None:
+        self.wait()  # ``finished`` is emitted just before the thread function returns
+        _STARTED.discard(self)
 
     # -- called from the GUI thread ------------------------------------------------
     def post(self, fn: Callable[[], Any]) -> None:
@@ -74,7 +92,8 @@ class SessionWorker(QThread):
             self._control.stop()
 
     def shutdown(self, timeout_ms: int = 10_000) -> bool:
-        """Stop any run, finish, and wait for the thread; False if it did not end in time."""
+        """Stop any run, finish the jobs already posted, and wait for the thread; False if it
+        did not end in time (it ends after them, and stays referenced until then)."""
         self.stop_run()
         self._queue.put(_QUIT)
         return self.wait(timeout_ms) if self.isRunning() else True
@@ -137,3 +156,15 @@ class SessionWorker(QThread):
         if not isinstance(exc, UserError):
             traceback.print_exception(exc, file=sys.stderr)
         signal.emit(describe_failure(exc))
+
+
+@atexit.register
+def _end_started_workers() -> None:
+    """At the interpreter's exit, end every worker still running (a window never closed)
+    before Python frees its object."""
+    for worker in list(_STARTED):
+        worker.stop_run()
+        worker._queue.put(_QUIT)
+    for worker in list(_STARTED):
+        worker.wait()
+    _STARTED.clear()
