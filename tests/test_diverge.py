@@ -1,34 +1,29 @@
 """Run divergence: a `scale:0.5` hook on LeNet's fc1 from step K parts two runs at step K, fc1's
 upstream parameters first; bit-identical runs never part; strides are aligned by step."""
 
+import functools
+import importlib.util
+from pathlib import Path
+
 import pytest
-import torch
-from torch import nn
 
 import gradexplorer as gx
-from gradexplorer.core.model.examples.lenet import LeNet
 from gradexplorer.core.recorder.divergence import relative_gap
 
 K = 4
 UPSTREAM = ["conv1.weight", "conv1.bias", "conv2.weight", "conv2.bias"]
 
 
-def lenet_run(run_dir, steps=6, hook_from=None, every=1):
-    torch.manual_seed(0)
-    model = LeNet()
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    g = torch.Generator().manual_seed(3)
-    with gx.watch(model, opt, run_dir, bins=8, every=every) as rec:
-        for step in range(1, steps + 1):
-            if step == hook_from:
-                gx.HookRegistry(model).attach("fc1", "scale:0.5")
-            x, y = torch.randn(4, 1, 32, 32, generator=g), torch.randn(4, 10, generator=g)
-            opt.zero_grad()
-            loss = nn.functional.mse_loss(model(x), y)
-            rec.note_loss(loss)
-            loss.backward()
-            opt.step()
-    return run_dir
+def load_spike_hunt():
+    """docs/examples/spike_hunt.py, whose LeNet loop these runs are (one loop, not a copy)."""
+    path = Path(__file__).resolve().parents[1] / "docs" / "examples" / "spike_hunt.py"
+    spec = importlib.util.spec_from_file_location("spike_hunt", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+lenet_run = functools.partial(load_spike_hunt().lenet, steps=6)
 
 
 @pytest.fixture(scope="module")

@@ -52,12 +52,14 @@ def spiky(run_dir: Path, steps: int = 400, bad_step: int = 300) -> None:
             opt.step()
 
 
-def lenet(run_dir: Path, hook_from: int | None = None, steps: int = 8) -> None:
+def lenet(run_dir: Path, hook_from: int | None = None, steps: int = 8, every: int = 1) -> Path:
+    """LeNet from seed 0 under ``watch`` (``scale:0.5`` on fc1 from step ``hook_from``);
+    tests/test_diverge.py records its runs with this same loop."""
     torch.manual_seed(0)
     model = LeNet()
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     data = torch.Generator().manual_seed(3)
-    with gx.watch(model, opt, run_dir, bins=16) as rec:
+    with gx.watch(model, opt, run_dir, bins=16, every=every) as rec:
         for step in range(1, steps + 1):
             if step == hook_from:
                 gx.HookRegistry(model).attach("fc1", "scale:0.5")
@@ -67,6 +69,7 @@ def lenet(run_dir: Path, hook_from: int | None = None, steps: int = 8) -> None:
             rec.note_loss(loss)
             loss.backward()
             opt.step()
+    return run_dir
 
 
 def main(root: str) -> None:
