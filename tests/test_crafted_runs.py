@@ -204,3 +204,25 @@ def test_an_older_damaged_step_is_one_line_from_export_report_and_run_history(ru
                                                                tmp_path / "two.html")):
         code, out, err = run_cli(*argv)  # these may not read the damaged step: never a traceback
         assert code == 0 or len(err.strip().splitlines()) == 1, (argv, code, err)
+
+
+@pytest.mark.parametrize("value", [0, 7, -3, 2**62, 1.5, -0.0, float("inf"), "nan", "NaN", "1.5",
+                                   "", b"\x00\x01", None])
+@pytest.mark.parametrize("column", ["norm", "nan_count"])
+def test_the_sql_check_of_a_stored_value_is_the_python_one(value, column):
+    """The run-wide reads check values inside SQL (``validate.sql_test``); what it accepts is
+    exactly what ``validate.figure``/``count`` accept for the same stored value."""
+    from gradexplorer.core.recorder import validate as V
+
+    db = sqlite3.connect(":memory:")
+    db.execute(f"CREATE TABLE t ({column})")
+    db.execute("INSERT INTO t VALUES (?)", (value,))
+    stored, = db.execute(f"SELECT {column} FROM t").fetchone()
+    in_sql = bool(db.execute(f"SELECT {V.sql_test(column)} FROM t").fetchone()[0])
+    check = V.count if column in V.COUNT_FIELDS else V.figure
+    try:
+        check(stored, "here")
+        in_python = True
+    except gx.UserError:
+        in_python = False
+    assert in_sql == in_python, (stored, in_sql, in_python)
