@@ -183,3 +183,44 @@ def test_a_followed_run_grows_its_optimizer_curves(qtbot, make_window, tmp_path)
     qtbot.waitUntil(lambda: window.controller.timeline.latest.step == STEPS, timeout=TIMEOUT_MS)
     window.settle()
     assert_curves_equal(window, "0.weight", expected, list(range(1, STEPS + 1)))
+
+
+def test_the_live_track_keeps_the_newest_steps_within_its_budget(monkeypatch):
+    """Memory is bounded (CELLS figures); when full the oldest half goes, never the newest."""
+    from gradexplorer.core.stats.optimizer_state import ParamOptimState
+    from gradexplorer.gui.models import optimizer_track
+    from gradexplorer.gui.models.timeline import StepPoint
+
+    monkeypatch.setattr(optimizer_track, "CELLS", 2 * 6 * 10)  # two parameters: 10 steps
+    track = optimizer_track.OptimizerTrack()
+    for step in range(1, 26):
+        state = {n: ParamOptimState(n, lr=step * k, momentum_norm=None) for k, n in ((1, "a"), (2, "b"))}
+        track.take([StepPoint(step, 0.0, None, 0.0, optimizer=state,
+                              update_ratios={"a": math.inf if step == 1 else 1 / step})])
+    steps, figures = track.series("b")
+    assert len(steps) <= 10 and steps[-1] == 25 and list(steps) == list(range(int(steps[0]), 26))
+    assert list(figures["lr"]) == [2 * s for s in steps]
+    assert np.isnan(figures["momentum_norm"]).all() and np.isnan(figures["update_ratio"]).all()
+    assert list(track.series("a")[1]["update_ratio"]) == [1 / s for s in steps]
+    assert track.names == ["a", "b"]
+    assert len(track.series("nothing")[0]) == 0
+
+
+def test_a_damaged_figure_is_one_line_in_the_tab(qtbot, make_window, tmp_path):
+    import sqlite3
+
+    clipped_run(tmp_path / "run", "adam")
+    with sqlite3.connect(tmp_path / "run" / "run.sqlite") as db:
+        db.execute("UPDATE param_steps SET exp_avg_norm = 'garbage' WHERE step = 2")
+    from gradexplorer.core.errors import UserError
+
+    with gx.open_run(tmp_path / "run") as run, pytest.raises(UserError, match="garbage"):
+        gx.RunHistory(run).optimizer_series("0.weight")
+    window = make_window()
+    assert window.file_actions.open_run(str(tmp_path / "run")) is not None
+    window.settle()
+    window.selection.select(param="0.weight", module="0", source="test")
+    text = window.optimizer_curves.readout.text()
+    assert "garbage" in text and "\n" not in text
+    x, _ = window.optimizer_curves.curve.getData()
+    assert x is None or len(x) == 0

@@ -15,6 +15,7 @@ import pyqtgraph as pg
 from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QSizePolicy, QVBoxLayout, QWidget
 from superqt.utils import qthrottled
 
+from gradexplorer.core.errors import UserError
 from gradexplorer.core.model.membership import module_parameters
 from gradexplorer.gui.curves import fit_range
 from gradexplorer.gui.models.optimizer_track import SERIES_FIELDS
@@ -126,7 +127,14 @@ class OptimizerCurves(QWidget):
         if name is None or latest is None:
             steps, figures = np.zeros(0), {f: np.zeros(0) for f in SERIES_FIELDS}
         else:
-            steps, figures = self.timeline.optimizer.series(name, latest.step)
+            try:
+                steps, figures = self.timeline.optimizer.series(name, latest.step)
+            except UserError as exc:  # a damaged run: one line where the curve would be
+                self.curve.setData([], [])
+                self.new_marks.setData([], [])
+                self.note = str(exc)
+                self.readout.setText(self.note)
+                return
         if self.chosen is None:
             self.figure_box.setCurrentIndex(SERIES_FIELDS.index(next(
                 (f for f in FIRST_CHOICE if np.isfinite(figures[f]).any() or np.isinf(figures[f]).any()),
