@@ -65,6 +65,7 @@ class OptimizerCurves(QWidget):
         self.log_box = QCheckBox("log y")
         self.log_box.toggled.connect(self.set_log)
         self.readout = QLabel("")
+        self.readout.setIndent(4)
         self.readout.setMinimumWidth(1)
         self.readout.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
         self.plot = pg.PlotWidget()
@@ -75,7 +76,7 @@ class OptimizerCurves(QWidget):
         self.curve = item.plot(pen=pg.mkPen(ACCENT, width=1.5))
         self.curve.setDownsampling(auto=True, method="peak")
         self.curve.setClipToView(True)
-        self.new_marks = item.plot(pen=None, symbol="t1", symbolSize=9, symbolBrush=ALARM,
+        self.new_marks = item.plot(pen=None, symbol="t1", symbolSize=11, symbolBrush=ALARM,
                                    symbolPen=None)  # steps where θ was 0 (ratio infinite)
         header = QHBoxLayout()
         header.setContentsMargins(4, 0, 4, 0)
