@@ -66,8 +66,8 @@ def plotted(window, field: str) -> tuple[list[float], np.ndarray]:
 
 def assert_curves_equal(window, name: str, expected: list[dict[str, dict[str, float]]],
                         steps: list[int]) -> None:
+    window.optimizer_dock.raise_()  # a hidden tab reads nothing
     window.selection.select(param=name, module=name.rpartition(".")[0], source="test")
-    window.optimizer_curves.refresh()
     assert window.optimizer_curves.param == name
     for field in (*STATE, "update_ratio"):
         x, y = plotted(window, field)
@@ -157,8 +157,15 @@ def test_a_run_directorys_optimizer_curves_equal_the_optimizers_own_state(
     assert window.optimizer_curves.describe_point(None, 1.0, 0.0) == "step 1 · ‖Δθ‖/‖θ‖ new (θ was 0)"
     # a module selected: its first parameter
     window.selection.select(module="0", source="test")
-    window.optimizer_curves.refresh()
     assert window.optimizer_curves.param == "0.weight"
+    # hidden behind another tab it reads nothing; shown again, it draws what changed meanwhile
+    window.curves_dock.raise_()
+    qtbot.waitUntil(lambda: not window.optimizer_curves.shown, timeout=TIMEOUT_MS)
+    window.selection.select(param="2.weight", module="2", source="test")
+    assert window.optimizer_curves.param == "0.weight" and window.optimizer_curves.stale
+    window.optimizer_dock.raise_()
+    qtbot.waitUntil(lambda: window.optimizer_curves.param == "2.weight", timeout=TIMEOUT_MS)
+    assert not window.optimizer_curves.stale
 
 
 def test_a_followed_run_grows_its_optimizer_curves(qtbot, make_window, tmp_path):
@@ -179,9 +186,13 @@ def test_a_followed_run_grows_its_optimizer_curves(qtbot, make_window, tmp_path)
             if step == 1:
                 assert window.file_actions.open_run(str(tmp_path / "run")) is not None
                 window.settle()
+                window.optimizer_dock.raise_()
                 assert plotted(window, "exp_avg_norm")[0] == [1, 2]
-    qtbot.waitUntil(lambda: window.controller.timeline.latest.step == STEPS, timeout=TIMEOUT_MS)
-    window.settle()
+    # the follower's poll → the timeline → the tab's throttled redraw, nothing called by hand
+    qtbot.waitUntil(lambda: len(window.optimizer_curves.curve.getData()[0]) == STEPS,
+                    timeout=TIMEOUT_MS)
+    x, y = window.optimizer_curves.curve.getData()
+    assert list(y) == pytest.approx([e["0.weight"]["exp_avg_norm"] for e in expected], rel=1e-12)
     assert_curves_equal(window, "0.weight", expected, list(range(1, STEPS + 1)))
 
 
@@ -219,6 +230,7 @@ def test_a_damaged_figure_is_one_line_in_the_tab(qtbot, make_window, tmp_path):
     window = make_window()
     assert window.file_actions.open_run(str(tmp_path / "run")) is not None
     window.settle()
+    window.optimizer_dock.raise_()
     window.selection.select(param="0.weight", module="0", source="test")
     text = window.optimizer_curves.readout.text()
     assert "garbage" in text and "\n" not in text

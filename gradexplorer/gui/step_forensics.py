@@ -33,6 +33,7 @@ def install(window) -> None:
     window.ledger_dock = window._dock("Ledger", window.ledger_panel, Qt.BottomDockWidgetArea)
     window.optimizer_dock = window._dock("Optimizer", window.optimizer_curves, Qt.BottomDockWidgetArea)
     window.spikes_dock = window._dock("Spikes", window.spike_panel, Qt.BottomDockWidgetArea)
+    window.optimizer_dock.visibilityChanged.connect(window.optimizer_curves.set_shown)
     for dock in (window.ledger_dock, window.optimizer_dock, window.spikes_dock):
         window.tabifyDockWidget(window.events_dock, dock)
     window.curves_dock.raise_()

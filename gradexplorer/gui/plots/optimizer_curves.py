@@ -90,9 +90,29 @@ class OptimizerCurves(QWidget):
         layout.addWidget(self.readout)
         layout.addWidget(self.plot, 1)
         self.hover = HoverReadout(self.plot.scene(), [item], self.describe_point, self.show_readout)
+        self.stale = False  # something changed while the tab was hidden: redraw when shown
+        self.shown = True  # False while its tab is behind another (``set_shown``)
         self.refresh_soon = qthrottled(self.refresh, timeout=REDRAW_MS, leading=False, parent=self)
-        timeline.changed.connect(self.refresh_soon)
-        selection.changed.connect(lambda _s: self.refresh())
+        timeline.changed.connect(lambda: self._changed(self.refresh_soon))
+        selection.changed.connect(lambda _s: self._changed(self.refresh))
+
+    def _changed(self, redraw) -> None:
+        """Redraw when shown; a hidden tab reads nothing (a run's series) until it is shown."""
+        if self.shown and self.isVisible():
+            redraw()
+        else:
+            self.stale = True
+
+    def set_shown(self, shown: bool) -> None:
+        """Its tab came to the front (True) or went behind another (its dock's visibilityChanged)."""
+        self.shown = shown
+        if shown and self.stale:
+            self.refresh()
+
+    def showEvent(self, event) -> None:  # noqa: N802 - Qt API
+        super().showEvent(event)
+        if self.stale and self.shown:
+            self.refresh()
 
     @property
     def field(self) -> str:
@@ -123,6 +143,7 @@ class OptimizerCurves(QWidget):
 
     def refresh(self) -> None:
         """Draw the shown parameter's figure over the steps the timeline holds."""
+        self.stale = False
         self.param = name = self.shown_param()
         latest = self.timeline.latest
         if name is None or latest is None:
