@@ -17,12 +17,12 @@ from torch import nn
 import gradexplorer as gx
 from gradexplorer.core.model.spec import ModelOptions
 from gradexplorer.core.session.engine import SessionConfig
+from gradexplorer.gui.models.optimizer_track import SERIES_FIELDS
 from gradexplorer.gui.plots.optimizer_curves import FIGURES
 from tests.gui_helpers import TIMEOUT_MS, wait_idle
 from tests.test_step_ledger import reference_state
 
 STEPS = 4
-STATE = ("lr", "exp_avg_norm", "exp_avg_sq_rms", "effective_lr", "momentum_norm")
 
 
 class ReferenceObserver:
@@ -69,7 +69,7 @@ def assert_curves_equal(window, name: str, expected: list[dict[str, dict[str, fl
     window.optimizer_dock.raise_()  # a hidden tab reads nothing
     window.selection.select(param=name, module=name.rpartition(".")[0], source="test")
     assert window.optimizer_curves.param == name
-    for field in (*STATE, "update_ratio"):
+    for field in SERIES_FIELDS:
         x, y = plotted(window, field)
         want = [e[name].get(field) for e in expected]
         if all(w is None for w in want):  # the optimizer keeps no such state: nothing drawn
