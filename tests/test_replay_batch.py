@@ -170,3 +170,22 @@ def test_gpt2_keyword_inputs_nan_names_its_forward_op(run_cli):
     assert code == 0, err
     assert "first non-finite value in the forward pass: log in module transformer.h.1.mlp.act" \
         in out
+
+
+def test_ab_arms_record_the_same_two_points_as_every_loop():
+    """Each arm's step carries its StepLedger: the gradient as accumulated and as applied
+    (the session neither scales nor clips: equal), each the float64 norm of that arm's own
+    gradients (a hook that clips the module's input gradients changes the hooked arm's)."""
+    ab = ABRun(lambda: stream_workload(Stream()), CPU, "out", "clip:0.01")
+    first = ab.step()
+    norms = []
+    for result, session in ((first.plain, ab.plain), (first.hooked, ab.hooked)):
+        grads = [p.grad.double() for p in session.model.parameters() if p.grad is not None]
+        want = math.sqrt(sum(float((g * g).sum()) for g in grads))
+        led = result.ledger
+        assert (led.optimizer_step, led.micro_batches, led.skipped) == (1, 1, False)
+        assert abs(led.grad_norm_accumulated - want) <= 1e-12 * want
+        assert led.grad_norm_applied == led.grad_norm_accumulated and led.clip_coef == 1.0
+        assert led.loss == result.loss
+        norms.append(want)
+    assert norms[0] != norms[1]

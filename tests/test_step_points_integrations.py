@@ -178,3 +178,78 @@ def test_lightning_gradscaler_skips_and_unscaled_losses(tmp_path):
         assert led.clipped and led.grad_norm_applied == pytest.approx(CLIP, rel=1e-4)
         assert led.clip_coef == pytest.approx(
             led.grad_norm_applied * led.scale / led.grad_norm_accumulated, rel=1e-12)
+
+
+@pytest.mark.parametrize("fused", [True, False])
+def test_a_fused_optimizers_skipped_step_is_recorded_as_skipped(tmp_path, fused):
+    """A fused optimizer (``_step_supports_amp_scaling``) is stepped even when the GradScaler
+    found Inf: it skips the update inside its kernel. The step is recorded as skipped all the same."""
+    net = make_net()
+    opt = torch.optim.AdamW(net.parameters(), lr=LR, fused=fused)
+    scaler = torch.amp.GradScaler("cpu", init_scale=1024.0)
+    x, y = dataset()
+    lines, weights = [], []
+    with gx.watch(net, opt, tmp_path / "run", scaler=scaler) as rec:
+        rec._report = lines.append
+        for step in range(4):
+            rows = slice(step * BATCH, (step + 1) * BATCH)
+            xb = x[rows].clone()
+            if step == 1:
+                xb[0, 0] = float("inf")
+            scaler.scale(nn.functional.mse_loss(net(xb), y[rows])).backward()
+            scaler.unscale_(opt)
+            nn.utils.clip_grad_norm_(net.parameters(), CLIP)
+            before = [p.detach().clone() for p in net.parameters()]
+            scaler.step(opt)
+            scaler.update()
+            opt.zero_grad()
+            weights.append(all(torch.equal(a, b) for a, b in zip(before, net.parameters(), strict=True)))
+    assert weights == [False, True, False, False]  # step 2 really was skipped
+    run = gx.open_run(tmp_path / "run")
+    assert run.steps == [1, 2, 3, 4]
+    assert [led.skipped for led in run.ledger()] == [False, True, False, False]
+    skipped = run.step_ledger(2)
+    assert "GradScaler" in skipped.skip_reason and skipped.grad_norm_applied is None
+    assert skipped.nan_count + skipped.inf_count > 0
+    assert len(lines) == 1 and "step 2 skipped by the GradScaler" in lines[0]
+
+
+def test_hf_trainer_fp16_gradscaler_skips_and_logs_the_unscaled_accumulated_norm(tmp_path):
+    """The Trainer under fp16 with the GradScaler accelerate makes on a GPU (made by hand here:
+    accelerate makes none on a CPU), its default optimizer, an Inf in the second batch."""
+    transformers = pytest.importorskip("transformers")
+    from gradexplorer.integrations import GradexplorerTrainerCallback
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.net = make_net()
+
+        def forward(self, x, labels):
+            return {"loss": nn.functional.mse_loss(self.net(x).float(), labels)}
+
+    class InOrder(transformers.Trainer):
+        def _get_train_sampler(self, *args, **kwargs):
+            return torch.utils.data.SequentialSampler(self.train_dataset)
+
+    x, y = dataset()
+    x[BATCH, 0] = float("inf")  # the second step's first sample
+    args = transformers.TrainingArguments(
+        output_dir=str(tmp_path / "hf"), max_steps=4, per_device_train_batch_size=BATCH,
+        max_grad_norm=CLIP, report_to=[], save_strategy="no", use_cpu=True, fp16=True,
+        logging_steps=1, disable_tqdm=True)
+    trainer = InOrder(model=Model(), args=args, callbacks=[GradexplorerTrainerCallback(tmp_path / "run")],
+                      train_dataset=[{"x": a, "labels": b} for a, b in zip(x, y, strict=True)])
+    trainer.accelerator.scaler = torch.amp.GradScaler("cpu", init_scale=1024.0)  # as on a GPU
+    trainer.accelerator.native_amp = True
+    trainer.train()
+    logged = [e["grad_norm"] for e in trainer.state.log_history if "grad_norm" in e]
+    run = gx.open_run(tmp_path / "run")
+    ledger = run.ledger()
+    assert [led.optimizer_step for led in ledger] == [1, 2, 3, 4]
+    assert [led.skipped for led in ledger] == [False, True, False, False]
+    assert [led.scale for led in ledger] == [1024.0, 1024.0, 512.0, 512.0]
+    for led, norm in zip(ledger, logged, strict=True):
+        if not led.skipped:  # the Trainer logs the unscaled pre-clip norm
+            assert led.grad_norm_accumulated / led.scale == pytest.approx(norm, rel=1e-6)
+            assert led.clipped and led.grad_norm_applied == pytest.approx(CLIP, rel=1e-4)

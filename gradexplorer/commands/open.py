@@ -28,7 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                              "and parameters ranked by gap), as File → Compare runs does")
     parser.add_argument("--tol", type=float, default=None,
                         help="with --diverge: relative tolerance (default as gradexplorer diverge)")
-    parser.add_argument("--dock", choices=("curves", "events", "ledger", "spikes"),
+    parser.add_argument("--dock", choices=("curves", "events", "ledger", "optimizer", "spikes"),
                         help="run directory: bring this bottom tab to the front")
     parser.set_defaults(func=open_command)
 

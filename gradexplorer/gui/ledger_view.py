@@ -25,6 +25,9 @@ REDRAW_MS = 120
 MAX_SKIP_LINES = 200  # the newest skipped steps drawn as lines
 ACCUMULATED_PEN, APPLIED_PEN = "#8e24aa", "#e53935"
 AS_APPLIED = "as applied (after unscale and clip: every figure in the app)"
+LEGEND = (f"global ‖g‖: <span style='color:{ACCUMULATED_PEN}'>╌ as accumulated (÷ scale)</span> · "
+          f"<span style='color:{APPLIED_PEN}'>— as applied</span> · "
+          f"<span style='color:{ALARM}'>┆ skipped step</span>")
 
 
 def number(value, digits: int = 6) -> str:
@@ -74,8 +77,11 @@ class LedgerPanel(QWidget):
         super().__init__(parent)
         self.timeline = timeline
         self.pinned: int | None = None
-        self.heading = QLabel(f"Figures describe the gradient {AS_APPLIED}; red dashes: skipped steps.")
+        self.heading = QLabel(f"Figures describe the gradient {AS_APPLIED}.")
         self.heading.setToolTip(self.heading.text())
+        self.legend = QLabel(LEGEND)  # above the curves, never over them (a short window's plot
+        self.legend.setWordWrap(True)  # is too small for an in-plot legend); wraps when narrow
+        self.legend.setMinimumWidth(1)
         self.heading.setMinimumWidth(1)  # cut off when narrow, never widening the dock
         self.details = QLabel("no step yet")
         self.details.setTextInteractionFlags(Qt.TextSelectableByMouse)
@@ -85,13 +91,11 @@ class LedgerPanel(QWidget):
         details_area.setWidgetResizable(True)
         details_area.setFrameShape(QScrollArea.NoFrame)
         details_area.setMinimumWidth(240)  # the window still fits 800 px beside the side docks
-        self.plot = pg.PlotWidget(title="global gradient norm: accumulated vs applied")
+        self.plot = pg.PlotWidget()
         item = self.plot.getPlotItem()
         item.showGrid(x=True, y=True, alpha=0.2)
-        item.setLabel("bottom", "optimizer step")
         item.disableAutoRange()
         steady_axes(item)
-        item.addLegend(offset=(-10, 10))
         self.accumulated = item.plot(pen=pg.mkPen(ACCUMULATED_PEN, width=1.5, style=Qt.DashLine),
                                      name="as accumulated (.grad after backward, ÷ scale)")
         self.applied = item.plot(pen=pg.mkPen(APPLIED_PEN, width=1.5), name="as applied")
@@ -103,7 +107,11 @@ class LedgerPanel(QWidget):
         split = QHBoxLayout(row)
         split.setContentsMargins(4, 0, 0, 0)
         split.addWidget(details_area)
-        split.addWidget(self.plot, 1)
+        curves = QVBoxLayout()
+        curves.setSpacing(0)
+        curves.addWidget(self.legend)
+        curves.addWidget(self.plot, 1)
+        split.addLayout(curves, 1)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 2, 4, 2)
         layout.addWidget(self.heading)

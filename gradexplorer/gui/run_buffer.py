@@ -46,9 +46,12 @@ class RunBuffer:
     def push(self, result: StepResult) -> None:
         """Record one finished step (called on the training thread)."""
         spike = result.extras.get("spike")
+        gradients = result.extras.get("gradients")  # the monitor's record: its update ratios
+        ratios = None if gradients is None else {
+            name: s.update_ratio for name, s in gradients.params.items() if s.update_ratio is not None}
         point = StepPoint(result.step, result.loss, result.grad_norm, result.seconds,
                           result.ledger, result.extras.get("optimizer_state"),
-                          (spike,) if spike is not None else ())
+                          (spike,) if spike is not None else (), ratios)
         now = time.monotonic()
         with self._lock:
             wake = self._empty()

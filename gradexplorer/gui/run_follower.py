@@ -38,6 +38,7 @@ class RunFollower(QObject):
         self.history = GradientHistory(history)
         self.last_step = -1
         timeline.reset(self.history)
+        timeline.optimizer.follow(run)  # the optimizer curves read the run's series
         self._timer = QTimer(self)
         self._timer.timeout.connect(self.poll)
         self._timer.start(poll_ms)

@@ -1,6 +1,7 @@
 """Wires the step ledger, spike markers and divergence into the main window (one call).
 
-``install(window)`` adds the "Ledger" and "Spikes" docks (tabbed with Training and Events), the
+``install(window)`` adds the "Ledger", "Optimizer" and "Spikes" docks (tabbed with Training and
+Events), the
 spike markers on the training curves, and File → "Compare runs (divergence)…";
 ``show_divergence(window, a, b)`` opens run A and shows where run B parts from it.
 """
@@ -15,6 +16,7 @@ from superqt.utils import qthrottled
 
 from gradexplorer.core.errors import UserError
 from gradexplorer.gui.ledger_view import LedgerPanel
+from gradexplorer.gui.plots.optimizer_curves import OptimizerCurves
 from gradexplorer.gui.plots.spike_markers import SpikeMarkers
 from gradexplorer.gui.spike_view import SpikePanel
 
@@ -27,9 +29,12 @@ def install(window) -> None:
     window.ledger_panel = LedgerPanel(window.controller.timeline)
     window.spike_markers = SpikeMarkers(window.curves, window)
     window.spike_panel = SpikePanel(window)
+    window.optimizer_curves = OptimizerCurves(window.selection, window.controller.timeline)
     window.ledger_dock = window._dock("Ledger", window.ledger_panel, Qt.BottomDockWidgetArea)
+    window.optimizer_dock = window._dock("Optimizer", window.optimizer_curves, Qt.BottomDockWidgetArea)
     window.spikes_dock = window._dock("Spikes", window.spike_panel, Qt.BottomDockWidgetArea)
-    for dock in (window.ledger_dock, window.spikes_dock):
+    window.optimizer_dock.visibilityChanged.connect(window.optimizer_curves.set_shown)
+    for dock in (window.ledger_dock, window.optimizer_dock, window.spikes_dock):
         window.tabifyDockWidget(window.events_dock, dock)
     window.curves_dock.raise_()
     window.spike_markers.clicked.connect(lambda event: show_spike(window, event))
@@ -45,7 +50,7 @@ def flush(window) -> None:
     """Draw now what the ledger, the spike markers and the optimizer columns hold back."""
     if hasattr(window, "ledger_panel"):  # flush_redraws may run before install
         for throttle in (window.ledger_panel.refresh_soon, window.spike_markers.refresh_soon,
-                         window.optimizer_columns_soon):
+                         window.optimizer_columns_soon, window.optimizer_curves.refresh_soon):
             throttle.flush()
 
 
@@ -102,7 +107,7 @@ def _add_actions(window) -> None:
     window.compare_runs_action = action
     view = window.view_menu
     separator = next((a for a in view.actions() if a.isSeparator()), None)
-    for dock in (window.ledger_dock, window.spikes_dock):
+    for dock in (window.ledger_dock, window.optimizer_dock, window.spikes_dock):
         view.insertAction(separator, dock.toggleViewAction())
     columns = QAction("Optimizer columns in the parameter table", window)
     columns.setCheckable(True)

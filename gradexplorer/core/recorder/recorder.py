@@ -13,6 +13,7 @@ from torch import nn
 
 from gradexplorer.core.errors import UserError
 from gradexplorer.core.recorder import arguments as A
+from gradexplorer.core.recorder import step_points as SP
 from gradexplorer.core.recorder.measure import MonitorMeasure
 from gradexplorer.core.recorder.per_rank import rank_norms_for
 from gradexplorer.core.recorder.ranks import RankPlan, plan_ranks
@@ -215,7 +216,11 @@ class Recorder:
             return
         self._pending = False
         record = self.measure.end(self.optimizer)
-        self._finish(record, micro, iteration)
+        fused = guarded("a skipped step", lambda: self.scaler.fused_skip(self.optimizer), self._warned,
+                        False)
+        if fused:
+            self._report(SP.skip_line(self.step_count, record))
+        self._finish(record, micro, iteration, SP.FUSED_SKIP_REASON if fused else None)
 
     def _count_backwards(self) -> tuple[int | None, int | None]:
         """(backwards since the previous step, backwards in all) — None without a probe."""
@@ -269,13 +274,8 @@ class Recorder:
         self._scale = self.scaler.scale()
         self.measure.begin(self.optimizer, step)
         record = self.measure.end(self.optimizer)
-        bad = record.nonfinite() if record is not None else {}
-        where = ", ".join(f"{n} ({s.nan_count} NaN, {s.inf_count} Inf)"
-                          for n, s in list(bad.items())[:3]) or "no parameter named"
-        reason = "GradScaler found Inf/NaN gradients; optimizer.step() not called"
-        self._report(f"gradexplorer: step {step} skipped by the GradScaler: non-finite "
-                     f"gradients in {where}{' ...' if len(bad) > 3 else ''}")
-        self._finish(record, micro, iteration, skipped=reason)
+        self._report(SP.skip_line(step, record))
+        self._finish(record, micro, iteration, skipped=SP.SKIP_REASON)
 
     def step(self, loss: float | torch.Tensor | None = None) -> StepGradients | None:
         """Mark a step boundary without an optimizer: call it after ``loss.backward()``."""

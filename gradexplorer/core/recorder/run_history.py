@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from gradexplorer.core.recorder import schema as S
 from gradexplorer.core.recorder import validate as V
 from gradexplorer.core.recorder.run import Run
 from gradexplorer.core.stats.history import HistogramMatrix
@@ -137,6 +138,42 @@ class RunHistory:
             i = position.get(step)
             if i is not None and has_grad:
                 out[name][i] = _real(value)
+        return steps, out
+
+    def optimizer_series(self, name: str, after: int = -1,
+                         until: int | None = None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """``(steps, {figure: values})`` of one parameter's optimizer figures after each step
+        (PARAM_STEP_FIELDS beyond the accumulated norm: lr, exp_avg_norm, exp_avg_sq_rms,
+        effective_lr, momentum_norm) and its ``update_ratio`` (inf where θ was 0), at every step
+        in ``(after, until]``; NaN where a step has none. Two queries (one per table)."""
+        fields = (*S.PARAM_STEP_FIELDS[1:], "update_ratio")
+        high = V.MAX_STEP if until is None else int(until)
+        bounds = (name, max(-1, min(int(after), V.MAX_STEP)), max(-1, min(high, V.MAX_STEP)))
+        held = [V.step_number(s, self.run.where) for (s,) in self._rows(
+            "SELECT step FROM steps WHERE step > ? AND step <= ? ORDER BY step", bounds[1:])]
+        steps = np.array(held, dtype=np.int64)
+        out = {f: np.full(len(steps), math.nan) for f in fields}
+        if not len(steps):
+            return steps, out
+        position = {s: i for i, s in enumerate(held)}
+        if S.PARAM_STEPS_TABLE in self.run._optional:
+            for step, *values in self._rows(
+                    f"SELECT step, {', '.join(S.PARAM_STEP_FIELDS)} FROM {S.PARAM_STEPS_TABLE} "
+                    "WHERE name = ? AND step > ? AND step <= ?", bounds):
+                checked = V.param_step_values(step, name, tuple(values), self.run.where)
+                i = position.get(step)
+                for f in fields[:-1]:
+                    if i is not None and checked[f] is not None:
+                        out[f][i] = _real(checked[f])
+        for step, has_grad, value in self._rows(
+                "SELECT step, has_grad, update_ratio FROM stats WHERE name = ? AND step > ? "
+                "AND step <= ?", bounds):
+            if not (type(has_grad) is int and V.is_figure(value)):  # noqa: E721
+                V.stat_value(step, name, "has_grad", has_grad, self.run.where)
+                V.stat_value(step, name, "update_ratio", value, self.run.where)
+            i = position.get(step)
+            if i is not None and has_grad and value is not None:
+                out["update_ratio"][i] = _real(value)
         return steps, out
 
     def parameter_summaries(self) -> dict[str, ParameterSummary]:

@@ -5,7 +5,10 @@
   optimizer a closure that measures after each evaluation instead (the last one counts).
 - ``ScalerWatch``: a GradScaler skips ``optimizer.step()`` when it finds Inf or NaN, so no
   optimizer hook fires; its ``step`` method is wrapped (on the instance, undone on close) to
-  notice the skip, and its scale is read at the step.
+  notice the skip, and its scale is read at the step. A fused optimizer (fused Adam, AdamW,
+  SGD: ``_step_supports_amp_scaling``, the Hugging Face Trainer's default) is stepped all the
+  same and skips the update inside its kernel: the ``found_inf`` the scaler hands it for the
+  step tells (``fused_skip``).
 - ``step_ledger``: the StepLedger of a measured step from the two points.
 """
 
@@ -92,6 +95,12 @@ class ScalerWatch:
         self._original = original
         scaler.step = step
 
+    def fused_skip(self, optimizer) -> bool:
+        """Whether a fused optimizer's step, under way, is one the scaler skips (Inf/NaN found);
+        read after the step's figures, whose transfer has waited for the device already."""
+        found = getattr(optimizer, "found_inf", None) if self.scaler is not None else None
+        return isinstance(found, torch.Tensor) and bool(found.sum().item() > 0)
+
     def scale(self) -> torch.Tensor | None:
         """The scale now (a copy on the device, no transfer); None without an enabled scaler."""
         if self.scaler is None or not self.scaler.is_enabled():
@@ -108,6 +117,19 @@ class ScalerWatch:
             except AttributeError:
                 self.scaler.step = self._original
             self._original = None
+
+
+SKIP_REASON = "GradScaler found Inf/NaN gradients; optimizer.step() not called"
+FUSED_SKIP_REASON = "GradScaler found Inf/NaN gradients; the fused optimizer left the weights unchanged"
+
+
+def skip_line(step: int, record) -> str:
+    """The warning for a step the GradScaler skipped, naming where the gradient is not finite."""
+    bad = record.nonfinite() if record is not None else {}
+    where = ", ".join(f"{n} ({s.nan_count} NaN, {s.inf_count} Inf)"
+                      for n, s in list(bad.items())[:3]) or "no parameter named"
+    return (f"gradexplorer: step {step} skipped by the GradScaler: non-finite gradients in "
+            f"{where}{' ...' if len(bad) > 3 else ''}")
 
 
 def accumulated_by_name(accum: AccumulatedNorms | None, names: list[str]) -> dict[str, float]:

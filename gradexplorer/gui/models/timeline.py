@@ -10,6 +10,7 @@ import numpy as np
 from psygnal import Signal
 
 from gradexplorer.core.stats.history import GradientHistory
+from gradexplorer.gui.models.optimizer_track import OptimizerTrack
 from gradexplorer.gui.models.step_ledger import LedgerTrack
 
 
@@ -24,6 +25,7 @@ class StepPoint:
     ledger: Any = None  # the step's StepLedger (which gradient, clip, scale, skipped)
     optimizer: Any = None  # name -> ParamOptimState after the step, or None
     spikes: tuple = ()  # spike events this step belongs to or reports (SpikeEvent)
+    update_ratios: Any = None  # name -> ‖Δθ‖/‖θ‖ of the step (inf where θ was 0), or None
 
 
 class Curve:
@@ -74,6 +76,7 @@ class TimelineModel:
         self.norm = Curve()
         self.gradients = GradientHistory(1)
         self.ledger = LedgerTrack()  # ledgers, optimizer state and spike events
+        self.optimizer = OptimizerTrack()  # each parameter's optimizer figures over the steps
         self.latest: StepPoint | None = None
         self.steps_per_second = 0.0
 
@@ -82,6 +85,7 @@ class TimelineModel:
         self.loss, self.norm = Curve(), Curve()
         self.gradients = gradients
         self.ledger.clear()
+        self.optimizer.clear()
         self.latest, self.steps_per_second = None, 0.0
         self.changed.emit()
 
@@ -93,6 +97,7 @@ class TimelineModel:
         self.loss.extend(steps, [p.loss for p in points])
         self.norm.extend(steps, [np.nan if p.grad_norm is None else p.grad_norm for p in points])
         self.ledger.take(points)
+        self.optimizer.take(points)
         self.latest, self.steps_per_second = points[-1], steps_per_second
         self.changed.emit()
 

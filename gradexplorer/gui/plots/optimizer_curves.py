@@ -1,0 +1,217 @@
+"""The "Optimizer" tab: one of the selected parameter's optimizer figures over the steps.
+
+The figures are the optimizer's own state after each step (the core's ``optimizer_state``, as
+``watch`` records it): ‖m‖ and RMS √v̂ of Adam-like optimizers, the effective step size
+lr / (√v̂ + ε), ‖momentum buffer‖ of SGD, the group's learning rate, and the measured
+‖Δθ‖/‖θ‖; a step where θ was all zeros is a "new (θ was 0)" marker, never an infinite point.
+It reads ``timeline.optimizer`` (OptimizerTrack) on its own throttle: live session and run
+directories alike. The y axis names the figure; there is no in-plot legend to cover the curve.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QSizePolicy, QVBoxLayout, QWidget
+from superqt.utils import qthrottled
+
+from gradexplorer.core.errors import UserError
+from gradexplorer.core.model.membership import module_parameters
+from gradexplorer.gui.curves import fit_range
+from gradexplorer.gui.models.optimizer_track import SERIES_FIELDS
+from gradexplorer.gui.number_text import format_number, update_ratio_text
+from gradexplorer.gui.plots.hover import HoverReadout, nearest_point
+from gradexplorer.gui.theme import ACCENT, ALARM, steady_axes, value_ticks
+
+REDRAW_MS = 140  # about 7 times a second, on its own timer
+NEW = "new (θ was 0)"
+# field -> (menu text, y axis: which state it is, tooltip)
+FIGURES = {
+    "exp_avg_norm": ("‖m‖ (Adam)", "‖m‖",
+                     "norm of Adam's first moment (exp_avg) after the step"),
+    "exp_avg_sq_rms": ("RMS √v̂ (Adam)", "RMS √v̂",
+                       "RMS of √v̂, Adam's bias-corrected second moment (exp_avg_sq), after the step"),
+    "effective_lr": ("eff. lr (Adam)", "lr/(√v̂+ε)",
+                     "mean over elements of lr / (√v̂ + ε): the step size Adam gives, after the step"),
+    "momentum_norm": ("‖momentum‖ (SGD)", "‖momentum‖",
+                      "norm of SGD's momentum buffer after the step"),
+    "lr": ("lr (group)", "lr", "learning rate of the parameter's group"),
+    "update_ratio": ("‖Δθ‖/‖θ‖", "‖Δθ‖/‖θ‖",
+                     "measured ‖θ after − θ before‖ / ‖θ before‖; ▲ marks a step where θ was 0"),
+}
+FIRST_CHOICE = ("exp_avg_norm", "momentum_norm", "update_ratio", "lr")  # shown until one is picked
+
+
+class OptimizerCurves(QWidget):
+    """Observes the selection and the timeline; ``refresh`` pushes the figure into the curve."""
+
+    def __init__(self, selection, timeline, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.selection, self.timeline = selection, timeline
+        self.chosen: str | None = None  # the figure the user picked (None: FIRST_CHOICE)
+        self.param: str | None = None
+        self.steps, self.values = np.zeros(0), np.zeros(0)  # what the curve shows (raw)
+        self.note = ""
+        self.name_label = QLabel("no parameter")
+        self.name_label.setMinimumWidth(40)  # a long name is cut, never widens the dock
+        self.name_label.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
+        self.figure_box = QComboBox()
+        for field in SERIES_FIELDS:
+            self.figure_box.addItem(FIGURES[field][0], field)
+            self.figure_box.setItemData(self.figure_box.count() - 1, FIGURES[field][2], 3)  # tooltip
+        self.figure_box.setSizeAdjustPolicy(QComboBox.AdjustToContents)
+        self.figure_box.setToolTip("which of the optimizer's figures to draw")
+        self.figure_box.activated.connect(lambda _i: self.choose(self.figure_box.currentData()))
+        self.log_box = QCheckBox("log y")
+        self.log_box.toggled.connect(self.set_log)
+        self.readout = QLabel("")
+        self.readout.setIndent(4)
+        self.readout.setMinimumWidth(1)
+        self.readout.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
+        self.plot = pg.PlotWidget()
+        item = self.plot.getPlotItem()
+        item.showGrid(x=True, y=True, alpha=0.2)
+        item.disableAutoRange()
+        steady_axes(item)
+        self.curve = item.plot(pen=pg.mkPen(ACCENT, width=1.5))
+        self.curve.setDownsampling(auto=True, method="peak")
+        self.curve.setClipToView(True)
+        self.new_marks = item.plot(pen=None, symbol="t1", symbolSize=11, symbolBrush=ALARM,
+                                   symbolPen=None)  # steps where θ was 0 (ratio infinite)
+        header = QHBoxLayout()
+        header.setContentsMargins(4, 0, 4, 0)
+        header.addWidget(self.name_label, 2)
+        header.addWidget(self.figure_box)
+        header.addWidget(self.log_box)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(0)
+        layout.addLayout(header)
+        layout.addWidget(self.readout)
+        layout.addWidget(self.plot, 1)
+        self.hover = HoverReadout(self.plot.scene(), [item], self.describe_point, self.show_readout)
+        self.stale = False  # something changed while the tab was hidden: redraw when shown
+        self.shown = True  # False while its tab is behind another (``set_shown``)
+        self.refresh_soon = qthrottled(self.refresh, timeout=REDRAW_MS, leading=False, parent=self)
+        timeline.changed.connect(lambda: self._changed(self.refresh_soon))
+        selection.changed.connect(lambda _s: self._changed(self.refresh))
+
+    def _changed(self, redraw) -> None:
+        """Redraw when shown; a hidden tab reads nothing (a run's series) until it is shown."""
+        if self.shown and self.isVisible():
+            redraw()
+        else:
+            self.stale = True
+
+    def set_shown(self, shown: bool) -> None:
+        """Its tab came to the front (True) or went behind another (its dock's visibilityChanged)."""
+        self.shown = shown
+        if shown and self.stale:
+            self.refresh()
+
+    def showEvent(self, event) -> None:  # noqa: N802 - Qt API
+        super().showEvent(event)
+        if self.stale and self.shown:
+            self.refresh()
+
+    @property
+    def field(self) -> str:
+        """The figure shown."""
+        return self.figure_box.currentData()
+
+    def choose(self, field: str) -> None:
+        """Show ``field`` (one of SERIES_FIELDS) from now on."""
+        self.chosen = field
+        self.figure_box.setCurrentIndex(SERIES_FIELDS.index(field))
+        self.refresh()
+
+    def set_log(self, log: bool) -> None:
+        self.plot.getPlotItem().setLogMode(y=log)
+        self.refresh()
+
+    def shown_param(self) -> str | None:
+        """The selected parameter, else the first of the selected module's, else the first."""
+        names = self.timeline.optimizer.names
+        current = self.selection.current
+        if current.param:
+            return current.param
+        if current.module is not None:
+            found = module_parameters(names, current.module)
+            if found:
+                return found[0]
+        return self.param if self.param in names else (names[0] if names else None)
+
+    def refresh(self) -> None:
+        """Draw the shown parameter's figure over the steps the timeline holds."""
+        self.stale = False
+        self.param = name = self.shown_param()
+        latest = self.timeline.latest
+        if name is None or latest is None:
+            steps, figures = np.zeros(0), {f: np.zeros(0) for f in SERIES_FIELDS}
+        else:
+            try:
+                steps, figures = self.timeline.optimizer.series(name, latest.step)
+            except UserError as exc:  # a damaged run: one line where the curve would be
+                self.curve.setData([], [])
+                self.new_marks.setData([], [])
+                self.note = str(exc)
+                self.readout.setText(self.note)
+                return
+        if self.chosen is None:
+            self.figure_box.setCurrentIndex(SERIES_FIELDS.index(next(
+                (f for f in FIRST_CHOICE if np.isfinite(figures[f]).any() or np.isinf(figures[f]).any()),
+                FIRST_CHOICE[0])))
+        field = self.field
+        values = figures[field]
+        new = np.isposinf(values) if field == "update_ratio" else np.zeros(len(values), bool)
+        shown = np.where(new, np.nan, values)
+        self.steps, self.values = steps, values
+        self.curve.setData(steps, shown, connect="finite")
+        self.curve.setSymbol("o" if np.isfinite(shown).sum() == 1 else None)
+        item = self.plot.getPlotItem()
+        item.setLabel("left", FIGURES[field][1])
+        item.getAxis("left").setToolTip(FIGURES[field][2])
+        log = self.log_box.isChecked()
+        finite = shown[np.isfinite(shown) & ((shown > 0) if log else True)]
+        floor = float(finite.min()) if finite.size else (1.0 if log else 0.0)
+        self.new_marks.setData(steps[new], np.full(int(new.sum()), floor))
+        value_ticks(item, bool(finite.size))
+        fit_range(item, steps, np.where(new, floor, shown), log=log)
+        self.name_label.setText(f"<b>{name}</b>" if name else "no parameter")
+        self.name_label.setToolTip(name or "")
+        self.note = self._note(name, field, steps, values, new)
+        self.readout.setText(self.note)
+
+    @staticmethod
+    def _note(name, field, steps, values, new) -> str:
+        label = FIGURES[field][1]
+        if name is None:
+            return "select a parameter"
+        if not len(steps):
+            return "no optimizer step yet"
+        if not (np.isfinite(values) | new).any():
+            return f"the optimizer keeps no {label} for {name}"
+        last = len(values) - 1
+        text = f"after step {int(steps[last])}: {label} {_text(field, values[last])}"
+        if new.any():
+            where = ", ".join(str(int(s)) for s in steps[new][:5]) + ("…" if new.sum() > 5 else "")
+            text += f" · ▲ {NEW} at step {where}"
+        return text
+
+    def show_readout(self, text: str) -> None:
+        self.readout.setText(text or self.note)
+
+    def describe_point(self, _plot, x: float, _y: float) -> str:
+        """``step N · ‖m‖ V`` for the step nearest the mouse (``new (θ was 0)`` for such a step)."""
+        marked = np.where(np.isposinf(self.values), 0.0, self.values)
+        index = nearest_point(self.steps, marked, x)
+        if index is None:
+            return ""
+        return f"step {int(self.steps[index])} · {FIGURES[self.field][1]} " \
+               f"{_text(self.field, float(self.values[index]))}"
+
+
+def _text(field: str, value: float) -> str:
+    if not np.isfinite(value) and not np.isposinf(value):
+        return "—"
+    return update_ratio_text(value, 6) if field == "update_ratio" else format_number(value, 6)
