@@ -23,6 +23,8 @@ def test_opening_a_run_turns_training_off_and_clears_the_model(qtbot, make_windo
     controls = window.run_controls
     for action in (controls.step_action, controls.run_n_action, controls.run_action):
         assert not action.isEnabled()
+    qtbot.waitUntil(lambda: not controls.optimizer_box.isVisible()  # the model's, not the run's
+                    and not controls.lr_spin.isVisible(), timeout=TIMEOUT_MS)
     qtbot.keyClick(window, Qt.Key_F6)  # would train the hidden model
     window.settle()
     assert window.controller.live.session.step_count == steps_before
@@ -36,6 +38,8 @@ def test_opening_a_run_turns_training_off_and_clears_the_model(qtbot, make_windo
                     timeout=TIMEOUT_MS)
     open_model(qtbot, window, "example:lenet")  # a model again: training back on
     assert controls.step_action.isEnabled() and window.viewing_run is None
+    qtbot.waitUntil(lambda: controls.optimizer_box.isVisible() and controls.lr_spin.isVisible(),
+                    timeout=TIMEOUT_MS)
     assert window.run_follower is None
 
 

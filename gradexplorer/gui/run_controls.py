@@ -89,10 +89,10 @@ class RunControls(QToolBar):
         for action in (self.run_action, self.stop_action):
             self.addAction(action)
         self.addSeparator()
+        self.session_settings = []  # the model session's settings: hidden while a run is shown
         for label, widget in (("Device", self.device_box), ("Optimizer", self.optimizer_box),
                               ("lr", self.lr_spin), ("Histograms", self.every_spin)):
-            self.addWidget(QLabel(f" {label} "))
-            self.addWidget(widget)
+            self.session_settings += [self.addWidget(QLabel(f" {label} ")), self.addWidget(widget)]
 
     def _show_overflow(self) -> None:
         """The » button that a narrow window shows for the controls that do not fit (Qt's own
@@ -135,8 +135,11 @@ class RunControls(QToolBar):
             self.every_spin.blockSignals(False)
 
     def set_run_view(self, on: bool) -> None:
-        """A run is shown (``on``): every training control off until a model is opened."""
+        """A run is shown (``on``): every training control off until a model is opened, and
+        the model session's device, optimizer, lr and cadence hidden (they are not the run's)."""
         self.run_view = on
+        for action in self.session_settings:
+            action.setVisible(not on)
         self.set_state(self.controller.state)
 
     def set_state(self, state: str) -> None:
