@@ -44,11 +44,18 @@ class _Task(QRunnable):
 
 
 class BackgroundQueue(QObject):
-    """Runs one function at a time on its own thread; only the newest waiting request is kept."""
+    """Runs one function at a time on its own thread; only the newest waiting request is kept.
+
+    ``finished``/``failed`` are emitted on the GUI thread, and ``busy`` turns False only after
+    their slots have run: whoever waits for "not busy" sees the result already shown (the
+    worker's signal is one queued event, so no other event can come between the two).
+    """
 
     finished = Signal(int, object)  # request number, result
     failed = Signal(int, str)
     busy_changed = Signal(bool)
+    _done = Signal(int, object)  # from the worker thread: queued to this object's (GUI) thread
+    _broke = Signal(int, str)
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
@@ -58,8 +65,20 @@ class BackgroundQueue(QObject):
         self._pending: tuple[int, Callable[[], Any]] | None = None
         self._running = False
         self._number = 0
-        self.finished.connect(self._next)
-        self.failed.connect(self._next)
+        self._done.connect(self._deliver)
+        self._broke.connect(self._deliver_failure)
+
+    def _deliver(self, number: int, result: Any) -> None:
+        try:
+            self.finished.emit(number, result)
+        finally:
+            self._next()
+
+    def _deliver_failure(self, number: int, text: str) -> None:
+        try:
+            self.failed.emit(number, text)
+        finally:
+            self._next()
 
     @property
     def busy(self) -> bool:
@@ -92,10 +111,10 @@ class BackgroundQueue(QObject):
         self._pending = None
         self._running = True
         self.busy_changed.emit(True)
-        self._pool.start(_Task(fn, lambda r: self.finished.emit(number, r),
-                               lambda m: self.failed.emit(number, m)))
+        self._pool.start(_Task(fn, lambda r: self._done.emit(number, r),
+                               lambda m: self._broke.emit(number, m)))
 
-    def _next(self, *_args) -> None:
+    def _next(self) -> None:
         self._running = False
         if self._pending is not None:
             self._start()
