@@ -18,7 +18,7 @@ def lenet_run(run_dir, steps=6, hook_from=None, every=1):
     model = LeNet()
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     g = torch.Generator().manual_seed(3)
-    with gx.watch(model, opt, run_dir, bins=8, every=every) as rec:
+    with gx.watch(model, opt, run_dir, bins=8, stats_every=every) as rec:
         for step in range(1, steps + 1):
             if step == hook_from:
                 gx.HookRegistry(model).attach("fc1", "scale:0.5")

@@ -53,7 +53,7 @@ def test_lightning_callback(tmp_path):
     stats = run.stats(4)
     assert list(stats) == list(seen)
     for name, grad in seen.items():
-        assert stats[name]["norm"] == pytest.approx(float(grad.norm()), rel=1e-12)
+        assert stats[name].norm == pytest.approx(float(grad.norm()), rel=1e-12)
     assert math.isfinite(run.step_info(4)["loss"])
 
 
@@ -87,5 +87,5 @@ def test_transformers_trainer_callback(tmp_path):
     assert set(stats) == set(seen)
     for name in ("lm_head.weight", "transformer.h.0.attn.c_attn.weight"):
         if name in seen:
-            assert stats[name]["norm"] == pytest.approx(float(seen[name].norm()), rel=1e-12)
-    assert any(s["update_ratio"] and s["update_ratio"] > 0 for s in stats.values())
+            assert stats[name].norm == pytest.approx(float(seen[name].norm()), rel=1e-12)
+    assert any(s.update_ratio and s.update_ratio > 0 for s in stats.values())

@@ -53,7 +53,7 @@ def test_kill_9_leaves_complete_steps_and_a_follower_sees_each_once(tmp_path):
         seen = []
         for step in run.follow(poll=0.01, timeout=120):
             seen.append(step)
-            assert len(run.stats(step)) == 4  # a step is visible only when complete
+            assert len(run.figures(step)) == 4  # a step is visible only when complete
             if len(seen) == 40:
                 break
         os.kill(proc.pid, signal.SIGKILL)  # mid-run: the writer is busy with later steps
@@ -67,7 +67,7 @@ def test_kill_9_leaves_complete_steps_and_a_follower_sees_each_once(tmp_path):
     steps = after.steps
     assert steps == list(range(1, len(steps) + 1)) and len(steps) >= 40
     last = steps[-1]
-    stats = after.stats(last)
+    stats = after.figures(last)
     assert set(stats) == {"0.weight", "0.bias", "2.weight", "2.bias"}
     for name in stats:
         edges, counts = after.histogram(last, name)

@@ -129,7 +129,7 @@ class SessionController(QObject):
             every = max(1, int(every))
 
             def apply() -> SettingApplied:
-                monitor.every = every
+                monitor.histogram_every = every
                 return SettingApplied("histogram_every", every)
             self.post(apply)
 

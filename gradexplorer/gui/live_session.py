@@ -37,13 +37,13 @@ class LiveSession:
 
 
 def open_live_session(
-    spec: str, options: ModelOptions, config: SessionConfig, bins: int = 64, every: int = 1
+    spec: str, options: ModelOptions, config: SessionConfig, bins: int = 64, histogram_every: int = 1
 ) -> LiveSession:
     """Load ``spec`` and build a session with a gradient monitor and a hook registry."""
     prepare_training_thread()
     workload = load_workload(spec, options)
     session = TrainingSession(workload, config)
-    monitor = GradientMonitor(bins=bins, every=every)
+    monitor = GradientMonitor(bins=bins, histogram_every=histogram_every)
     inputs = session.batch(0)[0]
     hooks = HookRegistry(session.model, seed=config.seed, sample_inputs=inputs)
     live = LiveSession(session, spec, options, monitor, hooks)
