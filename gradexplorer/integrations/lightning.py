@@ -8,8 +8,8 @@ so the gradient *as applied* is measured after that closure (after clipping) and
 ``accumulate_grad_batches``, which Lightning divided it by); a ``16-mixed`` run's GradScaler is
 found on the precision plugin (Lightning hands ``on_before_backward`` the scaled loss there:
 it is divided by the scale, on the device, before it is noted). ``log_scalars=True`` also logs
-each recorded step's global norms, clip coefficient and skip (``step_scalars``) with
-``pl_module.log_dict``, to the Trainer's own loggers, at Lightning's step of that batch.
+each recorded step's global norms, clip coefficient and skip (``step_scalars``) to every one of
+the Trainer's own loggers, once, at Lightning's logging step of that batch (global_step - 1).
 """
 
 from __future__ import annotations
@@ -61,7 +61,8 @@ class GradexplorerLightningCallback(Callback):
         ledger = self.recorder.ledger if self.recorder is not None else None
         if self.log_scalars and ledger is not None and ledger.optimizer_step != self._logged:
             self._logged = ledger.optimizer_step  # once per recorded step
-            pl_module.log_dict(step_scalars(self.recorder), on_step=True, on_epoch=False)
+            for logger in trainer.loggers:  # Lightning numbers a batch's metrics from 0
+                logger.log_metrics(step_scalars(self.recorder), step=ledger.optimizer_step - 1)
 
     def on_fit_end(self, trainer, pl_module) -> None:
         if self.recorder is not None:
