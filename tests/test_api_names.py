@@ -82,3 +82,16 @@ def test_integrations_take_the_same_names():
                 settings.keep_snapshots) == (2, 6, 4, 1)
         with pytest.warns(FutureWarning, match=f"{cls.__name__}: every is now called stats_every"):
             assert cls(every=5).settings.stats_every == 5
+
+
+def test_the_apps_every_k_spin_is_histogram_every(qtbot, make_window):
+    from tests.gui_helpers import open_model
+
+    window = make_window()
+    open_model(qtbot, window)
+    window.run_controls.every_spin.setValue(3)  # applied on the training thread, between steps
+    qtbot.waitUntil(lambda: window.controller.live.monitor.histogram_every == 3, timeout=10_000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the app uses the new name only
+        window.run_controls.every_spin.setValue(4)
+        qtbot.waitUntil(lambda: window.controller.live.monitor.histogram_every == 4, timeout=10_000)
