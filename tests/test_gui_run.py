@@ -2,26 +2,10 @@
 
 from __future__ import annotations
 
-import torch
-from torch import nn
-
 import gradexplorer as gx
 from tests.gui_helpers import TIMEOUT_MS
-from tests.test_gui_screenshot import image_pixels, run_gradexplorer
-
-
-def train(model, opt, steps, start=0):
-    for step in range(start, start + steps):
-        x = torch.randn(16, 6, generator=torch.Generator().manual_seed(step))
-        opt.zero_grad()
-        model(x).square().mean().backward()
-        opt.step()
-
-
-def make():
-    torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(6, 12), nn.ReLU(), nn.Linear(12, 2))
-    return model, torch.optim.SGD(model.parameters(), lr=0.05)
+from tests.screenshot_helpers import image_pixels, run_gradexplorer
+from tests.watched_loop import make, train
 
 
 def test_window_follows_a_growing_run(qtbot, make_window, tmp_path):

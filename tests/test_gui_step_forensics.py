@@ -230,7 +230,7 @@ def test_a_zero_weight_update_ratio_reads_new(qtbot, make_window, tmp_path):
 
 
 def test_open_command_opens_a_spike_or_a_divergence_and_refuses_bad_ones(qapp, tmp_path):
-    from tests.test_gui_screenshot import image_pixels, run_gradexplorer
+    from tests.screenshot_helpers import image_pixels, run_gradexplorer
 
     spike_train(tmp_path / "a", 60, inject=INJECT)
     spike_train(tmp_path / "b", 60)
