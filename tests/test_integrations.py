@@ -175,3 +175,29 @@ def test_trainer_callback_logs_scalars_into_the_trainers_logs(tmp_path):
         assert logs["gradexplorer/clip_coef"] == pytest.approx(ledger.clip_coef, rel=1e-6)
         assert ledger.clip_coef < 1
         assert kept["gradexplorer/grad_norm"] == logs["gradexplorer/grad_norm"]
+
+
+def test_trainer_callback_numbers_steps_by_the_trainers_global_step_on_resume(tmp_path):
+    transformers = pytest.importorskip("transformers")
+    from gradexplorer.integrations import GradexplorerTrainerCallback
+
+    config = transformers.GPT2Config(n_layer=1, n_head=2, n_embd=16, vocab_size=40, n_positions=16,
+                                     bos_token_id=0, eos_token_id=0)
+    g = torch.Generator().manual_seed(0)
+    rows = [{"input_ids": ids, "labels": ids} for ids in torch.randint(0, 40, (16, 8), generator=g)]
+
+    def trainer(steps, run_dir):
+        torch.manual_seed(0)
+        args = transformers.TrainingArguments(
+            output_dir=str(tmp_path / "out"), max_steps=steps, per_device_train_batch_size=4,
+            report_to=[], save_strategy="steps", save_steps=2, use_cpu=True,
+            logging_strategy="no", learning_rate=1e-3, disable_tqdm=True)
+        return transformers.Trainer(model=transformers.GPT2LMHeadModel(config), args=args,
+                                    train_dataset=rows,
+                                    callbacks=[GradexplorerTrainerCallback(run_dir)])
+
+    trainer(2, tmp_path / "first").train()
+    resumed = trainer(4, tmp_path / "resumed")
+    resumed.train(resume_from_checkpoint=str(tmp_path / "out" / "checkpoint-2"))
+    assert gx.open_run(tmp_path / "first").steps == [1, 2]
+    assert gx.open_run(tmp_path / "resumed").steps == [3, 4] and resumed.state.global_step == 4
