@@ -211,19 +211,19 @@ class AccumulatedPoint:
 
 def eager_fused_monitor() -> GradientMonitor:
     """The fused torch path with its Triton kernels off (the monitor builds its backend lazily)."""
-    monitor = GradientMonitor(bins=64, every=1, backend="torch")
+    monitor = GradientMonitor(bins=64, histogram_every=1, backend="torch")
     monitor._backend = TorchBackend(triton=False)
     return monitor
 
 
 METHODS = {
     "bare step": None,
-    "gradexplorer": lambda: GradientMonitor(bins=64, every=1),
-    "gradexplorer, no update ratio": lambda: GradientMonitor(bins=64, every=1, update_ratio=False),
-    "gradexplorer, fused torch path": lambda: GradientMonitor(bins=64, every=1, backend="torch"),
+    "gradexplorer": lambda: GradientMonitor(bins=64, histogram_every=1),
+    "gradexplorer, no update ratio": lambda: GradientMonitor(bins=64, histogram_every=1, update_ratio=False),
+    "gradexplorer, fused torch path": lambda: GradientMonitor(bins=64, histogram_every=1, backend="torch"),
     "gradexplorer, eager fused path": eager_fused_monitor,
-    "gradexplorer, side stream": lambda: GradientMonitor(bins=64, every=1, overlap=True),
-    "gradexplorer, same stream": lambda: GradientMonitor(bins=64, every=1),
+    "gradexplorer, side stream": lambda: GradientMonitor(bins=64, histogram_every=1, overlap=True),
+    "gradexplorer, same stream": lambda: GradientMonitor(bins=64, histogram_every=1),
     "TensorBoard-style": TensorBoardStyle,
     "wandb-style": WandbStyle,
     "torch._foreach_norm only": ForeachNorm,

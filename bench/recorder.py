@@ -19,7 +19,7 @@ Methods:
 - bare loop: zero_grad, forward, backward, optimizer.step
 - watch, in memory: ``gradexplorer.watch(model, opt)`` (the app's monitor, no run directory)
 - watch, run directory: ``watch(model, opt, run_dir)``: one SQLite transaction per step
-- watch every 10: ``watch(..., run_dir, every=10)``
+- watch every 10: ``watch(..., run_dir, stats_every=10)``
 - wandb-style hooks: what ``wandb.watch(model, log="all", log_freq=1)`` does each step, without
   its service process: a hook per parameter computing ``histc`` (64 bins), min and max of the
   gradient and reading them to the host (only where wandb is installed). TorchLens is not
@@ -186,7 +186,7 @@ def measure(name: str, rounds: int = 5, steps: int = 4, device: str = "cpu") -> 
         elif method == "watch, run directory":
             rec = gx.watch(m, opt, os.path.join(folder, "run"))
         elif method == "watch every 10":
-            rec = gx.watch(m, opt, os.path.join(folder, "run10"), every=10)
+            rec = gx.watch(m, opt, os.path.join(folder, "run10"), stats_every=10)
         elif method == WANDB_STYLE:
             hooks += wandb_style(m)
         setups[method] = (m, opt, rec)

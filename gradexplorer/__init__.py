@@ -38,9 +38,11 @@ _API = {
     "HookRegistry": "gradexplorer.core.hooks.registry",
     "parse_action": "gradexplorer.core.hooks.parse",
     "hookable_modules": "gradexplorer.core.hooks.hookable",
+    "ParameterGradientWatcher": "gradexplorer.core.hooks.param_watcher",
     # graph
     "extract_graph": "gradexplorer.core.graph.extract",
     "trace_backward_graph": "gradexplorer.core.graph.extract",
+    "trace": "gradexplorer.core.graph.extract",
     "collapse_by_module": "gradexplorer.core.graph.collapse",
     "layout_graph": "gradexplorer.core.graph.layout.positions",
     "export_graph": "gradexplorer.core.graph.export.files",
@@ -83,6 +85,7 @@ __all__ = [
     "NonFiniteOrigin",
     "ParamOptimState",
     "ParamStats",
+    "ParameterGradientWatcher",
     "Recorder",
     "Run",
     "RunHistory",
@@ -116,6 +119,7 @@ __all__ = [
     "open_run",
     "parse_action",
     "read_snapshot",
+    "trace",
     "trace_backward_graph",
     "trace_gradients",
     "unavailable_devices",
@@ -145,9 +149,10 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time names load lazily a
     from gradexplorer.core.errors import UserError
     from gradexplorer.core.graph.collapse import collapse_by_module
     from gradexplorer.core.graph.export.files import export_graph
-    from gradexplorer.core.graph.extract import extract_graph, trace_backward_graph
+    from gradexplorer.core.graph.extract import extract_graph, trace, trace_backward_graph
     from gradexplorer.core.graph.layout.positions import layout_graph
     from gradexplorer.core.hooks.hookable import hookable_modules
+    from gradexplorer.core.hooks.param_watcher import ParameterGradientWatcher
     from gradexplorer.core.hooks.parse import parse_action
     from gradexplorer.core.hooks.registry import HookRegistry
     from gradexplorer.core.model.spec import ModelOptions, load_workload

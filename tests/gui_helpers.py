@@ -1,4 +1,5 @@
-"""Waiting helpers for the GUI tests (the ``make_window`` fixture is in conftest.py)."""
+"""Waiting and clicking helpers for the GUI tests (the ``make_window`` fixture is in
+conftest.py)."""
 
 from __future__ import annotations
 
@@ -23,3 +24,30 @@ def open_model(qtbot, window, spec: str = "example:digits", **options) -> None:
     qtbot.waitUntil(lambda: window.controller.live is not None
                     and window.graph_panel.drawing is not None, timeout=TIMEOUT_MS)
     wait_idle(qtbot, window)
+
+
+def node_index(drawing, name: str, module: str) -> int:
+    """The drawing index of the op ``name`` produced by ``module``."""
+    return next(i for i, (label, mod) in enumerate(zip(drawing.labels, drawing.modules, strict=True))
+                if label[0] == name and mod == module)
+
+
+def click_node(qtbot, window, index: int) -> None:
+    """Click the graph node ``index`` (zoomed to first)."""
+    from PySide6.QtCore import QPointF, Qt
+
+    view = window.graph_panel.view
+    x, y = window.graph_panel.drawing.xy[index].tolist()
+    view.zoom_to([index])
+    pos = view.mapFromScene(QPointF(x, y))
+    qtbot.mouseClick(view.viewport(), Qt.LeftButton, pos=pos)
+
+
+def export(qtbot, window, folder):
+    """Export a snapshot now into ``folder`` and wait for it: its path."""
+    from gradexplorer.gui.models.session import SnapshotWritten
+
+    with qtbot.waitSignal(window.controller.job_finished, timeout=TIMEOUT_MS,
+                          check_params_cb=lambda r: isinstance(r, SnapshotWritten)) as blocker:
+        window.controller.export_snapshot(str(folder))
+    return blocker.args[0].path

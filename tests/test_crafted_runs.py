@@ -120,7 +120,7 @@ def read_everything(path):
         _ = run.structure, run.parameters, run.snapshots
         for step in run.steps:
             run.step_gradients(step)
-            run.stats(step), run.rank_norms(step), run.step_info(step)
+            run.figures(step), run.rank_norms(step), run.step_info(step)
             run.batch_ids(step), run.not_recorded(step)
         run.spike_events()
         list(run.follow(timeout=0))

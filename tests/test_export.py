@@ -47,7 +47,7 @@ def test_tensorboard_histograms_are_gradexplorers_bucket_for_bucket(run_dir, tmp
             assert list(value.bucket) == counts.tolist()  # every bucket count, exactly
             assert list(value.bucket_limit) == edges[1:].tolist()  # right edges, exactly
             assert value.min == edges[0] and value.max == edges[-1]
-            stats = run.stats(event.step)[name]
+            stats = run.figures(event.step)[name]
             finite = counts.sum()
             assert value.num == finite
             assert value.sum_squares == pytest.approx(stats["norm"] ** 2, rel=1e-12)
@@ -55,7 +55,7 @@ def test_tensorboard_histograms_are_gradexplorers_bucket_for_bucket(run_dir, tmp
     assert checked == len(run.parameters) * len(run.steps)
     # the NaN step: the histograms count the finite values; the NaN/Inf counts are scalars
     nan = acc.Scalars("nan_count/0.weight")
-    assert [s.value for s in nan] == [run.stats(s)["0.weight"]["nan_count"] for s in run.steps]
+    assert [s.value for s in nan] == [run.figures(s)["0.weight"]["nan_count"] for s in run.steps]
     assert nan[3].value == 1 and acc.Scalars("inf_count/2.bias")[3].value == 1
     loss = acc.Scalars("run/loss")
     rows = run.step_rows()
@@ -63,7 +63,7 @@ def test_tensorboard_histograms_are_gradexplorers_bucket_for_bucket(run_dir, tmp
     assert [s.wall_time for s in loss] == pytest.approx([r["time"] for r in rows], abs=1e-3)
     norm = acc.Scalars("norm/2.weight")
     assert [s.value for s in norm] == pytest.approx(
-        [run.stats(s)["2.weight"]["norm"] for s in run.steps], rel=1e-6)
+        [run.figures(s)["2.weight"]["norm"] for s in run.steps], rel=1e-6)
     assert "run/global_norm" in acc.Tags()["scalars"]
 
 
@@ -104,7 +104,7 @@ def test_long_form_round_trips_through_pandas(run_dir, tmp_path, run_cli, fmt):
     per_param = df[df.figure.isin(STAT_FIELDS) & (df.parameter.fillna("") != "")]  # not the step's
     assert len(per_param) == len(run.steps) * len(run.parameters) * len(STAT_FIELDS)
     for step in run.steps:
-        stats = run.stats(step)
+        stats = run.figures(step)
         for name, figs in stats.items():
             got = per_param[(per_param.step == step) & (per_param.parameter == name)]
             values = dict(zip(got.figure, got.value, strict=True))

@@ -30,7 +30,7 @@ def test_offline_wandb_run_holds_the_exact_histograms(run_dir, tmp_path, run_cli
     assert [r["_step"] for r in rows] == run.steps
     for row in rows:
         step = row["_step"]
-        stats = run.stats(step)
+        stats = run.figures(step)
         for name in run.parameters:
             edges, counts = run.histogram(step, name)
             assert row[f"gradients/{name}/values"] == counts.tolist()

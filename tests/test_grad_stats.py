@@ -134,7 +134,7 @@ def test_fixed_and_symmetric_ranges(backend):
 
 def test_histogram_cadence_and_bounded_history():
     session = make_session("example:lenet")
-    monitor = GradientMonitor(every=2, history=3)
+    monitor = GradientMonitor(histogram_every=2, history=3)
     session.add_observer(monitor)
     records = [r.extras["gradients"] for r in session.run(5)]
     assert [bool(r.histograms) for r in records] == [False, True, False, True, False]

@@ -9,7 +9,7 @@ import sys
 import numpy as np
 
 from gradexplorer.core.graph.style import KIND_FILL
-from tests.test_gui_screenshot import ROOT, image_pixels, run_gradexplorer
+from tests.screenshot_helpers import ROOT, image_pixels, run_gradexplorer
 
 
 def rgb32(colour: str) -> int:

@@ -2,24 +2,8 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import QPointF, Qt
-
 from gradexplorer.gui.graph.tint import NO_GRADIENT
-from tests.gui_helpers import TIMEOUT_MS, open_model, wait_idle
-
-
-def node_index(drawing, name: str, module: str) -> int:
-    """The drawing index of the op ``name`` produced by ``module``."""
-    return next(i for i, (label, mod) in enumerate(zip(drawing.labels, drawing.modules, strict=True))
-                if label[0] == name and mod == module)
-
-
-def click_node(qtbot, window, index: int) -> None:
-    view = window.graph_panel.view
-    x, y = window.graph_panel.drawing.xy[index].tolist()
-    view.zoom_to([index])
-    pos = view.mapFromScene(QPointF(x, y))
-    qtbot.mouseClick(view.viewport(), Qt.LeftButton, pos=pos)
+from tests.gui_helpers import TIMEOUT_MS, click_node, node_index, open_model, wait_idle
 
 
 def test_clicking_a_graph_node_selects_it_everywhere(qtbot, make_window):

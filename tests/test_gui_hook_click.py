@@ -9,6 +9,7 @@ import pytest
 from gradexplorer.gui.graph.panel import RELAYOUT_MOST
 from gradexplorer.gui.models.session import GraphTraced
 from tests.gui_helpers import TIMEOUT_MS, open_model, wait_idle
+from tests.screenshot_helpers import ROOT
 
 
 def fresh_positions(panel) -> dict:
@@ -38,7 +39,8 @@ def shown_positions(panel) -> dict:
 @pytest.mark.parametrize("spec, module", [("example:digits", "fc1"), ("example:lenet", "fc1"),
                                           ("example:resnet18", "layer1.0"),
                                           ("examples/gpt2_small.py:build", "transformer.h.0")])
-def test_hook_nodes_go_where_a_fresh_layout_puts_them(qtbot, make_window, spec, module):
+def test_hook_nodes_go_where_a_fresh_layout_puts_them(qtbot, make_window, spec, module, monkeypatch):
+    monkeypatch.chdir(ROOT)  # the spec as a user in the checkout writes it, from any test cwd
     window = make_window()
     open_model(qtbot, window, spec, batch_size=2)
     panel, controller = window.graph_panel, window.controller

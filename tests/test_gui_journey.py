@@ -6,8 +6,7 @@ import numpy as np
 
 from gradexplorer.core.snapshot import read_snapshot
 from gradexplorer.gui.models.session import SnapshotWritten
-from tests.gui_helpers import TIMEOUT_MS, open_model, wait_idle
-from tests.test_gui_app import click_node, node_index
+from tests.gui_helpers import TIMEOUT_MS, click_node, node_index, open_model, wait_idle
 
 
 def test_block_fc1_and_watch_conv1_lose_its_gradient(qtbot, make_window, tmp_path):

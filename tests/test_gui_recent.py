@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from gradexplorer.gui.settings import RECENT_MAX
-from tests.gui_helpers import TIMEOUT_MS, open_model, wait_idle
-from tests.test_gui_snapshots import export
+from tests.gui_helpers import TIMEOUT_MS, export, open_model, wait_idle
 
 
 def _entries(menu) -> list[str]:

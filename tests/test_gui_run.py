@@ -2,26 +2,10 @@
 
 from __future__ import annotations
 
-import torch
-from torch import nn
-
 import gradexplorer as gx
 from tests.gui_helpers import TIMEOUT_MS
-from tests.test_gui_screenshot import image_pixels, run_gradexplorer
-
-
-def train(model, opt, steps, start=0):
-    for step in range(start, start + steps):
-        x = torch.randn(16, 6, generator=torch.Generator().manual_seed(step))
-        opt.zero_grad()
-        model(x).square().mean().backward()
-        opt.step()
-
-
-def make():
-    torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(6, 12), nn.ReLU(), nn.Linear(12, 2))
-    return model, torch.optim.SGD(model.parameters(), lr=0.05)
+from tests.screenshot_helpers import image_pixels, run_gradexplorer
+from tests.watched_loop import make, train
 
 
 def test_window_follows_a_growing_run(qtbot, make_window, tmp_path):
@@ -35,7 +19,7 @@ def test_window_follows_a_growing_run(qtbot, make_window, tmp_path):
     timeline = window.controller.timeline
     assert timeline.latest_gradients.step == 3 and timeline.latest.step == 3
     assert [r[0] for r in window.table.table.rows] == [n for n, _ in model.named_parameters()]
-    norm = run.stats(3)["0.weight"]["norm"]
+    norm = run.figures(3)["0.weight"]["norm"]
     assert window.table.table.stats["0.weight"].norm == norm
     assert window.tree.topLevelItem(0).text(1) == "Sequential"
     qtbot.waitUntil(lambda: window.graph_panel.drawing is not None, timeout=TIMEOUT_MS)
@@ -50,7 +34,7 @@ def test_window_follows_a_growing_run(qtbot, make_window, tmp_path):
     window.settle()
     assert timeline.gradients.steps() == [1, 2, 3, 4, 5]  # every step once, in order
     assert list(timeline.norm.x) == [1, 2, 3, 4, 5]
-    assert window.table.table.stats["2.bias"].norm == run.stats(5)["2.bias"]["norm"]
+    assert window.table.table.stats["2.bias"].norm == run.figures(5)["2.bias"]["norm"]
     matrix = timeline.gradients.histogram_matrix("0.weight")
     assert list(matrix.steps) == [1, 2, 3, 4, 5]
     rec.close()

@@ -8,7 +8,7 @@ from PySide6.QtCore import Qt
 
 import gradexplorer as gx
 from tests.gui_helpers import TIMEOUT_MS, open_model
-from tests.test_gui_run import make, train
+from tests.watched_loop import make, train
 
 
 def test_opening_a_run_turns_training_off_and_clears_the_model(qtbot, make_window, tmp_path):

@@ -5,27 +5,10 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def run_gradexplorer(*args: str, cwd) -> subprocess.CompletedProcess:
-    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", PYTHONPATH=str(ROOT))
-    return subprocess.run([sys.executable, "-m", "gradexplorer", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=900)
-
-
-def image_pixels(path) -> np.ndarray:
-    from PySide6.QtGui import QImage
-
-    image = QImage(str(path)).convertToFormat(QImage.Format_RGB32)
-    assert not image.isNull()
-    buffer = image.constBits()
-    return np.frombuffer(buffer, dtype=np.uint32, count=image.width() * image.height()).reshape(
-        image.height(), image.width()).copy()
+from tests.screenshot_helpers import ROOT, image_pixels, run_gradexplorer
 
 
 def test_screenshot_writes_a_picture_of_the_trained_window(qapp, tmp_path):

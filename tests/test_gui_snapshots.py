@@ -3,16 +3,8 @@
 from __future__ import annotations
 
 from gradexplorer.core.snapshot import read_snapshot
-from gradexplorer.gui.models.session import SnapshotWritten
-from tests.gui_helpers import TIMEOUT_MS, open_model, wait_idle
-from tests.test_gui_screenshot import image_pixels, run_gradexplorer
-
-
-def export(qtbot, window, folder):
-    with qtbot.waitSignal(window.controller.job_finished, timeout=TIMEOUT_MS,
-                          check_params_cb=lambda r: isinstance(r, SnapshotWritten)) as blocker:
-        window.controller.export_snapshot(str(folder))
-    return blocker.args[0].path
+from tests.gui_helpers import TIMEOUT_MS, export, open_model, wait_idle
+from tests.screenshot_helpers import image_pixels, run_gradexplorer
 
 
 def test_blocked_run_exports_a_snapshot_that_opens_without_the_model(qtbot, make_window, tmp_path):

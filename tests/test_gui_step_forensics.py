@@ -141,7 +141,7 @@ def test_clicking_a_spike_marker_opens_its_onset_ranking(qtbot, make_window, tmp
     heat = {n: s.norm for n, s in window.graph_panel._stats.items()}
     assert heat[first] == max(heat.values()) > heat[coolest]
     window.spike_panel.live_tint()
-    assert window.graph_panel._stats[first].norm == run.stats(60)[first]["norm"]
+    assert window.graph_panel._stats[first].norm == run.figures(60)[first]["norm"]
     click_marker(qtbot, window, window.curves.loss_plot, INJECT)  # the loss curve's marker too
     assert window.spike_panel.shown is not None and window.spike_panel._held
     spike_train(tmp_path / "quiet", 20)  # another run opened: the event no longer applies
@@ -215,7 +215,7 @@ def test_a_zero_weight_update_ratio_reads_new(qtbot, make_window, tmp_path):
         model(x).square().mean().backward()
         opt.step()
     run = gx.open_run(tmp_path / "run")
-    assert run.stats(1)["2.bias"]["update_ratio"] == float("inf")
+    assert run.figures(1)["2.bias"]["update_ratio"] == float("inf")
     run.close()
     window = make_window()
     assert window.file_actions.open_run(str(tmp_path / "run")) is not None
@@ -230,7 +230,7 @@ def test_a_zero_weight_update_ratio_reads_new(qtbot, make_window, tmp_path):
 
 
 def test_open_command_opens_a_spike_or_a_divergence_and_refuses_bad_ones(qapp, tmp_path):
-    from tests.test_gui_screenshot import image_pixels, run_gradexplorer
+    from tests.screenshot_helpers import image_pixels, run_gradexplorer
 
     spike_train(tmp_path / "a", 60, inject=INJECT)
     spike_train(tmp_path / "b", 60)

@@ -203,3 +203,50 @@ def test_the_probe_leaves_batchnorm_statistics_and_random_state_alone():
     assert torch.equal(torch.get_rng_state(), rng)
     assert all(torch.equal(v, state[k]) for k, v in model.state_dict().items())
     assert model[3]._backward_hooks  # the probe put the registry's hook back
+
+
+def _tiny_and_grads(registry_hooks):
+    """``0.weight``'s gradient of a small MLP with the hooks ``registry_hooks`` attached."""
+    import gradexplorer as gx
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 3), nn.Tanh(), nn.Linear(3, 2))
+    x = torch.randn(5, 4)
+    registry = gx.HookRegistry(model, sample_inputs=(x,))
+    for path, action in registry_hooks.items():
+        registry.attach(path, action)
+    model(x).square().sum().backward()
+    return registry, model[0].weight.grad.clone()
+
+
+def test_attach_takes_a_function_as_well_as_text():
+    calls = []
+
+    def halve(module, grad_input, grad_output):
+        calls.append(type(module).__name__)
+        return tuple(None if g is None else g * 0.5 for g in grad_input)
+
+    registry, hooked = _tiny_and_grads({"2": halve})
+    _, plain = _tiny_and_grads({})
+    _, by_text = _tiny_and_grads({"2": "scale:0.5"})
+    assert calls == ["Linear"] and registry.describe()[0]["action"].startswith("callable:")
+    assert registry.describe()[0]["action"].endswith("halve")
+    torch.testing.assert_close(hooked, plain * 0.5, rtol=0, atol=0)
+    torch.testing.assert_close(hooked, by_text, rtol=0, atol=0)
+    with pytest.raises(UserError, match="not int"):
+        registry.attach("2", 3)
+
+
+def test_a_hook_on_a_module_without_input_gradients_leaves_no_warnings_filter():
+    import warnings
+
+    filters = list(warnings.filters)
+    registry, _ = _tiny_and_grads({"0": "observe", "2": "observe"})  # x needs no grad: "0" warns
+    assert len(warnings.filters) == len(filters) + 1  # PyTorch's warning quieted while hooked
+    registry.detach("0")
+    assert warnings.filters == filters  # and nothing left once that hook is gone
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        registry.attach("0", "observe")
+        registry.detach_all()
+    assert warnings.filters == filters and not caught

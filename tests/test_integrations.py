@@ -53,7 +53,7 @@ def test_lightning_callback(tmp_path):
     stats = run.stats(4)
     assert list(stats) == list(seen)
     for name, grad in seen.items():
-        assert stats[name]["norm"] == pytest.approx(float(grad.norm()), rel=1e-12)
+        assert stats[name].norm == pytest.approx(float(grad.norm()), rel=1e-12)
     assert math.isfinite(run.step_info(4)["loss"])
 
 
@@ -87,5 +87,117 @@ def test_transformers_trainer_callback(tmp_path):
     assert set(stats) == set(seen)
     for name in ("lm_head.weight", "transformer.h.0.attn.c_attn.weight"):
         if name in seen:
-            assert stats[name]["norm"] == pytest.approx(float(seen[name].norm()), rel=1e-12)
-    assert any(s["update_ratio"] and s["update_ratio"] > 0 for s in stats.values())
+            assert stats[name].norm == pytest.approx(float(seen[name].norm()), rel=1e-12)
+    assert any(s.update_ratio and s.update_ratio > 0 for s in stats.values())
+
+
+def test_lightning_callback_logs_scalars_to_the_trainers_logger(tmp_path):
+    pl = pytest.importorskip("lightning.pytorch")
+    from lightning.pytorch.loggers import Logger
+
+    from gradexplorer.integrations import GradexplorerLightningCallback
+
+    class Kept(Logger):
+        name, version, logged = "kept", 0, []
+
+        @property
+        def experiment(self):
+            return None
+
+        def log_hyperparams(self, params):
+            pass
+
+        def log_metrics(self, metrics, step=None):
+            self.logged.append((step, dict(metrics)))
+
+    class Tiny(pl.LightningModule):
+        def __init__(self):
+            super().__init__()
+            torch.manual_seed(0)
+            self.net = nn.Linear(4, 1)
+
+        def training_step(self, batch, batch_idx):
+            return nn.functional.mse_loss(self.net(batch[0]), batch[1])
+
+        def configure_optimizers(self):
+            return torch.optim.SGD(self.parameters(), lr=0.1)
+
+    g = torch.Generator().manual_seed(0)
+    data = torch.utils.data.TensorDataset(torch.randn(32, 4, generator=g), torch.randn(32, 1, generator=g))
+    callback = GradexplorerLightningCallback(tmp_path / "run", stats_every=2, log_scalars=True)
+    trainer = pl.Trainer(max_steps=4, accelerator="cpu", logger=Kept(), log_every_n_steps=1,
+                         gradient_clip_val=0.01, enable_checkpointing=False,
+                         enable_progress_bar=False, enable_model_summary=False, callbacks=[callback])
+    trainer.fit(Tiny(), torch.utils.data.DataLoader(data, batch_size=8))
+    run = gx.open_run(tmp_path / "run")
+    logged = {step: m for step, m in Kept.logged if "gradexplorer/grad_norm" in m}
+    assert sorted(logged) == [1, 3]  # Lightning's 0-based step of the batches of steps 2 and 4
+    for step in (2, 4):
+        ledger, m = run.step_ledger(step), logged[step - 1]
+        assert m["gradexplorer/grad_norm"] == pytest.approx(ledger.grad_norm_applied, rel=1e-6)
+        assert m["gradexplorer/grad_norm_accumulated"] == pytest.approx(
+            ledger.grad_norm_accumulated, rel=1e-6)
+        assert m["gradexplorer/clip_coef"] == pytest.approx(ledger.clip_coef, rel=1e-6)
+        assert ledger.clip_coef < 1
+        assert m["gradexplorer/skipped"] == 0.0
+
+
+def test_trainer_callback_logs_scalars_into_the_trainers_logs(tmp_path):
+    transformers = pytest.importorskip("transformers")
+    from gradexplorer.integrations import GradexplorerTrainerCallback
+
+    seen = []
+
+    class Reporter(transformers.TrainerCallback):  # a reporting callback after gradexplorer's
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            seen.append((state.global_step, dict(logs)))
+
+    config = transformers.GPT2Config(n_layer=1, n_head=2, n_embd=16, vocab_size=40, n_positions=16,
+                                     bos_token_id=0, eos_token_id=0)
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(0)
+    rows = [{"input_ids": ids, "labels": ids} for ids in torch.randint(0, 40, (12, 8), generator=g)]
+    args = transformers.TrainingArguments(
+        output_dir=str(tmp_path / "out"), max_steps=3, per_device_train_batch_size=4,
+        report_to=[], save_strategy="no", use_cpu=True, logging_steps=1, max_grad_norm=0.01,
+        learning_rate=1e-3, disable_tqdm=True)
+    callback = GradexplorerTrainerCallback(tmp_path / "run", log_scalars=True)
+    trainer = transformers.Trainer(model=transformers.GPT2LMHeadModel(config), args=args,
+                                   train_dataset=rows, callbacks=[callback, Reporter()])
+    trainer.train()
+    run = gx.open_run(tmp_path / "run")
+    training = [(step, logs) for step, logs in seen if "loss" in logs]
+    assert [step for step, _ in training] == [1, 2, 3]
+    history = [h for h in trainer.state.log_history if "loss" in h]
+    for (step, logs), kept in zip(training, history, strict=True):
+        ledger = run.step_ledger(step)
+        assert logs["gradexplorer/grad_norm"] == pytest.approx(ledger.grad_norm_applied, rel=1e-6)
+        assert logs["gradexplorer/clip_coef"] == pytest.approx(ledger.clip_coef, rel=1e-6)
+        assert ledger.clip_coef < 1
+        assert kept["gradexplorer/grad_norm"] == logs["gradexplorer/grad_norm"]
+
+
+def test_trainer_callback_numbers_steps_by_the_trainers_global_step_on_resume(tmp_path):
+    transformers = pytest.importorskip("transformers")
+    from gradexplorer.integrations import GradexplorerTrainerCallback
+
+    config = transformers.GPT2Config(n_layer=1, n_head=2, n_embd=16, vocab_size=40, n_positions=16,
+                                     bos_token_id=0, eos_token_id=0)
+    g = torch.Generator().manual_seed(0)
+    rows = [{"input_ids": ids, "labels": ids} for ids in torch.randint(0, 40, (16, 8), generator=g)]
+
+    def trainer(steps, run_dir):
+        torch.manual_seed(0)
+        args = transformers.TrainingArguments(
+            output_dir=str(tmp_path / "out"), max_steps=steps, per_device_train_batch_size=4,
+            report_to=[], save_strategy="steps", save_steps=2, use_cpu=True,
+            logging_strategy="no", learning_rate=1e-3, disable_tqdm=True)
+        return transformers.Trainer(model=transformers.GPT2LMHeadModel(config), args=args,
+                                    train_dataset=rows,
+                                    callbacks=[GradexplorerTrainerCallback(run_dir)])
+
+    trainer(2, tmp_path / "first").train()
+    resumed = trainer(4, tmp_path / "resumed")
+    resumed.train(resume_from_checkpoint=str(tmp_path / "out" / "checkpoint-2"))
+    assert gx.open_run(tmp_path / "first").steps == [1, 2]
+    assert gx.open_run(tmp_path / "resumed").steps == [3, 4] and resumed.state.global_step == 4

@@ -42,3 +42,14 @@ def test_documented_example_runs(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     lines = proc.stdout.split()
     assert lines[0] == "1" and (tmp_path / "lenet.svg").stat().st_size > 1000
+
+
+def test_the_docs_teach_only_public_names():
+    """Code in the user docs imports from ``gradexplorer`` (or its integrations), never the
+    internal ``gradexplorer.core`` modules (docs/architecture.md maps those on purpose)."""
+    internal = re.compile(r"^\s*(from|import)\s+gradexplorer\.core\b", flags=re.M)
+    taught = {p.name: internal.findall(p.read_text(encoding="utf-8"))
+              for p in (ROOT / "docs").glob("*.md") if p.name != "architecture.md"}
+    assert {"graph.md", "hooks.md", "gradients.md", "api.md"} <= set(taught)
+    assert not {name: hits for name, hits in taught.items() if hits}
+    assert not internal.findall((ROOT / "README.md").read_text(encoding="utf-8"))

@@ -91,7 +91,7 @@ def test_report_tables_hold_the_runs_figures(report, run_dir):
     assert float(rows[0][3]) == modules[""].norm  # exact: the cells keep the float's repr
     assert {float(r[3]) for r in rows} == {m.norm for m in modules.values()}
     params = page.tables["parameter-table"][1:]
-    stats = run.stats(last)
+    stats = run.figures(last)
     assert len(params) == len(run.parameters)
     got = {float(r[1]) for r in params}
     assert got == {s["norm"] for s in stats.values()}

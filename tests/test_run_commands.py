@@ -33,10 +33,10 @@ def test_inspect_a_run_shows_the_last_or_a_chosen_step(runs, capsys):
     text = capsys.readouterr().out
     run = gx.open_run(runs[0])
     assert "steps 1..3" in text and "step 3:" in text
-    norm = run.stats(3)["0.weight"]["norm"]
+    norm = run.figures(3)["0.weight"]["norm"]
     assert f"{norm:.4g}" in text
     assert main(["inspect", str(runs[0]), "--step", "2"]) == 0
-    assert f"{run.stats(2)['2.bias']['norm']:.4g}" in capsys.readouterr().out
+    assert f"{run.figures(2)['2.bias']['norm']:.4g}" in capsys.readouterr().out
 
 
 def test_inspect_a_missing_step_is_one_line_exit_2(runs, capsys):
@@ -48,7 +48,7 @@ def test_inspect_a_missing_step_is_one_line_exit_2(runs, capsys):
 def test_compare_two_runs_and_two_steps(runs, capsys):
     assert main(["compare", str(runs[0]), str(runs[1])]) == 0
     text = capsys.readouterr().out
-    a, b = gx.open_run(runs[0]).stats(3), gx.open_run(runs[1]).stats(3)
+    a, b = gx.open_run(runs[0]).figures(3), gx.open_run(runs[1]).figures(3)
     ratio = b["0.weight"]["norm"] / a["0.weight"]["norm"]
     assert f"{ratio:.4g}" in text
     total = math.sqrt(sum(s["norm"] ** 2 for s in b.values())) / math.sqrt(
@@ -57,7 +57,7 @@ def test_compare_two_runs_and_two_steps(runs, capsys):
     assert main(["compare", str(runs[0]), "--steps", "1", "3"]) == 0
     text = capsys.readouterr().out
     one = gx.open_run(runs[0])
-    ratio = one.stats(3)["2.weight"]["norm"] / one.stats(1)["2.weight"]["norm"]
+    ratio = one.figures(3)["2.weight"]["norm"] / one.figures(1)["2.weight"]["norm"]
     assert "step 1" in text and f"{ratio:.4g}" in text
 
 

@@ -6,7 +6,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +22,8 @@ WRITER = textwrap.dedent("""
     model = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 10))
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     rec = gx.watch(model, opt, sys.argv[1], bins=32)
+    rec.writer.flush()  # the run's first transaction committed: say so
+    print("created", flush=True)
     step = 0
     while True:
         x = torch.randn(64, 32)
@@ -33,27 +34,24 @@ WRITER = textwrap.dedent("""
 """)
 
 
-def open_when_created(run_dir, proc, wait=120):
-    """The run, once the writer has created it (its first transaction committed)."""
-    deadline = time.monotonic() + wait
-    while True:
-        try:
-            return gx.open_run(run_dir)
-        except gx.UserError:
-            assert proc.poll() is None and time.monotonic() < deadline, "the writer did not start"
-            time.sleep(0.05)
+def open_when_created(run_dir, proc):
+    """The run, once the writer says it has created it (its first transaction committed)."""
+    line = proc.stdout.readline()  # blocks until the writer's line, or EOF if it died
+    assert line.strip() == b"created", f"the writer did not start (exit {proc.poll()})"
+    return gx.open_run(run_dir)
 
 
 def test_kill_9_leaves_complete_steps_and_a_follower_sees_each_once(tmp_path):
     run_dir = tmp_path / "run"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen([sys.executable, "-c", WRITER, str(run_dir)], env=env)
+    proc = subprocess.Popen([sys.executable, "-c", WRITER, str(run_dir)], env=env,
+                            stdout=subprocess.PIPE)
     try:
         run = open_when_created(run_dir, proc)
         seen = []
         for step in run.follow(poll=0.01, timeout=120):
             seen.append(step)
-            assert len(run.stats(step)) == 4  # a step is visible only when complete
+            assert len(run.figures(step)) == 4  # a step is visible only when complete
             if len(seen) == 40:
                 break
         os.kill(proc.pid, signal.SIGKILL)  # mid-run: the writer is busy with later steps
@@ -62,12 +60,13 @@ def test_kill_9_leaves_complete_steps_and_a_follower_sees_each_once(tmp_path):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+        proc.stdout.close()
     assert seen == list(range(1, 41))
     after = gx.open_run(run_dir)
     steps = after.steps
     assert steps == list(range(1, len(steps) + 1)) and len(steps) >= 40
     last = steps[-1]
-    stats = after.stats(last)
+    stats = after.figures(last)
     assert set(stats) == {"0.weight", "0.bias", "2.weight", "2.bias"}
     for name in stats:
         edges, counts = after.histogram(last, name)

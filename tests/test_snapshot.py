@@ -57,7 +57,7 @@ def test_lenet_export_holds_ten_gradients_that_match_their_stats(run_cli, tmp_pa
 
 def test_export_every_and_histogram_options(run_cli, tmp_path):
     code, out, err = run_cli("run", "--model", "example:lenet", "--steps", "5", "--export",
-                             tmp_path, "--export-every", "2", "--every", "3", "--bins", "8",
+                             tmp_path, "--snapshot-every", "2", "--histogram-every", "3", "--bins", "8",
                              "--hist-range", "symmetric")
     assert code == 0, err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["step-000002", "step-000004", "step-000005"]
@@ -74,7 +74,7 @@ def test_run_prints_nothing_extra_unless_asked(run_cli):
 
 def test_nan_model_keeps_running_and_alarms(run_cli, tmp_path):
     code, out, err = run_cli("run", "--model", NAN_WORKLOAD, "--steps", "3",
-                             "--export", tmp_path, "--export-every", "1")
+                             "--export", tmp_path, "--snapshot-every", "1")
     assert code == 0, err
     alarms = [line for line in out.splitlines() if "NaN/Inf gradients" in line]
     assert len(alarms) == 3 and "p (3 NaN)" in alarms[0]
@@ -91,8 +91,9 @@ def test_alarm_without_monitor_uses_the_grad_norm(run_cli):
 
 
 def test_bad_gradient_options(run_cli, tmp_path):
-    for args, message in ((["--bins", "0"], "--bins"), (["--export-every", "2"], "--export DIR"),
-                          (["--hist-range", "3,1"], "LO < HI"), (["--every", "-1"], "--every")):
+    for args, message in ((["--bins", "0"], "--bins"), (["--snapshot-every", "2"], "--export DIR"),
+                          (["--hist-range", "3,1"], "LO < HI"),
+                          (["--histogram-every", "-1"], "--histogram-every")):
         code, _, err = run_cli("run", "--model", "example:lenet", "--steps", "1", *args)
         assert code == 2 and message in err and len(err.strip().splitlines()) == 1
 
@@ -156,3 +157,19 @@ def test_interrupted_write_never_looks_complete(tmp_path, monkeypatch):
     assert list(tmp_path.iterdir()) == []
     with pytest.raises(UserError, match="no manifest"):
         read_snapshot(tmp_path)
+
+
+def test_old_flag_names_still_work_with_a_note(run_cli, capsys, tmp_path):
+    code, _, err = run_cli("run", "--model", "example:lenet", "--steps", "3", "--export", tmp_path,
+                           "--export-every", "1", "--keep-last", "2", "--every", "2")
+    assert code == 0, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["step-000002", "step-000003"]
+    notes = [line for line in err.splitlines() if "the old name will go" in line]
+    assert notes == [f"gradexplorer: {old} is now {new}; the old name will go in a later release"
+                     for old, new in (("--export-every", "--snapshot-every"),
+                                      ("--keep-last", "--keep-snapshots"),
+                                      ("--every", "--histogram-every"))]
+    with pytest.raises(SystemExit):
+        run_cli("run", "--help")
+    help_text = capsys.readouterr().out
+    assert "--snapshot-every" in help_text and "--export-every" not in help_text

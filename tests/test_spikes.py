@@ -43,7 +43,7 @@ def test_injected_batch_gives_one_event_with_its_layer_first_and_its_ids(spiked)
     assert [e.step for e in rec.spikes.events] == [INJECT]
     figures = event.figures
     i = figures["steps"].index(INJECT)
-    assert figures["side.weight"]["norm"][i] == pytest.approx(run.stats(INJECT)["side.weight"]["norm"])
+    assert figures["side.weight"]["norm"][i] == pytest.approx(run.figures(INJECT)["side.weight"]["norm"])
 
 
 def test_quiet_run_gives_no_event_over_500_steps(tmp_path):
@@ -103,7 +103,7 @@ def test_spikes_command_lists_events_layers_and_ids(spiked, run_cli):
 
 def test_run_command_reports_a_nan_spike(run_cli, tmp_path):
     code, out, _ = run_cli("run", "--model", "example:mlp", "--steps", "3", "--lr", "1e30",
-                           "--every", "1")
+                           "--histogram-every", "1")
     assert code == 0
     assert "! spike at step" in out and "make_batch(" in out
     assert "spikes: 1 event(s)" in out

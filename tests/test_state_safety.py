@@ -73,7 +73,7 @@ def test_a_snapshot_names_the_once_hook_that_shaped_its_gradients(run_cli, tmp_p
     out = tmp_path / "out"
     code, _, err = run_cli("run", "--model", "example:lenet", "--steps", "2", "--hook",
                            "fc1=once:scale:0.5", "--hook", "fc2=observe", "--export", out,
-                           "--export-every", "1")
+                           "--snapshot-every", "1")
     assert code == 0, err
     first = json.loads((out / "step-000001" / "manifest.json").read_text())
     second = json.loads((out / "step-000002" / "manifest.json").read_text())

@@ -54,7 +54,7 @@ def test_a_scalar_with_gradient_5_35e17_trains_through_watch(tmp_path):
     g = np.float64(np.float32(5.35e17))  # the float32 gradient
     run = gx.open_run(tmp_path / "run")
     assert run.steps == [1, 2, 3]
-    figures = run.stats(2)["temperature"]
+    figures = run.figures(2)["temperature"]
     assert figures["norm"] == figures["max"] == figures["min"] == figures["mean"] == g
     assert figures["std"] == 0.0
     edges, counts = run.histogram(2, "temperature")

@@ -24,7 +24,7 @@ def monitor_ops(count: int, histograms: bool, overlap: bool = False) -> Counter:
     model = nn.ParameterList(nn.Parameter(torch.randn(3 + i % 5, 2)) for i in range(count))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     session = FakeSession(model, optimizer)
-    monitor = GradientMonitor(backend="torch", every=1 if histograms else 0, overlap=overlap)
+    monitor = GradientMonitor(backend="torch", histogram_every=1 if histograms else 0, overlap=overlap)
     counter = OpCounter()
     for step in (1, 2):
         for p in model:

@@ -56,7 +56,7 @@ def test_clipped_accumulating_loop_records_the_pre_clip_and_the_applied_gradient
     run = gx.open_run(tmp_path / "run")
     assert run.steps == [1, 2, 3, 4]
     for step in run.steps:
-        info, stats = run.step_info(step), run.stats(step)
+        info, stats = run.step_info(step), run.figures(step)
         true = global_norm(pre[step - 1].values())
         assert true > 10  # the clip really bites
         assert info["grad_norm_accumulated"] == pytest.approx(true, rel=1e-12)
@@ -79,7 +79,7 @@ def test_clipped_accumulating_loop_records_the_pre_clip_and_the_applied_gradient
 def test_unclipped_steps_have_coefficient_one_and_every_skips_unrecorded_steps(tmp_path):
     model = make_model()
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    with gx.watch(model, opt, tmp_path / "run", every=2) as rec:
+    with gx.watch(model, opt, tmp_path / "run", stats_every=2) as rec:
         for step in range(4):
             for mb in range(2):
                 x, y = batch(step * 2 + mb, 0.1)
@@ -121,7 +121,7 @@ def test_step_with_closure_records_its_own_last_evaluation(tmp_path, make_opt):
     run = gx.open_run(tmp_path / "run")
     assert run.steps == [1, 2, 3]
     for step, (loss, grads) in zip(run.steps, last, strict=True):
-        stats = run.stats(step)
+        stats = run.figures(step)
         for name, g in grads.items():
             assert stats[name]["norm"] == pytest.approx(float(g.norm()), rel=1e-12)
             assert stats[name]["grad_norm_accumulated"] == pytest.approx(float(g.norm()), rel=1e-12)
@@ -210,7 +210,7 @@ def test_optimizer_state_equals_float64_reference(tmp_path, kind):
                         for g in opt.param_groups for p in g["params"]}
         assert rec.ledger.lr == (0.01, 0.003)
     run = gx.open_run(tmp_path / "run")
-    state, stats = run.optimizer_state(3), run.stats(3)
+    state, stats = run.optimizer_state(3), run.figures(3)
     assert set(state) == set(expected)
     for name, figures in expected.items():
         for key, want in figures.items():
@@ -246,7 +246,7 @@ def test_a_run_written_before_the_ledger_still_opens(tmp_path):
     assert info["grad_norm_applied"] == info["global_norm"] and info["iteration"] is None
     assert info["skipped"] is False and math.isfinite(info["loss"])
     assert [led.optimizer_step for led in run.ledger()] == [1, 2]
-    assert run.optimizer_state(2) == {} and run.stats(2)["0.weight"]["lr"] is None
+    assert run.optimizer_state(2) == {} and run.figures(2)["0.weight"]["lr"] is None
     out = subprocess.run([sys.executable, "-m", "gradexplorer", "inspect", str(tmp_path / "run")],
                          capture_output=True, text=True, check=True).stdout
     assert "accumulated" not in out and "0.weight" in out

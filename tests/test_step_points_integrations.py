@@ -120,9 +120,9 @@ def test_plain_lightning_and_hf_record_the_same_two_points(tmp_path):
                 assert got[key] == pytest.approx(want[key], rel=1e-6), (other, step, key)
             for key in ("clipped", "micro_batches", "iteration", "skipped", "optimizer_step"):
                 assert got[key] == want[key], (other, step, key)
-        plain_stats = plain.stats(step)
+        plain_stats = plain.figures(step)
         for other in ("lightning", "hf"):
-            other_stats = runs[other].stats(step)
+            other_stats = runs[other].figures(step)
             for name, figures in plain_stats.items():
                 mine = other_stats["net." + name]
                 for key in ("norm", "grad_norm_accumulated", "update_ratio", "lr"):

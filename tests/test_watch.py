@@ -48,16 +48,18 @@ def test_watch_records_every_step_into_a_run(tmp_path):
     assert run.steps == [1, 2, 3, 4]
     grads, before = seen[-1]
     after = {n: p.detach().double() for n, p in model.named_parameters()}
-    stats = run.stats(4)
+    stats = run.stats(4)  # ParamStats, as the monitor reported them
     assert list(stats) == [n for n, _ in model.named_parameters()]
     for name, g in grads.items():
         s = stats[name]
-        assert s["norm"] == pytest.approx(float(g.norm()), rel=1e-12)
-        assert s["mean"] == pytest.approx(float(g.mean()), rel=1e-9, abs=1e-15)
-        assert s["max"] == float(g.max()) and s["min"] == float(g.min())
-        assert s["nan_count"] == 0 and s["inf_count"] == 0
+        assert isinstance(s, gx.ParamStats) and s.name == name and s.shape == tuple(g.shape)
+        assert s.norm == pytest.approx(float(g.norm()), rel=1e-12)
+        assert s.mean == pytest.approx(float(g.mean()), rel=1e-9, abs=1e-15)
+        assert s.max == float(g.max()) and s.min == float(g.min())
+        assert s.nan_count == 0 and s.inf_count == 0
         ratio = float((after[name] - before[name]).norm() / before[name].norm())
-        assert s["update_ratio"] == pytest.approx(ratio, rel=1e-5)
+        assert s.update_ratio == pytest.approx(ratio, rel=1e-5)
+        assert s.stats_dict() == {f: run.figures(4)[name][f] for f in s.stats_dict()}
         edges, counts = run.histogram(4, name)
         flat = g.flatten().numpy()
         assert len(edges) == 17 and edges[0] == flat.min() and edges[-1] == flat.max()
@@ -73,7 +75,7 @@ def test_watch_records_every_step_into_a_run(tmp_path):
 
 def test_every_and_step_without_optimizer(tmp_path):
     model = make_model()
-    rec = gx.watch(model, run_dir=tmp_path / "r", every=2)
+    rec = gx.watch(model, run_dir=tmp_path / "r", stats_every=2)
     for step in range(5):
         x, y = batch(step)
         model.zero_grad()
@@ -87,7 +89,7 @@ def test_every_and_step_without_optimizer(tmp_path):
     run = gx.open_run(tmp_path / "r")
     assert run.steps == [2, 4]
     assert run.step_info(4)["loss"] == 1.5
-    assert all(s["update_ratio"] is None for s in run.stats(4).values())
+    assert all(s["update_ratio"] is None for s in run.figures(4).values())
 
 
 def test_hooks_act_as_in_the_app(tmp_path):
@@ -118,9 +120,9 @@ def test_snapshots_kept_last_n(tmp_path):
         "step-000004", "step-000006"]
     snap = gx.read_snapshot(run.snapshots[6])
     assert snap.step == 6
-    assert snap.stats["0.weight"].norm == run.stats(6)["0.weight"]["norm"]
+    assert snap.stats["0.weight"] == run.stats(6)["0.weight"]  # the same ParamStats
     assert snap.gradients()["0.weight"].double().norm().item() == pytest.approx(
-        run.stats(6)["0.weight"]["norm"], rel=1e-12)
+        run.figures(6)["0.weight"]["norm"], rel=1e-12)
 
 
 def test_full_disk_is_one_message_and_training_goes_on(tmp_path):
@@ -139,8 +141,8 @@ def test_full_disk_is_one_message_and_training_goes_on(tmp_path):
 def test_bad_arguments_are_one_line_errors(tmp_path):
     with pytest.raises(gx.UserError, match="nn.Module"):
         gx.watch("model")
-    with pytest.raises(gx.UserError, match="every"):
-        gx.watch(make_model(), every=0)
+    with pytest.raises(gx.UserError, match="stats_every"):
+        gx.watch(make_model(), stats_every=0)
     with pytest.raises(gx.UserError, match="not a gradexplorer run"):
         gx.open_run(tmp_path)
     rec = gx.watch(make_model(), torch.optim.SGD(make_model().parameters(), lr=0.1))

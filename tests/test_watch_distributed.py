@@ -45,7 +45,7 @@ def test_two_ranks_record_what_one_process_records(mode, reference, two_rank_run
     run = gx.open_run(two_rank_runs / mode)
     assert run.steps == reference.steps == list(range(1, STEPS + 1))
     assert run.step_info(STEPS)["ranks"] == 2
-    got, want = run.stats(STEPS), reference.stats(STEPS)
+    got, want = run.figures(STEPS), reference.figures(STEPS)
     assert list(got) == list(want) == ["0.weight", "0.bias", "2.weight", "2.bias"]
     for name in want:
         for field, value in want[name].items():
@@ -71,10 +71,10 @@ def test_per_rank_norms_catch_ranks_that_disagree(two_rank_runs):
     synced = run.rank_norms(STEPS - 1)
     assert sorted(synced) == [0, 1]
     assert max(spread(synced).values()) == 0  # DDP averaged: both ranks hold the same gradients
-    assert synced[0] == {n: s["norm"] for n, s in run.stats(STEPS - 1).items()}
+    assert synced[0] == {n: s["norm"] for n, s in run.figures(STEPS - 1).items()}
     unsynced = run.rank_norms(STEPS)  # no_sync on the last step: each rank kept its own
     assert min(spread(unsynced).values()) > 0
-    assert unsynced[0] == {n: s["norm"] for n, s in run.stats(STEPS).items()}
+    assert unsynced[0] == {n: s["norm"] for n, s in run.figures(STEPS).items()}
     assert gx.open_run(two_rank_runs / "ddp").rank_norms(STEPS) == {}
 
 

@@ -60,9 +60,10 @@ BAD_CALLS = {
     "bins=2.5": ({"bins": 2.5}, "bins must be a whole number"),
     "bins=0": ({"bins": 0}, "bins must be at least 1"),
     "bins huge": ({"bins": 10**6}, "bins must be at most"),
-    "every=1.5": ({"every": 1.5}, "every must be a whole number"),
-    "every='2'": ({"every": "2"}, "every must be a whole number, not str"),
-    "every=True": ({"every": True}, "every must be a whole number, not bool"),
+    "stats_every=1.5": ({"stats_every": 1.5}, "stats_every must be a whole number"),
+    "histogram_every='2'": ({"histogram_every": "2"},
+                            "histogram_every must be a whole number, not str"),
+    "stats_every=True": ({"stats_every": True}, "stats_every must be a whole number, not bool"),
     "snapshot_every=0.5": ({"snapshot_every": 0.5}, "snapshot_every"),
     "keep_snapshots='1'": ({"keep_snapshots": "1"}, "keep_snapshots"),
     "hooks list": ({"hooks": ["2"]}, "hooks must be a dict"),
@@ -272,7 +273,7 @@ def test_a_run_that_will_pass_2_gb_says_so_once(tmp_path):
     rec = gx.Recorder(small, opt, tmp_path / "small", report=lines.append)
     train(small, opt, 4)
     rec.close()
-    assert lines == [] and math.isfinite(gx.open_run(tmp_path / "small").stats(4)["0.weight"]["norm"])
+    assert lines == [] and math.isfinite(gx.open_run(tmp_path / "small").figures(4)["0.weight"]["norm"])
 
 
 def test_framework_callbacks_pass_overwrite_and_resume(tmp_path):

@@ -40,7 +40,7 @@ def test_sql_runs_on_the_writer_thread_and_close_leaves_every_step(tmp_path):
     assert threads and threading.get_ident() not in threads
     run = gx.open_run(tmp_path / "run")
     assert run.steps == list(range(1, 13)) and run.last_step == 12
-    assert len(run.stats(12)) == 4
+    assert len(run.figures(12)) == 4
 
 
 def test_waiting_writes_commit_together_and_a_full_queue_waits(tmp_path):

@@ -59,7 +59,7 @@ def lenet(run_dir: Path, hook_from: int | None = None, steps: int = 8, every: in
     model = LeNet()
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     data = torch.Generator().manual_seed(3)
-    with gx.watch(model, opt, run_dir, bins=16, every=every) as rec:
+    with gx.watch(model, opt, run_dir, bins=16, stats_every=every) as rec:
         for step in range(1, steps + 1):
             if step == hook_from:
                 gx.HookRegistry(model).attach("fc1", "scale:0.5")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import shutil
 
+from gradexplorer.commands.renamed_flags import add_renamed
 from gradexplorer.core.errors import UserError
 from gradexplorer.core.snapshot.export_dir import ExportFolder
 from gradexplorer.core.snapshot.exporter import SnapshotExporter, snapshot_bytes
@@ -13,26 +14,29 @@ WARN_BYTES = 2 * 10**9  # say so before a run that will leave more than this on 
 
 
 def add_export_arguments(group: argparse._ArgumentGroup) -> None:
-    """``--export``, ``--export-every``, ``--keep-last``, ``--overwrite``."""
+    """``--export``, ``--snapshot-every``, ``--keep-snapshots``, ``--overwrite`` (and the old
+    names ``--export-every``, ``--keep-last``)."""
     group.add_argument("--export", metavar="DIR",
                        help="write gradient snapshots to DIR/step-NNNNNN (at the last step, "
-                       "and every --export-every steps)")
-    group.add_argument("--export-every", type=int, metavar="K",
+                       "and every --snapshot-every steps)")
+    group.add_argument("--snapshot-every", type=int, metavar="K",
                        help="also snapshot every K steps (default: the last step only)")
-    group.add_argument("--keep-last", type=int, metavar="N",
+    group.add_argument("--keep-snapshots", type=int, metavar="N",
                        help="keep only the newest N snapshots of this run (default: all)")
+    add_renamed(group, "--export-every", "--snapshot-every", "snapshot_every", type=int)
+    add_renamed(group, "--keep-last", "--keep-snapshots", "keep_snapshots", type=int)
     group.add_argument("--overwrite", action="store_true",
                        help="replace the snapshots an earlier run left in DIR (default: refuse)")
 
 
 def check_export_arguments(args: argparse.Namespace) -> None:
     """Refuse export options that make no sense together."""
-    if args.export_every is not None and not args.export:
-        raise UserError("--export-every needs --export DIR")
-    if args.keep_last is not None and not args.export:
-        raise UserError("--keep-last needs --export DIR")
-    if args.keep_last is not None and args.keep_last < 1:
-        raise UserError(f"--keep-last must be at least 1, got {args.keep_last}")
+    if args.snapshot_every is not None and not args.export:
+        raise UserError("--snapshot-every needs --export DIR")
+    if args.keep_snapshots is not None and not args.export:
+        raise UserError("--keep-snapshots needs --export DIR")
+    if args.keep_snapshots is not None and args.keep_snapshots < 1:
+        raise UserError(f"--keep-snapshots must be at least 1, got {args.keep_snapshots}")
 
 
 def attach_exporter(session, args: argparse.Namespace, monitor, hooks, say) -> ExportFolder:
@@ -42,10 +46,10 @@ def attach_exporter(session, args: argparse.Namespace, monitor, hooks, say) -> E
     """
     first, last = session.step_count + 1, session.step_count + args.steps
     exporter = SnapshotExporter(
-        args.export, monitor, every=args.export_every or 0, last_step=last,
+        args.export, monitor, args.snapshot_every or 0, last_step=last,
         hooks=hooks.step_hooks if hooks is not None else None,
         captured=hooks.captured_tensors if hooks is not None else None,
-        keep_last=args.keep_last,
+        keep_snapshots=args.keep_snapshots,
     )
     folder = ExportFolder(args.export, overwrite=args.overwrite).claim()
     try:
@@ -73,9 +77,9 @@ def warn_about_size(session, exporter: SnapshotExporter, first: int, last: int, 
         raise UserError(
             f"{kept} snapshots of about {each / 1e6:,.0f} MB need {total / 1e9:,.1f} GB in "
             f"{exporter.directory}, which has {free / 1e9:,.1f} GB free: export less often "
-            "(--export-every) or keep fewer (--keep-last N)"
+            "(--snapshot-every) or keep fewer (--keep-snapshots N)"
         )
     if total > WARN_BYTES:
-        note = "" if exporter.keep_last else "; --keep-last N keeps only the newest N"
+        note = "" if exporter.keep_snapshots else "; --keep-snapshots N keeps only the newest N"
         say(f"  note: {written} snapshots of about {each / 1e6:,.0f} MB will leave about "
             f"{total / 1e9:,.1f} GB in {exporter.directory}{note}")

@@ -12,6 +12,7 @@ from gradexplorer.commands.export_options import (
     attach_exporter,
     check_export_arguments,
 )
+from gradexplorer.commands.renamed_flags import add_renamed
 from gradexplorer.core.diagnose.nan_origin import NonFiniteOrigin
 from gradexplorer.core.errors import UserError
 from gradexplorer.core.snapshot.export_dir import ExportFolder
@@ -22,11 +23,13 @@ MAX_NAMED = 4  # parameters named in one alarm line
 
 
 def add_gradient_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--export`` and its options, ``--every``, ``--bins``, ``--hist-range``."""
+    """``--export`` and its options, ``--histogram-every`` (old name ``--every``), ``--bins``,
+    ``--hist-range``."""
     g = parser.add_argument_group("gradients")
     add_export_arguments(g)
-    g.add_argument("--every", type=int, metavar="K",
+    g.add_argument("--histogram-every", type=int, metavar="K",
                    help="compute histograms every K steps (default 1; statistics every step)")
+    add_renamed(g, "--every", "--histogram-every", "histogram_every", type=int)
     g.add_argument("--bins", type=int, metavar="N", help="histogram bins (default 64)")
     g.add_argument("--hist-range", metavar="auto|symmetric|LO,HI",
                    help="histogram range: each gradient's finite min..max (auto, default), "
@@ -42,15 +45,16 @@ def _positive(args: argparse.Namespace, name: str, lo: int = 1, hi: int = 1 << 3
 
 def monitor_from_args(args: argparse.Namespace) -> GradientMonitor | None:
     """A GradientMonitor when any gradient option was given, else None."""
-    for name in ("export_every", "every"):
+    for name in ("snapshot_every", "histogram_every"):
         _positive(args, name)
     _positive(args, "bins", 1, 4096)
     check_export_arguments(args)
-    wanted = (args.export, args.every, args.bins, args.hist_range)
+    wanted = (args.export, args.histogram_every, args.bins, args.hist_range)
     if all(v is None for v in wanted):
         return None
     return GradientMonitor(
-        bins=args.bins or 64, every=args.every or 1, hist_range=parse_hist_range(args.hist_range)
+        bins=args.bins or 64, histogram_every=args.histogram_every or 1,
+        hist_range=parse_hist_range(args.hist_range)
     )
 
 

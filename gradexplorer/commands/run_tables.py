@@ -81,7 +81,7 @@ def inspect_run(path: str, step: int | None, width: int) -> int:
         print(f"not recorded: {name or 'the update ratios'} ({cause})")
     shapes = {p["name"]: p["shape"] for p in structure.get("parameters", [])}
     hists = run.histograms(step)
-    stats = run.stats(step)
+    stats = run.figures(step)
     state = optimizer_columns(stats)
     accumulated = any(s.get("grad_norm_accumulated") is not None for s in stats.values())
     rows = []

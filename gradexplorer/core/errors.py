@@ -39,3 +39,23 @@ def warn_not_recorded(what: str, cause: str, warned: set | None = None, at: str 
         warned.add((what, cause))
     warnings.warn(f"gradexplorer: could not measure {what}{at} ({cause}); not recorded, "
                   "training goes on", RuntimeWarning, stacklevel=4)
+
+
+_RENAMED_WARNED: set[tuple[str, str]] = set()  # (where, old name) already warned about
+
+
+def renamed(where: str, old: str, new: str, old_value, new_value, default):
+    """The value of parameter ``new`` of ``where`` given under its old name ``old`` as well.
+
+    ``old_value`` None: ``new_value``. Else one ``FutureWarning`` per process for each
+    (``where``, ``old``) (FutureWarning: users see it, unlike DeprecationWarning) and
+    ``old_value``; a ``UserError`` when ``new`` was given too (``new_value != default``)."""
+    if old_value is None:
+        return new_value
+    if new_value != default:
+        raise UserError(f"{where}: give {new} only ({old} is its old name)")
+    if (where, old) not in _RENAMED_WARNED:
+        _RENAMED_WARNED.add((where, old))
+        warnings.warn(f"{where}: {old} is now called {new}; the old name will go in a later "
+                      "release", FutureWarning, stacklevel=3)
+    return old_value

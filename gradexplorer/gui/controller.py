@@ -17,6 +17,7 @@ from gradexplorer.core.model.spec import ModelOptions
 from gradexplorer.core.session.engine import SessionConfig
 from gradexplorer.gui.live_session import (
     LiveSession,
+    give_cores_back,
     open_live_session,
     probe_hookable,
     reconfigure,
@@ -91,7 +92,7 @@ class SessionController(QObject):
         push = self._worker.buffer.push_event
 
         def open_() -> SessionOpened:
-            live = open_live_session(spec, options, config)
+            live = open_live_session(spec, options, config, holder=self)
             live.hooks.listeners.append(push)  # hook events reach the GUI through the mailbox
             return SessionOpened(live, fresh=True)
         self.post(open_)
@@ -129,7 +130,7 @@ class SessionController(QObject):
             every = max(1, int(every))
 
             def apply() -> SettingApplied:
-                monitor.every = every
+                monitor.histogram_every = every
                 return SettingApplied("histogram_every", every)
             self.post(apply)
 
@@ -273,8 +274,9 @@ class SessionController(QObject):
         self.session.error.emit(text)
 
     def close(self) -> None:
-        """Stop the worker and wait for it (call before the app quits)."""
-        self._worker.shutdown()
+        """Stop the worker and wait for it (call before the app quits); torch's threads back."""
+        if self._worker.shutdown():
+            give_cores_back(self)
 
 
 def _hook_state(live: LiveSession) -> HooksChanged:

@@ -37,13 +37,15 @@ class LiveSession:
 
 
 def open_live_session(
-    spec: str, options: ModelOptions, config: SessionConfig, bins: int = 64, every: int = 1
+    spec: str, options: ModelOptions, config: SessionConfig, bins: int = 64,
+    histogram_every: int = 1, holder: object = None,
 ) -> LiveSession:
-    """Load ``spec`` and build a session with a gradient monitor and a hook registry."""
-    prepare_training_thread()
+    """Load ``spec`` and build a session with a gradient monitor and a hook registry
+    (``holder``: who gives the cores back, see ``give_cores_back``)."""
+    prepare_training_thread(holder)
     workload = load_workload(spec, options)
     session = TrainingSession(workload, config)
-    monitor = GradientMonitor(bins=bins, every=every)
+    monitor = GradientMonitor(bins=bins, histogram_every=histogram_every)
     inputs = session.batch(0)[0]
     hooks = HookRegistry(session.model, seed=config.seed, sample_inputs=inputs)
     live = LiveSession(session, spec, options, monitor, hooks)
@@ -58,18 +60,44 @@ def probe_hookable(live: LiveSession) -> dict[str, tuple[bool, str]]:
     return {row.path: (row.safe, row.reason) for row in hookable_modules(live.session.model, inputs)}
 
 
-@cache
-def prepare_training_thread() -> None:
-    """Once per process, on the training thread: leave the GUI a core, load the stats kernels.
+_THREADS: dict[str, Any] = {"before": None, "holders": set()}  # torch's count, who lowered it
+
+
+def prepare_training_thread(holder: object = None) -> None:
+    """On the training thread: leave the GUI a core (for ``holder``), load the stats kernels.
 
     With every core busy in torch's intra-op pool the GUI thread waits for CPU time and the
     window stutters; the statistics kernels load (or compile, the first time) while a model
     opens instead of during the first step.
     """
-    cores = os.cpu_count() or 1
-    if cores > 1 and torch.get_num_threads() >= cores:
-        torch.set_num_threads(cores - 1)
+    leave_gui_a_core(holder)
+    _warm_up_once()
+
+
+@cache
+def _warm_up_once() -> None:
     warm_up()
+
+
+def leave_gui_a_core(holder: object = None) -> None:
+    """Lower torch's intra-op threads to one fewer than the cores while ``holder`` (the
+    window's controller) needs it: on this thread, and (torch keeps the count process-wide)
+    on every thread started later; ``give_cores_back`` restores the process's own count."""
+    cores = os.cpu_count() or 1
+    if _THREADS["before"] is None and cores > 1 and torch.get_num_threads() >= cores:
+        _THREADS["before"] = torch.get_num_threads()
+        torch.set_num_threads(cores - 1)
+    if _THREADS["before"] is not None:
+        _THREADS["holders"].add(id(holder))
+
+
+def give_cores_back(holder: object = None) -> None:
+    """``holder`` is done (its training thread has ended): once no holder is left, torch gets
+    back the thread count the process had, so nothing of the app stays in the process."""
+    _THREADS["holders"].discard(id(holder))
+    if _THREADS["before"] is not None and not _THREADS["holders"]:
+        torch.set_num_threads(_THREADS["before"])
+        _THREADS["before"] = None
 
 
 def reconfigure(live: LiveSession, **changes: Any) -> LiveSession:

@@ -131,7 +131,7 @@ class RunControls(QToolBar):
         self.lr_spin.blockSignals(False)
         if live.monitor is not None:
             self.every_spin.blockSignals(True)
-            self.every_spin.setValue(int(getattr(live.monitor, "every", 1)))
+            self.every_spin.setValue(int(getattr(live.monitor, "histogram_every", 1)))
             self.every_spin.blockSignals(False)
 
     def set_run_view(self, on: bool) -> None:

@@ -27,7 +27,7 @@ def start_periodic_export(live: LiveSession, directory: str | Path, every: int,
     if every < 1:
         raise UserError(f"export every K steps needs K >= 1, got {every}")
     folder = ExportFolder(directory, overwrite_hint="move them first").claim()
-    exporter = SnapshotExporter(directory, live.monitor, every=every, hooks=live.hooks.step_hooks,
+    exporter = SnapshotExporter(directory, live.monitor, every, hooks=live.hooks.step_hooks,
                                 captured=live.hooks.captured_tensors)
     exporter.folder = folder
     exporter.listeners.append(listener)

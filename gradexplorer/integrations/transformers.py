@@ -5,6 +5,10 @@ loop: the gradient *as accumulated* is read at the end of each backward (before 
 ``clip_grad_norm_``), the gradient *as applied* in the optimizer's step pre-hook (after it).
 Steps are numbered by ``state.global_step``; the loss of each micro-batch is the model output's
 ``loss`` (a forward hook, in training only); an fp16 run's GradScaler is accelerate's.
+``log_scalars=True`` also puts the newest recorded step's global norms, clip coefficient and
+skip (``step_scalars``) into each of the Trainer's training ``on_log`` logs: its
+``state.log_history`` (trainer_state.json) and the callbacks after this one (the Trainer runs
+its ``report_to`` callbacks before the ones it is given).
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from pathlib import Path
 
 from transformers import TrainerCallback
 
-from gradexplorer.integrations.settings import WatchSettings
+from gradexplorer.integrations.settings import WatchSettings, step_scalars
 
 
 def output_loss(output):
@@ -26,12 +30,16 @@ def output_loss(output):
 class GradexplorerTrainerCallback(TrainerCallback):
     """``Trainer(..., callbacks=[GradexplorerTrainerCallback("runs/exp1")])``."""
 
-    def __init__(self, run_dir: str | Path | None = None, *, every: int = 1, bins: int = 64,
-                 snapshot_every: int | None = None, hooks: dict[str, str] | None = None,
-                 keep_snapshots: int | None = None, overwrite: bool = False,
-                 resume: bool = False) -> None:
-        self.settings = WatchSettings(run_dir, every, bins, snapshot_every, hooks, keep_snapshots,
-                                      overwrite, resume)
+    def __init__(self, run_dir: str | Path | None = None, *, stats_every: int = 1,
+                 histogram_every: int = 1, bins: int = 64, snapshot_every: int | None = None,
+                 hooks: dict[str, str] | None = None, keep_snapshots: int | None = None,
+                 overwrite: bool = False, resume: bool = False, log_scalars: bool = False,
+                 every: int | None = None) -> None:
+        self.settings = WatchSettings.of(
+            "GradexplorerTrainerCallback", run_dir, stats_every, histogram_every, every,
+            bins=bins, snapshot_every=snapshot_every, hooks=hooks, keep_snapshots=keep_snapshots,
+            overwrite=overwrite, resume=resume)
+        self.log_scalars = log_scalars
         self.recorder = None
         self._loss_hook = None
 
@@ -57,6 +65,13 @@ class GradexplorerTrainerCallback(TrainerCallback):
     def on_step_begin(self, args, state, control, model=None, optimizer=None, **kwargs):
         if self.recorder is None and model is not None and optimizer is not None:
             self._start(state, model, optimizer)
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if self.log_scalars and logs is not None and "loss" in logs:  # a training step's logs
+            scalars = step_scalars(self.recorder)
+            logs.update(scalars)
+            if state.log_history:
+                state.log_history[-1].update(scalars)
 
     def on_train_end(self, args, state, control, **kwargs):
         if self._loss_hook is not None:

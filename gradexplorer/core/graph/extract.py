@@ -255,3 +255,27 @@ def trace_backward_graph(session: TrainingSession, step: int | None = None, *,
     graph = extract_graph(loss, model, attribution, saved=saved)
     graph.graph["step"] = session.step_count if step is None else step
     return graph
+
+
+def trace(model: nn.Module, inputs, loss_fn=None, *, saved: bool = True,
+          shapes: bool = True) -> nx.DiGraph:
+    """The attributed backward graph of one forward pass, in one call (torchlens style).
+
+    Runs ``model(inputs)`` (a dict: keyword inputs; a tuple or list: positional ones) with
+    module attribution, then ``loss_fn(output)``; without a ``loss_fn``, the loss the model
+    reports (``output.loss``, ``output["loss"]``) or the output tensor itself. No backward; the
+    model's buffers and the random state are restored, so training goes on as if it had not run.
+    """
+    from gradexplorer.core.model.workload import as_model_inputs, call_model, loss_from_output
+
+    if not isinstance(model, nn.Module):
+        raise UserError(f"trace needs an nn.Module, got {type(model).__name__}")
+    with preserved_state(model), ModuleAttribution(model) as attribution, torch.enable_grad():
+        output = call_model(model, as_model_inputs(inputs))
+        if loss_fn is not None:
+            loss = loss_fn(output)
+        else:
+            loss = output if isinstance(output, torch.Tensor) else loss_from_output(output)
+    if not isinstance(loss, torch.Tensor):
+        raise UserError(f"trace: the loss is a {type(loss).__name__}, not a tensor")
+    return extract_graph(loss, model, attribution, saved=saved, shapes=shapes)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import warnings
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,12 +38,37 @@ from gradexplorer.core.hooks.hookable import (
 )
 from gradexplorer.core.hooks.parse import parse_action
 from gradexplorer.core.hooks.probe import ModuleProbe, probe_modules
+from gradexplorer.core.hooks.user_hook import UserHook
 
 EVENT_KINDS = ("attached", "detached", "failed", "note")
 MAX_EVENTS = 1000
 Listener = Callable[[str, str, str], None]
 # PyTorch warns each time a hook fires on a module whose inputs need no grad; we explain it once.
 OUTPUT_FIRING_WARNING = "Full backward hook is firing when gradients are computed with respect"
+_QUIET: dict[str, Any] = {"entry": None, "holders": weakref.WeakSet()}
+
+
+def quiet_output_firing(hook: AttachedHook, on: bool) -> bool:
+    """``hook`` holds (``on``) or releases PyTorch's output-firing warning filter: installed
+    while some live hook holds it, removed with the last one, so nothing is left in
+    ``warnings.filters`` once no such hook is attached (other filters untouched). Returns ``on``."""
+    holders = _QUIET["holders"]
+    if on:
+        holders.add(hook)
+        if _QUIET["entry"] is None or _QUIET["entry"] not in warnings.filters:
+            before = list(warnings.filters)  # (a catch_warnings block may have dropped ours)
+            warnings.filterwarnings("ignore", message=OUTPUT_FIRING_WARNING)
+            entry = warnings.filters[0]
+            _QUIET["entry"] = None if entry in before else entry  # the process's own stays
+        return on
+    holders.discard(hook)
+    entry = _QUIET["entry"]
+    if not holders and entry is not None:
+        if entry in warnings.filters:
+            warnings.filters.remove(entry)
+            getattr(warnings, "_filters_mutated", lambda: None)()
+        _QUIET["entry"] = None
+    return on
 
 
 @dataclass(eq=False)
@@ -55,6 +81,7 @@ class AttachedHook:
     impl: Action | None = field(default=None, repr=False)
     handle: RemovableHandle | None = field(default=None, repr=False)
     notes: list[str] = field(default_factory=list, repr=False)
+    quiet: bool = field(default=False, repr=False)  # holds the output-firing warnings filter
 
     @property
     def last_stats(self) -> dict[str, Any]:
@@ -120,12 +147,15 @@ class HookRegistry:
         return out
 
     # -- attaching and detaching -------------------------------------------------
-    def attach(self, module_path: str, action: str) -> AttachedHook:
-        """Attach ``action`` (e.g. "scale:0.5") to a module, replacing a hook already there."""
+    def attach(self, module_path: str, action: str | Callable[..., Any]) -> AttachedHook:
+        """Attach ``action`` to a module, replacing a hook already there: text (e.g.
+        "scale:0.5", see ``parse_action``) or a function ``fn(module, grad_input, grad_output)``
+        returning None or a new grad_input (checked as ``file:`` hooks are)."""
         self.prune()
         path = normalize_path(module_path)
         module = self.module(path)
-        impl = parse_action(action, path, self.seed)
+        impl = parse_action(action, path, self.seed) if isinstance(action, str) \
+            else UserHook.of_callable(action, path)
         problem = mixing_problem(module) or self._probe_refusal(path, impl)
         if problem:
             raise UserError(f"cannot hook '{display_name(path)}' with {impl.spec}: {problem}")
@@ -140,7 +170,7 @@ class HookRegistry:
         self._emit("attached", path, f"{self._label(hook)} attached")
         probe = self._probe(path)
         if probe is not None and not probe.inputs_need_grad:
-            warnings.filterwarnings("ignore", message=OUTPUT_FIRING_WARNING)
+            hook.quiet = quiet_output_firing(hook, True)  # until it is detached
             self._emit("note", path, f"{self._label(hook)}: {NO_GRAD_INPUTS}")
         return hook
 
@@ -251,6 +281,8 @@ class HookRegistry:
     def _remove(self, hook: AttachedHook, kind: str, message: str) -> None:
         if hook.handle is not None:
             hook.handle.remove()
+        if hook.quiet:
+            hook.quiet = quiet_output_firing(hook, False)
         module = self.model.get_submodule(hook.module)
         original = self._original_flags.pop(hook.module, None)
         if not module._backward_hooks:

@@ -35,6 +35,16 @@ class UserHook(Action):
         fn = find_callable(import_file(path), name, path)
         return cls(spec, fn, f"{Path(path).name}:{name}", module)
 
+    @classmethod
+    def of_callable(cls, fn: Callable[..., Any], module: str) -> UserHook:
+        """A hook function given directly (``HookRegistry.attach(path, fn)``), named by its
+        qualified name: ``callable:NAME``."""
+        if not callable(fn):
+            raise UserError(f"a hook action is text (e.g. 'scale:0.5') or a function "
+                            f"fn(module, grad_input, grad_output), not {type(fn).__name__}")
+        name = getattr(fn, "__qualname__", None) or type(fn).__name__
+        return cls(f"callable:{name}", fn, name, module)
+
     def __call__(self, module, grad_input, grad_output):
         try:
             result = self.fn(module, grad_input, grad_output)

@@ -16,7 +16,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from gradexplorer.core.errors import UserError
+from gradexplorer.core.errors import UserError, renamed
 
 MAX_BINS = 4096  # what the monitor's histograms take
 _WATCHED: dict[int, weakref.ref] = {}  # id(model) -> its open Recorder (by identity: a model
@@ -126,11 +126,15 @@ def loss_number(loss: torch.Tensor | float | None) -> float | None:
     return None if loss is None else float(loss)
 
 
-def checked(run_dir, every, history, bins, snapshot_every, keep_snapshots, per_rank, overwrite,
-            resume, auto_steps, optimizer_state) -> tuple:
-    """``watch``'s plain arguments, each checked (the same order back)."""
+def checked(run_dir, stats_every, histogram_every, every, history, bins, snapshot_every,
+            keep_snapshots, per_rank, overwrite, resume, auto_steps, optimizer_state) -> tuple:
+    """``watch``'s plain arguments, each checked (the same order back, less ``every``: the old
+    name of ``stats_every``)."""
     run_dir = run_directory(run_dir)
-    every, history, bins = whole(every, "every"), whole(history, "history"), whole(bins, "bins")
+    stats_every = whole(renamed("watch", "every", "stats_every", every, stats_every, 1),
+                        "stats_every")
+    histogram_every = whole(histogram_every, "histogram_every")
+    history, bins = whole(history, "history"), whole(bins, "bins")
     if bins > MAX_BINS:
         raise UserError(f"watch: bins must be at most {MAX_BINS}, got {bins}")
     snapshot_every = whole(snapshot_every, "snapshot_every", optional=True)
@@ -141,7 +145,8 @@ def checked(run_dir, every, history, bins, snapshot_every, keep_snapshots, per_r
     if overwrite and resume:
         raise UserError("watch: give overwrite=True (replace the run) or resume=True "
                         "(continue it), not both")
-    return (run_dir, every, history, bins, snapshot_every, keep_snapshots, *flags)
+    return (run_dir, stats_every, histogram_every, history, bins, snapshot_every, keep_snapshots,
+            *flags)
 
 
 def check_plan(plan, snapshot_every: int | None, resume: bool, per_rank: bool) -> None:

@@ -13,7 +13,7 @@ from gradexplorer.core.stats.histogram import histogram_w1, mixture_w1
 def compare_run_steps(a: Run, step_a: int, b: Run, step_b: int) -> list[ParamComparison]:
     """A row per parameter both steps hold (cosine is NaN: runs keep figures, not gradients),
     then the whole-gradient row."""
-    stats_a, stats_b = a.stats(step_a), b.stats(step_b)
+    stats_a, stats_b = a.figures(step_a), b.figures(step_b)
     common = [n for n in stats_a if n in stats_b]
     if not common:
         raise UserError(f"{a.path} step {step_a} and {b.path} step {step_b} share no parameter")

@@ -61,7 +61,7 @@ def _as_run(run: Run | str | Path) -> Run:
 
 def _gaps(a: Run, b: Run, step: int, with_loss: bool) -> tuple[list, dict]:
     """(per-parameter worst figure, signal gaps) at ``step``."""
-    stats_a, stats_b = a.stats(step), b.stats(step)
+    stats_a, stats_b = a.figures(step), b.figures(step)
     rows = []
     for name in list(stats_a) + [n for n in stats_b if n not in stats_a]:
         sa, sb = stats_a.get(name, {}), stats_b.get(name, {})

@@ -36,7 +36,8 @@ from gradexplorer.core.stats.records import StepGradients
 
 
 class Recorder:
-    """Gradient statistics of every ``every``-th step of a training loop, kept and written.
+    """Gradient statistics of every ``stats_every``-th step of a training loop (histograms on
+    the steps among them divisible by ``histogram_every``), kept and written.
 
     Two measuring points per step: *as accumulated* (per-parameter norms of ``.grad`` at the end
     of the last backward, before unscaling and clipping) and *as applied* (the full statistics
@@ -49,12 +50,13 @@ class Recorder:
     """
 
     def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
-                 run_dir: str | Path | None = None, *, every: int = 1, bins: int = 64,
-                 snapshot_every: int | None = None, hooks: dict[str, str] | None = None,
-                 keep_snapshots: int | None = None, history: int = 16, report=None,
-                 auto_steps: bool = True, per_rank: bool = False, scaler=None,
-                 step_number=None, optimizer_state: bool = True, overwrite: bool = False,
-                 resume: bool = False, spikes=True) -> None:
+                 run_dir: str | Path | None = None, *, stats_every: int = 1,
+                 histogram_every: int = 1, bins: int = 64, snapshot_every: int | None = None,
+                 hooks: dict[str, str] | None = None, keep_snapshots: int | None = None,
+                 history: int = 16, report=None, auto_steps: bool = True, per_rank: bool = False,
+                 scaler=None, step_number=None, optimizer_state: bool = True,
+                 overwrite: bool = False, resume: bool = False, spikes=True,
+                 every: int | None = None) -> None:
         self._closed = True  # until everything is in place: close() undoes what was done
         self._handles: list[Any] = []
         self.hooks = self.writer = self._graph = self.probe = self.scaler = self.spikes = None
@@ -63,10 +65,10 @@ class Recorder:
         if optimizer is not None and not isinstance(optimizer, torch.optim.Optimizer):
             raise UserError(f"watch: optimizer must be a torch.optim.Optimizer, "
                             f"got {type(optimizer).__name__}")
-        (run_dir, every, history, bins, snapshot_every, keep_snapshots, per_rank, overwrite,
-         resume, auto_steps, optimizer_state) = A.checked(
-            run_dir, every, history, bins, snapshot_every, keep_snapshots, per_rank, overwrite,
-            resume, auto_steps, optimizer_state)
+        (run_dir, stats_every, histogram_every, history, bins, snapshot_every, keep_snapshots,
+         per_rank, overwrite, resume, auto_steps, optimizer_state) = A.checked(
+            run_dir, stats_every, histogram_every, every, history, bins, snapshot_every,
+            keep_snapshots, per_rank, overwrite, resume, auto_steps, optimizer_state)
         self.plan: RankPlan = plan_ranks(model)
         A.check_plan(self.plan, snapshot_every, resume, per_rank)
         self.model = self.plan.model
@@ -74,7 +76,8 @@ class Recorder:
         hooks = A.hook_specs(self.model, hooks)
         self._report = report or (lambda line: print(line, file=sys.stderr))
         try:
-            self._set_up(optimizer, run_dir, every, bins, snapshot_every, hooks, keep_snapshots,
+            self._set_up(optimizer, run_dir, (stats_every, histogram_every), bins, snapshot_every,
+                         hooks, keep_snapshots,
                          history, auto_steps, per_rank, overwrite, resume, scaler, step_number,
                          optimizer_state, spikes)
         except BaseException:
@@ -82,7 +85,7 @@ class Recorder:
             raise
         A.mark_watched(self.model, self)
 
-    def _set_up(self, optimizer, run_dir, every, bins, snapshot_every, hooks, keep_snapshots,
+    def _set_up(self, optimizer, run_dir, cadence, bins, snapshot_every, hooks, keep_snapshots,
                 history, auto_steps, per_rank, overwrite, resume, scaler, step_number,
                 optimizer_state, spikes) -> None:
         """Attach and open what the checked arguments ask for (the caller undoes it on error)."""
@@ -91,12 +94,12 @@ class Recorder:
             self._attach_hooks(hooks)
         self._rank_norms = rank_norms_for(self.plan, per_rank, self._report)
         self.optimizer = optimizer
-        self.every, self.bins = every, bins
+        (self.stats_every, self.histogram_every), self.bins = cadence, bins
         self.snapshot_every, self.keep_snapshots = snapshot_every, keep_snapshots
         self.step_count = 0
         self._step_number = step_number
         self.ledger: StepLedger | None = None
-        self.monitor = GradientMonitor(bins=bins, every=1, history=history,
+        self.monitor = GradientMonitor(bins, self.histogram_every, history=history,
                                        update_ratio=optimizer is not None)
         self._session = types.SimpleNamespace(
             model=self.plan.stats_model, optimizer=optimizer, step_count=0,
@@ -145,7 +148,8 @@ class Recorder:
         self.step_count = self._session.step_count = self.writer.first_step - 1
         self.writer.set_meta({
             "structure": structure,
-            "settings": {"every": self.every, "bins": self.bins,
+            "settings": {"stats_every": self.stats_every, "bins": self.bins,
+                         "histogram_every": self.histogram_every,
                          "snapshot_every": self.snapshot_every,
                          "keep_snapshots": self.keep_snapshots, "hooks": hooks or {},
                          "ranks": self.plan.world, "mode": self.plan.mode},
@@ -166,7 +170,7 @@ class Recorder:
         return self._step_number() if self._step_number is not None else self.step_count + 1
 
     def _records(self, step: int) -> bool:
-        return not self._closed and step % self.every == 0 and self.plan.active
+        return not self._closed and step % self.stats_every == 0 and self.plan.active
 
     def _step_pre_hook(self, optimizer, args, kwargs):
         """The optimizer's pre-hook: measure now, or after its closure has run."""
@@ -284,7 +288,7 @@ class Recorder:
                             "call rec.step() only without one")
         self.before_optimizer_step()
         self.after_optimizer_step(loss=loss)
-        return self.latest() if self.step_count % self.every == 0 else None
+        return self.latest() if self.step_count % self.stats_every == 0 else None
 
     def note_loss(self, loss: float | torch.Tensor, per_sample=None) -> None:
         """A loss of the step under way (one per micro-batch: a number, or a per-sample tensor
@@ -372,28 +376,24 @@ class Recorder:
 
 
 def watch(model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
-          run_dir: str | Path | None = None, *, every: int = 1, bins: int = 64,
-          snapshot_every: int | None = None, hooks: dict[str, str] | None = None,
+          run_dir: str | Path | None = None, *, stats_every: int = 1, histogram_every: int = 1,
+          bins: int = 64, snapshot_every: int | None = None, hooks: dict[str, str] | None = None,
           keep_snapshots: int | None = None, per_rank: bool = False, scaler=None,
           optimizer_state: bool = True, overwrite: bool = False, resume: bool = False,
-          spikes=True) -> Recorder:
-    """Record ``model``'s gradient statistics every ``every`` steps into ``run_dir``.
+          spikes=True, every: int | None = None) -> Recorder:
+    """Record ``model``'s gradient statistics every ``stats_every`` steps into ``run_dir``,
+    histograms on those divisible by ``histogram_every`` (``every``: stats_every's old name).
 
-    ``hooks={"fc1": "scale:0.5"}`` attaches the app's backward-hook actions; snapshots
-    (gradients in the snapshot format) every ``snapshot_every`` steps, the newest
-    ``keep_snapshots`` kept. ``per_rank=True`` (DDP) also records every rank's own gradient
-    norms, to catch ranks that disagree. ``scaler``: the loop's ``torch.amp.GradScaler``, for
-    its scale in the step ledger and the steps it skips (recorded as skipped, with an alarm).
-    ``optimizer_state``: also record the optimizer's state per parameter (‖m‖, RMS √v̂,
-    effective step size; ‖momentum‖; lr) every recorded step. ``spikes`` (True, False or a
-    SpikeSettings) finds loss and gradient spikes and keeps them in the run (docs/diagnose.md).
-
-    Every argument is checked here, before anything is attached. ``run_dir`` is locked while
-    the recorder is open; one that holds a run already is refused unless ``overwrite=True``
-    (replace it) or ``resume=True`` (continue its steps). A model has one open recorder at a
-    time: ``close()`` it (or leave the ``with`` block) before watching the model again.
+    ``hooks={"fc1": "scale:0.5"}``: backward-hook actions; snapshots every ``snapshot_every``
+    steps, the newest ``keep_snapshots`` kept; ``per_rank=True`` (DDP): every rank's own norms;
+    ``scaler``: the loop's GradScaler (its scale, the steps it skips); ``optimizer_state``: the
+    optimizer's state per parameter; ``spikes`` (True, False or a SpikeSettings): loss and
+    gradient spikes (docs/diagnose.md). Every argument is checked before anything is attached;
+    ``run_dir`` is locked while open, and one holding a run is refused unless ``overwrite=True``
+    or ``resume=True``. A model has one open recorder at a time (docs/api.md).
     """
-    return Recorder(model, optimizer, run_dir, every=every, bins=bins,
+    return Recorder(model, optimizer, run_dir, stats_every=stats_every,
+                    histogram_every=histogram_every, every=every, bins=bins,
                     snapshot_every=snapshot_every, hooks=hooks, keep_snapshots=keep_snapshots,
                     per_rank=per_rank, scaler=scaler, optimizer_state=optimizer_state,
                     overwrite=overwrite, resume=resume, spikes=spikes)

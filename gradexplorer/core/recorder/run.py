@@ -181,18 +181,34 @@ class Run:
         return {name: V.param_step_values(step, name, values, self.where)
                 for name, *values in rows}
 
-    def stats(self, step: int) -> dict[str, dict[str, Any]]:
+    def stats(self, step: int) -> dict[str, ParamStats]:
+        """``{name: ParamStats}`` at ``step``, of the gradient as applied, as the monitor
+        reported it (parameters without a gradient are left out)."""
+        return {n: s for n, s in self._param_stats(step).items() if s.has_grad}
+
+    def figures(self, step: int) -> dict[str, dict[str, Any]]:
         """``{name: {norm, mean, std, min, max, abs_max, zero_fraction, nan_count, inf_count,
         update_ratio, grad_norm_accumulated, lr, exp_avg_norm, exp_avg_sq_rms, effective_lr,
-        momentum_norm}}`` at ``step`` (parameters without a gradient are left out). ``norm`` and
-        the rest of the first ten describe the gradient as applied; ``grad_norm_accumulated``
-        the gradient as the last backward left it; the optimizer's figures are read after the
-        step (None where it keeps no such state, or the run predates them)."""
+        momentum_norm}}`` at ``step``: every per-parameter figure as one flat row, for tables
+        and exports (parameters without a gradient left out). ``norm`` and the rest of the first
+        ten describe the gradient as applied; ``grad_norm_accumulated`` the gradient as the last
+        backward left it; the optimizer's figures are read after the step (None where it keeps
+        no such state, or the run predates them)."""
         rows = self._stat_rows(step)  # checks the step first
         extra = self._param_steps(step)
         empty = dict.fromkeys(S.PARAM_STEP_FIELDS)
         return {name: {**values, **extra.get(name, empty)}
                 for name, (_, has_grad, values) in rows.items() if has_grad}
+
+    def _param_stats(self, step: int) -> dict[str, ParamStats]:
+        """Every parameter's ParamStats at ``step`` (``not_recorded`` set), in the model's order."""
+        shapes = {p["name"]: tuple(p["shape"]) for p in self.structure.get("parameters", [])}
+        params = {name: ParamStats(name, shapes.get(name, (numel,)), numel, has_grad, **values)
+                  for name, (numel, has_grad, values) in self._stat_rows(step).items()}
+        for name, cause in self.not_recorded(step).items():
+            if name in params:
+                params[name].not_recorded = cause
+        return params
 
     def _stat_rows(self, step: int) -> dict[str, tuple[int, bool, dict[str, Any]]]:
         """``{name: (numel, has_grad, figures)}`` at ``step``, checked, in the model's order."""
@@ -288,13 +304,8 @@ class Run:
     def step_gradients(self, step: int) -> StepGradients:
         """The step as the monitor reported it (what the app's views draw)."""
         info = self.step_info(step)
-        shapes = {p["name"]: tuple(p["shape"]) for p in self.structure.get("parameters", [])}
-        params = {name: ParamStats(name, shapes.get(name, (numel,)), numel, has_grad, **values)
-                  for name, (numel, has_grad, values) in self._stat_rows(step).items()}
+        params = self._param_stats(step)
         missing = self.not_recorded(step)
-        for name, cause in missing.items():
-            if name in params:
-                params[name].not_recorded = cause
         return StepGradients(step, info["global_norm"], info["total_numel"] or 0, params,
                              self.histograms(step), self.settings.get("bins", 64), "auto",
                              info["seconds"] or 0.0,

@@ -246,4 +246,4 @@ class RunHistory:
         """``(step, stats, histograms)`` for each step (default all), oldest first: what an
         export streams, one step in memory at a time."""
         for step in self.run.steps if steps is None else steps:
-            yield step, self.run.stats(step), self.run.histograms(step)
+            yield step, self.run.figures(step), self.run.histograms(step)

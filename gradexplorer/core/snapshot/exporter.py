@@ -17,46 +17,50 @@ MANIFEST_BYTES_PER_BIN = 45
 
 
 class SnapshotExporter:
-    """Write a snapshot under ``directory`` every ``every`` steps (0: never) and at ``last_step``.
+    """Write a snapshot under ``directory`` every ``snapshot_every`` steps (0: never) and at
+    ``last_step``.
 
     ``hooks`` and ``captured`` are callables returning the hook descriptions and the captured
     tensors to include (e.g. a HookRegistry's); ``listeners`` get ``(step, path)`` per snapshot.
-    ``keep_last`` (None: all) removes this exporter's older snapshots beyond the newest N.
+    ``keep_snapshots`` (None: all) removes this exporter's older snapshots beyond the newest N.
     Add it after the GradientMonitor so that each step's statistics are ready.
     """
 
-    def __init__(self, directory: str | os.PathLike, monitor=None, every: int = 0,
+    def __init__(self, directory: str | os.PathLike, monitor=None, snapshot_every: int = 0,
                  last_step: int | None = None,
                  hooks: Callable[[], list[dict]] | None = None,
                  captured: Callable[[], dict[str, Any]] | None = None,
-                 keep_last: int | None = None) -> None:
+                 keep_snapshots: int | None = None) -> None:
+        every, keep = snapshot_every, keep_snapshots
         if every < 0:
-            raise ValueError(f"every must be 0 (last step only) or positive, got {every}")
-        if keep_last is not None and keep_last < 1:
-            raise ValueError(f"keep_last must be at least 1, got {keep_last}")
+            raise ValueError(f"snapshot_every must be 0 (last step only) or positive, got {every}")
+        if keep is not None and keep < 1:
+            raise ValueError(f"keep_snapshots must be at least 1, got {keep}")
         self.directory = Path(directory)
-        self.monitor, self.every, self.last_step = monitor, every, last_step
-        self.hooks, self.captured, self.keep_last = hooks, captured, keep_last
+        self.monitor, self.snapshot_every, self.last_step = monitor, every, last_step
+        self.hooks, self.captured, self.keep_snapshots = hooks, captured, keep
         self.written: list[Path] = []
         self.folder = None  # the ExportFolder claim of whoever started it, released on stop
         self.listeners: list[Callable[[int, Path], Any]] = []
 
     def due(self, step: int) -> bool:
         """Whether step ``step`` (1-based) is exported."""
-        return (self.every > 0 and step % self.every == 0) or step == self.last_step
+        every = self.snapshot_every
+        return (every > 0 and step % every == 0) or step == self.last_step
 
     def planned(self, first_step: int, last_step: int) -> int:
         """How many snapshots steps ``first_step..last_step`` write (before retention)."""
         if last_step < first_step:
             return 0
-        every = (last_step // self.every - (first_step - 1) // self.every) if self.every else 0
+        k = self.snapshot_every
+        every = (last_step // k - (first_step - 1) // k) if k else 0
         last = self.last_step is not None and first_step <= self.last_step <= last_step
-        return every + int(last and not (self.every and self.last_step % self.every == 0))
+        return every + int(last and not (k and self.last_step % k == 0))
 
     def kept(self, first_step: int, last_step: int) -> int:
         """How many snapshots stay on disk at the end of steps ``first_step..last_step``."""
         count = self.planned(first_step, last_step)
-        return count if self.keep_last is None else min(count, self.keep_last)
+        return count if self.keep_snapshots is None else min(count, self.keep_snapshots)
 
     def after_step(self, session, result) -> None:
         if not self.due(result.step):
@@ -74,9 +78,9 @@ class SnapshotExporter:
             listener(result.step, path)
 
     def _retain(self) -> None:
-        if self.keep_last is None:
+        if self.keep_snapshots is None:
             return
-        while len(self.written) > self.keep_last:
+        while len(self.written) > self.keep_snapshots:
             shutil.rmtree(self.written.pop(0), ignore_errors=True)
 
 

@@ -1,6 +1,6 @@
 """GradientMonitor: per-parameter gradient statistics and histograms every step, as an observer.
 
-    monitor = GradientMonitor(bins=64, every=1, history=256, hist_range="auto")
+    monitor = GradientMonitor(bins=64, histogram_every=1, history=256, hist_range="auto")
     session.add_observer(monitor)
     result = session.step()
     result.extras["gradients"]  # StepGradients
@@ -20,7 +20,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from gradexplorer.core.errors import first_line, measured, warn_not_recorded
+from gradexplorer.core.errors import first_line, measured, renamed, warn_not_recorded
 from gradexplorer.core.stats.histogram import HistRange, parse_hist_range
 from gradexplorer.core.stats.history import GradientHistory, HistogramMatrix
 from gradexplorer.core.stats.ledger import fill_session_ledger
@@ -134,21 +134,25 @@ def gradient_stats(model: nn.Module, bins: int = 64, hist_range: HistRange = "au
 class GradientMonitor:
     """Session observer computing StepGradients every step into ``result.extras["gradients"]``.
 
-    ``every``: histograms on steps where ``step % every == 0`` (0: never); ``history``: steps
+    Statistics every step; ``histogram_every``: histograms as well on steps where
+    ``step % histogram_every == 0`` (0: never; ``every`` is its old name); ``history``: steps
     kept in ``monitor.history``; ``update_ratio``: report ‖Δθ‖/‖θ‖ of each optimizer step,
     measured from a copy of the weights taken before it (one parameter-sized buffer);
     ``overlap``: on CUDA, run the statistics on a side stream beside the optimizer step
     (opt-in and not yet measured on a GPU; no effect on the CPU or MPS).
     """
 
-    def __init__(self, bins: int = 64, every: int = 1, history: int = 256,
+    def __init__(self, bins: int = 64, histogram_every: int = 1, history: int = 256,
                  hist_range: HistRange | str = "auto", update_ratio: bool = True,
-                 backend: str = "auto", overlap: bool = False) -> None:
+                 backend: str = "auto", overlap: bool = False, *, every: int | None = None) -> None:
+        histogram_every = renamed("GradientMonitor", "every", "histogram_every", every,
+                                  histogram_every, 1)
         if bins < 1 or bins > 4096:
             raise ValueError(f"bins must be between 1 and 4096, got {bins}")
-        if every < 0:
-            raise ValueError(f"every must be 0 (no histograms) or positive, got {every}")
-        self.bins, self.every = bins, every
+        if histogram_every < 0:
+            raise ValueError(f"histogram_every must be 0 (no histograms) or positive, "
+                             f"got {histogram_every}")
+        self.bins, self.histogram_every = bins, histogram_every
         self.hist_range = parse_hist_range(hist_range)
         self.update_ratio = update_ratio
         self.backend_name, self.overlap = backend, overlap
@@ -159,13 +163,23 @@ class GradientMonitor:
         self._warned: set = set()  # (what, cause) already warned about: one warning each
 
     @property
+    def every(self) -> int:
+        """The old name of ``histogram_every`` (warns once)."""
+        renamed("GradientMonitor", "every", "histogram_every", self.histogram_every, 1, 1)
+        return self.histogram_every
+
+    @every.setter
+    def every(self, value: int) -> None:
+        self.histogram_every = renamed("GradientMonitor", "every", "histogram_every", value, 1, 1)
+
+    @property
     def backend(self) -> str | None:
         """``numba`` or ``torch`` once the first step chose one, else None."""
         return None if self._backend is None else self._backend.name
 
     def wants_histogram(self, step: int) -> bool:
         """Whether step ``step`` (1-based, as StepResult.step) gets histograms."""
-        return self.every > 0 and step % self.every == 0
+        return self.histogram_every > 0 and step % self.histogram_every == 0
 
     def after_backward(self, session, step: int) -> None:
         """Gradients are ready: start this step's statistics."""
