@@ -353,4 +353,4 @@ class RunSizeNote:
         self._report(f"gradexplorer: note: the run in {self.writer.run_dir} grows about "
                      f"{rate / 1e6:,.1f} MB a step; at this rate it passes "
                      f"{WARN_BYTES / 1e9:g} GB at about step {reach:,} (record less often with "
-                     "every=K, or with fewer bins)")
+                     "stats_every=K, or with fewer bins)")
