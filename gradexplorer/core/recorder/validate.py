@@ -218,6 +218,9 @@ def stat_row(step: int, name: Any, numel: Any, has_grad: Any, figures: tuple, wh
     for field, value in values.items():
         if is_count(value) if field in COUNT_FIELDS else is_figure(value):
             continue
+        if value == "nan" and field not in COUNT_FIELDS:  # NaN kept as text: common, and fine
+            values[field] = math.nan
+            continue
         values[field] = stat_value(step, name, field, value, where)
     return name, numel, bool(has_grad), values
 
