@@ -90,7 +90,7 @@ class LedgerPanel(QWidget):
         item.showGrid(x=True, y=True, alpha=0.2)
         item.setLabel("bottom", "optimizer step")
         item.disableAutoRange()
-        steady_axes(item)
+        steady_axes(item, steps=True)
         item.addLegend(offset=(-10, 10))
         self.accumulated = item.plot(pen=pg.mkPen(ACCUMULATED_PEN, width=1.5, style=Qt.DashLine),
                                      name="as accumulated (.grad after backward, ÷ scale)")
