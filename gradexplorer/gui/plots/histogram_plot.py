@@ -21,14 +21,17 @@ def shown_counts(counts: np.ndarray, log: bool) -> np.ndarray:
     return np.log10(1.0 + counts) if log else counts
 
 
-SPIKE_RATIO = 10  # a histogram whose tallest bin holds 10x the next is drawn with log counts
+SPIKE_SHARE, SPIKE_RATIO = 0.25, 3  # one bin with a quarter of the values and 3x the next:
+# linear counts would draw a single spike, so it is drawn with log counts
 
 
 def spiky(counts) -> bool:
-    """Whether linear counts would draw a single spike: the tallest bin holds SPIKE_RATIO times
-    the next tallest, and other bins hold values too (ReLU gradients: most of them exactly 0)."""
+    """Whether linear counts would draw a single spike: the tallest bin holds SPIKE_SHARE of
+    the values and SPIKE_RATIO times the next tallest, and other bins hold values too (ReLU
+    gradients: most of them exactly 0; a bell curve's tallest bin holds a few percent)."""
     counts = np.sort(np.asarray(counts, dtype=float))[::-1]
-    return len(counts) > 1 and counts[1] > 0 and counts[0] >= SPIKE_RATIO * counts[1]
+    return len(counts) > 1 and counts[1] > 0 and counts[0] >= SPIKE_RATIO * counts[1] \
+        and counts[0] >= SPIKE_SHARE * counts.sum()
 
 
 TITLE_PT = 11  # pyqtgraph's plot title size
