@@ -115,9 +115,10 @@ class HistogramPlot(NamedTitle, pg.PlotWidget):
                 f"{int(hist.counts[i])} values")
 
     def _set_axis_label(self, auto: bool = False) -> None:
-        text = "log10(1 + count)" if self.log or auto else "count"
-        self.plotItem.setLabel("left", text + (" · auto" if auto and not self.log else ""))
-        self.auto_shown = auto and not self.log
+        auto = auto and not self.log
+        text = "log10(1+count) auto" if auto else "log10(1 + count)" if self.log else "count"
+        self.plotItem.setLabel("left", text)  # (short: a plot 80 px tall clips a long one)
+        self.auto_shown = auto
 
     def set_log(self, log: bool) -> None:
         """Logarithmic counts always (``log``), or linear ones unless the histogram is one
@@ -129,7 +130,7 @@ class HistogramPlot(NamedTitle, pg.PlotWidget):
         """Draw ``current`` (and ``previous`` ghosted); explain when there is nothing to draw."""
         self.set_named_title(self.title, name)
         shown, self.current = [], current
-        auto = self.auto_log and current is not None and spiky(current.counts)
+        auto = self.auto_log and not self.log and current is not None and spiky(current.counts)
         if auto != self.auto_shown:
             self._set_axis_label(auto)
         log = self.log or auto
