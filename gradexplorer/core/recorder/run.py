@@ -283,8 +283,12 @@ class Run:
         self._check_step(step)
         query = "SELECT name, edges, counts, nan_count, inf_count, below, above FROM histograms " \
                 "WHERE step = ?" + (" AND name = ?" if name else "")
+        rows = self._rows(query, (step, name) if name else (step,))
+        block = V.histogram_block(rows) if len(rows) > 1 else None  # a whole step at once
+        if block is not None:
+            return {n: Histogram(e, c, *extras) for n, e, c, *extras in block}
         out = {}
-        for n, e, c, *extras in self._rows(query, (step, name) if name else (step,)):
+        for n, e, c, *extras in rows:
             if not isinstance(n, str):
                 raise UserError(f"{self.where}, table histograms at step {step} holds a "
                                 f"parameter name of type {type(n).__name__}")
