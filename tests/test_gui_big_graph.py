@@ -103,8 +103,9 @@ def test_a_tall_graph_opens_readable_at_its_top(qtbot, make_window):
     shown = view.mapToScene(view.viewport().rect()).boundingRect()
     assert shown.contains(QPointF(*panel.drawing.xy[loss].tolist()))
     assert view.minimap.isVisible()
-    side = min(view.viewport().width(), view.viewport().height())
-    assert max(view.minimap.width(), view.minimap.height()) <= 0.28 * side + 1  # not over the graph
+    side = min(view.contentsRect().width(), view.contentsRect().height())
+    assert max(view.minimap.width(), view.minimap.height()) <= 0.28 * side + 1
+    assert not view.minimap.geometry().intersects(view.viewport().geometry())  # not over the graph
     view.fit()
     shown = view.mapToScene(view.viewport().rect()).boundingRect()
     assert shown.contains(view.canvas.boundingRect().adjusted(10, 10, -10, -10))

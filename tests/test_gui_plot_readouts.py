@@ -82,9 +82,9 @@ def test_heatmap_has_a_colour_bar_following_its_levels(qtbot):
     assert isinstance(heat.colour_bar, pg.ColorBarItem)
     assert heat.colour_bar.scene() is heat.scene() and heat.colour_bar.isVisible()
     assert tuple(heat.colour_bar.levels()) == (0.0, 99.0) and tuple(heat.image.levels) == (0.0, 99.0)
-    assert heat.describe_cell(2.3, 0.5) == "step 2 · [0, 1): count 99"
+    assert heat.describe_cell(2.3, 0.5) == "step 2 · [0, 1): 99 values"
     assert heat.image.mapRectToParent(heat.image.boundingRect()).left() == 0.5  # centred on step 1
-    assert heat.describe_cell(1.4, 1.5) == "step 1 · [1, 2): count 9"
+    assert heat.describe_cell(1.4, 1.5) == "step 1 · [1, 2): 9 values"
 
 
 def test_zero_is_written_as_zero():

@@ -92,11 +92,16 @@ class ABWindow(QWidget):
         self.header = QLabel("building both arms…")
         self.latest = QLabel("")
         self.plots = pg.GraphicsLayoutWidget()
-        self.loss_plot = self._plot(0, "loss: plain (blue) vs hooked (orange)")
-        self.div_plot = self._plot(1, "divergence ‖θ_plain − θ_hooked‖")
-        self.cos_plot = self._plot(2, "gradient cosine")
-        self.plain_item = self.loss_plot.plot(pen=pg.mkPen(PLOT_PENS["loss"], width=1.5))
-        self.hooked_item = self.loss_plot.plot(pen=pg.mkPen(HOOKED_PEN, width=1.5, style=Qt.DashLine))
+        self.loss_plot = self._plot(0, "loss of both arms (one scale)")
+        self.div_plot = self._plot(1, "divergence ‖θ_A − θ_B‖")
+        self.cos_plot = self._plot(2, "gradient cosine of A and B")
+        for plot in (self.div_plot, self.cos_plot):
+            plot.setXLink(self.loss_plot)  # one step axis for the three
+        self.legend = self.loss_plot.addLegend(offset=(-8, 8), labelTextSize="9pt")
+        self.plain_item = self.loss_plot.plot(pen=pg.mkPen(PLOT_PENS["loss"], width=1.5),
+                                              name="A: plain")
+        self.hooked_item = self.loss_plot.plot(pen=pg.mkPen(HOOKED_PEN, width=1.5, style=Qt.DashLine),
+                                               name="B: hooked")
         self.div_item = self.div_plot.plot(pen=pg.mkPen(PLOT_PENS["norm"], width=1.5))
         self.cos_item = self.cos_plot.plot(pen=pg.mkPen("#43a047", width=1.5))
         self.stop_button = QPushButton("Stop")
@@ -119,7 +124,7 @@ class ABWindow(QWidget):
     def _plot(self, row: int, title: str) -> pg.PlotItem:
         plot = self.plots.addPlot(row=row, col=0, title=title)
         plot.showGrid(x=True, y=True, alpha=0.2)
-        steady_axes(plot)
+        steady_axes(plot, steps=True)
         return plot
 
     def add_step(self, result: ABStep) -> None:

@@ -90,7 +90,7 @@ class TrainingCurves(QWidget):
         """The raw curve (faded while smoothing) and the curve shown on top."""
         plot.showGrid(x=True, y=True, alpha=0.2)
         plot.disableAutoRange()
-        steady_axes(plot)
+        steady_axes(plot, steps=True)
         faded = pg.mkColor(colour)
         faded.setAlpha(70)
         items = (plot.plot(pen=pg.mkPen(faded, width=1)),

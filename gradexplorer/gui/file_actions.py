@@ -44,6 +44,8 @@ class FileActions(QObject):
         plots = menu.addMenu("Save plot image")
         for label, plot in self.plots().items():
             plots.addAction(label, lambda p=plot, n=label: self.save_plot(p, n))
+        plots.addSeparator()
+        plots.addAction("Image size…", self.ask_plot_image_size)
 
     def plots(self) -> dict:
         w = self.window
@@ -136,7 +138,21 @@ class FileActions(QObject):
             self._guard(save_scene, view.scene(), view.canvas.boundingRect(), path)
 
     def save_plot(self, plot, name: str, path: Path | None = None) -> None:
-        """Save one plot as PNG or SVG."""
+        """Save one plot as PNG (at the chosen image size) or SVG."""
         path = path or self._save_name(f"Save {name}", name.replace(" ", "-"))
         if path is not None:
-            self._guard(save_plot, getattr(plot, "ci", plot), path)  # ci: a whole layout
+            width, dpi = self.window.settings.plot_image_size()
+            self._guard(save_plot, getattr(plot, "ci", plot), path, width, dpi)  # ci: a layout
+
+    def ask_plot_image_size(self) -> None:
+        """Ask for the width (pixels) and DPI of saved plot images; remembered."""
+        settings = self.window.settings
+        width, dpi = settings.plot_image_size()
+        width, ok = QInputDialog.getInt(self.window, "Plot image size", "Width in pixels (the "
+                                        "height follows the plot's shape):", width, 200, 8000, 100)
+        if not ok:
+            return
+        dpi, ok = QInputDialog.getInt(self.window, "Plot image size", "Resolution (DPI):", dpi,
+                                      36, 1200, 12)
+        if ok:
+            settings.set_plot_image_size(width, dpi)

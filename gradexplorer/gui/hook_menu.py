@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import QPoint, QPointF, Signal
+from PySide6.QtGui import QCursor
 from PySide6.QtWidgets import QFileDialog, QInputDialog, QMenu, QWidget
 
 from gradexplorer.gui.callable_finder import list_callables
@@ -79,3 +80,21 @@ class HookMenu(QMenu):
                                             names, 0, True)
         if ok and function:
             self.attach_requested.emit(self.module, f"file:{path}:{function}")
+
+
+def menu_anchor(window, module: str) -> QPoint:
+    """Where the hook menu of ``module`` opens when asked from the keyboard (H): at its node
+    in the graph when one is selected and in view, else at its row in the module tree, else at
+    the mouse pointer."""
+    view = window.graph_panel.view
+    drawing = window.graph_panel.drawing
+    for index in window.graph_panel.selected_nodes().tolist():
+        point = view.mapFromScene(QPointF(*drawing.xy[index].tolist()))
+        if view.isVisible() and view.viewport().rect().contains(point):
+            return view.viewport().mapToGlobal(point)
+    item = window.tree._items.get(module)
+    if item is not None and window.tree.isVisible():
+        rect = window.tree.visualItemRect(item)
+        if rect.isValid() and window.tree.viewport().rect().intersects(rect):
+            return window.tree.viewport().mapToGlobal(rect.center())
+    return QCursor.pos()

@@ -76,11 +76,15 @@ def save_scene(scene: QGraphicsScene, rect: QRectF, path: Path, background=None,
     return path
 
 
-def save_plot(plot, path: Path) -> Path:
+PLOT_WIDTH, PLOT_DPI = 1600, 144  # saved plot images: wide enough to read on a slide
+
+
+def save_plot(plot, path: Path, width: int = PLOT_WIDTH, dpi: int = PLOT_DPI) -> Path:
     """Save a pyqtgraph plot (a PlotWidget, PlotItem or layout): PNG by pyqtgraph's image
-    exporter, SVG drawn by Qt's own SVG generator from the plot's scene, on the plot's
-    background (pyqtgraph's SVGExporter fails on this Qt: a ValueError in its coordinate fix-up).
-    """
+    exporter, ``width`` pixels wide (the height in the plot's proportions, at most MAX_SIDE
+    a side) and marked ``dpi``; SVG drawn by Qt's own SVG generator from the plot's scene, on
+    the plot's background (pyqtgraph's SVGExporter fails on this Qt: a ValueError in its
+    coordinate fix-up)."""
     path = _check(path)
     item = getattr(plot, "plotItem", plot)
     if path.suffix.lower() == ".svg":
@@ -88,5 +92,13 @@ def save_plot(plot, path: Path) -> Path:
         background = views[0].backgroundBrush() if views else None
         return save_scene(item.scene(), item.sceneBoundingRect(), path, background,
                           title=f"gradexplorer {path.stem}")
-    write_image(pg.exporters.ImageExporter(item).export(toBytes=True), path)
+    exporter = pg.exporters.ImageExporter(item)
+    rect = item.sceneBoundingRect()
+    scale = min(width / max(rect.width(), 1.0), MAX_SIDE / max(rect.height(), 1.0))
+    exporter.parameters()["width"] = max(1, int(round(rect.width() * scale)))
+    image = exporter.export(toBytes=True)
+    dots_per_metre = int(round(dpi / 0.0254))
+    image.setDotsPerMeterX(dots_per_metre)
+    image.setDotsPerMeterY(dots_per_metre)
+    write_image(image, path)
     return path

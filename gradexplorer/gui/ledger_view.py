@@ -95,7 +95,7 @@ class LedgerPanel(QWidget):
         item = self.plot.getPlotItem()
         item.showGrid(x=True, y=True, alpha=0.2)
         item.disableAutoRange()
-        steady_axes(item)
+        steady_axes(item, steps=True)
         self.accumulated = item.plot(pen=pg.mkPen(ACCUMULATED_PEN, width=1.5, style=Qt.DashLine),
                                      name="as accumulated (.grad after backward, ÷ scale)")
         self.applied = item.plot(pen=pg.mkPen(APPLIED_PEN, width=1.5), name="as applied")

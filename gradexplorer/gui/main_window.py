@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from PySide6.QtCore import QPoint, Qt
-from PySide6.QtGui import QCloseEvent, QCursor
+from PySide6.QtGui import QCloseEvent
 from PySide6.QtWidgets import QApplication, QDockWidget, QMainWindow, QSplitter, QWidget
 from superqt.utils import qthrottled
 from torch import nn
@@ -17,7 +17,7 @@ from gradexplorer.gui.event_log import EventLog
 from gradexplorer.gui.file_actions import FileActions
 from gradexplorer.gui.graph.core_api import traced_graph
 from gradexplorer.gui.graph.panel import GraphPanel
-from gradexplorer.gui.hook_menu import HookMenu
+from gradexplorer.gui.hook_menu import HookMenu, menu_anchor
 from gradexplorer.gui.menus import build_menus
 from gradexplorer.gui.model_filter import ModelFilterBar
 from gradexplorer.gui.models.selection import SelectionModel
@@ -268,7 +268,7 @@ class MainWindow(QMainWindow):
         if module is None:
             self.statusBar().showMessage("select a module first (click a node or a tree row)", 5000)
             return
-        self.show_hook_menu(module, QCursor.pos())
+        self.show_hook_menu(module, menu_anchor(self, module))  # at the item, not the mouse
 
     def open_ab(self, module: str | None = None, action: str | None = None, steps: int = 50):
         """A/B of a hook on the current model in a window of its own (asks when not given)."""

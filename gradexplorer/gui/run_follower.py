@@ -2,7 +2,9 @@
 
 It polls the run's database on the GUI thread (a cheap query for steps after the last one
 seen), turns each new step into the monitor's StepGradients and feeds the same
-``TimelineModel`` the in-app session feeds, so every view works unchanged.
+``TimelineModel`` the in-app session feeds, so every view works unchanged. Only the newest
+step of a poll is read whole; the older ones are read parameter by parameter as views ask
+(gui/run_steps.py): a run of thousands of parameters opens in a second or two.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from gradexplorer.core.recorder.run import Run
 from gradexplorer.core.stats.history import GradientHistory
 from gradexplorer.gui.models.step_ledger import run_point_extras
 from gradexplorer.gui.models.timeline import StepPoint, TimelineModel
+from gradexplorer.gui.run_steps import lazy_step
 
 POLL_MS = 500
 MAX_STEPS_PER_POLL = 20_000  # a long run already on disk loads in slices; the window stays live
@@ -52,8 +55,11 @@ class RunFollower(QObject):
         one line to ``failed``'s listeners (the window shows it in a dialog)."""
         try:
             rows = self.run.step_rows(self.last_step)[:MAX_STEPS_PER_POLL]
-            records = [self.run.step_gradients(row["step"])
-                       for row in rows[-self.history.maxlen :]]  # older ones would fall out
+            kept = rows[-self.history.maxlen :]  # older ones would fall out
+            # the newest read whole (a damaged one is the dialog), the older ones when asked for
+            bins = self.run.settings.get("bins", 64) if kept else 64
+            records = [lazy_step(self.run, row, bins) for row in kept[:-1]]
+            records += [self.run.step_gradients(row["step"]) for row in kept[-1:]]
             extras = run_point_extras(self.run, rows, self.last_step)
         except UserError as exc:
             self._timer.stop()

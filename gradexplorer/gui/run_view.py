@@ -39,9 +39,9 @@ def recorded_graph(run):
 
 
 def run_is_ready(path: Path):
-    """``(run, model, graph)`` once the run's writer has created it and stored the model
-    structure, None before that; the newest step read whole (``Run.check``): a damaged run is
-    a UserError here."""
+    """``(run, model)`` once the run's writer has created it and stored the model structure,
+    None before that; the newest step and the graph's data read whole (``Run.check``): a
+    damaged run is a UserError here."""
     if not database_path(path).is_file():
         return None
     run = open_run(path)
@@ -50,7 +50,7 @@ def run_is_ready(path: Path):
             run.close()
             return None
         run.check()  # the newest steps whole: a damaged older one is the follower's dialog
-        return run, skeleton_model(run.structure), recorded_graph(run)
+        return run, skeleton_model(run.structure)
     except BaseException:
         run.close()
         raise
@@ -95,7 +95,7 @@ def enter_run_view(window, path: Path) -> None:
         window.controller.session_opened.connect(lambda _live: leave_run_view(window))
 
 
-def _follow(window, run, model, graph) -> RunFollower:
+def _follow(window, run, model) -> RunFollower:
     window.tree.set_model(model)
     window.table.table.set_model(model)
     window.table.fit_columns()
@@ -108,9 +108,10 @@ def _follow(window, run, model, graph) -> RunFollower:
         run.path.name, f"finished at step {step}" if step is not None else "finished"))
     window.distributions.set_run(run)  # bands over the whole run, not the history's window
     follower.poll()
+    window.settle()  # the figures first: the graph's layout thread would contend for the GIL
+    graph = recorded_graph(run)  # its data was read and checked by run_is_ready
     if graph is not None:
         window.graph_panel.set_graph(graph, fit=True)
-    window.settle()
     return follower
 
 

@@ -70,5 +70,18 @@ class AppSettings:
     def set_theme(self, theme: str) -> None:
         self._s.setValue("view/theme", theme)
 
+    def plot_image_size(self) -> tuple[int, int]:
+        """``(width in pixels, DPI)`` of saved plot images (default 1600 px at 144 DPI)."""
+        try:
+            width, dpi = int(self._s.value("export/plot_width") or 1600), int(
+                self._s.value("export/plot_dpi") or 144)
+        except (TypeError, ValueError):
+            return 1600, 144
+        return (width if 200 <= width <= 8000 else 1600), (dpi if 36 <= dpi <= 1200 else 144)
+
+    def set_plot_image_size(self, width: int, dpi: int) -> None:
+        self._s.setValue("export/plot_width", int(width))
+        self._s.setValue("export/plot_dpi", int(dpi))
+
     def sync(self) -> None:
         self._s.sync()

@@ -169,8 +169,13 @@ def current_theme() -> str:
     return (app.property("gradexplorer_theme") if app is not None else None) or "light"
 
 
-def steady_axes(plot_item, left_width: int = 56) -> None:
-    """Fix the left axis width so that new tick labels never re-lay out the plot mid-run."""
+def steady_axes(plot_item, left_width: int = 56, steps: bool = False) -> None:
+    """Readable axes (tick labels never overlap; whole steps on x when ``steps``: see
+    plots/axes.py), the left one of a fixed width so that new tick labels never re-lay out the
+    plot mid-run."""
+    from gradexplorer.gui.plots.axes import readable_axes
+
+    readable_axes(plot_item, steps)
     plot_item.getAxis("left").setWidth(left_width)
 
 

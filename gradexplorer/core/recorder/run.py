@@ -42,6 +42,9 @@ class Run:
             self._db.close()
             raise
         self._structure = None
+        self._shapes: dict[str, tuple] | None = None
+        self._graph = None
+        self._read: tuple[int, StepGradients] | None = None  # the step read last, kept
 
     def _rows(self, sql: str, args: tuple = ()) -> list[tuple]:
         """All rows of a query; a database error (damaged, locked, gone) is one line."""
@@ -96,7 +99,9 @@ class Run:
     @property
     def graph(self) -> dict[str, Any] | None:
         """The backward graph of the model's first forward (node-link data), or None."""
-        return V.graph(self.meta("graph"), f"{self.where}: meta 'graph'")
+        if self._graph is None:  # written once, after the first forward: kept once there
+            self._graph = V.graph(self.meta("graph"), f"{self.where}: meta 'graph'")
+        return self._graph
 
     @property
     def parameters(self) -> list[str]:
@@ -184,7 +189,7 @@ class Run:
     def stats(self, step: int) -> dict[str, ParamStats]:
         """``{name: ParamStats}`` at ``step``, of the gradient as applied, as the monitor
         reported it (parameters without a gradient are left out)."""
-        return {n: s for n, s in self._param_stats(step).items() if s.has_grad}
+        return {n: s for n, s in self.param_stats(step).items() if s.has_grad}
 
     def figures(self, step: int) -> dict[str, dict[str, Any]]:
         """``{name: {norm, mean, std, min, max, abs_max, zero_fraction, nan_count, inf_count,
@@ -200,21 +205,13 @@ class Run:
         return {name: {**values, **extra.get(name, empty)}
                 for name, (_, has_grad, values) in rows.items() if has_grad}
 
-    def _param_stats(self, step: int) -> dict[str, ParamStats]:
-        """Every parameter's ParamStats at ``step`` (``not_recorded`` set), in the model's order."""
-        shapes = {p["name"]: tuple(p["shape"]) for p in self.structure.get("parameters", [])}
-        params = {name: ParamStats(name, shapes.get(name, (numel,)), numel, has_grad, **values)
-                  for name, (numel, has_grad, values) in self._stat_rows(step).items()}
-        for name, cause in self.not_recorded(step).items():
-            if name in params:
-                params[name].not_recorded = cause
-        return params
-
-    def _stat_rows(self, step: int) -> dict[str, tuple[int, bool, dict[str, Any]]]:
-        """``{name: (numel, has_grad, figures)}`` at ``step``, checked, in the model's order."""
+    def _stat_rows(self, step: int, name: str | None = None) -> dict[str, tuple[int, bool, dict]]:
+        """``{name: (numel, has_grad, figures)}`` at ``step`` (only ``name``'s when given),
+        checked, in the model's order."""
         self._check_step(step)
         rows = self._rows(f"SELECT name, numel, has_grad, {', '.join(STAT_FIELDS)} FROM stats "
-                          "WHERE step = ?", (step,))
+                          "WHERE step = ?" + (" AND name = ?" if name else ""),
+                          (step, name) if name else (step,))
         order = {n: i for i, n in enumerate(self.parameters)}
         out = {}
         for name, numel, has_grad, *figures in rows:
@@ -292,8 +289,12 @@ class Run:
         self._check_step(step)
         query = "SELECT name, edges, counts, nan_count, inf_count, below, above FROM histograms " \
                 "WHERE step = ?" + (" AND name = ?" if name else "")
+        rows = self._rows(query, (step, name) if name else (step,))
+        block = V.histogram_block(rows) if len(rows) > 1 else None  # a whole step at once
+        if block is not None:
+            return {n: Histogram(e, c, *extras) for n, e, c, *extras in block}
         out = {}
-        for n, e, c, *extras in self._rows(query, (step, name) if name else (step,)):
+        for n, e, c, *extras in rows:
             if not isinstance(n, str):
                 raise UserError(f"{self.where}, table histograms at step {step} holds a "
                                 f"parameter name of type {type(n).__name__}")
@@ -301,15 +302,37 @@ class Run:
                 self.where, "histograms", step, n)))
         return out
 
+    def param_stats(self, step: int, name: str | None = None,
+                    missing: dict[str, str] | None = None) -> dict[str, ParamStats]:
+        """``{name: ParamStats}`` at ``step`` as the monitor reported them (only ``name``'s when
+        given: one indexed read, what a view of one parameter over many steps asks for)."""
+        if self._shapes is None or not self._shapes:
+            self._shapes = {p["name"]: tuple(p["shape"]) for p in self.structure.get("parameters", [])}
+        params = {n: ParamStats(n, self._shapes.get(n, (numel,)), numel, has_grad, **values)
+                  for n, (numel, has_grad, values) in self._stat_rows(step, name).items()}
+        for n, cause in (self.not_recorded(step) if missing is None else missing).items():
+            if n in params:
+                params[n].not_recorded = cause
+        return params
+
+    def has_histograms(self, step: int) -> bool:
+        """Whether ``step`` recorded histograms (one indexed read)."""
+        return bool(self._rows("SELECT 1 FROM histograms WHERE step = ? LIMIT 1", (step,)))
+
     def step_gradients(self, step: int) -> StepGradients:
-        """The step as the monitor reported it (what the app's views draw)."""
+        """The step as the monitor reported it (what the app's views draw; a committed step
+        never changes: the one read last is kept, ``check`` and a viewer's first read share it)."""
+        if self._read is not None and self._read[0] == step:
+            return self._read[1]
         info = self.step_info(step)
-        params = self._param_stats(step)
         missing = self.not_recorded(step)
-        return StepGradients(step, info["global_norm"], info["total_numel"] or 0, params,
+        params = self.param_stats(step, missing=missing)
+        read = StepGradients(step, info["global_norm"], info["total_numel"] or 0, params,
                              self.histograms(step), self.settings.get("bins", 64), "auto",
                              info["seconds"] or 0.0,
                              not_recorded=missing)
+        self._read = (step, read)
+        return read
 
     def check(self, last: int = 1) -> None:
         """Read what a viewer reads first (the structure, the graph, the newest ``last`` steps

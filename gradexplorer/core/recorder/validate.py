@@ -218,6 +218,9 @@ def stat_row(step: int, name: Any, numel: Any, has_grad: Any, figures: tuple, wh
     for field, value in values.items():
         if is_count(value) if field in COUNT_FIELDS else is_figure(value):
             continue
+        if value == "nan" and field not in COUNT_FIELDS:  # NaN kept as text: common, and fine
+            values[field] = math.nan
+            continue
         values[field] = stat_value(step, name, field, value, where)
     return name, numel, bool(has_grad), values
 
@@ -246,6 +249,25 @@ def histogram_arrays(edges: Any, counts: Any, extras: tuple, where: str | Callab
         for n, v in zip(names, extras, strict=True):
             count(v, f"{_at(where)}, column {n}")
     return (e, c, *(v or 0 for v in extras))
+
+
+def histogram_block(rows: list[tuple]) -> list[tuple] | None:
+    """``(name, edges, counts, nan, inf, below, above)`` of every ``histograms`` row of a step,
+    checked at once (numpy) when all rows hold the same bin count, as a run writes them; None
+    when any row needs ``histogram_arrays`` one by one (the check that names what is wrong)."""
+    if not rows or any(type(r[0]) is not str or type(r[1]) is not bytes  # noqa: E721
+                       or type(r[2]) is not bytes or len(r[1]) != len(rows[0][1])  # noqa: E721
+                       or len(r[2]) != len(rows[0][2]) or not all(map(is_count, r[3:]))
+                       for r in rows):
+        return None
+    bins = len(rows[0][2]) // 8
+    if len(rows[0][2]) % 8 or len(rows[0][1]) != 8 * (bins + 1) or not 1 <= bins <= MAX_BINS:
+        return None
+    e = np.frombuffer(b"".join(r[1] for r in rows), "<f8").astype(np.float64).reshape(len(rows), -1)
+    c = np.frombuffer(b"".join(r[2] for r in rows), "<i8").astype(np.int64).reshape(len(rows), -1)
+    if not (np.isfinite(e[:, [0, -1]]).all() and (e[:, 1:] >= e[:, :-1]).all() and (c >= 0).all()):
+        return None
+    return [(r[0], e[i], c[i], *(v or 0 for v in r[3:])) for i, r in enumerate(rows)]
 
 
 def _at(where: str | Callable[[], str]) -> str:

@@ -13,6 +13,7 @@ from gradexplorer.gui.theme import SELECTION
 SIDE = 170  # the longer side of the minimap, in pixels, in a roomy view
 SHARE = 0.28  # ... and at most this share of the view's shorter side (small panels)
 MARGIN = 8
+SMALL_VIEW = 480  # a view whose shorter side is below this gives the map a strip of its own
 
 
 class Minimap(QWidget):
@@ -25,6 +26,7 @@ class Minimap(QWidget):
         self.setToolTip("overview: click or drag to move the view")
         self._image: QImage | None = None
         self._bounds = QRectF()
+        self._following = False
         self.hide()
 
     def set_drawing(self, drawing: GraphDrawing | None, fills: np.ndarray | None = None) -> None:
@@ -58,19 +60,40 @@ class Minimap(QWidget):
         return self.view.mapToScene(self.view.viewport().rect()).boundingRect()
 
     def follow_view(self) -> None:
-        """Show (in the corner) only while part of the graph is out of view."""
+        """Show only while part of the graph is out of view: in the view's corner when the view
+        is roomy, in a strip of its own beside the graph when the view is small (a corner of a
+        small view always holds nodes the map would cover)."""
+        if self._following:  # the strip's margin resizes the viewport, which calls us again
+            return
+        self._following = True
+        try:
+            self._follow_view()
+        finally:
+            self._following = False
+
+    def _follow_view(self) -> None:
         whole_in_view = self.visible_scene_rect().contains(self._bounds)
         if self._image is None or whole_in_view:
             self.hide()
+            self._set_strip(0)
             return
-        viewport = self.view.viewport().geometry()
-        fit = min(1.0, SHARE * min(viewport.width(), viewport.height()) / SIDE)
+        room = self.view.contentsRect()  # the view's whole inside: no feedback from the strip
+        fit = min(1.0, SHARE * min(room.width(), room.height()) / SIDE)
         self.setFixedSize(max(24, int(self._image.width() * fit)),
                           max(24, int(self._image.height() * fit)))
-        self.move(viewport.right() - self.width() - MARGIN, viewport.bottom() - self.height() - MARGIN)
+        small = min(room.width(), room.height()) < SMALL_VIEW
+        self._set_strip(self.width() + 2 * MARGIN if small else 0)
+        viewport = self.view.viewport().geometry()
+        left = viewport.right() + MARGIN if small else viewport.right() - self.width() - MARGIN
+        self.move(left, viewport.bottom() - self.height() - MARGIN)
         self.show()
         self.raise_()
         self.update()
+
+    def _set_strip(self, width: int) -> None:
+        """Keep ``width`` pixels right of the viewport for the map (0: none)."""
+        if self.view.viewportMargins().right() != width:
+            self.view.setViewportMargins(0, 0, width, 0)
 
     def _to_map(self, rect: QRectF) -> QRectF:
         sx, sy = self.width() / self._bounds.width(), self.height() / self._bounds.height()

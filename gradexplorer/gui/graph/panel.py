@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (
 )
 from superqt.utils import qdebounced
 
+from gradexplorer.core.model.membership import owner_of
 from gradexplorer.gui.graph.core_api import (
     LAYOUTS,
     add_hook_nodes,
@@ -355,6 +356,10 @@ class GraphPanel(GraphSearch, QWidget):
             nodes = d.nodes_of_module(selection.module)
         else:
             nodes = []
+        path = selection.module if selection.module is not None else owner_of(selection.param or "")
+        while not nodes and path:  # folded into a module at this detail level: ring that one
+            nodes = [i for i, m in enumerate(d.modules) if m == path and d.kinds[i] == MODULE_KIND]
+            path = path.rpartition(".")[0]
         self.view.canvas.set_highlights(selected=nodes)
 
     def selected_nodes(self) -> np.ndarray:

@@ -18,6 +18,7 @@ from gradexplorer.gui.theme import GRAPH_BACKGROUND, current_theme
 MIN_SCALE, MAX_SCALE = 1e-4, 4.0
 READABLE_SCALE = TEXT_LOD * 1.5  # a first view opens no smaller than this: labels are drawn
 CLICK_SLOP = 4  # pixels a press may move and still count as a click
+MIN_FIT_NODE_PX = 3  # fit shows the whole graph while its nodes are at least this tall
 
 
 class GraphView(QGraphicsView):
@@ -65,8 +66,7 @@ class GraphView(QGraphicsView):
     def wheelEvent(self, event: QWheelEvent) -> None:  # noqa: N802 - Qt API
         self.zoom(1.0015 ** event.angleDelta().y())
 
-    def fit(self) -> None:
-        """Show the whole graph (readable width first for very tall graphs)."""
+    def _fit_whole(self) -> None:
         rect = self.canvas.boundingRect()
         if rect.isEmpty():
             return
@@ -76,14 +76,24 @@ class GraphView(QGraphicsView):
         self.centerOn(rect.center())
         self.minimap.follow_view()
 
+    def fit(self) -> None:
+        """Show the whole graph (Ctrl+0) while its nodes stay boxes of MIN_FIT_NODE_PX or
+        more; a graph too big for that (a chain of 2,000 operations: a hairline) opens at the
+        readable scale on its top instead, the minimap showing the whole and where that is."""
+        self._fit_whole()
+        if not self.canvas.boundingRect().isEmpty() and self.scale_factor * NODE_H < MIN_FIT_NODE_PX:
+            self._readable_top()
+
     def first_view(self) -> None:
         """The whole graph if its labels stay readable that way; else the smallest readable
         scale on the graph's top (the loss, in the layered layout), the minimap showing where
-        that is in the rest. (``fit``, Ctrl+0, always shows the whole graph.)"""
-        self.fit()
+        that is in the rest."""
+        self._fit_whole()
+        if not self.canvas.boundingRect().isEmpty() and self.scale_factor < READABLE_SCALE:
+            self._readable_top()
+
+    def _readable_top(self) -> None:
         rect = self.canvas.boundingRect()
-        if rect.isEmpty() or self.scale_factor >= READABLE_SCALE:
-            return
         self.zoom(READABLE_SCALE / self.scale_factor)
         height = self.viewport().height() / self.scale_factor
         self.centerOn(QPointF(rect.center().x(), rect.top() + height / 2))

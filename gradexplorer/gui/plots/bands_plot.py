@@ -22,7 +22,7 @@ class BandsPlot(pg.PlotWidget):
         self.plotItem.setTitle("distribution over steps")
         self.plotItem.setLabel("bottom", "step")
         self.plotItem.setLabel("left", "gradient value")
-        steady_axes(self.plotItem)
+        steady_axes(self.plotItem, steps=True)
         self.edges = {}
         self.fills = []
         colour = pg.mkColor(ACCENT)

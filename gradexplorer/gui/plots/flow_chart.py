@@ -111,6 +111,7 @@ class GradientFlowChart(pg.PlotWidget):
         self._floor = -8.0
         self._ceiling = 0.0
         self._tips: list[str] = []
+        self.span: tuple[float, float] | None = None  # log10 range shared with other charts
         self.scene().sigMouseClicked.connect(self._clicked)
         self.scene().sigMouseMoved.connect(self._hovered)
 
@@ -181,6 +182,8 @@ class GradientFlowChart(pg.PlotWidget):
         finite = np.isfinite(log_rms) & np.isfinite(log_peak)
         self._floor = math.floor(np.min(log_rms[finite])) - 1 if finite.any() else -8.0
         self._ceiling = math.ceil(np.max(log_peak[finite])) if finite.any() else 0.0
+        if self.span is not None:  # one scale with other charts (``share_span``)
+            self._floor, self._ceiling = min(self._floor, self.span[0]), max(self._ceiling, self.span[1])
         floor, y = self._floor, np.arange(len(names), dtype=float)
         self.peak_bars.setOpts(x0=np.full(finite.sum(), floor), y=y[finite],
                                width=log_peak[finite] - floor)
@@ -230,6 +233,19 @@ class GradientFlowChart(pg.PlotWidget):
     def _hovered(self, scene_pos) -> None:
         row = self.row_at(scene_pos)
         self.setToolTip(self._tips[row] if 0 <= row < len(self._tips) else "")
+
+
+def share_span(charts: list[GradientFlowChart]) -> tuple[float, float]:
+    """Draw ``charts`` (each showing its own step already) on one log10 |g| scale, the span of
+    them all: bars of equal length are equal figures across the charts (a compare window)."""
+    for chart in charts:
+        chart.span = None
+        chart.show_stats(chart._params)
+    span = (min(c._floor for c in charts), max(c._ceiling for c in charts))
+    for chart in charts:
+        chart.span = span
+        chart.show_stats(chart._params)
+    return span
 
 
 class FlowPanel(QWidget):

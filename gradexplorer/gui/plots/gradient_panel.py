@@ -56,6 +56,10 @@ class GradientPanel(QWidget):
         self.param_label.setMinimumWidth(60)  # a long name is cut, never widens the dock
         self.param_label.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
         self.log_box = QCheckBox("log counts")
+        self.log_box.setToolTip("On: counts on a log scale. Off: linear counts, except a histogram "
+                                "whose tallest bin holds a quarter of the values and 3× the next "
+                                "(mostly exact zeros): log, "
+                                "its axis marked 'auto'")
         self.log_box.toggled.connect(self.set_log)
         self.histogram = HistogramPlot()
         self.observed: dict = {}  # module -> ObservedGrads, from the session model

@@ -22,7 +22,7 @@ class HistogramHeatmap(NamedTitle, pg.PlotWidget):
         self.set_named_title("histogram over steps", None)
         self.plotItem.setLabel("bottom", "step")
         self.plotItem.setLabel("left", "gradient value")
-        steady_axes(self.plotItem)
+        steady_axes(self.plotItem, steps=True)
         self.image = pg.ImageItem(axisOrder="row-major")
         self.addItem(self.image)
         self.colour_bar = pg.ColorBarItem(colorMap=pg.colormap.get("viridis"), interactive=False,
@@ -30,6 +30,7 @@ class HistogramHeatmap(NamedTitle, pg.PlotWidget):
         self.colour_bar.setImageItem(self.image, insert_in=self.plotItem)
         self.readout, self.show_readout = corner_readout(self)  # what is under the mouse
         self.shown = None  # (edges, steps, counts) drawn now, for the hover readout
+        self.matrix = None  # the HistogramMatrix drawn now
         self.hover = HoverReadout(self.scene(), [self.plotItem],
                                   lambda _plot, x, y: self.describe_cell(x, y), self.show_readout)
         self.note = pg.TextItem("", anchor=(0.5, 0.5), color=ALARM)
@@ -45,24 +46,29 @@ class HistogramHeatmap(NamedTitle, pg.PlotWidget):
         return "log10(1 + count)" if self.log else "count"
 
     def describe_cell(self, x: float, y: float) -> str:
-        """``step S · [lo, hi): count N`` for the cell under the mouse (counts on the common grid
-        of every step, redistributed, so not always whole)."""
-        if self.shown is None:
+        """``step S · [lo, hi): N values`` under the mouse: the bin that step recorded (its own
+        edges and whole count; the image redistributes every step onto one common grid)."""
+        if self.shown is None or self.matrix is None:
             return ""
-        edges, steps, counts = self.shown
+        edges, steps, _counts = self.shown
         if not (edges[0] <= y <= edges[-1]):
             return ""
         row = int(np.argmin(np.abs(steps - x)))  # columns are centred on their steps
-        col = min(int(np.searchsorted(edges, y, side="right")) - 1, counts.shape[1] - 1)
-        return (f"step {int(steps[row])} · [{format_number(edges[col])}, "
-                f"{format_number(edges[col + 1])}): count {format_number(float(counts[row, col]))}")
+        own, counts = self.matrix.edges[row], self.matrix.counts[row]
+        step = f"step {int(steps[row])}"
+        if not own[0] <= y <= own[-1]:
+            return f"{step} · no values here (its range [{format_number(own[0])}, " \
+                   f"{format_number(own[-1])}])"
+        col = min(int(np.searchsorted(own, y, side="right")) - 1, len(counts) - 1)
+        return (f"{step} · [{format_number(own[col])}, {format_number(own[col + 1])}): "
+                f"{int(counts[col]):,} values")
 
     def show_matrix(self, name: str | None, matrix) -> None:
         """Draw a HistogramMatrix (rows are steps); empty when there is none."""
         self.set_named_title("histogram over steps", name)
         if matrix is None or not len(matrix.steps):
             self.image.clear()
-            self.has_data, self.shown = False, None
+            self.has_data, self.shown, self.matrix = False, None, None
             self._show_note("no gradient recorded yet" if name else "select a parameter")
             return
         self._show_note("")
@@ -75,6 +81,7 @@ class HistogramHeatmap(NamedTitle, pg.PlotWidget):
         self.image.setImage(shown.T, levels=(0.0, top))  # rows: value bins, columns: steps
         self.colour_bar.setLevels((0.0, top))
         self.shown = (np.asarray(edges, dtype=float), np.asarray(steps, dtype=float), counts)
+        self.matrix = matrix  # each step's own bins, for the readout
         height = float(edges[-1] - edges[0]) or 1.0
         self.image.setRect(QRectF(float(steps[0]) - pitch / 2, float(edges[0]), span, height))
         self.has_data = True

@@ -21,6 +21,19 @@ def shown_counts(counts: np.ndarray, log: bool) -> np.ndarray:
     return np.log10(1.0 + counts) if log else counts
 
 
+SPIKE_SHARE, SPIKE_RATIO = 0.25, 3  # one bin with a quarter of the values and 3x the next:
+# linear counts would draw a single spike, so it is drawn with log counts
+
+
+def spiky(counts) -> bool:
+    """Whether linear counts would draw a single spike: the tallest bin holds SPIKE_SHARE of
+    the values and SPIKE_RATIO times the next tallest, and other bins hold values too (ReLU
+    gradients: most of them exactly 0; a bell curve's tallest bin holds a few percent)."""
+    counts = np.sort(np.asarray(counts, dtype=float))[::-1]
+    return len(counts) > 1 and counts[1] > 0 and counts[0] >= SPIKE_RATIO * counts[1] \
+        and counts[0] >= SPIKE_SHARE * counts.sum()
+
+
 TITLE_PT = 11  # pyqtgraph's plot title size
 
 
@@ -63,6 +76,7 @@ class HistogramPlot(NamedTitle, pg.PlotWidget):
     def __init__(self, parent: QWidget | None = None, title: str = "gradient histogram") -> None:
         super().__init__(parent)
         self.log = False
+        self.auto_log, self.auto_shown = True, False  # log counts for a spike (``spiky``)
         self.title = title
         self.set_named_title(title, None)
         self.plotItem.setLabel("bottom", "gradient value")
@@ -82,6 +96,12 @@ class HistogramPlot(NamedTitle, pg.PlotWidget):
                                   lambda _plot, x, _y: self.describe_bin(x), self.show_readout)
         self._set_axis_label()
 
+    def add_legend(self, current: str, previous: str) -> None:
+        """Name the filled histogram and the ghosted one in a legend (a compare window)."""
+        legend = self.plotItem.addLegend(offset=(-8, 8), labelTextSize="9pt")
+        legend.addItem(self.current_item, current)
+        legend.addItem(self.previous_item, previous)
+
     def describe_bin(self, x: float) -> str:
         """``[lo, hi): N values`` for the bin of the current histogram under ``x``."""
         hist = self.current
@@ -94,11 +114,15 @@ class HistogramPlot(NamedTitle, pg.PlotWidget):
         return (f"[{format_number(edges[i])}, {format_number(edges[i + 1])}): "
                 f"{int(hist.counts[i])} values")
 
-    def _set_axis_label(self) -> None:
-        self.plotItem.setLabel("left", "log10(1 + count)" if self.log else "count")
+    def _set_axis_label(self, auto: bool = False) -> None:
+        auto = auto and not self.log
+        text = "log10(1+count) auto" if auto else "log10(1 + count)" if self.log else "count"
+        self.plotItem.setLabel("left", text)  # (short: a plot 80 px tall clips a long one)
+        self.auto_shown = auto
 
     def set_log(self, log: bool) -> None:
-        """Logarithmic counts (applies on the next ``show``)."""
+        """Logarithmic counts always (``log``), or linear ones unless the histogram is one
+        spike (``spiky``: then log counts, the axis saying "auto"). Applies on the next ``show``."""
         self.log = log
         self._set_axis_label()
 
@@ -106,11 +130,15 @@ class HistogramPlot(NamedTitle, pg.PlotWidget):
         """Draw ``current`` (and ``previous`` ghosted); explain when there is nothing to draw."""
         self.set_named_title(self.title, name)
         shown, self.current = [], current
+        auto = self.auto_log and not self.log and current is not None and spiky(current.counts)
+        if auto != self.auto_shown:
+            self._set_axis_label(auto)
+        log = self.log or auto
         for item, hist in ((self.current_item, current), (self.previous_item, previous)):
             if hist is None:
                 item.setData([], [])
             else:
-                edges, counts = np.asarray(hist.edges, dtype=float), shown_counts(hist.counts, self.log)
+                edges, counts = np.asarray(hist.edges, dtype=float), shown_counts(hist.counts, log)
                 item.setData(edges, counts)
                 shown.append((edges, counts))
         if shown:

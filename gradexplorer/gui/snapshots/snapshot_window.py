@@ -9,7 +9,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QMainWindow, QSplitter, QVBoxLayout, QWidget
 
 from gradexplorer.core.snapshot import compare_snapshots, read_snapshot
-from gradexplorer.gui.plots.flow_chart import FlowPanel
+from gradexplorer.gui.plots.flow_chart import FlowPanel, share_span
 from gradexplorer.gui.plots.histogram_plot import HistogramPlot
 from gradexplorer.gui.snapshots.snapshot_table import SnapshotTable
 
@@ -50,6 +50,8 @@ class SnapshotWindow(QMainWindow):
         self.flow.show_stats(self.a.stats)
         if self.flow_b is not None:
             self.flow_b.show_stats(self.b.stats)
+            share_span([self.flow, self.flow_b])  # A and B on one |g| scale
+            self.histogram.add_legend("B (filled)", "A (outline)")
             a_bar, b_bar = self.flow_panel.scroll, self.flow_b_panel.scroll
             a_bar.valueChanged.connect(b_bar.setValue)  # the same rows side by side
             b_bar.valueChanged.connect(a_bar.setValue)
