@@ -60,7 +60,7 @@ def test_opening_a_long_run_reads_older_steps_only_as_views_ask(qtbot, make_wind
         np.testing.assert_array_equal(matrix.counts[row], counts)
     steps, norms = timeline.gradients.series(name, "norm")
     assert list(steps) == run.steps
-    assert list(norms) == [run.stats(s)[name]["norm"] for s in run.steps]
+    assert list(norms) == [run.stats(s)[name].norm for s in run.steps]
     assert window.gradients.heatmap.has_data
     assert set(whole_reads) == {STEPS}  # one parameter over the steps: no step read whole
     run.close()
