@@ -107,6 +107,7 @@ def _follow(window, run, model, graph) -> RunFollower:
     follower.finished.connect(lambda step: window.status.show_run(
         run.path.name, f"finished at step {step}" if step is not None else "finished"))
     window.distributions.set_run(run)  # bands over the whole run, not the history's window
+    window.gradients.set_run(run)  # and the heat map
     follower.poll()
     if graph is not None:
         window.graph_panel.set_graph(graph, fit=True)
@@ -145,6 +146,7 @@ def close_run(window) -> None:
     follower = getattr(window, "run_follower", None)
     if follower is not None:
         window.distributions.set_run(None)
+        window.gradients.set_run(None)
         follower.close()
         window.run_follower = None
     waiter = getattr(window, "run_waiter", None)

@@ -1,4 +1,5 @@
-"""One parameter's histogram over time: a heat map of value bins × steps."""
+"""One parameter's histogram over time: a heat map of value bins × steps, on a fixed value axis,
+each step on its own range, or on log10 |g| (``heatmap_axes``)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from PySide6.QtCore import QRectF
 from PySide6.QtWidgets import QWidget
 
 from gradexplorer.gui.number_text import format_number
+from gradexplorer.gui.plots.heatmap_axes import heatmap_rows
 from gradexplorer.gui.plots.histogram_plot import NamedTitle
 from gradexplorer.gui.plots.hover import HoverReadout, corner_readout
 from gradexplorer.gui.theme import ALARM, steady_axes, value_ticks
@@ -19,6 +21,8 @@ class HistogramHeatmap(NamedTitle, pg.PlotWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.log = True
+        self.axis_mode = "fixed"  # or "per step", "log |g|" (heatmap_axes.AXIS_MODES)
+        self.matrix = None  # (name, HistogramMatrix) shown, redrawn when the axis changes
         self.set_named_title("histogram over steps", None)
         self.plotItem.setLabel("bottom", "step")
         self.plotItem.setLabel("left", "gradient value")
@@ -41,32 +45,43 @@ class HistogramHeatmap(NamedTitle, pg.PlotWidget):
         self.log = log
         self.colour_bar.setLabel("right", self._bar_label())
 
+    def set_axis_mode(self, mode: str) -> None:
+        """The value axis: ``fixed``, ``per step`` (each step on its own range) or ``log |g|``."""
+        self.axis_mode = mode
+        if self.matrix is not None:
+            self.show_matrix(*self.matrix)
+
     def _bar_label(self) -> str:
         return "log10(1 + count)" if self.log else "count"
 
     def describe_cell(self, x: float, y: float) -> str:
-        """``step S · [lo, hi): count N`` for the cell under the mouse (counts on the common grid
-        of every step, redistributed, so not always whole)."""
+        """``step S · [lo, hi): count N`` for the cell under the mouse, in gradient values
+        (|g| on the log axis; counts on the image's rows, redistributed, so not always whole)."""
         if self.shown is None:
             return ""
-        edges, steps, counts = self.shown
-        if not (edges[0] <= y <= edges[-1]):
+        rows, steps, counts = self.shown
+        if not (rows.rows[0] <= y <= rows.rows[-1]):
             return ""
         row = int(np.argmin(np.abs(steps - x)))  # columns are centred on their steps
-        col = min(int(np.searchsorted(edges, y, side="right")) - 1, counts.shape[1] - 1)
-        return (f"step {int(steps[row])} · [{format_number(edges[col])}, "
-                f"{format_number(edges[col + 1])}): count {format_number(float(counts[row, col]))}")
+        col = min(int(np.searchsorted(rows.rows, y, side="right")) - 1, counts.shape[1] - 1)
+        lo, hi = (rows.value_at(row, rows.rows[c], self.axis_mode) for c in (col, col + 1))
+        what = "|g| in " if self.axis_mode == "log |g|" else ""
+        return (f"step {int(steps[row])} · {what}[{format_number(lo)}, {format_number(hi)}): "
+                f"count {format_number(float(counts[row, col]))}")
 
     def show_matrix(self, name: str | None, matrix) -> None:
         """Draw a HistogramMatrix (rows are steps); empty when there is none."""
         self.set_named_title("histogram over steps", name)
+        self.matrix = (name, matrix)
         if matrix is None or not len(matrix.steps):
             self.image.clear()
             self.has_data, self.shown = False, None
             self._show_note("no gradient recorded yet" if name else "select a parameter")
             return
         self._show_note("")
-        edges, counts = matrix.on_common_grid()
+        rows = heatmap_rows(matrix.edges, matrix.counts, self.axis_mode)
+        edges, counts = rows.rows, rows.counts
+        self.plotItem.setLabel("left", rows.label)
         shown = np.log10(1.0 + counts) if self.log else counts.astype(float)
         steps = matrix.steps
         pitch = float(np.median(np.diff(steps))) if len(steps) > 1 else 1.0
@@ -74,7 +89,7 @@ class HistogramHeatmap(NamedTitle, pg.PlotWidget):
         top = float(shown.max()) or 1.0
         self.image.setImage(shown.T, levels=(0.0, top))  # rows: value bins, columns: steps
         self.colour_bar.setLevels((0.0, top))
-        self.shown = (np.asarray(edges, dtype=float), np.asarray(steps, dtype=float), counts)
+        self.shown = (rows, np.asarray(steps, dtype=float), counts)
         height = float(edges[-1] - edges[0]) or 1.0
         self.image.setRect(QRectF(float(steps[0]) - pitch / 2, float(edges[0]), span, height))
         self.has_data = True
