@@ -141,7 +141,8 @@ def open_snapshot_window(path: Path, other: Path | None = None, screenshot: Path
 
 
 def open_run_window(path: Path, screenshot: Path | None = None,
-                    window_size: tuple[int, int] | None = None, show=None) -> int:
+                    window_size: tuple[int, int] | None = None, show=None,
+                    theme: str | None = None) -> int:
     """Show a run directory in the main window, following it while it grows (``show(window,
     path)`` instead of plain ``show_run``: e.g. a spike or a divergence opened; step_forensics)."""
     from PySide6.QtCore import QTimer
@@ -150,7 +151,7 @@ def open_run_window(path: Path, screenshot: Path | None = None,
     from gradexplorer.gui.screenshot import save_window_image
 
     app = start_app()
-    window = build_window(AppSettings(scratch_settings() if screenshot else None))
+    window = build_window(AppSettings(scratch_settings() if screenshot else None), theme)
     if window_size is not None:
         window.resize(*window_size)
     try:

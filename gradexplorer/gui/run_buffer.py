@@ -48,7 +48,7 @@ class RunBuffer:
         spike = result.extras.get("spike")
         point = StepPoint(result.step, result.loss, result.grad_norm, result.seconds,
                           result.ledger, result.extras.get("optimizer_state"),
-                          (spike,) if spike is not None else ())
+                          (spike,) if spike is not None else (), time.time())
         now = time.monotonic()
         with self._lock:
             wake = self._empty()

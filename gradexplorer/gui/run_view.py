@@ -17,6 +17,7 @@ from gradexplorer.core.errors import UserError
 from gradexplorer.core.recorder.run import open_run
 from gradexplorer.core.recorder.schema import database_path
 from gradexplorer.core.recorder.structure import skeleton_model
+from gradexplorer.gui.run_compare import follow_own_run, forget_own_run
 from gradexplorer.gui.run_follower import RunFollower
 
 HISTORY = 256  # steps of a run kept in the views
@@ -108,6 +109,7 @@ def _follow(window, run, model, graph) -> RunFollower:
         run.path.name, f"finished at step {step}" if step is not None else "finished"))
     window.distributions.set_run(run)  # bands over the whole run, not the history's window
     window.gradients.set_run(run)  # and the heat map
+    follow_own_run(window, run)  # the overlay's own run (run_compare)
     follower.poll()
     if graph is not None:
         window.graph_panel.set_graph(graph, fit=True)
@@ -147,6 +149,7 @@ def close_run(window) -> None:
     if follower is not None:
         window.distributions.set_run(None)
         window.gradients.set_run(None)
+        forget_own_run(window)
         follower.close()
         window.run_follower = None
     waiter = getattr(window, "run_waiter", None)

@@ -6,6 +6,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import math
+
 import numpy as np
 from psygnal import Signal
 
@@ -24,6 +26,7 @@ class StepPoint:
     ledger: Any = None  # the step's StepLedger (which gradient, clip, scale, skipped)
     optimizer: Any = None  # name -> ParamOptimState after the step, or None
     spikes: tuple = ()  # spike events this step belongs to or reports (SpikeEvent)
+    time: float = math.nan  # wall clock (Unix seconds) when the step was recorded
 
 
 class Curve:
@@ -72,6 +75,7 @@ class TimelineModel:
     def __init__(self) -> None:
         self.loss = Curve()
         self.norm = Curve()
+        self.times = Curve()  # x: the step, y: its wall-clock time (the curves' time axes)
         self.gradients = GradientHistory(1)
         self.ledger = LedgerTrack()  # ledgers, optimizer state and spike events
         self.latest: StepPoint | None = None
@@ -79,7 +83,7 @@ class TimelineModel:
 
     def reset(self, gradients: GradientHistory) -> None:
         """Start over (a new model): empty curves, and ``gradients`` as the history to read."""
-        self.loss, self.norm = Curve(), Curve()
+        self.loss, self.norm, self.times = Curve(), Curve(), Curve()
         self.gradients = gradients
         self.ledger.clear()
         self.latest, self.steps_per_second = None, 0.0
@@ -92,6 +96,7 @@ class TimelineModel:
         steps = [float(p.step) for p in points]
         self.loss.extend(steps, [p.loss for p in points])
         self.norm.extend(steps, [np.nan if p.grad_norm is None else p.grad_norm for p in points])
+        self.times.extend(steps, [p.time for p in points])
         self.ledger.take(points)
         self.latest, self.steps_per_second = points[-1], steps_per_second
         self.changed.emit()

@@ -42,8 +42,11 @@ class BandsPlot(pg.PlotWidget):
         self.bands: dict[str, np.ndarray] = {}
         self.steps = np.zeros(0)
 
-    def show_matrix(self, name: str | None, matrix: HistogramMatrix | None) -> None:
-        """Bands of ``name``'s histograms, or a note when there are none."""
+    def show_matrix(self, name: str | None, matrix: HistogramMatrix | None,
+                    x: np.ndarray | None = None, colour: str = ACCENT) -> None:
+        """Bands of ``name``'s histograms (at ``x``, default the steps; in ``colour``), or a note
+        when there are none."""
+        self._colour(colour)
         if matrix is None or not len(matrix.steps):
             self.bands, self.steps = {}, np.zeros(0)
             for item in (*self.edges.values(), self.median):
@@ -52,10 +55,22 @@ class BandsPlot(pg.PlotWidget):
             self.note.setPos(0.5, 0.5)
             return
         self.note.setText("")
-        self.steps = np.asarray(matrix.steps, dtype=np.float64)
+        self.steps = np.asarray(matrix.steps if x is None else x, dtype=np.float64)
         self.bands = distribution_bands(matrix.edges, matrix.counts)
-        ok = np.isfinite(self.bands["min"])
+        ok = np.isfinite(self.bands["min"]) & np.isfinite(self.steps)
         for key, item in self.edges.items():
             item.setData(self.steps[ok], self.bands[key][ok])
         self.median.setData(self.steps[ok], self.bands["median"][ok])
         self.plotItem.setTitle(f"{name}: min–max, p5–p95, p25–p75, median")
+
+    def _colour(self, colour: str) -> None:
+        """Shades and median in ``colour`` (a run's colour when runs are overlaid)."""
+        if getattr(self, "_shown_colour", ACCENT) == colour:
+            return
+        self._shown_colour = colour
+        c = pg.mkColor(colour)
+        for (low, high, alpha), fill in zip(SHADES, self.fills, strict=True):
+            for key in (low, high):
+                self.edges[key].setPen(pg.mkPen(c.red(), c.green(), c.blue(), alpha))
+            fill.setBrush(pg.mkBrush(c.red(), c.green(), c.blue(), alpha))
+        self.median.setPen(pg.mkPen(colour, width=2))
