@@ -1,7 +1,7 @@
 """Three short GPT-2 small runs at different learning rates, written by ``gx.watch`` — what the
 overlay screenshots in docs/gui.md show:
 
-    python examples/gpt2_three_runs.py runs/ 8
+    python examples/gpt2_three_runs.py runs/ 8          # or one run: ... runs/ 8 3e-4
     gradexplorer open runs/lr-1e-4 runs/lr-3e-4 runs/lr-1e-3 --select transformer.h.0.attn.c_attn.weight
 """
 
@@ -41,6 +41,6 @@ def record(folder: Path, lr: str, steps: int) -> Path:
 if __name__ == "__main__":
     folder = Path(sys.argv[1] if len(sys.argv) > 1 else "runs")
     steps = int(sys.argv[2]) if len(sys.argv) > 2 else 8
-    for lr in LEARNING_RATES:
+    for lr in sys.argv[3:] or LEARNING_RATES:
         start = time.perf_counter()
         print(record(folder, lr, steps), f"{time.perf_counter() - start:.1f} s")

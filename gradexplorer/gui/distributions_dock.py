@@ -16,8 +16,8 @@ from gradexplorer.core.stats.curves import thin_steps
 from gradexplorer.gui.models.run_overlay import X_LABELS
 from gradexplorer.gui.plots.bands_overlay import BandsOverlay
 from gradexplorer.gui.plots.bands_plot import BandsPlot
-from gradexplorer.gui.plots.overlay_lines import set_x_axis
 from gradexplorer.gui.plots.histogram_grid import HistogramGrid
+from gradexplorer.gui.plots.overlay_lines import set_x_axis
 
 REDRAW_MS = 200  # about 5 times a second, on its own timer
 BAND_STEPS = 400  # steps of a whole run drawn in the bands (evenly spread, first and last kept)

@@ -26,8 +26,8 @@ from gradexplorer.gui.models.session import GraphTraced
 from gradexplorer.gui.module_tree import ModuleTree
 from gradexplorer.gui.open_model_dialog import ask_model
 from gradexplorer.gui.parameter_table import ParameterTable
-from gradexplorer.gui.run_compare import install as install_run_compare
 from gradexplorer.gui.plots.gradient_panel import GradientPanel
+from gradexplorer.gui.run_compare import install as install_run_compare
 from gradexplorer.gui.run_controls import RunControls
 from gradexplorer.gui.settings import AppSettings
 from gradexplorer.gui.shortcuts import WindowShortcutsFirst
@@ -61,7 +61,8 @@ class MainWindow(QMainWindow):
         self.details = DetailsPane(self.selection)
         self.gradients = GradientPanel(self.selection, self.controller.timeline)
         self.overlay = RunOverlay(TimelineSource(self.controller.timeline))  # runs compared (run_compare)
-        self.distributions = DistributionsPanel(self.selection, self.controller.timeline, overlay=self.overlay)
+        self.distributions = DistributionsPanel(self.selection, self.controller.timeline,
+                                                overlay=self.overlay)
         self.curves = TrainingCurves(self.controller.timeline, overlay=self.overlay)
         self.curves.setMinimumHeight(130)  # axes stay readable
         self.events = EventLog()
