@@ -121,13 +121,13 @@ def test_the_reference_run_is_drawn_in_full_and_its_heat_map_shown(window, three
 
 def test_x_axis_by_relative_and_wall_time_from_the_stored_times(window, three_runs):
     curves = window.curves
-    curves.x_box.setCurrentText("relative time")
+    curves.x_box.setCurrentText("relative")
     assert window.overlay.x_mode == "relative time"
     window.curves.refresh()
     for item, path in zip([curves.loss_item, *curves.loss_lines.items[:2]], three_runs, strict=True):
         _steps, times = stored(path, "time")
         assert np.allclose(item.getData()[0], times - times[0], rtol=0, atol=1e-9)
-    curves.x_box.setCurrentText("wall time")
+    curves.x_box.setCurrentText("wall")
     window.curves.refresh()
     assert isinstance(curves.loss_plot.getAxis("bottom"), pg.DateAxisItem)
     for item, path in zip([curves.loss_item, *curves.loss_lines.items[:2]], three_runs, strict=True):
@@ -158,7 +158,7 @@ def test_a_run_overlaid_on_the_live_session(qtbot, make_window, three_runs):
     window.controller.run(3)
     wait_idle(qtbot, window)
     add_compare_run(window, three_runs[0])
-    window.curves.x_box.setCurrentText("relative time")
+    window.curves.x_box.setCurrentText("relative")
     window.settle()
     window.curves.refresh()
     assert window.curves.loss_lines.names() == ["live: example:digits", "a"]

@@ -58,11 +58,14 @@ class TrainingCurves(QWidget):
         self.norm_raw, self.norm_item = self._curves(self.norm_plot, PLOT_PENS["norm"])
         self.loss_lines = OverlayLines(self.loss_plot, legend=True)  # the other runs' curves
         self.norm_lines = OverlayLines(self.norm_plot)
-        self.x_box = QComboBox()
-        self.x_box.addItems(X_MODES)
-        self.x_box.setToolTip("x axis of the curves: step, seconds since each run's first step, "
-                              "or the wall clock")
-        self.x_box.currentTextChanged.connect(self.overlay.set_x_mode)
+        self.x_box = QComboBox()  # short labels: the dock's least width stays as it was
+        for mode in X_MODES:
+            self.x_box.addItem(mode.split()[0], mode)
+        self.x_box.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
+        self.x_box.setMinimumContentsLength(3)
+        self.x_box.setToolTip("x axis of the curves: step, relative time (seconds since each "
+                              "run's first step) or wall time (the clock)")
+        self.x_box.currentIndexChanged.connect(lambda i: self.overlay.set_x_mode(self.x_box.itemData(i)))
         self.log_box = QCheckBox("log y")
         self.log_box.setToolTip("Logarithmic y axis on the loss and gradient-norm plots")
         self.smooth_box = QCheckBox("smooth")
@@ -150,8 +153,8 @@ class TrainingCurves(QWidget):
         plot, not one per item; every visible run on the same scales)."""
         t, smooth, overlay = self.timeline, self.smooth_box.isChecked(), self.overlay
         own, mode = overlay.runs[0], overlay.x_mode
-        if self.x_box.currentText() != mode:
-            self.x_box.setCurrentText(mode)
+        if self.x_box.currentData() != mode:
+            self.x_box.setCurrentIndex(self.x_box.findData(mode))
         for figure, plot, raw, item, lines, curve in (
                 ("loss", self.loss_plot, self.loss_raw, self.loss_item, self.loss_lines, t.loss),
                 ("global_norm", self.norm_plot, self.norm_raw, self.norm_item, self.norm_lines, t.norm)):

@@ -75,7 +75,8 @@ class GradientPanel(QWidget):
         self.axis_box.addItems(AXIS_MODES)
         for index, mode in enumerate(AXIS_MODES):
             self.axis_box.setItemData(index, AXIS_TIPS[mode], Qt.ToolTipRole)
-        self.axis_box.setToolTip("value axis of the histogram over steps")
+        self.axis_box.setToolTip("value axis of the histogram over steps: fixed, each step on its "
+                                 "own range, or log10 |g|")
         self.axis_box.currentTextChanged.connect(self.set_heatmap_axis)
         self.flow_panel = FlowPanel()
         self.flow = self.flow_panel.chart
@@ -84,12 +85,18 @@ class GradientPanel(QWidget):
         header = QHBoxLayout()
         header.addWidget(self.param_label, 1)
         header.addWidget(self.log_box)
-        header.addWidget(self.axis_box)
+        heatmap_box = QWidget()  # the heat map under its value-axis chooser (the header keeps its
+        heat_column = QVBoxLayout(heatmap_box)  # width: the dock's least width is unchanged)
+        heat_column.setContentsMargins(0, 0, 0, 0)
+        heat_column.setSpacing(0)
+        heat_column.addWidget(self.axis_box, 0, Qt.AlignRight)
+        heat_column.addWidget(self.heatmap, 1)
         split = self.split = QSplitter(Qt.Vertical)
-        for plot, least in zip((self.histogram, self.observed_plot, self.heatmap, self.flow_panel),
+        for plot, least in zip((self.histogram, self.observed_plot, heatmap_box, self.flow_panel),
                                PLOT_HEIGHTS, strict=True):
             plot.setMinimumHeight(least)  # readable axes whatever the dock's size
             split.addWidget(plot)
+        heatmap_box.setMinimumHeight(PLOT_HEIGHTS[2] + self.axis_box.sizeHint().height())  # its chooser too
         split.setChildrenCollapsible(False)
         for index, stretch in enumerate((2, 2, 2, 3)):  # the flow chart lists every parameter
             split.setStretchFactor(index, stretch)
