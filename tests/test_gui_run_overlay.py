@@ -9,6 +9,7 @@ import sqlite3
 import numpy as np
 import pyqtgraph as pg
 import pytest
+from PySide6.QtCore import Qt
 
 from gradexplorer.core.stats.bands import distribution_bands
 from gradexplorer.gui.models.run_overlay import PALETTE, x_positions
@@ -104,10 +105,12 @@ def test_hiding_a_run_in_the_selector_removes_it_and_rescales(window, three_runs
     assert curves.loss_lines.names() == ["a", "b", "c"]
 
 
-def test_the_reference_run_is_drawn_in_full_and_its_heat_map_shown(window, three_runs):
+def test_the_reference_run_is_drawn_in_full_and_its_heat_map_shown(window, three_runs, qtbot):
     selector = window.runs_panel.selector
-    selector.references.button(2).click()  # run c
+    table = selector.table
+    qtbot.mouseClick(table.viewport(), Qt.LeftButton, pos=table.visualItemRect(table.item(2, 1)).center())
     assert window.overlay.reference == 2
+    assert [table.item(r, 1).text() for r in range(3)] == ["☆", "☆", "★ reference"]
     assert window.gradients.run_history.run.path == three_runs[2]
     window.gradients.refresh_heatmap()
     assert window.gradients.heatmap.shown[1].tolist() == [1, 2, 3, 4, 5, 6]  # c's steps

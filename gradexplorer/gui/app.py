@@ -163,6 +163,10 @@ def open_run_window(path: Path, screenshot: Path | None = None,
     if screenshot is not None:
         def shoot() -> None:
             window.settle()
+            QApplication.processEvents()
+            if window.busy():  # a big graph still being laid out
+                QTimer.singleShot(100, shoot)
+                return
             save_window_image(window, screenshot)
             print(f"saved {screenshot}")
             window.close()

@@ -111,13 +111,16 @@ def notice_growth(window) -> None:
 def overlay_opener(show, more=(), x_axis: str | None = None, heatmap_axis: str | None = None,
                    select: str | None = None, reference: int | None = None):
     """``gradexplorer open RUN1 RUN2 …``: a ``show(window, path)`` for ``open_run_window`` that
-    shows the first run with ``show``, overlays the others, and sets the axes, the selected
+    shows the first run with ``show``, overlays the others (the Distributions tab in front: every
+    run's bands), and sets the axes, the selected
     parameter and the reference run (numbered from 1)."""
 
     def opened(window, path) -> None:
         show(window, path)
         for other in more:
             add_compare_run(window, other)
+        if more:
+            window.distributions_dock.raise_()  # every run's bands
         if x_axis:
             window.overlay.set_x_mode(x_axis)
         if heatmap_axis:

@@ -7,12 +7,10 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QColor, QIcon, QPixmap
 from PySide6.QtWidgets import (
-    QButtonGroup,
     QComboBox,
     QHBoxLayout,
     QHeaderView,
     QPushButton,
-    QRadioButton,
     QSplitter,
     QTableWidget,
     QTableWidgetItem,
@@ -23,6 +21,7 @@ from superqt.utils import qthrottled
 
 from gradexplorer.core.stats.records import STAT_LABELS
 from gradexplorer.gui.models.run_overlay import X_LABELS, RunOverlay
+from gradexplorer.gui.plots.histogram_plot import NamedTitle
 from gradexplorer.gui.plots.overlay_lines import Line, OverlayLines, set_x_axis, shared_range
 from gradexplorer.gui.theme import steady_axes
 
@@ -37,6 +36,10 @@ def swatch(colour: str, size: int = 12) -> QIcon:
     return QIcon(pixmap)
 
 
+class FigurePlot(NamedTitle, pg.PlotWidget):
+    """A plot titled ``figure · parameter`` (the name shortened to the plot's width)."""
+
+
 class RunSelector(QWidget):
     """A row per overlaid run: a check box (shown), its colour and name, a reference button.
     ``add_requested()`` when "Add run…" is pressed."""
@@ -47,7 +50,7 @@ class RunSelector(QWidget):
         super().__init__(parent)
         self.overlay = overlay
         self.table = QTableWidget(0, 2)
-        self.table.setHorizontalHeaderLabels(["run", "reference"])
+        self.table.setHorizontalHeaderLabels(["run", ""])
         self.table.verticalHeader().hide()
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(0, QHeaderView.Stretch)
@@ -56,9 +59,8 @@ class RunSelector(QWidget):
         self.table.setSelectionMode(QTableWidget.SingleSelection)
         self.table.setToolTip("tick to show a run; the reference run is drawn in full and on top, "
                               "and the Gradients dock's heat map shows it")
-        self.references = QButtonGroup(self)
-        self.references.idClicked.connect(overlay.set_reference)
         self.table.itemChanged.connect(self._ticked)
+        self.table.cellClicked.connect(self._clicked)
         self.add_button = QPushButton("Add run…")
         self.add_button.setToolTip("overlay another run directory written by gradexplorer.watch")
         self.add_button.clicked.connect(self.add_requested)
@@ -81,24 +83,31 @@ class RunSelector(QWidget):
         runs = self.overlay.runs
         self.table.blockSignals(True)
         self.table.setRowCount(len(runs))
-        for button in self.references.buttons():
-            self.references.removeButton(button)
         for row, run in enumerate(runs):
             item = QTableWidgetItem(swatch(run.colour), run.name)
             item.setFlags(Qt.ItemIsEnabled | Qt.ItemIsSelectable | Qt.ItemIsUserCheckable)
             item.setCheckState(Qt.Checked if run.visible else Qt.Unchecked)
             item.setToolTip(str(run.path) if run.path is not None else run.name)
             self.table.setItem(row, 0, item)
-            button = QRadioButton()
-            button.setChecked(row == self.overlay.reference)
-            self.references.addButton(button, row)
-            self.table.setCellWidget(row, 1, button)
+            is_reference = row == self.overlay.reference  # a star, not a radio button: seen in
+            mark = QTableWidgetItem("★ reference" if is_reference else "☆")  # every theme
+            mark.setFlags(Qt.ItemIsEnabled)
+            mark.setTextAlignment(Qt.AlignCenter)
+            mark.setToolTip("the reference run" if is_reference else "click: make this the reference run")
+            self.table.setItem(row, 1, mark)
         self.table.blockSignals(False)
         self.remove_button.setEnabled(len(runs) > 1)
+        rows = sum(self.table.rowHeight(r) for r in range(len(runs)))  # no empty rows below
+        self.table.setFixedHeight(self.table.horizontalHeader().sizeHint().height() + rows
+                                  + 2 * self.table.frameWidth() + 2)
 
     def _ticked(self, item: QTableWidgetItem) -> None:
         if item.column() == 0:
             self.overlay.set_visible(item.row(), item.checkState() == Qt.Checked)
+
+    def _clicked(self, row: int, column: int) -> None:
+        if column == 1:
+            self.overlay.set_reference(row)
 
     def set_shown(self, row: int, shown: bool) -> None:
         """Tick or untick run ``row`` as a click on its box does."""
@@ -119,10 +128,10 @@ class RunsPanel(QSplitter):
         self.selector = RunSelector(overlay)
         self.figure_box = QComboBox()
         for field in PARAM_FIGURES:
-            self.figure_box.addItem(STAT_LABELS.get(field, field), field)
+            self.figure_box.addItem("‖g‖" if field == "norm" else STAT_LABELS.get(field, field), field)
         self.figure_box.setToolTip("which figure of the selected parameter to overlay")
         self.figure_box.currentIndexChanged.connect(lambda _i: self.refresh())
-        self.plot = pg.PlotWidget()
+        self.plot = FigurePlot()
         steady_axes(self.plot.plotItem)
         self.plot.plotItem.showGrid(x=True, y=True, alpha=0.2)
         self.plot.plotItem.disableAutoRange()
@@ -136,6 +145,7 @@ class RunsPanel(QSplitter):
         left_column = QVBoxLayout(left)
         left_column.setContentsMargins(0, 0, 0, 0)
         left_column.addWidget(self.selector)
+        left_column.addStretch(1)
         self.addWidget(left)
         self.addWidget(right)
         self.setStretchFactor(1, 2)
@@ -154,9 +164,8 @@ class RunsPanel(QSplitter):
         """Draw the selected parameter's figure of every shown run (one shared range)."""
         overlay, name = self.overlay, self.selection.current.param
         set_x_axis(self.plot.plotItem, overlay.x_mode, X_LABELS[overlay.x_mode])
-        label = STAT_LABELS.get(self.field, self.field)
-        self.plot.plotItem.setTitle(f"{name}: {label} of its gradient" if name
-                                    else "select a parameter to compare it across runs")
+        label = "‖g‖" if self.field == "norm" else STAT_LABELS.get(self.field, self.field)
+        self.plot.set_named_title(f"{label} over steps" if name else "select a parameter", name)
         reference = overlay.runs[overlay.reference]
         lines = [Line(r.name, r.colour, *overlay.parameter_curve(r, self.field, name), r is reference)
                  for r in overlay.shown()] if name else []

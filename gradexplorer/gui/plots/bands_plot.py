@@ -9,12 +9,13 @@ from PySide6.QtWidgets import QWidget
 
 from gradexplorer.core.stats.bands import distribution_bands
 from gradexplorer.core.stats.history import HistogramMatrix
+from gradexplorer.gui.plots.histogram_plot import NamedTitle
 from gradexplorer.gui.theme import ACCENT, ALARM, steady_axes
 
 SHADES = (("min", "max", 45), ("p5", "p95", 80), ("p25", "p75", 130))
 
 
-class BandsPlot(pg.PlotWidget):
+class BandsPlot(NamedTitle, pg.PlotWidget):
     """``show_matrix(name, matrix)`` draws the bands of ``matrix`` (steps × bins)."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
@@ -61,7 +62,8 @@ class BandsPlot(pg.PlotWidget):
         for key, item in self.edges.items():
             item.setData(self.steps[ok], self.bands[key][ok])
         self.median.setData(self.steps[ok], self.bands["median"][ok])
-        self.plotItem.setTitle(f"{name}: min–max, p5–p95, p25–p75, median")
+        self.set_named_title("distribution", name)  # shortened to fit; the shades in the tooltip
+        self.setToolTip(f"{name}: min–max, p5–p95 and p25–p75 shaded, the median a line")
 
     def _colour(self, colour: str) -> None:
         """Shades and median in ``colour`` (a run's colour when runs are overlaid)."""
