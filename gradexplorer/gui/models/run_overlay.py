@@ -44,6 +44,17 @@ class HistorySource:
     def __init__(self, history: RunHistory) -> None:
         self.history = history
         self._cached: tuple[Any, tuple] | None = None
+        self._reads: dict[tuple, Any] = {}  # (what, args) -> value, at the last step seen
+
+    def _read(self, key: tuple, read):
+        """``read()`` once per key until the run grows (views redraw often; a run added to
+        compare is mostly finished)."""
+        last = self.run.last_step
+        if self._reads.get(("last",)) != last:
+            self._reads = {("last",): last}
+        if key not in self._reads:
+            self._reads[key] = read()
+        return self._reads[key]
 
     @property
     def run(self):
@@ -69,11 +80,14 @@ class HistorySource:
         return steps, np.array([math.nan if v is None else v for v in values], dtype=np.float64)
 
     def parameter(self, field: str, name: str) -> tuple[np.ndarray, np.ndarray]:
-        steps, values = self.history.stat_series(field, [name])
-        return steps, values[name]
+        def read():
+            steps, values = self.history.stat_series(field, [name])
+            return steps, values[name]
+        return self._read(("parameter", field, name), read)
 
     def histograms(self, name: str, max_steps: int) -> HistogramMatrix:
-        return self.history.histogram_matrix(name, thin_steps(self.history.histogram_steps(), max_steps))
+        return self._read(("histograms", name, max_steps), lambda: self.history.histogram_matrix(
+            name, thin_steps(self.history.histogram_steps(), max_steps)))
 
 
 class TimelineSource:
@@ -83,6 +97,7 @@ class TimelineSource:
 
     def __init__(self, timeline, history: RunHistory | None = None) -> None:
         self.timeline, self.history = timeline, history
+        self._whole = None if history is None else HistorySource(history)
 
     def step_times(self) -> tuple[np.ndarray, np.ndarray]:
         times = self.timeline.times
@@ -93,13 +108,13 @@ class TimelineSource:
         return curve.x.astype(np.int64), curve.y.copy()
 
     def parameter(self, field: str, name: str) -> tuple[np.ndarray, np.ndarray]:
-        if self.history is not None:
-            return HistorySource(self.history).parameter(field, name)
+        if self._whole is not None:
+            return self._whole.parameter(field, name)
         return self.timeline.gradients.series(name, field)
 
     def histograms(self, name: str, max_steps: int) -> HistogramMatrix:
-        if self.history is not None:
-            return HistorySource(self.history).histograms(name, max_steps)
+        if self._whole is not None:
+            return self._whole.histograms(name, max_steps)
         return self.timeline.gradients.histogram_matrix(name)
 
 
