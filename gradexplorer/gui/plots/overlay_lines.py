@@ -82,16 +82,17 @@ def set_x_axis(plot: pg.PlotItem, mode: str, label: str) -> None:
 
 def shared_range(plot: pg.PlotItem, xs: Sequence[np.ndarray], ys: Sequence[np.ndarray],
                  log: bool = False, wall: bool = False) -> None:
-    """One x and y range covering every line (NaN and, for log, ≤0 left out)."""
+    """One x and y range covering every line: x every step drawn (a NaN value too: its step
+    still holds a marker), y the finite values (and, for log, those above 0)."""
     from gradexplorer.gui.curves import nice_ceiling  # (curves draws through this module)
 
-    keep = [(np.asarray(x, float), np.asarray(y, float)) for x, y in zip(xs, ys, strict=True)]
-    ok = [(x[m], y[m]) for x, y in keep
-          for m in [np.isfinite(x) & np.isfinite(y) & ((y > 0) if log else True)] if m.any()]
-    if not ok:
+    xs = [np.asarray(x, float) for x in xs]
+    ys = [np.asarray(y, float) for y in ys]
+    x = np.concatenate([a[np.isfinite(a)] for a in xs]) if xs else np.zeros(0)
+    y = np.concatenate([b[np.isfinite(a) & np.isfinite(b) & ((b > 0) if log else True)]
+                        for a, b in zip(xs, ys, strict=True)]) if ys else np.zeros(0)
+    if not len(y):
         return
-    x = np.concatenate([a for a, _ in ok])
-    y = np.concatenate([b for _, b in ok])
     y = np.log10(y) if log else y
     lo, hi = float(y.min()), float(y.max())
     pad = (hi - lo) * 0.05 or abs(hi) * 0.05 or 1.0
