@@ -190,3 +190,14 @@ def test_open_with_several_runs_overlays_them(three_runs, tmp_path, run_cli):
     assert code == 2 and "is not a run directory" in err and "Traceback" not in err
     code, _out, err = run_cli("open", three_runs[0], three_runs[1], "--select", "nope.weight")
     assert code == 2 and "--select 'nope.weight'" in err
+
+
+def test_gui_overlays_runs_on_the_live_session(three_runs, tmp_path, run_cli):
+    shot = tmp_path / "live.png"
+    done = run_gradexplorer("gui", "--model", "example:digits", "--batch-size", "16", "--steps", "2",
+                            "--overlay", str(three_runs[0]), "--overlay", str(three_runs[2]),
+                            "--x-axis", "relative", "--screenshot", str(shot), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert shot.is_file()
+    code, _out, err = run_cli("gui", "--overlay", tmp_path, "--screenshot", tmp_path / "x.png")
+    assert code == 2 and "--overlay" in err and "not a run directory" in err

@@ -4,6 +4,7 @@ value axis, a parameter selected and the reference run (scripted screenshots too
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from gradexplorer.core.errors import UserError
 
@@ -49,3 +50,24 @@ def check_overlay(args: argparse.Namespace, read_run) -> None:
                         f"(the runs in the order named)")
     args.x_axis = X_AXES.get(args.x_axis) if args.x_axis else None
     args.heatmap_axis = HEATMAP_AXES.get(args.heatmap_axis) if args.heatmap_axis else None
+
+
+def add_live_overlay_arguments(parser: argparse.ArgumentParser) -> None:
+    """``gradexplorer gui --overlay RUN …``: runs overlaid on the live session."""
+    parser.add_argument("--overlay", type=Path, action="append", default=[], metavar="RUN",
+                        help="overlay this run directory on the live session (repeat for more)")
+    parser.add_argument("--x-axis", choices=tuple(X_AXES), default=None,
+                        help="x axis of the curves and bands: step (default), relative or wall")
+
+
+def check_live_overlay(args: argparse.Namespace) -> None:
+    """Refuse an --overlay that is not a readable run directory before any window opens."""
+    from gradexplorer.core.recorder.run import open_run
+    from gradexplorer.core.recorder.schema import is_run_dir
+
+    for path in args.overlay:
+        if not is_run_dir(path):
+            raise UserError(f"--overlay {str(path)!r}: not a run directory (no run.sqlite)")
+        with open_run(path) as run:
+            run.check()
+    args.x_axis = X_AXES.get(args.x_axis) if args.x_axis else None

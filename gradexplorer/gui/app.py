@@ -74,8 +74,10 @@ def launch(
     trace_grads: bool = False,
     theme: str | None = None,
     window_size: tuple[int, int] | None = None,
+    overlay: tuple = ((), None),
 ) -> int:
-    """Open the window on a model and run the event loop; returns the exit status."""
+    """Open the window on a model and run the event loop; returns the exit status.
+    ``overlay``: (run directories to overlay on the live session, the curves' x axis or None)."""
     app = start_app()
     settings = AppSettings(scratch_settings() if screenshot else None)
     window = build_window(settings, theme)
@@ -92,6 +94,10 @@ def launch(
         fall_back_to_default(window.controller, config or SessionConfig())
     if script is not None:
         script(window)
+    if overlay[0] or overlay[1]:
+        from gradexplorer.gui.run_compare import overlay_opener
+
+        overlay_opener(lambda _w, _p: None, overlay[0], overlay[1])(window, None)
     if hooks or select:
         from gradexplorer.gui.startup_actions import StartupActions
 

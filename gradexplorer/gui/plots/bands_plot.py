@@ -53,9 +53,12 @@ class BandsPlot(NamedTitle, pg.PlotWidget):
             for item in (*self.edges.values(), self.median):
                 item.setData([], [])
             self.note.setText("select a parameter" if name is None else "no histogram recorded yet")
+            self.plotItem.vb.setRange(xRange=(0, 1), yRange=(0, 1), padding=0)  # the note centred
             self.note.setPos(0.5, 0.5)
             return
-        self.note.setText("")
+        if self.note.toPlainText():
+            self.note.setText("")
+            self.plotItem.vb.enableAutoRange()  # back to following the bands
         self.steps = np.asarray(matrix.steps if x is None else x, dtype=np.float64)
         self.bands = distribution_bands(matrix.edges, matrix.counts)
         ok = np.isfinite(self.bands["min"]) & np.isfinite(self.steps)
