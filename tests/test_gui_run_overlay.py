@@ -201,3 +201,22 @@ def test_gui_overlays_runs_on_the_live_session(three_runs, tmp_path, run_cli):
     assert shot.is_file()
     code, _out, err = run_cli("gui", "--overlay", tmp_path, "--screenshot", tmp_path / "x.png")
     assert code == 2 and "--overlay" in err and "not a run directory" in err
+
+
+def test_spike_markers_follow_the_time_axis(qtbot, make_window, tmp_path):
+    """A run with a loss spike: its marker sits at the spike step's stored time."""
+    from tests.spike_helpers import train
+
+    path = tmp_path / "spiky"
+    train(path, 60, inject=40)
+    window = make_window()
+    window.file_actions.open_run(str(path))
+    window.settle()
+    events = window.controller.timeline.ledger.events()
+    assert events
+    window.curves.x_box.setCurrentText("relative")
+    window.settle()
+    window.spike_markers.refresh()
+    steps, times = stored(path, "time")
+    want = [float(times[steps.tolist().index(e.step)] - times[0]) for e in events]
+    assert window.spike_markers.items["loss"].getData()[0].tolist() == pytest.approx(want)
