@@ -79,7 +79,6 @@ def add_compare_run(window, path: str | Path):
     added = window.overlay.add(HistorySource(RunHistory(run)), name, path)
     window.runs_dock.show()
     window.runs_dock.raise_()
-    window.settings.add_recent("runs", str(path.resolve()))
     return added
 
 
