@@ -97,9 +97,10 @@ class RunSelector(QWidget):
             self.table.setItem(row, 1, mark)
         self.table.blockSignals(False)
         self.remove_button.setEnabled(len(runs) > 1)
-        rows = sum(self.table.rowHeight(r) for r in range(len(runs)))  # no empty rows below
-        self.table.setFixedHeight(self.table.horizontalHeader().sizeHint().height() + rows
-                                  + 2 * self.table.frameWidth() + 2)
+        frame = self.table.horizontalHeader().sizeHint().height() + 2 * self.table.frameWidth() + 2
+        rows = [self.table.rowHeight(r) for r in range(len(runs))]
+        self.table.setMaximumHeight(frame + sum(rows))  # no empty rows below the runs; in a short
+        self.table.setMinimumHeight(frame + max(rows or [0]))  # window one row, and a scroll bar
 
     def _ticked(self, item: QTableWidgetItem) -> None:
         if item.column() == 0:
@@ -150,7 +151,7 @@ class RunsPanel(QSplitter):
         self.addWidget(right)
         self.setStretchFactor(1, 2)
         self.setChildrenCollapsible(False)
-        self.plot.setMinimumHeight(120)
+        self.plot.setMinimumHeight(70)
         self.refresh_soon = qthrottled(self.refresh, timeout=REDRAW_MS, leading=False, parent=self)
         overlay.changed.connect(self.refresh_soon)
         timeline.changed.connect(self.refresh_soon)
