@@ -38,9 +38,8 @@ def install(window) -> None:
     window.controller.session_opened.connect(
         lambda live: window.overlay.set_own(TimelineSource(window.controller.timeline),
                                             f"live: {live.spec}"))
-    window.run_growth = QTimer(window, interval=GROWTH_MS)
+    window.run_growth = QTimer(window, interval=GROWTH_MS)  # runs while runs are added
     window.run_growth.timeout.connect(lambda: notice_growth(window))
-    window.run_growth.start()
 
 
 def follow_own_run(window, run) -> None:
@@ -77,6 +76,7 @@ def add_compare_run(window, path: str | Path):
     names = {r.name for r in window.overlay.runs}
     name = path.name if path.name not in names else f"{path.parent.name}/{path.name}"
     added = window.overlay.add(HistorySource(RunHistory(run)), name, path)
+    window.run_growth.start()
     window.runs_dock.show()
     window.runs_dock.raise_()
     return added
@@ -94,6 +94,9 @@ def show_reference_heatmap(window) -> None:
 
 def notice_growth(window) -> None:
     """Redraw when a run added to the overlay has grown (its writer is still at work)."""
+    if not window.overlay.overlaid or not window.isVisible():  # none added, or the window closed
+        window.run_growth.stop()
+        return
     grown = False
     for run in window.overlay.runs[1:]:
         if isinstance(run.source, HistorySource):
