@@ -154,8 +154,24 @@ class RunsPanel(QSplitter):
         self.plot.setMinimumHeight(70)
         self.refresh_soon = qthrottled(self.refresh, timeout=REDRAW_MS, leading=False, parent=self)
         overlay.changed.connect(self.refresh_soon)
+        overlay.changed.connect(self.fit_selector)
         timeline.changed.connect(self.refresh_soon)
         selection.changed.connect(lambda _s: self.refresh_soon())
+
+    def fit_selector(self) -> None:
+        """Every run's row in view when there is room; the figure takes the rest."""
+        total = sum(self.sizes())
+        wanted = self.widget(0).sizeHint().height()
+        if total > 0:
+            self.setSizes([min(wanted, total - self.plot.minimumHeight() - 30), total])
+
+    def showEvent(self, event) -> None:  # noqa: N802 - Qt API
+        super().showEvent(event)
+        self.fit_selector()
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt API
+        super().resizeEvent(event)
+        self.fit_selector()
 
     @property
     def field(self) -> str:
