@@ -34,6 +34,11 @@ def stored(path, column: str) -> tuple[np.ndarray, np.ndarray]:
     return np.array([r[0] for r in rows], float), np.array([r[1] for r in rows], float)
 
 
+def data(item) -> tuple[np.ndarray, np.ndarray]:
+    """Every point given to a curve (``getData`` is what is drawn: clipped to the view)."""
+    return item.xData, item.yData
+
+
 def padded(values: list[np.ndarray]) -> tuple[float, float]:
     """The y range a plot shows for these values (5% padding, as the curves fit)."""
     both = np.concatenate(values)
@@ -65,7 +70,7 @@ def test_three_runs_are_three_coloured_curves_on_one_scale(window, three_runs):
     assert colours == list(PALETTE[:3]) and len(set(colours)) == 3
     losses = [stored(path, "loss") for path in three_runs]
     for item, (steps, loss) in zip(items, losses, strict=True):
-        x, y = item.getData()
+        x, y = data(item)
         assert x.tolist() == steps.tolist() and np.allclose(y, loss)
     (x0, x1), (y0, y1) = curves.loss_plot.vb.viewRange()
     assert x0 <= 1 and x1 >= 14  # the longest run (b) fits
@@ -77,7 +82,7 @@ def test_three_runs_are_three_coloured_curves_on_one_scale(window, three_runs):
         with sqlite3.connect(path / "run.sqlite") as db:
             norms = [r[0] for r in db.execute("SELECT norm FROM stats WHERE name = '0.weight' "
                                               "ORDER BY step")]
-        assert item.getData()[1].tolist() == norms
+        assert data(item)[1].tolist() == norms
     # the bands: the reference in full, the others' medians from their own histograms
     medians = window.distributions.other_bands.medians
     assert list(medians) == ["b", "c"]
@@ -129,21 +134,21 @@ def test_x_axis_by_relative_and_wall_time_from_the_stored_times(window, three_ru
     window.curves.refresh()
     for item, path in zip([curves.loss_item, *curves.loss_lines.items[:2]], three_runs, strict=True):
         _steps, times = stored(path, "time")
-        assert np.allclose(item.getData()[0], times - times[0], rtol=0, atol=1e-9)
+        assert np.allclose(data(item)[0], times - times[0], rtol=0, atol=1e-9)
     curves.x_box.setCurrentText("wall")
     window.curves.refresh()
     assert isinstance(curves.loss_plot.getAxis("bottom"), pg.DateAxisItem)
     for item, path in zip([curves.loss_item, *curves.loss_lines.items[:2]], three_runs, strict=True):
-        assert item.getData()[0].tolist() == stored(path, "time")[1].tolist()
+        assert data(item)[0].tolist() == stored(path, "time")[1].tolist()
     (x0, x1), _ = curves.loss_plot.vb.viewRange()
     times = np.concatenate([stored(p, "time")[1] for p in three_runs])
     assert x0 <= times.min() and x1 >= times.max()  # every run on the shared time axis
     window.runs_panel.refresh()
-    assert window.runs_panel.lines.items[0].getData()[0][0] > 1e9  # the figure follows: dates
+    assert data(window.runs_panel.lines.items[0])[0][0] > 1e9  # the figure follows: dates
     curves.x_box.setCurrentText("step")
     window.curves.refresh()
     assert not isinstance(curves.loss_plot.getAxis("bottom"), pg.DateAxisItem)
-    assert curves.loss_item.getData()[0].tolist() == stored(three_runs[0], "step")[0].tolist()
+    assert data(curves.loss_item)[0].tolist() == stored(three_runs[0], "step")[0].tolist()
 
 
 def test_x_positions_leave_unknown_times_as_gaps():
@@ -165,7 +170,7 @@ def test_a_run_overlaid_on_the_live_session(qtbot, make_window, three_runs):
     window.settle()
     window.curves.refresh()
     assert window.curves.loss_lines.names() == ["live: example:digits", "a"]
-    x, _ = window.curves.loss_item.getData()
+    x, _ = data(window.curves.loss_item)
     times = window.controller.timeline.times.y
     assert len(x) == 3 and x[0] == 0 and np.all(np.diff(x) > 0)  # the live steps' own clock
     assert x.tolist() == (times - times[0]).tolist()
