@@ -14,6 +14,7 @@ from gradexplorer.commands.common import (
     model_options,
 )
 from gradexplorer.commands.hook_options import add_hook_arguments, parse_hook_option
+from gradexplorer.commands.overlay_options import add_live_overlay_arguments, check_live_overlay
 from gradexplorer.core.atomic_file import check_writable_file
 from gradexplorer.core.errors import UserError
 from gradexplorer.core.session.engine import SessionConfig
@@ -38,6 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_hook_arguments(parser)
     parser.add_argument("--select", metavar="NAME",
                         help="parameter or module to select at start, e.g. conv1.weight")
+    add_live_overlay_arguments(parser)
     parser.set_defaults(func=gui_command)
 
 
@@ -80,6 +82,7 @@ def gui_command(args: argparse.Namespace) -> int:
     if args.steps < 0:
         raise UserError(f"--steps must be at least 0, got {args.steps}")
     args.steps = capped_steps(args.steps)
+    check_live_overlay(args)
     prepare_window(args.screenshot)
     options = model_options(args)
     hooks = [parse_hook_option(text) for text in args.hook]
@@ -89,4 +92,4 @@ def gui_command(args: argparse.Namespace) -> int:
 
     return launch(args.model, options, config, steps=args.steps, screenshot=args.screenshot,
                   hooks=hooks, select=args.select, trace_grads=args.trace_grads, theme=args.theme,
-                  window_size=args.window_size)
+                  window_size=args.window_size, overlay=(args.overlay, args.x_axis))

@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 
 from gradexplorer.commands.gui import prepare_window, window_size
+from gradexplorer.commands.overlay_options import add_overlay_arguments, check_overlay
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -14,6 +15,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                                          "gradexplorer.watch, in the app (no model needed)")
     parser.add_argument("snapshot", type=Path, metavar="PATH",
                         help="snapshot folder (step-NNNNNN), a folder of snapshots, or a run directory")
+    parser.add_argument("more", type=Path, nargs="*", metavar="RUN",
+                        help="more run directories overlaid on the first in their colours (curves, "
+                             "bands, the selected parameter's figures), e.g. open RUN1 RUN2 RUN3")
     parser.add_argument("--compare", type=Path, metavar="OTHER",
                         help="compare with another snapshot, side by side")
     parser.add_argument("--screenshot", type=Path, metavar="FILE.png",
@@ -30,15 +34,20 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="with --diverge: relative tolerance (default as gradexplorer diverge)")
     parser.add_argument("--dock", choices=("curves", "events", "ledger", "optimizer", "spikes"),
                         help="run directory: bring this bottom tab to the front")
+    add_overlay_arguments(parser)
     parser.set_defaults(func=open_command)
 
 
 def open_command(args: argparse.Namespace) -> int:
+    from gradexplorer.core.errors import UserError
     from gradexplorer.core.recorder.schema import is_run_dir
     from gradexplorer.core.snapshot import read_snapshot
 
     if is_run_dir(args.snapshot) or not_written_yet(args.snapshot):
         return open_run(args)
+    if args.more:
+        raise UserError(f"{str(args.snapshot)!r} is not a run directory: only runs are overlaid "
+                        "(compare two snapshots with --compare)")
     read_snapshot(args.snapshot)  # refuse a missing or damaged folder before any window opens
     if args.compare is not None:
         read_snapshot(args.compare)
@@ -80,13 +89,16 @@ def open_run(args: argparse.Namespace) -> int:
                             "need a written run")
     else:
         check_run(args, read_run)
+    check_overlay(args, read_run)
     if args.diverge is not None:
         from gradexplorer.core.recorder.divergence import find_divergence
 
         find_divergence(args.snapshot, args.diverge, 0.0 if args.tol is None else args.tol)
     prepare_window(args.screenshot)
     from gradexplorer.gui.app import open_run_window  # Qt only now
+    from gradexplorer.gui.run_compare import overlay_opener
     from gradexplorer.gui.step_forensics import run_opener
 
-    show = run_opener(args.spike, args.diverge, args.tol, args.dock)
-    return open_run_window(args.snapshot, args.screenshot, args.window_size, show)
+    show = overlay_opener(run_opener(args.spike, args.diverge, args.tol, args.dock), args.more,
+                          args.x_axis, args.heatmap_axis, args.select, args.reference)
+    return open_run_window(args.snapshot, args.screenshot, args.window_size, show, theme=args.theme)

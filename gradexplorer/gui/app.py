@@ -74,8 +74,10 @@ def launch(
     trace_grads: bool = False,
     theme: str | None = None,
     window_size: tuple[int, int] | None = None,
+    overlay: tuple = ((), None),
 ) -> int:
-    """Open the window on a model and run the event loop; returns the exit status."""
+    """Open the window on a model and run the event loop; returns the exit status.
+    ``overlay``: (run directories to overlay on the live session, the curves' x axis or None)."""
     app = start_app()
     settings = AppSettings(scratch_settings() if screenshot else None)
     window = build_window(settings, theme)
@@ -92,6 +94,10 @@ def launch(
         fall_back_to_default(window.controller, config or SessionConfig())
     if script is not None:
         script(window)
+    if overlay[0] or overlay[1]:
+        from gradexplorer.gui.run_compare import overlay_opener
+
+        overlay_opener(lambda _w, _p: None, overlay[0], overlay[1])(window, None)
     if hooks or select:
         from gradexplorer.gui.startup_actions import StartupActions
 
@@ -141,7 +147,8 @@ def open_snapshot_window(path: Path, other: Path | None = None, screenshot: Path
 
 
 def open_run_window(path: Path, screenshot: Path | None = None,
-                    window_size: tuple[int, int] | None = None, show=None) -> int:
+                    window_size: tuple[int, int] | None = None, show=None,
+                    theme: str | None = None) -> int:
     """Show a run directory in the main window, following it while it grows (``show(window,
     path)`` instead of plain ``show_run``: e.g. a spike or a divergence opened; step_forensics)."""
     from PySide6.QtCore import QTimer
@@ -150,7 +157,7 @@ def open_run_window(path: Path, screenshot: Path | None = None,
     from gradexplorer.gui.screenshot import save_window_image
 
     app = start_app()
-    window = build_window(AppSettings(scratch_settings() if screenshot else None))
+    window = build_window(AppSettings(scratch_settings() if screenshot else None), theme)
     if window_size is not None:
         window.resize(*window_size)
     try:
@@ -162,6 +169,10 @@ def open_run_window(path: Path, screenshot: Path | None = None,
     if screenshot is not None:
         def shoot() -> None:
             window.settle()
+            QApplication.processEvents()
+            if window.busy():  # a big graph still being laid out
+                QTimer.singleShot(100, shoot)
+                return
             save_window_image(window, screenshot)
             print(f"saved {screenshot}")
             window.close()

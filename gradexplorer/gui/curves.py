@@ -1,4 +1,5 @@
-"""Loss and global gradient-norm curves over steps."""
+"""Loss and global gradient-norm curves over steps, relative time or wall time, with the runs
+of a ``RunOverlay`` drawn in their colours on the same scales."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QCheckBox,
+    QComboBox,
     QHBoxLayout,
     QLabel,
     QPushButton,
@@ -19,9 +21,11 @@ from PySide6.QtWidgets import (
 from superqt.utils import qthrottled
 
 from gradexplorer.core.stats.curves import ema_smooth
+from gradexplorer.gui.models.run_overlay import X_LABELS, X_MODES, RunOverlay, TimelineSource
 from gradexplorer.gui.models.timeline import TimelineModel
 from gradexplorer.gui.number_text import format_number
 from gradexplorer.gui.plots.hover import HoverReadout, nearest_point
+from gradexplorer.gui.plots.overlay_lines import Line, OverlayLines, set_x_axis, shared_range
 from gradexplorer.gui.theme import PLOT_PENS, steady_axes, value_ticks
 
 REDRAW_MS = 50  # at most 20 redraws a second while steps arrive
@@ -36,11 +40,14 @@ class TrainingCurves(QWidget):
     drawn peak-downsampled and clipped to the view by pyqtgraph.
     """
 
-    def __init__(self, timeline: TimelineModel, parent: QWidget | None = None) -> None:
+    def __init__(self, timeline: TimelineModel, parent: QWidget | None = None,
+                 overlay: RunOverlay | None = None) -> None:
         super().__init__(parent)
         self.timeline = timeline
+        self.overlay = overlay or RunOverlay(TimelineSource(timeline))
         self.refresh_soon = qthrottled(self.refresh, timeout=REDRAW_MS, parent=self)
         timeline.changed.connect(self.refresh_soon)
+        self.overlay.changed.connect(self.refresh_soon)
         self.plots = pg.GraphicsLayoutWidget()
         self.loss_plot = self.plots.addPlot(row=0, col=0)  # named on the y axis: a title would
         self.norm_plot = self.plots.addPlot(row=0, col=1)  # take a short window's plot height
@@ -49,6 +56,16 @@ class TrainingCurves(QWidget):
         self.norm_plot.setLabel("left", "global ‖g‖")  # names it; the plots keep their height)
         self.loss_raw, self.loss_item = self._curves(self.loss_plot, PLOT_PENS["loss"])
         self.norm_raw, self.norm_item = self._curves(self.norm_plot, PLOT_PENS["norm"])
+        self.loss_lines = OverlayLines(self.loss_plot, legend=True)  # the other runs' curves
+        self.norm_lines = OverlayLines(self.norm_plot)
+        self.x_box = QComboBox()  # short labels: the dock's least width stays as it was
+        for mode in X_MODES:
+            self.x_box.addItem(mode.split()[0], mode)
+        self.x_box.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
+        self.x_box.setMinimumContentsLength(3)
+        self.x_box.setToolTip("x axis of the curves: step, relative time (seconds since each "
+                              "run's first step) or wall time (the clock)")
+        self.x_box.currentIndexChanged.connect(lambda i: self.overlay.set_x_mode(self.x_box.itemData(i)))
         self.log_box = QCheckBox("log y")
         self.log_box.setToolTip("Logarithmic y axis on the loss and gradient-norm plots")
         self.smooth_box = QCheckBox("smooth")
@@ -75,6 +92,7 @@ class TrainingCurves(QWidget):
         header.addWidget(self.smooth_box)
         header.addWidget(self.smooth_slider)
         header.addWidget(self.smooth_label)
+        header.addWidget(self.x_box)
         header.addWidget(self.readout, 1)
         header.addWidget(self.csv_button)
         layout = QVBoxLayout(self)
@@ -131,21 +149,39 @@ class TrainingCurves(QWidget):
             self.refresh()
 
     def refresh(self) -> None:
-        """Show the timeline's current curves (one range change per plot, not one per item)."""
-        t, smooth = self.timeline, self.smooth_box.isChecked()
-        for plot, raw, item, curve in ((self.loss_plot, self.loss_raw, self.loss_item, t.loss),
-                                       (self.norm_plot, self.norm_raw, self.norm_item, t.norm)):
-            x, y = curve.x, curve.y
+        """Show the timeline's current curves and the overlaid runs' (one range change per
+        plot, not one per item; every visible run on the same scales)."""
+        t, smooth, overlay = self.timeline, self.smooth_box.isChecked(), self.overlay
+        own, mode = overlay.runs[0], overlay.x_mode
+        if self.x_box.currentData() != mode:
+            self.x_box.setCurrentIndex(self.x_box.findData(mode))
+        for figure, plot, raw, item, lines, curve in (
+                ("loss", self.loss_plot, self.loss_raw, self.loss_item, self.loss_lines, t.loss),
+                ("global_norm", self.norm_plot, self.norm_raw, self.norm_item, self.norm_lines, t.norm)):
+            set_x_axis(plot, mode, X_LABELS[mode] if mode != "step" else "")  # a step: no label
+            x = overlay.x_of(own, curve.x) if own.visible else np.zeros(0)
+            y = curve.y if own.visible else np.zeros(0)
+            colour = own.colour if overlay.overlaid else PLOT_PENS["loss" if figure == "loss" else "norm"]
+            item.setPen(pg.mkPen(colour, width=2.2 if overlay.overlaid and overlay.reference == 0 else 1.5))
             raw.setData(x, y, connect="finite") if smooth else raw.setData([], [])
             item.setData(x, ema(y, self.smoothing) if smooth else y, connect="finite")
             item.setSymbol("o" if len(x) == 1 else None)  # one step is a point, not yet a line
-            value_ticks(plot, bool(len(x)))
-            fit_range(plot, x, y, log=self.log_box.isChecked())
+            others = [Line(r.name, r.colour, *self._smoothed(overlay.curve(r, figure), smooth),
+                           r is overlay.runs[overlay.reference])
+                      for r in overlay.shown() if r is not own]
+            lines.show(others, [(item, own.name)] if own.visible and others else ())
+            xs, ys = [x, *(ln.x for ln in others)], [y, *(ln.y for ln in others)]
+            value_ticks(plot, any(len(v) for v in xs))
+            shared_range(plot, xs, ys, log=self.log_box.isChecked(), wall=mode == "wall time")
+
+    def _smoothed(self, xy: tuple[np.ndarray, np.ndarray], smooth: bool) -> tuple[np.ndarray, np.ndarray]:
+        x, y = xy
+        return x, ema(y, self.smoothing) if smooth else y
 
     def describe_point(self, plot: pg.PlotItem, x: float, _y: float) -> str:
         """``step N · loss V`` for the step nearest the mouse (smoothed value too when on)."""
         curve = self.timeline.loss if plot is self.loss_plot else self.timeline.norm
-        index = nearest_point(curve.x, curve.y, x)
+        index = nearest_point(self.overlay.x_of(self.overlay.runs[0], curve.x), curve.y, x)
         if index is None:
             return ""
         name = "loss" if plot is self.loss_plot else "gradient norm"

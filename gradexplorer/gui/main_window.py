@@ -20,12 +20,14 @@ from gradexplorer.gui.graph.panel import GraphPanel
 from gradexplorer.gui.hook_menu import HookMenu, menu_anchor
 from gradexplorer.gui.menus import build_menus
 from gradexplorer.gui.model_filter import ModelFilterBar
+from gradexplorer.gui.models.run_overlay import RunOverlay, TimelineSource
 from gradexplorer.gui.models.selection import SelectionModel
 from gradexplorer.gui.models.session import GraphTraced
 from gradexplorer.gui.module_tree import ModuleTree
 from gradexplorer.gui.open_model_dialog import ask_model
 from gradexplorer.gui.parameter_table import ParameterTable
 from gradexplorer.gui.plots.gradient_panel import GradientPanel
+from gradexplorer.gui.run_compare import install as install_run_compare
 from gradexplorer.gui.run_controls import RunControls
 from gradexplorer.gui.settings import AppSettings
 from gradexplorer.gui.shortcuts import WindowShortcutsFirst
@@ -58,8 +60,10 @@ class MainWindow(QMainWindow):
         self.graph_panel = GraphPanel(self.selection)
         self.details = DetailsPane(self.selection)
         self.gradients = GradientPanel(self.selection, self.controller.timeline)
-        self.distributions = DistributionsPanel(self.selection, self.controller.timeline)
-        self.curves = TrainingCurves(self.controller.timeline)
+        self.overlay = RunOverlay(TimelineSource(self.controller.timeline))  # runs compared (run_compare)
+        self.distributions = DistributionsPanel(self.selection, self.controller.timeline,
+                                                overlay=self.overlay)
+        self.curves = TrainingCurves(self.controller.timeline, overlay=self.overlay)
         self.curves.setMinimumHeight(130)  # axes stay readable
         self.events = EventLog()
         self.run_controls = RunControls(self.controller, self)
@@ -75,6 +79,7 @@ class MainWindow(QMainWindow):
         self._docks()
         build_menus(self)
         install_step_forensics(self)  # ledger, spike markers and divergence
+        install_run_compare(self)  # runs overlaid: File → Add run to compare…, the Runs dock
         self.shortcuts_first = WindowShortcutsFirst(self)
         self._connect()
         self._restore()
@@ -347,6 +352,7 @@ class MainWindow(QMainWindow):
             window.close()  # stops an A/B job on the training thread after its current step
         from gradexplorer.gui.run_view import close_run
 
+        self.overlay.close()
         close_run(self)
         self.controller.close()
         self.graph_panel.layouts.wait(5000)

@@ -51,7 +51,7 @@ class RunBuffer:
             name: s.update_ratio for name, s in gradients.params.items() if s.update_ratio is not None}
         point = StepPoint(result.step, result.loss, result.grad_norm, result.seconds,
                           result.ledger, result.extras.get("optimizer_state"),
-                          (spike,) if spike is not None else (), ratios)
+                          (spike,) if spike is not None else (), ratios, time.time())
         now = time.monotonic()
         with self._lock:
             wake = self._empty()

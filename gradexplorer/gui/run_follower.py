@@ -73,7 +73,8 @@ class RunFollower(QObject):
         for record in records:
             self.history.append(record)
         points = [StepPoint(r["step"], math.nan if r["loss"] is None else float(r["loss"]),
-                            r["global_norm"], r["seconds"] or 0.0, **extras[r["step"]])
+                            r["global_norm"], r["seconds"] or 0.0, time=float(r["time"]),
+                            **extras[r["step"]])
                   for r in rows]
         self.last_step = rows[-1]["step"]
         self._times = (self._times + [r["time"] for r in rows])[-64:]

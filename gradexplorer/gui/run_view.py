@@ -17,6 +17,7 @@ from gradexplorer.core.errors import UserError
 from gradexplorer.core.recorder.run import open_run
 from gradexplorer.core.recorder.schema import database_path
 from gradexplorer.core.recorder.structure import skeleton_model
+from gradexplorer.gui.run_compare import follow_own_run, forget_own_run
 from gradexplorer.gui.run_follower import RunFollower
 
 HISTORY = 256  # steps of a run kept in the views
@@ -107,6 +108,8 @@ def _follow(window, run, model) -> RunFollower:
     follower.finished.connect(lambda step: window.status.show_run(
         run.path.name, f"finished at step {step}" if step is not None else "finished"))
     window.distributions.set_run(run)  # bands over the whole run, not the history's window
+    window.gradients.set_run(run)  # and the heat map
+    follow_own_run(window, run)  # the overlay's own run (run_compare)
     follower.poll()
     window.settle()  # the figures first: the graph's layout thread would contend for the GIL
     graph = recorded_graph(run)  # its data was read and checked by run_is_ready
@@ -146,6 +149,8 @@ def close_run(window) -> None:
     follower = getattr(window, "run_follower", None)
     if follower is not None:
         window.distributions.set_run(None)
+        window.gradients.set_run(None)
+        forget_own_run(window)
         follower.close()
         window.run_follower = None
     waiter = getattr(window, "run_waiter", None)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -26,6 +27,7 @@ class StepPoint:
     optimizer: Any = None  # name -> ParamOptimState after the step, or None
     spikes: tuple = ()  # spike events this step belongs to or reports (SpikeEvent)
     update_ratios: Any = None  # name -> ‖Δθ‖/‖θ‖ of the step (inf where θ was 0), or None
+    time: float = math.nan  # wall clock (Unix seconds) when the step was recorded
 
 
 class Curve:
@@ -74,6 +76,7 @@ class TimelineModel:
     def __init__(self) -> None:
         self.loss = Curve()
         self.norm = Curve()
+        self.times = Curve()  # x: the step, y: its wall-clock time (the curves' time axes)
         self.gradients = GradientHistory(1)
         self.ledger = LedgerTrack()  # ledgers, optimizer state and spike events
         self.optimizer = OptimizerTrack()  # each parameter's optimizer figures over the steps
@@ -82,7 +85,7 @@ class TimelineModel:
 
     def reset(self, gradients: GradientHistory) -> None:
         """Start over (a new model): empty curves, and ``gradients`` as the history to read."""
-        self.loss, self.norm = Curve(), Curve()
+        self.loss, self.norm, self.times = Curve(), Curve(), Curve()
         self.gradients = gradients
         self.ledger.clear()
         self.optimizer.clear()
@@ -96,6 +99,7 @@ class TimelineModel:
         steps = [float(p.step) for p in points]
         self.loss.extend(steps, [p.loss for p in points])
         self.norm.extend(steps, [np.nan if p.grad_norm is None else p.grad_norm for p in points])
+        self.times.extend(steps, [p.time for p in points])
         self.ledger.take(points)
         self.optimizer.take(points)
         self.latest, self.steps_per_second = points[-1], steps_per_second

@@ -9,12 +9,13 @@ from PySide6.QtWidgets import QWidget
 
 from gradexplorer.core.stats.bands import distribution_bands
 from gradexplorer.core.stats.history import HistogramMatrix
+from gradexplorer.gui.plots.histogram_plot import NamedTitle
 from gradexplorer.gui.theme import ACCENT, ALARM, steady_axes
 
 SHADES = (("min", "max", 45), ("p5", "p95", 80), ("p25", "p75", 130))
 
 
-class BandsPlot(pg.PlotWidget):
+class BandsPlot(NamedTitle, pg.PlotWidget):
     """``show_matrix(name, matrix)`` draws the bands of ``matrix`` (steps × bins)."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
@@ -42,20 +43,39 @@ class BandsPlot(pg.PlotWidget):
         self.bands: dict[str, np.ndarray] = {}
         self.steps = np.zeros(0)
 
-    def show_matrix(self, name: str | None, matrix: HistogramMatrix | None) -> None:
-        """Bands of ``name``'s histograms, or a note when there are none."""
+    def show_matrix(self, name: str | None, matrix: HistogramMatrix | None,
+                    x: np.ndarray | None = None, colour: str = ACCENT) -> None:
+        """Bands of ``name``'s histograms (at ``x``, default the steps; in ``colour``), or a note
+        when there are none."""
+        self._colour(colour)
         if matrix is None or not len(matrix.steps):
             self.bands, self.steps = {}, np.zeros(0)
             for item in (*self.edges.values(), self.median):
                 item.setData([], [])
             self.note.setText("select a parameter" if name is None else "no histogram recorded yet")
+            self.plotItem.vb.setRange(xRange=(0, 1), yRange=(0, 1), padding=0)  # the note centred
             self.note.setPos(0.5, 0.5)
             return
-        self.note.setText("")
-        self.steps = np.asarray(matrix.steps, dtype=np.float64)
+        if self.note.toPlainText():
+            self.note.setText("")
+            self.plotItem.vb.enableAutoRange()  # back to following the bands
+        self.steps = np.asarray(matrix.steps if x is None else x, dtype=np.float64)
         self.bands = distribution_bands(matrix.edges, matrix.counts)
-        ok = np.isfinite(self.bands["min"])
+        ok = np.isfinite(self.bands["min"]) & np.isfinite(self.steps)
         for key, item in self.edges.items():
             item.setData(self.steps[ok], self.bands[key][ok])
         self.median.setData(self.steps[ok], self.bands["median"][ok])
-        self.plotItem.setTitle(f"{name}: min–max, p5–p95, p25–p75, median")
+        self.set_named_title("distribution", name)  # shortened to fit; the shades in the tooltip
+        self.setToolTip(f"{name}: min–max, p5–p95 and p25–p75 shaded, the median a line")
+
+    def _colour(self, colour: str) -> None:
+        """Shades and median in ``colour`` (a run's colour when runs are overlaid)."""
+        if getattr(self, "_shown_colour", ACCENT) == colour:
+            return
+        self._shown_colour = colour
+        c = pg.mkColor(colour)
+        for (low, high, alpha), fill in zip(SHADES, self.fills, strict=True):
+            for key in (low, high):
+                self.edges[key].setPen(pg.mkPen(c.red(), c.green(), c.blue(), alpha))
+            fill.setBrush(pg.mkBrush(c.red(), c.green(), c.blue(), alpha))
+        self.median.setPen(pg.mkPen(colour, width=2))

@@ -1,4 +1,7 @@
-"""The gradients dock: alarm, selected parameter's histogram and heat map, gradient flow."""
+"""The gradients dock: alarm, selected parameter's histogram and heat map, gradient flow.
+
+The heat map covers the steps the timeline holds for the live session, and the whole run
+(at most HEATMAP_STEPS steps drawn, evenly spread) for a run directory (``set_run``)."""
 
 from __future__ import annotations
 
@@ -6,6 +9,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import (
     QCheckBox,
+    QComboBox,
     QFrame,
     QHBoxLayout,
     QLabel,
@@ -17,11 +21,14 @@ from PySide6.QtWidgets import (
 )
 from superqt.utils import qthrottled
 
+from gradexplorer.core.recorder.run_history import RunHistory
+from gradexplorer.core.stats.curves import thin_steps
 from gradexplorer.gui.models.selection import Selection, SelectionModel, parameter_for
 from gradexplorer.gui.models.timeline import TimelineModel
 from gradexplorer.gui.name_elide import elide_to_width
 from gradexplorer.gui.plots.alarm_banner import AlarmBanner
 from gradexplorer.gui.plots.flow_chart import FlowPanel
+from gradexplorer.gui.plots.heatmap_axes import AXIS_MODES, AXIS_TIPS
 from gradexplorer.gui.plots.heatmap_plot import HistogramHeatmap
 from gradexplorer.gui.plots.histogram_plot import HistogramPlot
 
@@ -31,6 +38,7 @@ PLOT_HEIGHTS = (150, 150, 150, 170)  # the least each plot gets: 80+ pixels of p
 HEATMAP_MS, FLOW_MS = 100, 120  # heavier: about 10 times a second, on their own timers (no
 # leading-edge call), with periods that rarely coincide, so a step never triggers every redraw
 # in one tick of the GUI thread
+HEATMAP_STEPS = 600  # columns of a whole run's heat map (evenly spread, first and last kept)
 
 
 class GradientPanel(QWidget):
@@ -45,6 +53,7 @@ class GradientPanel(QWidget):
         self.selection, self.timeline = selection, timeline
         self.model = None
         self.param: str | None = None
+        self.run_history: RunHistory | None = None  # a run directory: the heat map covers it all
         self._throttles = (qthrottled(self.refresh_histogram, timeout=HISTOGRAM_MS, parent=self),
                            qthrottled(self.refresh_heatmap, timeout=HEATMAP_MS, leading=False,
                                       parent=self),
@@ -66,6 +75,13 @@ class GradientPanel(QWidget):
         self.observed_plot = HistogramPlot(title="observed grad_output[0] (filled), grad_input[0]")
         self.observed_plot.hide()  # shown while the selected module has an observe hook's data
         self.heatmap = HistogramHeatmap()
+        self.axis_box = QComboBox()  # the heat map's value axis
+        self.axis_box.addItems(AXIS_MODES)
+        for index, mode in enumerate(AXIS_MODES):
+            self.axis_box.setItemData(index, AXIS_TIPS[mode], Qt.ToolTipRole)
+        self.axis_box.setToolTip("value axis of the histogram over steps: fixed, each step on its "
+                                 "own range, or log10 |g|")
+        self.axis_box.currentTextChanged.connect(self.set_heatmap_axis)
         self.flow_panel = FlowPanel()
         self.flow = self.flow_panel.chart
         self.flow.param_clicked.connect(
@@ -73,11 +89,18 @@ class GradientPanel(QWidget):
         header = QHBoxLayout()
         header.addWidget(self.param_label, 1)
         header.addWidget(self.log_box)
+        heatmap_box = QWidget()  # the heat map under its value-axis chooser (the header keeps its
+        heat_column = QVBoxLayout(heatmap_box)  # width: the dock's least width is unchanged)
+        heat_column.setContentsMargins(0, 0, 0, 0)
+        heat_column.setSpacing(0)
+        heat_column.addWidget(self.axis_box, 0, Qt.AlignRight)
+        heat_column.addWidget(self.heatmap, 1)
         split = self.split = QSplitter(Qt.Vertical)
-        for plot, least in zip((self.histogram, self.observed_plot, self.heatmap, self.flow_panel),
+        for plot, least in zip((self.histogram, self.observed_plot, heatmap_box, self.flow_panel),
                                PLOT_HEIGHTS, strict=True):
             plot.setMinimumHeight(least)  # readable axes whatever the dock's size
             split.addWidget(plot)
+        heatmap_box.setMinimumHeight(PLOT_HEIGHTS[2] + self.axis_box.sizeHint().height())  # its chooser too
         split.setChildrenCollapsible(False)
         for index, stretch in enumerate((2, 2, 2, 3)):  # the flow chart lists every parameter
             split.setStretchFactor(index, stretch)
@@ -178,10 +201,27 @@ class GradientPanel(QWidget):
         super().resizeEvent(event)
         self._show_name()
 
+    def set_heatmap_axis(self, mode: str) -> None:
+        """The heat map's value axis: ``fixed``, ``per step`` or ``log |g|``."""
+        self.axis_box.setCurrentText(mode)
+        self.heatmap.set_axis_mode(mode)
+
+    def set_run(self, run) -> None:
+        """Draw the heat map over the whole of ``run`` (a followed run directory; None: the
+        live session's history)."""
+        self.run_history = None if run is None else RunHistory(run)
+        self.refresh_heatmap()
+
     def refresh_heatmap(self) -> None:
         """Redraw the selected parameter's histogram over steps."""
-        name = self.param
-        self.heatmap.show_matrix(name, self.timeline.gradients.histogram_matrix(name) if name else None)
+        name, history = self.param, self.run_history
+        if not name:
+            matrix = None
+        elif history is not None:
+            matrix = history.histogram_matrix(name, thin_steps(history.histogram_steps(), HEATMAP_STEPS))
+        else:
+            matrix = self.timeline.gradients.histogram_matrix(name)
+        self.heatmap.show_matrix(name, matrix)
 
     def refresh_flow(self) -> None:
         """Redraw the gradient flow of the latest step."""

@@ -1,4 +1,5 @@
-"""One parameter's histogram over time: a heat map of value bins × steps."""
+"""One parameter's histogram over time: a heat map of value bins × steps, on a fixed value axis,
+each step on its own range, or on log10 |g| (``heatmap_axes``)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from PySide6.QtCore import QRectF
 from PySide6.QtWidgets import QWidget
 
 from gradexplorer.gui.number_text import format_number
+from gradexplorer.gui.plots.heatmap_axes import heatmap_rows
 from gradexplorer.gui.plots.histogram_plot import NamedTitle
 from gradexplorer.gui.plots.hover import HoverReadout, corner_readout
 from gradexplorer.gui.theme import ALARM, steady_axes, value_ticks
@@ -19,6 +21,9 @@ class HistogramHeatmap(NamedTitle, pg.PlotWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.log = True
+        self.axis_mode = "fixed"  # or "per step", "log |g|" (heatmap_axes.AXIS_MODES)
+        self.drawn = None  # (name, HistogramMatrix) shown, redrawn when the axis changes
+        self.matrix = None  # the HistogramMatrix drawn now (each step's own bins, for the readout)
         self.set_named_title("histogram over steps", None)
         self.plotItem.setLabel("bottom", "step")
         self.plotItem.setLabel("left", "gradient value")
@@ -30,7 +35,6 @@ class HistogramHeatmap(NamedTitle, pg.PlotWidget):
         self.colour_bar.setImageItem(self.image, insert_in=self.plotItem)
         self.readout, self.show_readout = corner_readout(self)  # what is under the mouse
         self.shown = None  # (edges, steps, counts) drawn now, for the hover readout
-        self.matrix = None  # the HistogramMatrix drawn now
         self.hover = HoverReadout(self.scene(), [self.plotItem],
                                   lambda _plot, x, y: self.describe_cell(x, y), self.show_readout)
         self.note = pg.TextItem("", anchor=(0.5, 0.5), color=ALARM)
@@ -42,37 +46,56 @@ class HistogramHeatmap(NamedTitle, pg.PlotWidget):
         self.log = log
         self.colour_bar.setLabel("right", self._bar_label())
 
+    def set_axis_mode(self, mode: str) -> None:
+        """The value axis: ``fixed``, ``per step`` (each step on its own range) or ``log |g|``."""
+        self.axis_mode = mode
+        if self.drawn is not None:
+            self.show_matrix(*self.drawn)
+
     def _bar_label(self) -> str:
         return "log10(1 + count)" if self.log else "count"
 
     def describe_cell(self, x: float, y: float) -> str:
-        """``step S · [lo, hi): N values`` under the mouse: the bin that step recorded (its own
-        edges and whole count; the image redistributes every step onto one common grid)."""
+        """``step S · [lo, hi): N values`` under the mouse: the bin that step recorded, with its
+        own edges and whole count, for the gradient value under the mouse (the image
+        redistributes every step onto one common grid). On the log |g| axis, where a row holds
+        both signs: the row's |g| range and its count, named as rebinned when not whole."""
         if self.shown is None or self.matrix is None:
             return ""
-        edges, steps, _counts = self.shown
-        if not (edges[0] <= y <= edges[-1]):
+        rows, steps, counts = self.shown
+        if not (rows.rows[0] <= y <= rows.rows[-1]):
             return ""
         row = int(np.argmin(np.abs(steps - x)))  # columns are centred on their steps
-        own, counts = self.matrix.edges[row], self.matrix.counts[row]
         step = f"step {int(steps[row])}"
-        if not own[0] <= y <= own[-1]:
+        if self.axis_mode == "log |g|":
+            col = min(int(np.searchsorted(rows.rows, y, side="right")) - 1, counts.shape[1] - 1)
+            lo, hi = (rows.value_at(row, rows.rows[c], self.axis_mode) for c in (col, col + 1))
+            count = float(counts[row, col])
+            text = f"{int(count):,} values" if count == int(count) else \
+                f"{format_number(count)} values (rebinned onto |g|)"
+            return f"{step} · |g| in [{format_number(lo)}, {format_number(hi)}): {text}"
+        value = rows.value_at(row, y, self.axis_mode)
+        own, recorded = self.matrix.edges[row], self.matrix.counts[row]
+        if not own[0] <= value <= own[-1]:
             return f"{step} · no values here (its range [{format_number(own[0])}, " \
                    f"{format_number(own[-1])}])"
-        col = min(int(np.searchsorted(own, y, side="right")) - 1, len(counts) - 1)
+        col = min(int(np.searchsorted(own, value, side="right")) - 1, len(recorded) - 1)
         return (f"{step} · [{format_number(own[col])}, {format_number(own[col + 1])}): "
-                f"{int(counts[col]):,} values")
+                f"{int(recorded[col]):,} values")
 
     def show_matrix(self, name: str | None, matrix) -> None:
         """Draw a HistogramMatrix (rows are steps); empty when there is none."""
         self.set_named_title("histogram over steps", name)
+        self.drawn = (name, matrix)
         if matrix is None or not len(matrix.steps):
             self.image.clear()
             self.has_data, self.shown, self.matrix = False, None, None
             self._show_note("no gradient recorded yet" if name else "select a parameter")
             return
         self._show_note("")
-        edges, counts = matrix.on_common_grid()
+        rows = heatmap_rows(matrix.edges, matrix.counts, self.axis_mode)
+        edges, counts = rows.rows, rows.counts
+        self.plotItem.setLabel("left", rows.label)
         shown = np.log10(1.0 + counts) if self.log else counts.astype(float)
         steps = matrix.steps
         pitch = float(np.median(np.diff(steps))) if len(steps) > 1 else 1.0
@@ -80,8 +103,8 @@ class HistogramHeatmap(NamedTitle, pg.PlotWidget):
         top = float(shown.max()) or 1.0
         self.image.setImage(shown.T, levels=(0.0, top))  # rows: value bins, columns: steps
         self.colour_bar.setLevels((0.0, top))
-        self.shown = (np.asarray(edges, dtype=float), np.asarray(steps, dtype=float), counts)
-        self.matrix = matrix  # each step's own bins, for the readout
+        self.shown = (rows, np.asarray(steps, dtype=float), counts)
+        self.matrix = matrix
         height = float(edges[-1] - edges[0]) or 1.0
         self.image.setRect(QRectF(float(steps[0]) - pitch / 2, float(edges[0]), span, height))
         self.has_data = True

@@ -45,6 +45,12 @@ class SpikeMarkers(QObject):
             self.lines.append(line)
         self.refresh_soon = qthrottled(self.refresh, timeout=REDRAW_MS, parent=self)
         self.timeline.changed.connect(self.refresh_soon)
+        curves.overlay.changed.connect(self.refresh_soon)  # the x axis: step, or time
+
+    def _x(self, step: int) -> float:
+        """Where ``step`` is on the curves' x axis (step, relative or wall time)."""
+        overlay = self.curves.overlay
+        return float(overlay.x_of(overlay.runs[0], np.array([step]))[0])
 
     @staticmethod
     def _tip(x, y, data) -> str:
@@ -60,7 +66,7 @@ class SpikeMarkers(QObject):
                                  ("norm", self.timeline.norm, self.curves.norm_plot)):
             xs, ys = [], []
             for event in events:
-                xs.append(float(event.step))
+                xs.append(self._x(event.step))
                 ys.append(self._height(curve, event.step, plot))
             self.items[key].setData(xs, ys, data=events)
 
@@ -83,4 +89,4 @@ class SpikeMarkers(QObject):
         for line in self.lines:
             line.setVisible(step is not None)
             if step is not None:
-                line.setValue(step)
+                line.setValue(self._x(step))
