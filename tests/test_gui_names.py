@@ -16,6 +16,7 @@ from gradexplorer.gui.models.selection import SelectionModel
 from gradexplorer.gui.module_tree import ModuleTree
 from gradexplorer.gui.name_elide import elide_chars
 from gradexplorer.gui.parameter_table import ParameterTable
+from tests.gui_helpers import TIMEOUT_MS
 
 GPT_NAME = "transformer.h.10.attn.c_attn.weight"
 
@@ -84,7 +85,7 @@ def test_tree_name_column_fits_its_deepest_row(qtbot):
     tree.show()
     tree.set_model(Gpt())
     tree.expandAll()
-    qtbot.waitUntil(lambda: tree.columnWidth(0) >= tree.sizeHintForColumn(0))
+    qtbot.waitUntil(lambda: tree.columnWidth(0) >= tree.sizeHintForColumn(0), timeout=TIMEOUT_MS)
 
 
 def test_escape_leaves_the_search_box(qtbot):
@@ -94,7 +95,7 @@ def test_escape_leaves_the_search_box(qtbot):
     qtbot.addWidget(panel)
     panel.show()
     panel.search_edit.setFocus()
-    qtbot.waitUntil(panel.search_edit.hasFocus)
+    qtbot.waitUntil(panel.search_edit.hasFocus, timeout=TIMEOUT_MS)
     qtbot.keyClicks(panel.search_edit, "fc1")
     qtbot.keyClick(panel.search_edit, Qt.Key_Escape)
     assert panel.search_edit.text() == "" and not panel.search_edit.hasFocus()

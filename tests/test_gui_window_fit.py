@@ -9,6 +9,7 @@ from PySide6.QtWidgets import QToolButton
 
 from gradexplorer.gui import window_fit
 from gradexplorer.gui.window_fit import SCREEN_SHARE, available
+from tests.gui_helpers import TIMEOUT_MS
 
 
 @pytest.fixture
@@ -34,7 +35,7 @@ def test_geometry_saved_on_a_bigger_screen_is_clamped(make_window, qtbot, real_s
     first = make_window()
     first.resize(2600, 1500)  # a 4K monitor's window
     first.move(900, 700)
-    qtbot.waitUntil(lambda: first.width() == 2600)
+    qtbot.waitUntil(lambda: first.width() == 2600, timeout=TIMEOUT_MS)
     first.close()
     second = make_window()
     screen = available(second)
@@ -46,7 +47,7 @@ def test_window_fits_800_by_600_with_every_panel_and_the_toolbar_overflows(make_
     hint = window.minimumSizeHint()
     assert hint.width() <= 800 and hint.height() <= 600, hint
     window.resize(800, 600)
-    qtbot.waitUntil(lambda: window.size().toTuple() == (800, 600))
+    qtbot.waitUntil(lambda: window.size().toTuple() == (800, 600), timeout=TIMEOUT_MS)
     for dock in (window.model_dock, window.gradients_dock, window.curves_dock):
         assert dock.isVisible() and dock.width() > 100 and dock.height() > 100, dock.objectName()
     assert window.graph_panel.view.width() > 200
@@ -58,21 +59,21 @@ def test_window_fits_800_by_600_with_every_panel_and_the_toolbar_overflows(make_
 def test_plots_get_eighty_pixels_even_in_a_short_window(make_window, qtbot):
     window = make_window()
     window.resize(1024, 700)
-    qtbot.waitUntil(lambda: window.size().toTuple() == (1024, 700))
+    qtbot.waitUntil(lambda: window.size().toTuple() == (1024, 700), timeout=TIMEOUT_MS)
     gradients = window.gradients
     for plot in (gradients.histogram.getPlotItem(), gradients.heatmap.getPlotItem(),
                  window.curves.loss_plot, window.curves.norm_plot):
-        qtbot.waitUntil(lambda plot=plot: plot.vb.height() >= 80)
+        qtbot.waitUntil(lambda plot=plot: plot.vb.height() >= 80, timeout=TIMEOUT_MS)
     assert gradients.flow_panel.chart.visible_rows >= 5
 
 
 def test_squeezed_docks_recover_when_the_window_grows(make_window, qtbot):
     window = make_window()
     window.resize(800, 600)
-    qtbot.waitUntil(lambda: window.width() == 800)
+    qtbot.waitUntil(lambda: window.width() == 800, timeout=TIMEOUT_MS)
     window.resizeDocks([window.model_dock], [120], Qt.Horizontal)  # as a small window leaves it
     window.resize(1500, 920)
-    qtbot.waitUntil(lambda: share_of(window, window.model_dock) > 0.2)
+    qtbot.waitUntil(lambda: share_of(window, window.model_dock) > 0.2, timeout=TIMEOUT_MS)
     assert share_of(window, window.gradients_dock) > 0.2
     assert share_of(window, window.curves_dock, Qt.Vertical) > 0.15
 
@@ -81,12 +82,12 @@ def test_a_squeezed_saved_layout_recovers_on_the_next_start(make_window, qtbot):
     first = make_window()
     fresh = {d: share_of(first, getattr(first, d)) for d in ("model_dock", "gradients_dock")}
     first.resizeDocks([first.model_dock, first.gradients_dock], [60, 60], Qt.Horizontal)
-    qtbot.waitUntil(lambda: share_of(first, first.model_dock) < 0.6 * fresh["model_dock"])
+    qtbot.waitUntil(lambda: share_of(first, first.model_dock) < 0.6 * fresh["model_dock"], timeout=TIMEOUT_MS)
     first.close()
     second = make_window()  # the squeezed layout was saved: it recovers on opening
     for dock in fresh:  # no dock left well under its share (window_fit.RECOVER_BELOW)
         qtbot.waitUntil(lambda d=dock: share_of(second, getattr(second, d))
-                        >= window_fit.RECOVER_BELOW * fresh[d])
+                        >= window_fit.RECOVER_BELOW * fresh[d], timeout=TIMEOUT_MS)
 
 
 def test_reset_layout_docks_and_shows_every_panel(make_window, qtbot):
@@ -95,8 +96,8 @@ def test_reset_layout_docks_and_shows_every_panel(make_window, qtbot):
     window.model_dock.hide()
     window.curves_dock.hide()
     window.reset_layout_action.trigger()
-    qtbot.waitUntil(lambda: window.model_dock.isVisible() and window.curves_dock.isVisible())
+    qtbot.waitUntil(lambda: window.model_dock.isVisible() and window.curves_dock.isVisible(), timeout=TIMEOUT_MS)
     assert not window.gradients_dock.isFloating()
     assert window.dockWidgetArea(window.gradients_dock) == Qt.RightDockWidgetArea
-    qtbot.waitUntil(lambda: share_of(window, window.model_dock) > 0.2)
+    qtbot.waitUntil(lambda: share_of(window, window.model_dock) > 0.2, timeout=TIMEOUT_MS)
 
