@@ -96,7 +96,8 @@ def test_reset_layout_docks_and_shows_every_panel(make_window, qtbot):
     window.model_dock.hide()
     window.curves_dock.hide()
     window.reset_layout_action.trigger()
-    qtbot.waitUntil(lambda: window.model_dock.isVisible() and window.curves_dock.isVisible(), timeout=TIMEOUT_MS)
+    qtbot.waitUntil(lambda: window.model_dock.isVisible() and window.curves_dock.isVisible(),
+                    timeout=TIMEOUT_MS)
     assert not window.gradients_dock.isFloating()
     assert window.dockWidgetArea(window.gradients_dock) == Qt.RightDockWidgetArea
     qtbot.waitUntil(lambda: share_of(window, window.model_dock) > 0.2, timeout=TIMEOUT_MS)
