@@ -80,3 +80,24 @@ def monitored_step(model, optimizer, monitors: list[GradientMonitor], step: int 
         m.after_step(session, result)
         records.append(result.extras["gradients"])
     return records
+
+
+def reference_state(opt, p, group):
+    """The optimizer-state figures of one parameter, recomputed in float64 with numpy."""
+    st = opt.state[p]
+    out = {"lr": group["lr"]}
+    if "exp_avg" in st:
+        m = st["exp_avg"].double().numpy()
+        v = st["exp_avg_sq"].double().numpy()
+        if group.get("amsgrad"):
+            v_max = st["max_exp_avg_sq"].double().numpy()
+        else:
+            v_max = v
+        bc2 = 1 - group["betas"][1] ** float(st["step"])
+        out["exp_avg_norm"] = np.sqrt(np.sum(m * m))
+        out["exp_avg_sq_rms"] = np.sqrt(np.mean(np.sqrt(v / bc2) ** 2))
+        out["effective_lr"] = np.mean(group["lr"] / (np.sqrt(v_max / bc2) + group["eps"]))
+    if st.get("momentum_buffer") is not None:
+        b = st["momentum_buffer"].double().numpy()
+        out["momentum_norm"] = np.sqrt(np.sum(b * b))
+    return out

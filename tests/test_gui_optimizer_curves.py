@@ -20,7 +20,7 @@ from gradexplorer.core.session.engine import SessionConfig
 from gradexplorer.gui.models.optimizer_track import SERIES_FIELDS
 from gradexplorer.gui.plots.optimizer_curves import FIGURES
 from tests.gui_helpers import TIMEOUT_MS, wait_idle
-from tests.test_step_ledger import reference_state
+from tests.stats_reference import reference_state
 
 STEPS = 4
 

@@ -16,7 +16,7 @@ from gradexplorer.gui.models.run_overlay import PALETTE, x_positions
 from gradexplorer.gui.run_compare import add_compare_run
 from tests.gui_helpers import open_model, wait_idle
 from tests.share_helpers import write_run
-from tests.test_gui_screenshot import run_gradexplorer
+from tests.screenshot_helpers import run_gradexplorer
 
 
 @pytest.fixture(scope="module")
@@ -225,3 +225,22 @@ def test_spike_markers_follow_the_time_axis(qtbot, make_window, tmp_path):
     steps, times = stored(path, "time")
     want = [float(times[steps.tolist().index(e.step)] - times[0]) for e in events]
     assert window.spike_markers.items["loss"].getData()[0].tolist() == pytest.approx(want)
+
+
+def test_the_curves_csv_holds_every_run_shown(window, three_runs, tmp_path, monkeypatch):
+    import pandas as pd
+    from PySide6.QtWidgets import QFileDialog
+
+    target = tmp_path / "curves.csv"
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *a, **k: (str(target), ""))
+    window.overlay.set_visible(1, False)  # run b hidden: not in the file
+    window.curves.csv_button.click()
+    table = pd.read_csv(target)
+    assert list(table.columns) == ["run", "step", "loss", "global_norm"]
+    assert sorted(set(table["run"])) == ["a", "c"]
+    for name, path in (("a", three_runs[0]), ("c", three_runs[2])):
+        rows = table[table["run"] == name]
+        steps, losses = stored(path, "loss")
+        _, norms = stored(path, "global_norm")
+        assert rows["step"].tolist() == steps.astype(int).tolist()
+        assert rows["loss"].tolist() == losses.tolist() and rows["global_norm"].tolist() == norms.tolist()

@@ -13,6 +13,7 @@ import torch
 from torch import nn
 
 import gradexplorer as gx
+from tests.stats_reference import reference_state
 
 
 def make_model(zero_bias=False):
@@ -168,27 +169,6 @@ def test_gradscaler_skipped_step_is_recorded_as_skipped_with_an_alarm(tmp_path):
     out = subprocess.run([sys.executable, "-m", "gradexplorer", "inspect", str(tmp_path / "run"),
                           "--step", "2"], capture_output=True, text=True, check=True).stdout
     assert "SKIPPED" in out and "skipped 1" in out
-
-
-def reference_state(opt, p, group):
-    """The optimizer-state figures of one parameter, recomputed in float64 with numpy."""
-    st = opt.state[p]
-    out = {"lr": group["lr"]}
-    if "exp_avg" in st:
-        m = st["exp_avg"].double().numpy()
-        v = st["exp_avg_sq"].double().numpy()
-        if group.get("amsgrad"):
-            v_max = st["max_exp_avg_sq"].double().numpy()
-        else:
-            v_max = v
-        bc2 = 1 - group["betas"][1] ** float(st["step"])
-        out["exp_avg_norm"] = np.sqrt(np.sum(m * m))
-        out["exp_avg_sq_rms"] = np.sqrt(np.mean(np.sqrt(v / bc2) ** 2))
-        out["effective_lr"] = np.mean(group["lr"] / (np.sqrt(v_max / bc2) + group["eps"]))
-    if st.get("momentum_buffer") is not None:
-        b = st["momentum_buffer"].double().numpy()
-        out["momentum_norm"] = np.sqrt(np.sum(b * b))
-    return out
 
 
 @pytest.mark.parametrize("kind", ["adam", "adamw-amsgrad", "sgd-momentum"])

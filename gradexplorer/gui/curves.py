@@ -127,13 +127,25 @@ class TrainingCurves(QWidget):
         self.refresh()
 
     def save_csv(self) -> str | None:
-        """Ask for a file and write ``step, loss, global_norm`` of every step shown."""
+        """Ask for a file and write ``step, loss, global_norm`` of every step shown; with runs
+        overlaid, ``run, step, loss, global_norm`` of every run shown (long form, one row per
+        run and step, as pandas reads it), exactly as recorded."""
         from gradexplorer.gui.csv_export import save_csv
 
-        t = self.timeline
-        norms = dict(zip(t.norm.x.tolist(), t.norm.y.tolist(), strict=True))
-        rows = [(int(x), y, norms.get(x)) for x, y in zip(t.loss.x.tolist(), t.loss.y.tolist(), strict=True)]
-        return save_csv(self, "curves", ["step", "loss", "global_norm"], rows)
+        if not self.overlay.overlaid:
+            t = self.timeline
+            norms = dict(zip(t.norm.x.tolist(), t.norm.y.tolist(), strict=True))
+            rows = [(int(x), y, norms.get(x))
+                    for x, y in zip(t.loss.x.tolist(), t.loss.y.tolist(), strict=True)]
+            return save_csv(self, "curves", ["step", "loss", "global_norm"], rows)
+        rows = []
+        for run in self.overlay.shown():
+            steps, losses = run.source.figure("loss")
+            norm_steps, norms = run.source.figure("global_norm")
+            norm_at = dict(zip(norm_steps.tolist(), norms.tolist(), strict=True))
+            rows += [(run.name, int(step), loss, norm_at.get(step))
+                     for step, loss in zip(steps.tolist(), losses.tolist(), strict=True)]
+        return save_csv(self, "curves", ["run", "step", "loss", "global_norm"], rows)
 
     @property
     def smoothing(self) -> float:
