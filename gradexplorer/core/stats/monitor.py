@@ -46,14 +46,17 @@ class NumbaBackend:
     name = "numba"
 
     def __init__(self) -> None:
+        from gradexplorer.core.stats import backend_at as grad_backend_at
         from gradexplorer.core.stats import backend_cpu as grad_backend_cpu
         from gradexplorer.core.stats.update_tracker import UpdateTracker
 
-        self._cpu = grad_backend_cpu
+        self._cpu, self._at = grad_backend_cpu, grad_backend_at
         self._tracker = UpdateTracker()
 
     def begin(self, grads, params, want_histograms, bins, hist_range, optimizer=None):
-        raw = self._cpu.compute(grads, want_histograms, bins, hist_range)
+        at = self._at.addresses_of(grads)  # in place, one call per pass, where it can
+        raw = self._cpu.compute(grads, want_histograms, bins, hist_range) if at is None \
+            else self._at.compute_at(at, want_histograms, bins, hist_range)
         if params is not None:
             self._tracker.before(params, optimizer)
         return raw

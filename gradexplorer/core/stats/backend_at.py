@@ -1,0 +1,110 @@
+"""CPU statistics read in place: every gradient of a step in one kernel call per pass.
+
+Where every tensor is a contiguous CPU tensor of one kernel dtype (the common case), the
+step's tensors are handed to ``kernels_at`` by address: no packing copy, no Python work per
+tensor beyond reading its address, and the same per-tensor kernels (the same figures) as the
+packed path of ``backend_cpu``, which remains for everything else and for multi-threaded
+passes over large models.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from gradexplorer.core.stats import kernels_at as KA
+from gradexplorer.core.stats.backend_cpu import KERNEL_DTYPES, PARALLEL_MIN, ParamCopies
+from gradexplorer.core.stats.histogram import HistRange, histogram_edges, range_bounds
+from gradexplorer.core.stats.raw import INFS, MAX, MIN, MOMENT_COLUMNS, NANS, RawStats
+
+_LIKE = {torch.float32: np.zeros(0, np.float32), torch.float64: np.zeros(0, np.float64)}
+
+
+@dataclass
+class Addresses:
+    """Where tensors lie: int64 ``addresses`` and ``sizes``, their dtype (``like``: an empty
+    array of it), and the tensors themselves, held while the kernels read them."""
+
+    addresses: np.ndarray
+    sizes: np.ndarray
+    like: np.ndarray
+    tensors: list[torch.Tensor]
+
+
+def addresses_of(tensors: list[torch.Tensor]) -> Addresses | None:
+    """The tensors' addresses when one kernel call can read them all in place (dense,
+    contiguous CPU tensors of one kernel dtype, and one thread's worth of work); else None."""
+    if not tensors:
+        return None
+    dtype = tensors[0].dtype
+    if dtype not in KERNEL_DTYPES or [t for t in tensors if t.dtype != dtype or not t.is_cpu
+                                      or t.is_sparse or not t.is_contiguous()]:
+        return None
+    sizes = np.array([t.numel() for t in tensors], np.int64)
+    if torch.get_num_threads() > 1 and sizes.sum() >= PARALLEL_MIN:
+        return None  # worth spreading over threads: the packed path does
+    addresses = np.array([t.data_ptr() for t in tensors], np.int64)
+    return Addresses(addresses, sizes, _LIKE[dtype], tensors)
+
+
+def compute_at(at: Addresses, want_histograms: bool, bins: int, hist_range: HistRange) -> RawStats:
+    """``backend_cpu.compute``'s figures, read in place."""
+    count = at.sizes.size
+    raw = RawStats(np.zeros((count, MOMENT_COLUMNS)))
+    m = raw.moments
+    KA.moments_at(at.addresses, at.sizes, at.like, m)
+    if not want_histograms:
+        return raw
+    raw.edges = histogram_edges(*range_bounds(m[:, MIN], m[:, MAX], hist_range), bins)
+    raw.counts, raw.extra = np.zeros((count, bins), np.int64), np.zeros((count, 4), np.int64)
+    careful = (m[:, NANS] + m[:, INFS] > 0) | (m[:, MIN] < raw.edges[:, 0]) \
+        | (m[:, MAX] > raw.edges[:, -1])
+    KA.histograms_at(at.addresses, at.sizes, at.like, raw.edges, raw.counts, raw.extra, careful)
+    raw.extra[:, 2], raw.extra[:, 3] = m[:, NANS], m[:, INFS]
+    return raw
+
+
+def norms_at(at: Addresses) -> np.ndarray:
+    """‖t‖ of each tensor, float64 (``kernels.norm_of_array``)."""
+    out = np.zeros(at.sizes.size)
+    KA.norms_at(at.addresses, at.sizes, at.like, out)
+    return out
+
+
+class UpdateCopies:
+    """The weights before the optimizer step, for ‖Δθ‖: one kept flat buffer filled in place
+    by address (``ParamCopies``, the packed copies, where the weights cannot be read so)."""
+
+    def __init__(self) -> None:
+        self._flat = np.zeros(0, np.float32)
+        self._offsets = np.zeros(1, np.int64)
+        self._sizes = np.zeros(0, np.int64)
+        self._packed: ParamCopies | None = None
+
+    def take(self, params: list[torch.Tensor]) -> None:
+        """Copy ``params`` now."""
+        at = addresses_of(params)
+        if at is None:
+            self._packed = self._packed or ParamCopies()
+            self._packed.take(params)
+            return
+        self._packed = None
+        total = int(at.sizes.sum())
+        if self._flat.size != total or self._flat.dtype != at.like.dtype:
+            self._flat = np.empty(total, at.like.dtype)
+        if not np.array_equal(at.sizes, self._sizes):
+            self._sizes, self._offsets = at.sizes, np.concatenate([[0], np.cumsum(at.sizes)])
+        KA.copy_at(at.addresses, at.sizes, at.like, self._offsets, self._flat)
+
+    def update_norms(self, params: list[torch.Tensor]) -> np.ndarray:
+        """``(P, 2)``: ‖θ_now − θ_copy‖ and ‖θ_copy‖ per parameter (float64)."""
+        if self._packed is not None:
+            return self._packed.update_norms(params)
+        at = addresses_of(params)
+        if at is None or at.like.dtype != self._flat.dtype or not np.array_equal(at.sizes, self._sizes):
+            raise RuntimeError("the parameters changed across the optimizer step")
+        out = np.zeros((at.sizes.size, 2))
+        KA.update_norms_at(at.addresses, at.sizes, at.like, self._flat, self._offsets, out)
+        return out
