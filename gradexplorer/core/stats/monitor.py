@@ -173,7 +173,8 @@ class GradientMonitor:
     def after_backward(self, session, step: int) -> None:
         """Gradients are ready: start this step's statistics."""
         start = time.perf_counter()
-        named = _named(session.model)
+        # a watched loop's session names its parameters once; the app's session, each step
+        named = getattr(session, "named_parameters", None) or _named(session.model)
         present = [p.grad is not None for _, p in named]
         owners = [p for _, p in named if p.grad is not None]
         params = [measured_tensor(p) for p in owners]  # what is measured (complex: its parts)
