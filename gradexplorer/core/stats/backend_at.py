@@ -14,10 +14,11 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from gradexplorer.core.stats import backend_cpu as C
 from gradexplorer.core.stats import kernels_at as KA
 from gradexplorer.core.stats.backend_cpu import KERNEL_DTYPES, PARALLEL_MIN, ParamCopies
 from gradexplorer.core.stats.histogram import HistRange, histogram_edges, range_bounds
-from gradexplorer.core.stats.raw import INFS, MAX, MIN, MOMENT_COLUMNS, NANS, RawStats
+from gradexplorer.core.stats.raw import MAX, MIN, MOMENT_COLUMNS, RawStats
 
 _LIKE = {torch.float32: np.zeros(0, np.float32), torch.float64: np.zeros(0, np.float64)}
 
@@ -42,7 +43,7 @@ def addresses_of(tensors: list[torch.Tensor]) -> Addresses | None:
     if dtype not in KERNEL_DTYPES or [t for t in tensors if t.dtype != dtype or not t.is_cpu
                                       or t.is_sparse or not t.is_contiguous()]:
         return None
-    sizes = np.array([t.numel() for t in tensors], np.int64)
+    sizes = np.array([t.nbytes for t in tensors], np.int64) // tensors[0].element_size()
     if torch.get_num_threads() > 1 and sizes.sum() >= PARALLEL_MIN:
         return None  # worth spreading over threads: the packed path does
     addresses = np.array([t.data_ptr() for t in tensors], np.int64)
@@ -57,12 +58,8 @@ def compute_at(at: Addresses, want_histograms: bool, bins: int, hist_range: Hist
     KA.moments_at(at.addresses, at.sizes, at.like, m)
     if not want_histograms:
         return raw
-    raw.edges = histogram_edges(*range_bounds(m[:, MIN], m[:, MAX], hist_range), bins)
-    raw.counts, raw.extra = np.zeros((count, bins), np.int64), np.zeros((count, 4), np.int64)
-    careful = (m[:, NANS] + m[:, INFS] > 0) | (m[:, MIN] < raw.edges[:, 0]) \
-        | (m[:, MAX] > raw.edges[:, -1])
-    KA.histograms_at(at.addresses, at.sizes, at.like, raw.edges, raw.counts, raw.extra, careful)
-    raw.extra[:, 2], raw.extra[:, 3] = m[:, NANS], m[:, INFS]
+    edges = histogram_edges(*range_bounds(m[:, MIN], m[:, MAX], hist_range), bins)
+    raw.edges, raw.counts, raw.extra = C.pack_histograms(at, m, bins, hist_range, edges)
     return raw
 
 
