@@ -91,7 +91,7 @@ class UpdateCopies:
         total = int(at.sizes.sum())
         if self._flat.size != total or self._flat.dtype != at.like.dtype:
             self._flat = np.empty(total, at.like.dtype)
-        if not np.array_equal(at.sizes, self._sizes):
+        if at.sizes.tobytes() != self._sizes.tobytes():
             self._sizes, self._offsets = at.sizes, np.concatenate([[0], np.cumsum(at.sizes)])
         KA.copy_at(at.addresses, at.sizes, at.like, self._offsets, self._flat)
 
@@ -100,7 +100,7 @@ class UpdateCopies:
         if self._packed is not None:
             return self._packed.update_norms(params)
         at = addresses_of(params)
-        if at is None or at.like.dtype != self._flat.dtype or not np.array_equal(at.sizes, self._sizes):
+        if at is None or at.like.dtype != self._flat.dtype or at.sizes.tobytes() != self._sizes.tobytes():
             raise RuntimeError("the parameters changed across the optimizer step")
         out = np.zeros((at.sizes.size, 2))
         KA.update_norms_at(at.addresses, at.sizes, at.like, self._flat, self._offsets, out)
