@@ -21,9 +21,21 @@ def tensors(dtype):
     return ts
 
 
+@pytest.fixture(params=[1, 2], ids=["one thread", "two threads"])
+def threads(request, monkeypatch):
+    """One thread (a single kernel call), or two with every size worth sharing out."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(request.param)
+    if request.param > 1:
+        monkeypatch.setattr(A, "PARALLEL_MIN", 1)
+        monkeypatch.setattr(C, "PARALLEL_MIN", 1)
+    yield request.param
+    torch.set_num_threads(before)
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 @pytest.mark.parametrize("hist_range", ["auto", "symmetric", (-0.5, 0.5)])
-def test_in_place_statistics_equal_the_packed_ones_bit_for_bit(dtype, hist_range):
+def test_in_place_statistics_equal_the_packed_ones_bit_for_bit(dtype, hist_range, threads):
     ts = tensors(dtype)
     packed = C.compute(ts, True, 64, hist_range)
     in_place = A.compute_at(A.addresses_of(ts), True, 64, hist_range)
@@ -32,7 +44,7 @@ def test_in_place_statistics_equal_the_packed_ones_bit_for_bit(dtype, hist_range
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_in_place_update_and_gradient_norms_equal_the_packed_ones(dtype):
+def test_in_place_update_and_gradient_norms_equal_the_packed_ones(dtype, threads):
     ts = tensors(dtype)
     packed, in_place = C.ParamCopies(), A.UpdateCopies()
     packed.take(ts)
@@ -48,6 +60,13 @@ def test_in_place_only_where_every_tensor_can_be_read_so():
     plain = [torch.randn(4, 3), torch.randn(5)]
     at = A.addresses_of(plain)
     assert at is not None and at.sizes.tolist() == [12, 5]
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)  # shares balanced by size, every tensor in one
+    try:
+        parts = A.shares(A.addresses_of([torch.zeros(s) for s in (1 << 19, 10, 1 << 18, 1 << 18)]))
+    finally:
+        torch.set_num_threads(before)
+    assert sorted(sorted(r.tolist()) for r in parts) == [[0, 1], [2, 3]]
     assert A.addresses_of([torch.randn(4, 3).t()]) is None  # not contiguous
     assert A.addresses_of([torch.randn(3), torch.randn(3, dtype=torch.float64)]) is None  # two dtypes
     assert A.addresses_of([torch.randn(3, dtype=torch.bfloat16)]) is None  # not a kernel dtype

@@ -33,10 +33,13 @@ class Addresses:
     like: np.ndarray
     tensors: list[torch.Tensor]
 
+    def part(self, rows: np.ndarray) -> Addresses:
+        return Addresses(self.addresses[rows], self.sizes[rows], self.like, self.tensors)
+
 
 def addresses_of(tensors: list[torch.Tensor]) -> Addresses | None:
-    """The tensors' addresses when one kernel call can read them all in place (dense,
-    contiguous CPU tensors of one kernel dtype, and one thread's worth of work); else None."""
+    """The tensors' addresses when the kernels can read them all in place (dense, contiguous
+    CPU tensors of one kernel dtype); else None."""
     if not tensors:
         return None
     dtype = tensors[0].dtype
@@ -44,30 +47,71 @@ def addresses_of(tensors: list[torch.Tensor]) -> Addresses | None:
                                       or t.is_sparse or not t.is_contiguous()]:
         return None
     sizes = np.array([t.nbytes for t in tensors], np.int64) // tensors[0].element_size()
-    if torch.get_num_threads() > 1 and sizes.sum() >= PARALLEL_MIN:
-        return None  # worth spreading over threads: the packed path does
     addresses = np.array([t.data_ptr() for t in tensors], np.int64)
     return Addresses(addresses, sizes, _LIKE[dtype], tensors)
+
+
+def shares(at: Addresses) -> list[np.ndarray]:
+    """The tensors' rows split among torch's threads, balanced by size (one share, all of them,
+    when one thread or too little work: a single kernel call)."""
+    workers = torch.get_num_threads()
+    if workers == 1 or at.sizes.size < 2 or at.sizes.sum() < PARALLEL_MIN:
+        return [np.arange(at.sizes.size)]
+    loads, rows = [0] * workers, [[] for _ in range(workers)]
+    for i in np.argsort(-at.sizes, kind="stable").tolist():  # biggest first, to the least loaded
+        k = loads.index(min(loads))
+        rows[k].append(i)
+        loads[k] += int(at.sizes[i])
+    return [np.array(r, np.int64) for r in rows if r]
+
+
+def in_shares(at: Addresses, work, out: np.ndarray) -> np.ndarray:
+    """``out[rows] = work(at.part(rows), rows)`` for each share, the shares on torch's threads."""
+    parts = shares(at)
+    if len(parts) == 1:
+        out[:] = work(at, parts[0])
+        return out
+    done = C.in_parallel(lambda rows: work(at.part(rows), rows), parts,
+                         size=lambda rows: int(at.sizes[rows].sum()))
+    for rows, found in zip(parts, done, strict=True):
+        out[rows] = found
+    return out
+
+
+def _moments(at: Addresses, rows) -> np.ndarray:
+    out = np.zeros((at.sizes.size, MOMENT_COLUMNS))
+    KA.moments_at(at.addresses, at.sizes, at.like, out)
+    return out
 
 
 def compute_at(at: Addresses, want_histograms: bool, bins: int, hist_range: HistRange) -> RawStats:
     """``backend_cpu.compute``'s figures, read in place."""
     count = at.sizes.size
-    raw = RawStats(np.zeros((count, MOMENT_COLUMNS)))
-    m = raw.moments
-    KA.moments_at(at.addresses, at.sizes, at.like, m)
+    raw = RawStats(in_shares(at, _moments, np.zeros((count, MOMENT_COLUMNS))))
     if not want_histograms:
         return raw
+    m = raw.moments
     edges = histogram_edges(*range_bounds(m[:, MIN], m[:, MAX], hist_range), bins)
-    raw.edges, raw.counts, raw.extra = C.pack_histograms(at, m, bins, hist_range, edges)
+    counts_and_extra = np.zeros((count, bins + 4), np.int64)
+
+    def histograms(part: Addresses, rows) -> np.ndarray:
+        _, counts, extra = C.pack_histograms(part, m[rows], bins, hist_range, edges[rows])
+        return np.concatenate([counts, extra], 1)
+
+    in_shares(at, histograms, counts_and_extra)
+    raw.edges = edges
+    raw.counts = np.ascontiguousarray(counts_and_extra[:, :bins])
+    raw.extra = np.ascontiguousarray(counts_and_extra[:, bins:])
     return raw
 
 
 def norms_at(at: Addresses) -> np.ndarray:
     """‖t‖ of each tensor, float64 (``kernels.norm_of_array``)."""
-    out = np.zeros(at.sizes.size)
-    KA.norms_at(at.addresses, at.sizes, at.like, out)
-    return out
+    def norms(part: Addresses, rows) -> np.ndarray:
+        out = np.zeros(part.sizes.size)
+        KA.norms_at(part.addresses, part.sizes, part.like, out)
+        return out
+    return in_shares(at, norms, np.zeros(at.sizes.size))
 
 
 class UpdateCopies:
@@ -76,7 +120,7 @@ class UpdateCopies:
 
     def __init__(self) -> None:
         self._flat = np.zeros(0, np.float32)
-        self._offsets = np.zeros(1, np.int64)
+        self._starts = np.zeros(0, np.int64)
         self._sizes = np.zeros(0, np.int64)
         self._packed: ParamCopies | None = None
 
@@ -92,8 +136,12 @@ class UpdateCopies:
         if self._flat.size != total or self._flat.dtype != at.like.dtype:
             self._flat = np.empty(total, at.like.dtype)
         if at.sizes.tobytes() != self._sizes.tobytes():
-            self._sizes, self._offsets = at.sizes, np.concatenate([[0], np.cumsum(at.sizes)])
-        KA.copy_at(at.addresses, at.sizes, at.like, self._offsets, self._flat)
+            self._sizes, self._starts = at.sizes, np.concatenate([[0], np.cumsum(at.sizes)[:-1]])
+
+        def copy(part: Addresses, rows) -> np.ndarray:
+            KA.copy_at(part.addresses, part.sizes, part.like, self._starts[rows], self._flat)
+            return np.zeros(len(rows))
+        in_shares(at, copy, np.zeros(at.sizes.size))
 
     def update_norms(self, params: list[torch.Tensor]) -> np.ndarray:
         """``(P, 2)``: ‖θ_now − θ_copy‖ and ‖θ_copy‖ per parameter (float64)."""
@@ -102,6 +150,9 @@ class UpdateCopies:
         at = addresses_of(params)
         if at is None or at.like.dtype != self._flat.dtype or at.sizes.tobytes() != self._sizes.tobytes():
             raise RuntimeError("the parameters changed across the optimizer step")
-        out = np.zeros((at.sizes.size, 2))
-        KA.update_norms_at(at.addresses, at.sizes, at.like, self._flat, self._offsets, out)
-        return out
+
+        def norms(part: Addresses, rows) -> np.ndarray:
+            out = np.zeros((len(rows), 2))
+            KA.update_norms_at(part.addresses, part.sizes, part.like, self._flat, self._starts[rows], out)
+            return out
+        return in_shares(at, norms, np.zeros((at.sizes.size, 2)))

@@ -55,14 +55,15 @@ def norms_at(addresses, sizes, like, out):
 
 
 @njit(nogil=True, cache=True)
-def copy_at(addresses, sizes, like, offsets, into):
-    """Tensor ``i`` copied to ``into[offsets[i]:offsets[i+1]]``."""
+def copy_at(addresses, sizes, like, starts, into):
+    """Tensor ``i`` copied to ``into[starts[i]:starts[i] + sizes[i]]``."""
     for i in range(addresses.size):
-        into[offsets[i]:offsets[i + 1]] = _at(addresses, sizes, i, like)
+        into[starts[i]:starts[i] + sizes[i]] = _at(addresses, sizes, i, like)
 
 
 @njit(nogil=True, cache=True)
-def update_norms_at(addresses, sizes, like, before, offsets, out):
-    """``out[i] = (‖tensor i − before_i‖, ‖before_i‖)`` (``kernels.update_norm_of``)."""
+def update_norms_at(addresses, sizes, like, before, starts, out):
+    """``out[i] = (‖tensor i − before_i‖, ‖before_i‖)``, ``before_i`` at ``before[starts[i]:]``
+    (``kernels.update_norm_of``)."""
     for i in range(addresses.size):
-        update_norm_of(_at(addresses, sizes, i, like), before[offsets[i]:offsets[i + 1]], out[i])
+        update_norm_of(_at(addresses, sizes, i, like), before[starts[i]:starts[i] + sizes[i]], out[i])
