@@ -2,9 +2,9 @@
 
 Where every tensor is a contiguous CPU tensor of one kernel dtype (the common case), the
 step's tensors are handed to ``kernels_at`` by address: no packing copy, no Python work per
-tensor beyond reading its address, and the same per-tensor kernels (the same figures) as the
-packed path of ``backend_cpu``, which remains for everything else and for multi-threaded
-passes over large models.
+tensor beyond reading its address, and the same per-tensor kernels (the same figures, bit for
+bit) as the packed path of ``backend_cpu``, which remains for everything else. With several
+torch threads and enough work the tensors are shared out among them by size, one call a share.
 """
 
 from __future__ import annotations
@@ -51,12 +51,15 @@ def addresses_of(tensors: list[torch.Tensor]) -> Addresses | None:
     return Addresses(addresses, sizes, _LIKE[dtype], tensors)
 
 
-def shares(at: Addresses) -> list[np.ndarray]:
-    """The tensors' rows split among torch's threads, balanced by size (one share, all of them,
+ALL = slice(None)  # the one share of a single kernel call: every row
+
+
+def shares(at: Addresses) -> list[np.ndarray | slice]:
+    """The tensors' rows split among torch's threads, balanced by size (one share, ``ALL``,
     when one thread or too little work: a single kernel call)."""
     workers = torch.get_num_threads()
     if workers == 1 or at.sizes.size < 2 or at.sizes.sum() < PARALLEL_MIN:
-        return [np.arange(at.sizes.size)]
+        return [ALL]
     loads, rows = [0] * workers, [[] for _ in range(workers)]
     for i in np.argsort(-at.sizes, kind="stable").tolist():  # biggest first, to the least loaded
         k = loads.index(min(loads))
@@ -69,7 +72,7 @@ def in_shares(at: Addresses, work, out: np.ndarray) -> np.ndarray:
     """``out[rows] = work(at.part(rows), rows)`` for each share, the shares on torch's threads."""
     parts = shares(at)
     if len(parts) == 1:
-        out[:] = work(at, parts[0])
+        out[:] = work(at, ALL)
         return out
     done = C.in_parallel(lambda rows: work(at.part(rows), rows), parts,
                          size=lambda rows: int(at.sizes[rows].sum()))
@@ -140,7 +143,7 @@ class UpdateCopies:
 
         def copy(part: Addresses, rows) -> np.ndarray:
             KA.copy_at(part.addresses, part.sizes, part.like, self._starts[rows], self._flat)
-            return np.zeros(len(rows))
+            return np.zeros(part.sizes.size)
         in_shares(at, copy, np.zeros(at.sizes.size))
 
     def update_norms(self, params: list[torch.Tensor]) -> np.ndarray:
@@ -152,7 +155,7 @@ class UpdateCopies:
             raise RuntimeError("the parameters changed across the optimizer step")
 
         def norms(part: Addresses, rows) -> np.ndarray:
-            out = np.zeros((len(rows), 2))
+            out = np.zeros((part.sizes.size, 2))
             KA.update_norms_at(part.addresses, part.sizes, part.like, self._flat, self._starts[rows], out)
             return out
         return in_shares(at, norms, np.zeros((at.sizes.size, 2)))
