@@ -105,6 +105,7 @@ class Recorder:
             model=self.plan.stats_model, optimizer=optimizer, step_count=0,
             workload=types.SimpleNamespace(name=type(self.model).__name__, description="watch"),
             device=next((p.device for p in self.model.parameters()), torch.device("cpu")),
+            named_parameters=list(self.plan.stats_model.named_parameters()),  # fixed, as the probe's
         )
         if self.plan.mode == "fsdp2":
             from gradexplorer.core.recorder.sharded import ShardedMeasure

@@ -149,8 +149,8 @@ def step_ledger(step: int, record: StepGradients | None, accumulated: dict[str, 
     acc = norm_of(np.array(list(accumulated.values()))) if accumulated else None
     applied = None if record is None or skipped else record.global_norm
     coef, clipped = clip_coefficient(acc, applied, scale)
-    nans = sum(s.nan_count or 0 for s in record.params.values()) if record else 0
-    infs = sum(s.inf_count or 0 for s in record.params.values()) if record else 0
+    stats = list(record.params.values()) if record else []
+    nans, infs = sum([s.nan_count or 0 for s in stats]), sum([s.inf_count or 0 for s in stats])
     return StepLedger(step, iteration, micro_batches, mean_loss(losses), acc, applied,
                       coef, clipped, scale, skipped is not None, skipped, nans, infs, lrs)
 

@@ -54,10 +54,14 @@ def _cpu_norms(grads: list[torch.Tensor]) -> torch.Tensor | None:
     vectorised; torch's float64 reductions are several times slower there); None when Numba
     is not available."""
     try:
+        from gradexplorer.core.stats.backend_at import addresses_of, norms_at
         from gradexplorer.core.stats.backend_cpu import flat_array
         from gradexplorer.core.stats.kernels import norm_of_array
     except Exception:  # noqa: BLE001 - no Numba, or no kernel cache: the torch path
         return None
+    at = addresses_of(grads)  # in place, one kernel call, where it can
+    if at is not None:
+        return torch.from_numpy(norms_at(at))
     return torch.tensor([norm_of_array(flat_array(g)) for g in grads], dtype=torch.float64)
 
 

@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 from gradexplorer.core.stats import kernels as K
+from gradexplorer.core.stats import kernels_at as KA
 from gradexplorer.core.stats.histogram import HistRange, histogram_edges, range_bounds
 from gradexplorer.core.stats.raw import INFS, MAX, MIN, MOMENT_COLUMNS, NANS, RawStats
 
@@ -95,8 +96,8 @@ def pack_moments(pack: Pack) -> np.ndarray:
 
 def pack_histograms(pack: Pack, stats: np.ndarray, bins: int, hist_range: HistRange,
                     edges: np.ndarray | None = None):
-    """Exact histograms of each tensor in one pack: ``(edges, counts, extra)``; ``edges`` (the
-    pack's rows) when already computed for every tensor at once."""
+    """Exact histograms of each tensor in one pack (or ``backend_at.Addresses``): ``(edges,
+    counts, extra)``; ``edges`` (the pack's rows) when already computed for every tensor at once."""
     count = stats.shape[0]
     if edges is None:
         edges = histogram_edges(*range_bounds(stats[:, MIN], stats[:, MAX], hist_range), bins)
@@ -104,7 +105,11 @@ def pack_histograms(pack: Pack, stats: np.ndarray, bins: int, hist_range: HistRa
     extra = np.zeros((count, 4), np.int64)
     nonfinite = stats[:, NANS] + stats[:, INFS] > 0
     outside = (stats[:, MIN] < edges[:, 0]) | (stats[:, MAX] > edges[:, -1])
-    K.segment_histograms(pack.flat, pack.offsets, np.arange(count), edges, counts, extra,
+    if isinstance(pack, Pack):
+        K.segment_histograms(pack.flat, pack.offsets, np.arange(count), edges, counts, extra,
+                             nonfinite | outside)
+    else:  # the tensors read in place (backend_at.Addresses)
+        KA.histograms_at(pack.addresses, pack.sizes, pack.like, edges, counts, extra,
                          nonfinite | outside)
     extra[:, 2], extra[:, 3] = stats[:, NANS], stats[:, INFS]
     return edges, counts, extra

@@ -34,7 +34,8 @@ from gradexplorer.core.stats.raw import (
 _FAST = {"reassoc", "contract"}
 CHUNK = 1024  # small chunks: few of them hold a value near a bin edge
 TINY = 2.0**-960  # sums of squares below this may have lost digits to underflow
-__all__ = ["MOMENT_COLUMNS", "segment_histograms", "segment_moments", "segment_update_norms"]
+__all__ = ["MOMENT_COLUMNS", "histogram_of", "moments_of", "segment_histograms", "segment_moments",
+           "segment_update_norms", "update_norm_of"]
 
 
 @njit(nogil=True, cache=True, fastmath=_FAST)
@@ -128,26 +129,30 @@ def segment_moments(x, offsets, out):
     Two reads: min/max/counts, then the scaled, shifted sums.
     """
     for seg in range(offsets.size - 1):
-        part = x[offsets[seg] : offsets[seg + 1]]
-        row = out[seg]
-        total, zeros = _sum_and_zeros(part)
-        if total - total == 0.0:
-            if part.size:
-                lo, hi = _finite_min_max(part)
-                row[MIN], row[MAX] = lo, hi
-            else:
-                row[MIN], row[MAX] = np.inf, -np.inf
-            row[ZEROS], row[NANS], row[INFS], row[FINITE] = zeros, 0, 0, part.size
+        moments_of(x[offsets[seg] : offsets[seg + 1]], out[seg])
+
+
+@njit(nogil=True, cache=True)
+def moments_of(part, row):
+    """Fill ``row`` (MOMENT_COLUMNS wide) with the moments of ``part`` (two reads)."""
+    total, zeros = _sum_and_zeros(part)
+    if total - total == 0.0:
+        if part.size:
+            lo, hi = _finite_min_max(part)
+            row[MIN], row[MAX] = lo, hi
         else:
-            _careful_scan(part, row)
-        scale, shift = _scale_and_shift(row[MIN], row[MAX])
-        inv = 1.0 / scale
-        if row[FINITE] == part.size:
-            sums = _fast_sums(part, inv, shift * inv)
-        else:
-            sums = _careful_sums(part, inv, shift * inv)
-        row[NSQ], row[DSUM], row[DSQ] = sums
-        row[SCALE], row[SHIFT] = scale, shift
+            row[MIN], row[MAX] = np.inf, -np.inf
+        row[ZEROS], row[NANS], row[INFS], row[FINITE] = zeros, 0, 0, part.size
+    else:
+        _careful_scan(part, row)
+    scale, shift = _scale_and_shift(row[MIN], row[MAX])
+    inv = 1.0 / scale
+    if row[FINITE] == part.size:
+        sums = _fast_sums(part, inv, shift * inv)
+    else:
+        sums = _careful_sums(part, inv, shift * inv)
+    row[NSQ], row[DSUM], row[DSQ] = sums
+    row[SCALE], row[SHIFT] = scale, shift
 
 
 @njit(nogil=True, cache=True)
@@ -250,11 +255,17 @@ def segment_histograms(x, offsets, segments, edges, counts, extra, careful):
     lanes = np.zeros((8, edges.shape[1] - 1), np.int64)
     for k in range(segments.size):
         seg = segments[k]
-        part = x[offsets[seg] : offsets[seg + 1]]
-        if careful[k]:
-            _careful_histogram(part, edges[k], counts[k], extra[k])
-        else:
-            _fast_histogram(part, edges[k], counts[k], guess, lanes)
+        histogram_of(x[offsets[seg] : offsets[seg + 1]], edges[k], counts[k], extra[k], careful[k],
+                     guess, lanes)
+
+
+@njit(nogil=True, cache=True)
+def histogram_of(part, edges, counts, extra, careful, guess, lanes):
+    """One segment's histogram (see ``segment_histograms``); ``guess`` and ``lanes`` scratch."""
+    if careful:
+        _careful_histogram(part, edges, counts, extra)
+    else:
+        _fast_histogram(part, edges, counts, guess, lanes)
 
 
 @njit(nogil=True, cache=True, fastmath=_FAST)
@@ -292,17 +303,23 @@ def segment_update_norms(new, old, offsets, out):
     plain sums first; a second, scaled pass when a sum overflowed or may have underflowed."""
     for seg in range(offsets.size - 1):
         a, b = offsets[seg], offsets[seg + 1]
-        d2, o2 = _update_sums(new[a:b], old[a:b], 1.0, 1.0)
-        if d2 != d2 or o2 != o2:
-            out[seg, 0], out[seg, 1] = np.nan, np.nan
-            continue
-        if d2 - d2 == 0.0 and o2 - o2 == 0.0 and not (0 < d2 < TINY or 0 < o2 < TINY):
-            out[seg, 0], out[seg, 1] = math.sqrt(d2), math.sqrt(o2)
-            continue
-        md, mo = _update_maxima(new[a:b], old[a:b])
-        sd, so = _pow2_above(md), _pow2_above(mo)
-        d2, o2 = _update_sums(new[a:b], old[a:b], 1.0 / sd, 1.0 / so)
-        out[seg, 0], out[seg, 1] = sd * math.sqrt(d2), so * math.sqrt(o2)
+        update_norm_of(new[a:b], old[a:b], out[seg])
+
+
+@njit(nogil=True, cache=True)
+def update_norm_of(new, old, row):
+    """``row[:] = (‖new - old‖, ‖old‖)`` (see ``segment_update_norms``)."""
+    d2, o2 = _update_sums(new, old, 1.0, 1.0)
+    if d2 != d2 or o2 != o2:
+        row[0], row[1] = np.nan, np.nan
+        return
+    if d2 - d2 == 0.0 and o2 - o2 == 0.0 and not (0 < d2 < TINY or 0 < o2 < TINY):
+        row[0], row[1] = math.sqrt(d2), math.sqrt(o2)
+        return
+    md, mo = _update_maxima(new, old)
+    sd, so = _pow2_above(md), _pow2_above(mo)
+    d2, o2 = _update_sums(new, old, 1.0 / sd, 1.0 / so)
+    row[0], row[1] = sd * math.sqrt(d2), so * math.sqrt(o2)
 
 
 @njit(nogil=True, cache=True, fastmath=_FAST)

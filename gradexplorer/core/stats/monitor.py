@@ -46,14 +46,17 @@ class NumbaBackend:
     name = "numba"
 
     def __init__(self) -> None:
+        from gradexplorer.core.stats import backend_at as grad_backend_at
         from gradexplorer.core.stats import backend_cpu as grad_backend_cpu
         from gradexplorer.core.stats.update_tracker import UpdateTracker
 
-        self._cpu = grad_backend_cpu
+        self._cpu, self._at = grad_backend_cpu, grad_backend_at
         self._tracker = UpdateTracker()
 
     def begin(self, grads, params, want_histograms, bins, hist_range, optimizer=None):
-        raw = self._cpu.compute(grads, want_histograms, bins, hist_range)
+        at = self._at.addresses_of(grads)  # in place, one call per pass, where it can
+        raw = self._cpu.compute(grads, want_histograms, bins, hist_range) if at is None \
+            else self._at.compute_at(at, want_histograms, bins, hist_range)
         if params is not None:
             self._tracker.before(params, optimizer)
         return raw
@@ -113,6 +116,13 @@ def measured_tensor(grad: torch.Tensor) -> torch.Tensor:
     return torch.view_as_real(grad.detach()) if grad.is_complex() else grad
 
 
+def measured_tensors(tensors: list[torch.Tensor]) -> list[torch.Tensor]:
+    """``measured_tensor`` of each; the list itself when all are dense and real (no call each)."""
+    if [t for t in tensors if t.is_sparse or t.dtype.is_complex]:
+        return [measured_tensor(t) for t in tensors]
+    return tensors
+
+
 def _shape(p: torch.Tensor) -> tuple[int, ...]:
     """The shape of what is measured of ``p`` (a complex one: its parts, last dimension 2)."""
     return (*p.shape, 2) if p.is_complex() else tuple(p.shape)
@@ -160,6 +170,7 @@ class GradientMonitor:
         self.listeners: list[Any] = []  # callables receiving each StepGradients
         self._backend = None
         self._pending: tuple | None = None
+        self._shapes: tuple | None = None  # (named parameters, their measured shapes)
         self._warned: set = set()  # (what, cause) already warned about: one warning each
 
     @property
@@ -184,15 +195,16 @@ class GradientMonitor:
     def after_backward(self, session, step: int) -> None:
         """Gradients are ready: start this step's statistics."""
         start = time.perf_counter()
-        named = _named(session.model)
+        # a watched loop's session names its parameters once; the app's session, each step
+        named = getattr(session, "named_parameters", None) or _named(session.model)
         present = [p.grad is not None for _, p in named]
         owners = [p for _, p in named if p.grad is not None]
-        params = [measured_tensor(p) for p in owners]  # what is measured (complex: its parts)
+        params = measured_tensors(owners)  # what is measured (complex: its parts)
         if self._backend is None:
             self._backend = make_backend(self.backend_name, params or [p for _, p in named],
                                          self.overlap)
         try:
-            grads = [measured_tensor(p.grad) for p in owners]
+            grads = measured_tensors([p.grad for p in owners])
             pending = self._backend.begin(
                 grads, params if self.update_ratio else None,
                 self.wants_histogram(step + 1), self.bins, self.hist_range, session.optimizer,
@@ -213,8 +225,9 @@ class GradientMonitor:
                 raise pending
             raw = self._backend.finish(pending, params if self.update_ratio else None,
                                        session.optimizer)
-            shapes = [(n, _shape(p)) for n, p in named]
-            record = build_step_gradients(result.step, shapes, present, raw, self.bins,
+            if self._shapes is None or self._shapes[0] is not named:  # once per list of parameters
+                self._shapes = (named, [(n, _shape(p)) for n, p in named])
+            record = build_step_gradients(result.step, self._shapes[1], present, raw, self.bins,
                                           self.hist_range)
         except Exception as exc:  # noqa: BLE001 - never break the loop: find what failed
             record = self._one_by_one(result.step, named, present, first_line(exc))

@@ -55,42 +55,58 @@ def _second_moment(state: dict, group: dict) -> torch.Tensor:
     return state["exp_avg_sq"]
 
 
+NORMED = (("exp_avg", "exp_avg_norm"), ("momentum_buffer", "momentum_norm"))  # state → ‖·‖ figure
+
+
 def _figures(state: dict, group: dict, lr: float) -> dict[str, torch.Tensor]:
-    """The tensor figures of one parameter's state, float64, queued on its device."""
+    """The second-moment figures of one parameter's state, float64, queued on its device (the
+    norms are taken for every parameter at once in ``optimizer_state``)."""
     out = {}
-    m, v = state.get("exp_avg"), state.get("exp_avg_sq")
-    if isinstance(m, torch.Tensor) and m.numel():
-        out["exp_avg_norm"] = torch.linalg.vector_norm(m.detach(), dtype=torch.float64)
+    v = state.get("exp_avg_sq")
     if isinstance(v, torch.Tensor) and v.numel():
         v_hat = v.detach().double() / _bias_correction(state, group)
         out["exp_avg_sq_rms"] = v_hat.mean().sqrt()
         denom = _second_moment(state, group).detach().double() / _bias_correction(state, group)
         eps = float(group.get("eps", 0.0) or 0.0)
         out["effective_lr"] = (lr / (denom.sqrt_() + eps)).mean()
-    buf = state.get("momentum_buffer")
-    if isinstance(buf, torch.Tensor) and buf.numel():
-        out["momentum_norm"] = torch.linalg.vector_norm(buf.detach(), dtype=torch.float64)
     return out
 
 
 def optimizer_state(optimizer: torch.optim.Optimizer,
                     named: list[tuple[str, nn.Parameter]]) -> dict[str, ParamOptimState]:
-    """``name -> ParamOptimState`` of every parameter ``optimizer`` holds (one transfer per
-    device for all the figures)."""
-    group_of = {id(p): g for g in optimizer.param_groups for p in g["params"]}
+    """``name -> ParamOptimState`` of every parameter ``optimizer`` holds (the norms of every
+    parameter's momentum or first moment in one foreach op per (device, dtype); one transfer
+    per device for all the figures)."""
+    from gradexplorer.core.stats.accumulated import grad_norms
+
+    lrs = [_number(g.get("lr")) for g in optimizer.param_groups]
+    group_of = {id(p): (g, lr) for g, lr in zip(optimizer.param_groups, lrs, strict=True)
+                for p in g["params"]}
     states: dict[str, ParamOptimState] = {}
     queued: dict[torch.device, list[tuple[str, str, torch.Tensor]]] = {}
+    normed: list[tuple[str, str, torch.Tensor]] = []
     for name, p in named:
-        group = group_of.get(id(p))
+        group, lr = group_of.get(id(p), (None, None))
         if group is None:
             continue
-        lr = _number(group.get("lr"))
         states[name] = ParamOptimState(name, lr)
-        for key, value in _figures(optimizer.state.get(p, {}), group, lr or 0.0).items():
-            queued.setdefault(value.device, []).append((name, key, value))
-    for items in queued.values():
-        host = torch.stack([v for _, _, v in items]).cpu().tolist()
-        for (name, key, _), value in zip(items, host, strict=True):
+        state = optimizer.state.get(p)
+        if not state:
+            continue
+        normed += [(name, key, t.detach()) for field, key in NORMED
+                   if isinstance(t := state.get(field), torch.Tensor) and t.numel()]
+        if "exp_avg_sq" in state:
+            for key, value in _figures(state, group, lr or 0.0).items():
+                queued.setdefault(value.device, []).append((name, key, value))
+    norms = grad_norms([t for _, _, t in normed], numba=False)  # float64 foreach norms
+    for device in set(queued) | ({norms.device} if norms is not None else set()):
+        items = queued.get(device, [])
+        keys = [(name, key) for name, key, _ in items]
+        parts = [torch.stack([v for _, _, v in items])] if items else []
+        if norms is not None and norms.device == device:
+            keys += [(name, key) for name, key, _ in normed]
+            parts.append(norms)
+        for (name, key), value in zip(keys, torch.cat(parts).cpu().tolist(), strict=True):
             setattr(states[name], key, value)
     return states
 

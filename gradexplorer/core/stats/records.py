@@ -109,29 +109,30 @@ def _stats_rows(named_shapes: list[tuple[str, tuple[int, ...]]], raw: RawStats) 
             delta, before = raw.update[:, 0], raw.update[:, 1]
             ratio = np.where(before > 0, delta / before, np.where(delta == 0, 0.0, np.inf))
             ratio = np.where(np.isnan(delta) | np.isnan(before), np.nan, ratio).tolist()
-    lists = [c.tolist() for c in columns]
-    counts = [m[:, C.NANS].astype(np.int64).tolist(), m[:, C.INFS].astype(np.int64).tolist()]
-    return [
-        ParamStats(name, shape, int(numel[i]), True, *(col[i] for col in lists),
-                   counts[0][i], counts[1][i], ratio[i])
-        for i, (name, shape) in enumerate(named_shapes)
-    ]
+    # one row of Python numbers per parameter, transposed at once (no Python work per figure)
+    figures = np.stack(columns, 1).tolist()
+    counts = m[:, C.NANS:C.INFS + 1].astype(np.int64).tolist()
+    sizes = numel.astype(np.int64).tolist()
+    return [ParamStats(name, shape, size, True, *row, *count, r)
+            for (name, shape), size, row, count, r in zip(named_shapes, sizes, figures, counts, ratio,
+                                                          strict=True)]
 
 
 def global_norm(stats: list[ParamStats]) -> float | None:
     """L2 norm of the concatenated gradient: NaN if any NaN, Inf if any Inf (scaled: no
     overflow while the result itself fits in a float64)."""
     with_grad = [s for s in stats if s.has_grad]
-    if not with_grad or any(s.norm is None for s in with_grad):  # none, or one not recorded
+    norms = [s.norm for s in with_grad]
+    if not norms or None in norms:  # none, or one not recorded
         return None
-    if any(s.nan_count for s in with_grad):
+    if any([s.nan_count for s in with_grad]):
         return math.nan
-    if any(s.inf_count for s in with_grad):
+    if any([s.inf_count for s in with_grad]):
         return math.inf
-    top = max(s.norm for s in with_grad)
+    top = max(norms)
     if top == 0 or not math.isfinite(top):
         return top
-    return top * math.sqrt(sum((s.norm / top) ** 2 for s in with_grad))
+    return top * math.sqrt(sum([(n / top) ** 2 for n in norms]))
 
 
 def build_step_gradients(step: int, named_shapes: list[tuple[str, tuple[int, ...]]],
@@ -139,17 +140,18 @@ def build_step_gradients(step: int, named_shapes: list[tuple[str, tuple[int, ...
                          hist_range: HistRange) -> StepGradients:
     """Assemble a StepGradients from a backend's RawStats (rows only for params with grads)."""
     present = [ns for ns, h in zip(named_shapes, has_grad, strict=True) if h]
-    rows = iter(_stats_rows(present, raw))
-    params = {
-        name: next(rows) if h else ParamStats(name, shape, math.prod(shape), False)
-        for (name, shape), h in zip(named_shapes, has_grad, strict=True)
-    }
+    rows = _stats_rows(present, raw)
+    if len(present) == len(named_shapes):
+        params = {s.name: s for s in rows}
+    else:
+        found = iter(rows)
+        params = {name: next(found) if h else ParamStats(name, shape, math.prod(shape), False)
+                  for (name, shape), h in zip(named_shapes, has_grad, strict=True)}
     histograms: dict[str, Histogram] = {}
     if raw.counts is not None:
-        extra = raw.extra.tolist()
-        for row, (name, _) in enumerate(present):
-            below, above, nans, infs = extra[row]
-            histograms[name] = Histogram(raw.edges[row], raw.counts[row], nans, infs, below, above)
-    total = sum(s.numel for s in params.values() if s.has_grad)
+        histograms = {name: Histogram(edges, counts, nans, infs, below, above)
+                      for (name, _), edges, counts, (below, above, nans, infs)
+                      in zip(present, raw.edges, raw.counts, raw.extra.tolist(), strict=True)}
+    total = sum([s.numel for s in rows])
     return StepGradients(step, global_norm(list(params.values())), total, params, histograms,
                          bins, hist_range)

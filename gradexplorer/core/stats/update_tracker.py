@@ -2,7 +2,8 @@
 
 The weights are copied before the step and both norms are read after it, in float64 from the
 values the parameters really hold: a bf16/fp16 update that rounds away reports exactly 0, never
-the size the optimizer meant (``lr·|g|``). The copies are kept buffers (no allocation per step).
+the size the optimizer meant (``lr·|g|``). The copies are kept buffers (no allocation per step),
+filled in place by address (``backend_at.UpdateCopies``).
 """
 
 from __future__ import annotations
@@ -10,14 +11,14 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from gradexplorer.core.stats.backend_cpu import ParamCopies
+from gradexplorer.core.stats.backend_at import UpdateCopies
 
 
 class UpdateTracker:
     """``before(params)`` ahead of the step, ``after(params)`` → (P, 2): ‖Δθ‖ and ‖θ_before‖."""
 
     def __init__(self) -> None:
-        self.copies = ParamCopies()
+        self.copies = UpdateCopies()
 
     def before(self, params: list[torch.Tensor], optimizer=None) -> None:
         """Copy the weights as they are before the optimizer step."""

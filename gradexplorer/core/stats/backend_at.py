@@ -1,0 +1,161 @@
+"""CPU statistics read in place: every gradient of a step in one kernel call per pass.
+
+Where every tensor is a contiguous CPU tensor of one kernel dtype (the common case), the
+step's tensors are handed to ``kernels_at`` by address: no packing copy, no Python work per
+tensor beyond reading its address, and the same per-tensor kernels (the same figures, bit for
+bit) as the packed path of ``backend_cpu``, which remains for everything else. With several
+torch threads and enough work the tensors are shared out among them by size, one call a share.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from gradexplorer.core.stats import backend_cpu as C
+from gradexplorer.core.stats import kernels_at as KA
+from gradexplorer.core.stats.backend_cpu import KERNEL_DTYPES, PARALLEL_MIN, ParamCopies
+from gradexplorer.core.stats.histogram import HistRange, histogram_edges, range_bounds
+from gradexplorer.core.stats.raw import MAX, MIN, MOMENT_COLUMNS, RawStats
+
+_LIKE = {torch.float32: np.zeros(0, np.float32), torch.float64: np.zeros(0, np.float64)}
+
+
+@dataclass
+class Addresses:
+    """Where tensors lie: int64 ``addresses`` and ``sizes``, their dtype (``like``: an empty
+    array of it), and the tensors themselves, held while the kernels read them."""
+
+    addresses: np.ndarray
+    sizes: np.ndarray
+    like: np.ndarray
+    tensors: list[torch.Tensor]
+
+    def part(self, rows: np.ndarray) -> Addresses:
+        return Addresses(self.addresses[rows], self.sizes[rows], self.like, self.tensors)
+
+
+def addresses_of(tensors: list[torch.Tensor]) -> Addresses | None:
+    """The tensors' addresses when the kernels can read them all in place (dense, contiguous
+    CPU tensors of one kernel dtype); else None."""
+    if not tensors:
+        return None
+    dtype = tensors[0].dtype
+    if dtype not in KERNEL_DTYPES or [t for t in tensors if t.dtype != dtype or not t.is_cpu
+                                      or t.is_sparse or not t.is_contiguous()]:
+        return None
+    sizes = np.array([t.nbytes for t in tensors], np.int64) // tensors[0].element_size()
+    addresses = np.array([t.data_ptr() for t in tensors], np.int64)
+    return Addresses(addresses, sizes, _LIKE[dtype], tensors)
+
+
+ALL = slice(None)  # the one share of a single kernel call: every row
+
+
+def shares(at: Addresses) -> list[np.ndarray | slice]:
+    """The tensors' rows split among torch's threads, balanced by size (one share, ``ALL``,
+    when one thread or too little work: a single kernel call)."""
+    workers = torch.get_num_threads()
+    if workers == 1 or at.sizes.size < 2 or at.sizes.sum() < PARALLEL_MIN:
+        return [ALL]
+    loads, rows = [0] * workers, [[] for _ in range(workers)]
+    for i in np.argsort(-at.sizes, kind="stable").tolist():  # biggest first, to the least loaded
+        k = loads.index(min(loads))
+        rows[k].append(i)
+        loads[k] += int(at.sizes[i])
+    return [np.array(r, np.int64) for r in rows if r]
+
+
+def in_shares(at: Addresses, work, out: np.ndarray) -> np.ndarray:
+    """``out[rows] = work(at.part(rows), rows)`` for each share, the shares on torch's threads."""
+    parts = shares(at)
+    if len(parts) == 1:
+        out[:] = work(at, ALL)
+        return out
+    done = C.in_parallel(lambda rows: work(at.part(rows), rows), parts,
+                         size=lambda rows: int(at.sizes[rows].sum()))
+    for rows, found in zip(parts, done, strict=True):
+        out[rows] = found
+    return out
+
+
+def _moments(at: Addresses, rows) -> np.ndarray:
+    out = np.zeros((at.sizes.size, MOMENT_COLUMNS))
+    KA.moments_at(at.addresses, at.sizes, at.like, out)
+    return out
+
+
+def compute_at(at: Addresses, want_histograms: bool, bins: int, hist_range: HistRange) -> RawStats:
+    """``backend_cpu.compute``'s figures, read in place."""
+    count = at.sizes.size
+    raw = RawStats(in_shares(at, _moments, np.zeros((count, MOMENT_COLUMNS))))
+    if not want_histograms:
+        return raw
+    m = raw.moments
+    edges = histogram_edges(*range_bounds(m[:, MIN], m[:, MAX], hist_range), bins)
+    counts_and_extra = np.zeros((count, bins + 4), np.int64)
+
+    def histograms(part: Addresses, rows) -> np.ndarray:
+        _, counts, extra = C.pack_histograms(part, m[rows], bins, hist_range, edges[rows])
+        return np.concatenate([counts, extra], 1)
+
+    in_shares(at, histograms, counts_and_extra)
+    raw.edges = edges
+    raw.counts = np.ascontiguousarray(counts_and_extra[:, :bins])
+    raw.extra = np.ascontiguousarray(counts_and_extra[:, bins:])
+    return raw
+
+
+def norms_at(at: Addresses) -> np.ndarray:
+    """‖t‖ of each tensor, float64 (``kernels.norm_of_array``)."""
+    def norms(part: Addresses, rows) -> np.ndarray:
+        out = np.zeros(part.sizes.size)
+        KA.norms_at(part.addresses, part.sizes, part.like, out)
+        return out
+    return in_shares(at, norms, np.zeros(at.sizes.size))
+
+
+class UpdateCopies:
+    """The weights before the optimizer step, for ‖Δθ‖: one kept flat buffer filled in place
+    by address (``ParamCopies``, the packed copies, where the weights cannot be read so)."""
+
+    def __init__(self) -> None:
+        self._flat = np.zeros(0, np.float32)
+        self._starts = np.zeros(0, np.int64)
+        self._sizes = np.zeros(0, np.int64)
+        self._packed: ParamCopies | None = None
+
+    def take(self, params: list[torch.Tensor]) -> None:
+        """Copy ``params`` now."""
+        at = addresses_of(params)
+        if at is None:
+            self._packed = self._packed or ParamCopies()
+            self._packed.take(params)
+            return
+        self._packed = None
+        total = int(at.sizes.sum())
+        if self._flat.size != total or self._flat.dtype != at.like.dtype:
+            self._flat = np.empty(total, at.like.dtype)
+        if at.sizes.tobytes() != self._sizes.tobytes():
+            self._sizes, self._starts = at.sizes, np.concatenate([[0], np.cumsum(at.sizes)[:-1]])
+
+        def copy(part: Addresses, rows) -> np.ndarray:
+            KA.copy_at(part.addresses, part.sizes, part.like, self._starts[rows], self._flat)
+            return np.zeros(part.sizes.size)
+        in_shares(at, copy, np.zeros(at.sizes.size))
+
+    def update_norms(self, params: list[torch.Tensor]) -> np.ndarray:
+        """``(P, 2)``: ‖θ_now − θ_copy‖ and ‖θ_copy‖ per parameter (float64)."""
+        if self._packed is not None:
+            return self._packed.update_norms(params)
+        at = addresses_of(params)
+        if at is None or at.like.dtype != self._flat.dtype or at.sizes.tobytes() != self._sizes.tobytes():
+            raise RuntimeError("the parameters changed across the optimizer step")
+
+        def norms(part: Addresses, rows) -> np.ndarray:
+            out = np.zeros((part.sizes.size, 2))
+            KA.update_norms_at(part.addresses, part.sizes, part.like, self._flat, self._starts[rows], out)
+            return out
+        return in_shares(at, norms, np.zeros((at.sizes.size, 2)))

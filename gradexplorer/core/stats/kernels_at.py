@@ -1,0 +1,69 @@
+"""The Numba kernels over tensors read where they lie: one call for every tensor of a step.
+
+Each kernel takes the tensors' addresses and sizes (int64 arrays, one dtype: ``like`` is an
+empty array of it) and runs the per-segment kernels of ``kernels`` on each tensor's memory in
+place, so a step's gradients cost one call per pass, no copy and no Python work per tensor. The
+caller holds the tensors (contiguous, CPU, float32 or float64) for the duration of the call.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import carray, njit, types
+from numba.extending import intrinsic
+
+from gradexplorer.core.stats.kernels import CHUNK, histogram_of, moments_of, norm_of_array, update_norm_of
+
+
+@intrinsic
+def _pointer(typingctx, address, like):
+    """``address`` (int64) as a pointer to ``like``'s dtype."""
+    pointer = types.CPointer(like.dtype)
+
+    def codegen(context, builder, signature, args):
+        return builder.inttoptr(args[0], context.get_value_type(pointer))
+    return pointer(types.int64, like), codegen
+
+
+@njit(nogil=True, cache=True)
+def _at(addresses, sizes, i, like):
+    return carray(_pointer(addresses[i], like), (sizes[i],))
+
+
+@njit(nogil=True, cache=True)
+def moments_at(addresses, sizes, like, out):
+    """``out[i]``: the moments of tensor ``i`` (``kernels.moments_of``)."""
+    for i in range(addresses.size):
+        moments_of(_at(addresses, sizes, i, like), out[i])
+
+
+@njit(nogil=True, cache=True)
+def histograms_at(addresses, sizes, like, edges, counts, extra, careful):
+    """``counts[i]``: the exact histogram of tensor ``i`` with ``edges[i]`` (``kernels.histogram_of``)."""
+    guess = np.empty(CHUNK, np.int32)
+    lanes = np.zeros((8, edges.shape[1] - 1), np.int64)
+    for i in range(addresses.size):
+        histogram_of(_at(addresses, sizes, i, like), edges[i], counts[i], extra[i], careful[i],
+                     guess, lanes)
+
+
+@njit(nogil=True, cache=True)
+def norms_at(addresses, sizes, like, out):
+    """``out[i] = ‖tensor i‖`` (``kernels.norm_of_array``)."""
+    for i in range(addresses.size):
+        out[i] = norm_of_array(_at(addresses, sizes, i, like))
+
+
+@njit(nogil=True, cache=True)
+def copy_at(addresses, sizes, like, starts, into):
+    """Tensor ``i`` copied to ``into[starts[i]:starts[i] + sizes[i]]``."""
+    for i in range(addresses.size):
+        into[starts[i]:starts[i] + sizes[i]] = _at(addresses, sizes, i, like)
+
+
+@njit(nogil=True, cache=True)
+def update_norms_at(addresses, sizes, like, before, starts, out):
+    """``out[i] = (‖tensor i − before_i‖, ‖before_i‖)``, ``before_i`` at ``before[starts[i]:]``
+    (``kernels.update_norm_of``)."""
+    for i in range(addresses.size):
+        update_norm_of(_at(addresses, sizes, i, like), before[starts[i]:starts[i] + sizes[i]], out[i])

@@ -1,0 +1,102 @@
+"""The in-place CPU passes (backend_at: tensors read by address) give the packed path's figures
+bit for bit, and are taken exactly where they can read every tensor in place."""
+
+import numpy as np
+import pytest
+import torch
+
+from gradexplorer.core.stats import backend_at as A
+from gradexplorer.core.stats import backend_cpu as C
+
+SHAPES = [(256, 256), (256, 3), (1,), (0,), (70000,), (5,), (3, 3)]
+EXPONENTS = (0, 3, -30, 0, 0, 0, 0)  # each tensor's magnitude, 10**e
+
+
+def tensors(dtype):
+    torch.manual_seed(0)
+    ts = [torch.randn(s, dtype=dtype) * 10.0 ** e for s, e in zip(SHAPES, EXPONENTS, strict=True)]
+    ts[1][0, 0] = float("nan")
+    ts[5][2] = float("inf")
+    ts[6].zero_()
+    return ts
+
+
+@pytest.fixture(params=[1, 2], ids=["one thread", "two threads"])
+def threads(request, monkeypatch):
+    """One thread (a single kernel call), or two with every size worth sharing out."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(request.param)
+    if request.param > 1:
+        monkeypatch.setattr(A, "PARALLEL_MIN", 1)
+        monkeypatch.setattr(C, "PARALLEL_MIN", 1)
+    yield request.param
+    torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("hist_range", ["auto", "symmetric", (-0.5, 0.5)])
+def test_in_place_statistics_equal_the_packed_ones_bit_for_bit(dtype, hist_range, threads):
+    ts = tensors(dtype)
+    packed = C.compute(ts, True, 64, hist_range)
+    in_place = A.compute_at(A.addresses_of(ts), True, 64, hist_range)
+    for field in ("moments", "edges", "counts", "extra"):
+        assert np.array_equal(getattr(packed, field), getattr(in_place, field), equal_nan=True), field
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_in_place_update_and_gradient_norms_equal_the_packed_ones(dtype, threads):
+    ts = tensors(dtype)
+    packed, in_place = C.ParamCopies(), A.UpdateCopies()
+    packed.take(ts)
+    in_place.take(ts)
+    for t in ts:
+        t.add_(0.01)
+    assert np.array_equal(packed.update_norms(ts), in_place.update_norms(ts), equal_nan=True)
+    one_by_one = [C.K.norm_of_array(C.flat_array(t)) for t in ts]
+    assert np.array_equal(one_by_one, A.norms_at(A.addresses_of(ts)), equal_nan=True)
+
+
+def test_in_place_only_where_every_tensor_can_be_read_so():
+    plain = [torch.randn(4, 3), torch.randn(5)]
+    at = A.addresses_of(plain)
+    assert at is not None and at.sizes.tolist() == [12, 5]
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)  # shares balanced by size, every tensor in one
+    try:
+        parts = A.shares(A.addresses_of([torch.zeros(s) for s in (1 << 19, 10, 1 << 18, 1 << 18)]))
+    finally:
+        torch.set_num_threads(before)
+    assert sorted(sorted(r.tolist()) for r in parts) == [[0, 1], [2, 3]]
+    assert A.addresses_of([torch.randn(4, 3).t()]) is None  # not contiguous
+    assert A.addresses_of([torch.randn(3), torch.randn(3, dtype=torch.float64)]) is None  # two dtypes
+    assert A.addresses_of([torch.randn(3, dtype=torch.bfloat16)]) is None  # not a kernel dtype
+    assert A.addresses_of([]) is None
+    copies = A.UpdateCopies()  # weights it cannot read in place: the packed copies
+    weights = [torch.randn(4, 3).t(), torch.randn(5)]
+    copies.take(weights)
+    weights[1].mul_(2)
+    norms = copies.update_norms(weights)
+    assert norms[0, 0] == 0 and norms[1, 0] == pytest.approx(float(weights[1].norm() / 2))
+
+
+def test_a_watched_float32_model_takes_the_in_place_passes(monkeypatch):
+    def packed(*args, **kwargs):
+        raise AssertionError("the packed path was taken")
+
+    monkeypatch.setattr(C, "compute", packed)
+    monkeypatch.setattr(C.ParamCopies, "take", packed)
+    import gradexplorer as gx
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with gx.watch(model, opt) as rec:
+        model(torch.randn(4, 8)).sum().backward()
+        grads = {n: p.grad.double().clone() for n, p in model.named_parameters()}
+        opt.step()
+    record = rec.latest()
+    assert not record.not_recorded
+    for name, g in grads.items():
+        assert record.params[name].norm == pytest.approx(float(g.norm()), rel=1e-12)
+        assert record.params[name].update_ratio > 0
+        assert record.histograms[name].total == g.numel()
