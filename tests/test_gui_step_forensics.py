@@ -10,6 +10,7 @@ from torch import nn
 import gradexplorer as gx
 from gradexplorer.core.model.spec import ModelOptions
 from gradexplorer.core.session.engine import SessionConfig
+from gradexplorer.gui.plots.spike_markers import SIZE
 from tests.gui_helpers import TIMEOUT_MS, wait_idle  # noqa: F401
 from tests.spike_helpers import train as spike_train
 
@@ -197,11 +198,23 @@ def test_live_spike_markers_open_the_event(qtbot, make_window):
     assert [e.step for e in events] == [2]
     markers = window.spike_markers.items["norm"]
     assert [p.pos().x() for p in markers.points()] == [2]
+    assert marker_inset(window.curves.norm_plot, markers) >= SIZE / 2  # whole, inside the view
     click_marker(qtbot, window, window.curves.norm_plot, 2)
     qtbot.waitUntil(lambda: window.spike_panel.shown is events[0], timeout=TIMEOUT_MS)
     assert window.spike_panel.heading.text().startswith("Spike step 2")
     if events[0].ranking:
         assert window.selection.current.param == events[0].ranking[0]["name"]
+    top = window.curves.norm_plot.vb.viewRange()[1][1]
+    window.curves.norm_plot.setYRange(0, 10 * abs(top) + 10, padding=0)  # a NaN marker follows
+    qtbot.waitUntil(lambda: marker_inset(window.curves.norm_plot, markers) >= SIZE / 2,
+                    timeout=TIMEOUT_MS)
+
+
+def marker_inset(plot, markers) -> float:
+    """Pixels from the top of ``plot``'s view down to the centre of its first marker."""
+    vb = plot.vb
+    centre = vb.mapViewToScene(markers.points()[0].pos())
+    return centre.y() - vb.sceneBoundingRect().top()
 
 
 def test_a_zero_weight_update_ratio_reads_new(qtbot, make_window, tmp_path):

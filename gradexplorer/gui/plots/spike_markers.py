@@ -44,8 +44,14 @@ class SpikeMarkers(QObject):
             plot.addItem(line, ignoreBounds=True)
             self.lines.append(line)
         self.refresh_soon = qthrottled(self.refresh, timeout=REDRAW_MS, parent=self)
+        for plot in (curves.loss_plot, curves.norm_plot):
+            plot.vb.sigYRangeChanged.connect(self._range_changed)  # NaN markers stay at the top
         self.timeline.changed.connect(self.refresh_soon)
         curves.overlay.changed.connect(self.refresh_soon)  # the x axis: step, or time
+
+    def _range_changed(self, *_args) -> None:
+        if any(len(item.data) for item in self.items.values()):
+            self.refresh_soon()
 
     def _x(self, step: int) -> float:
         """Where ``step`` is on the curves' x axis (step, relative or wall time)."""
@@ -78,7 +84,17 @@ class SpikeMarkers(QObject):
         log = plot.ctrl.logYCheck.isChecked()
         if math.isfinite(value) and (value > 0 or not log):
             return math.log10(value) if log else value
-        return plot.vb.viewRange()[1][1]
+        return self._top(plot)
+
+    @staticmethod
+    def _top(plot) -> float:
+        """Just inside the top of the view, by half a marker and a little: the whole marker
+        shows and takes clicks (the view clips its children at its edge, where a marker placed
+        exactly on the edge is under the mouse or not by rounding)."""
+        bottom, top = plot.vb.viewRange()[1]
+        pixel = plot.vb.viewPixelSize()[1] if plot.vb.width() > 0 and plot.vb.height() > 0 else 0.0
+        inset = pixel * (SIZE / 2 + 2) if math.isfinite(pixel) and pixel > 0 else 0.0
+        return max(bottom, top - inset)
 
     def _clicked(self, _item, points, *_args) -> None:
         if len(points):
