@@ -62,3 +62,12 @@ def test_bad_window_size_is_one_line_and_status_2(tmp_path):
     done = run_gradexplorer("gui", "--window-size", "big", "--screenshot", "x.png", cwd=tmp_path)
     assert done.returncode == 2
     assert "expected WxH such as 1024x700" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_the_gui_without_a_model_opens_the_default_example(qapp, tmp_path):
+    """`gradexplorer` / `gradexplorer gui` with no --model: the built-in example, as the README
+    starts (no --model used to fail on its emptiness check)."""
+    out = tmp_path / "default.png"
+    done = run_gradexplorer("gui", "--screenshot", str(out), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert out.is_file() and image_pixels(out).shape[0] > 100

@@ -56,7 +56,7 @@ def add_training_arguments(parser: argparse.ArgumentParser) -> None:
 
 def model_options(args: argparse.Namespace) -> ModelOptions:
     """The ModelOptions that the parsed arguments describe."""
-    if not args.model.strip():
+    if args.model is not None and not args.model.strip():  # None: the default example
         raise UserError("--model is empty; give example:NAME, path/to/file.py:callable or "
                         "package.module:callable")
     if not SEED_RANGE[0] <= args.seed <= SEED_RANGE[1]:
