@@ -42,6 +42,20 @@ def click_marker(qtbot, window, plot, step: int) -> None:
     qtbot.mouseClick(view.viewport(), Qt.LeftButton, pos=QPoint(where.x(), where.y()))
 
 
+def trained_window(qtbot, make_window, spec, options, config, steps: int = 3):
+    """A window that opened ``spec`` and trained ``steps`` steps in its live session, idle."""
+    window = make_window()
+    window.controller.open_model(spec, options, config)
+    qtbot.waitUntil(lambda: window.controller.live is not None
+                    and window.graph_panel.drawing is not None, timeout=TIMEOUT_MS)
+    wait_idle(qtbot, window)
+    window.controller.run(steps)
+    qtbot.waitUntil(lambda: window.controller.timeline.latest is not None
+                    and window.controller.timeline.latest.step == steps, timeout=TIMEOUT_MS)
+    wait_idle(qtbot, window)
+    return window
+
+
 def node_fill(window, param: str) -> int:
     drawing = window.graph_panel.drawing
     index = next(i for i, p in enumerate(drawing.params) if p == param)
@@ -85,16 +99,8 @@ def test_a_followed_clipped_run_shows_its_ledger_and_optimizer_state(qtbot, make
 
 
 def test_live_session_fills_the_ledger_and_the_optimizer_state(qtbot, make_window):
-    window = make_window()
-    window.controller.open_model("example:digits", ModelOptions(batch_size=16),
-                                 SessionConfig(device="cpu", optimizer="sgd", momentum=0.9))
-    qtbot.waitUntil(lambda: window.controller.live is not None
-                    and window.graph_panel.drawing is not None, timeout=TIMEOUT_MS)
-    wait_idle(qtbot, window)
-    window.controller.run(3)
-    qtbot.waitUntil(lambda: window.controller.timeline.latest is not None
-                    and window.controller.timeline.latest.step == 3, timeout=TIMEOUT_MS)
-    wait_idle(qtbot, window)
+    window = trained_window(qtbot, make_window, "example:digits", ModelOptions(batch_size=16),
+                            SessionConfig(device="cpu", optimizer="sgd", momentum=0.9))
     timeline = window.controller.timeline
     assert [led.optimizer_step for led in timeline.ledger.ledgers] == [1, 2, 3]
     latest = timeline.ledger.latest
@@ -184,16 +190,8 @@ def window_divergence(window, tmp_path):
 
 
 def test_live_spike_markers_open_the_event(qtbot, make_window):
-    window = make_window()
-    window.controller.open_model("example:mlp", ModelOptions(),
-                                 SessionConfig(device="cpu", lr=1e30))  # NaN from step 2
-    qtbot.waitUntil(lambda: window.controller.live is not None
-                    and window.graph_panel.drawing is not None, timeout=TIMEOUT_MS)
-    wait_idle(qtbot, window)
-    window.controller.run(3)
-    qtbot.waitUntil(lambda: window.controller.timeline.latest is not None
-                    and window.controller.timeline.latest.step == 3, timeout=TIMEOUT_MS)
-    wait_idle(qtbot, window)
+    window = trained_window(qtbot, make_window, "example:mlp", ModelOptions(),
+                            SessionConfig(device="cpu", lr=1e30))  # NaN from step 2
     events = window.controller.timeline.ledger.events()
     assert [e.step for e in events] == [2]
     markers = window.spike_markers.items["norm"]
