@@ -175,22 +175,33 @@ class ForeachNorm:
 class TimedProbe(AccumulationProbe):
     """watch's probe, its work timed (and counted) where it runs: hooks, end-of-backward norms."""
 
-    def __init__(self, named, owner) -> None:
+    def __init__(self, named, owner, model) -> None:
         self.owner = owner
-        super().__init__(named)
+        super().__init__(named, model=model)
+
+    def _mine(self) -> bool:
+        """Whether this step is the probe's (it stays idle during other methods' steps)."""
+        return self.owner.timed in self.owner.session.observers
 
     def _timed(self, work, *args):
-        timed, start = self.owner.timed, time.perf_counter()
-        with OpCounter() if timed.counting else ExitStack() as counter:
-            work(*args)
+        timed = self.owner.timed
         if timed.counting:
+            with OpCounter() as counter:
+                work(*args)
             timed.ops += counter.ops
+            return
+        start = time.perf_counter()  # nothing else between the two reads of the clock
+        work(*args)
         if timed.settle and timed.device.startswith("cuda"):
             torch.cuda.synchronize()
         self.owner.elsewhere += time.perf_counter() - start
 
+    def _on_output(self, module, args, output) -> None:
+        if self._mine():
+            self._timed(super()._on_output, module, args, output)
+
     def _on_grad(self, param) -> None:
-        if self.owner.timed in self.owner.session.observers:  # idle during other methods' steps
+        if self._mine():
             self._timed(super()._on_grad, param)
 
     def _backward_done(self) -> None:
@@ -205,7 +216,7 @@ class AccumulatedPoint:
     def after_backward(self, session, step):
         if self.probe is None:
             self.session = session
-            self.probe = TimedProbe(list(session.model.named_parameters()), self)
+            self.probe = TimedProbe(list(session.model.named_parameters()), self, session.model)
         self.probe.take()
 
 

@@ -39,39 +39,57 @@ class AccumulatedNorms:
     """
 
     present: list[bool]
-    norms: torch.Tensor | None
+    norms: torch.Tensor | np.ndarray | None
     at_step: bool = False
 
     def host(self) -> np.ndarray:
         """The norms as float64 numbers (one transfer)."""
         if self.norms is None:
             return np.zeros(0)
+        if isinstance(self.norms, np.ndarray):
+            return self.norms
         return self.norms.detach().cpu().numpy().astype(np.float64)
 
 
-def _cpu_norms(grads: list[torch.Tensor]) -> torch.Tensor | None:
+_CPU_KERNELS: tuple | None = None  # (addresses_of, norms_at, flat_array, norm_of_array) or ()
+
+
+def _cpu_kernels() -> tuple:
+    """The Numba norm kernels, imported once; () when Numba is not available."""
+    global _CPU_KERNELS
+    if _CPU_KERNELS is None:
+        try:
+            from gradexplorer.core.stats.backend_at import addresses_of, norms_at
+            from gradexplorer.core.stats.backend_cpu import flat_array
+            from gradexplorer.core.stats.kernels import norm_of_array
+            _CPU_KERNELS = (addresses_of, norms_at, flat_array, norm_of_array)
+        except Exception:  # noqa: BLE001 - no Numba, or no kernel cache: the torch path
+            _CPU_KERNELS = ()
+    return _CPU_KERNELS
+
+
+def _cpu_norms(grads: list[torch.Tensor]) -> np.ndarray | None:
     """On the CPU: the Numba norm kernel over each gradient (float64 sums of squares,
     vectorised; torch's float64 reductions are several times slower there); None when Numba
     is not available."""
-    try:
-        from gradexplorer.core.stats.backend_at import addresses_of, norms_at
-        from gradexplorer.core.stats.backend_cpu import flat_array
-        from gradexplorer.core.stats.kernels import norm_of_array
-    except Exception:  # noqa: BLE001 - no Numba, or no kernel cache: the torch path
+    kernels = _cpu_kernels()
+    if not kernels:
         return None
+    addresses_of, norms_at, flat_array, norm_of_array = kernels
     at = addresses_of(grads)  # in place, one kernel call, where it can
     if at is not None:
-        return torch.from_numpy(norms_at(at))
-    return torch.tensor([norm_of_array(flat_array(g)) for g in grads], dtype=torch.float64)
+        return norms_at(at)
+    return np.array([norm_of_array(flat_array(g)) for g in grads], np.float64)
 
 
-def grad_norms(grads: list[torch.Tensor], numba: bool = True) -> torch.Tensor | None:
+def grad_norms(grads: list[torch.Tensor], numba: bool = True) -> torch.Tensor | np.ndarray | None:
     """‖g‖ of each gradient in float64, in the order given: on a device (or with
-    ``numba=False``) one foreach norm per (device, dtype) group, on the CPU the Numba kernel."""
+    ``numba=False``) one foreach norm per (device, dtype) group (a tensor on that device), on
+    the CPU the Numba kernel (a numpy array)."""
     if not grads:
         return None
     dense = [g.to_dense() if g.is_sparse else g for g in grads]
-    if numba and all(g.device.type == "cpu" for g in dense):
+    if numba and all(g.is_cpu for g in dense):
         on_cpu = _cpu_norms(dense)
         if on_cpu is not None:
             return on_cpu
@@ -117,6 +135,7 @@ class AccumulationProbe:
     def __init__(self, named: list[tuple[str, nn.Parameter]], wanted=None,
                  model: nn.Module | None = None) -> None:
         self.named = [(n, p) for n, p in named]
+        self._params = [p for _, p in self.named]
         self.wanted = wanted or (lambda: True)
         self.backwards = 0  # every backward that reached a parameter, since the probe began
         self.since_step = 0  # backwards since the last step (the step's micro-batches)
@@ -130,9 +149,13 @@ class AccumulationProbe:
     def _on_output(self, _module, _args, output) -> None:
         if torch.is_grad_enabled():
             for tensor in _grad_tensors(output):
-                tensor.register_hook(self._on_output_grad)
+                node = tensor.grad_fn  # a pre-hook on its node: half the cost of a tensor hook
+                if node is None:
+                    tensor.register_hook(self._on_output_grad)
+                else:
+                    node.register_prehook(self._on_output_grad)
 
-    def _on_output_grad(self, _grad) -> None:
+    def _on_output_grad(self, *_grads) -> None:
         self._on_grad(None)
 
     def _on_grad(self, _param) -> None:
@@ -154,9 +177,9 @@ class AccumulationProbe:
 
     def measure(self, at_step: bool = False) -> AccumulatedNorms:
         """The norms of the gradients the parameters hold now."""
-        present = [p.grad is not None for _, p in self.named]
-        norms = grad_norms([p.grad for _, p in self.named if p.grad is not None])
-        return AccumulatedNorms(present, norms, at_step)
+        grads = [p.grad for p in self._params]
+        norms = grad_norms([g for g in grads if g is not None])
+        return AccumulatedNorms([g is not None for g in grads], norms, at_step)
 
     def take(self) -> AccumulatedNorms:
         """At a step: its accumulated norms; starts the next step."""

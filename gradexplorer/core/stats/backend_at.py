@@ -16,7 +16,7 @@ import torch
 
 from gradexplorer.core.stats import backend_cpu as C
 from gradexplorer.core.stats import kernels_at as KA
-from gradexplorer.core.stats.backend_cpu import KERNEL_DTYPES, PARALLEL_MIN, ParamCopies
+from gradexplorer.core.stats.backend_cpu import PARALLEL_MIN, ParamCopies
 from gradexplorer.core.stats.histogram import HistRange, histogram_edges, range_bounds
 from gradexplorer.core.stats.raw import MAX, MIN, MOMENT_COLUMNS, RawStats
 
@@ -43,12 +43,16 @@ def addresses_of(tensors: list[torch.Tensor]) -> Addresses | None:
     if not tensors:
         return None
     dtype = tensors[0].dtype
-    if dtype not in KERNEL_DTYPES or [t for t in tensors if t.dtype != dtype or not t.is_cpu
-                                      or t.is_sparse or not t.is_contiguous()]:
+    like = _LIKE.get(dtype)
+    if like is None:
         return None
-    sizes = np.array([t.nbytes for t in tensors], np.int64) // tensors[0].element_size()
-    addresses = np.array([t.data_ptr() for t in tensors], np.int64)
-    return Addresses(addresses, sizes, _LIKE[dtype], tensors)
+    addresses, sizes = [], []
+    for t in tensors:  # one loop, dtypes compared by identity: this runs for every tensor of a step
+        if t.dtype is not dtype or not t.is_cpu or t.is_sparse or not t.is_contiguous():
+            return None
+        addresses.append(t.data_ptr())
+        sizes.append(t.numel())
+    return Addresses(np.array(addresses, np.int64), np.array(sizes, np.int64), like, tensors)
 
 
 ALL = slice(None)  # the one share of a single kernel call: every row
