@@ -177,6 +177,42 @@ def test_trainer_callback_logs_scalars_into_the_trainers_logs(tmp_path):
         assert kept["gradexplorer/grad_norm"] == logs["gradexplorer/grad_norm"]
 
 
+def test_trainer_callback_attached_first_logs_its_scalars_to_the_report_to_loggers(tmp_path):
+    transformers = pytest.importorskip("transformers")
+    pytest.importorskip("tensorboard")
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    from gradexplorer.integrations import GradexplorerTrainerCallback
+
+    config = transformers.GPT2Config(n_layer=1, n_head=2, n_embd=16, vocab_size=40, n_positions=16,
+                                     bos_token_id=0, eos_token_id=0)
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(0)
+    rows = [{"input_ids": ids, "labels": ids} for ids in torch.randint(0, 40, (12, 8), generator=g)]
+    args = transformers.TrainingArguments(
+        output_dir=str(tmp_path / "out"), max_steps=3, per_device_train_batch_size=4,
+        report_to=["tensorboard"], save_strategy="no", use_cpu=True, logging_steps=1,
+        max_grad_norm=0.01, learning_rate=1e-3, disable_tqdm=True)
+    trainer = transformers.Trainer(model=transformers.GPT2LMHeadModel(config), args=args,
+                                   train_dataset=rows)
+    GradexplorerTrainerCallback(tmp_path / "run", log_scalars=True).attach(trainer)
+    trainer.train()
+    run = gx.open_run(tmp_path / "run")
+    logged = {}  # TensorBoard's own reader over the Trainer's event files
+    for events in (tmp_path / "out").rglob("events.*"):
+        acc = EventAccumulator(str(events.parent)).Reload()
+        for tag in acc.Tags()["scalars"]:
+            logged.setdefault(tag, {}).update({e.step: e.value for e in acc.Scalars(tag)})
+    norms, coefs = logged["train/gradexplorer/grad_norm"], logged["train/gradexplorer/clip_coef"]
+    assert sorted(norms) == [1, 2, 3]
+    for step in (1, 2, 3):
+        ledger = run.step_ledger(step)
+        assert norms[step] == pytest.approx(ledger.grad_norm_applied, rel=1e-6)  # float32 events
+        assert coefs[step] == pytest.approx(ledger.clip_coef, rel=1e-6) and ledger.clip_coef < 1
+        assert logged["train/gradexplorer/grad_norm_accumulated"][step] == pytest.approx(
+            ledger.grad_norm_accumulated, rel=1e-6)
+
+
 def test_trainer_callback_numbers_steps_by_the_trainers_global_step_on_resume(tmp_path):
     transformers = pytest.importorskip("transformers")
     from gradexplorer.integrations import GradexplorerTrainerCallback

@@ -7,8 +7,10 @@ Steps are numbered by ``state.global_step``; the loss of each micro-batch is the
 ``loss`` (a forward hook, in training only); an fp16 run's GradScaler is accelerate's.
 ``log_scalars=True`` also puts the newest recorded step's global norms, clip coefficient and
 skip (``step_scalars``) into each of the Trainer's training ``on_log`` logs: its
-``state.log_history`` (trainer_state.json) and the callbacks after this one (the Trainer runs
-its ``report_to`` callbacks before the ones it is given).
+``state.log_history`` (trainer_state.json) and the callbacks after this one. The Trainer runs
+its ``report_to`` callbacks (TensorBoard, wandb, MLflow…) before the ones it is given, so for
+them to log the scalars too, put the callback first with ``callback.attach(trainer)`` instead
+of ``callbacks=[callback]``.
 """
 
 from __future__ import annotations
@@ -42,6 +44,13 @@ class GradexplorerTrainerCallback(TrainerCallback):
         self.log_scalars = log_scalars
         self.recorder = None
         self._loss_hook = None
+
+    def attach(self, trainer) -> GradexplorerTrainerCallback:
+        """Adds this callback to ``trainer`` ahead of all its others, its ``report_to`` loggers
+        included, so that they log the ``log_scalars`` figures as well. Returns the callback."""
+        handler = trainer.callback_handler
+        handler.callbacks = [self] + [c for c in handler.callbacks if c is not self]
+        return self
 
     def _start(self, state, model, optimizer) -> None:
         import torch
