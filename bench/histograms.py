@@ -54,7 +54,9 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # accumulated_point, beside this file
 
+from accumulated_point import AccumulatedPoint  # noqa: E402  (bench/, beside this file)
 from torch import nn  # noqa: E402
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
@@ -63,7 +65,6 @@ from gradexplorer import load_workload as _load  # noqa: E402
 from gradexplorer.core.model.spec import ModelOptions  # noqa: E402
 from gradexplorer.core.model.workload import Workload  # noqa: E402
 from gradexplorer.core.stats import triton_stats  # noqa: E402
-from gradexplorer.core.stats.accumulated import AccumulationProbe  # noqa: E402
 from gradexplorer.core.stats.monitor import TorchBackend  # noqa: E402
 
 FUSED_CPU_LIMIT = 50_000_000  # gradient values: above this the fused path is skipped on CPU
@@ -172,54 +173,6 @@ class ForeachNorm:
         torch.stack(torch._foreach_norm(grads_of(session))).cpu()
 
 
-class TimedProbe(AccumulationProbe):
-    """watch's probe, its work timed (and counted) where it runs: hooks, end-of-backward norms."""
-
-    def __init__(self, named, owner, model) -> None:
-        self.owner = owner
-        super().__init__(named, model=model)
-
-    def _mine(self) -> bool:
-        """Whether this step is the probe's (it stays idle during other methods' steps)."""
-        return self.owner.timed in self.owner.session.observers
-
-    def _timed(self, work, *args):
-        timed = self.owner.timed
-        if timed.counting:
-            with OpCounter() as counter:
-                work(*args)
-            timed.ops += counter.ops
-            return
-        start = time.perf_counter()  # nothing else between the two reads of the clock
-        work(*args)
-        if timed.settle and timed.device.startswith("cuda"):
-            torch.cuda.synchronize()
-        self.owner.elsewhere += time.perf_counter() - start
-
-    def _on_output(self, module, args, output) -> None:
-        if self._mine():
-            self._timed(super()._on_output, module, args, output)
-
-    def _on_grad(self, param) -> None:
-        if self._mine():
-            self._timed(super()._on_grad, param)
-
-    def _backward_done(self) -> None:
-        self._timed(super()._backward_done)
-
-
-class AccumulatedPoint:
-    """The as-accumulated point ``watch`` adds (installed on the first step, not counted)."""
-
-    timed, elsewhere, probe, session = None, 0.0, None, None
-
-    def after_backward(self, session, step):
-        if self.probe is None:
-            self.session = session
-            self.probe = TimedProbe(list(session.model.named_parameters()), self, session.model)
-        self.probe.take()
-
-
 def eager_fused_monitor() -> GradientMonitor:
     """The fused torch path with its Triton kernels off (the monitor builds its backend lazily)."""
     monitor = GradientMonitor(bins=64, histogram_every=1, backend="torch")
@@ -238,7 +191,7 @@ METHODS = {
     "TensorBoard-style": TensorBoardStyle,
     "wandb-style": WandbStyle,
     "torch._foreach_norm only": ForeachNorm,
-    "watch: as-accumulated norms": AccumulatedPoint,
+    "watch: as-accumulated norms": lambda: AccumulatedPoint(OpCounter),
 }
 
 

@@ -47,8 +47,7 @@ def attach_exporter(session, args: argparse.Namespace, monitor, hooks, say) -> E
     first, last = session.step_count + 1, session.step_count + args.steps
     exporter = SnapshotExporter(
         args.export, monitor, args.snapshot_every or 0, last_step=last,
-        hooks=hooks.step_hooks if hooks is not None else None,
-        captured=hooks.captured_tensors if hooks is not None else None,
+        registry=hooks,
         keep_snapshots=args.keep_snapshots,
     )
     folder = ExportFolder(args.export, overwrite=args.overwrite).claim()

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from gradexplorer.core.errors import UserError
-from gradexplorer.core.snapshot import write_snapshot
 from gradexplorer.core.snapshot.export_dir import ExportFolder
 from gradexplorer.core.snapshot.exporter import SnapshotExporter
+from gradexplorer.core.snapshot.write import write_step_snapshot
 from gradexplorer.gui.live_session import LiveSession
 
 
@@ -16,9 +16,8 @@ def export_now(live: LiveSession, directory: str | Path) -> Path:
     session = live.session
     if session.step_count == 0:
         raise UserError("run at least one step before exporting a snapshot: there are no gradients yet")
-    return write_snapshot(directory, session, live.monitor.latest(), hooks=live.hooks.step_hooks(),
-                          extra_tensors=live.hooks.captured_tensors(), history=live.monitor.history,
-                          replace=False)
+    return write_step_snapshot(directory, session, live.monitor.latest(), live.hooks,
+                               history=live.monitor.history, replace=False)
 
 
 def start_periodic_export(live: LiveSession, directory: str | Path, every: int,
@@ -27,8 +26,7 @@ def start_periodic_export(live: LiveSession, directory: str | Path, every: int,
     if every < 1:
         raise UserError(f"export every K steps needs K >= 1, got {every}")
     folder = ExportFolder(directory, overwrite_hint="move them first").claim()
-    exporter = SnapshotExporter(directory, live.monitor, every, hooks=live.hooks.step_hooks,
-                                captured=live.hooks.captured_tensors)
+    exporter = SnapshotExporter(directory, live.monitor, every, registry=live.hooks)
     exporter.folder = folder
     exporter.listeners.append(listener)
     live.session.add_observer(exporter)

@@ -218,6 +218,11 @@ class HookRegistry:
 
     def after_backward(self, session, step: int) -> None:
         """Session observer: runs between backward and optimizer step."""
+        self.end_backward()
+
+    def end_backward(self) -> None:
+        """The gradients are complete: note the hooks that shaped them (``step_hooks``), then
+        drop ``once:`` hooks that acted."""
         self._step_hooks = self.describe()
         self.prune()
 

@@ -179,7 +179,7 @@ class Recorder:
             self.before_optimizer_step()
             return None
         if self.hooks is not None:
-            self.hooks.prune()
+            self.hooks.end_backward()
         step = self._next_step()
         if not self._records(step):
             return None
@@ -190,7 +190,7 @@ class Recorder:
     def before_optimizer_step(self, optimizer=None, args=None, kwargs=None) -> None:
         """Gradients are ready, the weights not yet changed: the applied point."""
         if self.hooks is not None:
-            self.hooks.prune()
+            self.hooks.end_backward()
         step = self._next_step()
         if self._records(step):
             self._measure_applied(step)
@@ -321,13 +321,13 @@ class Recorder:
             self.spikes.after_write(record, self.ledger.loss, periodic)
 
     def _snapshot(self, record: StepGradients) -> None:
-        from gradexplorer.core.snapshot.write import write_snapshot
+        from gradexplorer.core.snapshot.write import write_step_snapshot
 
         writer = self.writer
 
         def work():
-            path = write_snapshot(writer.snapshot_dir(), self._session, record,
-                                  hooks=self.hooks.describe() if self.hooks else None)
+            path = write_step_snapshot(writer.snapshot_dir(), self._session, record, self.hooks,
+                                       history=self.monitor.history)
             writer.add_snapshot(record.step, path, self.keep_snapshots)
 
         writer._guarded(f"the snapshot of step {record.step}", work)

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from gradexplorer.core.snapshot.write import write_snapshot
+from gradexplorer.core.snapshot.write import write_step_snapshot
 
 # Per parameter, the manifest's JSON (stats, name, shape, histogram edges and counts) and the
 # CSV rows take roughly this many bytes, plus about this many per histogram bin.
@@ -20,17 +20,15 @@ class SnapshotExporter:
     """Write a snapshot under ``directory`` every ``snapshot_every`` steps (0: never) and at
     ``last_step``.
 
-    ``hooks`` and ``captured`` are callables returning the hook descriptions and the captured
-    tensors to include (e.g. a HookRegistry's); ``listeners`` get ``(step, path)`` per snapshot.
+    ``registry``: the HookRegistry whose hooks and captured tensors the snapshots include (as
+    every entry point's, ``write_step_snapshot``); ``listeners`` get ``(step, path)`` per snapshot.
     ``keep_snapshots`` (None: all) removes this exporter's older snapshots beyond the newest N.
     Add it after the GradientMonitor so that each step's statistics are ready.
     """
 
     def __init__(self, directory: str | os.PathLike, monitor=None, snapshot_every: int = 0,
                  last_step: int | None = None,
-                 hooks: Callable[[], list[dict]] | None = None,
-                 captured: Callable[[], dict[str, Any]] | None = None,
-                 keep_snapshots: int | None = None) -> None:
+                 registry=None, keep_snapshots: int | None = None) -> None:
         every, keep = snapshot_every, keep_snapshots
         if every < 0:
             raise ValueError(f"snapshot_every must be 0 (last step only) or positive, got {every}")
@@ -38,7 +36,7 @@ class SnapshotExporter:
             raise ValueError(f"keep_snapshots must be at least 1, got {keep}")
         self.directory = Path(directory)
         self.monitor, self.snapshot_every, self.last_step = monitor, every, last_step
-        self.hooks, self.captured, self.keep_snapshots = hooks, captured, keep
+        self.registry, self.keep_snapshots = registry, keep
         self.written: list[Path] = []
         self.folder = None  # the ExportFolder claim of whoever started it, released on stop
         self.listeners: list[Callable[[int, Path], Any]] = []
@@ -65,13 +63,10 @@ class SnapshotExporter:
     def after_step(self, session, result) -> None:
         if not self.due(result.step):
             return
-        path = write_snapshot(
-            self.directory, session, result.extras.get("gradients"),
-            hooks=self.hooks() if self.hooks else [],
-            extra_tensors=self.captured() if self.captured else {},
+        path = write_step_snapshot(
+            self.directory, session, result.extras.get("gradients"), self.registry,
             history=self.monitor.history if self.monitor is not None else None,
-            diagnosis=result.extras.get("nonfinite_origin"),
-        )
+            diagnosis=result.extras.get("nonfinite_origin"))
         self.written.append(path)
         self._retain()
         for listener in list(self.listeners):

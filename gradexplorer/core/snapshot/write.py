@@ -57,6 +57,23 @@ def write_snapshot(directory: str | os.PathLike, session, step_gradients: StepGr
     return target
 
 
+def write_step_snapshot(directory: str | os.PathLike, session, record: StepGradients | None,
+                        registry=None, history: Iterable[StepGradients] | None = None,
+                        diagnosis: dict[str, Any] | None = None, replace: bool = True,
+                        name: str | None = None) -> Path:
+    """The one snapshot call of every entry point (the app's Export and periodic export,
+    ``gradexplorer run --export``, ``watch(snapshot_every=)``), so that each writes the same
+    contents: the gradients held now, the hooks of ``registry`` (a ``HookRegistry`` or None) as
+    they shaped them (``step_hooks``) with the tensors its ``observe:capture`` hooks kept, the
+    statistics of every step of ``history`` up to this one, and ``diagnosis`` (where this
+    step's NaN/Inf was born)."""
+    return write_snapshot(
+        directory, session, record,
+        hooks=registry.step_hooks() if registry is not None else [],
+        extra_tensors=registry.captured_tensors() if registry is not None else {},
+        history=history, name=name, diagnosis=diagnosis, replace=replace)
+
+
 def _consistent_record(model, record: StepGradients | None, step: int) -> StepGradients:
     """The given record if it matches the gradients held now and has histograms, else fresh."""
     from gradexplorer.core.stats.monitor import gradient_stats
