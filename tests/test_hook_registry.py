@@ -54,11 +54,11 @@ def test_attach_detach_a_thousand_times_leaves_no_trace():
     model.fc1.register_backward_hook(lambda *a: None)  # flag restored: old-style hooks allowed
 
 
-def test_listeners_get_kind_module_and_message():
+def test_the_event_signal_gives_kind_module_and_message():
     session = lenet_session()
     registry = HookRegistry(session.model)
     seen = []
-    registry.listeners.append(lambda *event: seen.append(event))
+    registry.event.connect(lambda *event: seen.append(event))
     registry.attach("fc2", "scale:2")
     registry.attach("fc2", "block")  # replaces
     registry.detach("fc2")
@@ -161,7 +161,7 @@ def test_inplace_case_is_detected_reported_and_survived():
     registry.attach("1", "scale:0.5")
     registry.attach("3", "observe")
     kinds = []
-    registry.listeners.append(lambda kind, module, message: kinds.append((kind, module)))
+    registry.event.connect(lambda kind, module, message: kinds.append((kind, module)))
     recorder = GradRecorder()
     session.add_observer(recorder)
     losses = [r.loss for r in session.run(3)]

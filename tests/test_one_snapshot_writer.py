@@ -67,9 +67,14 @@ def contents(path):
 
 
 @pytest.fixture
-def one_thread():
+def one_thread(monkeypatch):
     """One torch thread for every entry point: the app leaves the GUI a core and a conv's
-    backward sums in another order with another thread count (last-bit differences)."""
+    backward sums in another order with another thread count (last-bit differences). The
+    app's record of the count it lowered starts empty, so that giving the cores back cannot
+    restore a count an earlier test left there."""
+    from gradexplorer.gui import live_session
+
+    monkeypatch.setattr(live_session, "_THREADS", {"before": None, "holders": set()})
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     yield

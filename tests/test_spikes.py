@@ -109,13 +109,13 @@ def test_run_command_reports_a_nan_spike(run_cli, tmp_path):
     assert "spikes: 1 event(s)" in out
 
 
-def test_the_apps_session_tells_spikes_to_the_event_log_listeners():
+def test_the_apps_session_tells_spikes_to_the_event_log():
     from gradexplorer.core.diagnose.spike_observer import SpikeObserver
     from gradexplorer.gui.live_session import open_live_session
 
     live = open_live_session("example:mlp", gx.ModelOptions(), gx.SessionConfig(device="cpu", lr=1e30))
     told = []
-    live.hooks.listeners.append(lambda *event: told.append(event))
+    live.hooks.event.connect(lambda *event: told.append(event))
     observers = live.session.observers
     spikes = next(o for o in observers if isinstance(o, SpikeObserver))
     assert observers.index(spikes) > observers.index(live.monitor)  # it reads the monitor's figures

@@ -59,7 +59,7 @@ def attach_exporter(session, args: argparse.Namespace, monitor, hooks, say) -> E
     except BaseException:
         folder.release()
         raise
-    exporter.listeners.append(lambda step, path: say(f"  snapshot of step {step}: {path}"))
+    exporter.wrote.connect(lambda step, path: say(f"  snapshot of step {step}: {path}"))
     session.add_observer(exporter)
     return folder
 

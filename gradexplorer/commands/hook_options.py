@@ -65,7 +65,9 @@ class DetachedHooks:
 def attach_hooks_from_args(session: TrainingSession, args: argparse.Namespace) -> HookRegistry:
     """Attach every ``--hook`` to the session's model; events are printed as they happen."""
     registry = HookRegistry(session.model, seed=getattr(args, "seed", 0))
-    registry.listeners.append(EventPrinter())
+    printer = EventPrinter()
+    registry.event.connect(lambda *event: printer(*event))  # a lambda: psygnal keeps it (and
+    # the printer), where it would hold a callable object only weakly
     hooks = [parse_hook_option(text) for text in getattr(args, "hook", None) or []]
     if hooks:
         registry.install(session)

@@ -48,7 +48,7 @@ def run_command(args: argparse.Namespace) -> int:
     )
     registry = attach_hooks_from_args(session, args)
     detached = DetachedHooks(session)
-    registry.listeners.append(detached)
+    registry.event.connect(detached)
     folder = attach_gradient_options(session, args, hooks=registry)
     spikes = SpikeLines(session)
     reporter = StepReporter(args.steps)

@@ -15,7 +15,7 @@ class SpikeLines:
     def __init__(self, session, stream: TextIO | None = None) -> None:
         self.stream = stream or sys.stdout
         self.observer = SpikeObserver()
-        self.observer.listeners.append(self._event)
+        self.observer.spike.connect(self._event)
         session.add_observer(self.observer)
 
     def _event(self, event, step: int) -> None:

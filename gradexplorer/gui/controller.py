@@ -93,7 +93,7 @@ class SessionController(QObject):
 
         def open_() -> SessionOpened:
             live = open_live_session(spec, options, config, holder=self)
-            live.hooks.listeners.append(push)  # hook events reach the GUI through the mailbox
+            live.hooks.event.connect(push)  # hook events reach the GUI through the mailbox
             return SessionOpened(live, fresh=True)
         self.post(open_)
 

@@ -113,10 +113,12 @@ def reconfigure(live: LiveSession, **changes: Any) -> LiveSession:
 def _attach(live: LiveSession) -> None:
     live.session.config.grad_norm = False  # the monitor reports the global norm itself
     live.session.add_observer(live.monitor)
-    live.session.add_observer(SpikeObserver.telling(live.hooks.listeners))  # to the event log
+    live.session.add_observer(SpikeObserver.telling(live.hooks.event))  # to the event log
     live.hooks.install(live.session)
-    # where a step's NaN/Inf was born, told through the hook registry's listeners (the mailbox)
-    live.session.add_observer(NonFiniteOrigin(live.session, live.hooks.listeners))
+    # where a step's NaN/Inf was born, told through the hook registry's event (the mailbox)
+    origin = NonFiniteOrigin(live.session)
+    origin.event.connect(live.hooks.event.emit)
+    live.session.add_observer(origin)
     # what observe hooks saw, as plain records in each step result (the mailbox carries them)
     live.session.add_observer(ObserveReporter(live.hooks, live.monitor.bins))
     live.session.add_observer(OptimizerStateReporter())  # ‖m‖, RMS √v̂, eff. lr, ‖momentum‖

@@ -28,7 +28,7 @@ def start_periodic_export(live: LiveSession, directory: str | Path, every: int,
     folder = ExportFolder(directory, overwrite_hint="move them first").claim()
     exporter = SnapshotExporter(directory, live.monitor, every, registry=live.hooks)
     exporter.folder = folder
-    exporter.listeners.append(listener)
+    exporter.wrote.connect(listener)
     live.session.add_observer(exporter)
     return exporter
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import networkx as nx
 import torch
+from psygnal import Signal
 from torch import nn
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
@@ -197,17 +198,18 @@ class NonFiniteOrigin:
 
     The finding goes to ``result.extras["nonfinite_origin"]`` (a dict with ``text``, ``op``,
     ``module``...), before the alarm and snapshot observers added after this one read it, and
-    to each of ``listeners`` as ``listener("error", module, "step N: text")`` (the signature of
-    HookRegistry listeners, so the app's event log can take both). A healthy step costs one
+    by its ``event`` signal as ``("error", module, "step N: text")`` (the signature of
+    ``HookRegistry.event``, so the app's event log can take both). A healthy step costs one
     fused gradient norm; a step whose parameters already hold NaN/Inf is reported without a
     replay; only the first bad step of a run is replayed.
     """
 
-    def __init__(self, session, listeners: list | None = None) -> None:
+    event = Signal(str, str, str)
+
+    def __init__(self, session) -> None:
         self._rng = rng_snapshot(session.device)  # random state at the start of the next step
         self._found: dict | None = None
         self.found: list[dict] = []
-        self.listeners = listeners if listeners is not None else []
 
     def after_backward(self, session, step: int) -> None:
         self._found = None
@@ -220,8 +222,7 @@ class NonFiniteOrigin:
         if found is not None:
             self._found = found
             self.found.append(found)
-            for listener in list(self.listeners):
-                listener("error", found.get("module", ""), f"step {step + 1}: {found['text']}")
+            self.event.emit("error", found.get("module", ""), f"step {step + 1}: {found['text']}")
 
     def after_step(self, session, result) -> None:
         if self._found is not None:

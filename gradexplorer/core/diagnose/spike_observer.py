@@ -3,12 +3,14 @@
 ``SpikeObserver`` reads what a step already brought to the host: the loss, the global norm and,
 when a GradientMonitor observes the session before it, every parameter's figures. The batch
 behind a step is the workload's ``make_batch`` index (``step - 1``). A flagged step's event is
-put in ``result.extras["spike"]`` (the app's mailbox carries it) and handed to each listener.
+put in ``result.extras["spike"]`` (the app's mailbox carries it) and emitted by ``spike``.
 """
 
 from __future__ import annotations
 
 import sys
+
+from psygnal import Signal
 
 from gradexplorer.core.diagnose.spike_band import SpikeSettings
 from gradexplorer.core.diagnose.spikes import SpikeDetector, SpikeEvent
@@ -16,27 +18,28 @@ from gradexplorer.core.errors import first_line
 
 
 class SpikeObserver:
-    """Session observer: add it after the GradientMonitor."""
+    """Session observer: add it after the GradientMonitor. ``spike(event, step)`` (psygnal):
+    a step that belongs to an event."""
+
+    spike = Signal(object, int)
 
     def __init__(self, settings: SpikeSettings | None = None, report=None) -> None:
         self.detector = SpikeDetector(settings)
-        self.listeners: list = []  # listener(event, step): a step that belongs to an event
         self.failed = False
         self._report = report or (lambda line: print(line, file=sys.stderr))
 
     @classmethod
-    def telling(cls, listeners: list, settings: SpikeSettings | None = None) -> SpikeObserver:
-        """An observer that tells each event, when it begins, to ``listeners`` as
-        ``listener("spike", module, "spike at step N: …")`` (the HookRegistry listeners'
-        signature: the app's event log shows it)."""
+    def telling(cls, signal, settings: SpikeSettings | None = None) -> SpikeObserver:
+        """An observer that tells each event, when it begins, through ``signal`` (a psygnal
+        signal instance of ``HookRegistry.event``'s signature) as ``("spike", module,
+        "spike at step N: …")``: the app's event log shows it."""
         observer = cls(settings)
 
         def tell(event: SpikeEvent, step: int) -> None:
             if event.step == step:
                 module = event.modules[0]["name"] if event.modules else ""
-                for listener in list(listeners):
-                    listener("spike", module, f"spike at {event.summary()}")
-        observer.listeners.append(tell)
+                signal.emit("spike", module, f"spike at {event.summary()}")
+        observer.spike.connect(tell)
         return observer
 
     @property
@@ -62,5 +65,4 @@ class SpikeObserver:
         if event.step == result.step:
             event.batch = {"make_batch": result.step - 1}
         result.extras["spike"] = event
-        for listener in self.listeners:
-            listener(event, result.step)
+        self.spike.emit(event, result.step)

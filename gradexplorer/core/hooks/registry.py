@@ -2,8 +2,8 @@
 from the errors hooks cause during a step.
 
 The registry is thread-confined: attach/detach it only where the model trains between steps
-(the app posts them as jobs to its training thread). Listeners are plain callables
-``listener(kind, module, message)`` called on that thread.
+(the app posts them as jobs to its training thread). Its ``event`` signal (psygnal) emits
+``(kind, module, message)`` on that thread.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+from psygnal import Signal
 from torch import nn
 from torch.utils.hooks import RemovableHandle
 
@@ -42,7 +43,6 @@ from gradexplorer.core.hooks.user_hook import UserHook
 
 EVENT_KINDS = ("attached", "detached", "failed", "note")
 MAX_EVENTS = 1000
-Listener = Callable[[str, str, str], None]
 # PyTorch warns each time a hook fires on a module whose inputs need no grad; we explain it once.
 OUTPUT_FIRING_WARNING = "Full backward hook is firing when gradients are computed with respect"
 _QUIET: dict[str, Any] = {"entry": None, "holders": weakref.WeakSet()}
@@ -94,14 +94,18 @@ class AttachedHook:
 
 
 class HookRegistry:
-    """Full backward hooks on a model's modules, addressed by dotted path ("" is the root)."""
+    """Full backward hooks on a model's modules, addressed by dotted path ("" is the root).
+
+    ``event(kind, module, message)``: each attach, detach, failure or note, as it happens
+    (``kind`` one of EVENT_KINDS; psygnal holds bound methods and callable objects weakly)."""
+
+    event = Signal(str, str, str)
 
     def __init__(self, model: nn.Module, seed: int = 0, sample_inputs: tuple | None = None) -> None:
         self.model = model
         self.seed = seed
         self.sample_inputs = sample_inputs
         self.events: list[str] = []
-        self.listeners: list[Listener] = []
         self._hooks: dict[str, AttachedHook] = {}
         self._original_flags: dict[str, bool | None] = {}
         self._probes: dict[str, ModuleProbe] | None = None
@@ -336,12 +340,11 @@ class HookRegistry:
         self.events.append(message)
         if len(self.events) > MAX_EVENTS:
             del self.events[: len(self.events) - MAX_EVENTS]
-        for listener in list(self.listeners):
-            try:
-                listener(kind, module, message)
-            except Exception as exc:  # noqa: BLE001 - a broken listener must not stop training
-                warnings.warn(f"hook event listener {listener!r} failed: {first_line(exc)}",
-                              stacklevel=2)
+        try:
+            self.event.emit(kind, module, message)
+        except Exception as exc:  # noqa: BLE001 - a broken subscriber must not stop training
+            warnings.warn(f"a hook event subscriber failed: {first_line(exc.__cause__ or exc)}",
+                          stacklevel=2)
 
 
 def normalize_path(path: str) -> str:

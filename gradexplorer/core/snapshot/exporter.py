@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+
+from psygnal import Signal
 
 from gradexplorer.core.snapshot.write import write_step_snapshot
 
@@ -21,10 +21,13 @@ class SnapshotExporter:
     ``last_step``.
 
     ``registry``: the HookRegistry whose hooks and captured tensors the snapshots include (as
-    every entry point's, ``write_step_snapshot``); ``listeners`` get ``(step, path)`` per snapshot.
+    every entry point's, ``write_step_snapshot``); ``wrote(step, path)`` (psygnal) follows each
+    snapshot.
     ``keep_snapshots`` (None: all) removes this exporter's older snapshots beyond the newest N.
     Add it after the GradientMonitor so that each step's statistics are ready.
     """
+
+    wrote = Signal(int, object)
 
     def __init__(self, directory: str | os.PathLike, monitor=None, snapshot_every: int = 0,
                  last_step: int | None = None,
@@ -39,7 +42,6 @@ class SnapshotExporter:
         self.registry, self.keep_snapshots = registry, keep
         self.written: list[Path] = []
         self.folder = None  # the ExportFolder claim of whoever started it, released on stop
-        self.listeners: list[Callable[[int, Path], Any]] = []
 
     def due(self, step: int) -> bool:
         """Whether step ``step`` (1-based) is exported."""
@@ -69,8 +71,7 @@ class SnapshotExporter:
             diagnosis=result.extras.get("nonfinite_origin"))
         self.written.append(path)
         self._retain()
-        for listener in list(self.listeners):
-            listener(result.step, path)
+        self.wrote.emit(result.step, path)
 
     def _retain(self) -> None:
         if self.keep_snapshots is None:

@@ -14,10 +14,11 @@ single host transfer per device after the optimizer step.
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Iterable
-from typing import Any
 
 import torch
+from psygnal import Signal
 from torch import nn
 
 from gradexplorer.core.errors import first_line, measured, renamed, warn_not_recorded
@@ -149,8 +150,11 @@ class GradientMonitor:
     kept in ``monitor.history``; ``update_ratio``: report ‖Δθ‖/‖θ‖ of each optimizer step,
     measured from a copy of the weights taken before it (one parameter-sized buffer);
     ``overlap``: on CUDA, run the statistics on a side stream beside the optimizer step
-    (opt-in and not yet measured on a GPU; no effect on the CPU or MPS).
+    (opt-in and not yet measured on a GPU; no effect on the CPU or MPS). ``recorded`` (a
+    psygnal signal) emits each step's StepGradients on the thread that trains.
     """
+
+    recorded = Signal(object)
 
     def __init__(self, bins: int = 64, histogram_every: int = 1, history: int = 256,
                  hist_range: HistRange | str = "auto", update_ratio: bool = True,
@@ -167,7 +171,6 @@ class GradientMonitor:
         self.update_ratio = update_ratio
         self.backend_name, self.overlap = backend, overlap
         self.history = GradientHistory(history)
-        self.listeners: list[Any] = []  # callables receiving each StepGradients
         self._backend = None
         self._pending: tuple | None = None
         self._shapes: tuple | None = None  # (named parameters, their measured shapes)
@@ -237,8 +240,11 @@ class GradientMonitor:
         if result.grad_norm is None:
             result.grad_norm = record.global_norm
             fill_session_ledger(getattr(result, "ledger", None), record.global_norm)
-        for listener in list(self.listeners):
-            listener(record)
+        try:
+            self.recorded.emit(record)
+        except Exception as exc:  # noqa: BLE001 - a broken subscriber must not stop training
+            warnings.warn(f"a gradient subscriber failed: {first_line(exc.__cause__ or exc)}",
+                          stacklevel=2)
 
     def _one_by_one(self, step: int, named, present: list[bool], cause: str) -> StepGradients:
         """The step measured again parameter by parameter, after the whole step's measurement
