@@ -95,7 +95,7 @@ def step_edges(moments: np.ndarray, bins: int, hist_range: HistRange) -> tuple[n
     edges, careful = np.empty((count, bins + 1)), np.empty(count, np.bool_)
     mode, lo, hi = (KA.FIXED, *hist_range) if isinstance(hist_range, tuple) else \
         (KA.SYMMETRIC if hist_range == "symmetric" else KA.AUTO, 0.0, 0.0)
-    if KA.edges_of(moments, mode, float(lo), float(hi), edges, careful):
+    if bins >= 1 and KA.edges_of(moments, mode, float(lo), float(hi), edges, careful):
         return edges, careful
     return histogram_edges(*range_bounds(moments[:, MIN], moments[:, MAX], hist_range), bins), None
 
