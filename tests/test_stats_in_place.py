@@ -100,3 +100,41 @@ def test_a_watched_float32_model_takes_the_in_place_passes(monkeypatch):
         assert record.params[name].norm == pytest.approx(float(g.norm()), rel=1e-12)
         assert record.params[name].update_ratio > 0
         assert record.histograms[name].total == g.numel()
+
+
+def moments_rows(mins, maxs, nans=0, infs=0):
+    rows = np.zeros((len(mins), C.MOMENT_COLUMNS))
+    rows[:, C.MIN], rows[:, C.MAX] = mins, maxs
+    rows[:, C.NANS], rows[:, C.INFS] = nans, infs
+    return rows
+
+
+HUGE, SUB = np.finfo(np.float64).max, np.finfo(np.float64).smallest_subnormal
+
+
+@pytest.mark.parametrize("hist_range", ["auto", "symmetric", (-0.5, 0.5), (-1e-30, 3e-30)])
+@pytest.mark.parametrize("bins", [1, 7, 64])
+def test_the_kernels_edges_equal_the_numpy_edges_bit_for_bit(hist_range, bins):
+    rng = np.random.default_rng(0)
+    lo = rng.standard_normal(200) * 10.0 ** rng.integers(-250, 250, 200)
+    hi = lo + np.abs(lo) * 10.0 ** rng.uniform(-8, 3, 200)  # spans from 1e-8 to 1e3 of |lo|
+    lo[100:] = -np.abs(lo[100:])  # straddling 0: spans of any size
+    lo[:5], hi[:5] = [0.0, -0.0, 3.0, -2.5, 1e-3], [0.0, 0.0, 3.0, -2.5, 1e-3]  # constants, zeros
+    lo[5:7], hi[5:7] = [np.inf, -2.0**-1000], [-np.inf, 2.0**-1000]  # none finite, tiny
+    careful = (rng.random(200) < 0.1).astype(float)
+    rows = moments_rows(lo, hi, nans=careful)
+    expected = C.histogram_edges(*C.range_bounds(rows[:, C.MIN], rows[:, C.MAX], hist_range), bins)
+    edges, flags = A.step_edges(rows, bins, hist_range)
+    assert flags is not None  # every row above has finite, increasing edges
+    assert np.array_equal(edges, expected) and np.array_equal(np.signbit(edges), np.signbit(expected))
+    outside = (rows[:, C.MIN] < expected[:, 0]) | (rows[:, C.MAX] > expected[:, -1])
+    assert np.array_equal(flags, (careful > 0) | outside)
+
+
+@pytest.mark.parametrize("row", [(-HUGE, HUGE), (2.0**60, 2.0**60), (SUB, 2 * SUB)])
+def test_ranges_numpy_cannot_split_take_the_fallback_edges(row):
+    rows = moments_rows([0.5, row[0]], [1.0, row[1]])
+    edges, flags = A.step_edges(rows, 64, "auto")
+    expected = C.histogram_edges(*C.range_bounds(rows[:, C.MIN], rows[:, C.MAX], "auto"), 64)
+    assert flags is None and np.array_equal(edges, expected)
+    assert (np.diff(edges, axis=1) > 0).all()

@@ -91,6 +91,19 @@ def _moments(at: Addresses, rows) -> np.ndarray:
     return out
 
 
+def step_edges(moments: np.ndarray, bins: int, hist_range: HistRange) -> tuple[np.ndarray, np.ndarray | None]:
+    """Every row's histogram edges (``histogram_edges(*range_bounds(...))``, bit for bit) and
+    careful flags (``pack_histograms``'s) in one kernel call; where a row needs the fallback
+    ranges, the numpy edges and no flags."""
+    count = moments.shape[0]
+    edges, careful = np.empty((count, bins + 1)), np.empty(count, np.bool_)
+    mode, lo, hi = (KA.FIXED, *hist_range) if isinstance(hist_range, tuple) else \
+        (KA.SYMMETRIC if hist_range == "symmetric" else KA.AUTO, 0.0, 0.0)
+    if bins >= 1 and KA.edges_of(moments, mode, float(lo), float(hi), edges, careful):
+        return edges, careful
+    return histogram_edges(*range_bounds(moments[:, MIN], moments[:, MAX], hist_range), bins), None
+
+
 def compute_at(at: Addresses, want_histograms: bool, bins: int, hist_range: HistRange) -> RawStats:
     """``backend_cpu.compute``'s figures, read in place."""
     count = at.sizes.size
@@ -98,15 +111,19 @@ def compute_at(at: Addresses, want_histograms: bool, bins: int, hist_range: Hist
     if not want_histograms:
         return raw
     m = raw.moments
-    edges = histogram_edges(*range_bounds(m[:, MIN], m[:, MAX], hist_range), bins)
+    edges, careful = step_edges(m, bins, hist_range)
+    raw.edges = edges
+    if len(shares(at)) == 1:  # one kernel call, straight into the step's arrays
+        _, raw.counts, raw.extra = C.pack_histograms(at, m, bins, hist_range, edges, careful)
+        return raw
     counts_and_extra = np.zeros((count, bins + 4), np.int64)
 
     def histograms(part: Addresses, rows) -> np.ndarray:
-        _, counts, extra = C.pack_histograms(part, m[rows], bins, hist_range, edges[rows])
+        _, counts, extra = C.pack_histograms(part, m[rows], bins, hist_range, edges[rows],
+                                             None if careful is None else careful[rows])
         return np.concatenate([counts, extra], 1)
 
     in_shares(at, histograms, counts_and_extra)
-    raw.edges = edges
     raw.counts = np.ascontiguousarray(counts_and_extra[:, :bins])
     raw.extra = np.ascontiguousarray(counts_and_extra[:, bins:])
     return raw

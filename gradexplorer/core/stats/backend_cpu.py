@@ -95,22 +95,22 @@ def pack_moments(pack: Pack) -> np.ndarray:
 
 
 def pack_histograms(pack: Pack, stats: np.ndarray, bins: int, hist_range: HistRange,
-                    edges: np.ndarray | None = None):
+                    edges: np.ndarray | None = None, careful: np.ndarray | None = None):
     """Exact histograms of each tensor in one pack (or ``backend_at.Addresses``): ``(edges,
-    counts, extra)``; ``edges`` (the pack's rows) when already computed for every tensor at once."""
+    counts, extra)``; ``edges`` (the pack's rows) when already computed for every tensor at once,
+    and ``careful`` (NaN/Inf present or values outside the edges) with them."""
     count = stats.shape[0]
     if edges is None:
         edges = histogram_edges(*range_bounds(stats[:, MIN], stats[:, MAX], hist_range), bins)
     counts = np.zeros((count, bins), np.int64)
     extra = np.zeros((count, 4), np.int64)
-    nonfinite = stats[:, NANS] + stats[:, INFS] > 0
-    outside = (stats[:, MIN] < edges[:, 0]) | (stats[:, MAX] > edges[:, -1])
+    if careful is None:
+        careful = (stats[:, NANS] + stats[:, INFS] > 0) | (stats[:, MIN] < edges[:, 0]) \
+            | (stats[:, MAX] > edges[:, -1])
     if isinstance(pack, Pack):
-        K.segment_histograms(pack.flat, pack.offsets, np.arange(count), edges, counts, extra,
-                             nonfinite | outside)
+        K.segment_histograms(pack.flat, pack.offsets, np.arange(count), edges, counts, extra, careful)
     else:  # the tensors read in place (backend_at.Addresses)
-        KA.histograms_at(pack.addresses, pack.sizes, pack.like, edges, counts, extra,
-                         nonfinite | outside)
+        KA.histograms_at(pack.addresses, pack.sizes, pack.like, edges, counts, extra, careful)
     extra[:, 2], extra[:, 3] = stats[:, NANS], stats[:, INFS]
     return edges, counts, extra
 

@@ -13,6 +13,9 @@ from numba import carray, njit, types
 from numba.extending import intrinsic
 
 from gradexplorer.core.stats.kernels import CHUNK, histogram_of, moments_of, norm_of_array, update_norm_of
+from gradexplorer.core.stats.raw import INFS, MAX, MIN, NANS
+
+AUTO, SYMMETRIC, FIXED = 0, 1, 2  # ``edges_of``'s range modes (``histogram.range_bounds``)
 
 
 @intrinsic
@@ -58,7 +61,16 @@ def norms_at(addresses, sizes, like, out):
 def copy_at(addresses, sizes, like, starts, into):
     """Tensor ``i`` copied to ``into[starts[i]:starts[i] + sizes[i]]``."""
     for i in range(addresses.size):
-        into[starts[i]:starts[i] + sizes[i]] = _at(addresses, sizes, i, like)
+        source = _at(addresses, sizes, i, like)
+        _copy(source, into[starts[i]:starts[i] + source.size])
+
+
+@njit(nogil=True, cache=True)
+def _copy(source, target):
+    """``target[:] = source`` as a plain loop, which LLVM vectorises (a slice assignment is
+    about twice as slow, an indexed loop into the whole buffer four times)."""
+    for j in range(source.size):
+        target[j] = source[j]
 
 
 @njit(nogil=True, cache=True)
@@ -67,3 +79,33 @@ def update_norms_at(addresses, sizes, like, before, starts, out):
     (``kernels.update_norm_of``)."""
     for i in range(addresses.size):
         update_norm_of(_at(addresses, sizes, i, like), before[starts[i]:starts[i] + sizes[i]], out[i])
+
+
+@njit(nogil=True, cache=True)
+def edges_of(moments, mode, fixed_lo, fixed_hi, edges, careful):
+    """``edges[i]``: ``histogram.histogram_edges(*range_bounds(...))`` of moments row ``i`` (the
+    same float64 operations in the same order, so the same edges bit for bit), and
+    ``careful[i]``: NaN/Inf present or values outside the edges. False when a row's edges are
+    not finite and strictly increasing: the caller then takes ``histogram_edges``, whose
+    fallback ranges handle those rows."""
+    bins = edges.shape[1] - 1
+    for i in range(moments.shape[0]):
+        mn, mx = moments[i, MIN], moments[i, MAX]
+        lo, hi = (mn, mx) if mn <= mx else (0.0, 0.0)
+        if mode == SYMMETRIC:
+            top = max(abs(lo), abs(hi))
+            lo, hi = -top, top
+        elif mode == FIXED:
+            lo, hi = fixed_lo, fixed_hi
+        if lo == hi:
+            lo, hi = lo - 0.5, hi + 0.5
+        step = (hi - lo) / bins
+        row = edges[i]
+        for k in range(bins):
+            row[k] = np.float64(k) * step + lo
+        row[bins] = hi
+        for k in range(bins):
+            if not row[k + 1] > row[k]:
+                return False
+        careful[i] = moments[i, NANS] + moments[i, INFS] > 0 or mn < row[0] or mx > row[bins]
+    return True
