@@ -77,6 +77,12 @@ def test_a_run_of_5000_parameters_opens_with_its_figures(qtbot, make_window, big
     assert list(steps) == list(range(1, STEPS + 1)) and list(shown) == pytest.approx(losses, rel=1e-12)
     steps, shown = window.curves.norm_item.getData()
     assert list(steps) == list(range(1, STEPS + 1)) and shown[-1] == pytest.approx(whole, rel=1e-12)
+    flow = window.gradients.flow  # a row's tooltip, written when hovered
+    assert len(flow.shown) == 2 * BLOCKS
+    last = flow.shown.index(names[-1])
+    assert flow.tip(last) == (f"{names[-1]}\nmax |g| {float(np.abs(grads[names[-1]]).max()):.4g} · "
+                              f"rms {norms[names[-1]] / math.sqrt(grads[names[-1]].size):.4g}")
+    assert flow.tip(2 * BLOCKS) == ""
     assert window.graph_panel.drawing is None  # the graph comes after the figures
     qtbot.waitUntil(lambda: window.graph_panel.drawing is not None and not window.busy(),
                     timeout=TIMEOUT_MS)
