@@ -9,7 +9,6 @@ document is one line naming what it is, never a crash.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 import numpy as np
@@ -18,15 +17,43 @@ from gradexplorer.core.errors import UserError
 
 MAX_BYTES = 256 * 2**20  # far beyond any manifest, structure or graph gradexplorer writes
 MAX_DEPTH = 64  # gradexplorer's own documents nest at most 6 deep
-STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
-OPEN, CLOSE = np.frombuffer(b"[{", np.uint8), np.frombuffer(b"]}", np.uint8)
+BRACKET = np.zeros(256, np.int8)
+BRACKET[list(b"[{")], BRACKET[list(b"]}")] = 1, -1
+QUOTE, BACKSLASH = ord('"'), ord("\\")
 
 
 def nesting_depth(data: bytes) -> int:
-    """The deepest ``[``/``{`` nesting of a JSON text, brackets inside strings ignored."""
-    codes = np.frombuffer(STRING.sub(b'""', data), np.uint8)
-    steps = np.isin(codes, OPEN).astype(np.int64) - np.isin(codes, CLOSE)
+    """The deepest ``[``/``{`` nesting of a JSON text, brackets inside strings ignored.
+
+    Vectorised (a 2 MB graph in 0.06 s; a regular expression took 0.3 s): a quote starts
+    or ends a string unless an odd number of backslashes precede it; what lies between such
+    quotes is string contents (a string never closed is not: ``json.loads`` stops at it). Up to
+    a backslash outside a string (where ``json.loads`` stops) that is exactly JSON's strings."""
+    codes = np.frombuffer(data, np.uint8)
+    kinds = BRACKET[codes]
+    where = np.flatnonzero(kinds)
+    steps = kinds[where].astype(np.int64)
+    quotes = np.flatnonzero(codes == QUOTE)
+    if len(quotes):
+        real = quotes[backslashes_before(codes, quotes) % 2 == 0]
+        real = real[:len(real) - len(real) % 2]  # a string never closed: json.loads stops there
+        steps[np.searchsorted(real, where) % 2 == 1] = 0  # after an odd number: in a string
     return int(np.cumsum(steps).max(initial=0))
+
+
+def backslashes_before(codes: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """How many backslashes come right before each position ``at`` (ascending) of ``codes``."""
+    slashes = np.flatnonzero(codes == BACKSLASH)  # few: JSON writes them only in escapes
+    out = np.zeros(len(at), np.int64)
+    if not len(slashes):
+        return out
+    first = np.ones(len(slashes), bool)  # where each run of backslashes starts
+    first[1:] = np.diff(slashes) != 1
+    starts = np.maximum.accumulate(np.where(first, np.arange(len(slashes)), 0))
+    after = at[(at > 0) & (codes[np.maximum(at - 1, 0)] == BACKSLASH)]
+    last = np.searchsorted(slashes, after - 1)  # the run's last backslash is at after - 1
+    out[np.searchsorted(at, after)] = last - starts[last] + 1
+    return out
 
 
 def load_bounded(text: str | bytes, where: str, max_bytes: int = MAX_BYTES,

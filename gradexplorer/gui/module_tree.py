@@ -99,18 +99,24 @@ class ModuleTree(QTreeWidget):
         self.clear()
         self._items, self._badged = {}, {}
         counts = subtree_parameter_counts(model)
+        children: dict[str, list[QTreeWidgetItem]] = {}
+        blank, right = [""] * len(GRADIENT_COLUMNS), Qt.AlignRight | Qt.AlignVCenter
         for path, module in model.named_modules():
-            parent_path = path.rpartition(".")[0] if path else None
-            parent = self._items.get(parent_path) if parent_path is not None else None
             count = counts.get(path, 0)
             item = ModuleItem([path.rpartition(".")[2] or "(model)", type(module).__name__,
-                               f"{count:,}", ""] + [""] * len(GRADIENT_COLUMNS))
+                               f"{count:,}", "", *blank])
             item.setData(0, PATH_ROLE, path)
             item.setToolTip(0, path or "the whole model")
             item.setData(2, SORT_ROLE, count)
-            item.setTextAlignment(2, Qt.AlignRight | Qt.AlignVCenter)
-            (parent.addChild(item) if parent is not None else self.addTopLevelItem(item))
+            item.setTextAlignment(2, right)
+            if path:
+                children.setdefault(path.rpartition(".")[0], []).append(item)
+            else:
+                self.addTopLevelItem(item)
             self._items[path] = item
+        for parent, items in children.items():  # each parent's rows at once
+            holder = self._items.get(parent)
+            holder.addChildren(items) if holder is not None else self.addTopLevelItems(items)
         self.setSortingEnabled(sorting)
         self.expandToDepth(1)
         self.fit_columns()
@@ -139,6 +145,8 @@ class ModuleTree(QTreeWidget):
         tints = table_tints([rolled[p] for p in paths])  # NaN/Inf modules violet
         sorting = self.isSortingEnabled()
         self.setSortingEnabled(False)  # no re-sort per cell
+        brushes = {tint: QBrush(QColor.fromRgba(tint)) if tint else QBrush() for tint in set(tints)}
+        dark, plain = QBrush(QColor(TINTED_TEXT)), QBrush()
         for path, tint in zip(paths, tints, strict=True):
             item, g = self._items[path], rolled[path]
             word = ("NaN" if path in with_nan else "inf") if g.nonfinite else None
@@ -151,8 +159,8 @@ class ModuleTree(QTreeWidget):
             item.setText(7, f"⚠ {g.nonfinite}" if g.nonfinite else ("ok" if g.with_grad else ""))
             item.setData(7, SORT_ROLE, g.nonfinite)
             for column in (0, 4):
-                item.setBackground(column, QBrush(QColor.fromRgba(tint)) if tint else QBrush())
-                item.setForeground(column, QBrush(QColor(TINTED_TEXT)) if tint else QBrush())
+                item.setBackground(column, brushes[tint])
+                item.setForeground(column, dark if tint else plain)
         self.setSortingEnabled(sorting)
 
     def set_filter(self, text: str) -> None:

@@ -52,11 +52,11 @@ class ParameterTableModel(QAbstractTableModel):
         super().__init__(parent)
         self.rows: list[tuple[str, str, int, bool]] = []
         self.stats: dict[str, Any] = {}
-        self._live: list[tuple[str, ...]] = []  # formatted live cells per row
+        self._live: dict[int, tuple[str, ...]] = {}  # a row's formatted live cells, once shown
         self._bad: list[bool] = []
         self._tints: list[int] = []  # ARGB per row by gradient norm (0: none)
         self.optimizer_state: dict[str, Any] = {}
-        self._optim: list[tuple[str, ...]] = []
+        self._optim: dict[int, tuple[str, ...]] = {}  # a row's optimizer texts, once shown
 
     def set_model(self, model: nn.Module) -> None:
         """Show ``model``'s parameters."""
@@ -64,16 +64,16 @@ class ParameterTableModel(QAbstractTableModel):
         self.rows = [(n, format_shape(p.shape), p.numel(), p.requires_grad)
                      for n, p in model.named_parameters()]
         self.stats = {}
-        self._live = [("",) * len(LIVE)] * len(self.rows)
+        self._live = {}
         self._bad = [False] * len(self.rows)
         self._tints = [0] * len(self.rows)
-        self.optimizer_state, self._optim = {}, [optimizer_cells(None)] * len(self.rows)
+        self.optimizer_state, self._optim = {}, {}
         self.endResetModel()
 
     def set_stats(self, params: dict[str, Any]) -> None:
         """New per-parameter statistics (ParamStats by name)."""
         self.stats = params
-        self._live = [tuple(self._live_text(params.get(row[0]), c) for c in LIVE) for row in self.rows]
+        self._live = {}  # written as rows are shown: a few dozen of thousands
         row_stats = [params.get(row[0]) for row in self.rows]
         self._bad = [bool(s is not None and s.nonfinite) for s in row_stats]
         self._tints = table_tints(row_stats)  # NaN/Inf rows violet, never "small"
@@ -85,7 +85,7 @@ class ParameterTableModel(QAbstractTableModel):
         if states is self.optimizer_state:
             return
         self.optimizer_state = states
-        self._optim = [optimizer_cells(states.get(row[0])) for row in self.rows]
+        self._optim = {}  # written as rows are shown (the columns are hidden until asked for)
         if self.rows:
             self.dataChanged.emit(self.index(0, OPTIM[0]), self.index(len(self.rows) - 1, OPTIM[-1]))
 
@@ -106,9 +106,9 @@ class ParameterTableModel(QAbstractTableModel):
         row, column = index.row(), index.column()
         if role == Qt.DisplayRole:
             if column in OPTIM:
-                return self._optim[row][column - OPTIM[0]]
+                return self._optim_cells(row)[column - OPTIM[0]]
             if column in LIVE:
-                return self._live[row][column - 1]
+                return self._live_cells(row)[column - 1]
             name, shape, numel, requires_grad = self.rows[row]
             if column == 0:
                 return name
@@ -126,6 +126,19 @@ class ParameterTableModel(QAbstractTableModel):
         if role == Qt.UserRole:  # sort key
             return self._sort_value(row, column)
         return None
+
+    def _live_cells(self, row: int) -> tuple[str, ...]:
+        cells = self._live.get(row)
+        if cells is None:
+            stats = self.stats.get(self.rows[row][0])
+            cells = self._live[row] = tuple(self._live_text(stats, c) for c in LIVE)
+        return cells
+
+    def _optim_cells(self, row: int) -> tuple[str, ...]:
+        cells = self._optim.get(row)
+        if cells is None:
+            cells = self._optim[row] = optimizer_cells(self.optimizer_state.get(self.rows[row][0]))
+        return cells
 
     @staticmethod
     def _live_text(stats: Any, column: int) -> str:

@@ -111,11 +111,19 @@ def _follow(window, run, model) -> RunFollower:
     window.gradients.set_run(run)  # and the heat map
     follow_own_run(window, run)  # the overlay's own run (run_compare)
     follower.poll()
-    window.settle()  # the figures first: the graph's layout thread would contend for the GIL
-    graph = recorded_graph(run)  # its data was read and checked by run_is_ready
+    window.settle()
+    window.repaint()  # the figures painted first: the graph's layout thread contends for the GIL
+    QTimer.singleShot(0, window, lambda: _show_graph(window, follower))
+    return follower
+
+
+def _show_graph(window, follower: RunFollower) -> None:
+    """The backward graph the followed run recorded, laid out (unless another run is shown)."""
+    if getattr(window, "run_follower", None) is not follower:
+        return
+    graph = recorded_graph(follower.run)  # its data was read and checked by run_is_ready
     if graph is not None:
         window.graph_panel.set_graph(graph, fit=True)
-    return follower
 
 
 class RunWaiter:

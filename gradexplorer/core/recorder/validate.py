@@ -383,7 +383,10 @@ def ledger_values(step: int, values: tuple, where: str) -> dict[str, Any]:
 
 
 def param_step_values(step: int, name: Any, values: tuple, where: str) -> dict[str, Any]:
-    """A ``param_steps`` row's figures (PARAM_STEP_FIELDS order), each checked."""
+    """A ``param_steps`` row's figures (PARAM_STEP_FIELDS order), each checked (messages built
+    only for a row that fails the fast test: thousands of rows are read per step)."""
+    if type(name) is str and all(is_figure(v) for v in values):  # noqa: E721 - exact type
+        return dict(zip(S.PARAM_STEP_FIELDS, values, strict=True))
     if not isinstance(name, str):
         raise UserError(f"{where}, table {S.PARAM_STEPS_TABLE} at step {step} holds a parameter "
                         f"name of type {type(name).__name__}")

@@ -35,24 +35,32 @@ def owners(param: str) -> list[str]:
 
 
 def module_gradients(params: Mapping[str, ParamStats]) -> dict[str, ModuleGradients]:
-    """Figures for every module that holds a parameter in ``params`` (``""``: the model)."""
+    """Figures for every module that holds a parameter in ``params`` (``""``: the model).
+
+    The parameters are grouped by the module that holds them first, and each group's figures
+    handed to that module's owners (a module of 2,500 blocks: 2,500 groups, not 5,000 params
+    walked up one by one); ``fsum`` and ``max`` do not depend on the order."""
+    held: dict[str, list[ParamStats]] = {}
+    for name, s in params.items():
+        held.setdefault(name.rpartition(".")[0], []).append(s)
     squares: dict[str, list[float]] = {}
     peaks: dict[str, list[float]] = {}
     ratios: dict[str, list[float]] = {}
     counts: dict[str, list[int]] = {}  # params, with_grad, nonfinite
-    for name, s in params.items():
-        for path in owners(name):
+    for module, members in held.items():
+        graded = [s for s in members if s.has_grad and s.norm is not None]
+        own = ([float(s.norm) ** 2 for s in graded],
+               [float(s.abs_max) for s in graded if s.abs_max is not None],
+               [float(s.update_ratio) for s in graded if s.update_ratio is not None])
+        bad = sum((s.nan_count or 0) + (s.inf_count or 0) for s in members)
+        for path in owners(f"{module}.p") if module else [""]:
             count = counts.setdefault(path, [0, 0, 0])
-            count[0] += 1
-            count[2] += (s.nan_count or 0) + (s.inf_count or 0)
-            if not s.has_grad or s.norm is None:
-                continue
-            count[1] += 1
-            squares.setdefault(path, []).append(float(s.norm) ** 2)
-            if s.abs_max is not None:
-                peaks.setdefault(path, []).append(float(s.abs_max))
-            if s.update_ratio is not None:
-                ratios.setdefault(path, []).append(float(s.update_ratio))
+            count[0] += len(members)
+            count[1] += len(graded)
+            count[2] += bad
+            for into, values in zip((squares, peaks, ratios), own, strict=True):
+                if values:
+                    into.setdefault(path, []).extend(values)
     return {path: ModuleGradients(
         path, n, with_grad,
         math.sqrt(math.fsum(squares[path])) if path in squares else None,

@@ -113,6 +113,7 @@ def optimizer_state(optimizer: torch.optim.Optimizer,
 
 def state_from_row(name: str, row: dict) -> ParamOptimState:
     """A ParamOptimState from stored figures (missing ones None)."""
-    known = {f.name for f in fields(ParamOptimState)} - {"name"}
-    return ParamOptimState(name, **{k: row.get(k) for k in known})
+    return ParamOptimState(name, **{k: row.get(k) for k in _STORED})
 
+
+_STORED = tuple(f.name for f in fields(ParamOptimState) if f.name != "name")  # state_from_row's

@@ -110,7 +110,7 @@ class GradientFlowChart(pg.PlotWidget):
         self._names: list[str] = []
         self._floor = -8.0
         self._ceiling = 0.0
-        self._tips: list[str] = []
+        self._rows: tuple = ([], [], [], [], [])  # names, rms, peak, zero, bad of the rows shown
         self.span: tuple[float, float] | None = None  # log10 range shared with other charts
         self.scene().sigMouseClicked.connect(self._clicked)
         self.scene().sigMouseMoved.connect(self._hovered)
@@ -194,11 +194,18 @@ class GradientFlowChart(pg.PlotWidget):
         self.zeros.setData(np.full(zero.sum(), floor), y[zero])
         self.alarms.setData(np.full(bad.sum(), floor), y[bad])
         self.plotItem.vb.setRange(xRange=(floor, max(self._ceiling, floor + 1)), padding=0.02)
-        self._tips = [self._tip(n, r, p, z, params[n] if b else None)
-                      for n, r, p, z, b in zip(names, rms, peak, zero, bad, strict=True)]
+        self._rows = (names, rms, peak, zero, bad)  # a row's tooltip is written when hovered
         if not names:
             self.plotItem.vb.setRange(yRange=(0, 1), padding=0)
             self.rows_changed.emit()
+
+    def tip(self, row: int) -> str:
+        """The tooltip of ``row`` ("" : no such row)."""
+        names, rms, peak, zero, bad = self._rows
+        if not 0 <= row < len(names):
+            return ""
+        name = names[row]
+        return self._tip(name, rms[row], peak[row], zero[row], self._params[name] if bad[row] else None)
 
     @staticmethod
     def _tip(name: str, rms: float, peak: float, zero: bool, bad: Any = None) -> str:
@@ -232,7 +239,7 @@ class GradientFlowChart(pg.PlotWidget):
 
     def _hovered(self, scene_pos) -> None:
         row = self.row_at(scene_pos)
-        self.setToolTip(self._tips[row] if 0 <= row < len(self._tips) else "")
+        self.setToolTip(self.tip(row))
 
 
 def share_span(charts: list[GradientFlowChart]) -> tuple[float, float]:
