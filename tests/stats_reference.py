@@ -64,7 +64,7 @@ class FakeSession:
 
 class FakeResult:
     def __init__(self, step: int) -> None:
-        self.step, self.grad_norm, self.extras = step, None, {}
+        self.step, self.grad_norm, self.gradients, self.ledger = step, None, None, None
 
 
 def monitored_step(model, optimizer, monitors: list[GradientMonitor], step: int = 1):
@@ -78,7 +78,7 @@ def monitored_step(model, optimizer, monitors: list[GradientMonitor], step: int 
     for m in monitors:
         result = FakeResult(step)
         m.after_step(session, result)
-        records.append(result.extras["gradients"])
+        records.append(result.gradients)
     return records
 
 

@@ -49,7 +49,7 @@ def test_lenet_stats_and_histograms_match_raw_gradients(backend):
     session.add_observer(monitor)
     for _ in range(2):
         result = session.step()
-    record = result.extras["gradients"]
+    record = result.gradients
     assert record.step == 2 and record.total_numel == 61_706 and len(record.params) == 10
     check_against_raw(record, session.model)
     grads = torch.cat([p.grad.reshape(-1) for p in session.model.parameters()])
@@ -62,7 +62,7 @@ def test_big_small_and_unused_parameters(backend):
     session = TrainingSession(mixed_workload(), SessionConfig(device="cpu"))
     monitor = GradientMonitor(bins=17, backend=backend)
     session.add_observer(monitor)
-    record = session.step().extras["gradients"]
+    record = session.step().gradients
     assert session.model.big.weight.numel() >= 65_536
     assert not record.params["unused.weight"].has_grad
     assert record.params["unused.weight"].update_ratio is None
@@ -79,7 +79,7 @@ def test_update_ratio_is_step_size_over_weight_norm(backend, optimizer, momentum
     session.add_observer(GradientMonitor(backend=backend))
     session.step()
     before = {n: p.detach().clone() for n, p in session.model.named_parameters()}
-    record = session.step().extras["gradients"]
+    record = session.step().gradients
     for name, p in session.model.named_parameters():
         expected = float((p.detach() - before[name]).double().norm() / before[name].double().norm())
         assert record.params[name].update_ratio == pytest.approx(expected, rel=1e-4)
@@ -108,7 +108,7 @@ def test_nan_and_inf_are_counted_apart(backend):
 def test_nan_model_keeps_running_with_counts():
     session = TrainingSession(nan_workload(), SessionConfig(device="cpu"))
     session.add_observer(GradientMonitor())
-    records = [r.extras["gradients"] for r in session.run(3)]
+    records = [r.gradients for r in session.run(3)]
     assert records[0].params["p"].nan_count == 3
     assert records[0].params["fc.weight"].nan_count == 0
     assert records[-1].params["fc.weight"].nan_count == 8  # p went NaN: everything follows
@@ -136,7 +136,7 @@ def test_histogram_cadence_and_bounded_history():
     session = make_session("example:lenet")
     monitor = GradientMonitor(histogram_every=2, history=3)
     session.add_observer(monitor)
-    records = [r.extras["gradients"] for r in session.run(5)]
+    records = [r.gradients for r in session.run(5)]
     assert [bool(r.histograms) for r in records] == [False, True, False, True, False]
     assert all(len(r.params) == 10 for r in records)
     assert monitor.history.steps() == [3, 4, 5] and monitor.history.latest() is records[-1]
@@ -175,7 +175,7 @@ def test_auto_backend_is_numba_on_cpu_and_torch_without_it(monkeypatch):
     session = make_session()
     monitor = GradientMonitor()
     session.add_observer(monitor)
-    record = session.step().extras["gradients"]
+    record = session.step().gradients
     assert monitor.backend == "torch"
     check_against_raw(record, session.model)
 
@@ -190,7 +190,7 @@ def test_update_ratio_for_sgd_variants(kwargs):
     session.add_observer(GradientMonitor())
     for _ in range(2):
         before = {n: p.detach().clone() for n, p in session.model.named_parameters()}
-        record = session.step().extras["gradients"]
+        record = session.step().gradients
         for name, p in session.model.named_parameters():
             step = (p.detach() - before[name]).double().norm()
             expected = float(step / before[name].double().norm())

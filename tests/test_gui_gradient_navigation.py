@@ -20,7 +20,7 @@ def stepped():
                               SessionConfig(device="cpu"))
     session.add_observer(GradientMonitor(bins=16))
     session.step()
-    return session, session.step().extras["gradients"].params
+    return session, session.step().gradients.params
 
 
 @pytest.fixture

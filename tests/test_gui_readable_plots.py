@@ -44,7 +44,7 @@ def lenet_steps(steps: int):
     session.add_observer(GradientMonitor(bins=32))
     history = GradientHistory(16)
     for _ in range(steps):
-        history.append(session.step().extras["gradients"])
+        history.append(session.step().gradients)
     return session, history
 
 

@@ -84,7 +84,7 @@ def test_parameter_table_shows_live_stats(qtbot, digits_session):
     qtbot.addWidget(table)
     table.table.set_model(digits_session.model)
     result = digits_session.step()
-    stats = result.extras["gradients"].params
+    stats = result.gradients.params
     table.table.set_stats(stats)
     model = table.table
     row = model.row_of("fc1.weight")
@@ -103,7 +103,7 @@ def test_parameter_table_flags_missing_gradients(qtbot, digits_session):
     hooks = HookRegistry(digits_session.model)
     hooks.install(digits_session)
     hooks.attach("fc1", "block")
-    stats = digits_session.step().extras["gradients"].params
+    stats = digits_session.step().gradients.params
     model = ParameterTableModel()
     model.set_model(digits_session.model)
     model.set_stats(stats)
@@ -127,8 +127,8 @@ def test_histogram_plot_ghosts_previous_and_explains_missing(qtbot, digits_sessi
 
     plot = HistogramPlot()
     qtbot.addWidget(plot)
-    first = digits_session.step().extras["gradients"]
-    second = digits_session.step().extras["gradients"]
+    first = digits_session.step().gradients
+    second = digits_session.step().gradients
     name = "conv1.weight"
     plot.show_histograms(name, second.histograms[name], first.histograms[name], second.params[name])
     x, y = plot.current_item.getData()
@@ -148,7 +148,7 @@ def test_flow_chart_and_alarm_follow_stats(qtbot, digits_session):
     from gradexplorer.gui.plots.alarm_banner import alarm_text
     from gradexplorer.gui.plots.flow_chart import GradientFlowChart, flow_values
 
-    gradients = digits_session.step().extras["gradients"]
+    gradients = digits_session.step().gradients
     chart = GradientFlowChart()
     qtbot.addWidget(chart)
     chart.show_stats(gradients.params)

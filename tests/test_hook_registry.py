@@ -74,10 +74,10 @@ def test_attach_between_steps_applies_to_the_next_step():
     session = lenet_session()
     registry = HookRegistry(session.model)
     registry.install(session)
-    assert "hooks" not in session.step().extras  # no hook yet
+    assert session.step().hooks is None  # no hook yet
     registry.attach("fc1", "observe")
     result = session.step()
-    assert result.extras["hooks"] == [{"module": "fc1", "action": "observe", "calls": 1}]
+    assert result.hooks == [{"module": "fc1", "action": "observe", "calls": 1}]
 
 
 def test_unknown_module_and_action_are_user_errors():

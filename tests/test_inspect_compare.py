@@ -22,7 +22,7 @@ def export_dir(tmp_path_factory):
     monitor = GradientMonitor()
     session.add_observer(monitor)
     for result in session.run(3):
-        write_snapshot(root, session, result.extras["gradients"], history=monitor.history)
+        write_snapshot(root, session, result.gradients, history=monitor.history)
     return root
 
 

@@ -11,7 +11,7 @@ def test_module_figures_match_float64_over_their_parameters():
     monitor = GradientMonitor(bins=16)
     session.add_observer(monitor)
     session.step()
-    gradients = session.step().extras["gradients"]
+    gradients = session.step().gradients
     rolled = module_gradients(gradients.params)
     grads = {n: p.grad.detach().double() for n, p in session.model.named_parameters()}
     for path in ("", "conv1", "fc2"):

@@ -21,9 +21,9 @@ def test_reporter_records_what_the_hook_saw_exactly():
     registry.attach("2", "observe")
     reporter = ObserveReporter(registry, bins=16)
     model(torch.randn(11, 5)).pow(2).sum().backward()
-    result = SimpleNamespace(step=1, extras={})
+    result = SimpleNamespace(step=1, observed=None)
     reporter.after_step(None, result)
-    record = result.extras["observed"]["2"]
+    record = result.observed["2"]
     go = seen["go"].double().numpy()
     assert record.grad_output[0]["shape"] == [11, 3]
     assert np.isclose(record.grad_output[0]["norm"], np.linalg.norm(go), rtol=1e-6)
@@ -31,8 +31,8 @@ def test_reporter_records_what_the_hook_saw_exactly():
     counts, edges = np.histogram(go, bins=16, range=(go.min(), go.max()))
     assert np.array_equal(hist.counts, counts) and np.allclose(hist.edges, edges, rtol=0, atol=0)
     assert record.histograms["grad_input.0"].total == seen["gi"].numel()
-    reporter.after_step(None, second := SimpleNamespace(step=2, extras={}))
-    assert "observed" not in second.extras  # the hook did not run again: nothing new
+    reporter.after_step(None, second := SimpleNamespace(step=2, observed=None))
+    assert second.observed is None  # the hook did not run again: nothing new
 
 
 def test_tensor_histogram_counts_nan_and_inf_apart():

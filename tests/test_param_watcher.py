@@ -17,7 +17,7 @@ def test_watcher_reports_every_gradient_norm_and_leaves_no_hooks():
     session.add_observer(recorder)
     session.add_observer(watcher)
     result = session.step()
-    norms = result.extras["param_grad_norms"]
+    norms = result.param_grad_norms
     assert set(norms) == {n for n, _ in session.model.named_parameters()}
     for name, grad in recorder.grads[0].items():
         assert norms[name] == pytest.approx(float(torch.linalg.vector_norm(grad)), rel=1e-6)

@@ -127,7 +127,7 @@ def test_the_nan_replay_uses_the_steps_own_batch_from_a_stream():
     session.step()
     assert found == []
     result = session.step()
-    assert result.extras["nonfinite_origin"]["text"] == \
+    assert result.nonfinite_origin["text"] == \
         "first non-finite value in the forward pass: log in module log"
     assert stream.taken == 2  # the replay drew nothing
 
@@ -147,10 +147,11 @@ class OnceNaN(nn.Module):
 def test_a_replay_that_cannot_reproduce_says_so_in_one_line():
     session = gx.TrainingSession(stream_workload(Stream(), OnceNaN()), CPU)
     messages = []
-    origin = NonFiniteOrigin(session, [lambda kind, module, text: messages.append(text)])
+    origin = NonFiniteOrigin(session)
+    origin.event.connect(lambda kind, module, text: messages.append(text))
     session.add_observer(origin)
     result = session.step()
-    text = result.extras["nonfinite_origin"]["text"]
+    text = result.nonfinite_origin["text"]
     assert text.startswith("could not reproduce the non-finite gradients of fc.weight")
     assert messages == [f"step 1: {text}"] and "\n" not in text
 
@@ -160,7 +161,7 @@ def test_gpt2_keyword_inputs_nan_names_its_forward_op(run_cli):
     found = observed(session)
     result = session.step()
     assert math.isnan(result.loss)
-    origin = result.extras["nonfinite_origin"]
+    origin = result.nonfinite_origin
     assert (origin["where"], origin["op"], origin["module"]) == \
         ("forward", "log", "transformer.h.1.mlp.act")
     assert found == [origin]

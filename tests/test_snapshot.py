@@ -106,7 +106,7 @@ def test_hook_captures_are_namespaced_and_listed(tmp_path):
     hooks = [{"module": "fc1", "action": "observe", "calls": 1}]
     extra = {"fc1/grad_input.0": torch.ones(1, 400), "hooks/fc2/grad_output.0": torch.zeros(1, 84),
              "fc1/grad_input.1": None}
-    path = write_snapshot(tmp_path, session, result.extras["gradients"], hooks=hooks,
+    path = write_snapshot(tmp_path, session, result.gradients, hooks=hooks,
                           extra_tensors=extra, history=monitor.history)
     snap = read_snapshot(path)
     assert snap.manifest["hooks"] == hooks

@@ -121,7 +121,7 @@ def test_the_apps_session_tells_spikes_to_the_event_log():
     assert observers.index(spikes) > observers.index(live.monitor)  # it reads the monitor's figures
     results = list(live.session.run(3))
     assert [e.step for e in spikes.events] == [2]
-    assert results[1].extras["spike"].batch == {"make_batch": 1}
+    assert results[1].spike.batch == {"make_batch": 1}
     assert [(kind, text.split(":")[0]) for kind, _, text in told if kind == "spike"] == \
         [("spike", "spike at step 2")]
 

@@ -140,7 +140,7 @@ def test_cuda_side_stream_ordering_holds_against_held_back_streams():
             p.grad.fill_(float("nan"))
     result = FakeResult(2)
     monitor.after_step(session, result)
-    record = result.extras["gradients"]
+    record = result.gradients
     for name, p in model.items():
         assert_matches(record.params[name], record.histograms[name], grads[name])
         now, was = p.detach().cpu().double(), before[name].double()

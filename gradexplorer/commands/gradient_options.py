@@ -92,7 +92,7 @@ class NonFiniteAlarm:
         self.stream = stream
 
     def after_step(self, session, result) -> None:
-        record = result.extras.get("gradients")
+        record = result.gradients
         if record is not None:
             bad = {n: (s.nan_count, s.inf_count) for n, s in record.nonfinite().items()}
         elif result.grad_norm is not None and not math.isfinite(result.grad_norm):
@@ -102,7 +102,7 @@ class NonFiniteAlarm:
         if bad:
             print_line(alarm_text(result.step, bad, len(list(session.model.parameters()))),
                        self.stream)
-            origin = result.extras.get("nonfinite_origin")
+            origin = result.nonfinite_origin
             if origin is not None:
                 print_line(f"    {origin['text']}", self.stream)
 

@@ -117,7 +117,7 @@ def _attach(live: LiveSession) -> None:
     live.hooks.install(live.session)
     # where a step's NaN/Inf was born, told through the hook registry's event (the mailbox)
     origin = NonFiniteOrigin(live.session)
-    origin.event.connect(live.hooks.event.emit)
+    origin.event.connect(live.hooks.event)  # relayed: one signal for the event log
     live.session.add_observer(origin)
     # what observe hooks saw, as plain records in each step result (the mailbox carries them)
     live.session.add_observer(ObserveReporter(live.hooks, live.monitor.bins))

@@ -1,7 +1,7 @@
 """Session observer: the optimizer's per-parameter state after each step, for the app (Qt-free).
 
 The core's ``optimizer_state`` (the figures ``watch`` records: lr, ‖m‖, RMS √v̂, effective lr,
-‖momentum‖) put in ``result.extras["optimizer_state"]``, which the app's mailbox carries. A
+‖momentum‖) put in ``result.optimizer_state``, which the app's mailbox carries. A
 failure is told once and ends the reporting, never the training.
 """
 
@@ -24,7 +24,7 @@ class OptimizerStateReporter:
         if self.failed:
             return
         try:
-            result.extras["optimizer_state"] = optimizer_state(
+            result.optimizer_state = optimizer_state(
                 session.optimizer, list(session.model.named_parameters()))
         except Exception as exc:  # noqa: BLE001 - never break the training being observed
             self.failed = True

@@ -45,18 +45,18 @@ class RunBuffer:
 
     def push(self, result: StepResult) -> None:
         """Record one finished step (called on the training thread)."""
-        spike = result.extras.get("spike")
-        gradients = result.extras.get("gradients")  # the monitor's record: its update ratios
+        spike = result.spike
+        gradients = result.gradients  # the monitor's record: its update ratios
         ratios = None if gradients is None else {
             name: s.update_ratio for name, s in gradients.params.items() if s.update_ratio is not None}
         point = StepPoint(result.step, result.loss, result.grad_norm, result.seconds,
-                          result.ledger, result.extras.get("optimizer_state"),
+                          result.ledger, result.optimizer_state,
                           (spike,) if spike is not None else (), ratios, time.time())
         now = time.monotonic()
         with self._lock:
             wake = self._empty()
             self._pending.points.append(point)
-            self._pending.observed.update(result.extras.get("observed", {}))
+            self._pending.observed.update(result.observed or {})
             self._times.append(now)
             while self._times and now - self._times[0] > self._rate_window:
                 self._times.popleft()

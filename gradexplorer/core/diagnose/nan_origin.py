@@ -196,7 +196,7 @@ def grads_finite(model: nn.Module) -> bool:
 class NonFiniteOrigin:
     """Session observer: on a step with NaN/Inf gradients, find where they were born.
 
-    The finding goes to ``result.extras["nonfinite_origin"]`` (a dict with ``text``, ``op``,
+    The finding goes to ``result.nonfinite_origin`` (a dict with ``text``, ``op``,
     ``module``...), before the alarm and snapshot observers added after this one read it, and
     by its ``event`` signal as ``("error", module, "step N: text")`` (the signature of
     ``HookRegistry.event``, so the app's event log can take both). A healthy step costs one
@@ -226,6 +226,6 @@ class NonFiniteOrigin:
 
     def after_step(self, session, result) -> None:
         if self._found is not None:
-            result.extras["nonfinite_origin"] = self._found
+            result.nonfinite_origin = self._found
             self._found = None
         self._rng = rng_snapshot(session.device)

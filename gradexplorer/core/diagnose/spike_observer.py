@@ -3,7 +3,7 @@
 ``SpikeObserver`` reads what a step already brought to the host: the loss, the global norm and,
 when a GradientMonitor observes the session before it, every parameter's figures. The batch
 behind a step is the workload's ``make_batch`` index (``step - 1``). A flagged step's event is
-put in ``result.extras["spike"]`` (the app's mailbox carries it) and emitted by ``spike``.
+put in ``result.spike`` (the app's mailbox carries it) and emitted by ``spike``.
 """
 
 from __future__ import annotations
@@ -58,11 +58,11 @@ class SpikeObserver:
                          f"{first_line(exc)}; training goes on")
 
     def _check(self, result) -> None:
-        record = result.extras.get("gradients")
+        record = result.gradients
         event = self.detector.observe(result.step, result.loss, record, result.grad_norm)
         if event is None:
             return
         if event.step == result.step:
             event.batch = {"make_batch": result.step - 1}
-        result.extras["spike"] = event
+        result.spike = event
         self.spike.emit(event, result.step)

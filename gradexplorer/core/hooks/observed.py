@@ -2,7 +2,7 @@
 
 ``ObserveReporter`` is a session observer: after each step it turns every observe hook's
 grad_input/grad_output into statistics and float64 histograms (numbers, no tensors) in
-``result.extras["observed"]``, so a GUI reads them from the step result, never from the hook.
+``result.observed``, so a GUI reads them from the step result, never from the hook.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def observe_action(hook: Any) -> Observe | None:
 
 
 class ObserveReporter:
-    """Session observer: ``result.extras["observed"]`` = {module: ObservedGrads} for the
+    """Session observer: ``result.observed`` = {module: ObservedGrads} for the
     observe hooks that ran in this step (absent when none did)."""
 
     def __init__(self, registry: Any, bins: int = 64) -> None:
@@ -75,4 +75,4 @@ class ObserveReporter:
                 path, result.step, hook.calls, stats["grad_input"], stats["grad_output"],
                 {key: tensor_histogram(g, self.bins) for key, g in action.last_grads().items()})
         if observed:
-            result.extras["observed"] = observed
+            result.observed = observed

@@ -14,7 +14,7 @@ class ParameterGradientWatcher:
     One ``register_post_accumulate_grad_hook`` per parameter, which only keeps a reference to
     the gradient: no full backward hook, no extra autograd node, no kernel during backward.
     ``norms()`` computes all norms in one fused call. As a session observer it puts
-    ``{name: norm or None}`` into ``result.extras["param_grad_norms"]``.
+    ``{name: norm or None}`` into ``result.param_grad_norms``.
     """
 
     def __init__(self, model: nn.Module, names: Iterable[str] | None = None) -> None:
@@ -68,6 +68,6 @@ class ParameterGradientWatcher:
         return {n: found.get(n) for n in self.params}
 
     def after_step(self, session, result) -> None:
-        """Session observer: ``result.extras["param_grad_norms"]``, then forget this step."""
-        result.extras["param_grad_norms"] = self.norms()
+        """Session observer: ``result.param_grad_norms``, then forget this step."""
+        result.param_grad_norms = self.norms()
         self.grads.clear()

@@ -231,9 +231,9 @@ class HookRegistry:
         self.prune()
 
     def after_step(self, session, result) -> None:
-        """Session observer: ``result.extras["hooks"]`` lists the hooks and their call counts."""
+        """Session observer: ``result.hooks`` lists the hooks and their call counts."""
         if self._step_hooks:
-            result.extras["hooks"] = self.step_hooks()
+            result.hooks = self.step_hooks()
         self._mark_step_start()
 
     def handle_backward_error(self, session, exc: BaseException) -> bool:

@@ -11,7 +11,7 @@ class _Result:
     """The little of a StepResult the monitor fills in."""
 
     def __init__(self, step: int) -> None:
-        self.step, self.grad_norm, self.extras = step, None, {}
+        self.step, self.grad_norm, self.gradients, self.ledger = step, None, None, None
 
 
 class MonitorMeasure:
@@ -28,7 +28,7 @@ class MonitorMeasure:
     def end(self, optimizer) -> StepGradients | None:
         result = _Result(self.session.step_count)
         measured("a step", lambda: self.monitor.after_step(self.session, result), self.warned)
-        return result.extras.get("gradients")
+        return result.gradients
 
     def latest(self) -> StepGradients | None:
         return self.monitor.latest()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import torch
@@ -26,6 +26,7 @@ from gradexplorer.core.model.workload import (
 from gradexplorer.core.session.devices import resolve_device
 from gradexplorer.core.session.rng import restore_rng, rng_snapshot
 from gradexplorer.core.stats.ledger import StepLedger, clip_coefficient
+from gradexplorer.core.stats.records import StepGradients
 
 T = TypeVar("T")
 
@@ -35,18 +36,29 @@ DEFAULT_LR = {"sgd": 0.05, "adam": 1e-3}
 
 @dataclass
 class StepResult:
-    """What one training step produced; observers may add to ``extras``.
+    """What one training step produced; the session's observers fill the optional fields.
 
     ``grad_norm`` is the global norm of the gradient as accumulated (after backward); the
     session neither scales nor clips, so it is also the gradient as applied. ``ledger``: the
-    step's StepLedger, as ``watch`` records one."""
+    step's StepLedger, as ``watch`` records one. Filled by observers when present:
+    ``gradients`` (GradientMonitor: StepGradients), ``hooks`` (HookRegistry: the hooks that
+    shaped this step's gradients), ``observed`` (ObserveReporter: module -> ObservedGrads),
+    ``nonfinite_origin`` (NonFiniteOrigin: where a NaN/Inf was born), ``spike`` (SpikeObserver:
+    a SpikeEvent), ``param_grad_norms`` (ParamWatcher: name -> norm), ``optimizer_state``
+    (OptimizerStateReporter: per-parameter optimizer figures)."""
 
     step: int
     loss: float
     grad_norm: float | None
     timings: dict[str, float]
-    extras: dict[str, Any] = field(default_factory=dict)
     ledger: StepLedger | None = None
+    gradients: StepGradients | None = None
+    hooks: list[dict[str, Any]] | None = None
+    observed: dict[str, Any] | None = None
+    nonfinite_origin: dict[str, Any] | None = None
+    spike: Any = None
+    param_grad_norms: dict[str, float] | None = None
+    optimizer_state: dict[str, Any] | None = None
 
     @property
     def seconds(self) -> float:

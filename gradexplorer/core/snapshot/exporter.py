@@ -66,9 +66,9 @@ class SnapshotExporter:
         if not self.due(result.step):
             return
         path = write_step_snapshot(
-            self.directory, session, result.extras.get("gradients"), self.registry,
+            self.directory, session, result.gradients, self.registry,
             history=self.monitor.history if self.monitor is not None else None,
-            diagnosis=result.extras.get("nonfinite_origin"))
+            diagnosis=result.nonfinite_origin)
         self.written.append(path)
         self._retain()
         self.wrote.emit(result.step, path)

@@ -3,7 +3,7 @@
     monitor = GradientMonitor(bins=64, histogram_every=1, history=256, hist_range="auto")
     session.add_observer(monitor)
     result = session.step()
-    result.extras["gradients"]  # StepGradients
+    result.gradients  # StepGradients
 
 On CPU tensors the work is three Numba reads per gradient (min/max, scaled shifted sums, exact
 histogram) plus a copy of the weights for the measured update ratio; on other devices it is a
@@ -143,7 +143,7 @@ def gradient_stats(model: nn.Module, bins: int = 64, hist_range: HistRange = "au
 
 
 class GradientMonitor:
-    """Session observer computing StepGradients every step into ``result.extras["gradients"]``.
+    """Session observer computing StepGradients every step into ``result.gradients``.
 
     Statistics every step; ``histogram_every``: histograms as well on steps where
     ``step % histogram_every == 0`` (0: never; ``every`` is its old name); ``history``: steps
@@ -236,7 +236,7 @@ class GradientMonitor:
             record = self._one_by_one(result.step, named, present, first_line(exc))
         record.seconds = spent + time.perf_counter() - start
         self.history.append(record)
-        result.extras["gradients"] = record
+        result.gradients = record
         if result.grad_norm is None:
             result.grad_norm = record.global_norm
             fill_session_ledger(getattr(result, "ledger", None), record.global_norm)
@@ -328,7 +328,7 @@ def monitor_pass(model: nn.Module, optimizer: torch.optim.Optimizer, bins: int) 
         optimizer.step()
 
     class _Result:
-        step, grad_norm, extras = 1, None, {}
+        step, grad_norm, gradients, ledger = 1, None, None, None
 
     monitor.after_step(session, _Result())
     return monitor.latest()
