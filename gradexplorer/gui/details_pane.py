@@ -64,6 +64,7 @@ class DetailsPane(QTextBrowser):
         self.stats: dict[str, Any] = {}
         self.hooks: dict[str, str] = {}
         self.observed: dict[str, Any] = {}  # module -> ObservedGrads
+        self._html: str | None = None  # what is shown, so an unchanged text is not set again
         self.setOpenLinks(False)
         selection.changed.connect(lambda _s: self.refresh())
         self.refresh()
@@ -91,7 +92,7 @@ class DetailsPane(QTextBrowser):
     def refresh(self) -> None:
         """Describe the current selection (the text is only replaced when it changed)."""
         html = self.describe(self.selection.current)
-        if html != getattr(self, "_html", None):
+        if html != self._html:
             self._html = html
             self.setHtml(html)
 

@@ -26,6 +26,7 @@ class BandsPlot(NamedTitle, pg.PlotWidget):
         steady_axes(self.plotItem, steps=True)
         self.edges = {}
         self.fills = []
+        self._shown_colour = ACCENT  # the bands' colour now (the window's own run's)
         colour = pg.mkColor(ACCENT)
         for low, high, alpha in SHADES:
             edge = pg.mkPen(colour.red(), colour.green(), colour.blue(), alpha)  # (a pen-less curve
@@ -70,7 +71,7 @@ class BandsPlot(NamedTitle, pg.PlotWidget):
 
     def _colour(self, colour: str) -> None:
         """Shades and median in ``colour`` (a run's colour when runs are overlaid)."""
-        if getattr(self, "_shown_colour", ACCENT) == colour:
+        if self._shown_colour == colour:
             return
         self._shown_colour = colour
         c = pg.mkColor(colour)

@@ -55,6 +55,9 @@ def titled(plot, title: str, name: str | None) -> str:
 class NamedTitle:
     """A plot title ``title · name`` shortened again whenever the plot is resized."""
 
+    _title_parts: tuple[str, str | None] | None = None  # (title, name) once set: Qt resizes the
+    # widget while pyqtgraph builds it, before any title is
+
     def set_named_title(self, title: str, name: str | None) -> None:
         self._title_parts = (title, name)
         self._retitle()
@@ -66,7 +69,7 @@ class NamedTitle:
 
     def resizeEvent(self, event) -> None:  # noqa: N802 - Qt API
         super().resizeEvent(event)
-        if getattr(self, "_title_parts", None) is not None and self.plotItem is not None:
+        if self._title_parts is not None and self.plotItem is not None:
             self._retitle()  # (no plot item once pyqtgraph has closed the widget)
 
 
