@@ -31,6 +31,9 @@ def test_small_window_shows_name_norm_and_max_g(qtbot, make_window):
         assert not tree_header.isSectionHidden(column)
     assert tree_header.sectionViewportPosition(5) + tree_header.sectionSize(5) <= \
         window.tree.viewport().width()
+    window.selection.select(param="layer3.0.conv1.weight", source="table")  # opens its rows
+    item = window.tree._items["layer3.0.conv1"]
+    assert item.isSelected() and visible_name(window.tree, item) == "conv1"  # not "c…"
     check_deep_names(window.tree, ["layer2.0.shortcut.0", "layer4.1.conv2", "layer3.0.shortcut"],
                      ["0", "conv2", "shortcut"])  # ResNet-18's deepest rows, names whole
 
@@ -92,3 +95,6 @@ def test_deep_module_names_stay_readable_at_1024x700(qtbot, make_window):
     deep = [f"transformer.h.{i}.{name}" for i in (0, 3) for name in
             ("attn.c_attn", "attn.c_proj", "attn.resid_dropout", "mlp.c_fc", "mlp.dropout", "ln_2")]
     check_deep_names(window.tree, deep, ["c_attn", "c_proj", "c_fc", "dropout", "ln_2"])
+    window.selection.select(param="transformer.h.2.mlp.c_fc.weight", source="table")  # from elsewhere
+    item = window.tree._items["transformer.h.2.mlp.c_fc"]
+    assert item.isSelected() and visible_name(window.tree, item) == "c_fc"

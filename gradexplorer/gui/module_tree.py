@@ -191,7 +191,8 @@ class ModuleTree(QTreeWidget):
         for path, item in self._items.items():
             item.setHidden(path not in keep)
         if needle:
-            self.expandAll()
+            self.expandAll()  # no itemExpanded signals
+        self.fit_columns()
 
     def set_hooks(self, hooks: dict[str, str]) -> None:
         """Badge the modules that have a hook attached (only rows that change are touched)."""
@@ -230,8 +231,10 @@ class ModuleTree(QTreeWidget):
         self.clearSelection()
         if item is not None:
             self.setCurrentItem(item)
-            self.scrollToItem(item)
+            self.scrollToItem(item)  # expands its ancestors, signals blocked: fit here
         self.blockSignals(False)
+        if item is not None:
+            self.fit_columns()
 
 
 def icon_none():
