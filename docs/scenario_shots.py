@@ -134,9 +134,9 @@ def write_run() -> Path:
         for _ in range(60):
             opt.zero_grad()
             loss = torch.nn.functional.cross_entropy(model(x), y)
+            watcher.note_loss(loss)
             loss.backward()
             opt.step()
-            watcher.step(loss=loss.item())
     _RUN.append(folder)
     return folder
 
