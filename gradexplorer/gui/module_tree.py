@@ -15,7 +15,7 @@ from gradexplorer.core.stats.module_rollup import module_gradients, owners
 from gradexplorer.gui.column_priority import ColumnPriority
 from gradexplorer.gui.graph.tint import table_tints
 from gradexplorer.gui.models.selection import Selection, SelectionModel
-from gradexplorer.gui.number_text import update_ratio_text
+from gradexplorer.gui.number_text import WIDEST_FIGURES, update_ratio_text
 from gradexplorer.gui.parameter_table import TINTED_TEXT
 from gradexplorer.gui.theme import icon
 
@@ -149,7 +149,7 @@ class ModuleTree(QTreeWidget):
         for column in range(1, len(COLUMNS)):
             title = bold.horizontalAdvance(COLUMNS[column]) + 22
             if column in GRADIENT_COLUMNS:
-                widths[column] = max(title, metrics.horizontalAdvance("1.23e-05") + 10)
+                widths[column] = max([title] + [metrics.horizontalAdvance(t) + 10 for t in WIDEST_FIGURES])
             else:
                 widths[column] = max(title, self.sizeHintForColumn(column) + 8)
         widths[0] = min(NAME_MOST + deepest, widths[0])
