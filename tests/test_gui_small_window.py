@@ -23,10 +23,10 @@ def test_small_window_shows_name_norm_and_max_g(qtbot, make_window):
     assert right <= table.viewport().width()  # both figures in view, no scrolling
     assert header.sectionSize(NAME) >= 100
     metrics, model = table.fontMetrics(), table.model()
-    for row in range(model.rowCount()):  # every figure whole (ResNet-18's 0.000394 read "0.0003…")
-        for column in (NORM, MAX):
-            text = model.index(row, column).data()
-            assert metrics.horizontalAdvance(text) + 8 <= header.sectionSize(column), (row, text)
+    texts = [model.index(row, NORM).data() for row in range(model.rowCount())]
+    for column in (NORM, MAX):  # every figure whole: ResNet-18's norms after 3 steps read "0.0003…"
+        for text in [*texts, "0.000982", "1.23e-05"]:  # 3-digit figures at their widest
+            assert metrics.horizontalAdvance(text) + 8 <= header.sectionSize(column), (column, text)
     assert len(visible) < header.count()  # the rest waits for a wider table...
     hidden = next(c for c in range(header.count()) if header.isSectionHidden(c))
     table.columns.choose(hidden, True)  # ...or the header's menu
