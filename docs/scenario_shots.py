@@ -148,9 +148,10 @@ def grab(w):
 
     image = w.grab().toImage()
     for top in QApplication.topLevelWidgets():
-        if top.inherits("QTipLabel") and top.isVisible():
-            painter = QPainter(image)
-            painter.drawImage(w.mapFromGlobal(top.pos()), top.grab().toImage())
+        if top.inherits("QTipLabel") and top.isVisible():  # where the mouse would show it
+            painter = QPainter(image)  # (offscreen, Qt keeps it on an 800×800 "screen")
+            painter.drawImage(getattr(w, "_tip_at", None) or w.mapFromGlobal(top.pos()),
+                              top.grab().toImage())
             painter.end()
     return image
 
@@ -169,6 +170,7 @@ def show_tip(w) -> None:
     x = header.sectionViewportPosition(column) + header.sectionSize(column) // 2
     tip = view.model().headerData(column, Qt.Horizontal, Qt.ToolTipRole)
     QToolTip.showText(header.mapToGlobal(QPoint(x, 12)), tip, header)
+    w._tip_at = header.mapTo(w, QPoint(x, 12 + 16))
 
 
 def shoot(name: str, start: str, out: Path, sizes) -> list[Path]:
