@@ -71,3 +71,29 @@ def test_a_runtime_switch_recolours_plot_titles_and_icons_with_readable_contrast
             assert (ink > 0.6) if theme == "dark" else (ink < 0.4), (theme, ink)  # never dim
     finally:
         window.set_theme("system")
+
+
+def test_the_minimap_follows_a_runtime_theme_switch(qtbot, make_window):
+    """The graph's overview was painted on a fixed white: a bright box in the dark theme."""
+    from tests.gui_helpers import open_model
+
+    window = make_window()
+    window.resize(1024, 700)
+    open_model(qtbot, window, "example:digits")
+    view = window.graph_panel.view
+    view.zoom(4.0)
+    qtbot.waitUntil(view.minimap.isVisible, timeout=30_000)
+
+    def background() -> float:  # the map's median lightness: its dots are few
+        image = view.minimap.grab().toImage()
+        values = sorted(QColor(image.pixel(x, y)).lightnessF()
+                        for x in range(4, image.width() - 4, 5) for y in range(4, image.height() - 4, 5))
+        return values[len(values) // 2]
+
+    try:
+        window.set_theme("dark")
+        assert background() < 0.3
+        window.set_theme("light")
+        assert background() > 0.8
+    finally:
+        window.set_theme("system")

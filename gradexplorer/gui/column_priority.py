@@ -23,6 +23,7 @@ class ColumnPriority(QObject):
         self.widths = {c: view.header().sectionSize(c) if hasattr(view, "header")
                        else view.horizontalHeader().sectionSize(c) for c in priority}
         self.chosen: dict[int, bool] = {}  # column -> shown or hidden by the user
+        self.name_least = NAME_LEAST  # a tree adds its deepest row's indentation
         header = self.header()
         header.setContextMenuPolicy(Qt.CustomContextMenu)
         header.customContextMenuRequested.connect(self._menu)
@@ -42,8 +43,8 @@ class ColumnPriority(QObject):
     def shown_columns(self, width: int) -> list[int]:
         """The columns that fit ``width`` pixels, by priority (and the user's choices)."""
         name, *rest = self.priority
-        natural = self.widths.get(name, NAME_LEAST)
-        used = min(natural, NAME_LEAST)
+        natural = self.widths.get(name, self.name_least)
+        used = min(natural, self.name_least)
         shown = [name]
         fits = True
         for rank, column in enumerate(rest):
@@ -51,7 +52,7 @@ class ColumnPriority(QObject):
             if wanted is False:
                 continue
             if rank == ESSENTIAL:  # the optional columns only once the names are readable
-                used += max(0, min(natural, NAME_ROOMY) - min(natural, NAME_LEAST))
+                used += max(0, min(natural, NAME_ROOMY) - min(natural, self.name_least))
             fits = fits and used + self.widths.get(column, 60) <= width
             if fits or wanted:
                 shown.append(column)
@@ -69,8 +70,8 @@ class ColumnPriority(QObject):
                 header.resizeSection(column, self.widths.get(column, 60))
         name = self.priority[0]
         others = sum(self.widths.get(c, 60) for c in shown if c != name)
-        natural = self.widths.get(name, NAME_LEAST)
-        header.resizeSection(name, max(min(natural, width - others), min(natural, NAME_LEAST)))
+        natural = self.widths.get(name, self.name_least)
+        header.resizeSection(name, max(min(natural, width - others), min(natural, self.name_least)))
 
     def eventFilter(self, _obj, event) -> bool:  # noqa: N802 - Qt API
         if event.type() == QEvent.Resize:

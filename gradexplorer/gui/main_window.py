@@ -331,6 +331,7 @@ class MainWindow(QMainWindow):
         """Give the docks sensible sizes the first time the app runs; a restored layout
         squeezed by a smaller screen (or saved squeezed) gets the docks' shares back."""
         super().showEvent(event)
+        self.dock_shares.tidy_soon()  # Qt's stray dock tab bars
         if self._clamp_pending:  # saved on a bigger screen: fit this one (frame included)
             self._clamp_pending = False
             clamp_to_screen(self)

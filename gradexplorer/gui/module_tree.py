@@ -15,7 +15,7 @@ from gradexplorer.core.stats.module_rollup import module_gradients, owners
 from gradexplorer.gui.column_priority import ColumnPriority
 from gradexplorer.gui.graph.tint import table_tints
 from gradexplorer.gui.models.selection import Selection, SelectionModel
-from gradexplorer.gui.number_text import update_ratio_text
+from gradexplorer.gui.number_text import WIDEST_FIGURES, update_ratio_text
 from gradexplorer.gui.parameter_table import TINTED_TEXT
 from gradexplorer.gui.theme import icon
 
@@ -30,7 +30,9 @@ HEADER_TIPS = ("module path's last part (hover a row for it whole)", "the module
                "largest update ratio ‖Δθ‖/‖θ‖ among its parameters",
                "NaN / ±Inf gradient elements among its parameters")
 PRIORITY = [0, 4, 5, 3, 7, 2, 1, 6]  # shown first in a narrow tree: name, norm, max |g|, hook
-NAME_MOST = 320  # the widest the name column opens at (pixels)
+NAME_MOST = 320  # the widest the name column opens at, indentation aside (pixels)
+INDENT = 12  # per level (Qt's 20 left a 5-deep GPT-2 row 16 pixels for its name at 1024×700)
+NAME_TEXT_LEAST = 64  # beside the deepest shown row's indentation: "c_attn", "downsample" whole
 
 
 def figure(value: float | None) -> str:
@@ -77,6 +79,8 @@ class ModuleTree(QTreeWidget):
         self.setSortingEnabled(True)
         self.sortByColumn(-1, Qt.AscendingOrder)  # model order until a header is clicked
         self.setTextElideMode(Qt.ElideRight)  # one component per row: read from its start
+        self.setIndentation(INDENT)
+        self.setRootIsDecorated(False)  # one top row, "(model)": no branch arrow column for it
         self.setAlternatingRowColors(True)
         self.setUniformRowHeights(True)
         self.setSelectionMode(QTreeWidget.SingleSelection)
@@ -84,6 +88,7 @@ class ModuleTree(QTreeWidget):
         self.customContextMenuRequested.connect(self._context_menu)
         self.columns = ColumnPriority(self, PRIORITY, list(COLUMNS))
         self.itemExpanded.connect(lambda _item: self.fit_columns())
+        self.itemCollapsed.connect(lambda _item: self.fit_columns())
         self.itemSelectionChanged.connect(self._user_selected)
         selection.changed.connect(self.show_selection)
 
@@ -123,18 +128,38 @@ class ModuleTree(QTreeWidget):
         if self._filter:
             self.set_filter(self._filter)
 
+    def shown_rows(self) -> list[tuple[int, QTreeWidgetItem]]:
+        """(depth, item) of the rows on show: not filtered out, their ancestors expanded."""
+        rows = []
+        for path, item in self._items.items():
+            if item.isHidden():
+                continue
+            parent = item.parent()
+            while parent is not None and parent.isExpanded():
+                parent = parent.parent()
+            if parent is None:
+                rows.append((path.count(".") + 1 if path else 0, item))
+        return rows
+
     def fit_columns(self) -> None:
-        """Columns sized to their contents (the name column to the deepest row shown, its
-        indentation included, up to NAME_MOST), then shown by priority as width allows."""
+        """Columns sized to their contents (the name column to the widest name on show, its
+        indentation included, up to NAME_MOST besides it), then shown by priority as width
+        allows; the name column keeps room for a name beside the deepest row's indentation."""
         metrics, bold = self.fontMetrics(), self.header().fontMetrics()
-        widths = {}
-        for column in range(len(COLUMNS)):
+        rows = self.shown_rows()
+        indent = self.indentation()
+        deepest = max((depth for depth, _item in rows), default=0) * indent
+        widths = {0: max([bold.horizontalAdvance(COLUMNS[0]) + 22]
+                         + [depth * indent + metrics.horizontalAdvance(item.text(0)) + 16
+                            for depth, item in rows])}
+        for column in range(1, len(COLUMNS)):
             title = bold.horizontalAdvance(COLUMNS[column]) + 22
             if column in GRADIENT_COLUMNS:
-                widths[column] = max(title, metrics.horizontalAdvance("1.23e-05") + 10)
+                widths[column] = max([title] + [metrics.horizontalAdvance(t) + 10 for t in WIDEST_FIGURES])
             else:
                 widths[column] = max(title, self.sizeHintForColumn(column) + 8)
-        widths[0] = min(NAME_MOST, widths[0])
+        widths[0] = min(NAME_MOST + deepest, widths[0])
+        self.columns.name_least = deepest + NAME_TEXT_LEAST
         self.columns.remember(widths)
 
     def set_stats(self, params: dict[str, Any]) -> None:
@@ -174,7 +199,8 @@ class ModuleTree(QTreeWidget):
         for path, item in self._items.items():
             item.setHidden(path not in keep)
         if needle:
-            self.expandAll()
+            self.expandAll()  # no itemExpanded signals
+        self.fit_columns()
 
     def set_hooks(self, hooks: dict[str, str]) -> None:
         """Badge the modules that have a hook attached (only rows that change are touched)."""
@@ -213,8 +239,10 @@ class ModuleTree(QTreeWidget):
         self.clearSelection()
         if item is not None:
             self.setCurrentItem(item)
-            self.scrollToItem(item)
+            self.scrollToItem(item)  # expands its ancestors, signals blocked: fit here
         self.blockSignals(False)
+        if item is not None:
+            self.fit_columns()
 
 
 def icon_none():

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+WIDEST_FIGURES = ("1.23e-05", "0.000123")  # a 3-digit figure at its widest: columns fit both
+
 
 def format_number(value: float | None, digits: int = 4) -> str:
     """``digits`` significant digits; "" for None; 0 (and -0) as ``0``, never ``0e+00``/``-0``."""

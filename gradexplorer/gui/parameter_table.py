@@ -16,7 +16,7 @@ from gradexplorer.gui.column_priority import ColumnPriority
 from gradexplorer.gui.graph.tint import table_tints
 from gradexplorer.gui.models.selection import Selection, SelectionModel
 from gradexplorer.gui.name_elide import elide_to_width
-from gradexplorer.gui.number_text import gradient_number, update_ratio_text
+from gradexplorer.gui.number_text import WIDEST_FIGURES, gradient_number, update_ratio_text
 from gradexplorer.gui.optimizer_columns import (
     OPTIMIZER_COLUMNS,
     TOOLTIPS,
@@ -232,7 +232,7 @@ class ParameterTable(QTableView):
         widths = {}
         for column, title in enumerate(COLUMNS):
             if column in LIVE or column in OPTIM:
-                texts = ["1.23e-05"]  # format_number(value, 3), nearly its widest
+                texts = list(WIDEST_FIGURES)  # format_number(value, 3) at its widest
             elif column == 0:
                 texts = [max((row[0] for row in model.rows), key=len, default="")]
             else:

@@ -12,6 +12,8 @@ from PySide6.QtCore import QRect, QSize, Qt, QTimer
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QDockWidget, QMainWindow
 
+from gradexplorer.gui.stale_tab_bars import hide_stale_tab_bars
+
 SCREEN_SHARE = 0.9  # the most of the available screen a window opens at
 FIRST_SIZE = QSize(1500, 920)  # wanted on a big screen, shrunk to fit smaller ones
 SMALLEST = QSize(800, 600)  # the window (all panels on screen) fits this
@@ -117,6 +119,11 @@ class DockShares:
         for dock in self.window.findChildren(QDockWidget):
             dock.setFloating(False)
         self.apply()
+        self.tidy_soon()
+
+    def tidy_soon(self) -> None:
+        """Hide the tab bars Qt left behind (stale_tab_bars) once the layout has been applied."""
+        QTimer.singleShot(0, self.window, lambda: hide_stale_tab_bars(self.window))
 
     def _room(self, orient: Qt.Orientation) -> int:
         """Pixels the docks of ``orient`` may share: the window less the central widget's least."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 from PySide6.QtCore import QPointF, QRectF, Qt
-from PySide6.QtGui import QColor, QImage, QMouseEvent, QPainter, QPen
+from PySide6.QtGui import QColor, QImage, QMouseEvent, QPainter, QPalette, QPen
 from PySide6.QtWidgets import QGraphicsView, QWidget
 
 from gradexplorer.gui.graph.drawing import GraphDrawing
@@ -14,6 +14,7 @@ SIDE = 170  # the longer side of the minimap, in pixels, in a roomy view
 SHARE = 0.28  # ... and at most this share of the view's shorter side (small panels)
 MARGIN = 8
 SMALL_VIEW = 480  # a view whose shorter side is below this gives the map a strip of its own
+BACKGROUND_ALPHA = 225  # the graph shows faintly through
 
 
 class Minimap(QWidget):
@@ -40,7 +41,7 @@ class Minimap(QWidget):
         scale = SIDE / max(w, h)
         size = (max(24, int(w * scale)), max(24, int(h * scale)))
         image = QImage(*size, QImage.Format_ARGB32_Premultiplied)
-        image.fill(QColor(255, 255, 255, 225))
+        image.fill(Qt.transparent)  # the theme's background is painted under it
         painter = QPainter(image)
         xy = (drawing.xy - (self._bounds.left(), self._bounds.top())) * (size[0] / w, size[1] / h)
         colours = fills if fills is not None and len(fills) == len(drawing) else None
@@ -110,6 +111,9 @@ class Minimap(QWidget):
             return
         painter = QPainter(self)
         painter.setRenderHint(QPainter.SmoothPixmapTransform, True)
+        background = self.palette().color(QPalette.Base)  # follows a runtime theme switch
+        background.setAlpha(BACKGROUND_ALPHA)
+        painter.fillRect(self.rect(), background)
         painter.drawImage(QRectF(self.rect()), self._image)
         painter.setPen(QPen(QColor("#90a4ae"), 1))
         painter.drawRect(self.rect().adjusted(0, 0, -1, -1))
