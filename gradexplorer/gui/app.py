@@ -7,8 +7,8 @@ from pathlib import Path
 
 from PySide6.QtWidgets import QApplication
 
-from gradexplorer.core.model.spec import DEFAULT_SPEC, ModelOptions
-from gradexplorer.core.session.engine import SessionConfig
+from gradexplorer.core.model.options import DEFAULT_SPEC, ModelOptions
+from gradexplorer.core.session.config import SessionConfig
 from gradexplorer.gui.crash_log import start_crash_log
 from gradexplorer.gui.gui_thread_gc import collect_on_gui_thread
 from gradexplorer.gui.qt_check import check_qt_binding
@@ -106,7 +106,9 @@ def launch(
         from gradexplorer.gui.screenshot import ScreenshotRun
 
         window._scripted = ScreenshotRun(window, steps, screenshot)
-    window.controller.open_model(spec, options or ModelOptions(), config or SessionConfig())
+    # the window shows before torch is imported: the training thread imports it, builds the
+    # model and traces its first graph, then sets training up (docs/architecture.md)
+    window.open_model(spec, options or ModelOptions(), config or SessionConfig())
     status = app.exec()
     return getattr(window, "exit_status", status)
 

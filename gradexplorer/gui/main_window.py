@@ -6,16 +6,14 @@ from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QCloseEvent
 from PySide6.QtWidgets import QApplication, QDockWidget, QMainWindow, QSplitter, QWidget
 from superqt.utils import qthrottled
-from torch import nn
 
-from gradexplorer.gui.controller import IDLE, SessionController
+from gradexplorer.gui.controller import IDLE, LOADING, SessionController
 from gradexplorer.gui.curves import TrainingCurves
 from gradexplorer.gui.details_pane import DetailsPane
 from gradexplorer.gui.distributions_dock import DistributionsPanel
 from gradexplorer.gui.errors import show_error
 from gradexplorer.gui.event_log import EventLog
 from gradexplorer.gui.file_actions import FileActions
-from gradexplorer.gui.graph.core_api import traced_graph
 from gradexplorer.gui.graph.panel import GraphPanel
 from gradexplorer.gui.hook_menu import HookMenu, menu_anchor
 from gradexplorer.gui.menus import build_menus
@@ -24,7 +22,6 @@ from gradexplorer.gui.models.run_overlay import RunOverlay, TimelineSource
 from gradexplorer.gui.models.selection import SelectionModel
 from gradexplorer.gui.models.session import GraphTraced
 from gradexplorer.gui.module_tree import ModuleTree
-from gradexplorer.gui.open_model_dialog import ask_model
 from gradexplorer.gui.parameter_table import ParameterTable
 from gradexplorer.gui.plots.gradient_panel import GradientPanel
 from gradexplorer.gui.run_compare import install as install_run_compare
@@ -50,6 +47,7 @@ class MainWindow(QMainWindow):
         self.setWindowTitle("gradexplorer")
         self.scripted = False  # True while --steps/--screenshot drive the window: no dialogs
         self.viewing_run = None  # the run folder shown instead of the model (run_view.py)
+        self._first_view = False  # the graph shown is a model's first view, its session to come
         self.settings = settings or AppSettings()
         self.controller = SessionController(self)
         self.selection = SelectionModel()
@@ -137,6 +135,7 @@ class MainWindow(QMainWindow):
         self.graph_panel.laid_out.connect(lambda graph: self.details.set_context(graph=graph))
         self.graph_panel.laid_out.connect(self._fill_model_views)
         c.error.connect(self._fill_model_views)  # a failed trace: fill them anyway
+        c.error.connect(self._drop_first_view)
         self.graph_panel.hook_selected_requested.connect(self.hook_selected)
 
     def set_theme(self, theme: str) -> None:
@@ -151,10 +150,26 @@ class MainWindow(QMainWindow):
         if not self.scripted:
             show_error(self, text)
 
+    def open_model(self, spec: str, options=None, config=None) -> None:
+        """Open a model; with none open yet (the app's start), its graph is traced and drawn
+        as soon as the model is built, while the training thread sets its training up."""
+        grads = self.graph_panel.trace_grads_action.isChecked()
+        self.controller.open_model(spec, options, config,
+                                   first_view=lambda session: traced(session, grads, fit=True, first=True))
+
+    def _drop_first_view(self, *_args) -> None:
+        """A model whose first graph was drawn failed to open: its graph goes too."""
+        if self._first_view and self.controller.state != LOADING:
+            self._first_view = False
+            self.graph_panel.clear()
+
     def _model_opened(self, live) -> None:
         """Forget everything of the previous model in every view (its session follows)."""
+        from torch import nn  # (imported by the training thread by now)
+
         self.selection.clear()
-        self.graph_panel.clear()
+        if not self._first_view:  # (else the panel shows this model's first graph already)
+            self.graph_panel.clear()
         self.details.reset(live.session.model)
         self.tree.clear_model()  # rebuilt once the new graph is drawn
         self.table.table.set_model(nn.Module())
@@ -162,7 +177,9 @@ class MainWindow(QMainWindow):
     def _session_opened(self, live) -> None:
         self._hooked = {}  # a new model: its graph comes from a trace
         self.setWindowTitle(f"gradexplorer — {live.spec}")
-        self.trace_graph(fit=True)  # first: the worker traces while the views below fill
+        first_view, self._first_view = self._first_view, False
+        if not first_view:
+            self.trace_graph(fit=True)  # first: the worker traces while the views below fill
         model = live.session.model
         self.details.set_context(model=model, stats={}, hooks={})
         self.gradients.set_model(model)
@@ -173,6 +190,8 @@ class MainWindow(QMainWindow):
         # view of the graph: on 4,000-module models they cost about a second of the GUI thread
         # and the training thread, which the trace and layout need first
         self._after_first_view = live
+        if first_view and self.graph_panel.drawing is not None and not self.graph_panel.busy():
+            self._fill_model_views()  # the first graph was drawn before the session opened
 
     def _fill_model_views(self, *_args) -> None:
         """The views that wait for the first graph view (or for an error that stops it)."""
@@ -195,10 +214,11 @@ class MainWindow(QMainWindow):
         live = self.controller.live
         grads = self.graph_panel.trace_grads_action.isChecked()
         if live is not None:
-            self.controller.post(lambda: GraphTraced(traced_graph(live.session, grads), fit))
+            self.controller.post(lambda: traced(live.session, grads, fit))
 
     def _job_finished(self, result) -> None:
         if isinstance(result, GraphTraced) and self.viewing_run is None:
+            self._first_view = result.first
             self.graph_panel.set_graph(result.graph, fit=result.fit)
             attrs = result.graph.graph
             notes = [f"gradients traced on a replay of step {attrs['step'] + 1}, the first step "
@@ -299,6 +319,8 @@ class MainWindow(QMainWindow):
 
     def open_model_dialog(self) -> None:
         """Ask for a model and open it."""
+        from gradexplorer.gui.open_model_dialog import ask_model
+
         current = self.controller.live.spec if self.controller.live else ""
         chosen = ask_model(self, current)
         if chosen is not None:
@@ -359,3 +381,10 @@ class MainWindow(QMainWindow):
         for window in self.file_actions.snapshot_windows:
             window.close()
         super().closeEvent(event)
+
+
+def traced(session, grads: bool, fit: bool, first: bool = False) -> GraphTraced:
+    """The session's graph (on the training thread, which imports the graph code and torch)."""
+    from gradexplorer.gui.graph.core_api import traced_graph
+
+    return GraphTraced(traced_graph(session, grads), fit, first)

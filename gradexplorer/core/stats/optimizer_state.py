@@ -15,9 +15,7 @@ from dataclasses import dataclass, fields
 import torch
 from torch import nn
 
-STATE_FIELDS = ("lr", "exp_avg_norm", "exp_avg_sq_rms", "effective_lr", "momentum_norm")
-STATE_LABELS = {"lr": "lr", "exp_avg_norm": "‖m‖", "exp_avg_sq_rms": "RMS √v̂",
-                "effective_lr": "eff. lr", "momentum_norm": "‖momentum‖"}
+from gradexplorer.core.stats.optimizer_fields import STATE_FIELDS, STATE_LABELS  # noqa: F401 - re-exported
 
 
 @dataclass
