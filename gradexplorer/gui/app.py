@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from PySide6.QtCore import QEvent, QObject, QTimer
 from PySide6.QtWidgets import QApplication
 
 from gradexplorer.core.model.options import DEFAULT_SPEC, ModelOptions
@@ -106,11 +107,36 @@ def launch(
         from gradexplorer.gui.screenshot import ScreenshotRun
 
         window._scripted = ScreenshotRun(window, steps, screenshot)
-    # the window shows before torch is imported: the training thread imports it, builds the
-    # model and traces its first graph, then sets training up (docs/architecture.md)
-    window.open_model(spec, options or ModelOptions(), config or SessionConfig())
+    # the window shows before torch is imported: once it has painted, the training thread
+    # imports torch, builds the model and traces its first graph, then sets training up
+    OpenWhenPainted(window, lambda: window.open_model(spec, options or ModelOptions(),
+                                                      config or SessionConfig()))
     status = app.exec()
     return getattr(window, "exit_status", status)
+
+
+class OpenWhenPainted(QObject):
+    """Calls ``open_()`` once ``window`` has painted its first frame (or after ``LATEST_MS``,
+    should it never paint, e.g. minimised), so importing torch never delays that frame."""
+
+    LATEST_MS = 1000
+
+    def __init__(self, window, open_) -> None:
+        super().__init__(window)
+        self.window, self.open_ = window, open_
+        window.installEventFilter(self)
+        QTimer.singleShot(self.LATEST_MS, self, self.fire)
+
+    def eventFilter(self, obj, event) -> bool:  # noqa: N802 - Qt API
+        if obj is self.window and event.type() == QEvent.Paint:
+            QTimer.singleShot(0, self, self.fire)  # after the frame is on screen
+        return False
+
+    def fire(self) -> None:
+        if self.open_ is not None:
+            open_, self.open_ = self.open_, None
+            self.window.removeEventFilter(self)
+            open_()
 
 
 def fall_back_to_default(controller, config: SessionConfig) -> None:
@@ -131,8 +157,6 @@ def fall_back_to_default(controller, config: SessionConfig) -> None:
 
 def open_snapshot_window(path: Path, other: Path | None = None, screenshot: Path | None = None) -> int:
     """Browse one snapshot (or two compared) in its own window; returns the exit status."""
-    from PySide6.QtCore import QTimer
-
     from gradexplorer.gui.screenshot import save_window_image
     from gradexplorer.gui.snapshots.snapshot_window import SnapshotWindow
 
@@ -153,8 +177,6 @@ def open_run_window(path: Path, screenshot: Path | None = None,
                     theme: str | None = None) -> int:
     """Show a run directory in the main window, following it while it grows (``show(window,
     path)`` instead of plain ``show_run``: e.g. a spike or a divergence opened; step_forensics)."""
-    from PySide6.QtCore import QTimer
-
     from gradexplorer.gui.run_view import show_run
     from gradexplorer.gui.screenshot import save_window_image
 

@@ -1,0 +1,77 @@
+"""Start-up order (issue 22 item 10): the window imports none of torch, Numba, SciPy or networkx,
+and it is painted before torch is imported, which the training thread does; the first graph is
+then drawn. How fast is bench/gui.py --startup's job; these check the order that makes it fast."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+HEAVY = ("torch", "numba", "scipy", "networkx", "sympy", "safetensors")
+
+# The command line's parser for `gui` and the whole main window, shown and painted.
+WINDOW_ONLY = r"""
+import json, sys
+from gradexplorer.cli import build_parser
+build_parser(["gui"]).parse_args(["gui"])
+from gradexplorer.gui.app import application, build_window, scratch_settings
+from gradexplorer.gui.settings import AppSettings
+
+app = application()
+window = build_window(AppSettings(scratch_settings()))
+window.show()
+window.repaint()
+app.processEvents()
+heavy = sorted({m.partition(".")[0] for m in sys.modules} & set(sys.argv[1].split(",")))
+window.close()
+print(json.dumps(heavy))
+"""
+
+# `gradexplorer gui` as launched, noting when and on which thread torch's import starts;
+# GRADEXPLORER_STARTUP_LOG makes the app note its first paints and close after the first graph.
+LAUNCH = r"""
+import json, sys, threading, time
+from importlib.abc import MetaPathFinder
+
+first = {}
+
+class Watch(MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name == "torch" and not first:
+            first.update(time=time.time(), main=threading.current_thread() is threading.main_thread())
+        return None
+
+sys.meta_path.insert(0, Watch())
+from gradexplorer.cli import main
+status = main(["gui", "--model", "example:digits", "--device", "cpu"])
+print(json.dumps({"status": status, "torch": first}))
+"""
+
+
+def run(code: str, tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "QT_QPA_PLATFORM": "offscreen",
+           "XDG_CONFIG_HOME": str(tmp_path), **env}
+    return subprocess.run([sys.executable, "-c", code, *args], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=600)
+
+
+def test_the_window_imports_no_torch_numba_scipy_or_networkx(tmp_path):
+    done = run(WINDOW_ONLY, tmp_path, ",".join(HEAVY))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == []
+
+
+def test_the_window_is_painted_before_the_training_thread_imports_torch(tmp_path):
+    log = tmp_path / "startup.log"
+    done = run(LAUNCH, tmp_path, GRADEXPLORER_STARTUP_LOG=str(log))
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    marks = dict(line.split() for line in log.read_text().splitlines())
+    assert report["status"] == 0 and set(marks) == {"window", "graph"}  # the real graph, drawn
+    torch = report["torch"]
+    assert torch and torch["main"] is False  # imported by the training thread, not the GUI's
+    assert float(marks["window"]) <= torch["time"] <= float(marks["graph"])
