@@ -17,10 +17,10 @@ from gradexplorer.gui.settings import APPLICATION, ORGANIZATION, AppSettings
 from gradexplorer.gui.theme import apply_theme
 
 
-def application() -> QApplication:
+def application(plots: bool = True) -> QApplication:
     """The QApplication, created and themed on first use; from then on Python's cyclic garbage
     collector runs on the GUI thread only (``gui_thread_gc``), so no thread but the GUI's
-    ever deletes a Qt object."""
+    ever deletes a Qt object. ``plots=False``: pyqtgraph is configured later (``apply_theme``)."""
     check_qt_binding()
     app = QApplication.instance()
     if app is None:
@@ -29,16 +29,16 @@ def application() -> QApplication:
         app.setApplicationName(APPLICATION)
         app.setApplicationDisplayName("gradexplorer")
         app.setDesktopFileName("io.github.gradexplorer.GradExplorer")
-        apply_theme(app)
+        apply_theme(app, plots=plots)
     collect_on_gui_thread()
     return app
 
 
-def start_app() -> QApplication:
+def start_app(plots: bool = True) -> QApplication:
     """``application()`` for a launch from the command line: a native crash's stacks go to
     the crash log (``crash_log``) that the About box names."""
     start_crash_log()
-    return application()
+    return application(plots)
 
 
 def scratch_settings():
@@ -51,16 +51,19 @@ def scratch_settings():
     return QSettings(str(Path(folder) / "settings.ini"), QSettings.IniFormat)
 
 
-def build_window(settings: AppSettings | None = None, theme: str | None = None):
-    """A themed main window (not shown yet); ``theme`` overrides the remembered one."""
-    app = application()
+def build_window(settings: AppSettings | None = None, theme: str | None = None,
+                 plots_later: bool = False):
+    """A themed main window (not shown yet); ``theme`` overrides the remembered one.
+    ``plots_later``: its pyqtgraph views are made by ``MainWindow.build_plots`` (the app's
+    start: after the first graph), and pyqtgraph is not imported before."""
+    app = application(not plots_later)
     from gradexplorer.gui.main_window import MainWindow
 
     settings = settings or AppSettings()
     if theme is not None:
         settings.set_theme(theme)
-    apply_theme(app, settings.theme())
-    return MainWindow(settings)
+    apply_theme(app, settings.theme(), plots=not plots_later)
+    return MainWindow(settings, plots_later=plots_later)
 
 
 def launch(
@@ -78,10 +81,11 @@ def launch(
     overlay: tuple = ((), None),
 ) -> int:
     """Open the window on a model and run the event loop; returns the exit status.
-    ``overlay``: (run directories to overlay on the live session, the curves' x axis or None)."""
-    app = start_app()
+    ``overlay``: (run directories to overlay on the live session, the curves' x axis or None;
+    given, the plots are made at once)."""
+    app = start_app(plots=False)
     settings = AppSettings(scratch_settings() if screenshot else None)
-    window = build_window(settings, theme)
+    window = build_window(settings, theme, plots_later=True)
     if window_size is not None:
         window.resize(*window_size)
     remembered = None if spec is not None or screenshot else settings.last_model()

@@ -2,35 +2,29 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import QPoint, Qt
+from PySide6.QtCore import QPoint, Qt, QTimer
 from PySide6.QtGui import QCloseEvent
 from PySide6.QtWidgets import QApplication, QDockWidget, QMainWindow, QSplitter, QWidget
 from superqt.utils import qthrottled
 
 from gradexplorer.gui.controller import IDLE, LOADING, SessionController
-from gradexplorer.gui.curves import TrainingCurves
 from gradexplorer.gui.details_pane import DetailsPane
-from gradexplorer.gui.distributions_dock import DistributionsPanel
 from gradexplorer.gui.errors import show_error
 from gradexplorer.gui.event_log import EventLog
 from gradexplorer.gui.file_actions import FileActions
+from gradexplorer.gui.first_view import plots_soon, traced
 from gradexplorer.gui.graph.panel import GraphPanel
 from gradexplorer.gui.hook_menu import HookMenu, menu_anchor
 from gradexplorer.gui.menus import build_menus
 from gradexplorer.gui.model_filter import ModelFilterBar
-from gradexplorer.gui.models.run_overlay import RunOverlay, TimelineSource
 from gradexplorer.gui.models.selection import SelectionModel
 from gradexplorer.gui.models.session import GraphTraced
 from gradexplorer.gui.module_tree import ModuleTree
 from gradexplorer.gui.parameter_table import ParameterTable
-from gradexplorer.gui.plots.gradient_panel import GradientPanel
-from gradexplorer.gui.run_compare import install as install_run_compare
 from gradexplorer.gui.run_controls import RunControls
 from gradexplorer.gui.settings import AppSettings
 from gradexplorer.gui.shortcuts import WindowShortcutsFirst
 from gradexplorer.gui.status_bar import RunStatusBar
-from gradexplorer.gui.step_forensics import flush as flush_step_forensics
-from gradexplorer.gui.step_forensics import install as install_step_forensics
 from gradexplorer.gui.theme import apply_theme
 from gradexplorer.gui.window_fit import DockShares, clamp_to_screen, first_size
 
@@ -42,7 +36,8 @@ TINT_MS = 250  # the graph's gradient tint (recolours up to ~12k nodes): 4 times
 class MainWindow(QMainWindow):
     """gradexplorer's window. It wires parts together; the parts do the work."""
 
-    def __init__(self, settings: AppSettings | None = None, parent: QWidget | None = None) -> None:
+    def __init__(self, settings: AppSettings | None = None, parent: QWidget | None = None,
+                 plots_later: bool = False) -> None:
         super().__init__(parent)
         self.setWindowTitle("gradexplorer")
         self.scripted = False  # True while --steps/--screenshot drive the window: no dialogs
@@ -57,12 +52,7 @@ class MainWindow(QMainWindow):
         self.model_filter.setMaximumHeight(self.model_filter.sizeHint().height())
         self.graph_panel = GraphPanel(self.selection)
         self.details = DetailsPane(self.selection)
-        self.gradients = GradientPanel(self.selection, self.controller.timeline)
-        self.overlay = RunOverlay(TimelineSource(self.controller.timeline))  # runs compared (run_compare)
-        self.distributions = DistributionsPanel(self.selection, self.controller.timeline,
-                                                overlay=self.overlay)
-        self.curves = TrainingCurves(self.controller.timeline, overlay=self.overlay)
-        self.curves.setMinimumHeight(130)  # axes stay readable
+        self._plots = None  # PlotViews (gradients, distributions, curves, overlay): build_plots
         self.events = EventLog()
         self.run_controls = RunControls(self.controller, self)
         self.file_actions = FileActions(self)
@@ -76,8 +66,8 @@ class MainWindow(QMainWindow):
         self.setCentralWidget(self.graph_panel)
         self._docks()
         build_menus(self)
-        install_step_forensics(self)  # ledger, spike markers and divergence
-        install_run_compare(self)  # runs overlaid: File → Add run to compare…, the Runs dock
+        if not plots_later:
+            self.build_plots()  # with the ledger, spike markers, divergence and the Runs dock
         self.shortcuts_first = WindowShortcutsFirst(self)
         self._connect()
         self._restore()
@@ -97,11 +87,11 @@ class MainWindow(QMainWindow):
         model_split.setSizes([30, 220, 260, 220])
         model_split.setCollapsible(0, False)
         self.model_dock = self._dock("Model", model_split, Qt.LeftDockWidgetArea)
-        self.gradients_dock = self._dock("Gradients", self.gradients, Qt.RightDockWidgetArea)
-        self.distributions_dock = self._dock("Distributions", self.distributions, Qt.RightDockWidgetArea)
+        self.gradients_dock = self._dock("Gradients", plots_soon(), Qt.RightDockWidgetArea)
+        self.distributions_dock = self._dock("Distributions", plots_soon(), Qt.RightDockWidgetArea)
         self.tabifyDockWidget(self.gradients_dock, self.distributions_dock)
         self.gradients_dock.raise_()
-        self.curves_dock = self._dock("Training", self.curves, Qt.BottomDockWidgetArea)
+        self.curves_dock = self._dock("Training", plots_soon(), Qt.BottomDockWidgetArea)
         self.events_dock = self._dock("Events", self.events, Qt.BottomDockWidgetArea)
         self.tabifyDockWidget(self.curves_dock, self.events_dock)
         self.curves_dock.raise_()
@@ -112,6 +102,22 @@ class MainWindow(QMainWindow):
         self.dock_shares = DockShares(self, [(self.model_dock, Qt.Horizontal, 0.24, 290),
                                              (self.gradients_dock, Qt.Horizontal, 0.28, 220),
                                              (self.curves_dock, Qt.Vertical, 0.22, 190)])
+
+    gradients = property(lambda self: self.build_plots().gradients, doc="The Gradients dock's panel.")
+    distributions = property(lambda self: self.build_plots().distributions, doc="The Distributions dock.")
+    curves = property(lambda self: self.build_plots().curves, doc="The Training dock's loss/norm curves.")
+    overlay = property(lambda self: self.build_plots().overlay, doc="The runs compared (run_compare).")
+
+    def build_plots(self):
+        """The pyqtgraph views and the runs overlay (``plot_views.PlotViews``), made now if not
+        yet. The app's start makes them once the first graph is drawn: pyqtgraph, the plots and
+        the run code they read cost about a second, which the window and first graph need not
+        wait for."""
+        if self._plots is None:
+            from gradexplorer.gui.plot_views import make_plot_views
+
+            make_plot_views(self)  # sets self._plots first: its parts read the properties above
+        return self._plots
 
     def reset_layout(self) -> None:
         """View → Reset layout: every dock shown, docked and sized as at the first start."""
@@ -136,6 +142,8 @@ class MainWindow(QMainWindow):
         self.graph_panel.laid_out.connect(self._fill_model_views)
         c.error.connect(self._fill_model_views)  # a failed trace: fill them anyway
         c.error.connect(self._drop_first_view)
+        for signal in (self.graph_panel.laid_out, c.error):  # plots made after the first graph
+            signal.connect(lambda *_: self._plots is None and QTimer.singleShot(0, self, self.build_plots))
         self.graph_panel.hook_selected_requested.connect(self.hook_selected)
 
     def set_theme(self, theme: str) -> None:
@@ -256,7 +264,9 @@ class MainWindow(QMainWindow):
         self.gradients.flush()
         self.distributions.flush()
         self.graph_panel.flush()
-        flush_step_forensics(self)
+        from gradexplorer.gui.step_forensics import flush
+
+        flush(self)
 
     def _hooks_changed(self, hooks: dict) -> None:
         before, self._hooked = getattr(self, "_hooked", {}), dict(hooks)
@@ -335,7 +345,7 @@ class MainWindow(QMainWindow):
     def busy(self) -> bool:
         """Whether work is still under way (a run, a load, a graph layout, or the model views
         still waiting for the new graph's first view)."""
-        return (self.controller.busy or self.graph_panel.busy()
+        return (self.controller.busy or self.graph_panel.busy() or self._plots is None
                 or getattr(self, "_after_first_view", None) is not None)
 
     def settle(self) -> None:
@@ -374,7 +384,8 @@ class MainWindow(QMainWindow):
             window.close()  # stops an A/B job on the training thread after its current step
         from gradexplorer.gui.run_view import close_run
 
-        self.overlay.close()
+        if self._plots is not None:
+            self.overlay.close()
         close_run(self)
         self.controller.close()
         self.graph_panel.layouts.wait(5000)
@@ -382,9 +393,3 @@ class MainWindow(QMainWindow):
             window.close()
         super().closeEvent(event)
 
-
-def traced(session, grads: bool, fit: bool, first: bool = False) -> GraphTraced:
-    """The session's graph (on the training thread, which imports the graph code and torch)."""
-    from gradexplorer.gui.graph.core_api import traced_graph
-
-    return GraphTraced(traced_graph(session, grads), fit, first)
