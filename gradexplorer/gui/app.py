@@ -5,12 +5,13 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from PySide6.QtCore import QEvent, QObject, QTimer
+from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication
 
 from gradexplorer.core.model.options import DEFAULT_SPEC, ModelOptions
 from gradexplorer.core.session.config import SessionConfig
 from gradexplorer.gui.crash_log import start_crash_log
+from gradexplorer.gui.first_view import AfterFirstPaint
 from gradexplorer.gui.gui_thread_gc import collect_on_gui_thread
 from gradexplorer.gui.qt_check import check_qt_binding
 from gradexplorer.gui.settings import APPLICATION, ORGANIZATION, AppSettings
@@ -113,34 +114,10 @@ def launch(
         window._scripted = ScreenshotRun(window, steps, screenshot)
     # the window shows before torch is imported: once it has painted, the training thread
     # imports torch, builds the model and traces its first graph, then sets training up
-    OpenWhenPainted(window, lambda: window.open_model(spec, options or ModelOptions(),
-                                                      config or SessionConfig()))
+    AfterFirstPaint(window, lambda: window.open_model(spec, options or ModelOptions(),
+                                                      config or SessionConfig()), latest_ms=1000)
     status = app.exec()
     return getattr(window, "exit_status", status)
-
-
-class OpenWhenPainted(QObject):
-    """Calls ``open_()`` once ``window`` has painted its first frame (or after ``LATEST_MS``,
-    should it never paint, e.g. minimised), so importing torch never delays that frame."""
-
-    LATEST_MS = 1000
-
-    def __init__(self, window, open_) -> None:
-        super().__init__(window)
-        self.window, self.open_ = window, open_
-        window.installEventFilter(self)
-        QTimer.singleShot(self.LATEST_MS, self, self.fire)
-
-    def eventFilter(self, obj, event) -> bool:  # noqa: N802 - Qt API
-        if obj is self.window and event.type() == QEvent.Paint:
-            QTimer.singleShot(0, self, self.fire)  # after the frame is on screen
-        return False
-
-    def fire(self) -> None:
-        if self.open_ is not None:
-            open_, self.open_ = self.open_, None
-            self.window.removeEventFilter(self)
-            open_()
 
 
 def fall_back_to_default(controller, config: SessionConfig) -> None:

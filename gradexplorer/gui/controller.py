@@ -10,6 +10,7 @@ it (``live_session``, ``snapshot_jobs``) are imported inside the jobs, by the tr
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +41,8 @@ if TYPE_CHECKING:
 
 __all__ = ["IDLE", "LOADING", "PAUSED", "RUNNING", "SessionController"]
 
+FIRST_VIEW_WAIT_S = 3.0  # the longest the set-up of an opening model waits for its first view
+
 
 class SessionController(QObject):
     """Owns the worker; widgets call its methods and observe ``session`` and ``timeline``.
@@ -56,6 +59,7 @@ class SessionController(QObject):
         self.run_span: tuple[int, int] | None = None  # (first step, N) of the Run N under way
         self._jobs_pending = 0
         self._opening = 0  # counts open_model calls: a model built for an older one is dropped
+        self._view_shown = threading.Event()  # set by first_view_shown (see open_model)
         self._worker = SessionWorker()
         self._worker.run_started.connect(self._on_run_started)
         self._worker.run_finished.connect(self._on_run_finished)
@@ -90,7 +94,9 @@ class SessionController(QObject):
         ``first_view(session)``, given while no model is open, runs on the training thread as
         soon as the model is built, before its training is set up (the first optimizer and its
         ``torch._dynamo`` import, the statistics kernels: seconds at a first open); its typed
-        result reaches ``job_finished`` first, then the set-up runs as a job of its own.
+        result reaches ``job_finished`` first, then the set-up runs as a job of its own, once
+        the view is shown (``first_view_shown``; at most ``FIRST_VIEW_WAIT_S`` later), so the
+        two never compete for the interpreter.
         """
         self.stop()
         options = options or ModelOptions()
@@ -111,7 +117,12 @@ class SessionController(QObject):
             from gradexplorer.gui.live_session import build_session
 
             session = build_session(spec, options, config, holder=self)
-            return ModelBuilt(first_view(session), lambda: open_(session), opening)
+
+            def finish() -> SessionOpened:
+                shown.wait(FIRST_VIEW_WAIT_S)
+                return open_(session)
+            return ModelBuilt(first_view(session), finish, opening)
+        shown = self._view_shown = threading.Event()
         self.post(open_ if first_view is None or self.live is not None else build)
 
     def reconfigure(self, **changes: Any) -> None:
@@ -284,6 +295,7 @@ class SessionController(QObject):
             self.post(result.finish)  # the set-up: session_opened follows
             result = result.view
             if result is None:
+                self.first_view_shown()
                 return
         if isinstance(result, SessionOpened):
             if result.fresh:
@@ -307,8 +319,13 @@ class SessionController(QObject):
         self.session.event.emit("error", text)
         self.session.error.emit(text)
 
+    def first_view_shown(self) -> None:
+        """The first view of the model being opened is on screen: set its training up."""
+        self._view_shown.set()
+
     def close(self) -> None:
         """Stop the worker and wait for it (call before the app quits); torch's threads back."""
+        self._view_shown.set()
         if self._worker.shutdown() and "gradexplorer.gui.live_session" in sys.modules:
             from gradexplorer.gui.live_session import give_cores_back  # no torch import to quit
 

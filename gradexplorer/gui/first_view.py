@@ -4,10 +4,37 @@ plots are made (``MainWindow.build_plots``). docs/architecture.md: the start's t
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
+from collections.abc import Callable
+
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer
 from PySide6.QtWidgets import QLabel
 
 from gradexplorer.gui.models.session import GraphTraced
+
+
+class AfterFirstPaint(QObject):
+    """Calls ``then()`` once, right after ``widget`` has painted a frame while ``ready()`` holds
+    (or after ``latest_ms``, should it never paint, e.g. minimised): the app opens its model
+    once the window is on screen, and makes its plots once the first graph is."""
+
+    def __init__(self, widget, then: Callable[[], object], ready: Callable[[], bool] = lambda: True,
+                 latest_ms: int | None = None) -> None:
+        super().__init__(widget)
+        self.widget, self.then, self.ready = widget, then, ready
+        widget.installEventFilter(self)
+        if latest_ms is not None:
+            QTimer.singleShot(latest_ms, self, self.fire)
+
+    def eventFilter(self, obj, event) -> bool:  # noqa: N802 - Qt API
+        if obj is self.widget and event.type() == QEvent.Paint and self.ready():
+            QTimer.singleShot(0, self, self.fire)  # after the frame is on screen
+        return False
+
+    def fire(self) -> None:
+        if self.then is not None:
+            then, self.then = self.then, None
+            self.widget.removeEventFilter(self)
+            then()
 
 
 def plots_soon() -> QLabel:

@@ -12,7 +12,7 @@ from gradexplorer.gui.details_pane import DetailsPane
 from gradexplorer.gui.errors import show_error
 from gradexplorer.gui.event_log import EventLog
 from gradexplorer.gui.file_actions import FileActions
-from gradexplorer.gui.first_view import plots_soon, traced
+from gradexplorer.gui.first_view import AfterFirstPaint, plots_soon, traced
 from gradexplorer.gui.graph.panel import GraphPanel
 from gradexplorer.gui.hook_menu import HookMenu, menu_anchor
 from gradexplorer.gui.menus import build_menus
@@ -108,11 +108,14 @@ class MainWindow(QMainWindow):
     curves = property(lambda self: self.build_plots().curves, doc="The Training dock's loss/norm curves.")
     overlay = property(lambda self: self.build_plots().overlay, doc="The runs compared (run_compare).")
 
+    def _first_graph_shown(self) -> None:
+        self.controller.first_view_shown()  # training is set up from now on
+        self.build_plots()
+
     def build_plots(self):
         """The pyqtgraph views and the runs overlay (``plot_views.PlotViews``), made now if not
-        yet. The app's start makes them once the first graph is drawn: pyqtgraph, the plots and
-        the run code they read cost about a second, which the window and first graph need not
-        wait for."""
+        yet. The app's start makes them once the first graph is drawn (pyqtgraph, the plots and
+        the run code they read cost about a second)."""
         if self._plots is None:
             from gradexplorer.gui.plot_views import make_plot_views
 
@@ -141,9 +144,11 @@ class MainWindow(QMainWindow):
         self.graph_panel.laid_out.connect(lambda graph: self.details.set_context(graph=graph))
         self.graph_panel.laid_out.connect(self._fill_model_views)
         c.error.connect(self._fill_model_views)  # a failed trace: fill them anyway
-        c.error.connect(self._drop_first_view)
-        for signal in (self.graph_panel.laid_out, c.error):  # plots made after the first graph
-            signal.connect(lambda *_: self._plots is None and QTimer.singleShot(0, self, self.build_plots))
+        c.error.connect(self._open_failed)
+        if self._plots is None:  # plots made once the first graph is on screen (or it failed)
+            panel = self.graph_panel
+            AfterFirstPaint(panel.view.viewport(), self._first_graph_shown,
+                            lambda: panel.drawing is not None)
         self.graph_panel.hook_selected_requested.connect(self.hook_selected)
 
     def set_theme(self, theme: str) -> None:
@@ -165,8 +170,11 @@ class MainWindow(QMainWindow):
         self.controller.open_model(spec, options, config,
                                    first_view=lambda session: traced(session, grads, fit=True, first=True))
 
-    def _drop_first_view(self, *_args) -> None:
-        """A model whose first graph was drawn failed to open: its graph goes too."""
+    def _open_failed(self, *_args) -> None:
+        """No first graph to wait for (the plots are made now); a model whose first graph was
+        drawn failed to open: its graph goes too."""
+        if self._plots is None:
+            QTimer.singleShot(0, self, self._first_graph_shown)
         if self._first_view and self.controller.state != LOADING:
             self._first_view = False
             self.graph_panel.clear()
