@@ -167,8 +167,8 @@ class MainWindow(QMainWindow):
         """Open a model; with none open yet (the app's start), its graph is traced and drawn
         as soon as the model is built, while the training thread sets its training up."""
         grads = self.graph_panel.trace_grads_action.isChecked()
-        self.controller.open_model(spec, options, config,
-                                   first_view=lambda session: traced(session, grads, fit=True, first=True))
+        self.status.showMessage(f"loading {spec}…")  # until the model opens (status_bar.reset)
+        self.controller.open_model(spec, options, config, lambda s: traced(s, grads, True, True))
 
     def _open_failed(self, *_args) -> None:
         """No first graph to wait for (the plots are made now); a model whose first graph was
