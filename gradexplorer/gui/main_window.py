@@ -145,10 +145,6 @@ class MainWindow(QMainWindow):
         self.graph_panel.laid_out.connect(self._fill_model_views)
         c.error.connect(self._fill_model_views)  # a failed trace: fill them anyway
         c.error.connect(self._open_failed)
-        if self._plots is None:  # plots made once the first graph is on screen (or it failed)
-            panel = self.graph_panel
-            AfterFirstPaint(panel.view.viewport(), self._first_graph_shown,
-                            lambda: panel.drawing is not None)
         self.graph_panel.hook_selected_requested.connect(self.hook_selected)
 
     def set_theme(self, theme: str) -> None:
@@ -234,8 +230,11 @@ class MainWindow(QMainWindow):
 
     def _job_finished(self, result) -> None:
         if isinstance(result, GraphTraced) and self.viewing_run is None:
-            self._first_view = result.first
-            self.graph_panel.set_graph(result.graph, fit=result.fit)
+            self._first_view, panel = result.first, self.graph_panel
+            if result.first:  # once it is on screen: training set up, plots made
+                AfterFirstPaint(panel.view.viewport(), self._first_graph_shown,
+                                lambda: panel.drawing is not None)
+            panel.set_graph(result.graph, fit=result.fit)
             attrs = result.graph.graph
             notes = [f"gradients traced on a replay of step {attrs['step'] + 1}, the first step "
                      "whose gradient held NaN/Inf"] if attrs.get("replayed") else []
