@@ -113,9 +113,8 @@ class MainWindow(QMainWindow):
         self.build_plots()
 
     def build_plots(self):
-        """The pyqtgraph views and the runs overlay (``plot_views.PlotViews``), made now if not
-        yet. The app's start makes them once the first graph is drawn (pyqtgraph, the plots and
-        the run code they read cost about a second)."""
+        """The plots and the runs overlay (``plot_views.PlotViews``), made now if not yet: the
+        app's start makes them once the first graph is drawn (pyqtgraph and all: a second)."""
         if self._plots is None:
             from gradexplorer.gui.plot_views import make_plot_views
 
@@ -268,12 +267,10 @@ class MainWindow(QMainWindow):
         """Draw now every redraw that a throttle holds back."""
         for throttle in (*self._throttles, self.curves.refresh_soon, self.status.refresh_soon):
             throttle.flush()
-        self.gradients.flush()
-        self.distributions.flush()
         self.graph_panel.flush()
-        from gradexplorer.gui.step_forensics import flush
+        from gradexplorer.gui.plot_views import flush_plots
 
-        flush(self)
+        flush_plots(self)  # (made by now: self.curves above)
 
     def _hooks_changed(self, hooks: dict) -> None:
         before, self._hooked = getattr(self, "_hooked", {}), dict(hooks)
@@ -399,4 +396,3 @@ class MainWindow(QMainWindow):
         for window in self.file_actions.snapshot_windows:
             window.close()
         super().closeEvent(event)
-

@@ -11,6 +11,7 @@ from gradexplorer.gui.distributions_dock import DistributionsPanel
 from gradexplorer.gui.models.run_overlay import RunOverlay, TimelineSource
 from gradexplorer.gui.plots.gradient_panel import GradientPanel
 from gradexplorer.gui.run_compare import install as install_run_compare
+from gradexplorer.gui.step_forensics import flush as flush_step_forensics
 from gradexplorer.gui.step_forensics import install as install_step_forensics
 from gradexplorer.gui.theme import configure_plots, current_theme
 
@@ -51,3 +52,10 @@ def make_plot_views(window) -> PlotViews:
     if window.isVisible() and state is not None:
         window.restoreState(state)  # where the saved layout put the docks just made
     return views
+
+
+def flush_plots(window) -> None:
+    """Draw now what ``window``'s plots, ledger, spike markers and optimizer columns hold back."""
+    window.gradients.flush()
+    window.distributions.flush()
+    flush_step_forensics(window)
