@@ -16,8 +16,8 @@ from gradexplorer.gui.gui_thread_gc import GuiThreadCollector, collect_on_gui_th
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# A fresh interpreter (torch._dynamo not imported yet) opens the app's first model and trains
-# three steps; it reports which thread imported each torch module after the window was shown
+# A fresh interpreter (torch not imported yet) builds the window and opens the app's first model
+# as the app does, then trains three steps; it reports which thread imported each torch module
 # and on which thread each garbage collection ran.
 FIRST_MODEL = r"""
 import gc, json, sys, threading
@@ -34,9 +34,10 @@ class Recorder(MetaPathFinder):
         return None
 
 sys.meta_path.insert(0, Recorder())
+Recorder.on = True  # the window imports no torch at all: the training thread imports it
 from PySide6.QtCore import QTimer
-from gradexplorer.core.model.spec import ModelOptions
-from gradexplorer.core.session.engine import SessionConfig
+from gradexplorer.core.model.options import ModelOptions
+from gradexplorer.core.session.config import SessionConfig
 from gradexplorer.gui.app import application, build_window, scratch_settings
 from gradexplorer.gui.settings import AppSettings
 
@@ -46,8 +47,8 @@ window.show()
 collections = []
 gc.callbacks.append(lambda phase, info: phase == "start" and collections.append(
     threading.current_thread() is threading.main_thread()))
-Recorder.on = True
-window.controller.open_model("example:digits", ModelOptions(batch_size=16), SessionConfig(device="cpu"))
+# as the app opens its first model: the first graph drawn before training is set up
+window.open_model("example:digits", ModelOptions(batch_size=16), SessionConfig(device="cpu"))
 ran = []
 
 def poll():
@@ -76,7 +77,7 @@ def test_first_model_sets_torch_up_on_the_training_thread_and_collects_on_the_gu
     report = json.loads(done.stdout.strip().splitlines()[-1])
     on_main = [name for name, main in report["imports"] if main]
     on_worker = {name for name, main in report["imports"] if not main}
-    assert "torch._dynamo" in on_worker  # the first optimizer's lazy import, made by the worker
+    assert {"torch", "torch._dynamo"} <= on_worker  # torch, and the first optimizer's lazy import
     assert on_main == []  # the GUI thread never waits on (or races) a lazy torch import
     assert report["collections"] and all(report["collections"]), report["collections"]
     assert report["automatic"] is False

@@ -196,12 +196,12 @@ def test_worker_runs_posted_jobs_between_steps_with_typed_results(qtbot, digits_
 def test_device_chooser_greys_out_absent_devices_with_the_reason(qtbot):
     from PySide6.QtCore import Qt
 
-    from gradexplorer.core.session.devices import unavailable_devices
+    from gradexplorer.core.session.devices import available_devices, unavailable_devices
     from gradexplorer.gui.run_controls import device_chooser
 
-    box = device_chooser()
-    qtbot.addWidget(box)
     absent = unavailable_devices()
+    box = device_chooser(available_devices(), absent)
+    qtbot.addWidget(box)
     assert box.itemText(0) == "cpu"
     for kind, why in absent.items():
         index = box.findText(f"{kind} (unavailable)")

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import argparse
 import os
+from typing import TYPE_CHECKING
 
 from gradexplorer.core.errors import UserError
-from gradexplorer.core.model.spec import DEFAULT_SPEC, ModelOptions, load_workload, parse_shape
-from gradexplorer.core.model.workload import Workload
-from gradexplorer.core.session.engine import OPTIMIZERS, SessionConfig, TrainingSession
+from gradexplorer.core.model.options import DEFAULT_SPEC, ModelOptions, parse_shape
+from gradexplorer.core.session.config import OPTIMIZERS, SessionConfig
+
+if TYPE_CHECKING:
+    from gradexplorer.core.model.workload import Workload
+    from gradexplorer.core.session.engine import TrainingSession
 
 MAX_STEPS_VARIABLE = "GRADEXPLORER_MAX_STEPS"
 SEED_RANGE = (-(2**63), 2**64 - 1)  # what torch.manual_seed takes
@@ -77,11 +81,15 @@ def model_options(args: argparse.Namespace) -> ModelOptions:
 
 def load_from_args(args: argparse.Namespace) -> Workload:
     """Load the workload named by ``--model`` and friends."""
+    from gradexplorer.core.model.spec import load_workload  # torch: only when a model loads
+
     return load_workload(args.model, model_options(args))
 
 
 def session_from_args(args: argparse.Namespace) -> TrainingSession:
     """Load the model and set up a training session as the arguments say."""
+    from gradexplorer.core.session.engine import TrainingSession
+
     workload = load_from_args(args)
     config = SessionConfig(
         device=args.device, optimizer=args.optimizer, lr=args.lr,

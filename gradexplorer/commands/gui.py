@@ -17,7 +17,7 @@ from gradexplorer.commands.hook_options import add_hook_arguments, parse_hook_op
 from gradexplorer.commands.overlay_options import add_live_overlay_arguments, check_live_overlay
 from gradexplorer.core.atomic_file import check_writable_file
 from gradexplorer.core.errors import UserError
-from gradexplorer.core.session.engine import SessionConfig
+from gradexplorer.core.session.config import SessionConfig
 
 
 def register(sub: argparse._SubParsersAction) -> None:

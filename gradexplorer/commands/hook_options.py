@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from gradexplorer.core.errors import UserError
-from gradexplorer.core.hooks import ACTION_HELP, HookRegistry
-from gradexplorer.core.session.engine import TrainingSession
+from gradexplorer.core.hooks import ACTION_HELP
+
+if TYPE_CHECKING:
+    from gradexplorer.core.hooks import HookRegistry
+    from gradexplorer.core.session.engine import TrainingSession
 
 
 def add_hook_arguments(parser: argparse.ArgumentParser) -> None:
@@ -64,6 +67,8 @@ class DetachedHooks:
 
 def attach_hooks_from_args(session: TrainingSession, args: argparse.Namespace) -> HookRegistry:
     """Attach every ``--hook`` to the session's model; events are printed as they happen."""
+    from gradexplorer.core.hooks import HookRegistry
+
     registry = HookRegistry(session.model, seed=getattr(args, "seed", 0))
     printer = EventPrinter()
     registry.event.connect(lambda *event: printer(*event))  # a lambda: psygnal keeps it (and

@@ -62,10 +62,10 @@ def add_live_overlay_arguments(parser: argparse.ArgumentParser) -> None:
 
 def check_live_overlay(args: argparse.Namespace) -> None:
     """Refuse an --overlay that is not a readable run directory before any window opens."""
-    from gradexplorer.core.recorder.run import open_run
-    from gradexplorer.core.recorder.schema import is_run_dir
-
     for path in args.overlay:
+        from gradexplorer.core.recorder.run import open_run  # (torch: only with --overlay)
+        from gradexplorer.core.recorder.schema import is_run_dir
+
         if not is_run_dir(path):
             raise UserError(f"--overlay {str(path)!r}: not a run directory (no run.sqlite)")
         with open_run(path) as run:

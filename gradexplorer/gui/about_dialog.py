@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import torch
 from PySide6.QtCore import Qt, qVersion
 from PySide6.QtGui import QGuiApplication, QIcon
 from PySide6.QtWidgets import (
@@ -17,12 +16,6 @@ from PySide6.QtWidgets import (
 )
 
 from gradexplorer._version import __version__
-from gradexplorer.core.session.devices import (
-    available_devices,
-    describe_device,
-    unavailable_devices,
-)
-from gradexplorer.core.session.environment import environment_facts
 from gradexplorer.gui.crash_log import crash_log_path
 from gradexplorer.resources import resource_path
 
@@ -30,7 +23,13 @@ ICON_SIZE = 64
 
 
 def about_facts() -> dict[str, str]:
-    """Everything the About box lists, in display order."""
+    """Everything the About box lists, in display order (torch is imported by then: the
+    window imports none of it at start, its training thread does)."""
+    import torch
+
+    from gradexplorer.core.session.devices import available_devices, describe_device, unavailable_devices
+    from gradexplorer.core.session.environment import environment_facts
+
     facts = environment_facts()
     return {
         "gradexplorer": __version__,

@@ -5,21 +5,23 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication
 
-from gradexplorer.core.model.spec import DEFAULT_SPEC, ModelOptions
-from gradexplorer.core.session.engine import SessionConfig
+from gradexplorer.core.model.options import DEFAULT_SPEC, ModelOptions
+from gradexplorer.core.session.config import SessionConfig
 from gradexplorer.gui.crash_log import start_crash_log
+from gradexplorer.gui.first_view import AfterFirstPaint
 from gradexplorer.gui.gui_thread_gc import collect_on_gui_thread
 from gradexplorer.gui.qt_check import check_qt_binding
 from gradexplorer.gui.settings import APPLICATION, ORGANIZATION, AppSettings
 from gradexplorer.gui.theme import apply_theme
 
 
-def application() -> QApplication:
+def application(plots: bool = True) -> QApplication:
     """The QApplication, created and themed on first use; from then on Python's cyclic garbage
     collector runs on the GUI thread only (``gui_thread_gc``), so no thread but the GUI's
-    ever deletes a Qt object."""
+    ever deletes a Qt object. ``plots=False``: pyqtgraph is configured later (``apply_theme``)."""
     check_qt_binding()
     app = QApplication.instance()
     if app is None:
@@ -28,16 +30,16 @@ def application() -> QApplication:
         app.setApplicationName(APPLICATION)
         app.setApplicationDisplayName("gradexplorer")
         app.setDesktopFileName("io.github.gradexplorer.GradExplorer")
-        apply_theme(app)
+        apply_theme(app, plots=plots)
     collect_on_gui_thread()
     return app
 
 
-def start_app() -> QApplication:
+def start_app(plots: bool = True) -> QApplication:
     """``application()`` for a launch from the command line: a native crash's stacks go to
     the crash log (``crash_log``) that the About box names."""
     start_crash_log()
-    return application()
+    return application(plots)
 
 
 def scratch_settings():
@@ -50,16 +52,19 @@ def scratch_settings():
     return QSettings(str(Path(folder) / "settings.ini"), QSettings.IniFormat)
 
 
-def build_window(settings: AppSettings | None = None, theme: str | None = None):
-    """A themed main window (not shown yet); ``theme`` overrides the remembered one."""
-    app = application()
+def build_window(settings: AppSettings | None = None, theme: str | None = None,
+                 plots_later: bool = False):
+    """A themed main window (not shown yet); ``theme`` overrides the remembered one.
+    ``plots_later``: its pyqtgraph views are made by ``MainWindow.build_plots`` (the app's
+    start: after the first graph), and pyqtgraph is not imported before."""
+    app = application(not plots_later)
     from gradexplorer.gui.main_window import MainWindow
 
     settings = settings or AppSettings()
     if theme is not None:
         settings.set_theme(theme)
-    apply_theme(app, settings.theme())
-    return MainWindow(settings)
+    apply_theme(app, settings.theme(), plots=not plots_later)
+    return MainWindow(settings, plots_later=plots_later)
 
 
 def launch(
@@ -77,10 +82,11 @@ def launch(
     overlay: tuple = ((), None),
 ) -> int:
     """Open the window on a model and run the event loop; returns the exit status.
-    ``overlay``: (run directories to overlay on the live session, the curves' x axis or None)."""
-    app = start_app()
+    ``overlay``: (run directories to overlay on the live session, the curves' x axis or None;
+    given, the plots are made at once)."""
+    app = start_app(plots=False)
     settings = AppSettings(scratch_settings() if screenshot else None)
-    window = build_window(settings, theme)
+    window = build_window(settings, theme, plots_later=True)
     if window_size is not None:
         window.resize(*window_size)
     remembered = None if spec is not None or screenshot else settings.last_model()
@@ -106,7 +112,10 @@ def launch(
         from gradexplorer.gui.screenshot import ScreenshotRun
 
         window._scripted = ScreenshotRun(window, steps, screenshot)
-    window.controller.open_model(spec, options or ModelOptions(), config or SessionConfig())
+    # the window shows before torch is imported: once it has painted, the training thread
+    # imports torch, builds the model and traces its first graph, then sets training up
+    AfterFirstPaint(window, lambda: window.open_model(spec, options or ModelOptions(),
+                                                      config or SessionConfig()), latest_ms=1000)
     status = app.exec()
     return getattr(window, "exit_status", status)
 
@@ -129,8 +138,6 @@ def fall_back_to_default(controller, config: SessionConfig) -> None:
 
 def open_snapshot_window(path: Path, other: Path | None = None, screenshot: Path | None = None) -> int:
     """Browse one snapshot (or two compared) in its own window; returns the exit status."""
-    from PySide6.QtCore import QTimer
-
     from gradexplorer.gui.screenshot import save_window_image
     from gradexplorer.gui.snapshots.snapshot_window import SnapshotWindow
 
@@ -151,8 +158,6 @@ def open_run_window(path: Path, screenshot: Path | None = None,
                     theme: str | None = None) -> int:
     """Show a run directory in the main window, following it while it grows (``show(window,
     path)`` instead of plain ``show_run``: e.g. a spike or a divergence opened; step_forensics)."""
-    from PySide6.QtCore import QTimer
-
     from gradexplorer.gui.run_view import show_run
     from gradexplorer.gui.screenshot import save_window_image
 

@@ -3,25 +3,22 @@
 Every command becomes a job on the worker (the one channel into the training thread); the
 GUI thread never changes a core object itself. What comes back (queued Qt signals) is applied
 to the Qt-free models (``session``: :class:`SessionModel`, ``timeline``:
-:class:`TimelineModel`), whose events the widgets observe.
+:class:`TimelineModel`), whose events the widgets observe. Torch and the modules that import
+it (``live_session``, ``snapshot_jobs``) are imported inside the jobs, by the training thread.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import sys
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject
 
 from gradexplorer.core.deep_stack import DEEP_STACK_BYTES
-from gradexplorer.core.model.spec import ModelOptions
-from gradexplorer.core.session.engine import SessionConfig
-from gradexplorer.gui.live_session import (
-    LiveSession,
-    give_cores_back,
-    open_live_session,
-    probe_hookable,
-    reconfigure,
-)
+from gradexplorer.core.model.options import ModelOptions
+from gradexplorer.core.session.config import SessionConfig
 from gradexplorer.gui.models.session import (
     IDLE,
     LOADING,
@@ -30,6 +27,7 @@ from gradexplorer.gui.models.session import (
     ExportChanged,
     HookableProbed,
     HooksChanged,
+    ModelBuilt,
     SessionModel,
     SessionOpened,
     SettingApplied,
@@ -37,9 +35,13 @@ from gradexplorer.gui.models.session import (
 )
 from gradexplorer.gui.models.timeline import TimelineModel
 from gradexplorer.gui.session_worker import SessionWorker
-from gradexplorer.gui.snapshot_jobs import export_now, start_periodic_export, stop_periodic_export
+
+if TYPE_CHECKING:
+    from gradexplorer.gui.live_session import LiveSession
 
 __all__ = ["IDLE", "LOADING", "PAUSED", "RUNNING", "SessionController"]
+
+FIRST_VIEW_WAIT_S = 3.0  # the longest the set-up of an opening model waits for its first view
 
 
 class SessionController(QObject):
@@ -56,6 +58,8 @@ class SessionController(QObject):
         self._control = None
         self.run_span: tuple[int, int] | None = None  # (first step, N) of the Run N under way
         self._jobs_pending = 0
+        self._opening = 0  # counts open_model calls: a model built for an older one is dropped
+        self._view_shown = threading.Event()  # set by first_view_shown (see open_model)
         self._worker = SessionWorker()
         self._worker.run_started.connect(self._on_run_started)
         self._worker.run_finished.connect(self._on_run_finished)
@@ -83,19 +87,43 @@ class SessionController(QObject):
 
     # -- models ------------------------------------------------------------------------
     def open_model(self, spec: str, options: ModelOptions | None = None,
-                   config: SessionConfig | None = None) -> None:
-        """Load a model in the worker; ``session_opened`` or ``error`` follows."""
+                   config: SessionConfig | None = None,
+                   first_view: Callable[[Any], Any] | None = None) -> None:
+        """Load a model in the worker; ``session_opened`` or ``error`` follows.
+
+        ``first_view(session)``, given while no model is open, runs on the training thread as
+        soon as the model is built, before its training is set up (the first optimizer and its
+        ``torch._dynamo`` import, the statistics kernels: seconds at a first open); its typed
+        result reaches ``job_finished`` first, then the set-up runs as a job of its own, once
+        the view is shown (``first_view_shown``; at most ``FIRST_VIEW_WAIT_S`` later), so the
+        two never compete for the interpreter.
+        """
         self.stop()
         options = options or ModelOptions()
         config = config or (self.live.config if self.live else SessionConfig())
         self.session.set_state(LOADING)
         push = self._worker.buffer.push_event
+        self._opening += 1
+        opening = self._opening
 
-        def open_() -> SessionOpened:
-            live = open_live_session(spec, options, config, holder=self)
+        def open_(session=None) -> SessionOpened:
+            from gradexplorer.gui.live_session import open_live_session
+
+            live = open_live_session(spec, options, config, holder=self, session=session)
             live.hooks.event.connect(push)  # hook events reach the GUI through the mailbox
             return SessionOpened(live, fresh=True)
-        self.post(open_)
+
+        def build() -> ModelBuilt:
+            from gradexplorer.gui.live_session import build_session
+
+            session = build_session(spec, options, config, holder=self)
+
+            def finish() -> SessionOpened:
+                shown.wait(FIRST_VIEW_WAIT_S)
+                return open_(session)
+            return ModelBuilt(first_view(session), finish, opening)
+        shown = self._view_shown = threading.Event()
+        self.post(open_ if first_view is None or self.live is not None else build)
 
     def reconfigure(self, **changes: Any) -> None:
         """Switch device or optimizer (``device=``, ``optimizer=``, ``lr=``, ``momentum=``)."""
@@ -106,6 +134,8 @@ class SessionController(QObject):
         exporter = self.exporter
 
         def switch() -> SessionOpened:
+            from gradexplorer.gui.live_session import reconfigure
+
             new = reconfigure(live, **changes)
             if exporter is not None:  # keep exporting from the new session
                 live.session.remove_observer(exporter)
@@ -197,6 +227,8 @@ class SessionController(QObject):
         live = self.live
         if live is not None and live.hookable is None:
             def probe() -> HookableProbed:
+                from gradexplorer.gui.live_session import probe_hookable
+
                 live.hookable = probe_hookable(live)  # one assignment: safe to read meanwhile
                 return HookableProbed(live.hookable)
             self.post(probe)
@@ -206,7 +238,11 @@ class SessionController(QObject):
         """Write a snapshot of the latest step; ``job_finished(SnapshotWritten)`` follows."""
         live = self.live
         if live is not None:
-            self.post(lambda: SnapshotWritten(export_now(live, directory)))
+            def write() -> SnapshotWritten:
+                from gradexplorer.gui.snapshot_jobs import export_now
+
+                return SnapshotWritten(export_now(live, directory))
+            self.post(write)
 
     def export_every(self, directory: str | None, every: int = 0) -> None:
         """Export every ``every`` steps into ``directory``; None stops exporting."""
@@ -216,6 +252,8 @@ class SessionController(QObject):
         push = self._worker.buffer.push_event
 
         def change() -> ExportChanged:
+            from gradexplorer.gui.snapshot_jobs import start_periodic_export, stop_periodic_export
+
             if old is not None:
                 stop_periodic_export(live, old)
             if directory is None:
@@ -251,6 +289,14 @@ class SessionController(QObject):
     def _on_job_done(self, result: object) -> None:
         self._jobs_pending -= 1
         session = self.session
+        if isinstance(result, ModelBuilt):
+            if result.opening != self._opening:  # another model was asked for meanwhile
+                return
+            self.post(result.finish)  # the set-up: session_opened follows
+            result = result.view
+            if result is None:
+                self.first_view_shown()
+                return
         if isinstance(result, SessionOpened):
             if result.fresh:
                 self.timeline.reset(result.live.monitor.history)
@@ -273,9 +319,16 @@ class SessionController(QObject):
         self.session.event.emit("error", text)
         self.session.error.emit(text)
 
+    def first_view_shown(self) -> None:
+        """The first view of the model being opened is on screen: set its training up."""
+        self._view_shown.set()
+
     def close(self) -> None:
         """Stop the worker and wait for it (call before the app quits); torch's threads back."""
-        if self._worker.shutdown():
+        self._view_shown.set()
+        if self._worker.shutdown() and "gradexplorer.gui.live_session" in sys.modules:
+            from gradexplorer.gui.live_session import give_cores_back  # no torch import to quit
+
             give_cores_back(self)
 
 

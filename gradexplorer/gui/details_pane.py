@@ -7,7 +7,6 @@ from typing import Any
 
 from PySide6.QtWidgets import QTextBrowser, QWidget
 
-from gradexplorer.core.diagnose.explain import explain_node
 from gradexplorer.core.graph.style import format_shape, grad_text
 from gradexplorer.core.stats.records import STAT_FIELDS, STAT_LABELS
 from gradexplorer.gui.models.selection import Selection, SelectionModel, parameter_for
@@ -139,6 +138,8 @@ class DetailsPane(QTextBrowser):
             rows.append(_row("NaN/Inf", "<b style='color:#d32f2f'>born here</b>: finite gradients "
                              f"in (from {escape(outs) or 'the loss'}), non-finite out "
                              f"(to {escape(ins) or 'nothing'})"))
+        from gradexplorer.core.diagnose.explain import explain_node  # (networkx: loaded by the trace)
+
         text = attrs.get("explanation") or explain_node(self.graph, node)
         rows.append(f"<tr><td colspan=2 style='padding-top:4px'>{escape(text).replace(chr(10), '<br>')}"
                     "</td></tr>")

@@ -11,7 +11,6 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QSplitter, QWidget
 from superqt.utils import qthrottled
 
-from gradexplorer.core.recorder.run_history import RunHistory
 from gradexplorer.core.stats.curves import thin_steps
 from gradexplorer.gui.models.run_overlay import X_LABELS
 from gradexplorer.gui.plots.bands_overlay import BandsOverlay
@@ -29,7 +28,7 @@ class DistributionsPanel(QSplitter):
     def __init__(self, selection, timeline, parent: QWidget | None = None, overlay=None) -> None:
         super().__init__(Qt.Vertical, parent)
         self.selection, self.timeline, self.overlay = selection, timeline, overlay
-        self.run_history: RunHistory | None = None
+        self.run_history = None  # a core.recorder RunHistory: a followed run's whole history
         self.bands = BandsPlot()
         self.other_bands = BandsOverlay(self.bands)
         self.grid = HistogramGrid(selection, timeline)
@@ -53,6 +52,8 @@ class DistributionsPanel(QSplitter):
     def set_run(self, run) -> None:
         """Draw bands over the whole of ``run`` (a followed run directory; None: the live
         session's history)."""
+        from gradexplorer.core.recorder.run_history import RunHistory
+
         self.run_history = None if run is None else RunHistory(run)
         self.refresh_bands()
 

@@ -8,10 +8,11 @@ from PySide6.QtCore import QObject
 from PySide6.QtWidgets import QFileDialog, QInputDialog, QMainWindow, QMenu
 
 from gradexplorer.core.errors import UserError
-from gradexplorer.gui.image_export import save_plot, save_scene
 from gradexplorer.gui.run_controls import make_action
 
 IMAGE_FILTER = "PNG image (*.png);;SVG drawing (*.svg)"
+
+PLOT_NAMES = ("histogram", "histogram over steps", "gradient flow", "loss and gradient norm")
 
 
 class FileActions(QObject):
@@ -42,8 +43,8 @@ class FileActions(QObject):
         menu.addSeparator()
         menu.addAction(self.save_graph_action)
         plots = menu.addMenu("Save plot image")
-        for label, plot in self.plots().items():
-            plots.addAction(label, lambda p=plot, n=label: self.save_plot(p, n))
+        for label in PLOT_NAMES:  # the plots are looked up when chosen (made after the start)
+            plots.addAction(label, lambda n=label: self.save_plot(self.plots()[n], n))
         plots.addSeparator()
         plots.addAction("Image size…", self.ask_plot_image_size)
 
@@ -134,6 +135,8 @@ class FileActions(QObject):
             return
         path = path or self._save_name("Save graph image", "graph")
         if path is not None:
+            from gradexplorer.gui.image_export import save_scene  # (pyqtgraph: made by now)
+
             view = panel.view
             self._guard(save_scene, view.scene(), view.canvas.boundingRect(), path)
 
@@ -141,6 +144,8 @@ class FileActions(QObject):
         """Save one plot as PNG (at the chosen image size) or SVG."""
         path = path or self._save_name(f"Save {name}", name.replace(" ", "-"))
         if path is not None:
+            from gradexplorer.gui.image_export import save_plot
+
             width, dpi = self.window.settings.plot_image_size()
             self._guard(save_plot, getattr(plot, "ci", plot), path, width, dpi)  # ci: a layout
 

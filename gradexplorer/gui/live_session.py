@@ -1,4 +1,7 @@
-"""A training session together with the observers the app attaches to it (Qt-free)."""
+"""A training session together with the observers the app attaches to it (Qt-free).
+
+Imported by the training thread's first open job, never by the window at start: it imports
+torch (see ``build_session`` and ``open_live_session`` for the order of a first open)."""
 
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ from gradexplorer.core.diagnose.spike_observer import SpikeObserver
 from gradexplorer.core.hooks import HookRegistry, hookable_modules
 from gradexplorer.core.hooks.observed import ObserveReporter
 from gradexplorer.core.model.spec import ModelOptions, load_workload
+from gradexplorer.core.session.devices import available_devices, unavailable_devices
 from gradexplorer.core.session.engine import SessionConfig, TrainingSession
 from gradexplorer.core.stats.monitor import GradientMonitor, warm_up
 from gradexplorer.gui.optimizer_reporter import OptimizerStateReporter
@@ -29,6 +33,7 @@ class LiveSession:
     monitor: GradientMonitor
     hooks: HookRegistry
     hookable: dict[str, tuple[bool, str]] | None = None  # path -> (safe, reason); None: unprobed
+    devices: tuple[list[str], dict[str, str]] | None = None  # available, absent kind -> why
 
     @property
     def config(self) -> SessionConfig:
@@ -36,19 +41,31 @@ class LiveSession:
         return self.session.config
 
 
+def build_session(
+    spec: str, options: ModelOptions, config: SessionConfig, holder: object = None,
+) -> TrainingSession:
+    """The first half of opening ``spec``: the model built on its device, its optimizer not
+    yet (torch's first optimizer imports ``torch._dynamo``, a second or more: the app draws
+    the model's first graph from this session meanwhile)."""
+    leave_gui_a_core(holder)
+    return TrainingSession(load_workload(spec, options), config)
+
+
 def open_live_session(
     spec: str, options: ModelOptions, config: SessionConfig, bins: int = 64,
-    histogram_every: int = 1, holder: object = None,
+    histogram_every: int = 1, holder: object = None, session: TrainingSession | None = None,
 ) -> LiveSession:
-    """Load ``spec`` and build a session with a gradient monitor and a hook registry
+    """Load ``spec`` (or finish ``session``, from ``build_session``) and build a session with
+    its optimizer, a gradient monitor and a hook registry, torch's lazy machinery set up
     (``holder``: who gives the cores back, see ``give_cores_back``)."""
+    session = session or build_session(spec, options, config, holder)
     prepare_training_thread(holder)
-    workload = load_workload(spec, options)
-    session = TrainingSession(workload, config)
+    session.optimizer  # noqa: B018 - built here, on the training thread
     monitor = GradientMonitor(bins=bins, histogram_every=histogram_every)
     inputs = session.batch(0)[0]
     hooks = HookRegistry(session.model, seed=config.seed, sample_inputs=inputs)
-    live = LiveSession(session, spec, options, monitor, hooks)
+    live = LiveSession(session, spec, options, monitor, hooks,
+                       devices=(available_devices(), unavailable_devices()))
     _attach(live)
     return live
 
@@ -64,11 +81,12 @@ _THREADS: dict[str, Any] = {"before": None, "holders": set()}  # torch's count, 
 
 
 def prepare_training_thread(holder: object = None) -> None:
-    """On the training thread: leave the GUI a core (for ``holder``), load the stats kernels.
+    """On the training thread: leave the GUI a core (for ``holder``), load the stats kernels
+    (Numba's, compiled the first time, cached on disk after) and build torch's first
+    optimizers (``warm_up``), while a model opens instead of during the first step.
 
     With every core busy in torch's intra-op pool the GUI thread waits for CPU time and the
-    window stutters; the statistics kernels load (or compile, the first time) while a model
-    opens instead of during the first step.
+    window stutters.
     """
     leave_gui_a_core(holder)
     _warm_up_once()
@@ -104,8 +122,10 @@ def reconfigure(live: LiveSession, **changes: Any) -> LiveSession:
     """The same model and hooks under a new device or optimizer; the step count carries on."""
     config = replace(live.session.config, **changes)
     session = TrainingSession(live.session.workload, config)
+    session.optimizer  # noqa: B018 - built here, on the training thread
     session.step_count = live.session.step_count
-    new = LiveSession(session, live.spec, live.options, live.monitor, live.hooks, live.hookable)
+    new = LiveSession(session, live.spec, live.options, live.monitor, live.hooks, live.hookable,
+                      live.devices)
     _attach(new)
     return new
 

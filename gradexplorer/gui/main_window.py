@@ -2,38 +2,29 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import QPoint, Qt
+from PySide6.QtCore import QPoint, Qt, QTimer
 from PySide6.QtGui import QCloseEvent
 from PySide6.QtWidgets import QApplication, QDockWidget, QMainWindow, QSplitter, QWidget
 from superqt.utils import qthrottled
-from torch import nn
 
-from gradexplorer.gui.controller import IDLE, SessionController
-from gradexplorer.gui.curves import TrainingCurves
+from gradexplorer.gui.controller import IDLE, LOADING, SessionController
 from gradexplorer.gui.details_pane import DetailsPane
-from gradexplorer.gui.distributions_dock import DistributionsPanel
 from gradexplorer.gui.errors import show_error
 from gradexplorer.gui.event_log import EventLog
 from gradexplorer.gui.file_actions import FileActions
-from gradexplorer.gui.graph.core_api import traced_graph
+from gradexplorer.gui.first_view import AfterFirstPaint, plots_soon, traced
 from gradexplorer.gui.graph.panel import GraphPanel
 from gradexplorer.gui.hook_menu import HookMenu, menu_anchor
 from gradexplorer.gui.menus import build_menus
 from gradexplorer.gui.model_filter import ModelFilterBar
-from gradexplorer.gui.models.run_overlay import RunOverlay, TimelineSource
 from gradexplorer.gui.models.selection import SelectionModel
 from gradexplorer.gui.models.session import GraphTraced
 from gradexplorer.gui.module_tree import ModuleTree
-from gradexplorer.gui.open_model_dialog import ask_model
 from gradexplorer.gui.parameter_table import ParameterTable
-from gradexplorer.gui.plots.gradient_panel import GradientPanel
-from gradexplorer.gui.run_compare import install as install_run_compare
 from gradexplorer.gui.run_controls import RunControls
 from gradexplorer.gui.settings import AppSettings
 from gradexplorer.gui.shortcuts import WindowShortcutsFirst
 from gradexplorer.gui.status_bar import RunStatusBar
-from gradexplorer.gui.step_forensics import flush as flush_step_forensics
-from gradexplorer.gui.step_forensics import install as install_step_forensics
 from gradexplorer.gui.theme import apply_theme
 from gradexplorer.gui.window_fit import DockShares, clamp_to_screen, first_size
 
@@ -45,11 +36,13 @@ TINT_MS = 250  # the graph's gradient tint (recolours up to ~12k nodes): 4 times
 class MainWindow(QMainWindow):
     """gradexplorer's window. It wires parts together; the parts do the work."""
 
-    def __init__(self, settings: AppSettings | None = None, parent: QWidget | None = None) -> None:
+    def __init__(self, settings: AppSettings | None = None, parent: QWidget | None = None,
+                 plots_later: bool = False) -> None:
         super().__init__(parent)
         self.setWindowTitle("gradexplorer")
         self.scripted = False  # True while --steps/--screenshot drive the window: no dialogs
         self.viewing_run = None  # the run folder shown instead of the model (run_view.py)
+        self._first_view = False  # the graph shown is a model's first view, its session to come
         self.settings = settings or AppSettings()
         self.controller = SessionController(self)
         self.selection = SelectionModel()
@@ -59,12 +52,7 @@ class MainWindow(QMainWindow):
         self.model_filter.setMaximumHeight(self.model_filter.sizeHint().height())
         self.graph_panel = GraphPanel(self.selection)
         self.details = DetailsPane(self.selection)
-        self.gradients = GradientPanel(self.selection, self.controller.timeline)
-        self.overlay = RunOverlay(TimelineSource(self.controller.timeline))  # runs compared (run_compare)
-        self.distributions = DistributionsPanel(self.selection, self.controller.timeline,
-                                                overlay=self.overlay)
-        self.curves = TrainingCurves(self.controller.timeline, overlay=self.overlay)
-        self.curves.setMinimumHeight(130)  # axes stay readable
+        self._plots = None  # PlotViews (gradients, distributions, curves, overlay): build_plots
         self.events = EventLog()
         self.run_controls = RunControls(self.controller, self)
         self.file_actions = FileActions(self)
@@ -78,8 +66,8 @@ class MainWindow(QMainWindow):
         self.setCentralWidget(self.graph_panel)
         self._docks()
         build_menus(self)
-        install_step_forensics(self)  # ledger, spike markers and divergence
-        install_run_compare(self)  # runs overlaid: File → Add run to compare…, the Runs dock
+        if not plots_later:
+            self.build_plots()  # with the ledger, spike markers, divergence and the Runs dock
         self.shortcuts_first = WindowShortcutsFirst(self)
         self._connect()
         self._restore()
@@ -99,11 +87,11 @@ class MainWindow(QMainWindow):
         model_split.setSizes([30, 220, 260, 220])
         model_split.setCollapsible(0, False)
         self.model_dock = self._dock("Model", model_split, Qt.LeftDockWidgetArea)
-        self.gradients_dock = self._dock("Gradients", self.gradients, Qt.RightDockWidgetArea)
-        self.distributions_dock = self._dock("Distributions", self.distributions, Qt.RightDockWidgetArea)
+        self.gradients_dock = self._dock("Gradients", plots_soon(), Qt.RightDockWidgetArea)
+        self.distributions_dock = self._dock("Distributions", plots_soon(), Qt.RightDockWidgetArea)
         self.tabifyDockWidget(self.gradients_dock, self.distributions_dock)
         self.gradients_dock.raise_()
-        self.curves_dock = self._dock("Training", self.curves, Qt.BottomDockWidgetArea)
+        self.curves_dock = self._dock("Training", plots_soon(), Qt.BottomDockWidgetArea)
         self.events_dock = self._dock("Events", self.events, Qt.BottomDockWidgetArea)
         self.tabifyDockWidget(self.curves_dock, self.events_dock)
         self.curves_dock.raise_()
@@ -114,6 +102,24 @@ class MainWindow(QMainWindow):
         self.dock_shares = DockShares(self, [(self.model_dock, Qt.Horizontal, 0.24, 290),
                                              (self.gradients_dock, Qt.Horizontal, 0.28, 220),
                                              (self.curves_dock, Qt.Vertical, 0.22, 190)])
+
+    gradients = property(lambda self: self.build_plots().gradients, doc="The Gradients dock's panel.")
+    distributions = property(lambda self: self.build_plots().distributions, doc="The Distributions dock.")
+    curves = property(lambda self: self.build_plots().curves, doc="The Training dock's loss/norm curves.")
+    overlay = property(lambda self: self.build_plots().overlay, doc="The runs compared (run_compare).")
+
+    def _first_graph_shown(self) -> None:
+        self.controller.first_view_shown()  # training is set up from now on
+        self.build_plots()
+
+    def build_plots(self):
+        """The plots and the runs overlay (``plot_views.PlotViews``), made now if not yet: the
+        app's start makes them once the first graph is drawn (pyqtgraph and all: a second)."""
+        if self._plots is None:
+            from gradexplorer.gui.plot_views import make_plot_views
+
+            make_plot_views(self)  # sets self._plots first: its parts read the properties above
+        return self._plots
 
     def reset_layout(self) -> None:
         """View → Reset layout: every dock shown, docked and sized as at the first start."""
@@ -137,6 +143,7 @@ class MainWindow(QMainWindow):
         self.graph_panel.laid_out.connect(lambda graph: self.details.set_context(graph=graph))
         self.graph_panel.laid_out.connect(self._fill_model_views)
         c.error.connect(self._fill_model_views)  # a failed trace: fill them anyway
+        c.error.connect(self._open_failed)
         self.graph_panel.hook_selected_requested.connect(self.hook_selected)
 
     def set_theme(self, theme: str) -> None:
@@ -151,10 +158,29 @@ class MainWindow(QMainWindow):
         if not self.scripted:
             show_error(self, text)
 
+    def open_model(self, spec: str, options=None, config=None) -> None:
+        """Open a model; with none open yet (the app's start), its graph is traced and drawn
+        as soon as the model is built, while the training thread sets its training up."""
+        grads = self.graph_panel.trace_grads_action.isChecked()
+        self.status.showMessage(f"loading {spec}…")  # until the model opens (status_bar.reset)
+        self.controller.open_model(spec, options, config, lambda s: traced(s, grads, True, True))
+
+    def _open_failed(self, *_args) -> None:
+        """No first graph to wait for (the plots are made now); a model whose first graph was
+        drawn failed to open: its graph goes too."""
+        if self._plots is None:
+            QTimer.singleShot(0, self, self._first_graph_shown)
+        if self._first_view and self.controller.state != LOADING:
+            self._first_view = False
+            self.graph_panel.clear()
+
     def _model_opened(self, live) -> None:
         """Forget everything of the previous model in every view (its session follows)."""
+        from torch import nn  # (imported by the training thread by now)
+
         self.selection.clear()
-        self.graph_panel.clear()
+        if not self._first_view:  # (else the panel shows this model's first graph already)
+            self.graph_panel.clear()
         self.details.reset(live.session.model)
         self.tree.clear_model()  # rebuilt once the new graph is drawn
         self.table.table.set_model(nn.Module())
@@ -162,7 +188,9 @@ class MainWindow(QMainWindow):
     def _session_opened(self, live) -> None:
         self._hooked = {}  # a new model: its graph comes from a trace
         self.setWindowTitle(f"gradexplorer — {live.spec}")
-        self.trace_graph(fit=True)  # first: the worker traces while the views below fill
+        first_view, self._first_view = self._first_view, False
+        if not first_view:
+            self.trace_graph(fit=True)  # first: the worker traces while the views below fill
         model = live.session.model
         self.details.set_context(model=model, stats={}, hooks={})
         self.gradients.set_model(model)
@@ -173,6 +201,8 @@ class MainWindow(QMainWindow):
         # view of the graph: on 4,000-module models they cost about a second of the GUI thread
         # and the training thread, which the trace and layout need first
         self._after_first_view = live
+        if first_view and self.graph_panel.drawing is not None and not self.graph_panel.busy():
+            self._fill_model_views()  # the first graph was drawn before the session opened
 
     def _fill_model_views(self, *_args) -> None:
         """The views that wait for the first graph view (or for an error that stops it)."""
@@ -195,11 +225,15 @@ class MainWindow(QMainWindow):
         live = self.controller.live
         grads = self.graph_panel.trace_grads_action.isChecked()
         if live is not None:
-            self.controller.post(lambda: GraphTraced(traced_graph(live.session, grads), fit))
+            self.controller.post(lambda: traced(live.session, grads, fit))
 
     def _job_finished(self, result) -> None:
         if isinstance(result, GraphTraced) and self.viewing_run is None:
-            self.graph_panel.set_graph(result.graph, fit=result.fit)
+            self._first_view, panel = result.first, self.graph_panel
+            if result.first:  # once it is on screen: training set up, plots made
+                AfterFirstPaint(panel.view.viewport(), self._first_graph_shown,
+                                lambda: panel.drawing is not None)
+            panel.set_graph(result.graph, fit=result.fit)
             attrs = result.graph.graph
             notes = [f"gradients traced on a replay of step {attrs['step'] + 1}, the first step "
                      "whose gradient held NaN/Inf"] if attrs.get("replayed") else []
@@ -233,10 +267,10 @@ class MainWindow(QMainWindow):
         """Draw now every redraw that a throttle holds back."""
         for throttle in (*self._throttles, self.curves.refresh_soon, self.status.refresh_soon):
             throttle.flush()
-        self.gradients.flush()
-        self.distributions.flush()
         self.graph_panel.flush()
-        flush_step_forensics(self)
+        from gradexplorer.gui.plot_views import flush_plots
+
+        flush_plots(self)  # (made by now: self.curves above)
 
     def _hooks_changed(self, hooks: dict) -> None:
         before, self._hooked = getattr(self, "_hooked", {}), dict(hooks)
@@ -299,6 +333,8 @@ class MainWindow(QMainWindow):
 
     def open_model_dialog(self) -> None:
         """Ask for a model and open it."""
+        from gradexplorer.gui.open_model_dialog import ask_model
+
         current = self.controller.live.spec if self.controller.live else ""
         chosen = ask_model(self, current)
         if chosen is not None:
@@ -313,7 +349,7 @@ class MainWindow(QMainWindow):
     def busy(self) -> bool:
         """Whether work is still under way (a run, a load, a graph layout, or the model views
         still waiting for the new graph's first view)."""
-        return (self.controller.busy or self.graph_panel.busy()
+        return (self.controller.busy or self.graph_panel.busy() or self._plots is None
                 or getattr(self, "_after_first_view", None) is not None)
 
     def settle(self) -> None:
@@ -353,7 +389,8 @@ class MainWindow(QMainWindow):
             window.close()  # stops an A/B job on the training thread after its current step
         from gradexplorer.gui.run_view import close_run
 
-        self.overlay.close()
+        if self._plots is not None:
+            self.overlay.close()
         close_run(self)
         self.controller.close()
         self.graph_panel.layouts.wait(5000)

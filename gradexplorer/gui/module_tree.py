@@ -4,12 +4,11 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QPoint, Qt, Signal
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import QTreeWidget, QTreeWidgetItem, QWidget
-from torch import nn
 
 from gradexplorer.core.stats.module_rollup import module_gradients, owners
 from gradexplorer.gui.column_priority import ColumnPriority
@@ -18,6 +17,9 @@ from gradexplorer.gui.models.selection import Selection, SelectionModel
 from gradexplorer.gui.number_text import WIDEST_FIGURES, update_ratio_text
 from gradexplorer.gui.parameter_table import TINTED_TEXT
 from gradexplorer.gui.theme import icon
+
+if TYPE_CHECKING:
+    from torch import nn
 
 PATH_ROLE = Qt.UserRole
 SORT_ROLE = Qt.UserRole + 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gradexplorer.core.stats.optimizer_state import STATE_FIELDS, STATE_LABELS
+from gradexplorer.core.stats.optimizer_fields import STATE_FIELDS, STATE_LABELS
 from gradexplorer.gui.number_text import format_number
 
 OPTIMIZER_COLUMNS = tuple(STATE_LABELS[f] for f in STATE_FIELDS)

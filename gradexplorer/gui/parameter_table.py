@@ -4,12 +4,11 @@ shape, numel and requires_grad; sortable, filterable by text and by module, tint
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSortFilterProxyModel, Qt
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QStyledItemDelegate, QTableView, QWidget
-from torch import nn
 
 from gradexplorer.core.graph.style import format_shape
 from gradexplorer.gui.column_priority import ColumnPriority
@@ -24,6 +23,9 @@ from gradexplorer.gui.optimizer_columns import (
     optimizer_value,
 )
 from gradexplorer.gui.theme import ALARM
+
+if TYPE_CHECKING:
+    from torch import nn
 
 TINTED_TEXT = "#17252c"
 CONTENT_SAMPLE = 200  # rows looked at when sizing columns to their contents

@@ -13,9 +13,12 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from gradexplorer.core.session.engine import StepResult
 from gradexplorer.gui.models.timeline import StepPoint
+
+if TYPE_CHECKING:
+    from gradexplorer.core.session.engine import StepResult
 
 
 @dataclass

@@ -14,8 +14,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gradexplorer.core.session.devices import available_devices, unavailable_devices
-from gradexplorer.core.session.engine import DEFAULT_LR, OPTIMIZERS
+from gradexplorer.core.session.config import DEFAULT_LR, OPTIMIZERS
 from gradexplorer.gui.controller import IDLE, LOADING, PAUSED, RUNNING, SessionController
 from gradexplorer.gui.theme import icon
 
@@ -30,11 +29,19 @@ def make_action(parent, text: str, icon_name: str, shortcut: str | None, slot) -
     return action
 
 
-def device_chooser() -> QComboBox:
-    """Present devices to choose from, then absent kinds greyed out with the reason why."""
-    box = QComboBox()
-    box.addItems(available_devices())
-    absent = unavailable_devices()
+def device_chooser(available: list[str] = (), absent: dict[str, str] | None = None) -> QComboBox:
+    """Present devices to choose from, then absent kinds greyed out with the reason why (the
+    window lists them once its first model opens: asking torch is the training thread's job)."""
+    box = QComboBox(toolTip="device the model trains on")
+    if available:
+        list_devices(box, available, absent or {})
+    return box
+
+
+def list_devices(box: QComboBox, available: list[str], absent: dict[str, str]) -> None:
+    """Fill ``box`` with the ``available`` devices, then the ``absent`` kinds greyed out."""
+    box.clear()
+    box.addItems(available)
     for kind, reason in absent.items():
         box.addItem(f"{kind} (unavailable)")
         index = box.count() - 1
@@ -43,7 +50,6 @@ def device_chooser() -> QComboBox:
         item.setFlags(item.flags() & ~Qt.ItemIsEnabled & ~Qt.ItemIsSelectable)
     lines = ["device the model trains on"] + [f"{kind}: {why}" for kind, why in absent.items()]
     box.setToolTip("\n".join(lines))
-    return box
 
 
 class RunControls(QToolBar):
@@ -62,6 +68,7 @@ class RunControls(QToolBar):
         self.every_spin = self._spin(1, 10_000, 1, "", "record histograms every K steps")
         self.every_spin.setPrefix("every ")
         self.device_box = device_chooser()
+        self.devices_listed = False
         self.optimizer_box = QComboBox(toolTip="optimizer")
         self.optimizer_box.addItems(OPTIMIZERS)
         self.lr_spin = QDoubleSpinBox(decimals=6, minimum=1e-6, maximum=10.0, singleStep=0.001,
@@ -121,6 +128,9 @@ class RunControls(QToolBar):
     def show_session(self, live) -> None:
         """Reflect a newly opened or reconfigured session's settings."""
         session = live.session
+        if live.devices is not None and not self.devices_listed:
+            self.devices_listed = True
+            list_devices(self.device_box, *live.devices)
         for box, value in ((self.device_box, str(session.device)),
                            (self.optimizer_box, session.config.optimizer)):
             if box.findText(value) < 0:

@@ -12,13 +12,16 @@ import sys
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QThread, Signal
 
 from gradexplorer.core.errors import UserError, first_line
-from gradexplorer.core.session.engine import RunControl, TrainingSession
+from gradexplorer.core.session.config import RunControl
 from gradexplorer.gui.run_buffer import RunBuffer
+
+if TYPE_CHECKING:
+    from gradexplorer.core.session.engine import TrainingSession
 
 _QUIT = object()
 

@@ -4,9 +4,9 @@ palette is ``core.graph.style``, shared with the exports)."""
 from __future__ import annotations
 
 import re
+import sys
 from functools import cache
 
-import pyqtgraph as pg
 import shiboken6
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QGuiApplication, QIcon, QPalette
@@ -122,7 +122,10 @@ def dark_palette() -> QPalette:
 
 
 def configure_plots(theme: str = "light") -> None:
-    """pyqtgraph defaults for plots made from now on."""
+    """pyqtgraph defaults for plots made from now on (this imports pyqtgraph: the app's start
+    calls it once its window has shown, before making its plots)."""
+    import pyqtgraph as pg
+
     background, foreground = PLOT_COLOURS[theme]
     pg.setConfigOptions(background=background, foreground=foreground, antialias=False)
 
@@ -130,10 +133,11 @@ def configure_plots(theme: str = "light") -> None:
 def restyle_plots(app: QApplication, theme: str) -> None:
     """Recolour the plots and graph views that already exist."""
     background, foreground = PLOT_COLOURS[theme]
+    pg = sys.modules.get("pyqtgraph")  # not imported yet: no plot to recolour
     for widget in app.allWidgets():
         if not shiboken6.isValid(widget):  # a closed window's widget on its way out
             continue
-        if isinstance(widget, pg.GraphicsView):
+        if pg is not None and isinstance(widget, pg.GraphicsView):
             widget.setBackground(background)
             scene = widget.scene()
             for item in scene.items() if scene is not None else ():
@@ -146,11 +150,13 @@ def restyle_plots(app: QApplication, theme: str) -> None:
             widget.use_theme(theme)
 
 
-def apply_theme(app: QApplication, theme: str = "light") -> str:
+def apply_theme(app: QApplication, theme: str = "light", plots: bool = True) -> str:
     """Style the whole application in ``theme`` (``system``, ``light`` or ``dark``); returns
-    the one applied."""
+    the one applied. ``plots=False`` leaves pyqtgraph's defaults (and its import) for later,
+    unless it is imported already."""
     name = resolved(theme)
-    configure_plots(name)
+    if plots or "pyqtgraph" in sys.modules:
+        configure_plots(name)
     if app.property("gradexplorer_theme") == name:  # already in it: nothing to recolour
         return name
     app.setStyle("Fusion")

@@ -3,15 +3,27 @@
 ``HookRegistry(model)`` attaches actions ("observe", "scale:0.5", "block", "clip:1.0",
 "noise:0.01", "once:scale:0.5", "file:hooks.py:fn") as ``register_full_backward_hook`` hooks;
 ``hookable_modules(model, inputs)`` says where that is safe; ``ParameterGradientWatcher`` watches
-parameter gradients without any module hook.
+parameter gradients without any module hook. Names load on first use, so the action names
+(``action_names``) come without torch.
 """
 
-from gradexplorer.core.hooks.actions import ACTION_HELP, ACTIONS
-from gradexplorer.core.hooks.failures import HookFailure
-from gradexplorer.core.hooks.hookable import HookableModule, hookable_modules
-from gradexplorer.core.hooks.param_watcher import ParameterGradientWatcher
-from gradexplorer.core.hooks.parse import parse_action
-from gradexplorer.core.hooks.registry import EVENT_KINDS, AttachedHook, HookRegistry
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_NAMES = {
+    "ACTIONS": "action_names",
+    "ACTION_HELP": "action_names",
+    "EVENT_KINDS": "registry",
+    "AttachedHook": "registry",
+    "HookFailure": "failures",
+    "HookRegistry": "registry",
+    "HookableModule": "hookable",
+    "ParameterGradientWatcher": "param_watcher",
+    "hookable_modules": "hookable",
+    "parse_action": "parse",
+}
 
 __all__ = [
     "ACTIONS",
@@ -25,3 +37,21 @@ __all__ = [
     "hookable_modules",
     "parse_action",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _NAMES.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+if TYPE_CHECKING:
+    from gradexplorer.core.hooks.action_names import ACTION_HELP, ACTIONS
+    from gradexplorer.core.hooks.failures import HookFailure
+    from gradexplorer.core.hooks.hookable import HookableModule, hookable_modules
+    from gradexplorer.core.hooks.param_watcher import ParameterGradientWatcher
+    from gradexplorer.core.hooks.parse import parse_action
+    from gradexplorer.core.hooks.registry import EVENT_KINDS, AttachedHook, HookRegistry

@@ -6,19 +6,8 @@ from typing import Any
 
 import torch
 
+from gradexplorer.core.hooks.action_names import ACTION_HELP, ACTIONS  # noqa: F401 - re-exported
 from gradexplorer.core.hooks.grad_summary import as_floats, summarize_tuple, total_norm
-
-ACTIONS = ("observe", "scale", "block", "clip", "noise", "once", "file")
-
-ACTION_HELP = {
-    "observe": "observe[:capture] — record grad_input/grad_output statistics (capture: keep them)",
-    "scale": "scale:K — multiply the module's input gradients by K",
-    "block": "block — stop gradient flow through the module's inputs",
-    "clip": "clip:NORM — clip the total norm of the input gradients to NORM",
-    "noise": "noise:STD[:SEED] — add seeded Gaussian noise of std STD to the input gradients",
-    "once": "once:ACTION — apply ACTION on the first backward only, then detach",
-    "file": "file:PATH.py:FUNCTION — your own hook(module, grad_input, grad_output)",
-}
 
 
 class Action:

@@ -4,44 +4,19 @@ from __future__ import annotations
 
 import math
 import os
-import re
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import torch
 from torch import nn
 
 from gradexplorer.core.errors import UserError, first_line
-from gradexplorer.core.model.examples import DEFAULT_EXAMPLE, build_example
+from gradexplorer.core.model.examples import build_example
 from gradexplorer.core.model.forward_check import locate_forward_failure
+from gradexplorer.core.model.options import DEFAULT_SPEC, ModelOptions, parse_shape  # noqa: F401 - re-exported
 from gradexplorer.core.model.training_state import preserved_state
 from gradexplorer.core.model.user_code import call_user, load_callable
 from gradexplorer.core.model.weights import load_weights
 from gradexplorer.core.model.workload import Workload, as_model_inputs, split_batch
-
-DEFAULT_SPEC = f"example:{DEFAULT_EXAMPLE}"
-
-
-@dataclass(frozen=True)
-class ModelOptions:
-    """Everything besides the spec that decides how a model is built."""
-
-    input_shape: tuple[int, ...] | None = None
-    loss: str | None = None
-    weights: str | None = None
-    batch_size: int | None = None
-    seed: int = 0
-
-
-def parse_shape(text: str) -> tuple[int, ...]:
-    """``"1,1,32,32"`` (or ``1x1x32x32``) to a tuple of positive ints."""
-    if not re.fullmatch(r"\s*-?\d+(\s*[,x×]\s*-?\d+)*\s*", text):
-        raise UserError(f"bad shape {text!r}: expected comma-separated integers such as 1,1,32,32")
-    shape = tuple(int(p) for p in re.split(r"[,x×]", text))
-    if any(d <= 0 for d in shape):
-        raise UserError(f"bad shape {text!r}: every dimension must be a positive integer")
-    return shape
-
 
 LOSSES: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {
     "mse": nn.functional.mse_loss,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -23,15 +22,13 @@ from gradexplorer.core.model.workload import (
     move_to,
     split_batch,
 )
+from gradexplorer.core.session.config import DEFAULT_LR, OPTIMIZERS, RunControl, SessionConfig
 from gradexplorer.core.session.devices import resolve_device
 from gradexplorer.core.session.rng import restore_rng, rng_snapshot
 from gradexplorer.core.stats.ledger import StepLedger, clip_coefficient
 from gradexplorer.core.stats.records import StepGradients
 
 T = TypeVar("T")
-
-OPTIMIZERS = ("sgd", "adam")
-DEFAULT_LR = {"sgd": 0.05, "adam": 1e-3}
 
 
 @dataclass
@@ -69,22 +66,10 @@ class StepResult:
 BackwardErrorHandler = Callable[["TrainingSession", BaseException], bool]
 
 
-@dataclass
-class SessionConfig:
-    """How a session trains: device, optimizer, learning rate, seed."""
-
-    device: str = "auto"
-    optimizer: str = "sgd"
-    lr: float | None = None  # None: the workload's suggestion, else DEFAULT_LR
-    momentum: float | None = None  # None: the workload's suggestion, else 0
-    seed: int = 0
-    grad_norm: bool = True
-
-
-def make_optimizer(
-    name: str, params, lr: float | None, momentum: float | None, suggested: dict | None = None
-) -> torch.optim.Optimizer:
-    """``sgd`` or ``adam`` over ``params``; unset lr/momentum come from ``suggested[name]``."""
+def optimizer_settings(
+    name: str, lr: float | None, momentum: float | None, suggested: dict | None = None
+) -> tuple[str, float, float]:
+    """``(name, lr, momentum)`` checked, unset lr/momentum taken from ``suggested[name]``."""
     name = name.lower()
     if name not in OPTIMIZERS:
         raise UserError(f"unknown optimizer {name!r}; choose one of: {', '.join(OPTIMIZERS)}")
@@ -95,6 +80,14 @@ def make_optimizer(
         raise UserError(f"learning rate must be positive and finite, got {lr}")
     if not 0 <= momentum < float("inf"):
         raise UserError(f"momentum must be zero or positive, got {momentum}")
+    return name, lr, momentum
+
+
+def make_optimizer(
+    name: str, params, lr: float | None, momentum: float | None, suggested: dict | None = None
+) -> torch.optim.Optimizer:
+    """``sgd`` or ``adam`` over ``params``; unset lr/momentum come from ``suggested[name]``."""
+    name, lr, momentum = optimizer_settings(name, lr, momentum, suggested)
     if name == "sgd":
         return torch.optim.SGD(params, lr=lr, momentum=momentum)
     return torch.optim.Adam(params, lr=lr)
@@ -118,39 +111,6 @@ def check_trainable(model: nn.Module, name: str, optimizer: str) -> None:
                         f"{' or '.join(SPARSE_OPTIMIZERS)}, or build it with sparse=False")
 
 
-class RunControl:
-    """Thread-safe pause/stop flags checked between steps."""
-
-    def __init__(self) -> None:
-        self._stop = threading.Event()
-        self._running = threading.Event()
-        self._running.set()
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._running.set()
-
-    def pause(self) -> None:
-        self._running.clear()
-
-    def resume(self) -> None:
-        self._running.set()
-
-    @property
-    def stopped(self) -> bool:
-        return self._stop.is_set()
-
-    @property
-    def paused(self) -> bool:
-        return not self._running.is_set()
-
-    def wait_while_paused(self, poll: float = 0.05) -> bool:
-        """Block while paused; False once a stop is requested."""
-        while not self._running.wait(poll):
-            pass
-        return not self._stop.is_set()
-
-
 class TrainingSession:
     """A workload on a device with an optimizer, stepping on demand.
 
@@ -166,14 +126,28 @@ class TrainingSession:
         self.model: nn.Module = workload.model.to(self.device)
         self.model.train()
         check_trainable(self.model, workload.name, self.config.optimizer)
-        self.optimizer = make_optimizer(
-            self.config.optimizer, self.model.parameters(), self.config.lr, self.config.momentum,
-            workload.extra.get("optimizer_defaults"),
-        )
+        # checked now (a bad setting is refused at once); built on first use (``optimizer``)
+        self._optimizer_settings = optimizer_settings(
+            self.config.optimizer, self.config.lr, self.config.momentum,
+            workload.extra.get("optimizer_defaults"))
+        self._optimizer: torch.optim.Optimizer | None = None
         self.step_count = 0
         self._kept: tuple[int, tuple[ModelInputs, Any], dict | None] | None = None
         self.observers: list[Any] = []
         self.backward_error_handlers: list[BackwardErrorHandler] = []
+
+    @property
+    def optimizer(self) -> torch.optim.Optimizer:
+        """The optimizer, built on first use: torch's first optimizer imports ``torch._dynamo``
+        (a second or more), which the app does on its training thread after the first graph."""
+        if self._optimizer is None:
+            name, lr, momentum = self._optimizer_settings
+            self._optimizer = make_optimizer(name, self.model.parameters(), lr, momentum)
+        return self._optimizer
+
+    @optimizer.setter
+    def optimizer(self, optimizer: torch.optim.Optimizer) -> None:
+        self._optimizer = optimizer
 
     # -- observers and commands -------------------------------------------------
     def add_observer(self, observer: Any) -> None:

@@ -8,12 +8,28 @@ digests) and ``stats.csv``. It is written to a temporary directory and renamed i
 
 from __future__ import annotations
 
-from gradexplorer.core.snapshot.compare import Comparison, ParamComparison, compare_snapshots
-from gradexplorer.core.snapshot.format import FORMAT, VERSION, snapshot_name
-from gradexplorer.core.snapshot.read import Snapshot, read_snapshot, resolve_snapshot_dir
-from gradexplorer.core.snapshot.write import write_snapshot
+import importlib
+
+# each name from its module when first asked for: a run's reader imports ``snapshot.schema``
+# without the reading and writing code (torch, safetensors)
+_HOMES = {"Comparison": "compare", "ParamComparison": "compare", "compare_snapshots": "compare",
+          "FORMAT": "format", "VERSION": "format", "snapshot_name": "format",
+          "Snapshot": "read", "read_snapshot": "read", "resolve_snapshot_dir": "read",
+          "write_snapshot": "write"}
 
 __all__ = [
     "FORMAT", "VERSION", "Comparison", "ParamComparison", "Snapshot", "compare_snapshots",
     "read_snapshot", "resolve_snapshot_dir", "snapshot_name", "write_snapshot",
 ]
+
+
+def __getattr__(name: str):
+    if name not in _HOMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_HOMES[name]}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
 from itertools import compress
+from typing import TYPE_CHECKING
 
-import networkx as nx
 import numpy as np
 
-from gradexplorer.core.graph.collapse import MODULE_PREFIX
 from gradexplorer.core.graph.style import NODE_H, NODE_W, node_label, node_lines
 from gradexplorer.core.model.membership import in_module, owner_of
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 KIND_CODES = ("op", "param", "hook", "loss", "module", "other")
 LAYERED = ("layered", "multipartite")
@@ -140,6 +142,8 @@ class GraphDrawing:
         """Index of ``node`` here, or of the collapsed module that holds it (None: neither)."""
         if node in self.index:
             return self.index[node]
+        from gradexplorer.core.graph.collapse import MODULE_PREFIX  # (networkx: loaded by now)
+
         parts = module.split(".") if module else []
         for cut in range(len(parts), 0, -1):  # innermost folded module first
             index = self.index.get(MODULE_PREFIX + ".".join(parts[:cut]))

@@ -17,17 +17,8 @@ from PySide6.QtWidgets import (
 )
 from superqt.utils import qdebounced
 
+from gradexplorer.core.graph.layout import LAYOUTS
 from gradexplorer.core.model.membership import owner_of
-from gradexplorer.gui.graph.core_api import (
-    LAYOUTS,
-    add_hook_nodes,
-    collapse_by_module,
-    gc_paused,
-    hide_hook_nodes,
-    layout_graph,
-    readable_view,
-    remove_hook_nodes,
-)
 from gradexplorer.gui.graph.drawing import KIND_CODES
 from gradexplorer.gui.graph.layout_worker import BackgroundQueue, LaidOut, lay_out
 from gradexplorer.gui.graph.legend import legend_label, shrinkable
@@ -204,12 +195,16 @@ class GraphPanel(GraphSearch, QWidget):
             return
         self._fit_next = fit or getattr(self, "_fit_next", False)
         graph, name = self.graph, self.layout_box.currentText() or "layered"
+        # core_api (networkx, torch) is imported by the trace that made ``graph``: no import here
+        from gradexplorer.gui.graph.core_api import layout_graph
+
         self.layouts.request(lambda: lay_out(graph, name, layout_graph, self._collapser()))
 
     def _collapser(self):
         """graph -> shown graph: hook nodes hidden or not, modules collapsed or not."""
         depth, auto = self.detail_depth(), self._auto_depth
         expanded, hide = sorted(self.expanded), not self.hook_nodes_action.isChecked()
+        from gradexplorer.gui.graph.core_api import collapse_by_module, hide_hook_nodes, readable_view
 
         def transform(graph):
             shown = hide_hook_nodes(graph) if hide else graph
@@ -227,10 +222,14 @@ class GraphPanel(GraphSearch, QWidget):
         """Show hook nodes appearing on ``attached`` modules and leaving ``detached`` ones
         without a trace, keeping the layout; False when only a trace can tell (see
         ``core.graph.hook_nodes``). ``model`` is only read (module signatures)."""
+        from gradexplorer.gui.graph.core_api import gc_paused
+
         with gc_paused():  # tens of thousands of small objects: the cyclic collector only slows that
             return self._edit_hooks(attached, detached, model)
 
     def _edit_hooks(self, attached: list[str], detached: list[str], model) -> bool:
+        from gradexplorer.gui.graph.core_api import add_hook_nodes, remove_hook_nodes
+
         graph = self.graph
         for path, edit in ((p, add_hook_nodes) for p in attached):
             graph = graph and edit(graph, path, model.get_submodule(path))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from gradexplorer.gui.graph.core_api import expansions_to_reveal
 from gradexplorer.gui.graph.drawing import search_graph
 
 
@@ -60,6 +59,8 @@ class GraphSearch:
             self._show_hit(node)
             return
         module = self.graph.nodes[node].get("module") or ""
+        from gradexplorer.gui.graph.core_api import expansions_to_reveal
+
         self.expanded.update(expansions_to_reveal(module, self.detail_depth(), self.expanded))
         self._reveal = node
         self.relayout()

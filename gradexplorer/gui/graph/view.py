@@ -9,7 +9,6 @@ from PySide6.QtWidgets import QGraphicsScene, QGraphicsView, QToolTip, QWidget
 
 from gradexplorer.core.graph.style import node_tooltip
 from gradexplorer.gui.graph.canvas import GraphCanvas
-from gradexplorer.gui.graph.core_api import explain_node
 from gradexplorer.gui.graph.drawing import NODE_H, NODE_W
 from gradexplorer.gui.graph.minimap import Minimap
 from gradexplorer.gui.graph.painting import TEXT_LOD
@@ -138,6 +137,8 @@ class GraphView(QGraphicsView):
         node = drawing.ids[index]
         attrs = drawing.graph.nodes[node]
         if "explanation" not in attrs:  # written on first hover (tracing does not explain)
+            from gradexplorer.gui.graph.core_api import explain_node
+
             attrs["explanation"] = explain_node(drawing.graph, node)
         return node_tooltip(attrs)
 

@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from gradexplorer.core.stats.optimizer_state import STATE_FIELDS
+from gradexplorer.core.stats.optimizer_fields import STATE_FIELDS  # (no torch: the window imports this)
 
 SERIES_FIELDS = (*STATE_FIELDS, "update_ratio")
 CELLS = 4_000_000  # figures the live session keeps (float64: 32 MB); when full, the oldest half goes

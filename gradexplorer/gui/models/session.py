@@ -21,6 +21,16 @@ class SessionOpened:
 
 
 @dataclass(frozen=True)
+class ModelBuilt:
+    """A model opened with a first view is built: ``view`` is that view's typed result (e.g.
+    ``GraphTraced``), ``finish`` the job that sets its training up (a ``SessionOpened``)."""
+
+    view: Any
+    finish: Any  # () -> SessionOpened, run on the training thread
+    opening: int  # which open_model call built it
+
+
+@dataclass(frozen=True)
 class HooksChanged:
     """The hooks now attached: module path -> action spec."""
 
@@ -33,6 +43,7 @@ class GraphTraced:
 
     graph: Any  # networkx.DiGraph
     fit: bool = True
+    first: bool = False  # the first view of a model still opening (its session follows)
 
 
 @dataclass(frozen=True)

@@ -10,9 +10,10 @@ import torch
 from gradexplorer.core.errors import UserError
 from gradexplorer.core.model.examples import deep, digits, lenet, mlp, resnet, transformer
 from gradexplorer.core.model.examples.options import parse_options
+from gradexplorer.core.model.options import DEFAULT_EXAMPLE
 from gradexplorer.core.model.workload import Workload
 
-DEFAULT_EXAMPLE = "digits"
+__all__ = ["DEFAULT_EXAMPLE", "EXAMPLES", "Example", "build_example"]
 
 
 @dataclass(frozen=True)

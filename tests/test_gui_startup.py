@@ -1,0 +1,82 @@
+"""Start-up order (issue 22 item 10): the window imports none of torch, Numba, SciPy, networkx or
+pyqtgraph, and it is painted before torch is imported, which the training thread does; the first
+graph is then drawn. How fast is bench/gui.py --startup's job; these check the order that makes it fast."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+HEAVY = ("torch", "numba", "scipy", "networkx", "sympy", "safetensors", "pyqtgraph")
+
+# The command line's parser for `gui` and the whole main window, shown and painted; then the
+# plots it makes once the first graph is drawn.
+WINDOW_ONLY = r"""
+import json, sys
+from gradexplorer.cli import build_parser
+build_parser(["gui"]).parse_args(["gui"])
+from gradexplorer.gui.app import application, build_window, scratch_settings
+from gradexplorer.gui.settings import AppSettings
+
+app = application(plots=False)
+window = build_window(AppSettings(scratch_settings()), plots_later=True)  # as the app starts
+window.show()
+window.repaint()
+app.processEvents()
+heavy = sorted({m.partition(".")[0] for m in sys.modules} & set(sys.argv[1].split(",")))
+plots = window.build_plots()  # then its plots, in their docks
+made = [type(dock.widget()).__name__ for dock in (window.gradients_dock, window.curves_dock)]
+window.close()
+print(json.dumps([heavy, made, "pyqtgraph" in sys.modules]))
+"""
+
+# `gradexplorer gui` as launched, noting when and on which thread torch's import starts;
+# GRADEXPLORER_STARTUP_LOG makes the app note its first paints and close after the first graph.
+LAUNCH = r"""
+import json, sys, threading, time
+from importlib.abc import MetaPathFinder
+
+first = {}
+
+class Watch(MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name == "torch" and not first:
+            first.update(time=time.time(), main=threading.current_thread() is threading.main_thread())
+        return None
+
+sys.meta_path.insert(0, Watch())
+from gradexplorer.cli import main
+status = main(["gui", "--model", "example:digits", "--device", "cpu"])
+print(json.dumps({"status": status, "torch": first}))
+"""
+
+
+def run(code: str, tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "QT_QPA_PLATFORM": "offscreen",
+           "XDG_CONFIG_HOME": str(tmp_path), **env}
+    return subprocess.run([sys.executable, "-c", code, *args], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=600)
+
+
+def test_the_window_imports_no_torch_numba_scipy_networkx_or_pyqtgraph(tmp_path):
+    done = run(WINDOW_ONLY, tmp_path, ",".join(HEAVY))
+    assert done.returncode == 0, done.stderr[-3000:]
+    heavy, made, plotted = json.loads(done.stdout.strip().splitlines()[-1])
+    assert heavy == []
+    assert made == ["GradientPanel", "TrainingCurves"] and plotted
+
+
+def test_the_window_is_painted_before_the_training_thread_imports_torch(tmp_path):
+    log = tmp_path / "startup.log"
+    done = run(LAUNCH, tmp_path, GRADEXPLORER_STARTUP_LOG=str(log))
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    marks = {name: float(at) for name, at, _cpu in map(str.split, log.read_text().splitlines())}
+    assert report["status"] == 0 and set(marks) == {"window", "graph"}  # the real graph, drawn
+    torch = report["torch"]
+    assert torch and torch["main"] is False  # imported by the training thread, not the GUI's
+    assert marks["window"] <= torch["time"] <= marks["graph"]
