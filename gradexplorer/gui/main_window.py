@@ -43,6 +43,7 @@ class MainWindow(QMainWindow):
         self.scripted = False  # True while --steps/--screenshot drive the window: no dialogs
         self.viewing_run = None  # the run folder shown instead of the model (run_view.py)
         self._first_view = False  # the graph shown is a model's first view, its session to come
+        self._after_first_view, self._hooked = None, {}  # the live session to show once drawn; hooks
         self.settings = settings or AppSettings()
         self.controller = SessionController(self)
         self.selection = SelectionModel()
@@ -206,7 +207,7 @@ class MainWindow(QMainWindow):
 
     def _fill_model_views(self, *_args) -> None:
         """The views that wait for the first graph view (or for an error that stops it)."""
-        live, self._after_first_view = getattr(self, "_after_first_view", None), None
+        live, self._after_first_view = self._after_first_view, None
         if live is None or live is not self.controller.live:
             return
         self.controller.probe_hooks()
@@ -273,7 +274,7 @@ class MainWindow(QMainWindow):
         flush_plots(self)  # (made by now: self.curves above)
 
     def _hooks_changed(self, hooks: dict) -> None:
-        before, self._hooked = getattr(self, "_hooked", {}), dict(hooks)
+        before, self._hooked = self._hooked, dict(hooks)
         self.tree.set_hooks(hooks)
         self.details.set_context(hooks=hooks)
         panel, live = self.graph_panel, self.controller.live
@@ -350,7 +351,7 @@ class MainWindow(QMainWindow):
         """Whether work is still under way (a run, a load, a graph layout, or the model views
         still waiting for the new graph's first view)."""
         return (self.controller.busy or self.graph_panel.busy() or self._plots is None
-                or getattr(self, "_after_first_view", None) is not None)
+                or self._after_first_view is not None)
 
     def settle(self) -> None:
         """Show everything received so far (tests and screenshots call this)."""

@@ -57,6 +57,7 @@ class GraphPanel(GraphSearch, QWidget):
         self._hooks: dict[str, str] = {}
         self.reset_search()
         self._auto_depth = False  # the next layout chooses a readable detail level itself
+        self._fit_next = False  # the next drawing is fitted to the view
         self.view = GraphView()
         self.layouts = BackgroundQueue(self)
         self.overviews = BackgroundQueue(self)
@@ -193,7 +194,7 @@ class GraphPanel(GraphSearch, QWidget):
         """Recompute the layout off the GUI thread."""
         if self.graph is None:
             return
-        self._fit_next = fit or getattr(self, "_fit_next", False)
+        self._fit_next = fit or self._fit_next
         graph, name = self.graph, self.layout_box.currentText() or "layered"
         # core_api (networkx, torch) is imported by the trace that made ``graph``: no import here
         from gradexplorer.gui.graph.core_api import layout_graph
@@ -267,7 +268,7 @@ class GraphPanel(GraphSearch, QWidget):
         self.set_hooks(self._hooks)
         self.search(self.search_edit.text())
         self.show_selection(self.selection.current)
-        if getattr(self, "_fit_next", False):
+        if self._fit_next:
             self._fit_next = False
             self.view.first_view()
         self._centre_origin()
