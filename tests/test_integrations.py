@@ -142,6 +142,22 @@ def test_lightning_callback_logs_scalars_to_the_trainers_logger(tmp_path):
         assert m["gradexplorer/skipped"] == 0.0
 
 
+def tiny_gpt2_trainer(transformers, tmp_path, report_to, callbacks):
+    """A Trainer of a one-layer GPT-2 over 12 fixed rows: 3 steps of 4, clipped to 0.01, logging
+    every step to ``report_to``."""
+    config = transformers.GPT2Config(n_layer=1, n_head=2, n_embd=16, vocab_size=40, n_positions=16,
+                                     bos_token_id=0, eos_token_id=0)
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(0)
+    rows = [{"input_ids": ids, "labels": ids} for ids in torch.randint(0, 40, (12, 8), generator=g)]
+    args = transformers.TrainingArguments(
+        output_dir=str(tmp_path / "out"), max_steps=3, per_device_train_batch_size=4,
+        report_to=report_to, save_strategy="no", use_cpu=True, logging_steps=1,
+        max_grad_norm=0.01, learning_rate=1e-3, disable_tqdm=True)
+    return transformers.Trainer(model=transformers.GPT2LMHeadModel(config), args=args,
+                                train_dataset=rows, callbacks=callbacks)
+
+
 def test_trainer_callback_logs_scalars_into_the_trainers_logs(tmp_path):
     transformers = pytest.importorskip("transformers")
     from gradexplorer.integrations import GradexplorerTrainerCallback
@@ -152,18 +168,8 @@ def test_trainer_callback_logs_scalars_into_the_trainers_logs(tmp_path):
         def on_log(self, args, state, control, logs=None, **kwargs):
             seen.append((state.global_step, dict(logs)))
 
-    config = transformers.GPT2Config(n_layer=1, n_head=2, n_embd=16, vocab_size=40, n_positions=16,
-                                     bos_token_id=0, eos_token_id=0)
-    torch.manual_seed(0)
-    g = torch.Generator().manual_seed(0)
-    rows = [{"input_ids": ids, "labels": ids} for ids in torch.randint(0, 40, (12, 8), generator=g)]
-    args = transformers.TrainingArguments(
-        output_dir=str(tmp_path / "out"), max_steps=3, per_device_train_batch_size=4,
-        report_to=[], save_strategy="no", use_cpu=True, logging_steps=1, max_grad_norm=0.01,
-        learning_rate=1e-3, disable_tqdm=True)
     callback = GradexplorerTrainerCallback(tmp_path / "run", log_scalars=True)
-    trainer = transformers.Trainer(model=transformers.GPT2LMHeadModel(config), args=args,
-                                   train_dataset=rows, callbacks=[callback, Reporter()])
+    trainer = tiny_gpt2_trainer(transformers, tmp_path, [], [callback, Reporter()])
     trainer.train()
     run = gx.open_run(tmp_path / "run")
     training = [(step, logs) for step, logs in seen if "loss" in logs]
@@ -184,17 +190,7 @@ def test_trainer_callback_attached_first_logs_its_scalars_to_the_report_to_logge
 
     from gradexplorer.integrations import GradexplorerTrainerCallback
 
-    config = transformers.GPT2Config(n_layer=1, n_head=2, n_embd=16, vocab_size=40, n_positions=16,
-                                     bos_token_id=0, eos_token_id=0)
-    torch.manual_seed(0)
-    g = torch.Generator().manual_seed(0)
-    rows = [{"input_ids": ids, "labels": ids} for ids in torch.randint(0, 40, (12, 8), generator=g)]
-    args = transformers.TrainingArguments(
-        output_dir=str(tmp_path / "out"), max_steps=3, per_device_train_batch_size=4,
-        report_to=["tensorboard"], save_strategy="no", use_cpu=True, logging_steps=1,
-        max_grad_norm=0.01, learning_rate=1e-3, disable_tqdm=True)
-    trainer = transformers.Trainer(model=transformers.GPT2LMHeadModel(config), args=args,
-                                   train_dataset=rows)
+    trainer = tiny_gpt2_trainer(transformers, tmp_path, ["tensorboard"], None)
     GradexplorerTrainerCallback(tmp_path / "run", log_scalars=True).attach(trainer)
     trainer.train()
     run = gx.open_run(tmp_path / "run")
