@@ -20,9 +20,9 @@ class TimedProbe(AccumulationProbe):
     """watch's probe, its work timed (and counted) where it runs: hooks, end-of-backward norms;
     idle during other methods' steps."""
 
-    def __init__(self, named, owner, model) -> None:
+    def __init__(self, named, owner, model, reuse) -> None:
         self.owner = owner
-        super().__init__(named, model=model)
+        super().__init__(named, model=model, reuse=reuse)
 
     def _timed(self, work, *args):
         timed = self.owner.timed
@@ -51,17 +51,21 @@ class TimedProbe(AccumulationProbe):
 
 
 class AccumulatedPoint:
-    """The as-accumulated point ``watch`` adds (installed on the first step, not counted)."""
+    """The as-accumulated point ``watch`` adds (installed on the first step, not counted);
+    ``reuse=False``: measured at every step, as in a loop that writes ``.grad`` between backward
+    and step (clipping, a GradScaler), where the applied norms can never be taken over."""
 
     timed, elsewhere, probe, session, names = None, 0.0, None, None, None
 
-    def __init__(self, counter) -> None:
+    def __init__(self, counter, reuse: bool = True) -> None:
         self.counter = counter  # a TorchDispatchMode class counting aten ops (``ops``)
+        self.reuse = reuse
 
     def after_backward(self, session, step):
         if self.probe is None:
             self.session = session
-            self.probe = TimedProbe(list(session.model.named_parameters()), self, session.model)
+            self.probe = TimedProbe(list(session.model.named_parameters()), self, session.model,
+                                    self.reuse)
             self.names = [n for n, _ in self.probe.named]
         accum = self.probe.take()
         start = time.perf_counter()  # the applied point's norms: the monitor's, not this point's

@@ -74,7 +74,7 @@ def test_an_untouched_loop_is_trusted_after_the_proof_and_keeps_exact_figures(tm
     assert_accumulated(run, run.steps[n:], true_micro, micro=4)
 
 
-def test_clipping_that_starts_after_the_proof_loses_one_step_then_is_measured_again(tmp_path):
+def test_clipping_that_starts_after_the_proof_loses_one_step_then_is_measured_again(tmp_path, capsys):
     model = make_model()
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     clip_from = A.PROOF_STEPS + 2
@@ -86,6 +86,8 @@ def test_clipping_that_starts_after_the_proof_loses_one_step_then_is_measured_ag
     with gx.watch(model, opt, tmp_path / "run", bins=8) as rec:
         true = train(rec, model, opt, clip_from + 4, between=clip)
         assert not rec.probe.trusted and rec.probe.hooks == "all"
+    said = [line for line in capsys.readouterr().err.splitlines() if "not known" in line]
+    assert len(said) == 1 and ".grad was written between the last backward" in said[0]
     run = gx.open_run(tmp_path / "run")
     lost = clip_from + 1  # run steps count from 1
     info = run.step_info(lost)
@@ -154,7 +156,7 @@ def test_a_backward_outside_the_models_output_keeps_the_parameter_hooks(tmp_path
     assert_accumulated(run, run.steps, true, micro=2)
 
 
-def test_a_backward_that_misses_the_anchor_is_said_lost_and_every_hook_comes_back(tmp_path):
+def test_a_backward_that_misses_the_anchor_is_said_lost_and_every_hook_comes_back(tmp_path, capsys):
     model = make_model()
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     with gx.watch(model, opt, tmp_path / "run", bins=8) as rec:
@@ -169,6 +171,7 @@ def test_a_backward_that_misses_the_anchor_is_said_lost_and_every_hook_comes_bac
         lost = rec.ledger
         true = train(rec, model, opt, 2, start=50)
     assert lost.grad_norm_accumulated is None and lost.clip_coef is None  # unknown, not wrong
+    assert "no backward reached the parameter watched" in capsys.readouterr().err
     run = gx.open_run(tmp_path / "run")
     assert_accumulated(run, run.steps[-2:], true)
 

@@ -128,7 +128,7 @@ class Recorder:
         if self.plan.mode != "fsdp2" and self.plan.active:
             self.probe = AccumulationProbe(list(self.plan.stats_model.named_parameters()),
                                            lambda: self._records(self._next_step()),
-                                           self.plan.stats_model)
+                                           self.plan.stats_model, self._report)
         self._warned: set = set()  # (what, cause) already warned about
         self.scaler = ScalerWatch(scaler, optimizer, lambda: guarded(
             "a skipped step", self._skipped_step, self._warned), lambda: self._steps_taken)

@@ -85,7 +85,7 @@ class AccumulationProbe:
     """
 
     def __init__(self, named: list[tuple[str, nn.Parameter]], wanted=None,
-                 model: nn.Module | None = None) -> None:
+                 model: nn.Module | None = None, report=None, reuse: bool = True) -> None:
         self.named = [(n, p) for n, p in named]
         self._params = [p for _, p in self.named]
         self.wanted = wanted or (lambda: True)
@@ -103,6 +103,9 @@ class AccumulationProbe:
         self.anchor: nn.Parameter | None = None  # while every backward reached it first
         self._anchor_ok = model is not None and _task is not None
         self.hooks = "none"  # "all": every parameter's and the output's; "anchor": one
+        self._report = report  # said once: a trusted loop's step whose point was lost
+        self._may_reuse = reuse  # False: measured at every recorded step, whatever the loop
+        self.lost = 0  # such steps
         self._handles: list = []
         self._all_hooks()
 
@@ -203,14 +206,14 @@ class AccumulationProbe:
         present = list(map(is_not, grads, repeat(None)))
         if not self.since_step and self.hooks == "anchor":  # a backward may have missed it
             out = AccumulatedNorms(present, None, lost=True)
-            self._distrust()
+            self._lose("no backward reached the parameter watched")
         elif not self.since_step:  # no backward seen: the gradient as the step finds it, which
             out = AccumulatedNorms(present, None, at_step=True, reuse=True)  # is the applied one
         elif self.trusted and latest is None:  # reusing: only if nothing wrote .grad since
             kept_ok = self._unchanged(grads)
             out = AccumulatedNorms(present, None, reuse=kept_ok, lost=not kept_ok)
             if not kept_ok:
-                self._distrust()
+                self._lose(".grad was written between the last backward and the step")
         else:
             out = latest if latest is not None else self._measured(grads, at_step=True)
             kept_ok = latest is not None and self._unchanged(grads)
@@ -227,7 +230,7 @@ class AccumulationProbe:
 
     def _confirm(self, applied: np.ndarray | None, measured: np.ndarray) -> None:
         """The applied point's norms of a step measured at both points with unchanged tensors."""
-        same = applied is not None and applied.shape == measured.shape and \
+        same = self._may_reuse and applied is not None and applied.shape == measured.shape and \
             bool(np.all(np.abs(applied - measured) <= SAME_RTOL * np.abs(measured)))
         if not same:
             self._distrust()
@@ -237,6 +240,15 @@ class AccumulationProbe:
             self.trusted, self._recorded = True, 0
         if self.trusted:
             self._anchor_hook()
+
+    def _lose(self, why: str) -> None:
+        """A trusted loop changed: this step's accumulated point is not known; say so once."""
+        self.lost += 1
+        if self.lost == 1 and self._report is not None:
+            self._report(f"gradexplorer: {why} after {PROOF_STEPS}+ steps that left .grad alone: "
+                         "that step's gradient as accumulated is not known (its ledger leaves "
+                         "it empty); measured at every step from the next one")
+        self._distrust()
 
     def _distrust(self) -> None:
         self.trusted, self._proven = False, 0
