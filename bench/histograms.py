@@ -30,8 +30,12 @@ end-to-end slowdown of whole steps (noisier). Methods:
 - TensorBoard-style: ``.cpu().numpy()``, ``np.histogram(64)``, min/max/sum/sum of squares
 - wandb-style: ``clone``, finite filter, per-parameter ``.item()`` min/max, ``torch.histc(64)``
 - torch._foreach_norm: norms alone, for scale
-- watch: as-accumulated norms: the point ``watch`` adds to each recorded step (hooks, float64
-  norms at the end of backward), timed inside backward where it runs; target: ≤ 1% of a bare step
+- watch: as-accumulated norms: the point ``watch`` adds to each recorded step, timed inside
+  backward where it runs, in this loop, which leaves ``.grad`` alone between backward and step:
+  measured at both points until proven (3 steps), then the applied norms taken over (one hook,
+  a version check; every 50th step measured again); target: ≤ 1% of a bare step
+- watch: accumulated, every step: the same point measured at every step (hooks on every
+  parameter, float64 norms at the end of backward), as in a loop that clips or unscales
 
 Besides time, one extra step per method counts the aten ops its observer dispatches (a
 TorchDispatchMode) and its host synchronisations: on CUDA the warnings of
@@ -192,6 +196,7 @@ METHODS = {
     "wandb-style": WandbStyle,
     "torch._foreach_norm only": ForeachNorm,
     "watch: as-accumulated norms": lambda: AccumulatedPoint(OpCounter),
+    "watch: accumulated, every step": lambda: AccumulatedPoint(OpCounter, reuse=False),
 }
 
 

@@ -29,7 +29,7 @@ from gradexplorer.core.recorder.step_points import (
 )
 from gradexplorer.core.recorder.store import RunSizeNote, RunWriter
 from gradexplorer.core.recorder.structure import GraphCapture, model_structure
-from gradexplorer.core.stats.accumulated import AccumulationProbe
+from gradexplorer.core.stats.accumulation_probe import AccumulationProbe
 from gradexplorer.core.stats.ledger import StepLedger
 from gradexplorer.core.stats.monitor import GradientMonitor
 from gradexplorer.core.stats.records import StepGradients
@@ -128,7 +128,7 @@ class Recorder:
         if self.plan.mode != "fsdp2" and self.plan.active:
             self.probe = AccumulationProbe(list(self.plan.stats_model.named_parameters()),
                                            lambda: self._records(self._next_step()),
-                                           self.plan.stats_model)
+                                           self.plan.stats_model, self._report)
         self._warned: set = set()  # (what, cause) already warned about
         self.scaler = ScalerWatch(scaler, optimizer, lambda: guarded(
             "a skipped step", self._skipped_step, self._warned), lambda: self._steps_taken)
@@ -247,7 +247,7 @@ class Recorder:
             return
         step = record.step
         accumulated = guarded("the accumulated norms", lambda: accumulated_by_name(
-            self._accumulated, self._names), self._warned, {}, step)
+            self._accumulated, self._names, record), self._warned, {}, step)
         scale = guarded("the GradScaler's scale", lambda: None if self._scale is None
                         else float(self._scale), self._warned, None, step)
         self.ledger = step_ledger(record.step, record, accumulated, scale, losses, micro,

@@ -132,12 +132,26 @@ def skip_line(step: int, record) -> str:
             f"{where}{' ...' if len(bad) > 3 else ''}")
 
 
-def accumulated_by_name(accum: AccumulatedNorms | None, names: list[str]) -> dict[str, float]:
-    """``name -> ‖.grad‖`` as accumulated (parameters with a gradient only)."""
-    if accum is None or accum.norms is None:
+def accumulated_by_name(accum: AccumulatedNorms | None, names: list[str],
+                        record: StepGradients | None = None) -> dict[str, float]:
+    """``name -> ‖.grad‖`` as accumulated (parameters with a gradient only). With ``reuse``
+    (the step's gradients are provably the tensors backward left) they are the applied point's
+    norms from ``record``; a step measured at both points tells the probe what the applied one
+    found (``accum.check``)."""
+    if accum is None:
         return {}
-    values = iter(accum.host().tolist())
-    return {name: next(values) for name, here in zip(names, accum.present, strict=True) if here}
+    held = [name for name, here in zip(names, accum.present, strict=True) if here]
+    if accum.reuse or accum.check is not None:
+        stats = record.params if record is not None else {}
+        applied = [stats[n].norm if n in stats else None for n in held]
+        known = all(v is not None for v in applied)
+        if accum.check is not None:
+            accum.check(np.array(applied, np.float64) if known else None)
+        if accum.reuse:
+            return dict(zip(held, applied, strict=True)) if known else {}
+    if accum.norms is None:
+        return {}
+    return dict(zip(held, accum.host().tolist(), strict=True))
 
 
 def step_ledger(step: int, record: StepGradients | None, accumulated: dict[str, float],

@@ -16,16 +16,18 @@ first in every backward through the model, inside the outermost backward, so the
 queued there. Without it a reentrant backward nested in another (``checkpoint(...,
 use_reentrant=True)``, which runs its own backward for each segment) would end first and count
 as a backward of its own.
+
+The probe itself (``AccumulationProbe``, and when it may take the applied point's norms
+instead of measuring): ``accumulation_probe.py``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import torch
-from torch import nn
-from torch.autograd import Variable
 
 
 @dataclass
@@ -41,11 +43,14 @@ class AccumulatedNorms:
     present: list[bool]
     norms: torch.Tensor | np.ndarray | None
     at_step: bool = False
+    reuse: bool = False  # the tensors backward left reached the step unchanged: the applied norms
+    lost: bool = False  # changed since backward though the loop was trusted: not measured
+    check: Callable[[np.ndarray | None], None] | None = None  # tell the probe the applied norms
 
     def host(self) -> np.ndarray:
         """The norms as float64 numbers (one transfer)."""
         if self.norms is None:
-            return np.zeros(0)
+            return np.zeros(0, np.float64)
         if isinstance(self.norms, np.ndarray):
             return self.norms
         return self.norms.detach().cpu().numpy().astype(np.float64)
@@ -106,92 +111,3 @@ def grad_norms(grads: list[torch.Tensor], numba: bool = True) -> torch.Tensor | 
                 return values
             out[torch.tensor(idx, device=device)] = values
     return out
-
-
-def _grad_tensors(output, limit: int = 8) -> list[torch.Tensor]:
-    """Up to ``limit`` tensors needing a gradient in a model's output (tensors, sequences,
-    mappings such as a transformers ModelOutput)."""
-    found, todo = [], [output]
-    while todo and len(found) < limit:
-        item = todo.pop()
-        if isinstance(item, torch.Tensor):
-            if item.requires_grad:
-                found.append(item)
-        elif isinstance(item, dict):
-            todo.extend(item.values())
-        elif isinstance(item, (list, tuple)):
-            todo.extend(item)
-    return found
-
-
-class AccumulationProbe:
-    """Counts backwards and keeps the norms of ``.grad`` at the end of the latest one.
-
-    ``wanted()`` says whether the next step is recorded (norms are taken only then; backwards
-    are always counted). ``take()`` at the step: the norms of the last backward, or the
-    gradient as the step finds it when no backward was seen since the previous step.
-    """
-
-    def __init__(self, named: list[tuple[str, nn.Parameter]], wanted=None,
-                 model: nn.Module | None = None) -> None:
-        self.named = [(n, p) for n, p in named]
-        self._params = [p for _, p in self.named]
-        self.wanted = wanted or (lambda: True)
-        self.backwards = 0  # every backward that reached a parameter, since the probe began
-        self.since_step = 0  # backwards since the last step (the step's micro-batches)
-        self._latest: AccumulatedNorms | None = None
-        self._queued = False
-        self._handles = [p.register_post_accumulate_grad_hook(self._on_grad)
-                         for _, p in self.named if p.requires_grad]
-        if model is not None:
-            self._handles.append(model.register_forward_hook(self._on_output))
-
-    def _on_output(self, _module, _args, output) -> None:
-        if torch.is_grad_enabled():
-            for tensor in _grad_tensors(output):
-                node = tensor.grad_fn  # a pre-hook on its node: half the cost of a tensor hook
-                if node is None:
-                    tensor.register_hook(self._on_output_grad)
-                else:
-                    node.register_prehook(self._on_output_grad)
-
-    def _on_output_grad(self, *_grads) -> None:
-        self._on_grad(None)
-
-    def _on_grad(self, _param) -> None:
-        if not self._queued:
-            self._queued = True
-            Variable._execution_engine.queue_callback(self._after_others)
-
-    def _after_others(self) -> None:
-        Variable._execution_engine.queue_callback(self._backward_done)
-
-    def _backward_done(self) -> None:
-        self._queued = False
-        self.backwards += 1
-        self.since_step += 1
-        try:
-            self._latest = self.measure() if self.wanted() else None
-        except Exception:  # noqa: BLE001 - a monitor never breaks the backward it watches
-            self._latest = None
-
-    def measure(self, at_step: bool = False) -> AccumulatedNorms:
-        """The norms of the gradients the parameters hold now."""
-        grads = [p.grad for p in self._params]
-        norms = grad_norms([g for g in grads if g is not None])
-        return AccumulatedNorms([g is not None for g in grads], norms, at_step)
-
-    def take(self) -> AccumulatedNorms:
-        """At a step: its accumulated norms; starts the next step."""
-        latest = self._latest if self.since_step else None
-        self._latest, self.since_step = None, 0
-        return latest if latest is not None else self.measure(at_step=True)
-
-    def advance(self) -> None:
-        """At a step that is not recorded: starts the next step."""
-        self._latest, self.since_step = None, 0
-
-    def remove(self) -> None:
-        for handle in self._handles:
-            handle.remove()
-        self._handles.clear()
