@@ -69,7 +69,9 @@ def test_the_minimap_shows_when_zoomed_in_and_moves_the_view(qtbot, make_window)
     assert minimap.visible_scene_rect().top() <= panel.drawing.bounds()[1] + 1
 
 
-def test_explanations_are_written_on_hover_not_while_tracing(qtbot, make_window):
+def test_explanations_are_made_on_hover_never_written_into_the_graph(qtbot, make_window):
+    """Tracing does not explain; a hover explains and keeps it in the view, not in the node
+    dicts the layout thread reads."""
     from gradexplorer.core.diagnose.explain import explain_node
 
     window = make_window()
@@ -82,7 +84,9 @@ def test_explanations_are_written_on_hover_not_while_tracing(qtbot, make_window)
     panel.view.zoom_to([index])
     pos = panel.view.mapFromScene(QPointF(*panel.drawing.xy[index].tolist()))
     tip = panel.view.tooltip_at(pos)
-    assert explain_node(graph, node) in tip and graph.nodes[node]["explanation"] in tip
+    assert explain_node(graph, node) in tip
+    assert not any("explanation" in attrs for _, attrs in graph.nodes(data=True))
+    assert panel.view.tooltip_at(pos) == tip  # the kept one
     assert window.tree.topLevelItemCount() == 1 and window.table.table.rowCount() > 0
 
 

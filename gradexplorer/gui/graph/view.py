@@ -42,6 +42,7 @@ class GraphView(QGraphicsView):
         self.setViewportUpdateMode(QGraphicsView.FullViewportUpdate)
         self.setOptimizationFlag(QGraphicsView.DontAdjustForAntialiasing, True)
         self._press: QPoint | None = None
+        self._explained: tuple[object, dict] = (None, {})  # (graph, node -> explanation)
         self.minimap = Minimap(self)
         for bar in (self.horizontalScrollBar(), self.verticalScrollBar()):
             bar.valueChanged.connect(self.minimap.follow_view)
@@ -136,11 +137,22 @@ class GraphView(QGraphicsView):
             return ""
         node = drawing.ids[index]
         attrs = drawing.graph.nodes[node]
-        if "explanation" not in attrs:  # written on first hover (tracing does not explain)
+        if attrs.get("explanation"):
+            return node_tooltip(attrs)
+        return node_tooltip({**attrs, "explanation": self.explanation(drawing.graph, node)})
+
+    def explanation(self, graph, node) -> str:
+        """What ``node`` computes, made on first hover and kept here, per graph: never written
+        into the graph's node dicts, which the layout thread reads."""
+        kept_for, kept = self._explained
+        if kept_for is not graph:
+            self._explained = (graph, {})
+            kept = self._explained[1]
+        if node not in kept:
             from gradexplorer.gui.graph.core_api import explain_node
 
-            attrs["explanation"] = explain_node(drawing.graph, node)
-        return node_tooltip(attrs)
+            kept[node] = explain_node(graph, node)
+        return kept[node]
 
     def viewportEvent(self, event) -> bool:  # noqa: N802 - Qt API
         if event.type() == QEvent.ToolTip:
