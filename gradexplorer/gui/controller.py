@@ -19,6 +19,7 @@ from PySide6.QtCore import QObject
 from gradexplorer.core.deep_stack import DEEP_STACK_BYTES
 from gradexplorer.core.model.options import ModelOptions
 from gradexplorer.core.session.config import SessionConfig
+from gradexplorer.core.stats.history import GradientHistory
 from gradexplorer.gui.models.session import (
     IDLE,
     LOADING,
@@ -299,7 +300,7 @@ class SessionController(QObject):
                 return
         if isinstance(result, SessionOpened):
             if result.fresh:
-                self.timeline.reset(result.live.monitor.history)
+                self.timeline.reset(GradientHistory(result.live.monitor.history.maxlen))
             session.open(result.live, result.fresh)
         elif isinstance(result, HooksChanged):
             session.set_hooks(result.hooks)

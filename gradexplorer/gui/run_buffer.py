@@ -1,9 +1,9 @@
 """A thread-safe mailbox between the training thread and the GUI: small results only (Qt-free).
 
 The worker pushes; the first push into an empty mailbox asks for one wake-up of the GUI
-thread (``notify``), which drains everything that arrived by then. Parameter gradient statistics
-do not pass through here (the GUI reads the monitor's own history); what observe hooks saw does,
-as plain records (``ObservedGrads``).
+thread (``notify``), which drains everything that arrived by then. Each step's gradient record
+(the monitor's ``StepGradients``, complete once the step is published) travels with its point;
+what observe hooks saw does too, as plain records (``ObservedGrads``).
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ class RunBuffer:
             name: s.update_ratio for name, s in gradients.params.items() if s.update_ratio is not None}
         point = StepPoint(result.step, result.loss, result.grad_norm, result.seconds,
                           result.ledger, result.optimizer_state,
-                          (spike,) if spike is not None else (), ratios, time.time())
+                          (spike,) if spike is not None else (), ratios, time.time(), gradients)
         now = time.monotonic()
         with self._lock:
             wake = self._empty()
