@@ -253,3 +253,41 @@ def test_subtree_parameter_counts_match_each_module_own_count():
     counts = subtree_parameter_counts(model)
     for path, module in model.named_modules():
         assert counts.get(path, 0) == sum(p.numel() for p in module.parameters()), path
+
+
+def test_an_ab_runs_steps_travel_in_the_mailbox_in_order_and_wake_once():
+    """A/B steps pushed from the training thread: one wake-up, consecutive steps as one batch,
+    applied to the window's series in order on drain (one ``changed`` per batch)."""
+    import threading
+    from types import SimpleNamespace
+
+    from gradexplorer.gui.models.ab_series import ABSeries
+
+    def ab_step(k):
+        return SimpleNamespace(step=k, plain=SimpleNamespace(loss=1.0 / k),
+                               hooked=SimpleNamespace(loss=2.0 / k), divergence=0.1 * k,
+                               grad_cosine=1.0 - 0.01 * k, identical=False)
+
+    wakes, series, seen = [], ABSeries(), []
+    buffer = RunBuffer(lambda: wakes.append(1))
+    series.changed.connect(lambda: seen.append(list(series.steps)))
+    ended = []
+    series.ended.connect(ended.append)
+
+    def training_thread():
+        buffer.push_ab(series, "ready", "arms")
+        for k in range(1, 6):
+            buffer.push_ab(series, "steps", ab_step(k))
+        buffer.push_ab(series, "done")
+
+    thread = threading.Thread(target=training_thread)
+    thread.start()
+    thread.join()
+    assert len(wakes) == 1 and series.steps == []  # nothing applied before the GUI drains
+    update = buffer.drain()
+    assert [kind for _, kind, _ in update.ab] == ["ready", "steps", "done"]
+    for target, kind, payload in update.ab:
+        target.apply(kind, payload)
+    assert seen == [[1, 2, 3, 4, 5]] and series.description == "arms"
+    assert series.divergence == pytest.approx([0.1, 0.2, 0.3, 0.4, 0.5])
+    assert series.finished and ended == [""]

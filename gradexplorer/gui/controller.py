@@ -278,6 +278,12 @@ class SessionController(QObject):
         if update.observed:
             self.session.set_observed(update.observed)
         self.timeline.extend(update.points, update.steps_per_second)
+        for series, kind, payload in update.ab:  # A/B windows' data: the same mailbox
+            series.apply(kind, payload)
+
+    def push_ab(self, series, kind: str, payload=None) -> None:
+        """An A/B run's message into the mailbox (any thread; ``flush`` applies it)."""
+        self._worker.buffer.push_ab(series, kind, payload)
 
     def _on_run_started(self) -> None:
         if self.state not in (RUNNING, PAUSED):

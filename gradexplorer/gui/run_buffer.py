@@ -13,7 +13,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from gradexplorer.gui.models.timeline import StepPoint
 
@@ -29,6 +29,7 @@ class RunUpdate:
     events: list[tuple[str, str, str]] = field(default_factory=list)  # (kind, module, message)
     steps_per_second: float = 0.0
     observed: dict = field(default_factory=dict)  # module -> ObservedGrads (the newest)
+    ab: list[tuple[Any, str, Any]] = field(default_factory=list)  # (ABSeries, kind, payload)
 
     @property
     def latest(self) -> StepPoint | None:
@@ -74,14 +75,29 @@ class RunBuffer:
         if wake:
             self._notify()
 
+    def push_ab(self, series: Any, kind: str, payload: Any = None) -> None:
+        """A message of an A/B run for ``series`` (an ABSeries, applied on the GUI thread):
+        ``steps`` (one ABStep; consecutive ones travel as one list), ``ready``, ``failed``,
+        ``done`` (any thread)."""
+        with self._lock:
+            wake = self._empty()
+            ab = self._pending.ab
+            if kind == "steps" and ab and ab[-1][0] is series and ab[-1][1] == "steps":
+                ab[-1][2].append(payload)
+            else:
+                ab.append((series, kind, [payload] if kind == "steps" else payload))
+        if wake:
+            self._notify()
+
     def _empty(self) -> bool:
-        return not (self._pending.points or self._pending.events or self._pending.observed)
+        pending = self._pending
+        return not (pending.points or pending.events or pending.observed or pending.ab)
 
     def drain(self) -> RunUpdate | None:
         """Take what arrived since the last drain, or None when nothing did."""
         with self._lock:
             update = self._pending
-            if not (update.points or update.events or update.observed):
+            if self._empty():
                 return None
             self._pending = RunUpdate()
             update.steps_per_second = self._rate()
