@@ -59,12 +59,13 @@ def test_ab_window_plots_both_arms_and_their_divergence(qtbot, make_window):
     half = window.open_ab("fc1", "scale:0.5", steps=3)
     for ab in (same, half):
         qtbot.waitUntil(lambda ab=ab: ab.finished, timeout=TIMEOUT_MS)
-    assert len(same.steps) == len(half.steps) == 3
-    assert same.divergence == [0.0, 0.0, 0.0] and all(same.identical)
-    assert same.plain == same.hooked
-    assert 0 < half.divergence[0] < half.divergence[1] < half.divergence[2]
+    a, b = same.series, half.series  # their data, fed through the app's mailbox
+    assert len(a.steps) == len(b.steps) == 3
+    assert a.divergence == [0.0, 0.0, 0.0] and all(a.identical)
+    assert a.plain == a.hooked
+    assert 0 < b.divergence[0] < b.divergence[1] < b.divergence[2]
     x, y = half.hooked_item.getData()
-    assert list(x) == [1, 2, 3] and list(y) == half.hooked
+    assert list(x) == [1, 2, 3] and list(y) == b.hooked
     assert "divergence" in half.latest.text() and "fc1=scale:0.5" in half.header.text()
     assert torch.equal(torch.random.get_rng_state(), rng)  # the app's own session is undisturbed
     same.close()

@@ -38,20 +38,31 @@ def test_run_buffer_hands_over_every_step_once_and_wakes_once(digits_session):
     assert len(wakes) == 2 and buffer.drain().events[0][1] == "fc1"
 
 
-def test_timeline_reads_the_monitors_own_history(digits_session):
+def test_a_steps_figures_reach_the_timeline_through_the_mailbox_only(digits_session):
+    """The timeline keeps its own history, fed by the records the mailbox carries: never the
+    monitor's history, which the training thread appends to."""
+    from gradexplorer.core.stats.history import GradientHistory
+
     monitor = next(o for o in digits_session.observers if isinstance(o, GradientMonitor))
     buffer, timeline = RunBuffer(), TimelineModel()
     changes = []
     timeline.changed.connect(lambda: changes.append(len(timeline.loss.x)))
-    timeline.reset(monitor.history)
+    timeline.reset(GradientHistory(monitor.history.maxlen))
+    results = []
     for _ in range(3):
-        buffer.push(digits_session.step())
+        results.append(digits_session.step())
+        buffer.push(results[-1])
+    assert len(timeline.gradients) == 0  # nothing until the GUI thread drains the mailbox
     update = buffer.drain()
     timeline.extend(update.points, update.steps_per_second)
     assert changes == [0, 3]
     assert timeline.loss.x.tolist() == [1.0, 2.0, 3.0]
-    assert timeline.gradients is monitor.history  # read, not copied
+    assert timeline.gradients is not monitor.history
+    assert [g.step for g in timeline.gradients] == [1, 2, 3]
+    assert list(timeline.gradients) == [r.gradients for r in results]
     assert timeline.latest_gradients is monitor.latest()
+    digits_session.step()  # a step the GUI has not drained yet: not seen
+    assert len(timeline.gradients) == 3 and len(monitor.history) == 4
     current, previous = timeline.histograms_of("fc1.weight")
     assert current.counts.sum() == 64 * 512 and previous is not None
     assert not np.array_equal(current.counts, previous.counts)
@@ -242,3 +253,41 @@ def test_subtree_parameter_counts_match_each_module_own_count():
     counts = subtree_parameter_counts(model)
     for path, module in model.named_modules():
         assert counts.get(path, 0) == sum(p.numel() for p in module.parameters()), path
+
+
+def test_an_ab_runs_steps_travel_in_the_mailbox_in_order_and_wake_once():
+    """A/B steps pushed from the training thread: one wake-up, consecutive steps as one batch,
+    applied to the window's series in order on drain (one ``changed`` per batch)."""
+    import threading
+    from types import SimpleNamespace
+
+    from gradexplorer.gui.models.ab_series import ABSeries
+
+    def ab_step(k):
+        return SimpleNamespace(step=k, plain=SimpleNamespace(loss=1.0 / k),
+                               hooked=SimpleNamespace(loss=2.0 / k), divergence=0.1 * k,
+                               grad_cosine=1.0 - 0.01 * k, identical=False)
+
+    wakes, series, seen = [], ABSeries(), []
+    buffer = RunBuffer(lambda: wakes.append(1))
+    series.changed.connect(lambda: seen.append(list(series.steps)))
+    ended = []
+    series.ended.connect(ended.append)
+
+    def training_thread():
+        buffer.push_ab(series, "ready", "arms")
+        for k in range(1, 6):
+            buffer.push_ab(series, "steps", ab_step(k))
+        buffer.push_ab(series, "done")
+
+    thread = threading.Thread(target=training_thread)
+    thread.start()
+    thread.join()
+    assert len(wakes) == 1 and series.steps == []  # nothing applied before the GUI drains
+    update = buffer.drain()
+    assert [kind for _, kind, _ in update.ab] == ["ready", "steps", "done"]
+    for target, kind, payload in update.ab:
+        target.apply(kind, payload)
+    assert seen == [[1, 2, 3, 4, 5]] and series.description == "arms"
+    assert series.divergence == pytest.approx([0.1, 0.2, 0.3, 0.4, 0.5])
+    assert series.finished and ended == [""]

@@ -1,5 +1,7 @@
 """A/B of a hook in the app: two copies trained in lockstep, one hooked, on the app's training
-thread; both losses and the divergence plotted live in a window of their own."""
+thread; both losses and the divergence plotted live in a window of their own. The steps reach
+the window's ABSeries (gui/models/ab_series.py) through the app's mailbox, as the main curves'
+do, and the window redraws through its own throttle."""
 
 from __future__ import annotations
 
@@ -8,15 +10,17 @@ from dataclasses import replace
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QInputDialog, QLabel, QPushButton, QVBoxLayout, QWidget
+from superqt.utils import qthrottled
 
 from gradexplorer.core.errors import UserError, first_line
 from gradexplorer.core.model.spec import load_workload
-from gradexplorer.core.session.ab import ABRun, ABStep
+from gradexplorer.core.session.ab import ABRun
 from gradexplorer.core.session.engine import RunControl
 from gradexplorer.core.session.rng import restore_rng, rng_snapshot
 from gradexplorer.gui.curves import fit_range
+from gradexplorer.gui.models.ab_series import ABSeries
 from gradexplorer.gui.theme import PLOT_PENS, steady_axes
 
 HOOKED_PEN = "#fb8c00"
@@ -44,9 +48,10 @@ def ask_ab(parent: QWidget, module: str | None) -> tuple[str, str, int] | None:
     return (module_path.strip(), action.strip(), steps) if ok else None
 
 
-def ab_job(make_run: Callable[[], ABRun], steps: int, control: RunControl, window: ABWindow,
-           device=None) -> Callable[[], None]:
-    """A job for the app's training thread: build both arms and step them, reporting each step.
+def ab_job(make_run: Callable[[], ABRun], steps: int, control: RunControl, series: ABSeries,
+           push: Callable[..., None], device=None) -> Callable[[], None]:
+    """A job for the app's training thread: build both arms and step them, each step sent to
+    ``series`` through the mailbox (``push(series, kind, payload)``).
 
     It runs where the app's own model trains, between its steps (a run pauses meanwhile), and
     puts the random state back afterwards, so the app's session goes on as if it had not run.
@@ -55,40 +60,34 @@ def ab_job(make_run: Callable[[], ABRun], steps: int, control: RunControl, windo
         state = rng_snapshot(device)
         try:
             ab = make_run()
-            window.ready.emit(f"{ab.plain.workload.name}: {ab.module or '<root>'}={ab.action} "
-                              "on the hooked arm; same batches and random numbers")
+            push(series, "ready", f"{ab.plain.workload.name}: {ab.module or '<root>'}={ab.action} "
+                 "on the hooked arm; same batches and random numbers")
             for result in ab.run(steps, control):
-                window.stepped.emit(result)
+                push(series, "steps", result)
         except Exception as exc:  # noqa: BLE001 - shown as one line
-            window.failed.emit(first_line(exc))
+            push(series, "failed", first_line(exc))
         finally:
             restore_rng(state)
-            window.done.emit()
+            push(series, "done")
     return job
+
+
+REDRAW_MS = 100  # at most ten redraws a second, however fast the arms step
 
 
 class ABWindow(QWidget):
     """Loss of both arms, and their divergence (parameter distance, gradient cosine).
 
-    ``post`` runs a job on the app's training thread (``SessionController.post``).
+    ``controller`` runs the job on the app's training thread (``post``) and carries its steps
+    through the mailbox (``push_ab``): ``SessionController``.
     """
 
-    stepped = Signal(object)  # ABStep, from the training thread
-    failed = Signal(str)
-    ready = Signal(str)  # a one-line description of the two arms
-    done = Signal()
-
-    def __init__(self, make_run: Callable[[], ABRun], steps: int, post: Callable,
+    def __init__(self, make_run: Callable[[], ABRun], steps: int, controller,
                  device=None, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setWindowTitle("gradexplorer — A/B of a hook")
         self.resize(900, 620)
-        self.steps: list[int] = []
-        self.plain: list[float] = []
-        self.hooked: list[float] = []
-        self.divergence: list[float] = []
-        self.cosine: list[float] = []
-        self.identical: list[bool] = []
+        self.series = ABSeries()
         self.header = QLabel("building both arms…")
         self.latest = QLabel("")
         self.plots = pg.GraphicsLayoutWidget()
@@ -109,17 +108,27 @@ class ABWindow(QWidget):
         for widget in (self.header, self.latest, self.plots, self.stop_button):
             layout.addWidget(widget)
         self.control = RunControl()
-        self.finished = False
-        self.ready.connect(self.header.setText)
-        self.stepped.connect(self.add_step)
-        self.failed.connect(lambda text: self.header.setText(f"A/B failed: {text}"))
-        self.done.connect(self._done)
+        self.redraw_soon = qthrottled(self.redraw, timeout=REDRAW_MS, parent=self)
+        self.series.changed.connect(self.redraw_soon)
+        self.series.described.connect(self._described)
+        self.series.ended.connect(self._ended)
         self.stop_button.clicked.connect(self.control.stop)
-        post(ab_job(make_run, steps, self.control, self, device))
+        controller.post(ab_job(make_run, steps, self.control, self.series, controller.push_ab,
+                               device))
 
-    def _done(self) -> None:
-        self.finished = True
+    @property
+    def finished(self) -> bool:
+        """The run is over (finished, stopped or failed)."""
+        return self.series.finished
+
+    def _described(self, text: str) -> None:
+        self.header.setText(text)
+
+    def _ended(self, failure: str) -> None:
         self.stop_button.setEnabled(False)
+        self.redraw()  # the last steps, now
+        if failure:
+            self.header.setText(f"A/B failed: {failure}")
 
     def _plot(self, row: int, title: str) -> pg.PlotItem:
         plot = self.plots.addPlot(row=row, col=0, title=title)
@@ -127,27 +136,28 @@ class ABWindow(QWidget):
         steady_axes(plot, steps=True)
         return plot
 
-    def add_step(self, result: ABStep) -> None:
-        """Append one lockstep step and redraw."""
-        self.steps.append(result.step)
-        self.plain.append(result.plain.loss)
-        self.hooked.append(result.hooked.loss)
-        self.divergence.append(result.divergence)
-        self.cosine.append(result.grad_cosine)
-        self.identical.append(result.identical)
-        x = np.asarray(self.steps, dtype=float)
-        for item, values in ((self.plain_item, self.plain), (self.hooked_item, self.hooked),
-                             (self.div_item, self.divergence), (self.cos_item, self.cosine)):
+    def redraw(self) -> None:
+        """Draw every step the series holds."""
+        series, result = self.series, self.series.latest
+        if result is None:
+            return
+        x = np.asarray(series.steps, dtype=float)
+        for item, values in ((self.plain_item, series.plain), (self.hooked_item, series.hooked),
+                             (self.div_item, series.divergence), (self.cos_item, series.cosine)):
             item.setData(x, np.asarray(values, dtype=float), connect="finite")
-        fit_range(self.loss_plot, np.concatenate([x, x]), np.asarray(self.plain + self.hooked, dtype=float))
-        fit_range(self.div_plot, x, np.asarray(self.divergence))
-        fit_range(self.cos_plot, x, np.asarray(self.cosine))
+        fit_range(self.loss_plot, np.concatenate([x, x]),
+                  np.asarray(series.plain + series.hooked, dtype=float))
+        fit_range(self.div_plot, x, np.asarray(series.divergence))
+        fit_range(self.cos_plot, x, np.asarray(series.cosine))
         same = "  bit-identical" if result.identical else ""
         self.latest.setText(f"step {result.step}  loss {result.plain.loss:.6g} | hooked "
                             f"{result.hooked.loss:.6g}  divergence {result.divergence:.4g}  "
                             f"grad-cos {result.grad_cosine:.6g}{same}")
 
     def closeEvent(self, event) -> None:  # noqa: N802 - Qt API
-        """Stop the arms after their current step."""
+        """Stop the arms after their current step; let go of the series' events."""
         self.control.stop()
+        self.series.changed.disconnect(self.redraw_soon)
+        self.series.described.disconnect(self._described)
+        self.series.ended.disconnect(self._ended)
         super().closeEvent(event)

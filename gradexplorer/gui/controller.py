@@ -19,6 +19,7 @@ from PySide6.QtCore import QObject
 from gradexplorer.core.deep_stack import DEEP_STACK_BYTES
 from gradexplorer.core.model.options import ModelOptions
 from gradexplorer.core.session.config import SessionConfig
+from gradexplorer.core.stats.history import GradientHistory
 from gradexplorer.gui.models.session import (
     IDLE,
     LOADING,
@@ -277,6 +278,12 @@ class SessionController(QObject):
         if update.observed:
             self.session.set_observed(update.observed)
         self.timeline.extend(update.points, update.steps_per_second)
+        for series, kind, payload in update.ab:  # A/B windows' data: the same mailbox
+            series.apply(kind, payload)
+
+    def push_ab(self, series, kind: str, payload=None) -> None:
+        """An A/B run's message into the mailbox (any thread; ``flush`` applies it)."""
+        self._worker.buffer.push_ab(series, kind, payload)
 
     def _on_run_started(self) -> None:
         if self.state not in (RUNNING, PAUSED):
@@ -299,7 +306,7 @@ class SessionController(QObject):
                 return
         if isinstance(result, SessionOpened):
             if result.fresh:
-                self.timeline.reset(result.live.monitor.history)
+                self.timeline.reset(GradientHistory(result.live.monitor.history.maxlen))
             session.open(result.live, result.fresh)
         elif isinstance(result, HooksChanged):
             session.set_hooks(result.hooks)

@@ -326,7 +326,7 @@ class MainWindow(QMainWindow):
             if chosen is None:
                 return None
             module, action, steps = chosen
-        window = ABWindow(ab_run_factory(live, module or "", action), steps, self.controller.post,
+        window = ABWindow(ab_run_factory(live, module or "", action), steps, self.controller,
                           live.session.device)
         window.show()
         self.ab_windows = [w for w in getattr(self, "ab_windows", []) if w.isVisible()] + [window]

@@ -1,9 +1,9 @@
 """A thread-safe mailbox between the training thread and the GUI: small results only (Qt-free).
 
 The worker pushes; the first push into an empty mailbox asks for one wake-up of the GUI
-thread (``notify``), which drains everything that arrived by then. Parameter gradient statistics
-do not pass through here (the GUI reads the monitor's own history); what observe hooks saw does,
-as plain records (``ObservedGrads``).
+thread (``notify``), which drains everything that arrived by then. Each step's gradient record
+(the monitor's ``StepGradients``, complete once the step is published) travels with its point;
+what observe hooks saw does too, as plain records (``ObservedGrads``).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from gradexplorer.gui.models.timeline import StepPoint
 
@@ -29,6 +29,7 @@ class RunUpdate:
     events: list[tuple[str, str, str]] = field(default_factory=list)  # (kind, module, message)
     steps_per_second: float = 0.0
     observed: dict = field(default_factory=dict)  # module -> ObservedGrads (the newest)
+    ab: list[tuple[Any, str, Any]] = field(default_factory=list)  # (ABSeries, kind, payload)
 
     @property
     def latest(self) -> StepPoint | None:
@@ -54,7 +55,7 @@ class RunBuffer:
             name: s.update_ratio for name, s in gradients.params.items() if s.update_ratio is not None}
         point = StepPoint(result.step, result.loss, result.grad_norm, result.seconds,
                           result.ledger, result.optimizer_state,
-                          (spike,) if spike is not None else (), ratios, time.time())
+                          (spike,) if spike is not None else (), ratios, time.time(), gradients)
         now = time.monotonic()
         with self._lock:
             wake = self._empty()
@@ -74,14 +75,29 @@ class RunBuffer:
         if wake:
             self._notify()
 
+    def push_ab(self, series: Any, kind: str, payload: Any = None) -> None:
+        """A message of an A/B run for ``series`` (an ABSeries, applied on the GUI thread):
+        ``steps`` (one ABStep; consecutive ones travel as one list), ``ready``, ``failed``,
+        ``done`` (any thread)."""
+        with self._lock:
+            wake = self._empty()
+            ab = self._pending.ab
+            if kind == "steps" and ab and ab[-1][0] is series and ab[-1][1] == "steps":
+                ab[-1][2].append(payload)
+            else:
+                ab.append((series, kind, [payload] if kind == "steps" else payload))
+        if wake:
+            self._notify()
+
     def _empty(self) -> bool:
-        return not (self._pending.points or self._pending.events or self._pending.observed)
+        pending = self._pending
+        return not (pending.points or pending.events or pending.observed or pending.ab)
 
     def drain(self) -> RunUpdate | None:
         """Take what arrived since the last drain, or None when nothing did."""
         with self._lock:
             update = self._pending
-            if not (update.points or update.events or update.observed):
+            if self._empty():
                 return None
             self._pending = RunUpdate()
             update.steps_per_second = self._rate()

@@ -1,4 +1,4 @@
-"""The run's timeline: loss and gradient-norm curves plus the monitor's gradient history."""
+"""The run's timeline: loss and gradient-norm curves plus its own gradient history."""
 
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ class StepPoint:
     spikes: tuple = ()  # spike events this step belongs to or reports (SpikeEvent)
     update_ratios: Any = None  # name -> ‖Δθ‖/‖θ‖ of the step (inf where θ was 0), or None
     time: float = math.nan  # wall clock (Unix seconds) when the step was recorded
+    gradients: Any = None  # the step's StepGradients (the monitor's record), or None
 
 
 class Curve:
@@ -67,8 +68,9 @@ class Curve:
 class TimelineModel:
     """What the plots show of a run. Events: ``changed()`` after new steps or a reset.
 
-    ``gradients`` is the producer's own :class:`GradientHistory` (the session's
-    ``monitor.history``), handed over by ``reset``; it is read here, never copied.
+    ``gradients`` is the timeline's own :class:`GradientHistory`, given by ``reset`` (empty, or
+    a source's steps so far); ``extend`` appends the records its points carry, so a step's
+    figures reach every view by one route, the mailbox, on the GUI thread.
     """
 
     changed = Signal()
@@ -84,7 +86,7 @@ class TimelineModel:
         self.steps_per_second = 0.0
 
     def reset(self, gradients: GradientHistory) -> None:
-        """Start over (a new model): empty curves, and ``gradients`` as the history to read."""
+        """Start over (a new model): empty curves, and ``gradients`` as the history kept."""
         self.loss, self.norm, self.times = Curve(), Curve(), Curve()
         self.gradients = gradients
         self.ledger.clear()
@@ -102,6 +104,9 @@ class TimelineModel:
         self.times.extend(steps, [p.time for p in points])
         self.ledger.take(points)
         self.optimizer.take(points)
+        for point in points:
+            if point.gradients is not None:
+                self.gradients.append(point.gradients)
         self.latest, self.steps_per_second = points[-1], steps_per_second
         self.changed.emit()
 
@@ -124,9 +129,10 @@ class TimelineModel:
 class TimelineSource(Protocol):
     """What feeds a :class:`TimelineModel`: the in-app session, or a followed run directory.
 
-    A source calls, on the GUI thread, ``timeline.reset(history)`` when a run begins (its
-    ``GradientHistory``, which it keeps appending to) and ``timeline.extend(points, rate)``
-    as steps finish. ``close()`` ends the feed (the window closes or another source takes over).
+    A source calls, on the GUI thread, ``timeline.reset(history)`` when a run begins (a
+    ``GradientHistory`` the timeline keeps: empty, or the steps read so far) and
+    ``timeline.extend(points, rate)`` as steps finish, each point carrying its step's record.
+    ``close()`` ends the feed (the window closes or another source takes over).
     The in-app source is ``SessionController``.
     """
 
