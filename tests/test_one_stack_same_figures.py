@@ -1,15 +1,18 @@
-"""One snapshot writer: the same loop (the digits example, two SGD steps, an observe:capture hook)
-exported by the app (Export now and export every step), by ``gradexplorer run --export`` and by
-``watch(snapshot_every=1)`` gives the same snapshot contents: gradients and captured tensors bit
-for bit, the same hooks, per-parameter statistics and histograms, and the same stats.csv
-history."""
+"""One session stack: the same loop (the digits example, two SGD steps, an observe:capture hook
+on fc1) recorded through the app's session (Export now and export every step), ``gradexplorer
+run --export``, ``watch(snapshot_every=1)``, the Lightning callback and the transformers
+Trainer callback writes the same figures and the same snapshot contents: gradients and captured
+tensors bit for bit, the same hooks, per-parameter statistics and histograms, the same
+stats.csv history, and each recorded step's figures equal to the app's, exactly."""
 
 import csv
 import json
+import math
 
 import pytest
 import torch
 from safetensors.torch import load_file
+from torch import nn
 
 import gradexplorer as gx
 from gradexplorer.cli import main
@@ -20,9 +23,14 @@ from gradexplorer.gui.snapshot_jobs import export_now, start_periodic_export, st
 
 SPEC, HOOKED, STEPS = "example:digits", "fc1", 2
 CONFIG = SessionConfig(device="cpu", seed=0)
+WATCHED = {"snapshot_every": 1, "hooks": {HOOKED: "observe:capture"}}
 # what legitimately differs between entry points: when, and what the model is called (watch
 # sees an nn.Module, not a workload), and the digests of files that hold those
 VARYING = {"created", "model", "model_description", "files", "manifest_sha256"}
+
+
+def session():
+    return TrainingSession(load_workload(SPEC, ModelOptions()), CONFIG)
 
 
 def app_snapshots(tmp_path):
@@ -37,7 +45,7 @@ def app_snapshots(tmp_path):
     finally:
         live.hooks.detach_all()
         give_cores_back(None)
-    return now, tmp_path / "app-every" / now.name
+    return now, tmp_path / "app-every" / now.name, list(live.monitor.history)
 
 
 def cli_snapshot(tmp_path):
@@ -47,14 +55,78 @@ def cli_snapshot(tmp_path):
     return tmp_path / "cli" / f"step-{STEPS:06d}"
 
 
-def watch_snapshot(tmp_path):
-    session = TrainingSession(load_workload(SPEC, ModelOptions()), CONFIG)
-    session.config.grad_norm = False
-    with gx.watch(session.model, session.optimizer, tmp_path / "watch", snapshot_every=1,
-                  hooks={HOOKED: "observe:capture"}):
+def watch_run(tmp_path):
+    s = session()
+    s.config.grad_norm = False
+    with gx.watch(s.model, s.optimizer, tmp_path / "watch", **WATCHED):
         for _ in range(STEPS):
-            session.step()
-    return tmp_path / "watch" / "snapshots" / f"step-{STEPS:06d}"
+            s.step()
+    return tmp_path / "watch"
+
+
+def same_parameters(module: nn.Module, model: nn.Module) -> None:
+    """``module`` holds ``model``'s children under the same names (so its parameters and module
+    paths are the model's) and forwards through the model."""
+    for name, child in model.named_children():
+        module.add_module(name, child)
+    module.forward_model = model.forward  # bound to the model, whose children these are
+
+
+def lightning_run(tmp_path):
+    pl = pytest.importorskip("lightning.pytorch")
+    from gradexplorer.integrations import GradexplorerLightningCallback
+
+    s = session()
+
+    class Digits(pl.LightningModule):
+        def __init__(self):
+            super().__init__()
+            same_parameters(self, s.model)
+
+        def training_step(self, batch, batch_idx):
+            x, y = batch
+            return s.workload.loss_fn(self.forward_model(x), y)
+
+        def configure_optimizers(self):
+            return s.optimizer
+
+    batches = [s.workload.make_batch(step) for step in range(STEPS)]
+    trainer = pl.Trainer(max_steps=STEPS, accelerator="cpu", logger=False, enable_checkpointing=False,
+                         enable_progress_bar=False, enable_model_summary=False,
+                         callbacks=[GradexplorerLightningCallback(tmp_path / "lightning", **WATCHED)])
+    trainer.fit(Digits(), torch.utils.data.DataLoader(batches, batch_size=None))
+    return tmp_path / "lightning"
+
+
+def trainer_run(tmp_path):
+    transformers = pytest.importorskip("transformers")
+    from gradexplorer.integrations import GradexplorerTrainerCallback
+
+    s = session()
+
+    class Digits(nn.Module):
+        def __init__(self):
+            super().__init__()
+            same_parameters(self, s.model)
+
+        def forward(self, x, y):
+            return {"loss": s.workload.loss_fn(self.forward_model(x), y)}
+
+    class Batches(torch.utils.data.IterableDataset):  # in order, one whole batch per item
+        def __iter__(self):
+            return iter({"x": x, "y": y} for x, y in map(s.workload.make_batch, range(STEPS)))
+
+    args = transformers.TrainingArguments(
+        output_dir=str(tmp_path / "out"), max_steps=STEPS, per_device_train_batch_size=1,
+        report_to=[], save_strategy="no", use_cpu=True, logging_strategy="no",
+        max_grad_norm=0.0, disable_tqdm=True)
+    constant = torch.optim.lr_scheduler.LambdaLR(s.optimizer, lambda _: 1.0)
+    trainer = transformers.Trainer(
+        model=Digits(), args=args, train_dataset=Batches(), data_collator=lambda rows: rows[0],
+        optimizers=(s.optimizer, constant),
+        callbacks=[GradexplorerTrainerCallback(tmp_path / "trainer", **WATCHED)])
+    trainer.train()
+    return tmp_path / "trainer"
 
 
 def contents(path):
@@ -66,26 +138,27 @@ def contents(path):
     return manifest, load_file(str(path / "gradients.safetensors")), rows
 
 
-@pytest.fixture
-def one_thread(monkeypatch):
-    """One torch thread for every entry point: the app leaves the GUI a core and a conv's
-    backward sums in another order with another thread count (last-bit differences). The
-    app's record of the count it lowered starts empty, so that giving the cores back cannot
-    restore a count an earlier test left there."""
-    from gradexplorer.gui import live_session
-
-    monkeypatch.setattr(live_session, "_THREADS", {"before": None, "holders": set()})
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+def same_number(a, b) -> bool:
+    return a == b or (isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b))
 
 
-def test_every_entry_point_writes_the_same_snapshot(tmp_path, one_thread):
-    app_now, app_every = app_snapshots(tmp_path)
+def assert_same_figures(got: gx.StepGradients, want: gx.StepGradients, where: str) -> None:
+    assert got.step == want.step and list(got.params) == list(want.params), where
+    for name, stats in want.params.items():
+        for field, value in stats.stats_dict().items():
+            assert same_number(got.params[name].stats_dict()[field], value), (where, name, field)
+        hist, want_hist = got.histograms[name], want.histograms[name]
+        assert torch.equal(torch.as_tensor(hist.edges), torch.as_tensor(want_hist.edges)), (where, name)
+        assert torch.equal(torch.as_tensor(hist.counts), torch.as_tensor(want_hist.counts)), (where, name)
+
+
+def test_every_entry_point_writes_the_same_figures_and_snapshots(tmp_path, one_thread):
+    app_now, app_every, app_history = app_snapshots(tmp_path)
+    runs = {"watch": watch_run(tmp_path), "Lightning callback": lightning_run(tmp_path),
+            "transformers Trainer callback": trainer_run(tmp_path)}
     written = {"app, Export now": app_now, "app, export every step": app_every,
                "gradexplorer run --export": cli_snapshot(tmp_path),
-               "watch(snapshot_every=1)": watch_snapshot(tmp_path)}
+               **{where: run / "snapshots" / f"step-{STEPS:06d}" for where, run in runs.items()}}
     want_manifest, want_tensors, want_rows = contents(app_now)
     assert [h["module"] for h in want_manifest["hooks"]] == [HOOKED]
     assert any(k.startswith("hooks/") for k in want_tensors)  # the captured tensors are in
@@ -97,16 +170,22 @@ def test_every_entry_point_writes_the_same_snapshot(tmp_path, one_thread):
         for key, tensor in tensors.items():
             assert torch.equal(tensor, want_tensors[key]), (where, key)
         assert rows == want_rows, where
+    assert [r.step for r in app_history] == list(range(1, STEPS + 1))
+    for where, run_dir in runs.items():
+        run = gx.open_run(run_dir)
+        assert run.steps == [r.step for r in app_history], where
+        for record in app_history:
+            assert_same_figures(run.step_gradients(record.step), record, where)
 
 
 def test_watch_snapshots_name_the_hooks_that_shaped_the_step(tmp_path):
     """A once: hook acts on the first backward and leaves: step 1's snapshot still lists it
     (the hooks as they shaped that step's gradients), step 2's does not."""
-    session, hook = TrainingSession(load_workload(SPEC, ModelOptions()), CONFIG), "once:scale:0.5"
-    with gx.watch(session.model, session.optimizer, tmp_path / "run", snapshot_every=1,
+    s, hook = session(), "once:scale:0.5"
+    with gx.watch(s.model, s.optimizer, tmp_path / "run", snapshot_every=1,
                   hooks={HOOKED: hook}):
         for _ in range(STEPS):
-            session.step()
+            s.step()
     snaps = tmp_path / "run" / "snapshots"
     first = json.loads((snaps / "step-000001" / "manifest.json").read_text())["hooks"]
     second = json.loads((snaps / "step-000002" / "manifest.json").read_text())["hooks"]
