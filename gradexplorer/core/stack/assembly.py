@@ -75,13 +75,6 @@ class SessionStack:
         if self not in session.observers:
             session.add_observer(self)
 
-    def move_to(self, old, new) -> None:
-        """Observe session ``new`` instead of ``old`` (the app's device or optimizer switch)."""
-        old.remove_observer(self)
-        if self.hooks is not None:
-            self.hooks.uninstall(old)
-        self.install(new)
-
     # -- the phases ----------------------------------------------------------------
     def after_backward(self, session, step: int) -> None:
         """Phase 1 for a TrainingSession (``step``: steps done before this one)."""
