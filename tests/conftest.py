@@ -82,3 +82,18 @@ def make_window(qtbot, tmp_path):
     for window in windows:
         window.close()
         assert not window.controller._worker.isRunning()
+
+
+@pytest.fixture
+def one_thread(monkeypatch):
+    """One torch thread for every entry point of a comparison: the app leaves the GUI a core
+    and a conv's backward sums in another order with another thread count (last-bit
+    differences). The app's record of the count it lowered starts empty, so that giving the
+    cores back cannot restore a count an earlier test left there."""
+    from gradexplorer.gui import live_session
+
+    monkeypatch.setattr(live_session, "_THREADS", {"before": None, "holders": set()})
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

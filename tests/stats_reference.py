@@ -55,31 +55,14 @@ def assert_matches(stats, hist, grad: torch.Tensor, rel: float = 1e-9) -> None:
         assert hist.total == x.size
 
 
-class FakeSession:
-    """The little a monitor reads from a TrainingSession."""
-
-    def __init__(self, model, optimizer) -> None:
-        self.model, self.optimizer = model, optimizer
-
-
-class FakeResult:
-    def __init__(self, step: int) -> None:
-        self.step, self.grad_norm, self.gradients, self.ledger = step, None, None, None
-
-
 def monitored_step(model, optimizer, monitors: list[GradientMonitor], step: int = 1):
     """One optimizer step on the gradients ``model`` holds, watched by every monitor."""
-    session = FakeSession(model, optimizer)
+    named = list(model.named_parameters())
     for m in monitors:
-        m.after_backward(session, step - 1)
+        m.begin(named, optimizer, step)
     with torch.no_grad():
         optimizer.step()
-    records = []
-    for m in monitors:
-        result = FakeResult(step)
-        m.after_step(session, result)
-        records.append(result.gradients)
-    return records
+    return [m.finish(optimizer, step) for m in monitors]
 
 
 def reference_state(opt, p, group):

@@ -68,7 +68,7 @@ def test_a_run_damaged_while_followed_stops_following_with_a_dialog(qtbot, make_
     with qtbot.waitSignal(follower.failed, timeout=TIMEOUT_MS):
         pass
     assert len(shown) == 1 and "column loss holds str 'lots'" in shown[0]
-    assert not follower._timer.isActive()
+    assert not follower.following
     assert window.controller.timeline.latest.step == 2  # what was read stays shown
 
 

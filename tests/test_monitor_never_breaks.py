@@ -153,11 +153,11 @@ def test_a_failing_update_ratio_leaves_the_figures_recorded(monkeypatch):
 
 
 def test_watch_survives_a_monitor_that_raises_with_one_warning(monkeypatch, tmp_path):
-    """Whatever the monitor raises (here: its whole after_step) stays inside ``watch``."""
-    def broken(self, session, result):
+    """Whatever the monitor raises (here: its whole finish) stays inside ``watch``."""
+    def broken(self, optimizer, step):
         raise KeyError("nobody expected this")
 
-    monkeypatch.setattr(gx.GradientMonitor, "after_step", broken)
+    monkeypatch.setattr(gx.GradientMonitor, "finish", broken)
     torch.manual_seed(0)
     plain, watched = Model(), Model()
     watched.load_state_dict(plain.state_dict())

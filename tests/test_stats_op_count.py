@@ -5,7 +5,6 @@ from collections import Counter
 
 import pytest
 import torch
-from stats_reference import FakeResult, FakeSession
 from test_bench_histograms import load_bench
 from torch import nn
 
@@ -23,17 +22,17 @@ def monitor_ops(count: int, histograms: bool, overlap: bool = False) -> Counter:
     torch.manual_seed(0)
     model = nn.ParameterList(nn.Parameter(torch.randn(3 + i % 5, 2)) for i in range(count))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-    session = FakeSession(model, optimizer)
+    named = list(model.named_parameters())
     monitor = GradientMonitor(backend="torch", histogram_every=1 if histograms else 0, overlap=overlap)
     counter = OpCounter()
     for step in (1, 2):
         for p in model:
             p.grad = torch.randn_like(p)
         with counter if step == 2 else torch.no_grad():
-            monitor.after_backward(session, step - 1)
+            monitor.begin(named, optimizer, step)
         optimizer.step()
         with counter if step == 2 else torch.no_grad():
-            monitor.after_step(session, FakeResult(step))
+            monitor.finish(optimizer, step)
     record = monitor.latest()
     assert len(record.params) == count and bool(record.histograms) == histograms
     return counter.ops

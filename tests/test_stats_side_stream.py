@@ -10,7 +10,7 @@ import warnings
 import numpy as np
 import pytest
 import torch
-from stats_reference import FakeResult, FakeSession, assert_matches, monitored_step
+from stats_reference import assert_matches, monitored_step
 from torch import nn
 
 from gradexplorer import GradientMonitor
@@ -98,17 +98,17 @@ def test_cuda_side_stream_figures_equal_the_same_stream():
 def test_cuda_one_synchronisation_per_step(overlap):
     model, optimizer = model_with_gradients("cuda")
     monitor = GradientMonitor(backend="torch", overlap=overlap)
-    session = FakeSession(model, optimizer)
+    named = list(model.named_parameters())
     for step in (1, 2, 3):  # the first builds the kept layouts (host-built tensors: syncs)
         set_gradients(model)
         with warnings.catch_warnings(record=True) as seen:
             warnings.simplefilter("always")
             torch.cuda.set_sync_debug_mode("warn" if step == 3 else 0)
             try:
-                monitor.after_backward(session, step - 1)
+                monitor.begin(named, optimizer, step)
                 with torch.no_grad():
                     optimizer.step()
-                monitor.after_step(session, FakeResult(step))
+                monitor.finish(optimizer, step)
             finally:
                 torch.cuda.set_sync_debug_mode(0)
     assert sum("synchroniz" in str(w.message) for w in seen) == 1  # the single transfer
@@ -127,20 +127,18 @@ def test_cuda_side_stream_ordering_holds_against_held_back_streams():
     set_gradients(model)
     grads = {n: p.grad.cpu() for n, p in model.items()}
     before = {n: p.detach().cpu() for n, p in model.items()}
-    session = FakeSession(model, optimizer)
+    named = list(model.named_parameters())
     side = monitor._backend._dev.streams.stream(torch.device("cuda", 0))
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
         torch.cuda._sleep(2 * SLEEP_CYCLES)
-    monitor.after_backward(session, 1)
+    monitor.begin(named, optimizer, 2)
     torch.cuda._sleep(SLEEP_CYCLES)
     with torch.no_grad():
         optimizer.step()
         for p in model.values():
             p.grad.fill_(float("nan"))
-    result = FakeResult(2)
-    monitor.after_step(session, result)
-    record = result.gradients
+    record = monitor.finish(optimizer, 2)
     for name, p in model.items():
         assert_matches(record.params[name], record.histograms[name], grads[name])
         now, was = p.detach().cpu().double(), before[name].double()

@@ -39,28 +39,28 @@ def check_export_arguments(args: argparse.Namespace) -> None:
         raise UserError(f"--keep-snapshots must be at least 1, got {args.keep_snapshots}")
 
 
-def attach_exporter(session, args: argparse.Namespace, monitor, hooks, say) -> ExportFolder:
-    """Claim ``--export DIR`` (checked, locked, leftovers cleaned) and add the exporter.
+def attach_exporter(session, args: argparse.Namespace, stack, say) -> ExportFolder:
+    """Claim ``--export DIR`` (checked, locked, leftovers cleaned) and add the exporter to
+    ``stack`` (the session's ``SessionStack``).
 
     ``say(text)`` prints a line. The caller releases the returned folder when the run ends.
     """
     first, last = session.step_count + 1, session.step_count + args.steps
-    exporter = SnapshotExporter(
-        args.export, monitor, args.snapshot_every or 0, last_step=last,
-        registry=hooks,
-        keep_snapshots=args.keep_snapshots,
-    )
     folder = ExportFolder(args.export, overwrite=args.overwrite).claim()
+    exporter = None
     try:
         if folder.removed:
             say(f"  removed {len(folder.removed)} earlier snapshot or unfinished folder(s) "
                 f"from {args.export}")
-        warn_about_size(session, exporter, first, last, monitor, say)
+        exporter = stack.exporter(args.export, args.snapshot_every or 0, last,
+                                  args.keep_snapshots,
+                                  wrote=lambda step, path: say(f"  snapshot of step {step}: {path}"))
+        warn_about_size(session, exporter, first, last, stack.monitor, say)
     except BaseException:
+        if exporter is not None:
+            stack.stop_exporting(exporter)
         folder.release()
         raise
-    exporter.wrote.connect(lambda step, path: say(f"  snapshot of step {step}: {path}"))
-    session.add_observer(exporter)
     return folder
 
 

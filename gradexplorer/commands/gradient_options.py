@@ -13,9 +13,9 @@ from gradexplorer.commands.export_options import (
     check_export_arguments,
 )
 from gradexplorer.commands.renamed_flags import add_renamed
-from gradexplorer.core.diagnose.nan_origin import NonFiniteOrigin
 from gradexplorer.core.errors import UserError
 from gradexplorer.core.snapshot.export_dir import ExportFolder
+from gradexplorer.core.stack.assembly import SessionStack
 from gradexplorer.core.stats.histogram import parse_hist_range
 from gradexplorer.core.stats.monitor import GradientMonitor, nonfinite_counts
 
@@ -59,23 +59,23 @@ def monitor_from_args(args: argparse.Namespace) -> GradientMonitor | None:
 
 
 def attach_gradient_options(session, args: argparse.Namespace, stream: TextIO | None = None,
-                            hooks=None) -> ExportFolder | None:
-    """Add the monitor, exporter and NaN/Inf alarm that ``args`` ask for to ``session``.
+                            hooks=None, reporters: tuple = ()
+                            ) -> tuple[SessionStack, ExportFolder | None]:
+    """Build ``session``'s stack (``core/stack/assembly.py``) with what ``args`` ask for: the
+    monitor, ``hooks`` (a HookRegistry: its hooks and captured tensors go in snapshots), where
+    a NaN/Inf was born, ``reporters`` (the spike lines), the exporter and the NaN/Inf alarm.
 
-    ``hooks`` (a HookRegistry) puts the attached hooks and their captured tensors in snapshots.
-    Returns the claimed ``--export`` folder, which the caller releases when the run ends.
+    Returns the stack and the claimed ``--export`` folder, which the caller releases when the
+    run ends.
     """
     stream = stream or sys.stdout
-    session.add_observer(NonFiniteOrigin(session))  # first: the alarm and snapshots read it
     monitor = monitor_from_args(args)
-    if monitor is not None:
-        session.add_observer(monitor)
-        session.config.grad_norm = False  # the monitor reports the global norm itself
+    stack = SessionStack.on(session, monitor, hooks if hooks is not None and hooks.attached()
+                            else None, reporters=reporters, publishers=(NonFiniteAlarm(stream),))
     folder = None
     if args.export:
-        folder = attach_exporter(session, args, monitor, hooks, lambda t: print_line(t, stream))
-    session.add_observer(NonFiniteAlarm(stream))
-    return folder
+        folder = attach_exporter(session, args, stack, lambda t: print_line(t, stream))
+    return stack, folder
 
 
 def print_line(text: str, stream: TextIO) -> None:

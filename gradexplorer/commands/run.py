@@ -49,8 +49,9 @@ def run_command(args: argparse.Namespace) -> int:
     registry = attach_hooks_from_args(session, args)
     detached = DetachedHooks(session)
     registry.event.connect(detached)
-    folder = attach_gradient_options(session, args, hooks=registry)
-    spikes = SpikeLines(session)
+    spikes = SpikeLines()
+    _stack, folder = attach_gradient_options(session, args, hooks=registry,
+                                             reporters=(spikes.observer,))
     reporter = StepReporter(args.steps)
     try:
         for result in session.run(args.steps):

@@ -10,13 +10,12 @@ from gradexplorer.core.diagnose.spike_observer import SpikeObserver
 
 
 class SpikeLines:
-    """Adds a SpikeObserver to the session (after the monitor) and prints its events."""
+    """A SpikeObserver (``observer``: a reporter of the session's stack) whose events it prints."""
 
-    def __init__(self, session, stream: TextIO | None = None) -> None:
+    def __init__(self, stream: TextIO | None = None) -> None:
         self.stream = stream or sys.stdout
         self.observer = SpikeObserver()
         self.observer.spike.connect(self._event)
-        session.add_observer(self.observer)
 
     def _event(self, event, step: int) -> None:
         if event.step == step:  # the event begins: say so once

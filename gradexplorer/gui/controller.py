@@ -132,16 +132,11 @@ class SessionController(QObject):
         if live is None:
             return
         self.stop()
-        exporter = self.exporter
 
         def switch() -> SessionOpened:
             from gradexplorer.gui.live_session import reconfigure
 
-            new = reconfigure(live, **changes)
-            if exporter is not None:  # keep exporting from the new session
-                live.session.remove_observer(exporter)
-                new.session.add_observer(exporter)
-            return SessionOpened(new, fresh=False)
+            return SessionOpened(reconfigure(live, **changes), fresh=False)  # exports carry on
         self.post(switch)
 
     def set_lr(self, lr: float) -> None:

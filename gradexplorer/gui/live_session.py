@@ -12,13 +12,13 @@ from typing import Any
 
 import torch
 
-from gradexplorer.core.diagnose.nan_origin import NonFiniteOrigin
 from gradexplorer.core.diagnose.spike_observer import SpikeObserver
 from gradexplorer.core.hooks import HookRegistry, hookable_modules
 from gradexplorer.core.hooks.observed import ObserveReporter
 from gradexplorer.core.model.spec import ModelOptions, load_workload
 from gradexplorer.core.session.devices import available_devices, unavailable_devices
 from gradexplorer.core.session.engine import SessionConfig, TrainingSession
+from gradexplorer.core.stack.assembly import SessionStack
 from gradexplorer.core.stats.monitor import GradientMonitor, warm_up
 from gradexplorer.gui.optimizer_reporter import OptimizerStateReporter
 
@@ -34,6 +34,7 @@ class LiveSession:
     hooks: HookRegistry
     hookable: dict[str, tuple[bool, str]] | None = None  # path -> (safe, reason); None: unprobed
     devices: tuple[list[str], dict[str, str]] | None = None  # available, absent kind -> why
+    stack: SessionStack | None = None  # the session's one observer (set when opened)
 
     @property
     def config(self) -> SessionConfig:
@@ -119,26 +120,28 @@ def give_cores_back(holder: object = None) -> None:
 
 
 def reconfigure(live: LiveSession, **changes: Any) -> LiveSession:
-    """The same model and hooks under a new device or optimizer; the step count carries on."""
+    """The same model and hooks under a new device or optimizer; the step count carries on,
+    and so does a periodic export (the old stack's publishers)."""
     config = replace(live.session.config, **changes)
     session = TrainingSession(live.session.workload, config)
     session.optimizer  # noqa: B018 - built here, on the training thread
     session.step_count = live.session.step_count
+    live.session.remove_observer(live.stack)
+    live.hooks.uninstall(live.session)
     new = LiveSession(session, live.spec, live.options, live.monitor, live.hooks, live.hookable,
                       live.devices)
-    _attach(new)
+    _attach(new, publishers=live.stack.publishers if live.stack is not None else ())
     return new
 
 
-def _attach(live: LiveSession) -> None:
-    live.session.config.grad_norm = False  # the monitor reports the global norm itself
-    live.session.add_observer(live.monitor)
-    live.session.add_observer(SpikeObserver.telling(live.hooks.event))  # to the event log
-    live.hooks.install(live.session)
-    # where a step's NaN/Inf was born, told through the hook registry's event (the mailbox)
-    origin = NonFiniteOrigin(live.session)
-    origin.event.connect(live.hooks.event)  # relayed: one signal for the event log
-    live.session.add_observer(origin)
-    # what observe hooks saw, as plain records in each step result (the mailbox carries them)
-    live.session.add_observer(ObserveReporter(live.hooks, live.monitor.bins))
-    live.session.add_observer(OptimizerStateReporter())  # ‖m‖, RMS √v̂, eff. lr, ‖momentum‖
+def _attach(live: LiveSession, publishers=()) -> None:
+    """The app's session stack (``core/stack/assembly.py``): the monitor, the hooks, where a
+    NaN/Inf was born, spikes, what observe hooks saw, the optimizer's state; every event told
+    through the hook registry's ``event`` (the mailbox carries it to the event log)."""
+    live.stack = SessionStack.on(
+        live.session, live.monitor, live.hooks, reporters=(
+            SpikeObserver.telling(live.hooks.event),
+            ObserveReporter(live.hooks, live.monitor.bins),  # plain records in each result
+            OptimizerStateReporter(),  # ‖m‖, RMS √v̂, eff. lr, ‖momentum‖
+        ), publishers=tuple(publishers))
+    live.stack.origin.event.connect(live.hooks.event)  # relayed: one signal for the event log

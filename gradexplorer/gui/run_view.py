@@ -111,6 +111,7 @@ def _follow(window, run, model) -> RunFollower:
     window.gradients.set_run(run)  # and the heat map
     follow_own_run(window, run)  # the overlay's own run (run_compare)
     follower.poll()
+    follower.start()  # the next polls on a thread of its own
     window.settle()
     window.repaint()  # the figures painted first: the graph's layout thread contends for the GIL
     QTimer.singleShot(0, window, lambda: _show_graph(window, follower))

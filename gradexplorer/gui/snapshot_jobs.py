@@ -7,7 +7,6 @@ from pathlib import Path
 from gradexplorer.core.errors import UserError
 from gradexplorer.core.snapshot.export_dir import ExportFolder
 from gradexplorer.core.snapshot.exporter import SnapshotExporter
-from gradexplorer.core.snapshot.write import write_step_snapshot
 from gradexplorer.gui.live_session import LiveSession
 
 
@@ -16,8 +15,7 @@ def export_now(live: LiveSession, directory: str | Path) -> Path:
     session = live.session
     if session.step_count == 0:
         raise UserError("run at least one step before exporting a snapshot: there are no gradients yet")
-    return write_step_snapshot(directory, session, live.monitor.latest(), live.hooks,
-                               history=live.monitor.history, replace=False)
+    return live.stack.snapshot(directory, session, live.monitor.latest(), replace=False)
 
 
 def start_periodic_export(live: LiveSession, directory: str | Path, every: int,
@@ -26,16 +24,14 @@ def start_periodic_export(live: LiveSession, directory: str | Path, every: int,
     if every < 1:
         raise UserError(f"export every K steps needs K >= 1, got {every}")
     folder = ExportFolder(directory, overwrite_hint="move them first").claim()
-    exporter = SnapshotExporter(directory, live.monitor, every, registry=live.hooks)
+    exporter = live.stack.exporter(directory, every, wrote=listener)
     exporter.folder = folder
-    exporter.wrote.connect(listener)
-    live.session.add_observer(exporter)
     return exporter
 
 
 def stop_periodic_export(live: LiveSession, exporter: SnapshotExporter) -> list[Path]:
     """Stop an exporter and give up its folder; returns what it wrote."""
-    live.session.remove_observer(exporter)
+    live.stack.stop_exporting(exporter)
     if exporter.folder is not None:
         exporter.folder.release()
     return exporter.written

@@ -1,34 +1,43 @@
-"""The app's GradientMonitor driven by a watched loop's step boundaries (no TrainingSession)."""
+"""The session stack's measuring phases driven by a watched loop's step boundaries (no
+TrainingSession)."""
 
 from __future__ import annotations
 
 from gradexplorer.core.errors import measured
-from gradexplorer.core.stats.monitor import GradientMonitor
+from gradexplorer.core.stack.assembly import SessionStack
 from gradexplorer.core.stats.records import StepGradients
 
 
-class _Result:
-    """The little of a StepResult the monitor fills in."""
-
-    def __init__(self, step: int) -> None:
-        self.step, self.grad_norm, self.gradients, self.ledger = step, None, None, None
-
-
 class MonitorMeasure:
-    """The app's GradientMonitor driven by step boundaries instead of a TrainingSession."""
+    """The stack's monitor measuring ``named`` (the model's ``(name, parameter)`` pairs, kept
+    from step to step) at the optimizer's step boundaries: ``begin`` before it steps (the
+    stack's phase 1), ``end`` after (its phase 2, ``measure``)."""
 
-    def __init__(self, monitor: GradientMonitor, session) -> None:
-        self.monitor, self.session = monitor, session
+    def __init__(self, stack: SessionStack, named) -> None:
+        self.stack, self.named = stack, named
         self.warned: set = set()  # one warning per cause (errors.measured)
+        self._step = 0
 
     def begin(self, optimizer, step: int) -> None:
-        measured("a step", lambda: self.monitor.after_backward(self.session, step - 1),
-                 self.warned)
+        self._step = step
+        measured("a step", lambda: self.stack.begin(self.named, optimizer, step), self.warned)
 
     def end(self, optimizer) -> StepGradients | None:
-        result = _Result(self.session.step_count)
-        measured("a step", lambda: self.monitor.after_step(self.session, result), self.warned)
-        return result.gradients
+        record, _ = measured("a step", lambda: self.stack.measure(optimizer, self._step),
+                             self.warned)
+        return record
 
     def latest(self) -> StepGradients | None:
-        return self.monitor.latest()
+        return self.stack.monitor.latest()
+
+
+def measure_for(plan, stack: SessionStack, model, bins: int, report):
+    """How ``watch`` measures under ``plan`` (its RankPlan): FSDP2's shards combined across
+    ranks (``sharded.ShardedMeasure``), else the stack's monitor on the parameters, named once
+    (as the accumulation probe's)."""
+    update_ratio = stack.monitor.update_ratio
+    if plan.mode == "fsdp2":
+        from gradexplorer.core.recorder.sharded import ShardedMeasure
+
+        return ShardedMeasure(model, plan.names, bins, update_ratio, report)
+    return MonitorMeasure(stack, list(plan.stats_model.named_parameters()))

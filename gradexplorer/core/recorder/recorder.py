@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 import time
-import types
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +13,7 @@ from torch import nn
 from gradexplorer.core.errors import UserError
 from gradexplorer.core.recorder import arguments as A
 from gradexplorer.core.recorder import step_points as SP
-from gradexplorer.core.recorder.measure import MonitorMeasure
+from gradexplorer.core.recorder.measure import measure_for
 from gradexplorer.core.recorder.per_rank import rank_norms_for
 from gradexplorer.core.recorder.ranks import RankPlan, plan_ranks
 from gradexplorer.core.recorder.spike_log import SpikeLog
@@ -29,6 +28,7 @@ from gradexplorer.core.recorder.step_points import (
 )
 from gradexplorer.core.recorder.store import RunSizeNote, RunWriter
 from gradexplorer.core.recorder.structure import GraphCapture, model_structure
+from gradexplorer.core.stack.assembly import SessionStack
 from gradexplorer.core.stats.accumulation_probe import AccumulationProbe
 from gradexplorer.core.stats.ledger import StepLedger
 from gradexplorer.core.stats.monitor import GradientMonitor
@@ -101,19 +101,8 @@ class Recorder:
         self.ledger: StepLedger | None = None
         self.monitor = GradientMonitor(bins, self.histogram_every, history=history,
                                        update_ratio=optimizer is not None)
-        self._session = types.SimpleNamespace(
-            model=self.plan.stats_model, optimizer=optimizer, step_count=0,
-            workload=types.SimpleNamespace(name=type(self.model).__name__, description="watch"),
-            device=next((p.device for p in self.model.parameters()), torch.device("cpu")),
-            named_parameters=list(self.plan.stats_model.named_parameters()),  # fixed, as the probe's
-        )
-        if self.plan.mode == "fsdp2":
-            from gradexplorer.core.recorder.sharded import ShardedMeasure
-
-            self.measure = ShardedMeasure(self.model, self.plan.names, bins,
-                                          optimizer is not None, self._report)
-        else:
-            self.measure = MonitorMeasure(self.monitor, self._session)
+        self.stack = SessionStack(self.monitor, self.hooks)  # the app's and run's, no session
+        self.measure = measure_for(self.plan, self.stack, self.model, bins, self._report)
         self._pending = False
         self._losses: list = []
         self._closure_loss = None
@@ -146,7 +135,7 @@ class Recorder:
         structure = model_structure(self.plan.stats_model, self.plan.names)
         self.writer = RunWriter(run_dir, self._report, overwrite=overwrite, resume=resume)
         self.writer.check_resumed(structure)
-        self.step_count = self._session.step_count = self.writer.first_step - 1
+        self.step_count = self.writer.first_step - 1
         self.writer.set_meta({
             "structure": structure,
             "settings": {"stats_every": self.stats_every, "bins": self.bins,
@@ -174,23 +163,26 @@ class Recorder:
         return not self._closed and step % self.stats_every == 0 and self.plan.active
 
     def _step_pre_hook(self, optimizer, args, kwargs):
-        """The optimizer's pre-hook: measure now, or after its closure has run."""
+        """The optimizer's pre-hook: measure now, or after its closure has run (its backward:
+        the hooks that shaped the gradients are noted then, as without a closure)."""
         if closure_of(args, kwargs) is None:
             self.before_optimizer_step()
             return None
-        if self.hooks is not None:
-            self.hooks.end_backward()
         step = self._next_step()
         if not self._records(step):
-            return None
-        return with_closure(args, kwargs, lambda loss: guarded(
+            return None if self.hooks is None else with_closure(
+                args, kwargs, lambda loss: self._end_backward())
+        return with_closure(args, kwargs, lambda loss: (self._end_backward(), guarded(
             "the gradient after the closure", lambda: self._measure_applied(step, loss),
-            self._warned, step=step))
+            self._warned, step=step)))
+
+    def _end_backward(self) -> None:
+        if self.hooks is not None:
+            self.hooks.end_backward()
 
     def before_optimizer_step(self, optimizer=None, args=None, kwargs=None) -> None:
         """Gradients are ready, the weights not yet changed: the applied point."""
-        if self.hooks is not None:
-            self.hooks.end_backward()
+        self._end_backward()
         step = self._next_step()
         if self._records(step):
             self._measure_applied(step)
@@ -213,7 +205,6 @@ class Recorder:
         self._steps_taken += 1
         micro, iteration = self._count_backwards()
         self.step_count = self._next_step()
-        self._session.step_count = self.step_count
         if not self._pending:
             self._losses = []
             if self.probe is not None:
@@ -272,7 +263,7 @@ class Recorder:
         gradient it refused, and say so."""
         step = self._next_step()
         micro, iteration = self._count_backwards()
-        self.step_count = self._session.step_count = step
+        self.step_count = step
         if self._closed or not self.plan.active:
             return
         self._accumulated = self.probe.take() if self.probe is not None else None
@@ -321,13 +312,16 @@ class Recorder:
             self.spikes.after_write(record, self.ledger.loss, periodic)
 
     def _snapshot(self, record: StepGradients) -> None:
-        from gradexplorer.core.snapshot.write import write_step_snapshot
+        from gradexplorer.core.snapshot.write import SnapshotSource
 
         writer = self.writer
 
+        source = SnapshotSource(self.plan.stats_model, self.optimizer, self.step_count,
+                                type(self.model).__name__, "watch", next(
+                                    (p.device for p in self.model.parameters()), torch.device("cpu")))
+
         def work():
-            path = write_step_snapshot(writer.snapshot_dir(), self._session, record, self.hooks,
-                                       history=self.monitor.history)
+            path = self.stack.snapshot(writer.snapshot_dir(), source, record)
             writer.add_snapshot(record.step, path, self.keep_snapshots)
 
         writer._guarded(f"the snapshot of step {record.step}", work)

@@ -20,6 +20,7 @@ from gradexplorer.core.errors import UserError, first_line
 from gradexplorer.core.folder_lock import FolderLock
 from gradexplorer.core.recorder import schema as S
 from gradexplorer.core.recorder.write_thread import WriteThread
+from gradexplorer.core.snapshot.retention import steps_to_remove
 from gradexplorer.core.stats.ledger import LEDGER_FIELDS, StepLedger
 from gradexplorer.core.stats.records import STAT_FIELDS, StepGradients
 
@@ -278,14 +279,15 @@ class RunWriter:
             "INSERT OR REPLACE INTO spike_events VALUES (?, ?, ?)", (step, until, event)))
 
     def add_snapshot(self, step: int, path: Path, keep: int | None = None) -> bool:
-        """Note a snapshot folder; with ``keep``, delete all but the newest ``keep``."""
+        """Note a snapshot folder; with ``keep``, delete all but the newest ``keep`` (the
+        exporter's policy: ``snapshot.retention.steps_to_remove``)."""
         def work(db):
             db.execute("INSERT OR REPLACE INTO snapshots VALUES (?, ?)",
                        (step, str(path.relative_to(self.run_dir))))
             old = []
             if keep is not None:
-                old = db.execute("SELECT step, path FROM snapshots ORDER BY step DESC "
-                                 "LIMIT -1 OFFSET ?", (keep,)).fetchall()
+                held = dict(db.execute("SELECT step, path FROM snapshots").fetchall())
+                old = [(s, held[s]) for s in steps_to_remove(held, keep)]
                 db.executemany("DELETE FROM snapshots WHERE step = ?", [(s,) for s, _ in old])
 
             def remove():  # after the commit: rows first, then folders (never a missing one)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from psygnal import Signal
 
+from gradexplorer.core.snapshot.retention import steps_to_remove
 from gradexplorer.core.snapshot.write import write_step_snapshot
 
 # Per parameter, the manifest's JSON (stats, name, shape, histogram edges and counts) and the
@@ -23,7 +24,8 @@ class SnapshotExporter:
     ``registry``: the HookRegistry whose hooks and captured tensors the snapshots include (as
     every entry point's, ``write_step_snapshot``); ``wrote(step, path)`` (psygnal) follows each
     snapshot.
-    ``keep_snapshots`` (None: all) removes this exporter's older snapshots beyond the newest N.
+    ``keep_snapshots`` (None: all) removes this exporter's snapshots beyond the newest N
+    (``retention.steps_to_remove``, as a watched run's directory does).
     Add it after the GradientMonitor so that each step's statistics are ready.
     """
 
@@ -40,7 +42,7 @@ class SnapshotExporter:
         self.directory = Path(directory)
         self.monitor, self.snapshot_every, self.last_step = monitor, every, last_step
         self.registry, self.keep_snapshots = registry, keep
-        self.written: list[Path] = []
+        self._by_step: dict[int, Path] = {}  # step -> snapshot folder, kept ones
         self.folder = None  # the ExportFolder claim of whoever started it, released on stop
 
     def due(self, step: int) -> bool:
@@ -69,15 +71,18 @@ class SnapshotExporter:
             self.directory, session, result.gradients, self.registry,
             history=self.monitor.history if self.monitor is not None else None,
             diagnosis=result.nonfinite_origin)
-        self.written.append(path)
+        self._by_step[result.step] = path
         self._retain()
         self.wrote.emit(result.step, path)
 
+    @property
+    def written(self) -> list[Path]:
+        """The snapshots this exporter wrote that are still kept, oldest step first."""
+        return [self._by_step[step] for step in sorted(self._by_step)]
+
     def _retain(self) -> None:
-        if self.keep_snapshots is None:
-            return
-        while len(self.written) > self.keep_snapshots:
-            shutil.rmtree(self.written.pop(0), ignore_errors=True)
+        for step in steps_to_remove(self._by_step, self.keep_snapshots):
+            shutil.rmtree(self._by_step.pop(step), ignore_errors=True)
 
 
 def snapshot_bytes(model, bins: int = 64, history_steps: int = 1) -> int:

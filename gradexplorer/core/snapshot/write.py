@@ -8,6 +8,7 @@ import os
 import shutil
 import uuid
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,28 @@ from gradexplorer.core.stats.records import STAT_FIELDS, Histogram, ParamStats, 
 CSV_COLUMNS = ("step", "name", "shape", "numel", "has_grad", *STAT_FIELDS)
 
 
+@dataclass(frozen=True)
+class SnapshotSource:
+    """What a snapshot is taken of: the model (its gradients), its optimizer, the steps done,
+    the model's name and description, its device. ``of(session)`` for a TrainingSession;
+    ``watch`` builds one from the model and optimizer it watches."""
+
+    model: Any
+    optimizer: Any
+    step_count: int
+    name: str
+    description: str
+    device: Any
+
+    @classmethod
+    def of(cls, session) -> SnapshotSource:
+        """A TrainingSession's (or a SnapshotSource itself)."""
+        if isinstance(session, SnapshotSource):
+            return session
+        return cls(session.model, session.optimizer, session.step_count, session.workload.name,
+                   session.workload.description, session.device)
+
+
 def write_snapshot(directory: str | os.PathLike, session, step_gradients: StepGradients | None = None,
                    hooks: list[dict] | None = None, extra_tensors: dict[str, Any] | None = None,
                    history: Iterable[StepGradients] | None = None, name: str | None = None,
@@ -38,15 +61,16 @@ def write_snapshot(directory: str | os.PathLike, session, step_gradients: StepGr
     up to this one, or for this step alone). ``diagnosis`` (where this step's NaN/Inf was
     born, from ``NonFiniteOrigin``) goes to the manifest as ``nonfinite_origin``.
     """
-    model = session.model
-    record = _consistent_record(model, step_gradients, session.step_count)
+    source = SnapshotSource.of(session)
+    model = source.model
+    record = _consistent_record(model, step_gradients, source.step_count)
     tensors = _gradient_tensors(model)
     tensors.update(_extra_tensors(extra_tensors or {}, tensors))
     rows = [r for r in (history or []) if r.step <= record.step and r is not record]
     target = Path(directory) / (name or F.snapshot_name(record.step))
     if not replace and target.exists():
         raise UserError(f"{target} already exists: export to another folder, or move it first")
-    manifest = build_manifest(session, record, hooks or [], tensors)
+    manifest = build_manifest(source, record, hooks or [], tensors)
     manifest["nonfinite_origin"] = None if diagnosis is None else json.loads(
         json.dumps({k: F.encode_number(v) for k, v in diagnosis.items()}, default=str))
     try:
@@ -129,15 +153,15 @@ def _parameter_json(s: ParamStats, h: Histogram | None, dtype: str) -> dict:
             "has_grad": s.has_grad, "stats": stats, "histogram": _histogram_json(h)}
 
 
-def build_manifest(session, record: StepGradients, hooks: list[dict],
+def build_manifest(source: SnapshotSource, record: StepGradients, hooks: list[dict],
                    tensors: dict[str, torch.Tensor]) -> dict[str, Any]:
     """Everything ``manifest.json`` says except the file digests."""
-    dtypes = {n: str(p.dtype).removeprefix("torch.") for n, p in session.model.named_parameters()}
-    optimizer = session.optimizer
+    dtypes = {n: str(p.dtype).removeprefix("torch.") for n, p in source.model.named_parameters()}
+    optimizer = source.optimizer
     return {
         "format": F.FORMAT, "version": F.VERSION, "step": record.step,
-        "model": session.workload.name, "model_description": session.workload.description,
-        "device": str(session.device), "dtype": sorted(set(dtypes.values()))[0] if dtypes else None,
+        "model": source.name, "model_description": source.description,
+        "device": str(source.device), "dtype": sorted(set(dtypes.values()))[0] if dtypes else None,
         "torch_version": torch.__version__, "gradexplorer_version": __version__,
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "optimizer": None if optimizer is None else {

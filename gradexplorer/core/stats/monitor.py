@@ -196,10 +196,26 @@ class GradientMonitor:
         return self.histogram_every > 0 and step % self.histogram_every == 0
 
     def after_backward(self, session, step: int) -> None:
-        """Gradients are ready: start this step's statistics."""
+        """Session observer: gradients are ready (``step`` steps done): start this step's
+        statistics."""
+        self.begin(_named(session.model), session.optimizer, step + 1)
+
+    def after_step(self, session, result) -> None:
+        """Session observer: the optimizer has stepped: ``result.gradients`` (and the global
+        norm where the session left it unset)."""
+        record = self.finish(session.optimizer, result.step)
+        if record is None:
+            return
+        result.gradients = record
+        if result.grad_norm is None:
+            result.grad_norm = record.global_norm
+            fill_session_ledger(result.ledger, record.global_norm)
+
+    def begin(self, named: list[tuple[str, nn.Parameter]], optimizer, step: int) -> None:
+        """Gradients are ready, the optimizer not yet stepped: start the statistics of step
+        ``step`` (1-based, as StepResult.step) of the ``(name, parameter)`` pairs ``named`` (a
+        list kept from step to step names its parameters once)."""
         start = time.perf_counter()
-        # a watched loop's session names its parameters once; the app's session, each step
-        named = getattr(session, "named_parameters", None) or _named(session.model)
         present = [p.grad is not None for _, p in named]
         owners = [p for _, p in named if p.grad is not None]
         params = measured_tensors(owners)  # what is measured (complex: its parts)
@@ -210,41 +226,38 @@ class GradientMonitor:
             grads = measured_tensors([p.grad for p in owners])
             pending = self._backend.begin(
                 grads, params if self.update_ratio else None,
-                self.wants_histogram(step + 1), self.bins, self.hist_range, session.optimizer,
+                self.wants_histogram(step), self.bins, self.hist_range, optimizer,
             )
         except Exception as exc:  # noqa: BLE001 - measured one by one after the step, named
             pending = exc
         self._pending = (named, present, params, pending, time.perf_counter() - start)
 
-    def after_step(self, session, result) -> None:
-        """The optimizer has stepped: finish, record and publish this step's statistics."""
+    def finish(self, optimizer, step: int) -> StepGradients | None:
+        """The optimizer has stepped: finish, record (``history``) and publish (``recorded``)
+        step ``step``'s statistics; None when no ``begin`` is pending."""
         if self._pending is None:
-            return
+            return None
         start = time.perf_counter()
         named, present, params, pending, spent = self._pending
         self._pending = None
         try:
             if isinstance(pending, Exception):
                 raise pending
-            raw = self._backend.finish(pending, params if self.update_ratio else None,
-                                       session.optimizer)
+            raw = self._backend.finish(pending, params if self.update_ratio else None, optimizer)
             if self._shapes is None or self._shapes[0] is not named:  # once per list of parameters
                 self._shapes = (named, [(n, _shape(p)) for n, p in named])
-            record = build_step_gradients(result.step, self._shapes[1], present, raw, self.bins,
+            record = build_step_gradients(step, self._shapes[1], present, raw, self.bins,
                                           self.hist_range)
         except Exception as exc:  # noqa: BLE001 - never break the loop: find what failed
-            record = self._one_by_one(result.step, named, present, first_line(exc))
+            record = self._one_by_one(step, named, present, first_line(exc))
         record.seconds = spent + time.perf_counter() - start
         self.history.append(record)
-        result.gradients = record
-        if result.grad_norm is None:
-            result.grad_norm = record.global_norm
-            fill_session_ledger(getattr(result, "ledger", None), record.global_norm)
         try:
             self.recorded.emit(record)
         except Exception as exc:  # noqa: BLE001 - a broken subscriber must not stop training
             warnings.warn(f"a gradient subscriber failed: {first_line(exc.__cause__ or exc)}",
                           stacklevel=2)
+        return record
 
     def _one_by_one(self, step: int, named, present: list[bool], cause: str) -> StepGradients:
         """The step measured again parameter by parameter, after the whole step's measurement
@@ -317,18 +330,8 @@ def monitor_pass(model: nn.Module, optimizer: torch.optim.Optimizer, bins: int) 
         p.grad = torch.linspace(-1.0, 1.0, p.numel()).reshape(p.shape)
     model.bias.grad[0], model.bias.grad[1] = float("nan"), float("inf")
 
-    class _Session:  # the little a monitor reads from a TrainingSession
-        pass
-
-    session = _Session()
-    session.model, session.optimizer = model, optimizer
     monitor = GradientMonitor(bins=bins, history=1)
-    monitor.after_backward(session, 0)
+    monitor.begin(_named(model), optimizer, 1)
     with torch.no_grad():
         optimizer.step()
-
-    class _Result:
-        step, grad_norm, gradients, ledger = 1, None, None, None
-
-    monitor.after_step(session, _Result())
-    return monitor.latest()
+    return monitor.finish(optimizer, 1)

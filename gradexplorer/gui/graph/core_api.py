@@ -2,7 +2,7 @@
 one trace the app runs on the training thread (``traced_graph``)."""
 
 from gradexplorer.core.diagnose.explain import explain_graph, explain_node
-from gradexplorer.core.diagnose.nan_origin import NonFiniteOrigin, loss_origin, nonfinite_origin
+from gradexplorer.core.diagnose.nan_origin import loss_origin, nonfinite_origin
 from gradexplorer.core.diagnose.trace_grads import trace_gradients
 from gradexplorer.core.graph.collapse import (
     collapse_by_module,
@@ -12,6 +12,7 @@ from gradexplorer.core.graph.collapse import (
 from gradexplorer.core.graph.extract import gc_paused, hide_hook_nodes, trace_backward_graph
 from gradexplorer.core.graph.hook_nodes import add_hook_nodes, remove_hook_nodes
 from gradexplorer.core.graph.layout.positions import LAYOUTS, layout_graph
+from gradexplorer.core.stack.assembly import origin_of
 
 __all__ = ["LAYOUTS", "add_hook_nodes", "collapse_by_module", "expansions_to_reveal", "explain_graph",
            "explain_node", "gc_paused", "hide_hook_nodes", "layout_graph", "nonfinite_origin",
@@ -23,10 +24,8 @@ def first_bad_step(session) -> int | None:
     """The first step of this session whose gradients held NaN/Inf (as the session's
     ``NonFiniteOrigin`` found it), or None: Trace gradients replays that step, where the
     NaN/Inf was born, instead of a next step whose weights the bad update already spoilt."""
-    for observer in session.observers:
-        if isinstance(observer, NonFiniteOrigin) and observer.found:
-            return observer.found[0].get("step")
-    return None
+    origin = origin_of(session)
+    return origin.found[0].get("step") if origin is not None and origin.found else None
 
 
 def traced_graph(session, grads: bool = False):

@@ -1,0 +1,1 @@
+"""The one assembly of what observes a training session (``assembly.SessionStack``)."""
