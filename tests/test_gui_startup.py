@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-HEAVY = ("torch", "numba", "scipy", "networkx", "sympy", "safetensors", "pyqtgraph")
+HEAVY = ("torch", "numba", "scipy", "networkx", "sympy", "safetensors", "pyqtgraph", "superqt", "qtpy")
 
 # The command line's parser for `gui` and the whole main window, shown and painted; then the
 # plots it makes once the first graph is drawn.
