@@ -118,8 +118,19 @@ def launch(
     # imports torch, builds the model and traces its first graph, then sets training up
     AfterFirstPaint(window, lambda: window.open_model(spec, options or ModelOptions(),
                                                       config or SessionConfig()), latest_ms=1000)
+    collect_after_first_graph(window)
     status = app.exec()
     return getattr(window, "exit_status", status)
+
+
+def collect_after_first_graph(window) -> None:
+    """No garbage collection from now until the first graph is drawn (at most 30 s): the
+    objects torch's import makes are collected once after it, not scanned on its way."""
+    collector = collect_on_gui_thread()
+    collector.hold()
+    panel = window.graph_panel
+    AfterFirstPaint(panel.view.viewport(), collector.resume, ready=lambda: panel.drawing is not None,
+                    latest_ms=30_000)
 
 
 def fall_back_to_default(controller, config: SessionConfig) -> None:
