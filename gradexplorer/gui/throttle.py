@@ -33,9 +33,11 @@ class Throttled(QObject):
                  parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._func = _weak(func)
-        self._max_args = _max_args(func)
+        self._max_args: int | None = None  # any number of positional arguments
         with suppress(TypeError, ValueError):
-            self.__signature__ = inspect.signature(func)  # what psygnal passes: func's arguments
+            signature = inspect.signature(func)
+            self.__signature__ = signature  # what psygnal passes: func's arguments
+            self._max_args = _max_args(signature)
         self._args: tuple = ()
         self._kwargs: dict = {}
         self._pending = False
@@ -106,12 +108,9 @@ def _weak(func: Callable) -> Callable:
     return call
 
 
-def _max_args(func: Callable) -> int | None:
-    """How many positional arguments ``func`` takes (None: any number, or unknown)."""
-    try:
-        parameters = inspect.signature(func).parameters.values()
-    except (TypeError, ValueError):
-        return None
+def _max_args(signature: inspect.Signature) -> int | None:
+    """How many positional arguments a function of this signature takes (None: any number)."""
+    parameters = signature.parameters.values()
     if any(p.kind is p.VAR_POSITIONAL for p in parameters):
         return None
     return sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in parameters)
