@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-HEAVY = ("torch", "numba", "scipy", "networkx", "sympy", "safetensors", "pyqtgraph")
+HEAVY = ("torch", "numba", "scipy", "networkx", "sympy", "safetensors", "pyqtgraph", "superqt", "qtpy")
 
 # The command line's parser for `gui` and the whole main window, shown and painted; then the
 # plots it makes once the first graph is drawn.
@@ -49,9 +49,14 @@ class Watch(MetaPathFinder):
         return None
 
 sys.meta_path.insert(0, Watch())
+import gc
+collected = []
+gc.callbacks.append(lambda phase, info: phase == "start" and collected.append(time.time()))
 from gradexplorer.cli import main
 status = main(["gui", "--model", "example:digits", "--device", "cpu"])
-print(json.dumps({"status": status, "torch": first}))
+from gradexplorer.gui.gui_thread_gc import gui_collector
+print(json.dumps({"status": status, "torch": first, "collected": collected,
+                  "held": gui_collector().held}))
 """
 
 
@@ -80,3 +85,6 @@ def test_the_window_is_painted_before_the_training_thread_imports_torch(tmp_path
     torch = report["torch"]
     assert torch and torch["main"] is False  # imported by the training thread, not the GUI's
     assert marks["window"] <= torch["time"] <= marks["graph"]
+    # no garbage collection on the first graph's way (torch's import: collected once after it)
+    assert not [t for t in report["collected"] if marks["window"] < t < marks["graph"]]
+    assert report["held"] is False  # collecting again once the graph is drawn

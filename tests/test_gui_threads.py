@@ -101,6 +101,23 @@ def test_collector_collects_what_the_thresholds_call_for_and_keeps_automatic_col
     assert not gc.isenabled()
 
 
+def test_a_held_collector_collects_nothing_until_resumed(qapp):
+    collector = collect_on_gui_thread()
+    gc.collect()
+    collector.hold()  # the app's start, until the first graph is drawn
+    try:
+        cycles = []
+        for _ in range(3 * collector.thresholds[0]):
+            cycle = {}
+            cycle["self"] = cycle
+            cycles.append(cycle)
+        del cycles, cycle
+        assert collector.collect_due() == 0
+    finally:
+        collector.resume()
+    assert collector.collect_due() >= 3 * collector.thresholds[0]
+
+
 def test_a_native_crash_leaves_every_threads_stack_in_the_crash_log(tmp_path):
     crash = ("import threading, time, faulthandler\n"
              "from gradexplorer.gui.crash_log import start_crash_log\n"

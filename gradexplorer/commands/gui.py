@@ -88,8 +88,18 @@ def gui_command(args: argparse.Namespace) -> int:
     hooks = [parse_hook_option(text) for text in args.hook]
     config = SessionConfig(device=args.device, optimizer=args.optimizer, lr=args.lr,
                            momentum=args.momentum, seed=args.seed)
-    from gradexplorer.gui.app import launch  # Qt is imported only when the app starts
+    return app_module().launch(
+        args.model, options, config, steps=args.steps, screenshot=args.screenshot, hooks=hooks,
+        select=args.select, trace_grads=args.trace_grads, theme=args.theme,
+        window_size=args.window_size, overlay=(args.overlay, args.x_axis))
 
-    return launch(args.model, options, config, steps=args.steps, screenshot=args.screenshot,
-                  hooks=hooks, select=args.select, trace_grads=args.trace_grads, theme=args.theme,
-                  window_size=args.window_size, overlay=(args.overlay, args.x_axis))
+
+def app_module():
+    """``gradexplorer.gui.app`` (Qt is imported only when the app starts), imported once
+    PySide6's per-import check reads bytes instead of tokenizing sources (``pyside_scan``)."""
+    from gradexplorer.gui.pyside_scan import scan_imports_cheaply
+
+    scan_imports_cheaply()
+    from gradexplorer.gui import app
+
+    return app

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from gradexplorer.commands.gui import prepare_window, window_size
+from gradexplorer.commands.gui import app_module, prepare_window, window_size
 from gradexplorer.commands.overlay_options import add_overlay_arguments, check_overlay
 
 
@@ -52,9 +52,7 @@ def open_command(args: argparse.Namespace) -> int:
     if args.compare is not None:
         read_snapshot(args.compare)
     prepare_window(args.screenshot)
-    from gradexplorer.gui.app import open_snapshot_window  # Qt only now
-
-    return open_snapshot_window(args.snapshot, args.compare, args.screenshot)
+    return app_module().open_snapshot_window(args.snapshot, args.compare, args.screenshot)
 
 
 def not_written_yet(path: Path) -> bool:
@@ -95,7 +93,7 @@ def open_run(args: argparse.Namespace) -> int:
 
         find_divergence(args.snapshot, args.diverge, 0.0 if args.tol is None else args.tol)
     prepare_window(args.screenshot)
-    from gradexplorer.gui.app import open_run_window  # Qt only now
+    open_run_window = app_module().open_run_window  # Qt only now
     from gradexplorer.gui.run_compare import overlay_opener
     from gradexplorer.gui.step_forensics import run_opener
 

@@ -13,6 +13,7 @@ from gradexplorer.core.session.config import SessionConfig
 from gradexplorer.gui.crash_log import start_crash_log
 from gradexplorer.gui.first_view import AfterFirstPaint
 from gradexplorer.gui.gui_thread_gc import collect_on_gui_thread
+from gradexplorer.gui.pyside_scan import scan_imports_cheaply
 from gradexplorer.gui.qt_check import check_qt_binding
 from gradexplorer.gui.settings import APPLICATION, ORGANIZATION, AppSettings
 from gradexplorer.gui.theme import apply_theme
@@ -23,6 +24,7 @@ def application(plots: bool = True) -> QApplication:
     collector runs on the GUI thread only (``gui_thread_gc``), so no thread but the GUI's
     ever deletes a Qt object. ``plots=False``: pyqtgraph is configured later (``apply_theme``)."""
     check_qt_binding()
+    scan_imports_cheaply()  # (the commands did it before importing this module; tests here)
     app = QApplication.instance()
     if app is None:
         app = QApplication(sys.argv[:1])
@@ -116,8 +118,19 @@ def launch(
     # imports torch, builds the model and traces its first graph, then sets training up
     AfterFirstPaint(window, lambda: window.open_model(spec, options or ModelOptions(),
                                                       config or SessionConfig()), latest_ms=1000)
+    collect_after_first_graph(window)
     status = app.exec()
     return getattr(window, "exit_status", status)
+
+
+def collect_after_first_graph(window) -> None:
+    """No garbage collection from now until the first graph is drawn (at most 30 s): the
+    objects torch's import makes are collected once after it, not scanned on its way."""
+    collector = collect_on_gui_thread()
+    collector.hold()
+    panel = window.graph_panel
+    AfterFirstPaint(panel.view.viewport(), collector.resume, ready=lambda: panel.drawing is not None,
+                    latest_ms=30_000)
 
 
 def fall_back_to_default(controller, config: SessionConfig) -> None:

@@ -18,7 +18,6 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
-from superqt.utils import qthrottled
 
 from gradexplorer.core.stats.curves import ema_smooth
 from gradexplorer.gui.models.run_overlay import X_LABELS, X_MODES, RunOverlay, TimelineSource
@@ -27,6 +26,7 @@ from gradexplorer.gui.number_text import format_number
 from gradexplorer.gui.plots.hover import HoverReadout, nearest_point
 from gradexplorer.gui.plots.overlay_lines import Line, OverlayLines, set_x_axis, shared_range
 from gradexplorer.gui.theme import PLOT_PENS, steady_axes, value_ticks
+from gradexplorer.gui.throttle import throttled
 
 REDRAW_MS = 50  # at most 20 redraws a second while steps arrive
 SMOOTHING = 0.9  # weight of the exponential moving average when "smooth" is on (as TensorBoard)
@@ -45,7 +45,7 @@ class TrainingCurves(QWidget):
         super().__init__(parent)
         self.timeline = timeline
         self.overlay = overlay or RunOverlay(TimelineSource(timeline))
-        self.refresh_soon = qthrottled(self.refresh, timeout=REDRAW_MS, parent=self)
+        self.refresh_soon = throttled(self.refresh, timeout=REDRAW_MS, parent=self)
         timeline.changed.connect(self.refresh_soon)
         self.overlay.changed.connect(self.refresh_soon)
         self.plots = pg.GraphicsLayoutWidget()

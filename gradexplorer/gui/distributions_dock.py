@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QSplitter, QWidget
-from superqt.utils import qthrottled
 
 from gradexplorer.core.stats.curves import thin_steps
 from gradexplorer.gui.models.run_overlay import X_LABELS
@@ -17,6 +16,7 @@ from gradexplorer.gui.plots.bands_overlay import BandsOverlay
 from gradexplorer.gui.plots.bands_plot import BandsPlot
 from gradexplorer.gui.plots.histogram_grid import HistogramGrid
 from gradexplorer.gui.plots.overlay_lines import set_x_axis
+from gradexplorer.gui.throttle import throttled
 
 REDRAW_MS = 200  # about 5 times a second, on its own timer
 BAND_STEPS = 400  # steps of a whole run drawn in the bands (evenly spread, first and last kept)
@@ -35,7 +35,7 @@ class DistributionsPanel(QSplitter):
         self.addWidget(self.bands)
         self.addWidget(self.grid)
         self.setSizes([220, 480])
-        self._redraw = qthrottled(self.refresh, timeout=REDRAW_MS, leading=False, parent=self)
+        self._redraw = throttled(self.refresh, timeout=REDRAW_MS, leading=False, parent=self)
         timeline.changed.connect(self._redraw)
         selection.changed.connect(lambda _s: self.refresh_bands())
         if overlay is not None:

@@ -28,6 +28,7 @@ class GuiThreadCollector(QObject):
         self.thresholds = gc.get_threshold()
         self.collections = 0  # collections this collector made (any generation)
         self._long_lived = len(gc.get_objects(2))
+        self.held = False
         gc.disable()
         self.timer = QTimer(self)
         self.timer.timeout.connect(self.collect_due)
@@ -38,7 +39,7 @@ class GuiThreadCollector(QObject):
         if gc.isenabled():  # someone turned it back on (a library's own gc.enable())
             gc.disable()
         young, middle, old = gc.get_count()
-        if young <= self.thresholds[0]:
+        if young <= self.thresholds[0] or self.held:
             return 0
         generation = 0
         if middle + 1 > self.thresholds[1]:
@@ -50,6 +51,16 @@ class GuiThreadCollector(QObject):
         if generation == 2:
             self._long_lived = len(gc.get_objects(2))
         return freed
+
+    def hold(self) -> None:
+        """Collect nothing until ``resume``: at the app's start, while the training thread
+        imports torch (a million objects, hardly any garbage) for the first graph, rather than
+        scan the new objects every 250 ms on that graph's way; they are collected once after."""
+        self.held = True
+
+    def resume(self) -> None:
+        """Collect by the thresholds again (from the next tick)."""
+        self.held = False
 
     def _old_grown(self) -> bool:
         """Whether the oldest generation grew by a quarter since its last collection

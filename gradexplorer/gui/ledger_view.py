@@ -13,13 +13,13 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QScrollArea, QVBoxLayout, QWidget
-from superqt.utils import qthrottled
 
 from gradexplorer.gui.curves import fit_range
 from gradexplorer.gui.models.step_ledger import WINDOW
 from gradexplorer.gui.models.timeline import TimelineModel
 from gradexplorer.gui.number_text import format_number
 from gradexplorer.gui.theme import ALARM, steady_axes
+from gradexplorer.gui.throttle import throttled
 
 REDRAW_MS = 120
 MAX_SKIP_LINES = 200  # the newest skipped steps drawn as lines
@@ -116,7 +116,7 @@ class LedgerPanel(QWidget):
         layout.setContentsMargins(4, 2, 4, 2)
         layout.addWidget(self.heading)
         layout.addWidget(row, 1)
-        self.refresh_soon = qthrottled(self.refresh, timeout=REDRAW_MS, parent=self)
+        self.refresh_soon = throttled(self.refresh, timeout=REDRAW_MS, parent=self)
         timeline.changed.connect(self.refresh_soon)
 
     def _mark_skipped(self, steps: list[int]) -> None:

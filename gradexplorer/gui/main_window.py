@@ -5,7 +5,6 @@ from __future__ import annotations
 from PySide6.QtCore import QPoint, Qt, QTimer
 from PySide6.QtGui import QCloseEvent
 from PySide6.QtWidgets import QApplication, QDockWidget, QMainWindow, QSplitter, QWidget
-from superqt.utils import qthrottled
 
 from gradexplorer.gui.controller import IDLE, LOADING, SessionController
 from gradexplorer.gui.details_pane import DetailsPane
@@ -26,6 +25,7 @@ from gradexplorer.gui.settings import AppSettings
 from gradexplorer.gui.shortcuts import WindowShortcutsFirst
 from gradexplorer.gui.status_bar import RunStatusBar
 from gradexplorer.gui.theme import apply_theme
+from gradexplorer.gui.throttle import throttled
 from gradexplorer.gui.window_fit import DockShares, clamp_to_screen, first_size
 
 TABLES_MS = 130  # the parameter table and details pane: about 8 times a second
@@ -58,9 +58,9 @@ class MainWindow(QMainWindow):
         self.run_controls = RunControls(self.controller, self)
         self.file_actions = FileActions(self)
         self._throttles = (
-            qthrottled(self._redraw_parameters, timeout=TABLES_MS, leading=False, parent=self),
-            qthrottled(self._redraw_graph_tint, timeout=TINT_MS, leading=False, parent=self),
-            qthrottled(self._redraw_observed, timeout=TABLES_MS, leading=False, parent=self))
+            throttled(self._redraw_parameters, timeout=TABLES_MS, leading=False, parent=self),
+            throttled(self._redraw_graph_tint, timeout=TINT_MS, leading=False, parent=self),
+            throttled(self._redraw_observed, timeout=TABLES_MS, leading=False, parent=self))
         self.addToolBar(self.run_controls)
         self.status = RunStatusBar(self.controller, self)
         self.setStatusBar(self.status)

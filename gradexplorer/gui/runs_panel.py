@@ -17,13 +17,13 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
-from superqt.utils import qthrottled
 
 from gradexplorer.core.stats.records import STAT_LABELS
 from gradexplorer.gui.models.run_overlay import X_LABELS, RunOverlay
 from gradexplorer.gui.plots.histogram_plot import NamedTitle
 from gradexplorer.gui.plots.overlay_lines import Line, OverlayLines, set_x_axis, shared_range
 from gradexplorer.gui.theme import steady_axes
+from gradexplorer.gui.throttle import throttled
 
 PARAM_FIGURES = ("norm", "abs_max", "std", "mean", "update_ratio", "zero_fraction")
 REDRAW_MS = 200
@@ -152,7 +152,7 @@ class RunsPanel(QSplitter):
         self.setStretchFactor(1, 2)
         self.setChildrenCollapsible(False)
         self.plot.setMinimumHeight(70)
-        self.refresh_soon = qthrottled(self.refresh, timeout=REDRAW_MS, leading=False, parent=self)
+        self.refresh_soon = throttled(self.refresh, timeout=REDRAW_MS, leading=False, parent=self)
         overlay.changed.connect(self.refresh_soon)
         overlay.changed.connect(self.fit_selector)
         timeline.changed.connect(self.refresh_soon)

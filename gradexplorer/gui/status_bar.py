@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QStatusBar, QWidget
-from superqt.utils import qthrottled
 
 from gradexplorer.gui.controller import PAUSED, RUNNING, SessionController
+from gradexplorer.gui.throttle import throttled
 
 MODEL_TEXT_PX = 360  # the model or run named in at most this many pixels (the tooltip has it all)
 REDRAW_MS = 100  # step, loss and rate labels at most 10 times a second
@@ -42,7 +42,7 @@ class RunStatusBar(QStatusBar):
                       self.rate_label):
             self.addPermanentWidget(label)
         self._run_state: str | None = None
-        self.refresh_soon = qthrottled(self.show_latest, timeout=REDRAW_MS, parent=self)
+        self.refresh_soon = throttled(self.show_latest, timeout=REDRAW_MS, parent=self)
         controller.state_changed.connect(self.show_state)
         controller.timeline.changed.connect(self.refresh_soon)
         controller.model_opened.connect(self.reset)

@@ -12,13 +12,13 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QAction
-from superqt.utils import qthrottled
 
 from gradexplorer.core.errors import UserError
 from gradexplorer.gui.ledger_view import LedgerPanel
 from gradexplorer.gui.plots.optimizer_curves import OptimizerCurves
 from gradexplorer.gui.plots.spike_markers import SpikeMarkers
 from gradexplorer.gui.spike_view import SpikePanel
+from gradexplorer.gui.throttle import throttled
 
 ROOM = 0.36  # share of the window's height a ranking or ledger brought forward gets
 OPTIMIZER_MS = 130  # the parameter table's optimizer columns, as often as its other figures
@@ -39,7 +39,7 @@ def install(window) -> None:
     window.curves_dock.raise_()
     window.spike_markers.clicked.connect(lambda event: show_spike(window, event))
     table = window.table.table
-    window.optimizer_columns_soon = qthrottled(
+    window.optimizer_columns_soon = throttled(
         lambda: table.set_optimizer_state(window.controller.timeline.ledger.optimizer_state),
         timeout=OPTIMIZER_MS, leading=False, parent=window)
     window.controller.timeline.changed.connect(window.optimizer_columns_soon)

@@ -15,7 +15,6 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
-from superqt.utils import qdebounced
 
 from gradexplorer.core.graph.layout import LAYOUTS
 from gradexplorer.core.model.membership import owner_of
@@ -30,6 +29,7 @@ from gradexplorer.gui.graph.view import GraphView
 from gradexplorer.gui.models.selection import Selection, SelectionModel
 from gradexplorer.gui.run_controls import make_action
 from gradexplorer.gui.theme import icon
+from gradexplorer.gui.throttle import debounced
 
 MODULE_KIND = KIND_CODES.index("module")
 OVERVIEW_DELAY_MS = 300
@@ -63,7 +63,7 @@ class GraphPanel(GraphSearch, QWidget):
         self.overviews = BackgroundQueue(self)
         # overview images render on a pool thread that holds the GIL much of the time: start
         # one only once clicks and redraws have settled, so it never delays a redraw
-        self._overview_soon = qdebounced(self._render_overview, timeout=OVERVIEW_DELAY_MS, parent=self)
+        self._overview_soon = debounced(self._render_overview, timeout=OVERVIEW_DELAY_MS, parent=self)
         self._build_toolbar()
         self.layouts.finished.connect(self._laid_out)
         self.layouts.failed.connect(lambda _n, text: self.busy_label.setText(f"layout failed: {text}"))

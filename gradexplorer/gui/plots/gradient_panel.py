@@ -19,7 +19,6 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
-from superqt.utils import qthrottled
 
 from gradexplorer.core.recorder.run_history import RunHistory
 from gradexplorer.core.stats.curves import thin_steps
@@ -31,6 +30,7 @@ from gradexplorer.gui.plots.flow_chart import FlowPanel
 from gradexplorer.gui.plots.heatmap_axes import AXIS_MODES, AXIS_TIPS
 from gradexplorer.gui.plots.heatmap_plot import HistogramHeatmap
 from gradexplorer.gui.plots.histogram_plot import HistogramPlot
+from gradexplorer.gui.throttle import throttled
 
 HISTOGRAM_MS = 50  # the histogram and the alarm redraw at most 20 times a second
 PLOT_HEIGHTS = (150, 150, 150, 170)  # the least each plot gets: 80+ pixels of plot area inside
@@ -54,10 +54,10 @@ class GradientPanel(QWidget):
         self.model = None
         self.param: str | None = None
         self.run_history: RunHistory | None = None  # a run directory: the heat map covers it all
-        self._throttles = (qthrottled(self.refresh_histogram, timeout=HISTOGRAM_MS, parent=self),
-                           qthrottled(self.refresh_heatmap, timeout=HEATMAP_MS, leading=False,
+        self._throttles = (throttled(self.refresh_histogram, timeout=HISTOGRAM_MS, parent=self),
+                           throttled(self.refresh_heatmap, timeout=HEATMAP_MS, leading=False,
                                       parent=self),
-                           qthrottled(self.refresh_flow, timeout=FLOW_MS, leading=False, parent=self))
+                           throttled(self.refresh_flow, timeout=FLOW_MS, leading=False, parent=self))
         for throttle in self._throttles:
             timeline.changed.connect(throttle)
         self.alarm = AlarmBanner()

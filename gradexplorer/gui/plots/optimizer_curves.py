@@ -13,7 +13,6 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QSizePolicy, QVBoxLayout, QWidget
-from superqt.utils import qthrottled
 
 from gradexplorer.core.errors import UserError
 from gradexplorer.core.model.membership import module_parameters
@@ -22,6 +21,7 @@ from gradexplorer.gui.models.optimizer_track import SERIES_FIELDS
 from gradexplorer.gui.number_text import format_number, update_ratio_text
 from gradexplorer.gui.plots.hover import HoverReadout, nearest_point
 from gradexplorer.gui.theme import ACCENT, ALARM, steady_axes, value_ticks
+from gradexplorer.gui.throttle import throttled
 
 REDRAW_MS = 140  # about 7 times a second, on its own timer
 NEW = "new (θ was 0)"
@@ -92,7 +92,7 @@ class OptimizerCurves(QWidget):
         self.hover = HoverReadout(self.plot.scene(), [item], self.describe_point, self.show_readout)
         self.stale = False  # something changed while the tab was hidden: redraw when shown
         self.shown = True  # False while its tab is behind another (``set_shown``)
-        self.refresh_soon = qthrottled(self.refresh, timeout=REDRAW_MS, leading=False, parent=self)
+        self.refresh_soon = throttled(self.refresh, timeout=REDRAW_MS, leading=False, parent=self)
         timeline.changed.connect(lambda: self._changed(self.refresh_soon))
         selection.changed.connect(lambda _s: self._changed(self.refresh))
 

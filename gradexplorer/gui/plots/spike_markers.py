@@ -12,10 +12,10 @@ import math
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QObject, Signal
-from superqt.utils import qthrottled
 
 from gradexplorer.core.diagnose.spikes import SpikeEvent
 from gradexplorer.gui.theme import ALARM, SELECTION
+from gradexplorer.gui.throttle import throttled
 
 REDRAW_MS = 150
 SIZE = 13
@@ -43,7 +43,7 @@ class SpikeMarkers(QObject):
             line.setVisible(False)
             plot.addItem(line, ignoreBounds=True)
             self.lines.append(line)
-        self.refresh_soon = qthrottled(self.refresh, timeout=REDRAW_MS, parent=self)
+        self.refresh_soon = throttled(self.refresh, timeout=REDRAW_MS, parent=self)
         for plot in (curves.loss_plot, curves.norm_plot):
             plot.vb.sigYRangeChanged.connect(self._range_changed)  # NaN markers stay at the top
         self.timeline.changed.connect(self.refresh_soon)
