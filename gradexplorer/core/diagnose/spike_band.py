@@ -64,6 +64,23 @@ class SpikeSettings:
             raise UserError(f"spike settings: onset_k ({self.onset_k}) cannot exceed k ({self.k})")
 
 
+_KERNELS = None  # spike_kernels once loaded, False where Numba cannot load
+
+
+def spike_kernels():
+    """The Numba kernels of the detector's step (imported on first use: this module is
+    imported with the public API, Numba only when spikes are detected); None where they cannot
+    load (then numpy does the same operations)."""
+    global _KERNELS
+    if _KERNELS is None:
+        try:
+            from gradexplorer.core.diagnose import spike_kernels as kernels
+            _KERNELS = kernels
+        except Exception:  # noqa: BLE001 - no Numba, or no kernel cache
+            _KERNELS = False
+    return _KERNELS or None
+
+
 def log_scale(values: np.ndarray) -> np.ndarray:
     """``ln(x)`` for positive finite x; NaN for the rest (zero, negative, missing, non-finite)."""
     out = np.full(values.shape, np.nan)
@@ -114,23 +131,41 @@ class RollingBands:
             return nan, nan, nan
         if self._band is None or self._age >= self.settings.refresh or \
                 self._filled < self._buf.shape[1]:
-            hist = self._buf[:, :self._filled]
-            centre = _median(hist)
-            width = np.maximum(MAD_TO_SIGMA * _median(np.abs(hist - centre[:, None])),
-                               self.settings.min_width)
-            self._band, self._age = (centre, width), 0
+            self._band, self._age = self._bands(), 0
         centre, width = self._band
+        kernels = spike_kernels()
+        if kernels is not None:
+            z = np.empty(t.shape)
+            kernels.scores(t, centre, width, self._count, self.settings.warmup, z)
+            return z, centre, width
         with np.errstate(invalid="ignore"):
             z = (t - centre) / width
         z[self._count < self.settings.warmup] = np.nan
         return z, centre, width
 
+    def _bands(self) -> tuple[np.ndarray, np.ndarray]:
+        """(centre, width) of every band from the values remembered."""
+        kernels = spike_kernels()
+        if kernels is not None:
+            centre, width = np.empty((2, self.size))
+            kernels.bands_of(self._buf, self._filled, MAD_TO_SIGMA, float(self.settings.min_width),
+                             centre, width)
+            return centre, width
+        hist = self._buf[:, :self._filled]
+        centre = _median(hist)
+        return centre, np.maximum(MAD_TO_SIGMA * _median(np.abs(hist - centre[:, None])),
+                                  self.settings.min_width)
+
     def push(self, t: np.ndarray) -> None:
         """Remember this step's values (missing ones repeat the figure's last value)."""
-        seen = np.isfinite(t)
-        self._last = np.where(seen, t, self._last)
-        self._count += seen
-        self._buf[:, self._pos] = self._last
+        kernels = spike_kernels()
+        if kernels is not None:
+            kernels.push(t, self._last, self._count, self._buf, self._pos)
+        else:
+            seen = np.isfinite(t)
+            self._last = np.where(seen, t, self._last)
+            self._count += seen
+            self._buf[:, self._pos] = self._last
         self._pos = (self._pos + 1) % self._buf.shape[1]
         self._filled = min(self._filled + 1, self._buf.shape[1])
         self._age += 1
