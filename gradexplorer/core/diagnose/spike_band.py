@@ -156,6 +156,32 @@ class RollingBands:
         return centre, np.maximum(MAD_TO_SIGMA * _median(np.abs(hist - centre[:, None])),
                                   self.settings.min_width)
 
+    def observe(self, values: np.ndarray, nonfinite: np.ndarray, since: np.ndarray, step: int,
+                kernels) -> tuple:
+        """``score(log_scale(values))``, ``push`` and ``SpikeDetector``'s flags at once with the
+        Numba ``kernels`` (numpy's log between two calls): ``(t, z, centre, bad, moved,
+        flagged, any flagged)``, ``since`` updated in place."""
+        clean = np.empty(values.size)
+        kernels.log_inputs(values, clean)
+        t = np.log(clean)
+        recompute = self._filled > 0 and (self._band is None or self._age >= self.settings.refresh
+                                          or self._filled < self._buf.shape[1])
+        if recompute and (self._band is None or self._band[0].size != self.size):
+            self._band = tuple(np.empty((2, self.size)))
+        centre, width = self._band if self._band is not None else (np.full(self.size, np.nan),) * 2
+        z, out, had = np.empty(values.size), np.empty((3, values.size), bool), self._filled
+        found = kernels.observe_step(
+            values, nonfinite, t, self._buf, self._last, self._count, self._pos, self._filled,
+            recompute, centre, width, MAD_TO_SIGMA, float(self.settings.min_width),
+            self.settings.warmup, since, step, float(self.settings.onset_k), float(self.settings.k),
+            z, out)
+        if recompute:
+            self._age = 0
+        self._advance()
+        if not had:  # no band before this step: the centre is NaN (as ``score``'s)
+            centre = np.full(self.size, np.nan)
+        return (t, z, centre, *out, found)
+
     def push(self, t: np.ndarray) -> None:
         """Remember this step's values (missing ones repeat the figure's last value)."""
         kernels = spike_kernels()
@@ -166,6 +192,9 @@ class RollingBands:
             self._last = np.where(seen, t, self._last)
             self._count += seen
             self._buf[:, self._pos] = self._last
+        self._advance()
+
+    def _advance(self) -> None:
         self._pos = (self._pos + 1) % self._buf.shape[1]
         self._filled = min(self._filled + 1, self._buf.shape[1])
         self._age += 1

@@ -102,3 +102,34 @@ def flags(values, nonfinite, z, onset_k, k, since, step, bad, moved, flagged):
         anything = anything or flagged[i]
         since[i] = (since[i] if since[i] >= 0 else step) if moved[i] else -1
     return anything
+
+
+@njit(nogil=True, cache=True)
+def log_inputs(values, clean):
+    """``clean``: the values whose logarithm ``log_scale`` takes (positive and finite), 1.0 in
+    place of the rest (their log is replaced by NaN in ``observe_step``)."""
+    for i in range(values.size):
+        v = values[i]
+        clean[i] = v if v - v == 0.0 and v > 0 else 1.0
+
+
+@njit(nogil=True, cache=True)
+def observe_step(values, nonfinite, t, buf, last, count, pos, filled, recompute, centre, width,
+                 scale, min_width, warmup, since, step, onset_k, k, z, flagged3):
+    """The detector's step after numpy's log: ``t`` made ``log_scale``'s (NaN where the value
+    is not positive and finite), the bands recomputed when asked, the scores ``z`` (NaN with
+    no band yet), ``t`` pushed into column ``pos`` and the flags (``flagged3``: bad, moved,
+    flagged); True when any figure is flagged."""
+    for i in range(values.size):
+        v = values[i]
+        if not (v - v == 0.0 and v > 0):
+            t[i] = np.nan
+    if filled == 0:
+        for i in range(t.size):
+            z[i] = np.nan
+    else:
+        if recompute:
+            bands_of(buf, filled, scale, min_width, centre, width)
+        scores(t, centre, width, count, warmup, z)
+    push(t, last, count, buf, pos)
+    return flags(values, nonfinite, z, onset_k, k, since, step, flagged3[0], flagged3[1], flagged3[2])

@@ -137,11 +137,17 @@ class SpikeDetector:
             if global_norm is None:
                 global_norm = record.global_norm
         values, nonfinite = self._vector(loss, record, global_norm)
-        t = log_scale(values)
-        z, centre, _ = self._bands.score(t)
-        self._bands.push(t)
         since = _fit(self._since, len(values), -1)  # start of each figure's stretch above onset_k
-        bad, moved, flagged, any_flagged = self._flags(values, nonfinite, z, since, step)
+        kernels = spike_kernels()
+        if kernels is not None:  # the whole step in two kernel calls and numpy's log
+            t, z, centre, bad, moved, flagged, any_flagged = self._bands.observe(
+                values, nonfinite, since, step, kernels)
+            self._since = since
+        else:
+            t = log_scale(values)
+            z, centre, _ = self._bands.score(t)
+            self._bands.push(t)
+            bad, moved, flagged, any_flagged = self._flags(values, nonfinite, z, since, step)
         row = _Row(step, z, None, bad, values)
         self._rows.append(row)
         if not any_flagged:
@@ -168,14 +174,8 @@ class SpikeDetector:
         return event
 
     def _flags(self, values, nonfinite, z, since, step: int) -> tuple:
-        """(bad, moved, flagged, any flagged) of the step's figures; ``self._since`` updated."""
-        kernels = spike_kernels()
-        if kernels is not None:
-            bad, moved, flagged = np.empty((3, len(values)), bool)
-            found = kernels.flags(values, nonfinite, z, float(self.settings.onset_k),
-                                  float(self.settings.k), since, step, bad, moved, flagged)
-            self._since = since
-            return bad, moved, flagged, found
+        """(bad, moved, flagged, any flagged) of the step's figures by numpy (where the
+        kernels cannot load); ``self._since`` updated."""
         bad = (nonfinite > 0) | np.isinf(values)
         with np.errstate(invalid="ignore"):
             moved = bad | (z > self.settings.onset_k)
