@@ -1,4 +1,5 @@
-"""A writer killed with SIGKILL mid-run leaves a run readable up to its last complete step, and a
+"""A writer killed with SIGKILL mid-run leaves a run readable up to its last complete step, loses
+at most the writes the writer thread had not committed (write_thread: CAPACITY + BATCH), and a
 reader following the live run sees every step once, in order."""
 
 import os
@@ -11,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 import gradexplorer as gx
+from gradexplorer.core.recorder.write_thread import BATCH, CAPACITY
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -31,6 +33,7 @@ WRITER = textwrap.dedent("""
         model(x).square().mean().backward()
         opt.step()
         step += 1
+        print(step, flush=True)  # the step's figures are handed to the writer thread
 """)
 
 
@@ -54,8 +57,11 @@ def test_kill_9_leaves_complete_steps_and_a_follower_sees_each_once(tmp_path):
             assert len(run.figures(step)) == 4  # a step is visible only when complete
             if len(seen) == 40:
                 break
+        while int(proc.stdout.readline()) < CAPACITY + BATCH + 100:  # more than it may lose
+            pass
         os.kill(proc.pid, signal.SIGKILL)  # mid-run: the writer is busy with later steps
         proc.wait(timeout=30)
+        printed = proc.stdout.read().decode().split("\n")[:-1]  # whole lines: steps handed over
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -65,6 +71,8 @@ def test_kill_9_leaves_complete_steps_and_a_follower_sees_each_once(tmp_path):
     after = gx.open_run(run_dir)
     steps = after.steps
     assert steps == list(range(1, len(steps) + 1)) and len(steps) >= 40
+    handed = int(printed[-1]) if printed else CAPACITY + BATCH + 100
+    assert handed - len(steps) <= CAPACITY + BATCH  # lost: only writes not yet committed
     last = steps[-1]
     stats = after.figures(last)
     assert set(stats) == {"0.weight", "0.bias", "2.weight", "2.bias"}

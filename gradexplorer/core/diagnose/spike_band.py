@@ -64,6 +64,23 @@ class SpikeSettings:
             raise UserError(f"spike settings: onset_k ({self.onset_k}) cannot exceed k ({self.k})")
 
 
+_KERNELS = None  # spike_kernels once loaded, False where Numba cannot load
+
+
+def spike_kernels():
+    """The Numba kernels of the detector's step (imported on first use: this module is
+    imported with the public API, Numba only when spikes are detected); None where they cannot
+    load (then numpy does the same operations)."""
+    global _KERNELS
+    if _KERNELS is None:
+        try:
+            from gradexplorer.core.diagnose import spike_kernels as kernels
+            _KERNELS = kernels
+        except Exception:  # noqa: BLE001 - no Numba, or no kernel cache
+            _KERNELS = False
+    return _KERNELS or None
+
+
 def log_scale(values: np.ndarray) -> np.ndarray:
     """``ln(x)`` for positive finite x; NaN for the rest (zero, negative, missing, non-finite)."""
     out = np.full(values.shape, np.nan)
@@ -114,23 +131,70 @@ class RollingBands:
             return nan, nan, nan
         if self._band is None or self._age >= self.settings.refresh or \
                 self._filled < self._buf.shape[1]:
-            hist = self._buf[:, :self._filled]
-            centre = _median(hist)
-            width = np.maximum(MAD_TO_SIGMA * _median(np.abs(hist - centre[:, None])),
-                               self.settings.min_width)
-            self._band, self._age = (centre, width), 0
+            self._band, self._age = self._bands(), 0
         centre, width = self._band
+        kernels = spike_kernels()
+        if kernels is not None:
+            z = np.empty(t.shape)
+            kernels.scores(t, centre, width, self._count, self.settings.warmup, z)
+            return z, centre, width
         with np.errstate(invalid="ignore"):
             z = (t - centre) / width
         z[self._count < self.settings.warmup] = np.nan
         return z, centre, width
 
+    def _bands(self) -> tuple[np.ndarray, np.ndarray]:
+        """(centre, width) of every band from the values remembered."""
+        kernels = spike_kernels()
+        if kernels is not None:
+            centre, width = np.empty((2, self.size))
+            kernels.bands_of(self._buf, self._filled, MAD_TO_SIGMA, float(self.settings.min_width),
+                             centre, width)
+            return centre, width
+        hist = self._buf[:, :self._filled]
+        centre = _median(hist)
+        return centre, np.maximum(MAD_TO_SIGMA * _median(np.abs(hist - centre[:, None])),
+                                  self.settings.min_width)
+
+    def observe(self, values: np.ndarray, nonfinite: np.ndarray, since: np.ndarray, step: int,
+                kernels) -> tuple:
+        """``score(log_scale(values))``, ``push`` and ``SpikeDetector``'s flags at once with the
+        Numba ``kernels`` (numpy's log between two calls): ``(t, z, centre, bad, moved,
+        flagged, any flagged)``, ``since`` updated in place."""
+        clean = np.empty(values.size)
+        kernels.log_inputs(values, clean)
+        t = np.log(clean)
+        recompute = self._filled > 0 and (self._band is None or self._age >= self.settings.refresh
+                                          or self._filled < self._buf.shape[1])
+        if recompute and (self._band is None or self._band[0].size != self.size):
+            self._band = tuple(np.empty((2, self.size)))
+        centre, width = self._band if self._band is not None else (np.full(self.size, np.nan),) * 2
+        z, out, had = np.empty(values.size), np.empty((3, values.size), bool), self._filled
+        found = kernels.observe_step(
+            values, nonfinite, t, self._buf, self._last, self._count, self._pos, self._filled,
+            recompute, centre, width, MAD_TO_SIGMA, float(self.settings.min_width),
+            self.settings.warmup, since, step, float(self.settings.onset_k), float(self.settings.k),
+            z, out)
+        if recompute:
+            self._age = 0
+        self._advance()
+        if not had:  # no band before this step: the centre is NaN (as ``score``'s)
+            centre = np.full(self.size, np.nan)
+        return (t, z, centre, *out, found)
+
     def push(self, t: np.ndarray) -> None:
         """Remember this step's values (missing ones repeat the figure's last value)."""
-        seen = np.isfinite(t)
-        self._last = np.where(seen, t, self._last)
-        self._count += seen
-        self._buf[:, self._pos] = self._last
+        kernels = spike_kernels()
+        if kernels is not None:
+            kernels.push(t, self._last, self._count, self._buf, self._pos)
+        else:
+            seen = np.isfinite(t)
+            self._last = np.where(seen, t, self._last)
+            self._count += seen
+            self._buf[:, self._pos] = self._last
+        self._advance()
+
+    def _advance(self) -> None:
         self._pos = (self._pos + 1) % self._buf.shape[1]
         self._filled = min(self._filled + 1, self._buf.shape[1])
         self._age += 1

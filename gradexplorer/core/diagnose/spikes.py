@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from gradexplorer.core.diagnose.spike_band import RollingBands, SpikeSettings, log_scale
+from gradexplorer.core.diagnose.spike_band import RollingBands, SpikeSettings, log_scale, spike_kernels
 
 LOSS, GLOBAL = "loss", "global norm"
 FIGURES = ("norm", "update")  # per parameter: gradient norm, update ratio ‖Δθ‖/‖θ‖
@@ -76,7 +76,7 @@ class _Row:
 
     step: int
     z: np.ndarray  # band widths above the centre (NaN: no band yet or no value)
-    factor: np.ndarray  # value / band centre
+    factor: np.ndarray | None  # value / band centre (on a flagged step)
     bad: np.ndarray  # non-finite value (always counts as moved)
     values: np.ndarray  # the figures themselves
 
@@ -108,28 +108,25 @@ class SpikeDetector:
             self._bands.grow(2 + len(FIGURES) * len(self.names))
 
     def _vector(self, loss: float | None, record, global_norm: float | None) -> tuple:
-        """All figures of the step (NaN: missing) and which of them are NaN/Inf. A parameter's
-        norm counts as NaN/Inf when its gradient holds any (its figures are over the finite
-        elements)."""
-        size = 2 + len(FIGURES) * len(self.names)
-        values = np.full(size, np.nan)
-        bad = np.zeros(size, bool)
-        for i, v in ((0, loss), (1, global_norm)):
-            if v is not None:
-                values[i] = v
-                bad[i] = not math.isfinite(v)
-        if loss is not None and math.isfinite(loss) and loss <= 0:
-            values[0] = np.nan  # the loss's band is for positive losses only
+        """All figures of the step (NaN: missing) and, per figure, a number above 0 where it
+        is NaN/Inf: a signal that is, a parameter's norm whose gradient holds any (its figures
+        are over the finite elements); an infinite value is NaN/Inf by itself."""
+        signals = [None if v is None else float(v) for v in (loss, global_norm)]
+        nonfinite = [0.0 if v is None or math.isfinite(v) else 1.0 for v in signals]
+        if signals[0] is not None and math.isfinite(signals[0]) and signals[0] <= 0:
+            signals[0] = None  # the loss's band is for positive losses only
+        flat, counts = signals, nonfinite
         if record is not None:
             stats = [record.params.get(n) for n in self.names] \
                 if len(record.params) != len(self.names) else record.params.values()
-            flat = [(s.norm, s.update_ratio, s.nan_count or s.inf_count) if s is not None
-                    else (None, None, None) for s in stats]
-            table = np.array(flat, dtype=np.float64).reshape(-1, 3)  # None becomes NaN
-            values[2:] = table[:, :2].reshape(-1)
-            bad[2::2] = table[:, 2] > 0
-            bad[2:] |= np.isinf(values[2:])
-        return values, bad
+            flat = signals + [x for s in stats for x in ((s.norm, s.update_ratio) if s is not None
+                                                         else (None, None))]
+            counts = nonfinite + [x for s in stats for x in ((s.nan_count or s.inf_count, 0)
+                                                             if s is not None else (0, 0))]
+        size = 2 + len(FIGURES) * len(self.names)
+        if len(flat) < size:  # no record: the parameters' figures are missing
+            flat, counts = flat + [None] * (size - len(flat)), counts + [0] * (size - len(counts))
+        return np.array(flat, np.float64), np.array(counts, np.float64)  # None becomes NaN
 
     # -- one step ------------------------------------------------------------------------
     def observe(self, step: int, loss: float | None, record=None,
@@ -139,23 +136,27 @@ class SpikeDetector:
             self._columns(record)
             if global_norm is None:
                 global_norm = record.global_norm
-        values, bad = self._vector(loss, record, global_norm)
-        t = log_scale(values)
-        z, centre, _ = self._bands.score(t)
-        self._bands.push(t)
-        with np.errstate(invalid="ignore", over="ignore"):
-            factor = np.exp(t - centre)
-            moved = bad | (z > self.settings.onset_k)
-            flagged = bad | (z > self.settings.k)
-        row = _Row(step, z, factor, bad, values)
+        values, nonfinite = self._vector(loss, record, global_norm)
+        since = _fit(self._since, len(values), -1)  # start of each figure's stretch above onset_k
+        kernels = spike_kernels()
+        if kernels is not None:  # the whole step in two kernel calls and numpy's log
+            t, z, centre, bad, moved, flagged, any_flagged = self._bands.observe(
+                values, nonfinite, since, step, kernels)
+            self._since = since
+        else:
+            t = log_scale(values)
+            z, centre, _ = self._bands.score(t)
+            self._bands.push(t)
+            bad, moved, flagged, any_flagged = self._flags(values, nonfinite, z, since, step)
+        row = _Row(step, z, None, bad, values)
         self._rows.append(row)
-        since = _fit(self._since, len(moved), -1)  # start of each figure's stretch above onset_k
-        self._since = np.where(moved, np.where(since >= 0, since, step), -1)
-        if not flagged.any():
+        if not any_flagged:
             self._quiet += 1
             if self._open is not None and self._quiet >= self.settings.merge:
                 self._open = None
             return None
+        with np.errstate(invalid="ignore", over="ignore"):
+            row.factor = np.exp(t - centre)
         self._quiet = 0
         event = self._open
         if event is None:
@@ -171,6 +172,16 @@ class SpikeDetector:
         event.reasons = self._reasons(event, row, flagged)
         self._rank(event, row, moved)
         return event
+
+    def _flags(self, values, nonfinite, z, since, step: int) -> tuple:
+        """(bad, moved, flagged, any flagged) of the step's figures by numpy (where the
+        kernels cannot load); ``self._since`` updated."""
+        bad = (nonfinite > 0) | np.isinf(values)
+        with np.errstate(invalid="ignore"):
+            moved = bad | (z > self.settings.onset_k)
+            flagged = bad | (z > self.settings.k)
+        self._since = np.where(moved, np.where(since >= 0, since, step), -1)
+        return bad, moved, flagged, bool(flagged.any())
 
     def _rank(self, event: SpikeEvent, row: _Row, moved: np.ndarray) -> None:
         """Fold a flagged step into the event's onsets and peaks; rank by them."""

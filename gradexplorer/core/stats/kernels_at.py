@@ -8,6 +8,8 @@ caller holds the tensors (contiguous, CPU, float32 or float64) for the duration 
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numba import carray, njit, types
 from numba.extending import intrinsic
@@ -79,6 +81,30 @@ def update_norms_at(addresses, sizes, like, before, starts, out):
     (``kernels.update_norm_of``)."""
     for i in range(addresses.size):
         update_norm_of(_at(addresses, sizes, i, like), before[starts[i]:starts[i] + sizes[i]], out[i])
+
+
+@njit(nogil=True, cache=True, fastmath={"reassoc"}, error_model="numpy")
+def _second_moment_sums(v, w, bc, lr, eps):
+    """``(Σ v/bc, Σ lr/(√(w/bc) + eps))`` in float64: each term as torch's float64 ops give it
+    (no reciprocal, no fused multiply-add), only the order of the additions free, so LLVM
+    vectorises them (the numpy error model: no zero-division check in the loop)."""
+    s = 0.0
+    t = 0.0
+    for j in range(v.size):
+        s += np.float64(v[j]) / bc
+        t += lr / (math.sqrt(np.float64(w[j]) / bc) + eps)
+    return s, t
+
+
+@njit(nogil=True, cache=True)
+def second_moments_at(v_addresses, w_addresses, sizes, like, bc, lr, eps, out):
+    """``out[i] = (√mean(v_i / bc_i), mean(lr_i / (√(w_i / bc_i) + eps_i)))``: Adam's RMS √v̂
+    and effective step size of tensor ``i`` (``optimizer_state``; ``w`` the second moment the
+    update uses: ``v`` itself, or its running maximum with amsgrad)."""
+    for i in range(v_addresses.size):
+        s, t = _second_moment_sums(_at(v_addresses, sizes, i, like), _at(w_addresses, sizes, i, like),
+                                   bc[i], lr[i], eps[i])
+        out[i, 0], out[i, 1] = math.sqrt(s / sizes[i]), t / sizes[i]
 
 
 @njit(nogil=True, cache=True)

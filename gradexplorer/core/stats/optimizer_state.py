@@ -10,6 +10,9 @@ parameter gets its group's learning rate. A figure the optimizer has no state fo
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+import numpy as np
 import torch
 from torch import nn
 
@@ -43,33 +46,95 @@ def _second_moment(state: dict, group: dict) -> torch.Tensor:
 NORMED = (("exp_avg", "exp_avg_norm"), ("momentum_buffer", "momentum_norm"))  # state → ‖·‖ figure
 
 
-def _figures(state: dict, group: dict, lr: float) -> dict[str, torch.Tensor]:
-    """The second-moment figures of one parameter's state, float64, queued on its device (the
-    norms are taken for every parameter at once in ``optimizer_state``)."""
-    out = {}
+@dataclass
+class _SecondMoment:
+    """What Adam's second-moment figures of one parameter are computed from."""
+
+    name: str
+    v: torch.Tensor  # exp_avg_sq
+    w: torch.Tensor  # the second moment the update divides by (max_exp_avg_sq with amsgrad)
+    bc: float  # the bias correction 1 − β₂ᵗ
+    lr: float
+    eps: float
+
+
+def _second_moment_of(name: str, state: dict, group: dict, lr: float) -> _SecondMoment | None:
     v = state.get("exp_avg_sq")
-    if isinstance(v, torch.Tensor) and v.numel():
-        v_hat = v.detach().double() / _bias_correction(state, group)
-        out["exp_avg_sq_rms"] = v_hat.mean().sqrt()
-        denom = _second_moment(state, group).detach().double() / _bias_correction(state, group)
-        eps = float(group.get("eps", 0.0) or 0.0)
-        out["effective_lr"] = (lr / (denom.sqrt_() + eps)).mean()
+    if not isinstance(v, torch.Tensor) or not v.numel():
+        return None
+    return _SecondMoment(name, v.detach(), _second_moment(state, group).detach(),
+                         _bias_correction(state, group), lr, float(group.get("eps", 0.0) or 0.0))
+
+
+def _figures(m: _SecondMoment) -> dict[str, torch.Tensor]:
+    """The second-moment figures of one parameter's state, float64, queued on its device."""
+    v_hat = m.v.double() / m.bc
+    denom = m.w.double() / m.bc
+    return {"exp_avg_sq_rms": v_hat.mean().sqrt(), "effective_lr": (m.lr / (denom.sqrt_() + m.eps)).mean()}
+
+
+def _cpu_second_moments(moments: list[_SecondMoment]) -> np.ndarray | None:
+    """``(P, 2)``: RMS √v̂ and the effective lr of each, by the Numba kernel reading the CPU
+    states in place (the same float64 terms as ``_figures``, summed in another order); None
+    where it cannot (another device or dtype, no Numba)."""
+    try:
+        from gradexplorer.core.stats import kernels_at as KA
+        from gradexplorer.core.stats.backend_at import addresses_of
+    except Exception:  # noqa: BLE001 - no Numba, or no kernel cache: the torch ops
+        return None
+    vs, ws = addresses_of([m.v for m in moments]), addresses_of([m.w for m in moments])
+    if vs is None or ws is None or vs.like.dtype != ws.like.dtype or \
+            vs.sizes.tobytes() != ws.sizes.tobytes():
+        return None
+    out = np.empty((len(moments), 2))
+    KA.second_moments_at(vs.addresses, ws.addresses, vs.sizes, vs.like,
+                         np.array([m.bc for m in moments]), np.array([m.lr for m in moments]),
+                         np.array([m.eps for m in moments]), out)
     return out
+
+
+def _set_second_moments(states: dict[str, ParamOptimState], moments: list[_SecondMoment]) -> None:
+    """RMS √v̂ and the effective lr into ``states``: one kernel call on the CPU, else the
+    torch ops queued on each device and one transfer per device."""
+    found = _cpu_second_moments(moments) if moments else None
+    if found is not None:
+        for m, (rms, effective) in zip(moments, found.tolist(), strict=True):
+            states[m.name].exp_avg_sq_rms, states[m.name].effective_lr = rms, effective
+        return
+    queued: dict[torch.device, list[tuple[str, str, torch.Tensor]]] = {}
+    for m in moments:
+        for key, value in _figures(m).items():
+            queued.setdefault(value.device, []).append((m.name, key, value))
+    for items in queued.values():
+        values = torch.stack([v for _, _, v in items]).cpu().tolist()
+        for (name, key, _), value in zip(items, values, strict=True):
+            setattr(states[name], key, value)
+
+
+def _set_norms(states: dict[str, ParamOptimState], normed: list[tuple[str, str, torch.Tensor]]) -> None:
+    """‖m‖ and ‖momentum‖ into ``states``: ``grad_norms`` (the Numba kernel on the CPU, a
+    foreach norm per (device, dtype) on a device; float64 either way)."""
+    from gradexplorer.core.stats.accumulated import grad_norms
+
+    norms = grad_norms([t for _, _, t in normed])
+    if norms is None:
+        return
+    values = norms.tolist() if isinstance(norms, np.ndarray) else norms.cpu().tolist()
+    for (name, key, _), value in zip(normed, values, strict=True):
+        setattr(states[name], key, value)
 
 
 def optimizer_state(optimizer: torch.optim.Optimizer,
                     named: list[tuple[str, nn.Parameter]]) -> dict[str, ParamOptimState]:
-    """``name -> ParamOptimState`` of every parameter ``optimizer`` holds (the norms of every
-    parameter's momentum or first moment in one foreach op per (device, dtype); one transfer
-    per device for all the figures)."""
-    from gradexplorer.core.stats.accumulated import grad_norms
-
+    """``name -> ParamOptimState`` of every parameter ``optimizer`` holds: on the CPU one
+    Numba call for every norm and one for every second-moment figure, reading the states in
+    place; on a device a fixed number of ops per (device, dtype) and one transfer per device."""
     lrs = [_number(g.get("lr")) for g in optimizer.param_groups]
     group_of = {id(p): (g, lr) for g, lr in zip(optimizer.param_groups, lrs, strict=True)
                 for p in g["params"]}
     states: dict[str, ParamOptimState] = {}
-    queued: dict[torch.device, list[tuple[str, str, torch.Tensor]]] = {}
     normed: list[tuple[str, str, torch.Tensor]] = []
+    moments: list[_SecondMoment] = []
     for name, p in named:
         group, lr = group_of.get(id(p), (None, None))
         if group is None:
@@ -80,17 +145,8 @@ def optimizer_state(optimizer: torch.optim.Optimizer,
             continue
         normed += [(name, key, t.detach()) for field, key in NORMED
                    if isinstance(t := state.get(field), torch.Tensor) and t.numel()]
-        if "exp_avg_sq" in state:
-            for key, value in _figures(state, group, lr or 0.0).items():
-                queued.setdefault(value.device, []).append((name, key, value))
-    norms = grad_norms([t for _, _, t in normed], numba=False)  # float64 foreach norms
-    for device in set(queued) | ({norms.device} if norms is not None else set()):
-        items = queued.get(device, [])
-        keys = [(name, key) for name, key, _ in items]
-        parts = [torch.stack([v for _, _, v in items])] if items else []
-        if norms is not None and norms.device == device:
-            keys += [(name, key) for name, key, _ in normed]
-            parts.append(norms)
-        for (name, key), value in zip(keys, torch.cat(parts).cpu().tolist(), strict=True):
-            setattr(states[name], key, value)
+        if (moment := _second_moment_of(name, state, group, lr or 0.0)) is not None:
+            moments.append(moment)
+    _set_norms(states, normed)
+    _set_second_moments(states, moments)
     return states

@@ -85,8 +85,45 @@ class StepGradients:
         return {n: s for n, s in self.params.items() if s.nonfinite}
 
 
+_ROW_KERNEL: tuple | None = None  # (stat_columns, COLUMNS), or () where Numba cannot load
+
+
+def _row_kernel() -> tuple:
+    """``kernels_rows.stat_columns`` imported on first use (not at import: the app and a run's
+    readers import this module without Numba); () when it cannot load."""
+    global _ROW_KERNEL
+    if _ROW_KERNEL is None:
+        try:
+            from gradexplorer.core.stats.kernels_rows import COLUMNS, stat_columns
+            _ROW_KERNEL = (stat_columns, COLUMNS)
+        except Exception:  # noqa: BLE001 - no Numba, or no kernel cache: numpy does it
+            _ROW_KERNEL = ()
+    return _ROW_KERNEL
+
+
 def _stats_rows(named_shapes: list[tuple[str, tuple[int, ...]]], raw: RawStats) -> list[ParamStats]:
-    """ParamStats for every row of ``raw`` at once (numpy does the arithmetic)."""
+    """ParamStats for every row of ``raw`` at once: one Numba call (``kernels_rows``) where it
+    loads, else numpy column by column; the same figures bit for bit either way."""
+    kernel = _row_kernel()
+    if not kernel:
+        return _stats_rows_numpy(named_shapes, raw)
+    stat_columns, width = kernel
+    sizes = [math.prod(shape) for _, shape in named_shapes]
+    m = raw.moments
+    out, counts = np.empty((len(sizes), width)), np.empty((len(sizes), 2), np.int64)
+    update = raw.update if raw.update is not None else m
+    stat_columns(m, np.array(sizes, np.float64), update, raw.update is not None, out, counts)
+    rows = out.tolist()
+    if raw.update is None:
+        for row in rows:
+            row[-1] = None
+    return [ParamStats(name, shape, size, True, *row[:-1], *count, row[-1])
+            for (name, shape), size, row, count in zip(named_shapes, sizes, rows, counts.tolist(),
+                                                       strict=True)]
+
+
+def _stats_rows_numpy(named_shapes: list[tuple[str, tuple[int, ...]]], raw: RawStats) -> list[ParamStats]:
+    """``_stats_rows`` by numpy, column by column (where the Numba kernel cannot load)."""
     m = raw.moments
     numel = np.array([math.prod(shape) for _, shape in named_shapes], dtype=np.float64)
     finite = m[:, C.FINITE]
