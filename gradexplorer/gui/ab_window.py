@@ -12,7 +12,6 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QInputDialog, QLabel, QPushButton, QVBoxLayout, QWidget
-from superqt.utils import qthrottled
 
 from gradexplorer.core.errors import UserError, first_line
 from gradexplorer.core.model.spec import load_workload
@@ -22,6 +21,7 @@ from gradexplorer.core.session.rng import restore_rng, rng_snapshot
 from gradexplorer.gui.curves import fit_range
 from gradexplorer.gui.models.ab_series import ABSeries
 from gradexplorer.gui.theme import PLOT_PENS, steady_axes
+from gradexplorer.gui.throttle import throttled
 
 HOOKED_PEN = "#fb8c00"
 DEFAULT_STEPS = 50
@@ -108,7 +108,7 @@ class ABWindow(QWidget):
         for widget in (self.header, self.latest, self.plots, self.stop_button):
             layout.addWidget(widget)
         self.control = RunControl()
-        self.redraw_soon = qthrottled(self.redraw, timeout=REDRAW_MS, parent=self)
+        self.redraw_soon = throttled(self.redraw, timeout=REDRAW_MS, parent=self)
         self.series.changed.connect(self.redraw_soon)
         self.series.described.connect(self._described)
         self.series.ended.connect(self._ended)
