@@ -17,8 +17,7 @@ CHAIN = "example:deep:blocks=334"  # about 2,000 operations when expanded
 
 def set_detail(qtbot, window, index: int) -> None:
     panel = window.graph_panel
-    panel.detail_box.setCurrentIndex(index)
-    panel._detail_changed()  # what choosing it in the box does
+    panel.detail_box.activated.emit(index)  # what choosing it in the box does
     wait_idle(qtbot, window)
 
 
