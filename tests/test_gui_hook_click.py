@@ -27,7 +27,8 @@ def show_every_operation(qtbot, window) -> None:
     panel = window.graph_panel
     panel.view_state.detail = None
     qtbot.waitUntil(lambda: panel.drawing is not None and not panel.busy()
-                    and not panel.drawing.graph.graph.get("collapsed"), timeout=TIMEOUT_MS)
+                    and panel.drawing.graph.graph.get("collapsed", {}).get("depth") is None,
+                    timeout=TIMEOUT_MS)
     wait_idle(qtbot, window)
 
 
