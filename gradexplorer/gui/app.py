@@ -117,7 +117,7 @@ def launch(
     AfterFirstPaint(window, lambda: window.open_model(spec, options or ModelOptions(),
                                                       config or SessionConfig()), latest_ms=1000)
     status = app.exec()
-    return getattr(window, "exit_status", status)
+    return status if window.exit_status is None else window.exit_status
 
 
 def fall_back_to_default(controller, config: SessionConfig) -> None:
