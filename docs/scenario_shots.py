@@ -47,7 +47,7 @@ def scenario_hook_nodes(w):
 def scenario_nan(w):
     """Item 4: the NaN model after its bad step, Trace gradients: NaN read as NaN, the origin ringed."""
     yield from open_and_run(w, NAN_MODEL, 1, batch_size=32)
-    w.graph_panel.trace_grads_action.setChecked(True)
+    w.graph_panel.view_state.trace_grads = True
     yield 1.0
     yield lambda: not w.busy()
 
@@ -82,8 +82,7 @@ def scenario_plots(w):
 def scenario_fit(w):
     """Item 9: every operation of a 334-block deep MLP (2,000 nodes), Ctrl+0: the overview."""
     yield from open_and_run(w, "example:deep:blocks=334", 1)
-    w.graph_panel.detail_box.setCurrentIndex(0)
-    w.graph_panel._detail_changed()
+    w.graph_panel.view_state.detail = None  # every operation, laid out and fitted afresh
     yield 1.0
     yield lambda: not w.busy()
     w.graph_panel.fit_action.trigger()

@@ -223,6 +223,19 @@ def test_ab_scale_half_diverges(run_cli):
     assert code == 0 and all("bit-identical" not in line for line in ab_lines(out))
 
 
+def test_ab_arms_are_each_observed_by_a_session_stack():
+    """Both arms assembled like every session (core/stack/assembly.py): one SessionStack each,
+    the hooked arm's holding the hook registry, which observes nothing by itself."""
+    from gradexplorer.core.stack.assembly import SessionStack
+
+    ab = gx.ABRun(dropout_workload, gx.SessionConfig(device="cpu"), "out", "scale:0.5")
+    plain, hooked = ab.plain.observers, ab.hooked.observers
+    assert [type(o) for o in plain] == [SessionStack] and plain[0].hooks is None
+    assert [type(o) for o in hooked] == [SessionStack] and hooked[0].hooks is ab.hooks
+    step = ab.step()
+    assert [h["module"] for h in step.hooked.hooks] == ["out"] and step.plain.hooks is None
+
+
 def test_ab_bad_module_is_one_line(run_cli):
     code, _, err = run_cli("run", "--model", "example:lenet", "--ab", "nope=scale:0.5", "--steps", "1")
     assert code == 2 and err.count("\n") == 1 and "no module 'nope'" in err

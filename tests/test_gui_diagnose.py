@@ -55,8 +55,8 @@ def test_ab_window_plots_both_arms_and_their_divergence(qtbot, make_window):
     window = make_window()
     open_model(qtbot, window, "example:lenet", batch_size=None)
     rng = torch.random.get_rng_state()
-    same = window.open_ab("fc1", "scale:1.0", steps=3)
-    half = window.open_ab("fc1", "scale:0.5", steps=3)
+    same = window.hook_actions.open_ab("fc1", "scale:1.0", steps=3)
+    half = window.hook_actions.open_ab("fc1", "scale:0.5", steps=3)
     for ab in (same, half):
         qtbot.waitUntil(lambda ab=ab: ab.finished, timeout=TIMEOUT_MS)
     a, b = same.series, half.series  # their data, fed through the app's mailbox

@@ -17,7 +17,7 @@ def fresh_positions(panel) -> dict:
     from gradexplorer.gui.graph.core_api import layout_graph
     from gradexplorer.gui.graph.layout_worker import lay_out
 
-    drawing = lay_out(panel.graph, panel.layout_box.currentText(), layout_graph,
+    drawing = lay_out(panel.graph, panel.view_state.layout, layout_graph,
                       panel._collapser()).drawing
     return {node: tuple(drawing.xy[i]) for i, node in enumerate(drawing.ids)}
 
@@ -25,10 +25,10 @@ def fresh_positions(panel) -> dict:
 def show_every_operation(qtbot, window) -> None:
     """Detail level "Operations" (big models open collapsed), laid out."""
     panel = window.graph_panel
-    panel.detail_box.setCurrentIndex(0)
-    panel._detail_changed()
+    panel.view_state.detail = None
     qtbot.waitUntil(lambda: panel.drawing is not None and not panel.busy()
-                    and not panel.drawing.graph.graph.get("collapsed"), timeout=TIMEOUT_MS)
+                    and panel.drawing.graph.graph.get("collapsed", {}).get("depth") is None,
+                    timeout=TIMEOUT_MS)
     wait_idle(qtbot, window)
 
 
@@ -88,8 +88,7 @@ def test_hook_click_in_the_module_view_lays_out_without_a_trace(qtbot, make_wind
     window = make_window()
     open_model(qtbot, window)
     panel, controller = window.graph_panel, window.controller
-    panel.detail_box.setCurrentIndex(1)  # one node per top-level module
-    panel._detail_changed()
+    panel.view_state.detail = 1  # one node per top-level module
     wait_idle(qtbot, window)
     before = dict(zip(panel.drawing.modules, panel.drawing.labels, strict=True))["fc1"][1]
     traces = []

@@ -16,7 +16,7 @@ def test_block_fc1_and_watch_conv1_lose_its_gradient(qtbot, make_window, tmp_pat
     click_node(qtbot, window, node_index(drawing, "AddmmBackward0", "fc1"))
     assert window.selection.current.module == "fc1"
     window.graph_panel.hook_action.trigger()  # the toolbar's "Hook…" on the selected module
-    menu = window.hook_menu
+    menu = window.hook_actions.menu
     assert menu.module == "fc1" and menu.isVisible()
     with qtbot.waitSignal(window.controller.hooks_changed, timeout=TIMEOUT_MS):
         next(a for a in menu.actions() if a.text() == "Block").trigger()

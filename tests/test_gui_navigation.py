@@ -17,8 +17,7 @@ CHAIN = "example:deep:blocks=334"  # about 2,000 operations when expanded
 
 def set_detail(qtbot, window, index: int) -> None:
     panel = window.graph_panel
-    panel.detail_box.setCurrentIndex(index)
-    panel._detail_changed()  # what choosing it in the box does
+    panel.detail_box.activated.emit(index)  # what choosing it in the box does
     wait_idle(qtbot, window)
 
 
@@ -106,8 +105,8 @@ def test_the_hook_menu_opens_at_the_selected_node(qtbot, make_window):
     view.centerOn(QPointF(*panel.drawing.xy[index].tolist()))
     window.selection.select(node=panel.drawing.ids[index], module="fc1", param="fc1.weight",
                             source="graph")
-    window.hook_selected()
-    menu = window.hook_menu
+    window.hook_actions.menu_for_selection()
+    menu = window.hook_actions.menu
     qtbot.waitUntil(menu.isVisible, timeout=TIMEOUT_MS)
     node = view.viewport().mapToGlobal(view.mapFromScene(QPointF(*panel.drawing.xy[index].tolist())))
     screen = menu.screen().availableGeometry()

@@ -32,15 +32,15 @@ def test_opening_a_run_turns_training_off_and_clears_the_model(qtbot, make_windo
     assert window.selection.current.param is None
     assert "run" in window.windowTitle() and "digits" not in window.windowTitle()
     assert window.status.model_label.text() == "run run"
-    assert window.show_hook_menu("fc1", window.pos()) is None  # no hooks on the hidden model
+    assert window.hook_actions.show_menu("fc1", window.pos()) is None  # no hooks on the hidden model
     rec.close()
     qtbot.waitUntil(lambda: window.status.state_label.text() == "finished at step 3",
                     timeout=TIMEOUT_MS)
     open_model(qtbot, window, "example:lenet")  # a model again: training back on
-    assert controls.step_action.isEnabled() and window.viewing_run is None
+    assert controls.step_action.isEnabled() and not window.shown_run.showing
     qtbot.waitUntil(lambda: controls.optimizer_box.isVisible() and controls.lr_spin.isVisible(),
                     timeout=TIMEOUT_MS)
-    assert window.run_follower is None
+    assert window.shown_run.follower is None
 
 
 def test_a_run_folder_not_written_yet_is_waited_for(qtbot, make_window, tmp_path):

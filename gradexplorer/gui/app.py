@@ -93,7 +93,7 @@ def launch(
         window.resize(*window_size)
     remembered = None if spec is not None or screenshot else settings.last_model()
     spec = spec or remembered or DEFAULT_SPEC
-    window.graph_panel.trace_grads_action.setChecked(trace_grads)
+    window.graph_panel.view_state.trace_grads = trace_grads
     from gradexplorer.gui.startup_clock import watch_startup
 
     window._startup_clock = watch_startup(window)  # bench/gui.py --startup only
@@ -120,7 +120,7 @@ def launch(
                                                       config or SessionConfig()), latest_ms=1000)
     collect_after_first_graph(window)
     status = app.exec()
-    return getattr(window, "exit_status", status)
+    return status if window.exit_status is None else window.exit_status
 
 
 def collect_after_first_graph(window) -> None:

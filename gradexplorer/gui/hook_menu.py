@@ -1,10 +1,11 @@
-"""The right-click menu that attaches or detaches a hook on one module."""
+"""The right-click menu that attaches or detaches a hook on one module, and the window's hook
+commands that open it (or an A/B window of a hook)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QPoint, QPointF, Signal
+from PySide6.QtCore import QPoint, QPointF, Qt, Signal
 from PySide6.QtGui import QCursor
 from PySide6.QtWidgets import QFileDialog, QInputDialog, QMenu, QWidget
 
@@ -98,3 +99,67 @@ def menu_anchor(window, module: str) -> QPoint:
         if rect.isValid() and window.tree.viewport().rect().intersects(rect):
             return window.tree.viewport().mapToGlobal(rect.center())
     return QCursor.pos()
+
+
+class HookActions:
+    """The window's commands on one module's hooks: the attach/detach menu (the latest shown:
+    ``menu``) and A/B windows of a hook on the current model (``ab_windows``, open ones)."""
+
+    def __init__(self, window) -> None:
+        self.window = window
+        self.menu: HookMenu | None = None
+        self.ab_windows: list = []
+
+    def show_menu(self, module: str, where: QPoint) -> HookMenu | None:
+        """Pop up the attach/detach menu for ``module`` (it deletes itself when closed)."""
+        window = self.window
+        if window.shown_run.showing:
+            window.statusBar().showMessage("a followed run is shown: hooks act on a model opened "
+                                           "in the app (File → Open model)", 8000)
+            return None
+        controller = window.controller
+        menu = HookMenu(module, controller.hooks.get(module), controller.hook_problem(module), window)
+        menu.setAttribute(Qt.WA_DeleteOnClose)
+        menu.attach_requested.connect(controller.attach_hook)
+        menu.detach_requested.connect(controller.detach_hook)
+        menu.popup(where)
+        self.menu = menu
+        return menu
+
+    def menu_for_selection(self) -> None:
+        """The hook menu for the selected module, at its item (H)."""
+        selection = self.window.selection.current
+        module = selection.module if selection.module is not None else (
+            selection.param.rpartition(".")[0] if selection.param else None)
+        if module is None:
+            self.window.statusBar().showMessage("select a module first (click a node or a tree row)", 5000)
+            return
+        self.show_menu(module, menu_anchor(self.window, module))  # at the item, not the mouse
+
+    def open_ab(self, module: str | None = None, action: str | None = None, steps: int = 50):
+        """A/B of a hook on the current model in a window of its own (asks when not given)."""
+        from gradexplorer.gui.ab_window import ABWindow, ab_run_factory, ask_ab
+
+        window, live = self.window, self.window.controller.live
+        if live is None:
+            return None
+        if action is None:
+            try:
+                chosen = ask_ab(window, module if module is not None else window.selection.current.module)
+            except Exception as exc:  # noqa: BLE001 - a typo in the dialog
+                window.show_error(str(exc))
+                return None
+            if chosen is None:
+                return None
+            module, action, steps = chosen
+        ab = ABWindow(ab_run_factory(live, module or "", action), steps, window.controller,
+                      live.session.device)
+        ab.show()
+        self.ab_windows = [w for w in self.ab_windows if w.isVisible()] + [ab]
+        return ab
+
+    def close(self) -> None:
+        """Close the A/B windows (each stops its job on the training thread after its step)."""
+        for ab in self.ab_windows:
+            ab.close()
+        self.ab_windows = []

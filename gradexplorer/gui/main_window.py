@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import QPoint, Qt, QTimer
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QCloseEvent
 from PySide6.QtWidgets import QApplication, QDockWidget, QMainWindow, QSplitter, QWidget
 
@@ -13,11 +13,12 @@ from gradexplorer.gui.event_log import EventLog
 from gradexplorer.gui.file_actions import FileActions
 from gradexplorer.gui.first_view import AfterFirstPaint, plots_soon, traced
 from gradexplorer.gui.graph.panel import GraphPanel
-from gradexplorer.gui.hook_menu import HookMenu, menu_anchor
+from gradexplorer.gui.hook_menu import HookActions
 from gradexplorer.gui.menus import build_menus
 from gradexplorer.gui.model_filter import ModelFilterBar
 from gradexplorer.gui.models.selection import SelectionModel
 from gradexplorer.gui.models.session import GraphTraced
+from gradexplorer.gui.models.shown_run import ShownRun
 from gradexplorer.gui.module_tree import ModuleTree
 from gradexplorer.gui.parameter_table import ParameterTable
 from gradexplorer.gui.run_controls import RunControls
@@ -41,7 +42,8 @@ class MainWindow(QMainWindow):
         super().__init__(parent)
         self.setWindowTitle("gradexplorer")
         self.scripted = False  # True while --steps/--screenshot drive the window: no dialogs
-        self.viewing_run = None  # the run folder shown instead of the model (run_view.py)
+        self.exit_status: int | None = None  # the app's exit status a scripted run sets (screenshot.py)
+        self.shown_run = ShownRun()  # the run folder shown instead of the model (run_view.py)
         self._first_view = False  # the graph shown is a model's first view, its session to come
         self._after_first_view, self._hooked = None, {}  # the live session to show once drawn; hooks
         self.settings = settings or AppSettings()
@@ -57,6 +59,8 @@ class MainWindow(QMainWindow):
         self.events = EventLog()
         self.run_controls = RunControls(self.controller, self)
         self.file_actions = FileActions(self)
+        self.hook_actions = HookActions(self)  # the hook menu, A/B windows
+        self.theme_actions: dict = {}  # View → Theme (menus.py)
         self._throttles = (
             throttled(self._redraw_parameters, timeout=TABLES_MS, leading=False, parent=self),
             throttled(self._redraw_graph_tint, timeout=TINT_MS, leading=False, parent=self),
@@ -138,20 +142,20 @@ class MainWindow(QMainWindow):
         c.job_finished.connect(self._job_finished)
         c.error.connect(self.show_error)
         c.event.connect(lambda kind, text: self.events.add(text, kind))
-        self.tree.hook_menu_requested.connect(self.show_hook_menu)
-        self.graph_panel.hook_menu_requested.connect(self.show_hook_menu)
+        self.tree.hook_menu_requested.connect(self.hook_actions.show_menu)
+        self.graph_panel.hook_menu_requested.connect(self.hook_actions.show_menu)
         self.graph_panel.refresh_requested.connect(lambda: self.trace_graph(fit=False))
         self.graph_panel.laid_out.connect(lambda graph: self.details.set_context(graph=graph))
         self.graph_panel.laid_out.connect(self._fill_model_views)
         c.error.connect(self._fill_model_views)  # a failed trace: fill them anyway
         c.error.connect(self._open_failed)
-        self.graph_panel.hook_selected_requested.connect(self.hook_selected)
+        self.graph_panel.hook_selected_requested.connect(self.hook_actions.menu_for_selection)
 
     def set_theme(self, theme: str) -> None:
         """Switch to ``system``, ``light`` or ``dark`` now and remember it."""
         self.settings.set_theme(theme)
         apply_theme(QApplication.instance(), theme)
-        if theme in getattr(self, "theme_actions", {}):
+        if theme in self.theme_actions:
             self.theme_actions[theme].setChecked(True)
 
     def show_error(self, text: str) -> None:
@@ -162,7 +166,7 @@ class MainWindow(QMainWindow):
     def open_model(self, spec: str, options=None, config=None) -> None:
         """Open a model; with none open yet (the app's start), its graph is traced and drawn
         as soon as the model is built, while the training thread sets its training up."""
-        grads = self.graph_panel.trace_grads_action.isChecked()
+        grads = self.graph_panel.view_state.trace_grads
         self.status.showMessage(f"loading {spec}…")  # until the model opens (status_bar.reset)
         self.controller.open_model(spec, options, config, lambda s: traced(s, grads, True, True))
 
@@ -187,6 +191,10 @@ class MainWindow(QMainWindow):
         self.table.table.set_model(nn.Module())
 
     def _session_opened(self, live) -> None:
+        if self.shown_run.showing:  # a model opened while a run was shown: the run view ends
+            from gradexplorer.gui.run_view import leave_run_view
+
+            leave_run_view(self)
         self._hooked = {}  # a new model: its graph comes from a trace
         self.setWindowTitle(f"gradexplorer — {live.spec}")
         first_view, self._first_view = self._first_view, False
@@ -224,12 +232,12 @@ class MainWindow(QMainWindow):
         """Trace the backward graph on the training thread (with every op's gradient when the
         panel's "Trace gradients" is on); the panel lays it out."""
         live = self.controller.live
-        grads = self.graph_panel.trace_grads_action.isChecked()
+        grads = self.graph_panel.view_state.trace_grads
         if live is not None:
             self.controller.post(lambda: traced(live.session, grads, fit))
 
     def _job_finished(self, result) -> None:
-        if isinstance(result, GraphTraced) and self.viewing_run is None:
+        if isinstance(result, GraphTraced) and not self.shown_run.showing:
             self._first_view, panel = result.first, self.graph_panel
             if result.first:  # once it is on screen: training set up, plots made
                 AfterFirstPaint(panel.view.viewport(), self._first_graph_shown,
@@ -285,53 +293,6 @@ class MainWindow(QMainWindow):
             self.trace_graph(fit=False)  # only a trace can tell where the hook nodes go
         panel.set_hooks(hooks)
 
-    def show_hook_menu(self, module: str, where: QPoint) -> HookMenu | None:
-        """Pop up the attach/detach menu for ``module`` (it deletes itself when closed)."""
-        if self.viewing_run is not None:
-            self.statusBar().showMessage("a followed run is shown: hooks act on a model opened "
-                                         "in the app (File → Open model)", 8000)
-            return None
-        menu = HookMenu(module, self.controller.hooks.get(module),
-                        self.controller.hook_problem(module), self)
-        menu.setAttribute(Qt.WA_DeleteOnClose)
-        menu.attach_requested.connect(self.controller.attach_hook)
-        menu.detach_requested.connect(self.controller.detach_hook)
-        menu.popup(where)
-        self.hook_menu = menu
-        return menu
-
-    def hook_selected(self) -> None:
-        """The hook menu for the selected module, at the mouse pointer."""
-        selection = self.selection.current
-        module = selection.module if selection.module is not None else (
-            selection.param.rpartition(".")[0] if selection.param else None)
-        if module is None:
-            self.statusBar().showMessage("select a module first (click a node or a tree row)", 5000)
-            return
-        self.show_hook_menu(module, menu_anchor(self, module))  # at the item, not the mouse
-
-    def open_ab(self, module: str | None = None, action: str | None = None, steps: int = 50):
-        """A/B of a hook on the current model in a window of its own (asks when not given)."""
-        from gradexplorer.gui.ab_window import ABWindow, ab_run_factory, ask_ab
-
-        live = self.controller.live
-        if live is None:
-            return None
-        if action is None:
-            try:
-                chosen = ask_ab(self, module if module is not None else self.selection.current.module)
-            except Exception as exc:  # noqa: BLE001 - a typo in the dialog
-                self.show_error(str(exc))
-                return None
-            if chosen is None:
-                return None
-            module, action, steps = chosen
-        window = ABWindow(ab_run_factory(live, module or "", action), steps, self.controller,
-                          live.session.device)
-        window.show()
-        self.ab_windows = [w for w in getattr(self, "ab_windows", []) if w.isVisible()] + [window]
-        return window
-
     def open_model_dialog(self) -> None:
         """Ask for a model and open it."""
         from gradexplorer.gui.open_model_dialog import ask_model
@@ -386,8 +347,7 @@ class MainWindow(QMainWindow):
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt API
         """Remember the layout, stop the worker and wait for it."""
         self.settings.save_window(self.saveGeometry(), self.saveState())
-        for window in getattr(self, "ab_windows", []):
-            window.close()  # stops an A/B job on the training thread after its current step
+        self.hook_actions.close()  # stops an A/B job on the training thread after its current step
         from gradexplorer.gui.run_view import close_run
 
         if self._plots is not None:

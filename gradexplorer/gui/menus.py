@@ -31,7 +31,6 @@ def add_theme_menu(window: QMainWindow) -> None:
     """View → Theme: follow the system, light or dark; remembered, applied at once."""
     menu = window.view_menu.addMenu("Theme")
     group = QActionGroup(window)
-    window.theme_actions = {}
     chosen = window.settings.theme()
     for name in THEMES:
         action = QAction("Follow the system" if name == "system" else name.capitalize(), window,
@@ -64,7 +63,7 @@ def build_menus(window: QMainWindow) -> None:
     for action in (rc.step_action, rc.run_n_action, rc.run_action, rc.stop_action):
         run_menu.addAction(action)
     run_menu.addSeparator()
-    ab = run_menu.addAction("A/B of a hook…", lambda: window.open_ab())
+    ab = run_menu.addAction("A/B of a hook…", lambda: window.hook_actions.open_ab())
     ab.setToolTip("train two copies in lockstep, one with a hook; plot both losses and their divergence")
     window.view_menu = bar.addMenu("&View")
     for dock in window.findChildren(type(window.model_dock)):

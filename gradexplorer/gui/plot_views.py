@@ -46,7 +46,7 @@ def make_plot_views(window) -> PlotViews:
     install_step_forensics(window)  # ledger, spike markers and divergence
     install_run_compare(window)  # runs overlaid: File → Add run to compare…, the Runs dock
     live = window.controller.live
-    if live is not None and window.viewing_run is None:  # opened before the plots were made
+    if live is not None and not window.shown_run.showing:  # opened before the plots were made
         overlay.set_own(TimelineSource(timeline), f"live: {live.spec}")
     state = window.settings.window_state()
     if window.isVisible() and state is not None:

@@ -74,7 +74,7 @@ def show_run(window, path: str | Path) -> RunFollower | None:
     enter_run_view(window, path)
     if ready is None:
         window.status.show_run(path.name, "waiting for its writer…")
-        window.run_waiter = RunWaiter(window, path)
+        window.shown_run.wait(RunWaiter(window, path))
         return None
     return _follow(window, *ready)
 
@@ -82,7 +82,7 @@ def show_run(window, path: str | Path) -> RunFollower | None:
 def enter_run_view(window, path: Path) -> None:
     """The window shows a run: training stops and cannot start, the model's views are cleared."""
     window.controller.stop()
-    window.viewing_run = path
+    window.shown_run.enter(path)
     window.run_controls.set_run_view(True)
     window.selection.clear()
     window.graph_panel.clear()
@@ -91,9 +91,6 @@ def enter_run_view(window, path: Path) -> None:
     window.status.show_run(path.name, "following")
     window.events.add(f"showing run {path} (the model's training controls are off until a "
                       "model is opened)")
-    if not getattr(window, "_run_view_wired", False):
-        window._run_view_wired = True
-        window.controller.session_opened.connect(lambda _live: leave_run_view(window))
 
 
 def _follow(window, run, model) -> RunFollower:
@@ -103,7 +100,7 @@ def _follow(window, run, model) -> RunFollower:
     window.details.set_context(model=model, stats={}, hooks={})
     window.gradients.set_model(model)
     follower = RunFollower(run, window.controller.timeline, history=HISTORY, parent=window)
-    window.run_follower = follower
+    window.shown_run.follow(follower)
     follower.failed.connect(window.show_error)
     follower.finished.connect(lambda step: window.status.show_run(
         run.path.name, f"finished at step {step}" if step is not None else "finished"))
@@ -120,7 +117,7 @@ def _follow(window, run, model) -> RunFollower:
 
 def _show_graph(window, follower: RunFollower) -> None:
     """The backward graph the followed run recorded, laid out (unless another run is shown)."""
-    if getattr(window, "run_follower", None) is not follower:
+    if not window.shown_run.is_followed_by(follower):
         return
     graph = recorded_graph(follower.run)  # its data was read and checked by run_is_ready
     if graph is not None:
@@ -145,7 +142,6 @@ class RunWaiter:
             return
         if ready is not None:
             self.stop()
-            self.window.run_waiter = None
             self.window.status.show_run(self.path.name, "following")
             _follow(self.window, *ready)
 
@@ -155,22 +151,16 @@ class RunWaiter:
 
 def close_run(window) -> None:
     """Stop following (or waiting for) the run the window shows, if any."""
-    follower = getattr(window, "run_follower", None)
-    if follower is not None:
+    if window.shown_run.follower is not None:
         window.distributions.set_run(None)
         window.gradients.set_run(None)
         forget_own_run(window)
-        follower.close()
-        window.run_follower = None
-    waiter = getattr(window, "run_waiter", None)
-    if waiter is not None:
-        waiter.stop()
-        window.run_waiter = None
+    window.shown_run.stop()  # the follower closed, the waiter stopped
 
 
 def leave_run_view(window) -> None:
-    """A model was opened: stop showing the run, training controls back on."""
+    """A model was opened (``MainWindow._session_opened``): stop showing the run, training
+    controls back on."""
     close_run(window)
-    if getattr(window, "viewing_run", None) is not None:
-        window.viewing_run = None
+    if window.shown_run.leave():
         window.run_controls.set_run_view(False)

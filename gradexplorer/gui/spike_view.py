@@ -158,7 +158,7 @@ class SpikePanel(QWidget):
         if not self._held:
             w.controller.timeline.changed.disconnect(w._throttles[1])
             self._held = True
-        w.graph_panel.tint_action.setChecked(True)
+        w.graph_panel.view_state.tint = True
         w.graph_panel.set_stats(stats)
         self.live_button.setEnabled(True)
 

@@ -28,6 +28,7 @@ from gradexplorer.core.session.engine import (
     run_steps,
 )
 from gradexplorer.core.session.rng import restore_rng, rng_snapshot
+from gradexplorer.core.stack.assembly import SessionStack
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,10 @@ class ABRun:
         self.plain.batch(0)  # the first batch, drawn once: the hooked arm probes its hook on it
         self.hooked.keep_batch(*self.plain.kept_batch)
         self.hooks = HookRegistry(self.hooked.model, seed=seed)
-        self.hooks.install(self.hooked)
+        # each arm observed by a SessionStack, as every session is: the hooked arm's holds the
+        # registry (its hooks in each result, hook errors recovered), the plain arm's nothing
+        self.stacks = (SessionStack.on(self.plain, origin=False),
+                       SessionStack.on(self.hooked, hooks=self.hooks, origin=False))
         self.hooks.attach(module, action)
         self.module, self.action = module, self.hooks.attached()[normalize_path(module)].action
 

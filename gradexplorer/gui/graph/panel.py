@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 from PySide6.QtCore import QPoint, Qt, Signal
-from PySide6.QtGui import QAction, QKeySequence, QShortcut
+from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
-    QComboBox,
     QHBoxLayout,
     QLabel,
     QLineEdit,
@@ -16,26 +15,25 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gradexplorer.core.graph.layout import LAYOUTS
 from gradexplorer.core.model.membership import owner_of
 from gradexplorer.gui.graph.drawing import KIND_CODES
 from gradexplorer.gui.graph.layout_worker import BackgroundQueue, LaidOut, lay_out
-from gradexplorer.gui.graph.legend import legend_label, shrinkable
+from gradexplorer.gui.graph.legend import legend_label
 from gradexplorer.gui.graph.painting import base_fills, render_overview
 from gradexplorer.gui.graph.search import GraphSearch
 from gradexplorer.gui.graph.tint import node_nonfinite, node_norms, params_behind, tinted_fills
 from gradexplorer.gui.graph.trace_tint import is_traced, origin_index, traced_fills
 from gradexplorer.gui.graph.view import GraphView
+from gradexplorer.gui.graph.view_controls import GraphViewControls, act_on_settings, shown_depth
+from gradexplorer.gui.models.graph_view import GraphViewState
 from gradexplorer.gui.models.selection import Selection, SelectionModel
 from gradexplorer.gui.run_controls import make_action
-from gradexplorer.gui.theme import icon
 from gradexplorer.gui.throttle import debounced
 
 MODULE_KIND = KIND_CODES.index("module")
 OVERVIEW_DELAY_MS = 300
 RELAYOUT_MOST = 3000  # nodes: a hook click lays a graph this small out afresh (no overlaps);
 # a bigger one gets its hook nodes inserted in place, within the 100 ms a click may take
-DETAIL_LEVELS = (("Operations", None), *((f"Modules, depth {d}", d) for d in range(1, 9)))
 
 
 class GraphPanel(GraphSearch, QWidget):
@@ -46,9 +44,11 @@ class GraphPanel(GraphSearch, QWidget):
     laid_out = Signal(object)  # the graph now shown (collapsed or not)
     hook_selected_requested = Signal()
 
-    def __init__(self, selection: SelectionModel, parent: QWidget | None = None) -> None:
+    def __init__(self, selection: SelectionModel, view_state: GraphViewState | None = None,
+                 parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.selection = selection
+        self.view_state = view_state or GraphViewState()  # layout, detail, hook nodes, tint, trace
         self.graph = None
         self.drawing = None
         self.expanded: set[str] = set()
@@ -65,6 +65,7 @@ class GraphPanel(GraphSearch, QWidget):
         # one only once clicks and redraws have settled, so it never delays a redraw
         self._overview_soon = debounced(self._render_overview, timeout=OVERVIEW_DELAY_MS, parent=self)
         self._build_toolbar()
+        self._acting = act_on_settings(self)
         self.layouts.finished.connect(self._laid_out)
         self.layouts.failed.connect(lambda _n, text: self.busy_label.setText(f"layout failed: {text}"))
         self.layouts.busy_changed.connect(self._show_busy)
@@ -95,29 +96,10 @@ class GraphPanel(GraphSearch, QWidget):
         leave = QShortcut(QKeySequence(Qt.Key_Escape), self.search_edit, context=Qt.WidgetShortcut)
         leave.activated.connect(self.leave_search)
         self.match_label = QLabel("")
-        self.layout_box = QComboBox(toolTip="layout algorithm")
-        self.layout_box.addItems(list(LAYOUTS))
-        self.layout_box.setMaximumWidth(105)
-        shrinkable(self.layout_box, 6)
-        self.layout_box.activated.connect(lambda: self.relayout())
-        self.detail_box = QComboBox(toolTip="show every operation, or one node per module")
-        for text, _depth in DETAIL_LEVELS:
-            self.detail_box.addItem(text)
-        self.detail_box.setMaximumWidth(135)
-        shrinkable(self.detail_box, 8)
-        self.detail_box.activated.connect(self._detail_changed)
-        self.hook_nodes_action = QAction(icon("hook-node"), "Hook nodes", self, checkable=True,
-                                         checked=True, toolTip="show the nodes that full "
-                                         "backward hooks insert (BackwardHookFunctionBackward)")
-        self.hook_nodes_action.toggled.connect(lambda _on: self.relayout())
-        self.tint_action = QAction(icon("tint"), "Tint", self, checkable=True, checked=True,
-                                   toolTip="colour nodes by the latest gradient norm")
-        self.tint_action.toggled.connect(lambda _on: self.refresh_tint())
-        self.trace_grads_action = QAction(icon("trace-grads"), "Trace gradients", self, checkable=True,
-                                          toolTip="trace the gradient through every op (a hooked "
-                                          "backward pass on each re-trace) and mark where NaN/Inf "
-                                          "is born")
-        self.trace_grads_action.toggled.connect(lambda _on: self.refresh_requested.emit())
+        controls = self.controls = GraphViewControls(self.view_state, self)
+        self.layout_box, self.detail_box = controls.layout_box, controls.detail_box
+        self.hook_nodes_action, self.tint_action = controls.hook_nodes_action, controls.tint_action
+        self.trace_grads_action = controls.trace_grads_action
         self.fit_action = make_action(self, "Fit", "fit", "Ctrl+0", self.view.fit)
         self.zoom_sel_action = make_action(self, "Zoom to selection", "zoom-selection", "Ctrl+1",
                                            self.zoom_to_selection)
@@ -188,14 +170,14 @@ class GraphPanel(GraphSearch, QWidget):
 
     def detail_depth(self) -> int | None:
         """The module depth shown (None: every operation)."""
-        return DETAIL_LEVELS[self.detail_box.currentIndex()][1]
+        return self.view_state.detail
 
     def relayout(self, fit: bool = False) -> None:
         """Recompute the layout off the GUI thread."""
         if self.graph is None:
             return
         self._fit_next = fit or self._fit_next
-        graph, name = self.graph, self.layout_box.currentText() or "layered"
+        graph, name = self.graph, self.view_state.layout
         # core_api (networkx, torch) is imported by the trace that made ``graph``: no import here
         from gradexplorer.gui.graph.core_api import layout_graph
 
@@ -204,7 +186,7 @@ class GraphPanel(GraphSearch, QWidget):
     def _collapser(self):
         """graph -> shown graph: hook nodes hidden or not, modules collapsed or not."""
         depth, auto = self.detail_depth(), self._auto_depth
-        expanded, hide = sorted(self.expanded), not self.hook_nodes_action.isChecked()
+        expanded, hide = sorted(self.expanded), not self.view_state.hook_nodes
         from gradexplorer.gui.graph.core_api import collapse_by_module, hide_hook_nodes, readable_view
 
         def transform(graph):
@@ -215,7 +197,8 @@ class GraphPanel(GraphSearch, QWidget):
                                                                    expanded=expanded)
         return transform
 
-    def _detail_changed(self) -> None:
+    def detail_chosen(self) -> None:
+        """A detail level was chosen: every module folded to it, laid out and fitted afresh."""
         self.expanded, self._auto_depth = set(), False
         self.relayout(fit=True)
 
@@ -239,10 +222,10 @@ class GraphPanel(GraphSearch, QWidget):
         if graph is None or self.drawing is None:
             return False
         self.graph = graph
-        if (self.layouts.busy or DETAIL_LEVELS[self.detail_box.currentIndex()][1] is not None
+        if (self.layouts.busy or self.view_state.detail is not None
                 or len(graph) <= RELAYOUT_MOST):
             self.relayout()  # off the thread: where a fresh layout puts every node, hooks included
-        elif self.hook_nodes_action.isChecked():
+        elif self.view_state.hook_nodes:
             canvas = self.view.canvas  # the old overview image until a new one is drawn
             self._show(self.drawing.with_graph(graph), canvas.overview, canvas.overview_scale,
                        previous=self._behind)
@@ -255,7 +238,7 @@ class GraphPanel(GraphSearch, QWidget):
         if self._auto_depth:  # show the depth the first view was collapsed to
             self._auto_depth = False
             depth = result.drawing.graph.graph.get("collapsed", {}).get("depth")
-            self.detail_box.setCurrentIndex(0 if depth is None else min(depth, len(DETAIL_LEVELS) - 1))
+            self.view_state.show_chosen_detail(shown_depth(depth))
         self.busy_label.setText(f"{len(result.drawing):,} nodes · laid out in {result.seconds:.2f} s")
         self._show(result.drawing, result.overview, result.scale)
 
@@ -302,9 +285,9 @@ class GraphPanel(GraphSearch, QWidget):
         if drawing is None:
             return
         fills = base_fills(drawing)
-        if self.tint_action.isChecked() and is_traced(drawing):
+        if self.view_state.tint and is_traced(drawing):
             fills = traced_fills(fills, drawing)
-        elif self.tint_action.isChecked() and self._stats:
+        elif self.view_state.tint and self._stats:
             fills = tinted_fills(fills, node_norms(self._behind, self._stats),
                                  node_nonfinite(self._behind, self._stats))
         if np.array_equal(fills, self.view.canvas.fills):

@@ -10,7 +10,7 @@ class GraphSearch:
     module rings that module, and Enter opens the modules around it and selects it.
 
     Uses the panel's ``graph``, ``drawing``, ``view``, ``expanded``, ``match_label``,
-    ``hook_nodes_action``, ``detail_depth()``, ``relayout()`` and ``_clicked(index)``.
+    ``view_state``, ``detail_depth()``, ``relayout()`` and ``_clicked(index)``.
     """
 
     def reset_search(self) -> None:
@@ -35,7 +35,7 @@ class GraphSearch:
         """
         if self.graph is None or self.drawing is None:
             return
-        hide = not self.hook_nodes_action.isChecked()
+        hide = not self.view_state.hook_nodes
         hits = search_graph(self.graph, text, skip_hooks=hide)
         if text != self._searched:
             self._match_cursor, self._searched = -1, text
