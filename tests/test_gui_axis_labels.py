@@ -1,0 +1,74 @@
+"""Axis labels fit their axis (issue 22, item 2): in a 1024×700 window a plot is ~100 px tall,
+and pyqtgraph centres a longer label on the axis, cutting both ends — the scale of the tick
+figures ("(x0.001)") first. A label that does not fit drops words, never the scale; the full
+label is in its tooltip."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+
+from gradexplorer.gui.plots.axis_label import compact_scale, label_forms
+from gradexplorer.gui.theme import steady_axes
+from tests.gui_helpers import open_model, wait_idle
+
+
+def label_fits(axis) -> bool:
+    """Whether ``axis``'s label lies wholly along the axis."""
+    length = axis.size().height() if axis.orientation in ("left", "right") else axis.size().width()
+    return axis.label.boundingRect().width() <= length + 1
+
+
+def test_label_forms_keep_the_scale():
+    assert compact_scale("(x0.001)") == "(×1e-3)" and compact_scale("(mV)") == "(mV)"
+    forms = label_forms("gradient value", "(x0.001)")
+    assert forms[0] == "gradient value (x0.001)" and forms[-1] == "(×1e-3)"
+    assert all("(x0.001)" in f or "(×1e-3)" in f for f in forms)
+    assert label_forms("log10(1 + count)", "") == ["log10(1 + count)", "log10(1+count)"]
+
+
+def test_a_scaled_label_fits_a_short_plot_and_keeps_its_scale(qtbot):
+    plot = pg.PlotWidget()
+    qtbot.addWidget(plot)
+    plot.plotItem.setLabel("left", "gradient value")
+    plot.plotItem.setLabel("bottom", "gradient value")
+    steady_axes(plot.plotItem)
+    values = np.linspace(-0.02, 0.02, 50)
+    plot.plot(values, values)
+    plot.resize(200, 110)  # a histogram of the 1024×700 window's Gradients dock
+    plot.show()
+    qtbot.waitExposed(plot)
+    for side in ("left", "bottom"):
+        axis = plot.plotItem.getAxis(side)
+        qtbot.waitUntil(lambda axis=axis: axis.autoSIPrefixScale != 1.0)  # the range is drawn
+        text = axis.label.toPlainText()
+        assert label_fits(axis) and ("1e-3" in text or "0.001" in text), (side, text)
+        assert axis.label.toolTip() == "gradient value (x0.001)"
+    plot.resize(700, 500)  # room again: the full label, no tooltip needed
+    qtbot.waitUntil(lambda: plot.plotItem.getAxis("left").label.toPlainText()
+                    == "gradient value (x0.001)")
+    assert plot.plotItem.getAxis("left").label.toolTip() == ""
+
+
+def test_every_axis_label_of_a_1024x700_window_is_whole(qtbot, make_window):
+    window = make_window()
+    window.resize(1024, 700)
+    open_model(qtbot, window, "example:digits")
+    for _ in range(3):
+        window.controller.step()
+        wait_idle(qtbot, window)
+    assert window.controller.timeline.latest.step == 3
+    window.selection.select(param="fc2.weight", source="table")
+    wait_idle(qtbot, window)
+    cut = []
+    for widget in window.findChildren(pg.PlotWidget):
+        if not widget.isVisible():
+            continue
+        for side in ("left", "bottom", "right"):
+            axis = widget.plotItem.getAxis(side)
+            drawn = min(axis.size().width(), axis.size().height()) > 0  # (0 px: not on screen)
+            if drawn and axis.isVisible() and axis.label.isVisible() and axis.label.toPlainText() \
+                    and not label_fits(axis):
+                cut.append((type(widget).__name__, side, axis.label.toPlainText(),
+                            axis.label.boundingRect().width(), axis.size()))
+    assert not cut
