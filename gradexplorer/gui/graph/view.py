@@ -42,9 +42,11 @@ class GraphView(QGraphicsView):
         self.setViewportUpdateMode(QGraphicsView.FullViewportUpdate)
         self.setOptimizationFlag(QGraphicsView.DontAdjustForAntialiasing, True)
         self._press: QPoint | None = None
-        self.minimap = Minimap(self)
+        self.fitted = None  # fit or first_view while the user has not zoomed or panned since:
+        self.minimap = Minimap(self)  # a resize applies it again (a grown window shows it all)
         for bar in (self.horizontalScrollBar(), self.verticalScrollBar()):
             bar.valueChanged.connect(self.minimap.follow_view)
+            bar.actionTriggered.connect(self.user_moved)  # dragged, clicked, arrow keys
 
     def use_theme(self, theme: str) -> None:
         """The background for ``light`` or ``dark``."""
@@ -56,7 +58,9 @@ class GraphView(QGraphicsView):
         return self.transform().m11()
 
     def zoom(self, factor: float) -> None:
-        """Zoom by ``factor`` about the mouse (or the centre), within limits."""
+        """Zoom by ``factor`` about the mouse (or the centre), within limits (no longer fitted:
+        ``fit`` and ``first_view`` say so again after zooming)."""
+        self.user_moved()
         target = min(MAX_SCALE, max(MIN_SCALE, self.scale_factor * factor))
         factor = target / self.scale_factor
         self.scale(factor, factor)
@@ -64,6 +68,10 @@ class GraphView(QGraphicsView):
 
     def wheelEvent(self, event: QWheelEvent) -> None:  # noqa: N802 - Qt API
         self.zoom(1.0015 ** event.angleDelta().y())
+
+    def user_moved(self, *_action) -> None:
+        """The user zoomed, panned or framed nodes: a resize keeps their view."""
+        self.fitted = None
 
     def _fit_whole(self) -> None:
         rect = self.canvas.boundingRect()
@@ -79,17 +87,21 @@ class GraphView(QGraphicsView):
         """Show the whole graph (Ctrl+0) while its nodes stay boxes of MIN_FIT_NODE_PX or
         more; a graph too big for that (a chain of 2,000 operations: a hairline) opens at the
         readable scale on its top instead, the minimap showing the whole and where that is."""
+        self.fitted = None  # (scroll bars shown or hidden while fitting resize the viewport)
         self._fit_whole()
         if not self.canvas.boundingRect().isEmpty() and self.scale_factor * NODE_H < MIN_FIT_NODE_PX:
             self._readable_top()
+        self.fitted = self.fit
 
     def first_view(self) -> None:
         """The whole graph if its labels stay readable that way; else the smallest readable
         scale on the graph's top (the loss, in the layered layout), the minimap showing where
         that is in the rest."""
+        self.fitted = None
         self._fit_whole()
         if not self.canvas.boundingRect().isEmpty() and self.scale_factor < READABLE_SCALE:
             self._readable_top()
+        self.fitted = self.first_view
 
     def _readable_top(self) -> None:
         rect = self.canvas.boundingRect()
@@ -104,6 +116,7 @@ class GraphView(QGraphicsView):
         nodes = np.asarray(nodes, dtype=np.int64)
         if drawing is None or not len(nodes):
             return
+        self.user_moved()
         xy = drawing.xy[nodes]
         lo, hi = xy.min(axis=0), xy.max(axis=0)
         rect = QRectF(lo[0] - NODE_W, lo[1] - 2 * NODE_H, hi[0] - lo[0] + 2 * NODE_W,
@@ -116,6 +129,8 @@ class GraphView(QGraphicsView):
 
     def resizeEvent(self, event) -> None:  # noqa: N802 - Qt API
         super().resizeEvent(event)
+        if self.fitted is not None:
+            self.fitted()  # still the fitted view: fitted again to the new size
         self.minimap.follow_view()
 
     def node_at(self, pos: QPoint) -> int:
@@ -162,7 +177,9 @@ class GraphView(QGraphicsView):
         if event.button() == Qt.LeftButton and self._press is not None:
             moved = (event.position().toPoint() - self._press).manhattanLength()
             self._press = None
-            if moved <= CLICK_SLOP:
+            if moved > CLICK_SLOP:  # a drag: panned
+                self.user_moved()
+            else:
                 self.node_clicked.emit(self.node_at(event.position().toPoint()))
 
     def mouseDoubleClickEvent(self, event: QMouseEvent) -> None:  # noqa: N802
