@@ -63,7 +63,7 @@ class ReadableAxis(pg.AxisItem):
         self.label.setData(SHOWN, html)
         self.label.setHtml(html)
         self._adjustSize()
-        self.picture = None
+        super().resizeEvent()  # placed for its new length (pyqtgraph places it on resizes only)
         self.update()
 
     def resizeEvent(self, ev=None):  # noqa: N802 - Qt API

@@ -3,8 +3,8 @@
 pyqtgraph centres an axis label on its axis and lets it run past both ends: in a 100 px tall
 plot "gradient value (x0.001)" shows as "gradient value", the scale that says what the tick
 figures mean cut off. ``fitted_label`` picks the longest of ever shorter forms that fits
-(``gradient value (×1e-3)``, ``value (×1e-3)``, ``(×1e-3)``), then a smaller font; the axis puts
-the full label in its tooltip.
+(``gradient value (×1e-3)``, ``value (×1e-3)``), then a smaller font, then the scale alone
+(``(×1e-3)``); the axis puts the full label in its tooltip.
 """
 
 from __future__ import annotations
@@ -50,15 +50,17 @@ def label_forms(text: str, units: str) -> list[str]:
 def fitted_label(text: str, units: str, width: Callable[[str, float], float], room: float,
                  size_px: float) -> tuple[str, float]:
     """``(form, font px)``: the longest form of the label whose ``width(form, px)`` fits in
-    ``room`` at ``size_px``, else the shortest form at the largest size (≥ SMALLEST_PX) that fits,
-    else the shortest at SMALLEST_PX."""
+    ``room`` at ``size_px``; else its shortest form that still has words ("‖g‖ (×1e-3)") in a
+    smaller font (down to SMALLEST_PX); else the scale alone, made smaller as needed."""
     forms = label_forms(text, units) or [""]
     for form in forms:
         if width(form, size_px) <= room:
             return form, size_px
+    worded = forms[-2] if units and len(forms) > 1 else forms[-1]
+    for px in range(int(size_px) - 1, SMALLEST_PX - 1, -1):
+        if width(worded, px) <= room:
+            return worded, px
     px = size_px
-    while px > SMALLEST_PX:
+    while px > SMALLEST_PX and width(forms[-1], px) > room:
         px = max(SMALLEST_PX, px - 1)
-        if width(forms[-1], px) <= room:
-            break
     return forms[-1], px
