@@ -73,3 +73,35 @@ def test_every_axis_label_of_a_1024x700_window_is_whole(qtbot, make_window):
                 cut.append((type(widget).__name__, axis.orientation, axis.label.toPlainText(),
                             axis.label.boundingRect().width(), axis.size()))
     assert not cut
+
+
+def test_a_plot_note_wraps_inside_a_narrow_plot(qtbot):
+    from gradexplorer.gui.plots.histogram_plot import HistogramPlot
+
+    plot = HistogramPlot()
+    qtbot.addWidget(plot)
+    plot.resize(200, 140)  # the 1024×700 window's Gradients dock
+    plot.show()
+    qtbot.waitExposed(plot)
+    plot.show_histograms("transformer.h.10.attn.c_attn.weight", None, None, None)
+    assert plot.note.toPlainText() == "no histogram yet: run a step"
+    box = plot.plotItem.vb.sceneBoundingRect()
+
+    def inside() -> bool:
+        note = plot.note.sceneBoundingRect()
+        return note.left() >= box.left() - 1 and note.right() <= box.right() + 1
+
+    qtbot.waitUntil(inside)  # wrapped to the plot's width: not cut at both edges
+
+
+def test_a_step_axis_is_never_scaled(qtbot):
+    from gradexplorer.gui.plots.heatmap_plot import HistogramHeatmap
+
+    heat = HistogramHeatmap()  # no data yet: pyqtgraph's placeholder range is tiny
+    qtbot.addWidget(heat)
+    heat.resize(300, 200)
+    heat.show()
+    qtbot.waitExposed(heat)
+    heat.plotItem.setXRange(0, 0.001)
+    axis = heat.plotItem.getAxis("bottom")
+    assert axis.autoSIPrefixScale == 1.0 and axis.label.toPlainText() == "step"

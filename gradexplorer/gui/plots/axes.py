@@ -123,6 +123,13 @@ class StepAxis(ReadableAxis):
             whole = [(1.0, 0.0)]
         return [(float(max(1, round(spacing))), offset) for spacing, offset in whole]
 
+    def updateAutoSIPrefix(self) -> None:  # noqa: N802 - pyqtgraph API
+        if not self.integers:
+            super().updateAutoSIPrefix()
+            return
+        self.autoSIPrefixScale, self.labelUnitPrefix = 1.0, ""  # whole steps are never scaled (an
+        self._updateLabel()  # empty plot's 0…0.001 range read "step (x0.001)" beside a "0" tick)
+
     def tickStrings(self, values, scale, spacing):  # noqa: N802 - pyqtgraph API
         if not self.integers:
             return super().tickStrings(values, scale, spacing)

@@ -127,6 +127,7 @@ class HistogramHeatmap(NamedTitle, pg.PlotWidget):
         if text == self.note.toPlainText():
             return
         self.note.setText(text)
+        self.wrap_note()
         value_ticks(self.plotItem, not text)
         if text:  # a fixed frame for the note (this turns auto-range off) ...
             self.plotItem.vb.setRange(xRange=(0, 1), yRange=(0, 1), padding=0)
