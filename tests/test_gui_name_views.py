@@ -73,3 +73,21 @@ def test_optimizer_header_shortens_from_the_left(qtbot):
     curves = OptimizerCurves(SelectionModel(), TimelineModel())
     qtbot.addWidget(curves)
     assert isinstance(curves.name_label, NameLabel)  # was a QLabel cut on the right ("transformer.h.1")
+
+
+def test_plot_titles_name_the_layer_or_no_name_at_all(qtbot):
+    from gradexplorer.gui.plots.histogram_plot import HistogramPlot, titled
+
+    plot = HistogramPlot()
+    qtbot.addWidget(plot)
+    plot.resize(900, 200)
+    plot.show()
+    qtbot.waitExposed(plot)
+    assert titled(plot, "histogram over steps", "conv1.weight") == "histogram over steps · conv1.weight"
+    for width in range(200, 420, 10):  # narrower: the name keeps its layer, or is left out
+        plot.resize(width, 200)
+        qtbot.waitUntil(lambda width=width: plot.width() == width)
+        for name in ("conv1.weight", GPT_NAME):
+            title = titled(plot, "histogram over steps", name)
+            layer = name.split(".")[-2]
+            assert title == "histogram over steps" or f"{layer}." in title, title

@@ -10,7 +10,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QFont, QFontMetrics, QTextOption
 from PySide6.QtWidgets import QWidget
 
-from gradexplorer.gui.name_elide import ELLIPSIS, elide_to_width
+from gradexplorer.gui.name_elide import elide_to_width
 from gradexplorer.gui.number_text import format_number
 from gradexplorer.gui.plots.hover import HoverReadout, corner_readout
 from gradexplorer.gui.theme import ALARM, PLOT_PENS, steady_axes, value_ticks
@@ -48,9 +48,11 @@ def titled(plot, title: str, name: str | None) -> str:
     advance = QFontMetrics(font).horizontalAdvance
     box = plot.plotItem.vb.width()  # the title is centred over the plot area, not the axes
     room = (box if box > 0 else plot.width() - 80) - advance(f"{title} · ") - 8
-    if advance(ELLIPSIS + name.rpartition(".")[2]) > room:
-        return title  # no room for a name that says anything: the dock's header names it
-    return f"{title} · {elide_to_width(name, advance, room)}"
+    short = elide_to_width(name, advance, room)
+    owner = name.split(".")[-2:-1]  # the layer a parameter belongs to ("conv1" of conv1.weight)
+    if advance(short) > room or (owner and f"{owner[0]}." not in short):
+        return title  # no room for a name that says which layer: the dock's header names it
+    return f"{title} · {short}"
 
 
 class NamedTitle:
