@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import QRect
 from PySide6.QtGui import QFont, QFontMetrics, QImage, QPainter
-from PySide6.QtWidgets import QStyleOptionViewItem
+from PySide6.QtWidgets import QStyleOptionViewItem, QWidget
 
 from gradexplorer.gui.models.selection import SelectionModel
 from gradexplorer.gui.models.timeline import TimelineModel
@@ -53,18 +53,19 @@ def test_grid_tiles_shorten_names_by_components(qtbot):
 
 
 def test_name_label_keeps_the_block_index_and_tooltips_the_whole(qtbot):
-    label = NameLabel("no parameter")
-    qtbot.addWidget(label)
+    holder = QWidget()  # a child of a shown widget gets its resize events at once
+    holder.resize(900, 40)
+    label = NameLabel("no parameter", parent=holder)
+    qtbot.addWidget(holder)
+    holder.show()
+    qtbot.waitExposed(holder)
     bold = QFont(label.font())
     bold.setBold(True)
-    label.show()
-    qtbot.waitExposed(label)
-    label.resize(QFontMetrics(bold).horizontalAdvance("…h.10.…c_attn.weight") + 8, 20)
+    label.setGeometry(0, 0, QFontMetrics(bold).horizontalAdvance("…h.10.…c_attn.weight") + 8, 20)
     label.set_name(GPT_NAME)
-    qtbot.waitUntil(lambda: label.text() == "<b>…h.10.…c_attn.weight</b>")
-    assert label.toolTip() == GPT_NAME
-    label.resize(800, 20)  # room again: the whole name
-    qtbot.waitUntil(lambda: label.text() == f"<b>{GPT_NAME}</b>")
+    assert label.text() == "<b>…h.10.…c_attn.weight</b>" and label.toolTip() == GPT_NAME
+    label.setGeometry(0, 0, 880, 20)  # room again: the whole name
+    assert label.text() == f"<b>{GPT_NAME}</b>"
     label.set_name(None)
     assert label.text() == "no parameter" and label.toolTip() == ""
 
