@@ -136,3 +136,32 @@ def test_a_fitted_graph_is_fitted_again_when_the_window_grows(qtbot, make_window
     window.resize(1300, 900)
     qtbot.waitUntil(lambda: view.viewport().width() < wide, timeout=TIMEOUT_MS)
     assert view.scale_factor == zoomed and view.transform() != fitted
+
+
+def test_a_fitted_small_view_settles(qtbot, make_window):
+    """Fitting a small view shows or hides the minimap's strip (resizing the viewport): that
+    must not fit it again, and again (it did, forever, on the NaN model at 1024×700)."""
+    from PySide6.QtWidgets import QApplication
+
+    window = make_window()
+    window.resize(1024, 700)
+    open_model(qtbot, window, "tests/data/nan_sqrt_model.py:build", batch_size=32)
+    view = window.graph_panel.view
+    fits = []
+    original = view._fit_whole
+
+    def counted_fit():
+        fits.append(1)
+        if len(fits) < 20:
+            original()
+        else:  # fitting without end: stop it so that the test fails rather than hangs
+            view.fitted = None
+
+    view._fit_whole = counted_fit
+    for width in (300, 420, 520, 700):  # around the strip's 480 px threshold
+        window.graph_panel.resize(width, 420)
+        view.fit()
+        fits.clear()
+        for _ in range(40):
+            QApplication.processEvents()
+        assert len(fits) <= 2, (width, len(fits))

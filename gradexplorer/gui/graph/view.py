@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from PySide6.QtCore import QEvent, QPoint, QPointF, QRectF, Qt, Signal
+from PySide6.QtCore import QEvent, QPoint, QPointF, QRectF, QSize, Qt, Signal
 from PySide6.QtGui import QColor, QMouseEvent, QPainter, QWheelEvent
 from PySide6.QtWidgets import QGraphicsScene, QGraphicsView, QToolTip, QWidget
 
@@ -43,7 +43,8 @@ class GraphView(QGraphicsView):
         self.setOptimizationFlag(QGraphicsView.DontAdjustForAntialiasing, True)
         self._press: QPoint | None = None
         self.fitted = None  # fit or first_view while the user has not zoomed or panned since:
-        self.minimap = Minimap(self)  # a resize applies it again (a grown window shows it all)
+        self.fitted_size = QSize()  # a resize of the view applies it again (a grown window shows
+        self.minimap = Minimap(self)  # it all); the view's size when it was last applied
         for bar in (self.horizontalScrollBar(), self.verticalScrollBar()):
             bar.valueChanged.connect(self.minimap.follow_view)
             bar.actionTriggered.connect(self.user_moved)  # dragged, clicked, arrow keys
@@ -91,7 +92,7 @@ class GraphView(QGraphicsView):
         self._fit_whole()
         if not self.canvas.boundingRect().isEmpty() and self.scale_factor * NODE_H < MIN_FIT_NODE_PX:
             self._readable_top()
-        self.fitted = self.fit
+        self.fitted, self.fitted_size = self.fit, self.size()
 
     def first_view(self) -> None:
         """The whole graph if its labels stay readable that way; else the smallest readable
@@ -101,7 +102,7 @@ class GraphView(QGraphicsView):
         self._fit_whole()
         if not self.canvas.boundingRect().isEmpty() and self.scale_factor < READABLE_SCALE:
             self._readable_top()
-        self.fitted = self.first_view
+        self.fitted, self.fitted_size = self.first_view, self.size()
 
     def _readable_top(self) -> None:
         rect = self.canvas.boundingRect()
@@ -129,8 +130,9 @@ class GraphView(QGraphicsView):
 
     def resizeEvent(self, event) -> None:  # noqa: N802 - Qt API
         super().resizeEvent(event)
-        if self.fitted is not None:
-            self.fitted()  # still the fitted view: fitted again to the new size
+        if self.fitted is not None and self.size() != self.fitted_size:
+            self.fitted()  # still the fitted view: fitted again to the view's new size (not on
+            # the viewport's: the minimap's strip and scroll bars it brings would ping-pong)
         self.minimap.follow_view()
 
     def node_at(self, pos: QPoint) -> int:
