@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 
-from gradexplorer.gui.plots.axis_label import compact_scale, label_forms
+from gradexplorer.gui.plots.axis_label import compact_scale, fitted_label, label_forms
 from gradexplorer.gui.theme import steady_axes
 from tests.gui_helpers import open_model, wait_idle
 
@@ -105,3 +105,12 @@ def test_a_step_axis_is_never_scaled(qtbot):
     heat.plotItem.setXRange(0, 0.001)
     axis = heat.plotItem.getAxis("bottom")
     assert axis.autoSIPrefixScale == 1.0 and axis.label.toPlainText() == "step"
+
+
+def test_a_label_keeps_a_word_in_a_smaller_font_before_only_its_scale():
+    def width(text, px):  # 0.6 px per character per px of font, as a typical sans
+        return len(text) * px * 0.6
+
+    form, px = fitted_label("global ‖g‖", "(x0.001)", width, 70, 12)
+    assert form == "‖g‖ (×1e-3)" and px < 12  # not "(×1e-3)": which curve is it?
+    assert fitted_label("global ‖g‖", "(x0.001)", width, 40, 12)[0] == "(×1e-3)"

@@ -53,10 +53,11 @@ def fitted_label(text: str, units: str, width: Callable[[str, float], float], ro
     ``room`` at ``size_px``; else its shortest form that still has words ("‖g‖ (×1e-3)") in a
     smaller font (down to SMALLEST_PX); else the scale alone, made smaller as needed."""
     forms = label_forms(text, units) or [""]
-    for form in forms:
+    with_words = forms[:-1] if units and len(forms) > 1 else forms
+    for form in with_words:
         if width(form, size_px) <= room:
             return form, size_px
-    worded = forms[-2] if units and len(forms) > 1 else forms[-1]
+    worded = with_words[-1]
     for px in range(int(size_px) - 1, SMALLEST_PX - 1, -1):
         if width(worded, px) <= room:
             return worded, px
