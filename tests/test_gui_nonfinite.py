@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+from PySide6.QtWidgets import QLabel
 
 from gradexplorer.gui.graph.tint import NONFINITE
 from tests.gui_helpers import TIMEOUT_MS, open_model, wait_idle
@@ -52,7 +53,7 @@ def test_nan_gradients_never_read_as_a_number(qtbot, make_window):
 
 def test_the_graph_legend_names_every_mark(make_window):
     window = make_window()
-    legend = window.graph_panel.findChild(type(window.gradients.param_label), "legend").text()
+    legend = window.graph_panel.findChild(QLabel, "legend").text()
     legend = legend.replace("&nbsp;", " ")
     for mark in ("no gradient", "NaN/Inf", "born here", "hooked", "selected"):
         assert mark in legend

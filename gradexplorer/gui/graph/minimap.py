@@ -129,5 +129,6 @@ class Minimap(QWidget):
 
     def _go(self, event: QMouseEvent) -> None:
         p = event.position()
+        self.view.user_moved()
         self.view.centerOn(self.scene_point(p.x(), p.y()))
         self.follow_view()

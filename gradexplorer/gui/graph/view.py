@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from PySide6.QtCore import QEvent, QPoint, QPointF, QRectF, Qt, Signal
+from PySide6.QtCore import QEvent, QPoint, QPointF, QRectF, QSize, Qt, Signal
 from PySide6.QtGui import QColor, QMouseEvent, QPainter, QWheelEvent
 from PySide6.QtWidgets import QGraphicsScene, QGraphicsView, QToolTip, QWidget
 
@@ -43,9 +43,12 @@ class GraphView(QGraphicsView):
         self.setOptimizationFlag(QGraphicsView.DontAdjustForAntialiasing, True)
         self._press: QPoint | None = None
         self._explained: tuple[object, dict] = (None, {})  # (graph, node -> explanation)
-        self.minimap = Minimap(self)
+        self.fitted = None  # fit or first_view while the user has not zoomed or panned since:
+        self.fitted_size = QSize()  # a resize of the view applies it again (a grown window shows
+        self.minimap = Minimap(self)  # it all); the view's size when it was last applied
         for bar in (self.horizontalScrollBar(), self.verticalScrollBar()):
             bar.valueChanged.connect(self.minimap.follow_view)
+            bar.actionTriggered.connect(self.user_moved)  # dragged, clicked, arrow keys
 
     def use_theme(self, theme: str) -> None:
         """The background for ``light`` or ``dark``."""
@@ -57,7 +60,9 @@ class GraphView(QGraphicsView):
         return self.transform().m11()
 
     def zoom(self, factor: float) -> None:
-        """Zoom by ``factor`` about the mouse (or the centre), within limits."""
+        """Zoom by ``factor`` about the mouse (or the centre), within limits (no longer fitted:
+        ``fit`` and ``first_view`` say so again after zooming)."""
+        self.user_moved()
         target = min(MAX_SCALE, max(MIN_SCALE, self.scale_factor * factor))
         factor = target / self.scale_factor
         self.scale(factor, factor)
@@ -65,6 +70,10 @@ class GraphView(QGraphicsView):
 
     def wheelEvent(self, event: QWheelEvent) -> None:  # noqa: N802 - Qt API
         self.zoom(1.0015 ** event.angleDelta().y())
+
+    def user_moved(self, *_action) -> None:
+        """The user zoomed, panned or framed nodes: a resize keeps their view."""
+        self.fitted = None
 
     def _fit_whole(self) -> None:
         rect = self.canvas.boundingRect()
@@ -80,17 +89,21 @@ class GraphView(QGraphicsView):
         """Show the whole graph (Ctrl+0) while its nodes stay boxes of MIN_FIT_NODE_PX or
         more; a graph too big for that (a chain of 2,000 operations: a hairline) opens at the
         readable scale on its top instead, the minimap showing the whole and where that is."""
+        self.fitted = None  # (scroll bars shown or hidden while fitting resize the viewport)
         self._fit_whole()
         if not self.canvas.boundingRect().isEmpty() and self.scale_factor * NODE_H < MIN_FIT_NODE_PX:
             self._readable_top()
+        self.fitted, self.fitted_size = self.fit, self.size()
 
     def first_view(self) -> None:
         """The whole graph if its labels stay readable that way; else the smallest readable
         scale on the graph's top (the loss, in the layered layout), the minimap showing where
         that is in the rest."""
+        self.fitted = None
         self._fit_whole()
         if not self.canvas.boundingRect().isEmpty() and self.scale_factor < READABLE_SCALE:
             self._readable_top()
+        self.fitted, self.fitted_size = self.first_view, self.size()
 
     def _readable_top(self) -> None:
         rect = self.canvas.boundingRect()
@@ -105,6 +118,7 @@ class GraphView(QGraphicsView):
         nodes = np.asarray(nodes, dtype=np.int64)
         if drawing is None or not len(nodes):
             return
+        self.user_moved()
         xy = drawing.xy[nodes]
         lo, hi = xy.min(axis=0), xy.max(axis=0)
         rect = QRectF(lo[0] - NODE_W, lo[1] - 2 * NODE_H, hi[0] - lo[0] + 2 * NODE_W,
@@ -117,6 +131,9 @@ class GraphView(QGraphicsView):
 
     def resizeEvent(self, event) -> None:  # noqa: N802 - Qt API
         super().resizeEvent(event)
+        if self.fitted is not None and self.size() != self.fitted_size:
+            self.fitted()  # still the fitted view: fitted again to the view's new size (not on
+            # the viewport's: the minimap's strip and scroll bars it brings would ping-pong)
         self.minimap.follow_view()
 
     def node_at(self, pos: QPoint) -> int:
@@ -174,7 +191,9 @@ class GraphView(QGraphicsView):
         if event.button() == Qt.LeftButton and self._press is not None:
             moved = (event.position().toPoint() - self._press).manhattanLength()
             self._press = None
-            if moved <= CLICK_SLOP:
+            if moved > CLICK_SLOP:  # a drag: panned
+                self.user_moved()
+            else:
                 self.node_clicked.emit(self.node_at(event.position().toPoint()))
 
     def mouseDoubleClickEvent(self, event: QMouseEvent) -> None:  # noqa: N802

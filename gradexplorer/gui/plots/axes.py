@@ -11,8 +11,22 @@ from __future__ import annotations
 import math
 
 import pyqtgraph as pg
+from PySide6.QtGui import QFont, QFontMetricsF
+
+from gradexplorer.gui.plots.axis_label import fitted_label
 
 LABEL_GAP = 2  # pixels kept free between two tick labels
+SHOWN = 0  # the axis label item's data key holding the html it shows
+
+
+def _span(text: str, style: dict) -> str:
+    css = ";".join(f"{k}: {v}" for k, v in style.items())
+    return f"<span style='{css}'>{text}</span>"
+
+
+def _sized(text: str, style: dict, px: float, base_px: float) -> str:
+    """The label's html at ``px`` (its own font size when that is ``base_px``)."""
+    return _span(text, style if px == base_px else {**style, "font-size": f"{px}px"})
 
 
 def _apart(kept: list, rect, vertical: bool) -> bool:
@@ -23,7 +37,60 @@ def _apart(kept: list, rect, vertical: bool) -> bool:
 
 
 class ReadableAxis(pg.AxisItem):
-    """An AxisItem whose tick labels never overlap (the more important level wins)."""
+    """An AxisItem whose tick labels never overlap (the more important level wins) and whose
+    label fits the axis' length (``axis_label``: words dropped, never the scale; the full label
+    in its tooltip)."""
+
+    def labelString(self) -> str:  # noqa: N802 - pyqtgraph API
+        if self.labelUnits == "":
+            scaled = self.autoSIPrefix and self.autoSIPrefixScale != 1.0
+            units = f"(x{1.0 / self.autoSIPrefixScale:g})" if scaled else ""
+        else:
+            units = f"({self.labelUnitPrefix}{self.labelUnits})"
+        full = f"{self.labelText} {units}".strip()
+        style = {k: v for k, v in self.labelStyle.items() if k != "font-size"}
+        base_px = self._label_px()
+        vertical = self.orientation in ("left", "right")
+        room = (self.size().height() if vertical else self.size().width()) - 2
+        form, px = (full, base_px) if room <= 2 or not full else fitted_label(
+            self.labelText, units, lambda text, size: self._label_width(text, size, base_px),
+            room, base_px)
+        self.label.setToolTip(full if form != full or px != base_px else "")
+        return _sized(form, style, px, base_px)
+
+    def _updateLabel(self) -> None:  # noqa: N802 - pyqtgraph API
+        html = self.labelString()
+        self.label.setData(SHOWN, html)
+        self.label.setHtml(html)
+        self._adjustSize()
+        super().resizeEvent()  # placed for its new length (pyqtgraph places it on resizes only)
+        self.update()
+
+    def resizeEvent(self, ev=None):  # noqa: N802 - Qt API
+        if self.label is not None:
+            html = self.labelString()  # refitted to the new length (resizes come mid-__init__:
+            if html != self.label.data(SHOWN):  # the html is kept on the label item itself)
+                self.label.setData(SHOWN, html)
+                self.label.setHtml(html)
+        super().resizeEvent(ev)
+
+    def _label_px(self) -> float:
+        font = self.label.font()
+        size = self.labelStyle.get("font-size", "")
+        if size.endswith("px"):
+            return float(size[:-2])
+        if size.endswith("pt"):
+            return float(size[:-2]) * 96 / 72
+        return font.pixelSize() if font.pixelSize() > 0 else font.pointSizeF() * 96 / 72
+
+    def _label_width(self, text: str, px: float, base_px: float) -> float:
+        """The label's width with ``text`` at ``px`` (as its QGraphicsTextItem lays it out: the
+        text and the document's margin on either side)."""
+        font = QFont(self.label.font())
+        if px != base_px:
+            font.setPixelSize(round(px))
+        margin = self.label.document().documentMargin()
+        return QFontMetricsF(font).horizontalAdvance(text) + 2 * margin + 1
 
     def generateDrawSpecs(self, p):  # noqa: N802 - pyqtgraph API
         specs = super().generateDrawSpecs(p)
@@ -55,6 +122,13 @@ class StepAxis(ReadableAxis):
         if not whole:  # a span of a step or two: every whole step, no finer level
             whole = [(1.0, 0.0)]
         return [(float(max(1, round(spacing))), offset) for spacing, offset in whole]
+
+    def updateAutoSIPrefix(self) -> None:  # noqa: N802 - pyqtgraph API
+        if not self.integers:
+            super().updateAutoSIPrefix()
+            return
+        self.autoSIPrefixScale, self.labelUnitPrefix = 1.0, ""  # whole steps are never scaled (an
+        self._updateLabel()  # empty plot's 0…0.001 range read "step (x0.001)" beside a "0" tick)
 
     def tickStrings(self, values, scale, spacing):  # noqa: N802 - pyqtgraph API
         if not self.integers:

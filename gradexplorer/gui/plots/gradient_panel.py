@@ -6,15 +6,12 @@ The heat map covers the steps the timeline holds for the live session, and the w
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
     QFrame,
     QHBoxLayout,
-    QLabel,
     QScrollArea,
-    QSizePolicy,
     QSplitter,
     QVBoxLayout,
     QWidget,
@@ -24,7 +21,7 @@ from gradexplorer.core.recorder.run_history import RunHistory
 from gradexplorer.core.stats.curves import thin_steps
 from gradexplorer.gui.models.selection import Selection, SelectionModel, parameter_for
 from gradexplorer.gui.models.timeline import TimelineModel
-from gradexplorer.gui.name_elide import elide_to_width
+from gradexplorer.gui.name_label import NameLabel
 from gradexplorer.gui.plots.alarm_banner import AlarmBanner
 from gradexplorer.gui.plots.flow_chart import FlowPanel
 from gradexplorer.gui.plots.heatmap_axes import AXIS_MODES, AXIS_TIPS
@@ -61,9 +58,7 @@ class GradientPanel(QWidget):
         for throttle in self._throttles:
             timeline.changed.connect(throttle)
         self.alarm = AlarmBanner()
-        self.param_label = QLabel("no parameter selected")
-        self.param_label.setMinimumWidth(60)  # a long name is cut, never widens the dock
-        self.param_label.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
+        self.param_label = NameLabel("no parameter selected", minimum=60)  # never widens the dock
         self.log_box = QCheckBox("log counts")
         self.log_box.setToolTip("On: counts on a log scale. Off: linear counts, except a histogram "
                                 "whose tallest bin holds a quarter of the values and 3× the next "
@@ -181,25 +176,9 @@ class GradientPanel(QWidget):
         self.alarm.show_gradients(latest)
         name = self.param
         stats = latest.params.get(name) if latest is not None and name else None
-        self._show_name()
+        self.param_label.set_name(self.param)
         current, previous = self.timeline.histograms_of(name) if name else (None, None)
         self.histogram.show_histograms(name, current, previous, stats)
-
-    def _show_name(self) -> None:
-        """The selected parameter's name, shortened by components to the label's width."""
-        name, label = self.param, self.param_label
-        if name:
-            bold = label.font()
-            bold.setBold(True)
-            advance = QFontMetrics(bold).horizontalAdvance
-            label.setText(f"<b>{elide_to_width(name, advance, label.width() - 4)}</b>")
-        else:
-            label.setText("no parameter selected")
-        label.setToolTip(name or "")
-
-    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt API
-        super().resizeEvent(event)
-        self._show_name()
 
     def set_heatmap_axis(self, mode: str) -> None:
         """The heat map's value axis: ``fixed``, ``per step`` or ``log |g|``."""

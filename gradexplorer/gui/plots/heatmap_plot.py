@@ -9,10 +9,22 @@ from PySide6.QtCore import QRectF
 from PySide6.QtWidgets import QWidget
 
 from gradexplorer.gui.number_text import format_number
+from gradexplorer.gui.plots.axes import ReadableAxis
 from gradexplorer.gui.plots.heatmap_axes import heatmap_rows
 from gradexplorer.gui.plots.histogram_plot import NamedTitle
 from gradexplorer.gui.plots.hover import HoverReadout, corner_readout
 from gradexplorer.gui.theme import ALARM, steady_axes, value_ticks
+
+
+def bar_axis(bar: pg.ColorBarItem, label: str) -> None:
+    """The colour bar's labelled side (its left frame axis) as a ReadableAxis, so that its label
+    fits a short plot like every axis label (``plots/axis_label.py``)."""
+    axis = ReadableAxis("left")
+    bar.setAxisItems({"left": axis})
+    axis.setZValue(0.5)
+    axis.setTicks([])
+    axis.setStyle(showValues=False)
+    axis.setLabel(label)
 
 
 class HistogramHeatmap(NamedTitle, pg.PlotWidget):
@@ -33,6 +45,7 @@ class HistogramHeatmap(NamedTitle, pg.PlotWidget):
         self.colour_bar = pg.ColorBarItem(colorMap=pg.colormap.get("viridis"), interactive=False,
                                           values=(0, 1), width=12, label=self._bar_label())
         self.colour_bar.setImageItem(self.image, insert_in=self.plotItem)
+        bar_axis(self.colour_bar, self._bar_label())
         self.readout, self.show_readout = corner_readout(self)  # what is under the mouse
         self.shown = None  # (edges, steps, counts) drawn now, for the hover readout
         self.hover = HoverReadout(self.scene(), [self.plotItem],
@@ -44,7 +57,7 @@ class HistogramHeatmap(NamedTitle, pg.PlotWidget):
     def set_log(self, log: bool) -> None:
         """Colour by log10(1 + count) or by count."""
         self.log = log
-        self.colour_bar.setLabel("right", self._bar_label())
+        self.colour_bar.getAxis("left").setLabel(self._bar_label())
 
     def set_axis_mode(self, mode: str) -> None:
         """The value axis: ``fixed``, ``per step`` (each step on its own range) or ``log |g|``."""
@@ -114,6 +127,7 @@ class HistogramHeatmap(NamedTitle, pg.PlotWidget):
         if text == self.note.toPlainText():
             return
         self.note.setText(text)
+        self.wrap_note()
         value_ticks(self.plotItem, not text)
         if text:  # a fixed frame for the note (this turns auto-range off) ...
             self.plotItem.vb.setRange(xRange=(0, 1), yRange=(0, 1), padding=0)

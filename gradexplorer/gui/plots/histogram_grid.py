@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
 
 from gradexplorer.core.stats.ranking import RANKINGS, rank_parameters
 from gradexplorer.gui.graph.legend import shrinkable
+from gradexplorer.gui.name_elide import elide_to_width
 from gradexplorer.gui.number_text import format_number, update_ratio_text
 from gradexplorer.gui.theme import ACCENT, ALARM, SELECTION
 
@@ -106,7 +107,7 @@ class TileDelegate(QStyledItemDelegate):
         line = painter.fontMetrics().height()
         top = QRect(r.left() + 4, r.top() + 2, r.width() - 8, line)
         painter.drawText(top, Qt.AlignLeft | Qt.AlignVCenter,
-                         painter.fontMetrics().elidedText(name, Qt.ElideLeft, top.width()))
+                         elide_to_width(name, painter.fontMetrics().horizontalAdvance, top.width()))
         bottom = QRect(r.left() + 4, r.bottom() - line - 1, r.width() - 8, line)
         if s is None or not s.has_grad:
             painter.drawText(bottom, Qt.AlignLeft | Qt.AlignVCenter, "no gradient")

@@ -6,10 +6,11 @@ from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtGui import QFont, QFontMetrics
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QFont, QFontMetrics, QTextOption
 from PySide6.QtWidgets import QWidget
 
-from gradexplorer.gui.name_elide import ELLIPSIS, elide_to_width
+from gradexplorer.gui.name_elide import elide_to_width
 from gradexplorer.gui.number_text import format_number
 from gradexplorer.gui.plots.hover import HoverReadout, corner_readout
 from gradexplorer.gui.theme import ALARM, PLOT_PENS, steady_axes, value_ticks
@@ -47,9 +48,11 @@ def titled(plot, title: str, name: str | None) -> str:
     advance = QFontMetrics(font).horizontalAdvance
     box = plot.plotItem.vb.width()  # the title is centred over the plot area, not the axes
     room = (box if box > 0 else plot.width() - 80) - advance(f"{title} · ") - 8
-    if advance(ELLIPSIS + name.rpartition(".")[2]) > room:
-        return title  # no room for a name that says anything: the dock's header names it
-    return f"{title} · {elide_to_width(name, advance, room)}"
+    short = elide_to_width(name, advance, room)
+    owner = name.split(".")[-2:-1]  # the layer a parameter belongs to ("conv1" of conv1.weight)
+    if advance(short) > room or (owner and f"{owner[0]}." not in short):
+        return title  # no room for a name that says which layer: the dock's header names it
+    return f"{title} · {short}"
 
 
 class NamedTitle:
@@ -57,6 +60,18 @@ class NamedTitle:
 
     _title_parts: tuple[str, str | None] | None = None  # (title, name) once set: Qt resizes the
     # widget while pyqtgraph builds it, before any title is
+    note: pg.TextItem | None = None  # a centred note over the plot ("no histogram yet: run a step")
+
+    def wrap_note(self) -> None:
+        """Wrap the note to the plot area's width, centred (a one-line note wider than a narrow
+        plot ran past both of its edges)."""
+        if self.note is None:
+            return
+        box = self.plotItem.vb.width()
+        width = max(40.0, min(box if box > 0 else self.width(), self.width() - 60) - 8)
+        if self.note.textItem.textWidth() != width:
+            self.note.setTextWidth(width)
+            self.note.textItem.document().setDefaultTextOption(QTextOption(Qt.AlignHCenter))
 
     def set_named_title(self, title: str, name: str | None) -> None:
         self._title_parts = (title, name)
@@ -71,6 +86,7 @@ class NamedTitle:
         super().resizeEvent(event)
         if self._title_parts is not None and self.plotItem is not None:
             self._retitle()  # (no plot item once pyqtgraph has closed the widget)
+            self.wrap_note()
 
 
 class HistogramPlot(NamedTitle, pg.PlotWidget):
@@ -166,5 +182,6 @@ class HistogramPlot(NamedTitle, pg.PlotWidget):
             self.note.setText(text)
         value_ticks(self.plotItem, current is not None)
         if text:  # centre the note (moving it costs a repaint, so only when shown)
+            self.wrap_note()
             view = self.plotItem.vb.viewRange()
             self.note.setPos((view[0][0] + view[0][1]) / 2, (view[1][0] + view[1][1]) / 2)

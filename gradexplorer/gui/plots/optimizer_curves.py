@@ -18,6 +18,7 @@ from gradexplorer.core.errors import UserError
 from gradexplorer.core.model.membership import module_parameters
 from gradexplorer.gui.curves import fit_range
 from gradexplorer.gui.models.optimizer_track import SERIES_FIELDS
+from gradexplorer.gui.name_label import NameLabel
 from gradexplorer.gui.number_text import format_number, update_ratio_text
 from gradexplorer.gui.plots.hover import HoverReadout, nearest_point
 from gradexplorer.gui.theme import ACCENT, ALARM, steady_axes, value_ticks
@@ -52,9 +53,7 @@ class OptimizerCurves(QWidget):
         self.param: str | None = None
         self.steps, self.values = np.zeros(0), np.zeros(0)  # what the curve shows (raw)
         self.note = ""
-        self.name_label = QLabel("no parameter")
-        self.name_label.setMinimumWidth(40)  # a long name is cut, never widens the dock
-        self.name_label.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
+        self.name_label = NameLabel("no parameter")  # shortened from the left, never widens the dock
         self.figure_box = QComboBox()
         for field in SERIES_FIELDS:
             self.figure_box.addItem(FIGURES[field][0], field)
@@ -177,8 +176,7 @@ class OptimizerCurves(QWidget):
         self.new_marks.setData(steps[new], np.full(int(new.sum()), floor))
         value_ticks(item, bool(finite.size))
         fit_range(item, steps, np.where(new, floor, shown), log=log)
-        self.name_label.setText(f"<b>{name}</b>" if name else "no parameter")
-        self.name_label.setToolTip(name or "")
+        self.name_label.set_name(name)
         self.note = self._note(name, field, steps, values, new)
         self.readout.setText(self.note)
 
