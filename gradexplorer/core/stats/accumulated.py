@@ -44,7 +44,6 @@ class AccumulatedNorms:
     norms: torch.Tensor | np.ndarray | None
     at_step: bool = False
     reuse: bool = False  # the tensors backward left reached the step unchanged: the applied norms
-    lost: bool = False  # changed since backward though the loop was trusted: not measured
     check: Callable[[np.ndarray | None], None] | None = None  # tell the probe the applied norms
 
     def host(self) -> np.ndarray:

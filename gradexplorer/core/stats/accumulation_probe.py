@@ -21,14 +21,14 @@ and keeps the probe measuring every step). From then on a recorded step whose gr
 provably the tensors backward left takes the applied point's norms (``reuse``): the same
 figures, not measured twice. Every ``VERIFY_EVERY``-th recorded step is measured at both points
 again. A step whose gradients changed although the loop was trusted has no accumulated figure
-(``lost``: the ledger leaves it empty, never a wrong one) and the probe measures every step
+(no norms: the ledger leaves it empty, never a wrong one) and the probe measures every step
 until the loop is proven anew.
 
 **One hook, when proven.** While every backward of the proof began at the model's output and
 reached the same parameter first, in the same backward (its *anchor*: usually the last
 layer's bias), a trusted probe keeps only the anchor's hook: one Python call per backward
 instead of one per parameter and a hook per forward. Any doubt puts every hook back: a step
-without a backward that reached the anchor is ``lost``, a changed gradient as above. A backward
+without a backward that reached the anchor is treated as a changed gradient, as above. A backward
 that reaches parameters but not the anchor, made only after the proof, is then not counted in
 ``micro_batches`` (the gradient figures stay exact: it shows as a change, or came before the
 anchor's backward, whose end the figures describe).
@@ -205,13 +205,13 @@ class AccumulationProbe:
         grads = list(map(_GRAD, self._params))
         present = list(map(is_not, grads, repeat(None)))
         if not self.since_step and self.hooks == "anchor":  # a backward may have missed it
-            out = AccumulatedNorms(present, None, lost=True)
+            out = AccumulatedNorms(present, None)  # no norms: not known
             self._lose("no backward reached the parameter watched")
         elif not self.since_step:  # no backward seen: the gradient as the step finds it, which
             out = AccumulatedNorms(present, None, at_step=True, reuse=True)  # is the applied one
         elif self.trusted and latest is None:  # reusing: only if nothing wrote .grad since
             kept_ok = self._unchanged(grads)
-            out = AccumulatedNorms(present, None, reuse=kept_ok, lost=not kept_ok)
+            out = AccumulatedNorms(present, None, reuse=kept_ok)  # else no norms: not known
             if not kept_ok:
                 self._lose(".grad was written between the last backward and the step")
         else:
