@@ -83,17 +83,19 @@ def test_first_model_sets_torch_up_on_the_training_thread_and_collects_on_the_gu
     assert report["automatic"] is False
 
 
+def make_cycles(count: int) -> None:
+    """``count`` self-referencing dicts left for the cyclic collector."""
+    for _ in range(count):
+        cycle = {}
+        cycle["self"] = cycle
+
+
 def test_collector_collects_what_the_thresholds_call_for_and_keeps_automatic_collection_off(qapp):
     collector = collect_on_gui_thread()
     assert isinstance(collector, GuiThreadCollector) and collect_on_gui_thread() is collector
     assert not gc.isenabled()
     gc.collect()
-    cycles = []
-    for _ in range(3 * collector.thresholds[0]):
-        cycle = {}
-        cycle["self"] = cycle
-        cycles.append(cycle)
-    del cycles, cycle
+    make_cycles(3 * collector.thresholds[0])
     assert collector.collect_due() >= 3 * collector.thresholds[0]
     assert collector.collect_due() == 0  # nothing due right after a collection
     gc.enable()  # a library turning it back on
@@ -106,12 +108,7 @@ def test_a_held_collector_collects_nothing_until_resumed(qapp):
     gc.collect()
     collector.hold()  # the app's start, until the first graph is drawn
     try:
-        cycles = []
-        for _ in range(3 * collector.thresholds[0]):
-            cycle = {}
-            cycle["self"] = cycle
-            cycles.append(cycle)
-        del cycles, cycle
+        make_cycles(3 * collector.thresholds[0])
         assert collector.collect_due() == 0
     finally:
         collector.resume()
