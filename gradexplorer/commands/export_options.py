@@ -64,6 +64,12 @@ def attach_exporter(session, args: argparse.Namespace, stack, say) -> ExportFold
     return folder
 
 
+def _megabytes(size: int) -> str:
+    """A snapshot's size in MB that never reads 0: 0.29, 4.2, 47."""
+    mb = size / 1e6
+    return f"{mb:,.0f}" if mb >= 10 else f"{mb:.2g}"
+
+
 def warn_about_size(session, exporter: SnapshotExporter, first: int, last: int, monitor,
                     say) -> None:
     """A line before a run that will leave more than a few GB; a refusal if it cannot fit."""
@@ -74,11 +80,11 @@ def warn_about_size(session, exporter: SnapshotExporter, first: int, last: int, 
     free = shutil.disk_usage(exporter.directory).free
     if total > free:
         raise UserError(
-            f"{kept} snapshots of about {each / 1e6:,.0f} MB need {total / 1e9:,.1f} GB in "
+            f"{kept} snapshots of about {_megabytes(each)} MB need {total / 1e9:,.1f} GB in "
             f"{exporter.directory}, which has {free / 1e9:,.1f} GB free: export less often "
             "(--snapshot-every) or keep fewer (--keep-snapshots N)"
         )
     if total > WARN_BYTES:
         note = "" if exporter.keep_snapshots else "; --keep-snapshots N keeps only the newest N"
-        say(f"  note: {written} snapshots of about {each / 1e6:,.0f} MB will leave about "
+        say(f"  note: {written} snapshots of about {_megabytes(each)} MB will leave about "
             f"{total / 1e9:,.1f} GB in {exporter.directory}{note}")
