@@ -76,8 +76,9 @@ def test_leftovers_of_dead_runs_are_removed_and_live_ones_kept(tmp_path):
 def test_sigterm_mid_run_leaves_no_partial_folder(tmp_path):
     out = tmp_path / "out"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "gradexplorer", "run", *LENET, "--steps", "100000", "--export",
-         str(out), "--snapshot-every", "1", "--keep-snapshots", "3"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        [sys.executable, "-m", "gradexplorer", "run", *LENET, "--steps", "100000",
+         "--export", str(out), "--snapshot-every", "1", "--keep-snapshots", "3"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     for line in proc.stdout:  # waits on the run's own line for its first snapshot, no sleep
         if b"snapshot of step" in line:
             break
