@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import compress
 from typing import Any
 
 import numpy as np
@@ -140,11 +141,16 @@ def accumulated_by_name(accum: AccumulatedNorms | None, names: list[str],
     found (``accum.check``)."""
     if accum is None:
         return {}
-    held = [name for name, here in zip(names, accum.present, strict=True) if here]
+    if len(names) != len(accum.present):
+        raise ValueError(f"{len(accum.present)} parameters probed, {len(names)} named")
+    held = list(compress(names, accum.present))
     if accum.reuse or accum.check is not None:
         stats = record.params if record is not None else {}
-        applied = [stats[n].norm if n in stats else None for n in held]
-        known = all(v is not None for v in applied)
+        try:
+            applied = [s.norm for s in map(stats.__getitem__, held)]
+        except KeyError:  # a parameter the applied point did not record
+            applied = [None]
+        known = None not in applied
         if accum.check is not None:
             accum.check(np.array(applied, np.float64) if known else None)
         if accum.reuse:

@@ -36,6 +36,7 @@ anchor's backward, whose end the figures describe).
 
 from __future__ import annotations
 
+from functools import partial
 from itertools import compress, repeat
 from operator import attrgetter, is_, is_not
 
@@ -56,7 +57,10 @@ _task = getattr(torch._C, "_current_graph_task_id", None)  # the backward under 
 
 def _versions(grads: list) -> int:
     """The sum of the gradients' version counters (None skipped)."""
-    return sum(map(_VERSION, compress(grads, map(is_not, grads, repeat(None)))))
+    try:
+        return sum(map(_VERSION, grads))  # every parameter has a gradient: one C-level pass
+    except AttributeError:  # None has no version
+        return sum(map(_VERSION, compress(grads, map(is_not, grads, repeat(None)))))
 
 
 def _grad_tensors(output, limit: int = 8) -> list[torch.Tensor]:
@@ -107,6 +111,11 @@ class AccumulationProbe:
         self._may_reuse = reuse  # False: measured at every recorded step, whatever the loop
         self.lost = 0  # such steps
         self._handles: list = []
+        queue = Variable._execution_engine.queue_callback  # bound once: called every backward
+        self._queue = queue
+        # at the end of backward: queue the probe's callback again, behind the callbacks others
+        # queued meanwhile (a C-level call, no Python frame)
+        self._after_others = partial(queue, self._backward_done)
         self._all_hooks()
 
     # -- hooks ---------------------------------------------------------------------
@@ -129,7 +138,7 @@ class AccumulationProbe:
         if self.hooks == "anchor" or not self._anchor_ok or self.anchor is None:
             return
         self._unhook()
-        self._handles = [self.anchor.register_post_accumulate_grad_hook(self._on_grad)]
+        self._handles = [self.anchor.register_post_accumulate_grad_hook(self._on_anchor)]
         self.hooks = "anchor"
 
     def _on_output(self, _module, _args, output) -> None:
@@ -154,18 +163,21 @@ class AccumulationProbe:
             self._first = param if same else False  # False: not in the output's backward
         if not self._queued:
             self._queued = True
-            Variable._execution_engine.queue_callback(self._after_others)
+            self._queue(self._after_others)
 
-    def _after_others(self) -> None:
-        Variable._execution_engine.queue_callback(self._backward_done)
+    def _on_anchor(self, _param) -> None:
+        """The one hook of a trusted probe (no first parameter to find: the anchor is known)."""
+        if not self._queued:
+            self._queued = True
+            self._queue(self._after_others)
 
     def _backward_done(self) -> None:
         self._queued = False
         self.backwards += 1
         self.since_step += 1
-        first, self._first, self._output_task = self._first, None, None
         try:
             if self.hooks == "all":  # the anchor: the same first parameter in every backward
+                first, self._first, self._output_task = self._first, None, None
                 if first is None or first is False or \
                         (self.anchor is not None and first is not self.anchor):
                     self._anchor_ok = False
