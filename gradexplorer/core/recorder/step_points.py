@@ -143,7 +143,7 @@ def accumulated_by_name(accum: AccumulatedNorms | None, names: list[str],
         return {}
     if len(names) != len(accum.present):
         raise ValueError(f"{len(accum.present)} parameters probed, {len(names)} named")
-    held = list(compress(names, accum.present))
+    held = names if all(accum.present) else list(compress(names, accum.present))
     if accum.reuse or accum.check is not None:
         stats = record.params if record is not None else {}
         try:

@@ -56,11 +56,9 @@ _task = getattr(torch._C, "_current_graph_task_id", None)  # the backward under 
 
 
 def _versions(grads: list) -> int:
-    """The sum of the gradients' version counters (None skipped)."""
-    try:
-        return sum(map(_VERSION, grads))  # every parameter has a gradient: one C-level pass
-    except AttributeError:  # None has no version
-        return sum(map(_VERSION, compress(grads, map(is_not, grads, repeat(None)))))
+    """The sum of the gradients' version counters, None skipped (where every parameter has a
+    gradient, the callers' ``sum(map(_VERSION, grads))`` is one pass less)."""
+    return sum(map(_VERSION, compress(grads, map(is_not, grads, repeat(None)))))
 
 
 def _grad_tensors(output, limit: int = 8) -> list[torch.Tensor]:
@@ -92,6 +90,7 @@ class AccumulationProbe:
                  model: nn.Module | None = None, report=None, reuse: bool = True) -> None:
         self.named = [(n, p) for n, p in named]
         self._params = [p for _, p in self.named]
+        self._every = (True,) * len(self._params)  # ``present`` when every one has a gradient
         self.wanted = wanted or (lambda: True)
         self.backwards = 0  # every backward that reached a parameter, since the probe began
         self.since_step = 0  # backwards since the last step (the step's micro-batches)
@@ -186,16 +185,18 @@ class AccumulationProbe:
                 self._latest = self._kept = None
                 return
             grads = list(map(_GRAD, self._params))  # (C-level loops: this runs every step)
-            self._kept = (grads, _versions(grads))
-            self._latest = None if self._reusing() else self._measured(grads)
+            try:
+                versions = sum(map(_VERSION, grads))  # every parameter has a gradient
+            except AttributeError:  # a parameter without a gradient
+                versions = _versions(grads)
+            self._kept = (grads, versions)
+            # the step under way takes the applied norms: a trusted loop, not a check step
+            reusing = self.trusted and (self._recorded + 1) % VERIFY_EVERY != 0
+            self._latest = None if reusing else self._measured(grads)
         except Exception:  # noqa: BLE001 - a monitor never breaks the backward it watches
             self._latest = self._kept = None
 
     # -- the two points ------------------------------------------------------------
-    def _reusing(self) -> bool:
-        """The step under way takes the applied norms (a trusted loop, not a check step)."""
-        return self.trusted and (self._recorded + 1) % VERIFY_EVERY != 0
-
     def _measured(self, grads: list, at_step: bool = False) -> AccumulatedNorms:
         norms = grad_norms([g for g in grads if g is not None])
         return AccumulatedNorms([g is not None for g in grads], norms, at_step)
@@ -204,39 +205,43 @@ class AccumulationProbe:
         """The norms of the gradients the parameters hold now."""
         return self._measured([p.grad for p in self._params], at_step)
 
-    def _unchanged(self, grads: list) -> bool:
-        """The gradients are the tensors the last backward left, not written since."""
+    def _unchanged(self, grads: list, versions: int) -> bool:
+        """The gradients (their version sum given) are the tensors the last backward left,
+        not written since."""
         if self._kept is None:
             return False
-        kept, versions = self._kept  # the same tensors: a write to any raises its version,
-        return all(map(is_, grads, kept)) and _versions(grads) == versions  # and so their sum
+        kept, then = self._kept  # the same tensors: a write to any raises its version,
+        return all(map(is_, grads, kept)) and versions == then  # and so their sum
 
     def take(self) -> AccumulatedNorms:
         """At a recorded step: its accumulated norms (or ``reuse``); starts the next step."""
         latest, kept_ok = self._latest if self.since_step else None, False
         grads = list(map(_GRAD, self._params))
-        present = list(map(is_not, grads, repeat(None)))
-        if not self.since_step and self.hooks == "anchor":  # a backward may have missed it
+        try:
+            versions, present = sum(map(_VERSION, grads)), self._every  # no None: every one
+        except AttributeError:  # a parameter without a gradient
+            versions, present = _versions(grads), list(map(is_not, grads, repeat(None)))
+        if self.since_step and self.trusted and latest is None:  # reusing: only if nothing
+            kept_ok = self._unchanged(grads, versions)  # wrote .grad since the backward
+            out = AccumulatedNorms(present, None, reuse=kept_ok)  # else no norms: not known
+            if not kept_ok:
+                self._lose(".grad was written between the last backward and the step")
+        elif not self.since_step and self.hooks == "anchor":  # a backward may have missed it
             out = AccumulatedNorms(present, None)  # no norms: not known
             self._lose("no backward reached the parameter watched")
         elif not self.since_step:  # no backward seen: the gradient as the step finds it, which
             out = AccumulatedNorms(present, None, at_step=True, reuse=True)  # is the applied one
-        elif self.trusted and latest is None:  # reusing: only if nothing wrote .grad since
-            kept_ok = self._unchanged(grads)
-            out = AccumulatedNorms(present, None, reuse=kept_ok)  # else no norms: not known
-            if not kept_ok:
-                self._lose(".grad was written between the last backward and the step")
         else:
             out = latest if latest is not None else self._measured(grads, at_step=True)
-            kept_ok = latest is not None and self._unchanged(grads)
+            kept_ok = latest is not None and self._unchanged(grads, versions)
             if kept_ok:
                 out.check = lambda applied, mine=out: self._confirm(applied, mine.host())
             else:
                 self._distrust()
         if self.trusted:
             self._recorded += 1
-            if not self._reusing():
-                self._all_hooks()  # the next step is a check step: every hook watches it
+            if (self._recorded + 1) % VERIFY_EVERY == 0:  # the next step is a check step:
+                self._all_hooks()  # every hook watches it
         self._latest, self._kept, self.since_step = None, None, 0
         return out
 
