@@ -33,7 +33,9 @@ end-to-end slowdown of whole steps (noisier). Methods:
 - watch: as-accumulated norms: the point ``watch`` adds to each recorded step, timed inside
   backward where it runs, in this loop, which leaves ``.grad`` alone between backward and step:
   measured at both points until proven (3 steps), then the applied norms taken over (one hook,
-  a version check; every 50th step measured again); target: ≤ 1% of a bare step
+  a version check; every 50th step measured again); target: ≤ 1% of a bare step. Not counted:
+  the first read of each ``.grad`` after backward, which the applied point pays anyway when it
+  comes first (see bench/accumulated_point.py)
 - watch: accumulated, every step: the same point measured at every step (hooks on every
   parameter, float64 norms at the end of backward), as in a loop that clips or unscales
 
@@ -123,19 +125,25 @@ class Timed:
         method = getattr(self.inner, name, None)
         if method is None:
             return
-        start = time.perf_counter()
-        with ExitStack() as stack:
-            if self.counting:
-                counter = stack.enter_context(OpCounter())
-                syncs = stack.enter_context(SyncCounter(self.device))
-            method(*args)
         if self.counting:
-            self.ops += counter.ops
-            self.syncs += syncs.count if syncs.cuda else counter.ops["aten._local_scalar_dense"]
+            self._count(method, args)
+            return
+        start = time.perf_counter()  # nothing but the call between the two reads of the clock
+        method(*args)
         if self.settle and self.device.startswith("cuda"):
             torch.cuda.synchronize()  # the time of work queued by this observer is its own
         self.seconds += time.perf_counter() - start + getattr(self.inner, "elsewhere", 0.0)
         self.inner.elsewhere = 0.0  # work it did inside backward (AccumulatedPoint)
+
+    def _count(self, method, args) -> None:
+        """The counted step: aten ops and host synchronisations (not timed)."""
+        with ExitStack() as stack:
+            counter = stack.enter_context(OpCounter())
+            syncs = stack.enter_context(SyncCounter(self.device))
+            method(*args)
+        self.ops += counter.ops
+        self.syncs += syncs.count if syncs.cuda else counter.ops["aten._local_scalar_dense"]
+        self.inner.elsewhere = 0.0
 
     def after_backward(self, session, step):
         self._call("after_backward", session, step)

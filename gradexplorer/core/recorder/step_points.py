@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from itertools import compress
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -133,6 +134,9 @@ def skip_line(step: int, record) -> str:
             f"{where}{' ...' if len(bad) > 3 else ''}")
 
 
+_NORM = attrgetter("norm")
+
+
 def accumulated_by_name(accum: AccumulatedNorms | None, names: list[str],
                         record: StepGradients | None = None) -> dict[str, float]:
     """``name -> ‖.grad‖`` as accumulated (parameters with a gradient only). With ``reuse``
@@ -147,7 +151,7 @@ def accumulated_by_name(accum: AccumulatedNorms | None, names: list[str],
     if accum.reuse or accum.check is not None:
         stats = record.params if record is not None else {}
         try:
-            applied = [s.norm for s in map(stats.__getitem__, held)]
+            applied = list(map(_NORM, map(stats.__getitem__, held)))
         except KeyError:  # a parameter the applied point did not record
             applied = [None]
         known = None not in applied

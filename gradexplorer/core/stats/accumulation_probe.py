@@ -91,7 +91,7 @@ class AccumulationProbe:
         self.named = [(n, p) for n, p in named]
         self._params = [p for _, p in self.named]
         self._every = (True,) * len(self._params)  # ``present`` when every one has a gradient
-        self.wanted = wanted or (lambda: True)
+        self.wanted = wanted  # None: every step
         self.backwards = 0  # every backward that reached a parameter, since the probe began
         self.since_step = 0  # backwards since the last step (the step's micro-batches)
         self._latest: AccumulatedNorms | None = None
@@ -181,7 +181,7 @@ class AccumulationProbe:
                         (self.anchor is not None and first is not self.anchor):
                     self._anchor_ok = False
                 self.anchor = first if self._anchor_ok else None
-            if not self.wanted():
+            if self.wanted is not None and not self.wanted():
                 self._latest = self._kept = None
                 return
             grads = list(map(_GRAD, self._params))  # (C-level loops: this runs every step)
@@ -222,7 +222,8 @@ class AccumulationProbe:
         except AttributeError:  # a parameter without a gradient
             versions, present = _versions(grads), list(map(is_not, grads, repeat(None)))
         if self.since_step and self.trusted and latest is None:  # reusing: only if nothing
-            kept_ok = self._unchanged(grads, versions)  # wrote .grad since the backward
+            kept, then = self._kept or (None, None)  # wrote .grad since the backward
+            kept_ok = kept is not None and all(map(is_, grads, kept)) and versions == then
             out = AccumulatedNorms(present, None, reuse=kept_ok)  # else no norms: not known
             if not kept_ok:
                 self._lose(".grad was written between the last backward and the step")
