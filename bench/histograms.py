@@ -339,7 +339,7 @@ def report(result: dict) -> str:
         passes = inside / result["pass"] if result["pass"] > 0 else float("nan")
         best = min(result["inside"][name]) / bare_best
         lines.append(
-            f"  {name:32s} {inside * 1000:9.1f} ms {100 * inside / bare:9.1f}% {100 * best:6.1f}% "
+            f"  {name:32s} {inside * 1000:9.2f} ms {100 * inside / bare:9.1f}% {100 * best:6.1f}% "
             f"{100 * (whole - bare) / bare:10.1f}% {passes:11.1f}× {result['ops'][name]:9d} "
             f"{result['syncs'][name]:6d}"
         )
