@@ -291,6 +291,7 @@ def measure(spec: str, rounds: int, device: str, quick: bool = False) -> dict:
             session.observers = [obs]
             session.step()
             obs.counting = False
+    cpu = {name: [] for name in methods}  # process CPU time of each step
     steps = {name: [] for name in methods}
     inside = {name: [] for name in methods}
     passes: list[float] = []
@@ -301,29 +302,32 @@ def measure(spec: str, rounds: int, device: str, quick: bool = False) -> dict:
             session.observers = [obs] if obs else []
             if obs:
                 obs.seconds = 0.0
-            start = time.perf_counter()
+            start, cpu_start = time.perf_counter(), time.process_time()
             session.step()
             steps[name].append(time.perf_counter() - start)
+            cpu[name].append(time.process_time() - cpu_start)
             inside[name].append(obs.seconds if obs else 0.0)
             passes.append(one_pass_seconds(session))
     session.observers = []
     numel = sum(g.numel() for g in grads_of(session))
     ops = {n: sum(o.ops.values()) for n, o in observers.items() if o}
     syncs = {n: o.syncs for n, o in observers.items() if o}
-    return {"spec": spec, "steps": steps, "inside": inside, "numel": numel, "ops": ops,
+    return {"spec": spec, "steps": steps, "cpu": cpu, "inside": inside, "numel": numel, "ops": ops,
             "syncs": syncs, "params": len(grads_of(session)), "pass": statistics.median(passes),
             "device": device, "description": session.workload.description}
 
 
 def report(result: dict) -> str:
     bare = statistics.median(result["steps"]["bare step"])
+    bare_cpu = statistics.median(result["cpu"]["bare step"]) if result["device"] == "cpu" else None
     mb = result["numel"] * 4 / 1e6
     lines = [
         f"{result['spec']} ({result['description']}, {result['device']}): "
         f"{result['params']} gradients, {result['numel']:,} numbers "
-        f"({mb:.1f} MB); bare step {bare * 1000:.1f} ms; one read pass over all "
-        f"gradients {result['pass'] * 1000:.2f} ms (medians)",
-        f"  {'method':32s} {'in observer':>12s} {'% of bare':>10s} {'best':>7s} "
+        f"({mb:.1f} MB); bare step {bare * 1000:.1f} ms"
+        + (f" (CPU time {bare_cpu * 1000:.1f} ms)" if bare_cpu else "")
+        + f"; one read pass over all gradients {result['pass'] * 1000:.2f} ms (medians)",
+        f"  {'method':32s} {'in observer':>12s} {'% of bare':>10s} {'best':>7s} {'% of CPU':>9s} "
         f"{'end-to-end':>11s} {'read passes':>12s} {'aten ops':>9s} {'syncs':>6s}",
     ]
     bare_best = min(result["steps"]["bare step"])
@@ -338,8 +342,10 @@ def report(result: dict) -> str:
         whole = statistics.median(result["steps"][name])
         passes = inside / result["pass"] if result["pass"] > 0 else float("nan")
         best = min(result["inside"][name]) / bare_best
+        of_cpu = f"{100 * inside / bare_cpu:8.2f}%" if bare_cpu else f"{'-':>9s}"
         lines.append(
             f"  {name:32s} {inside * 1000:9.2f} ms {100 * inside / bare:9.1f}% {100 * best:6.1f}% "
+            f"{of_cpu} "
             f"{100 * (whole - bare) / bare:10.1f}% {passes:11.1f}× {result['ops'][name]:9d} "
             f"{result['syncs'][name]:6d}"
         )
@@ -363,7 +369,10 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.models.split(","):
         print(report(measure(name.strip(), args.rounds, args.device, args.quick)), flush=True)
     print("in observer: median time inside the method's observer; % of bare: that over the median\n"
-          "bare step; best: fastest observer time over fastest bare step; end-to-end: median\n"
+          "bare step; best: fastest observer time over fastest bare step; % of CPU (CPU runs): in\n"
+          "observer over the median CPU time of a bare step, which other processes' load stretches\n"
+          "less than its wall time (under load % of bare reads low; the observer's own time is wall\n"
+          "time, so only short observers, rarely preempted, read true there); end-to-end: median\n"
           "whole-step slowdown (noisy under load); read passes: observer time in units of one plain read\n"
           "(a sum) of every gradient. The single-pass floor is 1.0x. aten ops: dispatched by the\n"
           "observer in one step (TorchDispatchMode); syncs: host synchronisations in that step\n"
