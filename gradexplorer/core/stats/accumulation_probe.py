@@ -221,7 +221,10 @@ class AccumulationProbe:
             versions, present = sum(map(_VERSION, grads)), self._every  # no None: every one
         except AttributeError:  # a parameter without a gradient
             versions, present = _versions(grads), list(map(is_not, grads, repeat(None)))
-        if self.since_step and self.trusted and latest is None:  # reusing: only if nothing
+        if self._queued and self._unfinished():  # a backward raised: the backwards after it
+            out = AccumulatedNorms(present, None)  # went unseen; no norms: not known
+            self._lose("a backward raised before its end, so the backwards after it were not seen")
+        elif self.since_step and self.trusted and latest is None:  # reusing: only if nothing
             kept, then = self._kept or (None, None)  # wrote .grad since the backward
             kept_ok = kept is not None and all(map(is_, grads, kept)) and versions == then
             out = AccumulatedNorms(present, None, reuse=kept_ok)  # else no norms: not known
@@ -259,13 +262,24 @@ class AccumulationProbe:
         if self.trusted:
             self._anchor_hook()
 
+    def _unfinished(self) -> bool:
+        """The end-of-backward callback was queued by a backward that ended without running it
+        (an exception inside it, caught by the loop): outside any backward, nothing will run
+        it. Clears the flag, so that the next backward is seen again."""
+        if _task is None or _task() != -1:  # inside a backward (or no way to tell)
+            return False
+        self._queued, self._first, self._output_task = False, None, None
+        return True
+
     def _lose(self, why: str) -> None:
-        """A trusted loop changed: this step's accumulated point is not known; say so once."""
+        """This step's accumulated point is not known (a trusted loop changed, or a backward
+        raised); say so once."""
         self.lost += 1
         if self.lost == 1 and self._report is not None:
-            self._report(f"gradexplorer: {why} after {PROOF_STEPS}+ steps that left .grad alone: "
-                         "that step's gradient as accumulated is not known (its ledger leaves "
-                         "it empty); measured at every step from the next one")
+            since = f" after {PROOF_STEPS}+ steps that left .grad alone" if self.trusted else ""
+            self._report(f"gradexplorer: {why}{since}: that step's gradient as accumulated is not "
+                         "known (its ledger leaves it empty); measured at every step from the "
+                         "next one")
         self._distrust()
 
     def _distrust(self) -> None:
@@ -275,6 +289,8 @@ class AccumulationProbe:
 
     def advance(self) -> None:
         """At a step that is not recorded: starts the next step."""
+        if self._queued:
+            self._unfinished()
         self._latest, self._kept, self.since_step = None, None, 0
 
     def remove(self) -> None:
