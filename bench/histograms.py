@@ -33,7 +33,9 @@ end-to-end slowdown of whole steps (noisier). Methods:
 - watch: as-accumulated norms: the point ``watch`` adds to each recorded step, timed inside
   backward where it runs, in this loop, which leaves ``.grad`` alone between backward and step:
   measured at both points until proven (3 steps), then the applied norms taken over (one hook,
-  a version check; every 50th step measured again); target: ≤ 1% of a bare step
+  a version check; every 50th step measured again); target: ≤ 1% of a bare step. Not counted:
+  the first read of each ``.grad`` after backward, which the applied point pays anyway when it
+  comes first (see bench/accumulated_point.py)
 - watch: accumulated, every step: the same point measured at every step (hooks on every
   parameter, float64 norms at the end of backward), as in a loop that clips or unscales
 
@@ -123,19 +125,25 @@ class Timed:
         method = getattr(self.inner, name, None)
         if method is None:
             return
-        start = time.perf_counter()
-        with ExitStack() as stack:
-            if self.counting:
-                counter = stack.enter_context(OpCounter())
-                syncs = stack.enter_context(SyncCounter(self.device))
-            method(*args)
         if self.counting:
-            self.ops += counter.ops
-            self.syncs += syncs.count if syncs.cuda else counter.ops["aten._local_scalar_dense"]
+            self._count(method, args)
+            return
+        start = time.perf_counter()  # nothing but the call between the two reads of the clock
+        method(*args)
         if self.settle and self.device.startswith("cuda"):
             torch.cuda.synchronize()  # the time of work queued by this observer is its own
         self.seconds += time.perf_counter() - start + getattr(self.inner, "elsewhere", 0.0)
         self.inner.elsewhere = 0.0  # work it did inside backward (AccumulatedPoint)
+
+    def _count(self, method, args) -> None:
+        """The counted step: aten ops and host synchronisations (not timed)."""
+        with ExitStack() as stack:
+            counter = stack.enter_context(OpCounter())
+            syncs = stack.enter_context(SyncCounter(self.device))
+            method(*args)
+        self.ops += counter.ops
+        self.syncs += syncs.count if syncs.cuda else counter.ops["aten._local_scalar_dense"]
+        self.inner.elsewhere = 0.0
 
     def after_backward(self, session, step):
         self._call("after_backward", session, step)
@@ -283,6 +291,7 @@ def measure(spec: str, rounds: int, device: str, quick: bool = False) -> dict:
             session.observers = [obs]
             session.step()
             obs.counting = False
+    cpu = {name: [] for name in methods}  # process CPU time of each step
     steps = {name: [] for name in methods}
     inside = {name: [] for name in methods}
     passes: list[float] = []
@@ -293,29 +302,32 @@ def measure(spec: str, rounds: int, device: str, quick: bool = False) -> dict:
             session.observers = [obs] if obs else []
             if obs:
                 obs.seconds = 0.0
-            start = time.perf_counter()
+            start, cpu_start = time.perf_counter(), time.process_time()
             session.step()
             steps[name].append(time.perf_counter() - start)
+            cpu[name].append(time.process_time() - cpu_start)
             inside[name].append(obs.seconds if obs else 0.0)
             passes.append(one_pass_seconds(session))
     session.observers = []
     numel = sum(g.numel() for g in grads_of(session))
     ops = {n: sum(o.ops.values()) for n, o in observers.items() if o}
     syncs = {n: o.syncs for n, o in observers.items() if o}
-    return {"spec": spec, "steps": steps, "inside": inside, "numel": numel, "ops": ops,
+    return {"spec": spec, "steps": steps, "cpu": cpu, "inside": inside, "numel": numel, "ops": ops,
             "syncs": syncs, "params": len(grads_of(session)), "pass": statistics.median(passes),
             "device": device, "description": session.workload.description}
 
 
 def report(result: dict) -> str:
     bare = statistics.median(result["steps"]["bare step"])
+    bare_cpu = statistics.median(result["cpu"]["bare step"]) if result["device"] == "cpu" else None
     mb = result["numel"] * 4 / 1e6
     lines = [
         f"{result['spec']} ({result['description']}, {result['device']}): "
         f"{result['params']} gradients, {result['numel']:,} numbers "
-        f"({mb:.1f} MB); bare step {bare * 1000:.1f} ms; one read pass over all "
-        f"gradients {result['pass'] * 1000:.2f} ms (medians)",
-        f"  {'method':32s} {'in observer':>12s} {'% of bare':>10s} {'best':>7s} "
+        f"({mb:.1f} MB); bare step {bare * 1000:.1f} ms"
+        + (f" (CPU time {bare_cpu * 1000:.1f} ms)" if bare_cpu else "")
+        + f"; one read pass over all gradients {result['pass'] * 1000:.2f} ms (medians)",
+        f"  {'method':32s} {'in observer':>12s} {'% of bare':>10s} {'best':>7s} {'% of CPU':>9s} "
         f"{'end-to-end':>11s} {'read passes':>12s} {'aten ops':>9s} {'syncs':>6s}",
     ]
     bare_best = min(result["steps"]["bare step"])
@@ -330,8 +342,10 @@ def report(result: dict) -> str:
         whole = statistics.median(result["steps"][name])
         passes = inside / result["pass"] if result["pass"] > 0 else float("nan")
         best = min(result["inside"][name]) / bare_best
+        of_cpu = f"{100 * inside / bare_cpu:8.2f}%" if bare_cpu else f"{'-':>9s}"
         lines.append(
-            f"  {name:32s} {inside * 1000:9.1f} ms {100 * inside / bare:9.1f}% {100 * best:6.1f}% "
+            f"  {name:32s} {inside * 1000:9.2f} ms {100 * inside / bare:9.1f}% {100 * best:6.1f}% "
+            f"{of_cpu} "
             f"{100 * (whole - bare) / bare:10.1f}% {passes:11.1f}× {result['ops'][name]:9d} "
             f"{result['syncs'][name]:6d}"
         )
@@ -355,7 +369,10 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.models.split(","):
         print(report(measure(name.strip(), args.rounds, args.device, args.quick)), flush=True)
     print("in observer: median time inside the method's observer; % of bare: that over the median\n"
-          "bare step; best: fastest observer time over fastest bare step; end-to-end: median\n"
+          "bare step; best: fastest observer time over fastest bare step; % of CPU (CPU runs): in\n"
+          "observer over the median CPU time of a bare step, which other processes' load stretches\n"
+          "less than its wall time (under load % of bare reads low; the observer's own time is wall\n"
+          "time, so only short observers, rarely preempted, read true there); end-to-end: median\n"
           "whole-step slowdown (noisy under load); read passes: observer time in units of one plain read\n"
           "(a sum) of every gradient. The single-pass floor is 1.0x. aten ops: dispatched by the\n"
           "observer in one step (TorchDispatchMode); syncs: host synchronisations in that step\n"

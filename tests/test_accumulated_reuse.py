@@ -202,3 +202,66 @@ def test_reentrant_checkpoints_keep_the_anchor_in_the_outer_backward(tmp_path):
         assert rec.probe.trusted and rec.probe.anchor is model.head.bias
     run = gx.open_run(tmp_path / "run")
     assert_accumulated(run, run.steps, true)
+
+
+def test_a_gradient_replaced_after_the_proof_is_never_taken_for_the_accumulated_one(tmp_path, capsys):
+    model = make_model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    swap_from = A.PROOF_STEPS + 2
+
+    def swap(step, m):  # a new tensor in .grad, its version count made equal to the old one's:
+        if step >= swap_from:  # only the tensors' identity tells them apart
+            for p in m.parameters():
+                new = p.grad * 0.5
+                for _ in range(p.grad._version - new._version):
+                    new.add_(0)
+                assert new._version == p.grad._version
+                p.grad = new
+
+    with gx.watch(model, opt, tmp_path / "run", bins=8) as rec:
+        true = train(rec, model, opt, swap_from + 3, between=swap)
+        assert not rec.probe.trusted
+    said = [line for line in capsys.readouterr().err.splitlines() if "not known" in line]
+    assert len(said) == 1 and ".grad was written between the last backward" in said[0]
+    run = gx.open_run(tmp_path / "run")
+    lost = swap_from + 1  # run steps count from 1
+    assert run.step_info(lost)["grad_norm_accumulated"] is None  # not the halved applied norm
+    assert_accumulated(run, [s for s in run.steps if s < lost], true[:lost - 1])
+    after = [s for s in run.steps if s > lost]
+    assert_accumulated(run, after, true[lost:])
+    assert all(run.step_info(s)["clip_coef"] == pytest.approx(0.5) for s in after)
+
+
+def test_a_backward_that_raised_never_leaves_the_applied_gradient_as_the_accumulated_one(tmp_path, capsys):
+    model = make_model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    failing = {"now": False}
+
+    def fail(grad):  # a backward that raises half-way; the loop catches it and retries
+        if failing["now"]:
+            raise FloatingPointError("bad batch")
+        return grad
+
+    model[0].weight.register_hook(fail)
+    raise_at = 2
+    true = []
+    with gx.watch(model, opt, tmp_path / "run", bins=8):
+        for step in range(raise_at + 3):
+            x, y = batch(step)
+            if step == raise_at:
+                failing["now"] = True
+                with pytest.raises(FloatingPointError):
+                    nn.functional.mse_loss(model(x), y).backward()
+                failing["now"] = False
+                opt.zero_grad()
+            nn.functional.mse_loss(model(x), y).backward()
+            true.append(norms(model))
+            nn.utils.clip_grad_norm_(model.parameters(), 0.1)
+            opt.step()
+            opt.zero_grad()
+    assert "a backward raised before its end" in capsys.readouterr().err
+    run = gx.open_run(tmp_path / "run")
+    lost = raise_at + 1  # run steps count from 1
+    assert run.step_info(lost)["grad_norm_accumulated"] is None  # not the clipped 0.1
+    assert_accumulated(run, [s for s in run.steps if s < lost], true[:lost - 1])
+    assert_accumulated(run, [s for s in run.steps if s > lost], true[lost:])  # seen again

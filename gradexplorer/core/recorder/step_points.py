@@ -15,6 +15,8 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import compress
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -132,6 +134,9 @@ def skip_line(step: int, record) -> str:
             f"{where}{' ...' if len(bad) > 3 else ''}")
 
 
+_NORM = attrgetter("norm")
+
+
 def accumulated_by_name(accum: AccumulatedNorms | None, names: list[str],
                         record: StepGradients | None = None) -> dict[str, float]:
     """``name -> ‖.grad‖`` as accumulated (parameters with a gradient only). With ``reuse``
@@ -140,11 +145,16 @@ def accumulated_by_name(accum: AccumulatedNorms | None, names: list[str],
     found (``accum.check``)."""
     if accum is None:
         return {}
-    held = [name for name, here in zip(names, accum.present, strict=True) if here]
+    if len(names) != len(accum.present):
+        raise ValueError(f"{len(accum.present)} parameters probed, {len(names)} named")
+    held = names if all(accum.present) else list(compress(names, accum.present))
     if accum.reuse or accum.check is not None:
         stats = record.params if record is not None else {}
-        applied = [stats[n].norm if n in stats else None for n in held]
-        known = all(v is not None for v in applied)
+        try:
+            applied = list(map(_NORM, map(stats.__getitem__, held)))
+        except KeyError:  # a parameter the applied point did not record
+            applied = [None]
+        known = None not in applied
         if accum.check is not None:
             accum.check(np.array(applied, np.float64) if known else None)
         if accum.reuse:

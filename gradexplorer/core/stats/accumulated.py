@@ -23,14 +23,14 @@ instead of measuring): ``accumulation_probe.py``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 
-@dataclass
+@dataclass(slots=True)
 class AccumulatedNorms:
     """Per-parameter ‖.grad‖ (float64) at the end of the last backward before a step.
 
@@ -40,7 +40,7 @@ class AccumulatedNorms:
     outside autograd): then it is the gradient as the step found it.
     """
 
-    present: list[bool]
+    present: Sequence[bool]
     norms: torch.Tensor | np.ndarray | None
     at_step: bool = False
     reuse: bool = False  # the tensors backward left reached the step unchanged: the applied norms

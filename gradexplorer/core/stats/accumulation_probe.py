@@ -36,6 +36,7 @@ anchor's backward, whose end the figures describe).
 
 from __future__ import annotations
 
+from functools import partial
 from itertools import compress, repeat
 from operator import attrgetter, is_, is_not
 
@@ -55,7 +56,8 @@ _task = getattr(torch._C, "_current_graph_task_id", None)  # the backward under 
 
 
 def _versions(grads: list) -> int:
-    """The sum of the gradients' version counters (None skipped)."""
+    """The sum of the gradients' version counters, None skipped (where every parameter has a
+    gradient, the callers' ``sum(map(_VERSION, grads))`` is one pass less)."""
     return sum(map(_VERSION, compress(grads, map(is_not, grads, repeat(None)))))
 
 
@@ -88,7 +90,8 @@ class AccumulationProbe:
                  model: nn.Module | None = None, report=None, reuse: bool = True) -> None:
         self.named = [(n, p) for n, p in named]
         self._params = [p for _, p in self.named]
-        self.wanted = wanted or (lambda: True)
+        self._every = (True,) * len(self._params)  # ``present`` when every one has a gradient
+        self.wanted = wanted  # None: every step
         self.backwards = 0  # every backward that reached a parameter, since the probe began
         self.since_step = 0  # backwards since the last step (the step's micro-batches)
         self._latest: AccumulatedNorms | None = None
@@ -107,6 +110,11 @@ class AccumulationProbe:
         self._may_reuse = reuse  # False: measured at every recorded step, whatever the loop
         self.lost = 0  # such steps
         self._handles: list = []
+        queue = Variable._execution_engine.queue_callback  # bound once: called every backward
+        self._queue = queue
+        # at the end of backward: queue the probe's callback again, behind the callbacks others
+        # queued meanwhile (a C-level call, no Python frame)
+        self._after_others = partial(queue, self._backward_done)
         self._all_hooks()
 
     # -- hooks ---------------------------------------------------------------------
@@ -129,7 +137,7 @@ class AccumulationProbe:
         if self.hooks == "anchor" or not self._anchor_ok or self.anchor is None:
             return
         self._unhook()
-        self._handles = [self.anchor.register_post_accumulate_grad_hook(self._on_grad)]
+        self._handles = [self.anchor.register_post_accumulate_grad_hook(self._on_anchor)]
         self.hooks = "anchor"
 
     def _on_output(self, _module, _args, output) -> None:
@@ -154,36 +162,41 @@ class AccumulationProbe:
             self._first = param if same else False  # False: not in the output's backward
         if not self._queued:
             self._queued = True
-            Variable._execution_engine.queue_callback(self._after_others)
+            self._queue(self._after_others)
 
-    def _after_others(self) -> None:
-        Variable._execution_engine.queue_callback(self._backward_done)
+    def _on_anchor(self, _param) -> None:
+        """The one hook of a trusted probe (no first parameter to find: the anchor is known)."""
+        if not self._queued:
+            self._queued = True
+            self._queue(self._after_others)
 
     def _backward_done(self) -> None:
         self._queued = False
         self.backwards += 1
         self.since_step += 1
-        first, self._first, self._output_task = self._first, None, None
         try:
             if self.hooks == "all":  # the anchor: the same first parameter in every backward
+                first, self._first, self._output_task = self._first, None, None
                 if first is None or first is False or \
                         (self.anchor is not None and first is not self.anchor):
                     self._anchor_ok = False
                 self.anchor = first if self._anchor_ok else None
-            if not self.wanted():
+            if self.wanted is not None and not self.wanted():
                 self._latest = self._kept = None
                 return
             grads = list(map(_GRAD, self._params))  # (C-level loops: this runs every step)
-            self._kept = (grads, _versions(grads))
-            self._latest = None if self._reusing() else self._measured(grads)
+            try:
+                versions = sum(map(_VERSION, grads))  # every parameter has a gradient
+            except AttributeError:  # a parameter without a gradient
+                versions = _versions(grads)
+            self._kept = (grads, versions)
+            # the step under way takes the applied norms: a trusted loop, not a check step
+            reusing = self.trusted and (self._recorded + 1) % VERIFY_EVERY != 0
+            self._latest = None if reusing else self._measured(grads)
         except Exception:  # noqa: BLE001 - a monitor never breaks the backward it watches
             self._latest = self._kept = None
 
     # -- the two points ------------------------------------------------------------
-    def _reusing(self) -> bool:
-        """The step under way takes the applied norms (a trusted loop, not a check step)."""
-        return self.trusted and (self._recorded + 1) % VERIFY_EVERY != 0
-
     def _measured(self, grads: list, at_step: bool = False) -> AccumulatedNorms:
         norms = grad_norms([g for g in grads if g is not None])
         return AccumulatedNorms([g is not None for g in grads], norms, at_step)
@@ -192,39 +205,47 @@ class AccumulationProbe:
         """The norms of the gradients the parameters hold now."""
         return self._measured([p.grad for p in self._params], at_step)
 
-    def _unchanged(self, grads: list) -> bool:
-        """The gradients are the tensors the last backward left, not written since."""
+    def _unchanged(self, grads: list, versions: int) -> bool:
+        """The gradients (their version sum given) are the tensors the last backward left,
+        not written since."""
         if self._kept is None:
             return False
-        kept, versions = self._kept  # the same tensors: a write to any raises its version,
-        return all(map(is_, grads, kept)) and _versions(grads) == versions  # and so their sum
+        kept, then = self._kept  # the same tensors: a write to any raises its version,
+        return all(map(is_, grads, kept)) and versions == then  # and so their sum
 
     def take(self) -> AccumulatedNorms:
         """At a recorded step: its accumulated norms (or ``reuse``); starts the next step."""
         latest, kept_ok = self._latest if self.since_step else None, False
         grads = list(map(_GRAD, self._params))
-        present = list(map(is_not, grads, repeat(None)))
-        if not self.since_step and self.hooks == "anchor":  # a backward may have missed it
+        try:
+            versions, present = sum(map(_VERSION, grads)), self._every  # no None: every one
+        except AttributeError:  # a parameter without a gradient
+            versions, present = _versions(grads), list(map(is_not, grads, repeat(None)))
+        if self._queued and self._unfinished():  # a backward raised: the backwards after it
+            out = AccumulatedNorms(present, None)  # went unseen; no norms: not known
+            self._lose("a backward raised before its end, so the backwards after it were not seen")
+        elif self.since_step and self.trusted and latest is None:  # reusing: only if nothing
+            kept, then = self._kept or (None, None)  # wrote .grad since the backward
+            kept_ok = kept is not None and all(map(is_, grads, kept)) and versions == then
+            out = AccumulatedNorms(present, None, reuse=kept_ok)  # else no norms: not known
+            if not kept_ok:
+                self._lose(".grad was written between the last backward and the step")
+        elif not self.since_step and self.hooks == "anchor":  # a backward may have missed it
             out = AccumulatedNorms(present, None)  # no norms: not known
             self._lose("no backward reached the parameter watched")
         elif not self.since_step:  # no backward seen: the gradient as the step finds it, which
             out = AccumulatedNorms(present, None, at_step=True, reuse=True)  # is the applied one
-        elif self.trusted and latest is None:  # reusing: only if nothing wrote .grad since
-            kept_ok = self._unchanged(grads)
-            out = AccumulatedNorms(present, None, reuse=kept_ok)  # else no norms: not known
-            if not kept_ok:
-                self._lose(".grad was written between the last backward and the step")
         else:
             out = latest if latest is not None else self._measured(grads, at_step=True)
-            kept_ok = latest is not None and self._unchanged(grads)
+            kept_ok = latest is not None and self._unchanged(grads, versions)
             if kept_ok:
                 out.check = lambda applied, mine=out: self._confirm(applied, mine.host())
             else:
                 self._distrust()
         if self.trusted:
             self._recorded += 1
-            if not self._reusing():
-                self._all_hooks()  # the next step is a check step: every hook watches it
+            if (self._recorded + 1) % VERIFY_EVERY == 0:  # the next step is a check step:
+                self._all_hooks()  # every hook watches it
         self._latest, self._kept, self.since_step = None, None, 0
         return out
 
@@ -241,13 +262,24 @@ class AccumulationProbe:
         if self.trusted:
             self._anchor_hook()
 
+    def _unfinished(self) -> bool:
+        """The end-of-backward callback was queued by a backward that ended without running it
+        (an exception inside it, caught by the loop): outside any backward, nothing will run
+        it. Clears the flag, so that the next backward is seen again."""
+        if _task is None or _task() != -1:  # inside a backward (or no way to tell)
+            return False
+        self._queued, self._first, self._output_task = False, None, None
+        return True
+
     def _lose(self, why: str) -> None:
-        """A trusted loop changed: this step's accumulated point is not known; say so once."""
+        """This step's accumulated point is not known (a trusted loop changed, or a backward
+        raised); say so once."""
         self.lost += 1
         if self.lost == 1 and self._report is not None:
-            self._report(f"gradexplorer: {why} after {PROOF_STEPS}+ steps that left .grad alone: "
-                         "that step's gradient as accumulated is not known (its ledger leaves "
-                         "it empty); measured at every step from the next one")
+            since = f" after {PROOF_STEPS}+ steps that left .grad alone" if self.trusted else ""
+            self._report(f"gradexplorer: {why}{since}: that step's gradient as accumulated is not "
+                         "known (its ledger leaves it empty); measured at every step from the "
+                         "next one")
         self._distrust()
 
     def _distrust(self) -> None:
@@ -257,6 +289,8 @@ class AccumulationProbe:
 
     def advance(self) -> None:
         """At a step that is not recorded: starts the next step."""
+        if self._queued:
+            self._unfinished()
         self._latest, self._kept, self.since_step = None, None, 0
 
     def remove(self) -> None:
