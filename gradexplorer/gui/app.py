@@ -88,9 +88,9 @@ def launch(
     ``overlay``: (run directories to overlay on the live session, the curves' x axis or None;
     given, the plots are made at once)."""
     app = start_app(plots=False)
-    preloading = preload_torch_library()  # on a spare core while the window is built
     settings = AppSettings(scratch_settings() if screenshot else None)
     window = build_window(settings, theme, plots_later=True)
+    preloading = preload_torch_library()  # on a spare core while the window shows
     if window_size is not None:
         window.resize(*window_size)
     remembered = None if spec is not None or screenshot else settings.last_model()

@@ -1,16 +1,19 @@
-"""Loading torch's main native library on a thread of its own while the window is built.
+"""Loading torch's main native library on a thread of its own while the window shows.
 
 ``import torch`` spends about a fifth of its time in ``dlopen`` of ``libtorch_cpu`` (a 400 MB
 library: mapping, relocations, static constructors), which holds Python's interpreter lock
-when the import does it. ``ctypes`` releases that lock around ``dlopen``, so the library can
-be loaded on the second core while the GUI thread builds and paints the window; the training
-thread's ``import torch`` then finds it loaded. Nothing of torch's Python side runs early.
+when the import does it. Called through ``ctypes`` as a foreign function, ``dlopen`` runs
+without that lock, so the library can be loaded on the second core while the GUI thread shows
+and paints the window; the training thread's ``import torch`` then finds it loaded. Nothing of
+torch's Python side runs early.
 
-The loader holds its own lock during a ``dlopen``, so any library the GUI thread opens
-meanwhile waits: start this once the QApplication exists (its platform and icon plugins
-are loaded by then; building and painting the window loads none). It only pays with a core
-to spare: on a machine whose cores are all busy (load average) the thread would take its
-CPU time from the window's, so then it is not started.
+The loader holds its own lock through a ``dlopen`` (the library's static constructors: most
+of the time), and the GUI thread takes it too, not only to open a library (a module with a
+native extension, a Qt plugin) but the first time a thread-local object of Qt's is made (its
+destructor registered: building the window does, for its animations' timer). So this starts
+once the window is built, before it is shown and painted, which takes that lock no more.
+It only pays with a core to spare: on a machine whose cores are all busy (load average) the
+thread would take its CPU time from the window's, so then it is not started.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import threading
 from importlib.machinery import PathFinder
 from pathlib import Path
 
-LIBRARY = {"linux": "libtorch_cpu.so", "darwin": "libtorch_cpu.dylib", "win32": "torch_cpu.dll"}
+LIBRARY = {"linux": "libtorch_cpu.so", "darwin": "libtorch_cpu.dylib"}  # (dlopen: not Windows)
 
 
 def torch_library() -> Path | None:
@@ -63,9 +66,14 @@ def preload_torch_library() -> threading.Thread | None:
 
 
 def _load(path: Path) -> None:
+    """``dlopen`` the library, kept loaded (torch's own import opens the same file). Called as
+    a foreign function: ``ctypes`` releases the interpreter lock around the call (its own
+    ``ctypes.CDLL`` holds it while the library loads, which would stall the GUI thread)."""
     import ctypes
 
     try:
-        ctypes.CDLL(str(path))  # kept loaded: torch's own import opens the same file
-    except OSError:
-        pass  # torch's import reports a broken install itself
+        dlopen = ctypes.CDLL(None).dlopen
+    except (AttributeError, OSError):
+        return
+    dlopen.restype, dlopen.argtypes = ctypes.c_void_p, (ctypes.c_char_p, ctypes.c_int)
+    dlopen(os.fsencode(path), os.RTLD_NOW | os.RTLD_LOCAL)  # NULL when it fails: torch says why
