@@ -250,10 +250,12 @@ def _frames(app, view, kind: str, count: int = 40) -> tuple[float, float]:
 def startup_times(model: str | None, runs: int) -> dict:
     """Median seconds from starting ``gradexplorer gui`` (a new process, fresh settings) to
     its window's first paint and to the first graph drawn, over ``runs`` launches, and the CPU
-    seconds the process had used by then (``window_cpu``, ``graph_cpu``)."""
+    seconds the process had used by then (``window_cpu``, ``graph_cpu``); ``preloaded``: in how
+    many launches torch's library was loaded on a spare core (``gui/native_preload.py``)."""
     import tempfile
 
     marks: dict[str, list[float]] = {"window": [], "graph": [], "window_cpu": [], "graph_cpu": []}
+    preloaded = 0
     compile_package()
     for _ in range(runs):
         folder = Path(tempfile.mkdtemp(prefix="gradexplorer-startup-"))
@@ -269,7 +271,9 @@ def startup_times(model: str | None, runs: int) -> dict:
             if name in seen:
                 marks[name].append(float(seen[name][0]) - start)
                 marks[f"{name}_cpu"].append(float(seen[name][1]))
-    return {name: float(np.median(times)) if times else float("nan") for name, times in marks.items()}
+        preloaded += "preload" in seen
+    return {**{name: float(np.median(times)) if times else float("nan") for name, times in marks.items()},
+            "preloaded": preloaded}
 
 
 def run_until_graph(command: list[str], env: dict, log: Path, timeout: float = 600) -> None:
@@ -322,7 +326,8 @@ def main() -> int:
         print(f"start-up of the default example, median of {args.runs}: window painted "
               f"{times['window']:.2f} s (bar: <= 1.0 s), first graph drawn {times['graph']:.2f} s "
               f"(bar: <= 2.5 s); CPU used by then {times['window_cpu']:.2f} s and "
-              f"{times['graph_cpu']:.2f} s; load average {load:.1f} -> {os.getloadavg()[0]:.1f}")
+              f"{times['graph_cpu']:.2f} s; load average {load:.1f} -> {os.getloadavg()[0]:.1f}; "
+              f"torch's library preloaded on a spare core in {times['preloaded']} of {args.runs}")
         return 0
     fv = first_view(args.graph_blocks)
     print(f"open example:deep:blocks={args.graph_blocks} to its first view: {fv['seconds']:.2f} s, "

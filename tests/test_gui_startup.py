@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 HEAVY = ("torch", "numba", "scipy", "networkx", "sympy", "safetensors", "pyqtgraph", "superqt", "qtpy")
 
@@ -49,6 +51,8 @@ class Watch(MetaPathFinder):
         return None
 
 sys.meta_path.insert(0, Watch())
+from gradexplorer.gui import native_preload
+native_preload.core_to_spare = lambda: sys.argv[1:] == ["preload"]  # a core to spare or not
 import gc
 collected = []
 gc.callbacks.append(lambda phase, info: phase == "start" and collected.append(time.time()))
@@ -75,12 +79,16 @@ def test_the_window_imports_no_torch_numba_scipy_networkx_or_pyqtgraph(tmp_path)
     assert made == ["GradientPanel", "TrainingCurves"] and plotted
 
 
-def test_the_window_is_painted_before_the_training_thread_imports_torch(tmp_path):
+@pytest.mark.parametrize("preload", [False, True])
+def test_the_window_is_painted_before_the_training_thread_imports_torch(tmp_path, preload):
+    """With a core to spare, torch's native library is loaded meanwhile (gui/native_preload.py),
+    started once the window is built, before its paint; torch's import is unchanged."""
     log = tmp_path / "startup.log"
-    done = run(LAUNCH, tmp_path, GRADEXPLORER_STARTUP_LOG=str(log))
+    done = run(LAUNCH, tmp_path, *(["preload"] if preload else []), GRADEXPLORER_STARTUP_LOG=str(log))
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout.strip().splitlines()[-1])
     marks = {name: float(at) for name, at, _cpu in map(str.split, log.read_text().splitlines())}
+    assert ("preload" in marks) is preload and marks.pop("preload", 0) <= marks["window"]
     assert report["status"] == 0 and set(marks) == {"window", "graph"}  # the real graph, drawn
     torch = report["torch"]
     assert torch and torch["main"] is False  # imported by the training thread, not the GUI's

@@ -13,6 +13,7 @@ from gradexplorer.core.session.config import SessionConfig
 from gradexplorer.gui.crash_log import start_crash_log
 from gradexplorer.gui.first_view import AfterFirstPaint
 from gradexplorer.gui.gui_thread_gc import collect_on_gui_thread
+from gradexplorer.gui.native_preload import preload_torch_library
 from gradexplorer.gui.pyside_scan import scan_imports_cheaply
 from gradexplorer.gui.qt_check import check_qt_binding
 from gradexplorer.gui.settings import APPLICATION, ORGANIZATION, AppSettings
@@ -89,6 +90,7 @@ def launch(
     app = start_app(plots=False)
     settings = AppSettings(scratch_settings() if screenshot else None)
     window = build_window(settings, theme, plots_later=True)
+    preloading = preload_torch_library()  # on a spare core while the window shows
     if window_size is not None:
         window.resize(*window_size)
     remembered = None if spec is not None or screenshot else settings.last_model()
@@ -96,7 +98,7 @@ def launch(
     window.graph_panel.view_state.trace_grads = trace_grads
     from gradexplorer.gui.startup_clock import watch_startup
 
-    window._startup_clock = watch_startup(window)  # bench/gui.py --startup only
+    window._startup_clock = watch_startup(window, preloading is not None)  # bench/gui.py --startup
     window.show()
     if remembered and remembered != DEFAULT_SPEC:
         fall_back_to_default(window.controller, config or SessionConfig())

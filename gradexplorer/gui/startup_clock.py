@@ -4,6 +4,8 @@ With ``GRADEXPLORER_STARTUP_LOG=FILE`` set, the app appends ``window <time> <cpu
 <time> <cpu>`` lines (``time.time()``, and the CPU seconds the process has used so far, every
 thread's: on a shared machine the load inflates the wall time, hardly the CPU time) to FILE,
 then closes once the graph is drawn; the benchmark subtracts the moment it started the process.
+A ``preload`` line comes first when torch's library is loaded on a spare core while the window
+is built (``native_preload``).
 """
 
 from __future__ import annotations
@@ -42,7 +44,10 @@ class StartupClock(QObject):
         return False
 
 
-def watch_startup(window) -> StartupClock | None:
-    """A StartupClock on ``window`` when the benchmark asked for one."""
+def watch_startup(window, preloading: bool = False) -> StartupClock | None:
+    """A StartupClock on ``window`` when the benchmark asked for one (``preloading``: noted)."""
     path = os.environ.get(LOG_VARIABLE)
-    return StartupClock(window, path) if path else None
+    clock = StartupClock(window, path) if path else None
+    if clock is not None and preloading:
+        clock.note("preload")
+    return clock
