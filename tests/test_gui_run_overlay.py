@@ -13,7 +13,7 @@ from PySide6.QtCore import Qt
 
 from gradexplorer.core.stats.bands import distribution_bands
 from gradexplorer.gui.models.run_overlay import PALETTE, x_positions
-from gradexplorer.gui.run_compare import add_compare_run
+from gradexplorer.gui.runs.run_compare import add_compare_run
 from tests.gui_helpers import open_model, wait_idle
 from tests.screenshot_helpers import run_gradexplorer
 from tests.share_helpers import write_run

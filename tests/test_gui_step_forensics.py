@@ -177,14 +177,14 @@ def test_compare_runs_opens_the_divergence_the_same_way(qtbot, make_window, tmp_
     # an unrelated folder is one line in a dialog, never a traceback
     errors = []
     window.show_error = errors.append
-    from gradexplorer.gui.step_forensics import show_divergence
+    from gradexplorer.gui.window.step_forensics import show_divergence
 
     assert show_divergence(window, tmp_path / "a", tmp_path / "nothing") is None
     assert len(errors) == 1 and "\n" not in errors[0]
 
 
 def window_divergence(window, tmp_path):
-    from gradexplorer.gui.step_forensics import show_divergence
+    from gradexplorer.gui.window.step_forensics import show_divergence
 
     return show_divergence(window, tmp_path / "a", tmp_path / "b")
 

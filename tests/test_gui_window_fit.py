@@ -7,8 +7,8 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QToolButton
 
-from gradexplorer.gui import window_fit
-from gradexplorer.gui.window_fit import SCREEN_SHARE, available
+from gradexplorer.gui.window import window_fit
+from gradexplorer.gui.window.window_fit import SCREEN_SHARE, available
 from tests.gui_helpers import TIMEOUT_MS
 
 

@@ -17,8 +17,8 @@ UNDECLARED = re.compile(r"(?:getattr|hasattr)\((?:self|window)\s*,\s*[\"']|\bwin
 
 def test_the_window_and_its_run_view_read_no_attribute_that_may_be_missing():
     found = [f"{path.name}:{n}: {line.strip()}"
-             for path in (GUI / "main_window.py", GUI / "run_view.py", GUI / "hook_menu.py", GUI / "app.py",
-                          GUI / "menus.py", GUI / "plot_views.py")
+             for path in (GUI / "window/main_window.py", GUI / "runs/run_view.py", GUI / "hooks/hook_menu.py",
+                          GUI / "app.py", GUI / "window/menus.py", GUI / "window/plot_views.py")
              for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
              if UNDECLARED.search(line)]
     assert found == []

@@ -27,8 +27,8 @@ from gradexplorer.gui.graph.view import GraphView
 from gradexplorer.gui.graph.view_controls import GraphViewControls, act_on_settings, shown_depth
 from gradexplorer.gui.models.graph_view import GraphViewState
 from gradexplorer.gui.models.selection import Selection, SelectionModel
-from gradexplorer.gui.run_controls import make_action
 from gradexplorer.gui.throttle import debounced
+from gradexplorer.gui.window.run_controls import make_action
 
 MODULE_KIND = KIND_CODES.index("module")
 OVERVIEW_DELAY_MS = 300

@@ -11,7 +11,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QScrollBar, QVBoxLayout, QWidget
 
-from gradexplorer.gui.name_elide import elide_chars
+from gradexplorer.gui.text.name_elide import elide_chars
 from gradexplorer.gui.theme import ALARM, PLOT_PENS
 
 ROW_PX = 17  # pixels per parameter row: every label fits, none overlaps
