@@ -103,7 +103,7 @@ def test_reset_model_starts_the_same_model_again(qtbot, make_window):
                     and window.controller.state == "idle", timeout=TIMEOUT_MS)
     wait_idle(qtbot, window)
     before = window.controller.live
-    window.reset_action.trigger()
+    window.menus.reset_action.trigger()
     qtbot.waitUntil(lambda: window.controller.live is not before
                     and window.controller.state == "idle", timeout=TIMEOUT_MS)
     wait_idle(qtbot, window)

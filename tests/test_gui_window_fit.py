@@ -95,7 +95,7 @@ def test_reset_layout_docks_and_shows_every_panel(make_window, qtbot):
     window.gradients_dock.setFloating(True)
     window.model_dock.hide()
     window.curves_dock.hide()
-    window.reset_layout_action.trigger()
+    window.menus.reset_layout_action.trigger()
     qtbot.waitUntil(lambda: window.model_dock.isVisible() and window.curves_dock.isVisible(),
                     timeout=TIMEOUT_MS)
     assert not window.gradients_dock.isFloating()

@@ -94,9 +94,7 @@ def launch(
     remembered = None if spec is not None or screenshot else settings.last_model()
     spec = spec or remembered or DEFAULT_SPEC
     window.graph_panel.view_state.trace_grads = trace_grads
-    from gradexplorer.gui.window.startup_clock import watch_startup
-
-    window._startup_clock = watch_startup(window)  # bench/gui.py --startup only
+    window.time_startup()  # bench/gui.py --startup only
     window.show()
     if remembered and remembered != DEFAULT_SPEC:
         fall_back_to_default(window.controller, config or SessionConfig())
@@ -113,7 +111,7 @@ def launch(
     if screenshot is not None or steps:
         from gradexplorer.gui.window.screenshot import ScreenshotRun
 
-        window._scripted = ScreenshotRun(window, steps, screenshot)
+        ScreenshotRun(window, steps, screenshot)  # held by the window (run_script)
     # the window shows before torch is imported: once it has painted, the training thread
     # imports torch, builds the model and traces its first graph, then sets training up
     AfterFirstPaint(window, lambda: window.open_model(spec, options or ModelOptions(),

@@ -53,7 +53,7 @@ def batch_text(batch, shown: int = 3) -> str:
 
 class SpikePanel(QWidget):
     """The ranking list of the picked event or divergence; wired to a main window by
-    ``install`` (gui/window/step_forensics.py)."""
+    ``StepForensics`` (gui/window/step_forensics.py)."""
 
     def __init__(self, window, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -140,8 +140,8 @@ class SpikePanel(QWidget):
         for column in range(5):
             self.ranking.resizeColumnToContents(column)
         w = self.window
-        w.spike_markers.mark_step(step)
-        w.ledger_panel.show_step(step)
+        w.forensics.spike_markers.mark_step(step)
+        w.forensics.ledger_panel.show_step(step)
         ranked = [row[0] for row in rows]
         if ranked:
             self.hold_tint(rank_heat([r[0] for r in w.table.table.rows], ranked, heat))
@@ -169,8 +169,8 @@ class SpikePanel(QWidget):
             w.controller.timeline.changed.connect(w._throttles[1])
             self._held = False
         self.live_button.setEnabled(False)
-        w.spike_markers.mark_step(None)
-        w.ledger_panel.show_step(None)
+        w.forensics.spike_markers.mark_step(None)
+        w.forensics.ledger_panel.show_step(None)
         w._redraw_graph_tint()
 
     def _row_clicked(self, item: QTreeWidgetItem, _column: int) -> None:

@@ -1,7 +1,8 @@
 """Many runs in the main window: File → "Add run to compare…", the "Runs" dock (selector and
 the selected parameter's figure over every run), and what follows the overlay: the window's
 own run named in it, the reference run's heat map in the Gradients dock, added runs that are
-still being written redrawn as they grow."""
+still being written redrawn as they grow (``RunCompare``: ``MainWindow.run_compare``, made with
+the plots)."""
 
 from __future__ import annotations
 
@@ -19,95 +20,95 @@ from gradexplorer.gui.window.run_controls import make_action
 GROWTH_MS = 2000  # how often added runs are asked whether their writer added steps
 
 
-def install(window) -> None:
-    """Add the Runs dock (hidden until a run is added) and the File menu entry."""
-    window.runs_panel = RunsPanel(window.overlay, window.selection, window.controller.timeline)
-    window.runs_dock = window._dock("Runs", window.runs_panel, Qt.LeftDockWidgetArea)
-    window.splitDockWidget(window.model_dock, window.runs_dock, Qt.Vertical)
-    window.runs_dock.hide()
-    window.view_menu.insertAction(window.view_menu.actions()[0], window.runs_dock.toggleViewAction())
-    window.runs_panel.selector.add_requested.connect(lambda: ask_compare_run(window))
-    window.add_run_action = make_action(window, "Add run to compare…", "compare", None,
-                                        lambda: ask_compare_run(window))
-    window.add_run_action.setToolTip("overlay another run directory on this run or session: curves, "
-                                     "bands and the selected parameter's figures in its colour")
-    actions = window.file_menu.actions()
-    after = actions.index(window.file_actions.run_action) + 1
-    window.file_menu.insertAction(actions[after] if after < len(actions) else None, window.add_run_action)
-    window.overlay.changed.connect(lambda: show_reference_heatmap(window))
-    window.controller.session_opened.connect(
-        lambda live: window.overlay.set_own(TimelineSource(window.controller.timeline),
-                                            f"live: {live.spec}"))
-    window.run_growth = QTimer(window, interval=GROWTH_MS)  # runs while runs are added
-    window.run_growth.timeout.connect(lambda: notice_growth(window))
+class RunCompare:
+    """The Runs dock (hidden until a run is added), File → "Add run to compare…", and the
+    runs added to a main window's overlay."""
 
+    def __init__(self, window, overlay, gradients) -> None:
+        """``overlay``: the window's RunOverlay; ``gradients``: its GradientPanel (the heat map
+        of the reference run)."""
+        self.window, self.overlay, self.gradients = window, overlay, gradients
+        self.runs_panel = RunsPanel(overlay, window.selection, window.controller.timeline)
+        self.runs_dock = window._dock("Runs", self.runs_panel, Qt.LeftDockWidgetArea)
+        window.splitDockWidget(window.model_dock, self.runs_dock, Qt.Vertical)
+        self.runs_dock.hide()
+        window.menus.add_view_action(self.runs_dock.toggleViewAction(), first=True)
+        self.runs_panel.selector.add_requested.connect(self.ask_compare_run)
+        self.add_run_action = make_action(window, "Add run to compare…", "compare", None,
+                                          self.ask_compare_run)
+        self.add_run_action.setToolTip("overlay another run directory on this run or session: curves, "
+                                       "bands and the selected parameter's figures in its colour")
+        window.menus.add_file_action(self.add_run_action, window.file_actions.run_action)
+        overlay.changed.connect(self.show_reference_heatmap)
+        window.controller.session_opened.connect(
+            lambda live: overlay.set_own(TimelineSource(window.controller.timeline), f"live: {live.spec}"))
+        self.run_growth = QTimer(window, interval=GROWTH_MS)  # runs while runs are added
+        self.run_growth.timeout.connect(self.notice_growth)
+        self._seen_last: dict[int, int] = {}  # each added run's last step when last asked (by id)
 
-def follow_own_run(window, run) -> None:
-    """The window now follows ``run``: it is the overlay's own run (read whole)."""
-    window.overlay.set_own(TimelineSource(window.controller.timeline, RunHistory(run)),
-                           run.path.name, run.path)
+    def follow_own_run(self, run) -> None:
+        """The window now follows ``run``: it is the overlay's own run (read whole)."""
+        self.overlay.set_own(TimelineSource(self.window.controller.timeline, RunHistory(run)),
+                             run.path.name, run.path)
 
+    def forget_own_run(self) -> None:
+        """The followed run closes: the overlay's own run is the (idle) session's timeline again."""
+        self.overlay.set_own(TimelineSource(self.window.controller.timeline), "live session")
 
-def forget_own_run(window) -> None:
-    """The followed run closes: the overlay's own run is the (idle) session's timeline again."""
-    window.overlay.set_own(TimelineSource(window.controller.timeline), "live session")
+    def ask_compare_run(self) -> None:
+        folder = self.window.file_actions._folder("Add run to compare")
+        if folder:
+            self.add_run(folder)
 
+    def add_run(self, path: str | Path):
+        """Overlay the run directory at ``path``; None (and a dialog) when it cannot be read."""
+        path = Path(path)
+        try:
+            run = open_run(path)
+        except UserError as exc:
+            self.window.show_error(str(exc))
+            return None
+        try:
+            run.check()
+        except UserError as exc:
+            run.close()
+            self.window.show_error(str(exc))
+            return None
+        names = {r.name for r in self.overlay.runs}
+        name = path.name if path.name not in names else f"{path.parent.name}/{path.name}"
+        added = self.overlay.add(HistorySource(RunHistory(run)), name, path)
+        self.run_growth.start()
+        self.runs_dock.show()
+        self.runs_dock.raise_()
+        return added
 
-def ask_compare_run(window) -> None:
-    folder = window.file_actions._folder("Add run to compare")
-    if folder:
-        add_compare_run(window, folder)
+    def show_reference_heatmap(self) -> None:
+        """The Gradients dock's heat map shows the reference run (the window's own by default)."""
+        overlay = self.overlay
+        source = overlay.runs[overlay.reference].source
+        history = source.history if isinstance(source, (HistorySource, TimelineSource)) else None
+        if history is not self.gradients.run_history:
+            self.gradients.run_history = history
+            self.gradients.refresh_heatmap()
 
-
-def add_compare_run(window, path: str | Path):
-    """Overlay the run directory at ``path``; None (and a dialog) when it cannot be read."""
-    path = Path(path)
-    try:
-        run = open_run(path)
-    except UserError as exc:
-        window.show_error(str(exc))
-        return None
-    try:
-        run.check()
-    except UserError as exc:
-        run.close()
-        window.show_error(str(exc))
-        return None
-    names = {r.name for r in window.overlay.runs}
-    name = path.name if path.name not in names else f"{path.parent.name}/{path.name}"
-    added = window.overlay.add(HistorySource(RunHistory(run)), name, path)
-    window.run_growth.start()
-    window.runs_dock.show()
-    window.runs_dock.raise_()
-    return added
-
-
-def show_reference_heatmap(window) -> None:
-    """The Gradients dock's heat map shows the reference run (the window's own by default)."""
-    overlay = window.overlay
-    source = overlay.runs[overlay.reference].source
-    history = source.history if isinstance(source, (HistorySource, TimelineSource)) else None
-    if history is not window.gradients.run_history:
-        window.gradients.run_history = history
-        window.gradients.refresh_heatmap()
-
-
-def notice_growth(window) -> None:
-    """Redraw when a run added to the overlay has grown (its writer is still at work)."""
-    if not window.overlay.overlaid or not window.isVisible():  # none added, or the window closed
-        window.run_growth.stop()
-        return
-    grown = False
-    for run in window.overlay.runs[1:]:
-        if isinstance(run.source, HistorySource):
-            try:
-                last = run.source.run.last_step
-            except UserError:
-                continue
-            grown |= getattr(run, "seen_last", last) != last
-            run.seen_last = last
-    if grown:
-        window.overlay.changed.emit()
+    def notice_growth(self) -> None:
+        """Redraw when a run added to the overlay has grown (its writer is still at work)."""
+        if not self.overlay.overlaid or not self.window.isVisible():  # none added, or window closed
+            self.run_growth.stop()
+            return
+        grown = False
+        for run in self.overlay.runs[1:]:
+            if isinstance(run.source, HistorySource):
+                try:
+                    last = run.source.run.last_step
+                except UserError:
+                    continue
+                grown |= self._seen_last.get(id(run), last) != last
+                self._seen_last[id(run)] = last
+        shown = {id(run) for run in self.overlay.runs}
+        self._seen_last = {key: last for key, last in self._seen_last.items() if key in shown}
+        if grown:
+            self.overlay.changed.emit()
 
 
 def overlay_opener(show, more=(), x_axis: str | None = None, heatmap_axis: str | None = None,
@@ -120,7 +121,7 @@ def overlay_opener(show, more=(), x_axis: str | None = None, heatmap_axis: str |
     def opened(window, path) -> None:
         show(window, path)
         for other in more:
-            add_compare_run(window, other)
+            window.run_compare.add_run(other)
         if more:
             window.distributions_dock.raise_()  # every run's bands
         if x_axis:
@@ -132,5 +133,5 @@ def overlay_opener(show, more=(), x_axis: str | None = None, heatmap_axis: str |
         if reference:
             window.overlay.set_reference(reference - 1)
         window.settle()
-        window.runs_panel.refresh()
+        window.run_compare.runs_panel.refresh()
     return opened

@@ -17,7 +17,6 @@ from gradexplorer.core.errors import UserError
 from gradexplorer.core.recorder.run import open_run
 from gradexplorer.core.recorder.schema import database_path
 from gradexplorer.core.recorder.structure import skeleton_model
-from gradexplorer.gui.runs.run_compare import follow_own_run, forget_own_run
 from gradexplorer.gui.runs.run_follower import RunFollower
 
 HISTORY = 256  # steps of a run kept in the views
@@ -106,7 +105,7 @@ def _follow(window, run, model) -> RunFollower:
         run.path.name, f"finished at step {step}" if step is not None else "finished"))
     window.distributions.set_run(run)  # bands over the whole run, not the history's window
     window.gradients.set_run(run)  # and the heat map
-    follow_own_run(window, run)  # the overlay's own run (run_compare)
+    window.run_compare.follow_own_run(run)  # the overlay's own run (run_compare)
     follower.poll()
     follower.start()  # the next polls on a thread of its own
     window.settle()
@@ -154,7 +153,7 @@ def close_run(window) -> None:
     if window.shown_run.follower is not None:
         window.distributions.set_run(None)
         window.gradients.set_run(None)
-        forget_own_run(window)
+        window.run_compare.forget_own_run()
     window.shown_run.stop()  # the follower closed, the waiter stopped
 
 

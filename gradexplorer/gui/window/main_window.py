@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QCloseEvent
 from PySide6.QtWidgets import QApplication, QDockWidget, QMainWindow, QSplitter, QWidget
@@ -9,6 +11,7 @@ from PySide6.QtWidgets import QApplication, QDockWidget, QMainWindow, QSplitter,
 from gradexplorer.gui.errors import show_error
 from gradexplorer.gui.graph.panel import GraphPanel
 from gradexplorer.gui.hooks.hook_menu import HookActions
+from gradexplorer.gui.models.observers import disconnect_observers
 from gradexplorer.gui.models.selection import SelectionModel
 from gradexplorer.gui.models.session import GraphTraced
 from gradexplorer.gui.models.shown_run import ShownRun
@@ -23,11 +26,14 @@ from gradexplorer.gui.theme import apply_theme
 from gradexplorer.gui.throttle import throttled
 from gradexplorer.gui.window.file_actions import FileActions
 from gradexplorer.gui.window.first_view import AfterFirstPaint, plots_soon, traced
-from gradexplorer.gui.window.menus import build_menus
+from gradexplorer.gui.window.menus import WindowMenus
 from gradexplorer.gui.window.run_controls import RunControls
 from gradexplorer.gui.window.shortcuts import WindowShortcutsFirst
 from gradexplorer.gui.window.status_bar import RunStatusBar
 from gradexplorer.gui.window.window_fit import DockShares, clamp_to_screen, first_size
+
+if TYPE_CHECKING:
+    from gradexplorer.gui.window.plot_views import PlotViews
 
 TABLES_MS = 130  # the parameter table and details pane: about 8 times a second
 TINT_MS = 250  # the graph's gradient tint (recolours up to ~12k nodes): 4 times a second
@@ -55,12 +61,11 @@ class MainWindow(QMainWindow):
         self.model_filter.setMaximumHeight(self.model_filter.sizeHint().height())
         self.graph_panel = GraphPanel(self.selection)
         self.details = DetailsPane(self.selection)
-        self._plots = None  # PlotViews (gradients, distributions, curves, overlay): build_plots
+        self._plots: PlotViews | None = None  # the plots, ledger, spikes and Runs dock: build_plots
         self.events = EventLog()
         self.run_controls = RunControls(self.controller, self)
         self.file_actions = FileActions(self)
         self.hook_actions = HookActions(self)  # the hook menu, A/B windows
-        self.theme_actions: dict = {}  # View → Theme (menus.py)
         self._throttles = (
             throttled(self._redraw_parameters, timeout=TABLES_MS, leading=False, parent=self),
             throttled(self._redraw_graph_tint, timeout=TINT_MS, leading=False, parent=self),
@@ -70,7 +75,9 @@ class MainWindow(QMainWindow):
         self.setStatusBar(self.status)
         self.setCentralWidget(self.graph_panel)
         self._docks()
-        build_menus(self)
+        self.menus = WindowMenus(self)  # File, Run, View, Help
+        self.startup_clock = None  # bench/gui.py --startup only: time_startup
+        self.script = None  # the ScreenshotRun driving the window (--steps/--screenshot): run_script
         if not plots_later:
             self.build_plots()  # with the ledger, spike markers, divergence and the Runs dock
         self.shortcuts_first = WindowShortcutsFirst(self)
@@ -112,19 +119,41 @@ class MainWindow(QMainWindow):
     distributions = property(lambda self: self.build_plots().distributions, doc="The Distributions dock.")
     curves = property(lambda self: self.build_plots().curves, doc="The Training dock's loss/norm curves.")
     overlay = property(lambda self: self.build_plots().overlay, doc="The runs compared (run_compare).")
+    forensics = property(lambda self: self.build_plots().forensics,
+                         doc="The ledger, spike and optimizer docks (step_forensics.StepForensics).")
+    run_compare = property(lambda self: self.build_plots().compare,
+                           doc="The Runs dock and File → Add run to compare (run_compare.RunCompare).")
 
     def _first_graph_shown(self) -> None:
         self.controller.first_view_shown()  # training is set up from now on
         self.build_plots()
 
-    def build_plots(self):
+    def build_plots(self) -> PlotViews:
         """The plots and the runs overlay (``plot_views.PlotViews``), made now if not yet: the
         app's start makes them once the first graph is drawn (pyqtgraph and all: a second)."""
         if self._plots is None:
             from gradexplorer.gui.window.plot_views import make_plot_views
 
-            make_plot_views(self)  # sets self._plots first: its parts read the properties above
+            self._plots = make_plot_views(self)
         return self._plots
+
+    def dock_named(self, name: str) -> QDockWidget | None:
+        """A dock by its object name (``curves``: the Training dock), for ``open --dock``."""
+        return self.findChild(QDockWidget, "training" if name == "curves" else name)
+
+    def time_startup(self) -> None:
+        """Note the first paints for ``bench/gui.py --startup`` (when its variable is set)."""
+        from gradexplorer.gui.window.startup_clock import watch_startup
+
+        self.startup_clock = watch_startup(self)
+
+    def run_script(self, script) -> None:
+        """``script`` (a ScreenshotRun) drives the window: no dialogs; ``end_script`` quits."""
+        self.script, self.scripted, self.exit_status = script, True, 0
+
+    def end_script(self, status: int) -> None:
+        self.exit_status = status  # 0: done, 2: failed
+        self.close()
 
     def reset_layout(self) -> None:
         """View → Reset layout: every dock shown, docked and sized as at the first start."""
@@ -155,8 +184,7 @@ class MainWindow(QMainWindow):
         """Switch to ``system``, ``light`` or ``dark`` now and remember it."""
         self.settings.set_theme(theme)
         apply_theme(QApplication.instance(), theme)
-        if theme in self.theme_actions:
-            self.theme_actions[theme].setChecked(True)
+        self.menus.check_theme(theme)
 
     def show_error(self, text: str) -> None:
         """An error dialog, unless the window runs a script (then stderr has it)."""
@@ -277,9 +305,7 @@ class MainWindow(QMainWindow):
         for throttle in (*self._throttles, self.curves.refresh_soon, self.status.refresh_soon):
             throttle.flush()
         self.graph_panel.flush()
-        from gradexplorer.gui.window.plot_views import flush_plots
-
-        flush_plots(self)  # (made by now: self.curves above)
+        self.build_plots().flush()  # (made by now: self.curves above)
 
     def _hooks_changed(self, hooks: dict) -> None:
         before, self._hooked = self._hooked, dict(hooks)
@@ -357,4 +383,7 @@ class MainWindow(QMainWindow):
         self.graph_panel.layouts.wait(5000)
         for window in self.file_actions.snapshot_windows:
             window.close()
+        overlay = () if self._plots is None else (self._plots.overlay,)
+        disconnect_observers(self.selection, self.controller.session, self.controller.timeline,
+                             self.graph_panel.view_state, *overlay)  # no view of it is called again
         super().closeEvent(event)

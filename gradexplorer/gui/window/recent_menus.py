@@ -41,8 +41,8 @@ class RecentMenu(QMenu):
         self.rebuild()
 
 
-def add_recent_menus(window: QMainWindow, menu: QMenu) -> None:
-    """Add File → Recent models and Recent snapshots to ``menu``."""
+def add_recent_menus(window: QMainWindow, menu: QMenu) -> tuple[RecentMenu, RecentMenu]:
+    """Add File → Recent models and Recent snapshots to ``menu``; returns the two."""
     settings = window.settings
 
     def open_snapshot(folder: str) -> None:
@@ -52,9 +52,9 @@ def add_recent_menus(window: QMainWindow, menu: QMenu) -> None:
             return
         window.file_actions.open_snapshot(folder)
 
-    window.recent_models_menu = RecentMenu(
+    models = RecentMenu(
         "Recent models", "models", settings, lambda spec: window.controller.open_model(spec), window)
-    window.recent_snapshots_menu = RecentMenu(
-        "Recent snapshots", "snapshots", settings, open_snapshot, window)
-    menu.addMenu(window.recent_models_menu)
-    menu.addMenu(window.recent_snapshots_menu)
+    snapshots = RecentMenu("Recent snapshots", "snapshots", settings, open_snapshot, window)
+    menu.addMenu(models)
+    menu.addMenu(snapshots)
+    return models, snapshots

@@ -31,8 +31,7 @@ class ScreenshotRun(QObject):
         controller = window.controller
         controller.state_changed.connect(self._state_changed)
         controller.error.connect(self._failed)
-        window.exit_status = 0
-        window.scripted = True
+        window.run_script(self)
 
     def _state_changed(self, state: str) -> None:
         controller = self.window.controller
@@ -58,9 +57,8 @@ class ScreenshotRun(QObject):
                 self._failed(f"cannot save the screenshot {self.path}: {exc.strerror or exc}")
                 return
             print(f"saved {self.path}")
-        self.window.close()
+        self.window.end_script(0)
 
     def _failed(self, text: str) -> None:
         print(f"gradexplorer: error: {text}", file=sys.stderr)
-        self.window.exit_status = 2
-        self.window.close()
+        self.window.end_script(2)
