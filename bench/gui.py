@@ -160,7 +160,7 @@ def first_view(blocks: int) -> dict:
     to everything settled (the module tree, parameter table and hook-safety probe, which wait for
     that first view), with the steps inside it."""
     from gradexplorer.core.graph.collapse import readable_depth
-    from gradexplorer.gui.live_session import prepare_training_thread
+    from gradexplorer.gui.training.live_session import prepare_training_thread
 
     prepare_training_thread()  # once per process (the statistics kernels load): not timed
     app = application()

@@ -62,7 +62,7 @@ def time_open(run_dir: Path, runs: int, profile: str | None = None):
     to every view filled and painted, to its backward graph laid out and painted too, and the
     GUI thread's CPU seconds to the figures (wall time on a shared machine is mostly waiting)."""
     from gradexplorer.gui.app import application, build_window
-    from gradexplorer.gui.run_view import close_run, show_run
+    from gradexplorer.gui.runs.run_view import close_run, show_run
     from gradexplorer.gui.settings import AppSettings
 
     app = application()

@@ -29,8 +29,7 @@ CLICK_HOPS = ("SessionController.attach_hook", "HookRegistry.attach", "SessionCo
               "SessionModel.set_hooks", "MainWindow._hooks_changed", "GraphPanel.edit_hooks")
 # code that belongs on the training thread or in Qt-free models: anything else of the GUI
 # package is a view, never run by the training thread
-NOT_VIEWS = ("gui/session_worker.py", "gui/run_buffer.py", "gui/live_session.py", "gui/models/",
-             "gui/snapshot_jobs.py", "gui/optimizer_reporter.py", "gui/controller_jobs.py")
+NOT_VIEWS = ("gui/session/session_worker.py", "gui/training/", "gui/models/", "gui/controller_jobs.py")
 
 
 class RouteTrace:
@@ -62,7 +61,7 @@ class RouteTrace:
 
 
 def _controller_job(path: str, name: str) -> bool:
-    return path.endswith("gui/controller.py") and (
+    return path.endswith("gui/session/controller.py") and (
         not name.startswith("SessionController.") or "<lambda>" in name)
 
 

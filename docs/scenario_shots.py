@@ -54,7 +54,7 @@ def scenario_nan(w):
 
 def scenario_run_view(w):
     """Item 5 (run view): a run folder written by ``watch`` opened over a live model."""
-    from gradexplorer.gui.run_view import show_run
+    from gradexplorer.gui.runs.run_view import show_run
 
     yield from open_and_run(w, "example:digits", 1)
     show_run(w, write_run())

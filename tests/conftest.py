@@ -90,7 +90,7 @@ def one_thread(monkeypatch):
     and a conv's backward sums in another order with another thread count (last-bit
     differences). The app's record of the count it lowered starts empty, so that giving the
     cores back cannot restore a count an earlier test left there."""
-    from gradexplorer.gui import live_session
+    from gradexplorer.gui.training import live_session
 
     monkeypatch.setattr(live_session, "_THREADS", {"before": None, "holders": set()})
     before = torch.get_num_threads()

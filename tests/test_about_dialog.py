@@ -11,7 +11,7 @@ from PySide6.QtCore import Qt, qVersion  # noqa: E402
 from PySide6.QtGui import QGuiApplication  # noqa: E402
 
 from gradexplorer import __version__  # noqa: E402
-from gradexplorer.gui.about_dialog import AboutDialog  # noqa: E402
+from gradexplorer.gui.dialogs.about_dialog import AboutDialog  # noqa: E402
 
 
 @pytest.fixture

@@ -100,3 +100,43 @@ def test_architecture_doc_says_which_core_part_imports_which():
     documented = {m[0]: set(re.findall(r"`core\.(\w+)`", m[1]))
                   for m in re.findall(r"^\| `core\.(\w+)` \| ([^|]*) \|", text, re.M)}
     assert documented == core_part_imports()
+
+
+def qt_free_contract_sources() -> set[str]:
+    import tomllib
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["importlinter"]
+    return {m for c in contracts["contracts"] if "PySide6" in c.get("forbidden_modules", ())
+            for m in c["source_modules"] if m.startswith("gradexplorer.gui")}
+
+
+def test_every_qt_free_gui_module_is_under_the_qt_free_contract():
+    """A GUI module that imports no Qt, directly or through the GUI modules it imports (lazily
+    too), is covered by the contract that keeps it so (issue 20: none left outside it)."""
+    import ast
+    qt = {"PySide6", "shiboken6", "pyqtgraph"}
+    imports: dict[str, set[str]] = {}
+    for path in (ROOT / "gradexplorer" / "gui").rglob("*.py"):
+        if path.name == "__init__.py":
+            continue
+        name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                found |= {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                found |= {node.module} | {f"{node.module}.{a.name}" for a in node.names}
+        imports[name] = found
+    uses_qt: dict[str, bool] = {}
+
+    def needs_qt(name: str, seen: frozenset = frozenset()) -> bool:
+        if name not in uses_qt:
+            found = imports[name]
+            uses_qt[name] = any(m.split(".")[0] in qt for m in found) or any(
+                needs_qt(m, seen | {name}) for m in found if m in imports and m not in seen)
+        return uses_qt[name]
+
+    covered = qt_free_contract_sources()
+    qt_free = {n for n in imports if not needs_qt(n)}
+    assert len(qt_free) >= 10 and "gradexplorer.gui.training.run_buffer" in qt_free
+    left_out = [n for n in qt_free if not any(n == c or n.startswith(c + ".") for c in covered)]
+    assert not left_out, left_out

@@ -28,7 +28,7 @@ def test_run_with_deep_stack_returns_and_raises_like_a_call():
 
 
 def test_the_apps_training_thread_has_the_deep_stack(qtbot):
-    from gradexplorer.gui.controller import SessionController
+    from gradexplorer.gui.session.controller import SessionController
 
     controller = SessionController()
     try:

@@ -37,7 +37,7 @@ def test_search_finds_nodes_by_module_and_parameter(qtbot, make_window):
 
 
 def test_hook_from_the_menu_reaches_the_registry_and_blocks(qtbot, make_window):
-    from gradexplorer.gui.hook_menu import HookMenu
+    from gradexplorer.gui.hooks.hook_menu import HookMenu
 
     window = make_window()
     open_model(qtbot, window)
@@ -149,7 +149,7 @@ def test_a_bad_model_file_shows_an_error_and_the_app_keeps_going(qtbot, make_win
 
 def test_open_model_dialog_builds_specs(qtbot, tmp_path):
     from gradexplorer.core.errors import UserError
-    from gradexplorer.gui.open_model_dialog import OpenModelDialog
+    from gradexplorer.gui.dialogs.open_model_dialog import OpenModelDialog
 
     dialog = OpenModelDialog(None, "example:lenet")
     qtbot.addWidget(dialog)

@@ -10,10 +10,10 @@ from PySide6.QtCore import Qt
 import gradexplorer as gx
 from gradexplorer.core.stats.bands import distribution_bands
 from gradexplorer.core.stats.ranking import rank_parameters
-from gradexplorer.gui.distributions_dock import DistributionsPanel
 from gradexplorer.gui.models.selection import SelectionModel
 from gradexplorer.gui.models.timeline import TimelineModel
 from gradexplorer.gui.plots import histogram_grid
+from gradexplorer.gui.plots.distributions_dock import DistributionsPanel
 from tests.share_helpers import recorded_history
 
 

@@ -8,10 +8,10 @@ from PySide6.QtCore import Qt
 from gradexplorer.core.model.spec import ModelOptions, load_workload
 from gradexplorer.core.session.engine import SessionConfig, TrainingSession
 from gradexplorer.core.stats.monitor import GradientMonitor
-from gradexplorer.gui.model_filter import ModelFilterBar
 from gradexplorer.gui.models.selection import SelectionModel
-from gradexplorer.gui.module_tree import ModuleTree
-from gradexplorer.gui.parameter_table import ParameterTable
+from gradexplorer.gui.panels.model_filter import ModelFilterBar
+from gradexplorer.gui.panels.module_tree import ModuleTree
+from gradexplorer.gui.panels.parameter_table import ParameterTable
 
 
 @pytest.fixture

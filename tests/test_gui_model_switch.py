@@ -78,7 +78,7 @@ def test_tables_and_details_show_the_new_model(switched):
 
 
 def test_run_n_shows_step_k_of_n_with_time_left(qtbot, make_window):
-    from gradexplorer.gui.status_bar import run_progress
+    from gradexplorer.gui.window.status_bar import run_progress
 
     assert run_progress(57, (40, 20), 2.0, True) == "step 57 · 17 of 20 · ~2 s left"
     assert run_progress(57, (40, 20), 0.01, True) == "step 57 · 17 of 20 · ~5 min 00 s left"
@@ -103,7 +103,7 @@ def test_reset_model_starts_the_same_model_again(qtbot, make_window):
                     and window.controller.state == "idle", timeout=TIMEOUT_MS)
     wait_idle(qtbot, window)
     before = window.controller.live
-    window.reset_action.trigger()
+    window.menus.reset_action.trigger()
     qtbot.waitUntil(lambda: window.controller.live is not before
                     and window.controller.state == "idle", timeout=TIMEOUT_MS)
     wait_idle(qtbot, window)

@@ -10,10 +10,10 @@ from PySide6.QtWidgets import QStyleOptionViewItem, QWidget
 
 from gradexplorer.gui.models.selection import SelectionModel
 from gradexplorer.gui.models.timeline import TimelineModel
-from gradexplorer.gui.name_elide import name_candidates
-from gradexplorer.gui.name_label import NameLabel
+from gradexplorer.gui.panels.name_label import NameLabel
 from gradexplorer.gui.plots.histogram_grid import NAME_ROLE, GridModel, TileDelegate
 from gradexplorer.gui.plots.optimizer_curves import OptimizerCurves
+from gradexplorer.gui.text.name_elide import name_candidates
 
 GPT_NAME = "transformer.h.10.attn.c_attn.weight"
 

@@ -13,9 +13,9 @@ from torch import nn
 
 from gradexplorer.gui.graph.painting import fitted_label
 from gradexplorer.gui.models.selection import SelectionModel
-from gradexplorer.gui.module_tree import ModuleTree
-from gradexplorer.gui.name_elide import elide_chars
-from gradexplorer.gui.parameter_table import ParameterTable
+from gradexplorer.gui.panels.module_tree import ModuleTree
+from gradexplorer.gui.panels.parameter_table import ParameterTable
+from gradexplorer.gui.text.name_elide import elide_chars
 from tests.gui_helpers import TIMEOUT_MS
 
 GPT_NAME = "transformer.h.10.attn.c_attn.weight"

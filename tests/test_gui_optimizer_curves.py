@@ -54,7 +54,7 @@ def reference_figures(model, opt, before) -> dict[str, dict[str, float]]:
 
 def plotted(window, field: str) -> tuple[list[float], np.ndarray]:
     """The Optimizer tab's curve of ``field`` as drawn (θ-was-0 steps as +inf from the marks)."""
-    curves = window.optimizer_curves
+    curves = window.forensics.optimizer_curves
     curves.choose(field)
     x, y = curves.curve.getData()
     y = np.array(y, dtype=float)
@@ -66,20 +66,21 @@ def plotted(window, field: str) -> tuple[list[float], np.ndarray]:
 
 def assert_curves_equal(window, name: str, expected: list[dict[str, dict[str, float]]],
                         steps: list[int]) -> None:
-    window.optimizer_dock.raise_()  # a hidden tab reads nothing
+    window.forensics.optimizer_dock.raise_()  # a hidden tab reads nothing
     window.selection.select(param=name, module=name.rpartition(".")[0], source="test")
-    assert window.optimizer_curves.param == name
+    assert window.forensics.optimizer_curves.param == name
     for field in SERIES_FIELDS:
         x, y = plotted(window, field)
         want = [e[name].get(field) for e in expected]
         if all(w is None for w in want):  # the optimizer keeps no such state: nothing drawn
             assert not np.isfinite(y).any(), field
-            assert "keeps no" in window.optimizer_curves.readout.text()
+            assert "keeps no" in window.forensics.optimizer_curves.readout.text()
             continue
         assert x == steps, field
         assert y == pytest.approx(np.array(want, dtype=float), rel=1e-12, abs=0), (name, field)
-        assert window.optimizer_curves.plot.getPlotItem().getAxis("left").labelText == FIGURES[field][1]
-        assert "inf" not in window.optimizer_curves.readout.text()
+        axis = window.forensics.optimizer_curves.plot.getPlotItem().getAxis("left")
+        assert axis.labelText == FIGURES[field][1]
+        assert "inf" not in window.forensics.optimizer_curves.readout.text()
 
 
 def live_window(qtbot, make_window, config: SessionConfig):
@@ -104,11 +105,11 @@ def test_live_optimizer_curves_equal_the_optimizers_own_state(qtbot, make_window
     window, observer = live_window(qtbot, make_window, config)
     assert len(observer.steps) == STEPS
     names = [n for n, _ in window.controller.live.session.model.named_parameters()]
-    window.optimizer_dock.raise_()
+    window.forensics.optimizer_dock.raise_()
     for name in (names[0], names[-1]):
         assert_curves_equal(window, name, observer.steps, list(range(1, STEPS + 1)))
     # the figure the tab opens on is the optimizer's own: ‖m‖ for Adam, ‖momentum‖ for SGD
-    fresh = window.optimizer_curves
+    fresh = window.forensics.optimizer_curves
     fresh.chosen = None
     fresh.refresh()
     assert fresh.field == ("exp_avg_norm" if optimizer == "adam" else "momentum_norm")
@@ -148,24 +149,25 @@ def test_a_run_directorys_optimizer_curves_equal_the_optimizers_own_state(
     for name in ("0.weight", "2.bias"):
         assert_curves_equal(window, name, expected, list(range(1, STEPS + 1)))
     # θ was 0 before step 1: a "new" mark at step 1, no point at inf, and the words say so
-    window.optimizer_curves.choose("update_ratio")
-    marks, _ = window.optimizer_curves.new_marks.getData()
+    window.forensics.optimizer_curves.choose("update_ratio")
+    marks, _ = window.forensics.optimizer_curves.new_marks.getData()
     assert list(marks) == [1]
-    x, y = window.optimizer_curves.curve.getData()
+    x, y = window.forensics.optimizer_curves.curve.getData()
     assert math.isnan(y[0]) and np.isfinite(y[1:]).all()
-    assert "▲ new (θ was 0) at step 1" in window.optimizer_curves.readout.text()
-    assert window.optimizer_curves.describe_point(None, 1.0, 0.0) == "step 1 · ‖Δθ‖/‖θ‖ new (θ was 0)"
+    assert "▲ new (θ was 0) at step 1" in window.forensics.optimizer_curves.readout.text()
+    curves = window.forensics.optimizer_curves
+    assert curves.describe_point(None, 1.0, 0.0) == "step 1 · ‖Δθ‖/‖θ‖ new (θ was 0)"
     # a module selected: its first parameter
     window.selection.select(module="0", source="test")
-    assert window.optimizer_curves.param == "0.weight"
+    assert window.forensics.optimizer_curves.param == "0.weight"
     # hidden behind another tab it reads nothing; shown again, it draws what changed meanwhile
     window.curves_dock.raise_()
-    qtbot.waitUntil(lambda: not window.optimizer_curves.shown, timeout=TIMEOUT_MS)
+    qtbot.waitUntil(lambda: not window.forensics.optimizer_curves.shown, timeout=TIMEOUT_MS)
     window.selection.select(param="2.weight", module="2", source="test")
-    assert window.optimizer_curves.param == "0.weight" and window.optimizer_curves.stale
-    window.optimizer_dock.raise_()
-    qtbot.waitUntil(lambda: window.optimizer_curves.param == "2.weight", timeout=TIMEOUT_MS)
-    assert not window.optimizer_curves.stale
+    assert window.forensics.optimizer_curves.param == "0.weight" and window.forensics.optimizer_curves.stale
+    window.forensics.optimizer_dock.raise_()
+    qtbot.waitUntil(lambda: window.forensics.optimizer_curves.param == "2.weight", timeout=TIMEOUT_MS)
+    assert not window.forensics.optimizer_curves.stale
 
 
 def test_a_followed_run_grows_its_optimizer_curves(qtbot, make_window, tmp_path):
@@ -186,12 +188,12 @@ def test_a_followed_run_grows_its_optimizer_curves(qtbot, make_window, tmp_path)
             if step == 1:
                 assert window.file_actions.open_run(str(tmp_path / "run")) is not None
                 window.settle()
-                window.optimizer_dock.raise_()
+                window.forensics.optimizer_dock.raise_()
                 assert plotted(window, "exp_avg_norm")[0] == [1, 2]
     # the follower's poll → the timeline → the tab's throttled redraw, nothing called by hand
-    qtbot.waitUntil(lambda: len(window.optimizer_curves.curve.getData()[0]) == STEPS,
+    qtbot.waitUntil(lambda: len(window.forensics.optimizer_curves.curve.getData()[0]) == STEPS,
                     timeout=TIMEOUT_MS)
-    x, y = window.optimizer_curves.curve.getData()
+    x, y = window.forensics.optimizer_curves.curve.getData()
     assert list(y) == pytest.approx([e["0.weight"]["exp_avg_norm"] for e in expected], rel=1e-12)
     assert_curves_equal(window, "0.weight", expected, list(range(1, STEPS + 1)))
 
@@ -230,9 +232,9 @@ def test_a_damaged_figure_is_one_line_in_the_tab(qtbot, make_window, tmp_path):
     window = make_window()
     assert window.file_actions.open_run(str(tmp_path / "run")) is not None
     window.settle()
-    window.optimizer_dock.raise_()
+    window.forensics.optimizer_dock.raise_()
     window.selection.select(param="0.weight", module="0", source="test")
-    text = window.optimizer_curves.readout.text()
+    text = window.forensics.optimizer_curves.readout.text()
     assert "garbage" in text and "\n" not in text
-    x, _ = window.optimizer_curves.curve.getData()
+    x, _ = window.forensics.optimizer_curves.curve.getData()
     assert x is None or len(x) == 0

@@ -8,11 +8,11 @@ import pyqtgraph as pg
 from PySide6.QtCore import QPointF
 
 from gradexplorer.core.stats.records import Histogram
-from gradexplorer.gui.curves import TrainingCurves, ema
 from gradexplorer.gui.models.timeline import StepPoint, TimelineModel
-from gradexplorer.gui.number_text import format_number
+from gradexplorer.gui.plots.curves import TrainingCurves, ema
 from gradexplorer.gui.plots.heatmap_plot import HistogramHeatmap
 from gradexplorer.gui.plots.histogram_plot import HistogramPlot
+from gradexplorer.gui.text.number_text import format_number
 
 
 def test_curve_toggles_and_hover_readout(qtbot):

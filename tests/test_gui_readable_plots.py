@@ -131,7 +131,7 @@ def test_snapshot_compare_shares_one_scale_and_names_a_and_b(qtbot, tmp_path):
 
 
 def test_ab_window_draws_both_arms_on_one_axis_with_a_legend(qtbot, make_window):
-    from gradexplorer.gui.ab_window import ABWindow, ab_run_factory
+    from gradexplorer.gui.hooks.ab_window import ABWindow, ab_run_factory
 
     window = make_window()
     open_model(qtbot, window)

@@ -14,20 +14,20 @@ def _entries(menu) -> list[str]:
 
 def test_recent_models_are_remembered_and_open_from_the_file_menu(qtbot, make_window):
     window = make_window()
-    assert window.recent_models_menu in [a.menu() for a in window.file_menu.actions()]
-    assert _entries(window.recent_models_menu) == []
+    assert window.menus.recent_models_menu in [a.menu() for a in window.menus.file_menu.actions()]
+    assert _entries(window.menus.recent_models_menu) == []
     open_model(qtbot, window)
     window.settings.add_recent("models", "example:mlp")
-    assert _entries(window.recent_models_menu) == ["example:mlp", "example:digits"]
-    chosen = next(a for a in window.recent_models_menu.actions() if a.text() == "example:digits")
+    assert _entries(window.menus.recent_models_menu) == ["example:mlp", "example:digits"]
+    chosen = next(a for a in window.menus.recent_models_menu.actions() if a.text() == "example:digits")
     chosen.trigger()  # back to digits from the menu
     qtbot.waitUntil(lambda: window.controller.live is not None, timeout=TIMEOUT_MS)
     wait_idle(qtbot, window)
     assert window.controller.live.spec == "example:digits"
-    assert _entries(window.recent_models_menu) == ["example:digits", "example:mlp"]  # newest first
+    assert _entries(window.menus.recent_models_menu) == ["example:digits", "example:mlp"]  # newest first
     for i in range(RECENT_MAX + 3):
         window.settings.add_recent("models", f"m{i}")
-    assert len(_entries(window.recent_models_menu)) == RECENT_MAX
+    assert len(_entries(window.menus.recent_models_menu)) == RECENT_MAX
 
 
 def test_recent_snapshots_open_and_a_vanished_one_is_dropped(qtbot, make_window, tmp_path):
@@ -38,7 +38,7 @@ def test_recent_snapshots_open_and_a_vanished_one_is_dropped(qtbot, make_window,
     path = export(qtbot, window, tmp_path / "snaps")
     viewer = window.file_actions.open_snapshot(str(path))
     qtbot.addWidget(viewer)
-    menu = window.recent_snapshots_menu
+    menu = window.menus.recent_snapshots_menu
     assert _entries(menu) == [str(path.resolve())]
     before = len(window.file_actions.snapshot_windows)
     next(a for a in menu.actions() if a.text() == str(path.resolve())).trigger()

@@ -12,7 +12,7 @@ from PySide6.QtCore import Qt
 from torch import nn
 
 import gradexplorer as gx
-from gradexplorer.gui.number_text import format_number
+from gradexplorer.gui.text.number_text import format_number
 from tests.gui_helpers import TIMEOUT_MS
 from tests.screenshot_helpers import run_gradexplorer
 from tests.stats_reference import reference

@@ -13,7 +13,6 @@ from PySide6.QtCore import Qt
 
 from gradexplorer.core.stats.bands import distribution_bands
 from gradexplorer.gui.models.run_overlay import PALETTE, x_positions
-from gradexplorer.gui.run_compare import add_compare_run
 from tests.gui_helpers import open_model, wait_idle
 from tests.screenshot_helpers import run_gradexplorer
 from tests.share_helpers import write_run
@@ -53,18 +52,18 @@ def window(make_window, three_runs):
     window.resize(1400, 900)
     assert window.file_actions.open_run(str(three_runs[0])) is not None
     for path in three_runs[1:]:
-        assert add_compare_run(window, path) is not None
+        assert window.run_compare.add_run(path) is not None
     window.selection.select(param="0.weight", module="0", source="test")
     window.settle()
     window.curves.refresh()
-    window.runs_panel.refresh()
+    window.run_compare.runs_panel.refresh()
     return window
 
 
 def test_three_runs_are_three_coloured_curves_on_one_scale(window, three_runs):
     curves = window.curves
     assert curves.loss_lines.names() == ["a", "b", "c"]  # the legend
-    assert window.runs_dock.isVisible()
+    assert window.run_compare.runs_dock.isVisible()
     items = [curves.loss_item, *curves.loss_lines.items[:2]]
     colours = [item.opts["pen"].color().name() for item in items]
     assert colours == list(PALETTE[:3]) and len(set(colours)) == 3
@@ -76,7 +75,7 @@ def test_three_runs_are_three_coloured_curves_on_one_scale(window, three_runs):
     assert x0 <= 1 and x1 >= 14  # the longest run (b) fits
     assert (y0, y1) == pytest.approx(padded([loss for _, loss in losses]))
     # the per-parameter figure: 0.weight's norm in every run, as each run stored it
-    lines = window.runs_panel.lines
+    lines = window.run_compare.runs_panel.lines
     assert lines.names() == ["b", "c", "a"]  # the reference (a) drawn last, on top
     for item, path in zip(lines.items, [three_runs[1], three_runs[2], three_runs[0]], strict=True):
         with sqlite3.connect(path / "run.sqlite") as db:
@@ -92,7 +91,7 @@ def test_three_runs_are_three_coloured_curves_on_one_scale(window, three_runs):
 
 
 def test_hiding_a_run_in_the_selector_removes_it_and_rescales(window, three_runs):
-    selector = window.runs_panel.selector
+    selector = window.run_compare.runs_panel.selector
     assert selector.table.rowCount() == 3
     selector.set_shown(1, False)  # as a click on run b's box does
     assert not window.overlay.runs[1].visible
@@ -111,7 +110,7 @@ def test_hiding_a_run_in_the_selector_removes_it_and_rescales(window, three_runs
 
 
 def test_the_reference_run_is_drawn_in_full_and_its_heat_map_shown(window, three_runs, qtbot):
-    selector = window.runs_panel.selector
+    selector = window.run_compare.runs_panel.selector
     table = selector.table
     qtbot.mouseClick(table.viewport(), Qt.LeftButton, pos=table.visualItemRect(table.item(2, 1)).center())
     assert window.overlay.reference == 2
@@ -143,8 +142,8 @@ def test_x_axis_by_relative_and_wall_time_from_the_stored_times(window, three_ru
     (x0, x1), _ = curves.loss_plot.vb.viewRange()
     times = np.concatenate([stored(p, "time")[1] for p in three_runs])
     assert x0 <= times.min() and x1 >= times.max()  # every run on the shared time axis
-    window.runs_panel.refresh()
-    assert data(window.runs_panel.lines.items[0])[0][0] > 1e9  # the figure follows: dates
+    window.run_compare.runs_panel.refresh()
+    assert data(window.run_compare.runs_panel.lines.items[0])[0][0] > 1e9  # the figure follows: dates
     curves.x_box.setCurrentText("step")
     window.curves.refresh()
     assert not isinstance(curves.loss_plot.getAxis("bottom"), pg.DateAxisItem)
@@ -165,7 +164,7 @@ def test_a_run_overlaid_on_the_live_session(qtbot, make_window, three_runs):
     open_model(qtbot, window, "example:digits")
     window.controller.run(3)
     wait_idle(qtbot, window)
-    add_compare_run(window, three_runs[0])
+    window.run_compare.add_run(three_runs[0])
     window.curves.x_box.setCurrentText("relative")
     window.settle()
     window.curves.refresh()
@@ -179,7 +178,7 @@ def test_a_run_overlaid_on_the_live_session(qtbot, make_window, three_runs):
 def test_a_damaged_or_missing_run_is_one_dialog_line(window, tmp_path):
     errors = []
     window.show_error = errors.append
-    assert add_compare_run(window, tmp_path / "nowhere") is None
+    assert window.run_compare.add_run(tmp_path / "nowhere") is None
     assert len(errors) == 1 and "\n" not in errors[0]
     assert len(window.overlay.runs) == 3
 
@@ -221,10 +220,10 @@ def test_spike_markers_follow_the_time_axis(qtbot, make_window, tmp_path):
     assert events
     window.curves.x_box.setCurrentText("relative")
     window.settle()
-    window.spike_markers.refresh()
+    window.forensics.spike_markers.refresh()
     steps, times = stored(path, "time")
     want = [float(times[steps.tolist().index(e.step)] - times[0]) for e in events]
-    assert window.spike_markers.items["loss"].getData()[0].tolist() == pytest.approx(want)
+    assert window.forensics.spike_markers.items["loss"].getData()[0].tolist() == pytest.approx(want)
 
 
 def test_the_curves_csv_holds_every_run_shown(window, three_runs, tmp_path, monkeypatch):

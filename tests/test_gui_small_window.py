@@ -44,9 +44,9 @@ def test_small_window_shows_name_norm_and_max_g(qtbot, make_window):
 
 
 def test_optional_columns_wait_until_names_are_readable(qtbot):
-    from gradexplorer.gui.column_priority import NAME_LEAST, NAME_ROOMY
     from gradexplorer.gui.models.selection import SelectionModel
-    from gradexplorer.gui.parameter_table import ParameterTable
+    from gradexplorer.gui.panels.column_priority import NAME_LEAST, NAME_ROOMY
+    from gradexplorer.gui.panels.parameter_table import ParameterTable
 
     table = ParameterTable(SelectionModel())
     qtbot.addWidget(table)

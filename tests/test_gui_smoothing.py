@@ -3,8 +3,8 @@
 import numpy as np
 
 from gradexplorer.core.stats.curves import ema_smooth
-from gradexplorer.gui.curves import TrainingCurves
 from gradexplorer.gui.models.timeline import StepPoint, TimelineModel
+from gradexplorer.gui.plots.curves import TrainingCurves
 
 
 def test_the_slider_sets_the_smoothing_weight(qtbot):
@@ -37,8 +37,8 @@ def test_csv_of_the_curves_and_of_the_grid(qtbot, tmp_path, monkeypatch):
     from PySide6.QtWidgets import QFileDialog
 
     from gradexplorer.core.stats.records import STAT_FIELDS
-    from gradexplorer.gui.distributions_dock import DistributionsPanel
     from gradexplorer.gui.models.selection import SelectionModel
+    from gradexplorer.gui.plots.distributions_dock import DistributionsPanel
     from tests.share_helpers import recorded_history
 
     timeline = TimelineModel()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gradexplorer.gui.startup_actions import StartupActions
+from gradexplorer.gui.window.startup_actions import StartupActions
 from tests.gui_helpers import open_model, wait_idle
 
 

@@ -34,7 +34,7 @@ def clipped_run(path, steps: int = 6, max_norm: float = 0.1):
 
 def click_marker(qtbot, window, plot, step: int) -> None:
     """A real mouse click on the spike marker at ``step`` in ``plot``."""
-    item = window.spike_markers.items["loss" if plot is window.curves.loss_plot else "norm"]
+    item = window.forensics.spike_markers.items["loss" if plot is window.curves.loss_plot else "norm"]
     spot = next(p for p in item.points() if p.pos().x() == step)
     scene = item.mapToScene(spot.pos())
     view = window.curves.plots
@@ -70,7 +70,7 @@ def test_a_followed_clipped_run_shows_its_ledger_and_optimizer_state(qtbot, make
     window.settle()
     ledger = run.step_ledger(6)
     assert ledger.clipped and ledger.grad_norm_accumulated > 10 * ledger.grad_norm_applied
-    text = window.ledger_panel.details.text()
+    text = window.forensics.ledger_panel.details.text()
     assert "optimizer step: 6" in text
     assert f"global norm as accumulated: {ledger.grad_norm_accumulated:.6g}" in text
     assert f"global norm as applied: {ledger.grad_norm_applied:.6g}" in text
@@ -79,14 +79,14 @@ def test_a_followed_clipped_run_shows_its_ledger_and_optimizer_state(qtbot, make
     assert steps == [1, 2, 3, 4, 5, 6]
     assert acc == [run.step_ledger(s).grad_norm_accumulated for s in range(1, 7)]
     assert np.allclose(applied, 0.1, rtol=1e-5)
-    x, y = window.ledger_panel.accumulated.getData()
+    x, y = window.forensics.ledger_panel.accumulated.getData()
     assert list(y) == acc
     # the optimizer's state: hidden columns of the parameter table, the run's figures exactly
     table = window.table.table
     state = run.optimizer_state(6)["0.weight"]
     optim = [c for c in range(table.columnCount()) if table.headerData(c, Qt.Horizontal) == "‖m‖"]
     assert window.table.isColumnHidden(optim[0])  # hidden until asked for
-    window.optimizer_columns_action.trigger()  # View → Optimizer columns
+    window.forensics.optimizer_columns_action.trigger()  # View → Optimizer columns
     assert not window.table.isColumnHidden(optim[0])
     row = table.row_of("0.weight")
     cells = {table.headerData(c, Qt.Horizontal): table.data(table.index(row, c))
@@ -105,8 +105,8 @@ def test_live_session_fills_the_ledger_and_the_optimizer_state(qtbot, make_windo
     assert [led.optimizer_step for led in timeline.ledger.ledgers] == [1, 2, 3]
     latest = timeline.ledger.latest
     assert latest.grad_norm_applied == timeline.norm.y[-1]
-    assert "optimizer step: 3" in window.ledger_panel.details.text()
-    assert "scale: none (no GradScaler)" in window.ledger_panel.details.text()
+    assert "optimizer step: 3" in window.forensics.ledger_panel.details.text()
+    assert "scale: none (no GradScaler)" in window.forensics.ledger_panel.details.text()
     session = window.controller.live.session
     name, param = next(iter(session.model.named_parameters()))
     buf = session.optimizer.state[param]["momentum_buffer"]
@@ -123,40 +123,41 @@ def test_clicking_a_spike_marker_opens_its_onset_ranking(qtbot, make_window, tmp
     assert window.file_actions.open_run(str(tmp_path / "run")) is not None
     qtbot.waitUntil(lambda: window.graph_panel.drawing is not None, timeout=TIMEOUT_MS)
     window.settle()
-    window.spike_markers.refresh()
-    markers = window.spike_markers.items["loss"]
+    window.forensics.spike_markers.refresh()
+    markers = window.forensics.spike_markers.items["loss"]
     assert [p.pos().x() for p in markers.points()] == [INJECT]
     loss_at = run.step_info(INJECT)["loss"]
     assert markers.points()[0].pos().y() == loss_at
     click_marker(qtbot, window, window.curves.norm_plot, INJECT)
-    qtbot.waitUntil(lambda: window.spike_panel.shown is not None, timeout=TIMEOUT_MS)
+    qtbot.waitUntil(lambda: window.forensics.spike_panel.shown is not None, timeout=TIMEOUT_MS)
     event = events[0]
     first = event.ranking[0]["name"]
     assert first.startswith("side.")
-    ranking = window.spike_panel.ranking
+    ranking = window.forensics.spike_panel.ranking
     assert [ranking.topLevelItem(i).text(1) for i in range(ranking.topLevelItemCount())] == \
         [r["name"] for r in event.ranking]
     assert window.selection.current.param == first
     assert window.selection.current.module == "side"
-    assert window.ledger_panel.pinned == INJECT
-    assert "optimizer step: 50" in window.ledger_panel.details.text()
-    assert window.spike_markers.lines[0].isVisible() and window.spike_markers.lines[0].value() == INJECT
+    assert window.forensics.ledger_panel.pinned == INJECT
+    assert "optimizer step: 50" in window.forensics.ledger_panel.details.text()
+    line = window.forensics.spike_markers.lines[0]
+    assert line.isVisible() and line.value() == INJECT
     # the graph is tinted by onset: the first to move hottest, a parameter that did not move palest
     ranked = [r["name"] for r in event.ranking]
     coolest = next((row[0] for row in window.table.table.rows if row[0] not in ranked), ranked[-1])
     assert node_fill(window, first) != node_fill(window, coolest)
     heat = {n: s.norm for n, s in window.graph_panel._stats.items()}
     assert heat[first] == max(heat.values()) > heat[coolest]
-    window.spike_panel.live_tint()
+    window.forensics.spike_panel.live_tint()
     assert window.graph_panel._stats[first].norm == run.figures(60)[first]["norm"]
     click_marker(qtbot, window, window.curves.loss_plot, INJECT)  # the loss curve's marker too
-    assert window.spike_panel.shown is not None and window.spike_panel._held
+    assert window.forensics.spike_panel.shown is not None and window.forensics.spike_panel._held
     spike_train(tmp_path / "quiet", 20)  # another run opened: the event no longer applies
     assert window.file_actions.open_run(str(tmp_path / "quiet")) is not None
     window.settle()
-    assert window.spike_panel.shown is None and not window.spike_panel._held
-    assert window.spike_panel.ranking.topLevelItemCount() == 0
-    assert window.spike_markers.items["loss"].points().size == 0
+    assert window.forensics.spike_panel.shown is None and not window.forensics.spike_panel._held
+    assert window.forensics.spike_panel.ranking.topLevelItemCount() == 0
+    assert window.forensics.spike_markers.items["loss"].points().size == 0
     run.close()
 
 
@@ -167,26 +168,22 @@ def test_compare_runs_opens_the_divergence_the_same_way(qtbot, make_window, tmp_
     divergence = window_divergence(window, tmp_path)
     assert divergence.step == 12
     first = divergence.ranking[0]["name"]
-    ranking = window.spike_panel.ranking
+    ranking = window.forensics.spike_panel.ranking
     assert ranking.topLevelItem(0).text(1) == first
     assert window.selection.current.param == first
-    assert window.ledger_panel.pinned == 12
-    assert "part at step 12" in window.spike_panel.heading.text()
+    assert window.forensics.ledger_panel.pinned == 12
+    assert "part at step 12" in window.forensics.spike_panel.heading.text()
     heat = {n: s.norm for n, s in window.graph_panel._stats.items()}  # the graph tinted by gap
     assert all(heat[r["name"]] == r["gap"] for r in divergence.ranking)
     # an unrelated folder is one line in a dialog, never a traceback
     errors = []
     window.show_error = errors.append
-    from gradexplorer.gui.step_forensics import show_divergence
-
-    assert show_divergence(window, tmp_path / "a", tmp_path / "nothing") is None
+    assert window.forensics.show_divergence(tmp_path / "a", tmp_path / "nothing") is None
     assert len(errors) == 1 and "\n" not in errors[0]
 
 
 def window_divergence(window, tmp_path):
-    from gradexplorer.gui.step_forensics import show_divergence
-
-    return show_divergence(window, tmp_path / "a", tmp_path / "b")
+    return window.forensics.show_divergence(tmp_path / "a", tmp_path / "b")
 
 
 def test_live_spike_markers_open_the_event(qtbot, make_window):
@@ -194,12 +191,12 @@ def test_live_spike_markers_open_the_event(qtbot, make_window):
                             SessionConfig(device="cpu", lr=1e30))  # NaN from step 2
     events = window.controller.timeline.ledger.events()
     assert [e.step for e in events] == [2]
-    markers = window.spike_markers.items["norm"]
+    markers = window.forensics.spike_markers.items["norm"]
     assert [p.pos().x() for p in markers.points()] == [2]
     assert marker_inset(window.curves.norm_plot, markers) >= SIZE / 2  # whole, inside the view
     click_marker(qtbot, window, window.curves.norm_plot, 2)
-    qtbot.waitUntil(lambda: window.spike_panel.shown is events[0], timeout=TIMEOUT_MS)
-    assert window.spike_panel.heading.text().startswith("Spike step 2")
+    qtbot.waitUntil(lambda: window.forensics.spike_panel.shown is events[0], timeout=TIMEOUT_MS)
+    assert window.forensics.spike_panel.heading.text().startswith("Spike step 2")
     if events[0].ranking:
         assert window.selection.current.param == events[0].ranking[0]["name"]
     top = window.curves.norm_plot.vb.viewRange()[1][1]

@@ -14,7 +14,7 @@ def test_view_menu_switches_theme_everywhere_and_remembers(qtbot, make_window):
     window = make_window()
     app = QApplication.instance()
     try:
-        window.theme_actions["dark"].trigger()
+        window.menus.theme_actions["dark"].trigger()
         assert window.settings.theme() == "dark"
         assert lightness(app.palette().color(QPalette.Window)) < 0.3
         assert "#1e2326" in app.styleSheet() and "#f5f7f8" not in app.styleSheet()
@@ -23,7 +23,7 @@ def test_view_menu_switches_theme_everywhere_and_remembers(qtbot, make_window):
         assert lightness(window.graph_panel.view.backgroundBrush().color()) < 0.3
         axis = flow.plotItem.getAxis("bottom")
         assert lightness(axis.textPen().color()) > 0.6  # light text on the dark plot
-        window.theme_actions["light"].trigger()
+        window.menus.theme_actions["light"].trigger()
         assert lightness(app.palette().color(QPalette.Window)) > 0.7
         assert lightness(flow.backgroundBrush().color()) > 0.9
         assert window.settings.theme() == "light"
@@ -54,7 +54,7 @@ def test_a_runtime_switch_recolours_plot_titles_and_icons_with_readable_contrast
     window = make_window()
     try:
         for theme in ("dark", "light", "dark"):
-            window.theme_actions[theme].trigger()
+            window.menus.theme_actions[theme].trigger()
             plots = [window.gradients.histogram.plotItem, window.gradients.heatmap.plotItem,
                      window.curves.loss_plot]
             for plot, view in zip(plots, (window.gradients.histogram, window.gradients.heatmap,

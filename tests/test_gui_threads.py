@@ -146,7 +146,7 @@ def test_no_crash_log_is_one_line_and_the_app_goes_on(tmp_path):
 
 
 def test_the_about_box_names_the_crash_log(qtbot, app_data_home):
-    from gradexplorer.gui.about_dialog import AboutDialog
+    from gradexplorer.gui.dialogs.about_dialog import AboutDialog
 
     box = AboutDialog()
     qtbot.addWidget(box)
@@ -162,7 +162,7 @@ def test_the_about_box_names_the_crash_log(qtbot, app_data_home):
 OUTLIVED_SHUTDOWN = r"""
 import gc, threading, time
 from PySide6.QtWidgets import QApplication
-from gradexplorer.gui import session_worker
+from gradexplorer.gui.session import session_worker
 
 app = QApplication([])
 go, started = threading.Event(), threading.Event()

@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 
 from gradexplorer.core.hooks import HookRegistry
+from gradexplorer.core.model.callable_finder import list_callables
 from gradexplorer.core.model.spec import ModelOptions, load_workload
 from gradexplorer.core.session.engine import SessionConfig, TrainingSession
 from gradexplorer.core.stats.monitor import GradientMonitor
-from gradexplorer.gui.callable_finder import list_callables
 from gradexplorer.gui.models.timeline import TimelineModel
-from gradexplorer.gui.run_buffer import RunBuffer
+from gradexplorer.gui.training.run_buffer import RunBuffer
 
 
 @pytest.fixture
@@ -70,7 +70,7 @@ def test_a_steps_figures_reach_the_timeline_through_the_mailbox_only(digits_sess
 
 def test_module_tree_lists_modules_and_selects(qtbot, digits_session):
     from gradexplorer.gui.models.selection import SelectionModel
-    from gradexplorer.gui.module_tree import ModuleTree
+    from gradexplorer.gui.panels.module_tree import ModuleTree
 
     selection = SelectionModel()
     tree = ModuleTree(selection)
@@ -88,7 +88,7 @@ def test_module_tree_lists_modules_and_selects(qtbot, digits_session):
 
 def test_parameter_table_shows_live_stats(qtbot, digits_session):
     from gradexplorer.gui.models.selection import SelectionModel
-    from gradexplorer.gui.parameter_table import ParameterTable
+    from gradexplorer.gui.panels.parameter_table import ParameterTable
 
     selection = SelectionModel()
     table = ParameterTable(selection)
@@ -109,7 +109,7 @@ def test_parameter_table_shows_live_stats(qtbot, digits_session):
 
 
 def test_parameter_table_flags_missing_gradients(qtbot, digits_session):
-    from gradexplorer.gui.parameter_table import ParameterTableModel
+    from gradexplorer.gui.panels.parameter_table import ParameterTableModel
 
     hooks = HookRegistry(digits_session.model)
     hooks.install(digits_session)
@@ -173,7 +173,7 @@ def test_flow_chart_and_alarm_follow_stats(qtbot, digits_session):
 
 def test_worker_runs_posted_jobs_between_steps_with_typed_results(qtbot, digits_session):
     from gradexplorer.gui.models.session import SettingApplied
-    from gradexplorer.gui.session_worker import SessionWorker
+    from gradexplorer.gui.session.session_worker import SessionWorker
 
     finished = []
 
@@ -208,7 +208,7 @@ def test_device_chooser_greys_out_absent_devices_with_the_reason(qtbot):
     from PySide6.QtCore import Qt
 
     from gradexplorer.core.session.devices import available_devices, unavailable_devices
-    from gradexplorer.gui.run_controls import device_chooser
+    from gradexplorer.gui.window.run_controls import device_chooser
 
     absent = unavailable_devices()
     box = device_chooser(available_devices(), absent)
@@ -226,7 +226,7 @@ def test_noise_dialog_asks_for_a_seed(qtbot, monkeypatch):
     from PySide6.QtWidgets import QInputDialog
 
     from gradexplorer.core.hooks.parse import parse_action
-    from gradexplorer.gui.hook_menu import HookMenu
+    from gradexplorer.gui.hooks.hook_menu import HookMenu
 
     monkeypatch.setattr(QInputDialog, "getDouble", staticmethod(lambda *a, **k: (0.02, True)))
     monkeypatch.setattr(QInputDialog, "getInt", staticmethod(lambda *a, **k: (7, True)))
@@ -245,7 +245,7 @@ def test_noise_dialog_asks_for_a_seed(qtbot, monkeypatch):
 def test_subtree_parameter_counts_match_each_module_own_count():
     import torch
 
-    from gradexplorer.gui.module_tree import subtree_parameter_counts
+    from gradexplorer.gui.panels.module_tree import subtree_parameter_counts
 
     shared = torch.nn.Linear(3, 3)
     model = torch.nn.Sequential(torch.nn.Linear(2, 3), torch.nn.Sequential(shared, torch.nn.ReLU(), shared),

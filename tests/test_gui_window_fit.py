@@ -7,8 +7,8 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QToolButton
 
-from gradexplorer.gui import window_fit
-from gradexplorer.gui.window_fit import SCREEN_SHARE, available
+from gradexplorer.gui.window import window_fit
+from gradexplorer.gui.window.window_fit import SCREEN_SHARE, available
 from tests.gui_helpers import TIMEOUT_MS
 
 
@@ -95,7 +95,7 @@ def test_reset_layout_docks_and_shows_every_panel(make_window, qtbot):
     window.gradients_dock.setFloating(True)
     window.model_dock.hide()
     window.curves_dock.hide()
-    window.reset_layout_action.trigger()
+    window.menus.reset_layout_action.trigger()
     qtbot.waitUntil(lambda: window.model_dock.isVisible() and window.curves_dock.isVisible(),
                     timeout=TIMEOUT_MS)
     assert not window.gradients_dock.isFloating()

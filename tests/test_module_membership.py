@@ -20,8 +20,8 @@ def test_in_module():
 
 
 def test_a_module_without_direct_parameters_lists_the_same_parameters_in_every_view(qtbot):
-    from gradexplorer.gui.details_pane import DetailsPane
     from gradexplorer.gui.models.selection import SelectionModel
+    from gradexplorer.gui.panels.details_pane import DetailsPane
 
     session = TrainingSession(load_workload("example:deep:blocks=2"), SessionConfig(device="cpu"))
     model = session.model

@@ -18,8 +18,8 @@ import gradexplorer as gx
 from gradexplorer.cli import main
 from gradexplorer.core.model.spec import ModelOptions, load_workload
 from gradexplorer.core.session.engine import SessionConfig, TrainingSession
-from gradexplorer.gui.live_session import give_cores_back, open_live_session
-from gradexplorer.gui.snapshot_jobs import export_now, start_periodic_export, stop_periodic_export
+from gradexplorer.gui.training.live_session import give_cores_back, open_live_session
+from gradexplorer.gui.training.snapshot_jobs import export_now, start_periodic_export, stop_periodic_export
 
 SPEC, HOOKED, STEPS = "example:digits", "fc1", 2
 CONFIG = SessionConfig(device="cpu", seed=0)

@@ -7,7 +7,7 @@ import threading
 
 import torch
 
-from gradexplorer.gui import live_session
+from gradexplorer.gui.training import live_session
 
 
 def threads_of_a_new_thread() -> int:

@@ -111,7 +111,7 @@ def test_run_command_reports_a_nan_spike(run_cli, tmp_path):
 
 def test_the_apps_session_tells_spikes_to_the_event_log():
     from gradexplorer.core.diagnose.spike_observer import SpikeObserver
-    from gradexplorer.gui.live_session import open_live_session
+    from gradexplorer.gui.training.live_session import open_live_session
 
     live = open_live_session("example:mlp", gx.ModelOptions(), gx.SessionConfig(device="cpu", lr=1e30))
     told = []

@@ -94,8 +94,8 @@ def open_run(args: argparse.Namespace) -> int:
         find_divergence(args.snapshot, args.diverge, 0.0 if args.tol is None else args.tol)
     prepare_window(args.screenshot)
     open_run_window = app_module().open_run_window  # Qt only now
-    from gradexplorer.gui.run_compare import overlay_opener
-    from gradexplorer.gui.step_forensics import run_opener
+    from gradexplorer.gui.runs.run_compare import overlay_opener
+    from gradexplorer.gui.window.step_forensics import run_opener
 
     show = overlay_opener(run_opener(args.spike, args.diverge, args.tol, args.dock), args.more,
                           args.x_axis, args.heatmap_axis, args.select, args.reference)

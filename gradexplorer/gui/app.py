@@ -11,13 +11,13 @@ from PySide6.QtWidgets import QApplication
 from gradexplorer.core.model.options import DEFAULT_SPEC, ModelOptions
 from gradexplorer.core.session.config import SessionConfig
 from gradexplorer.gui.crash_log import start_crash_log
-from gradexplorer.gui.first_view import AfterFirstPaint
 from gradexplorer.gui.gui_thread_gc import collect_on_gui_thread
 from gradexplorer.gui.native_preload import preload_torch_library
 from gradexplorer.gui.pyside_scan import scan_imports_cheaply
 from gradexplorer.gui.qt_check import check_qt_binding
 from gradexplorer.gui.settings import APPLICATION, ORGANIZATION, AppSettings
 from gradexplorer.gui.theme import apply_theme
+from gradexplorer.gui.window.first_view import AfterFirstPaint
 
 
 def application(plots: bool = True) -> QApplication:
@@ -61,7 +61,7 @@ def build_window(settings: AppSettings | None = None, theme: str | None = None,
     ``plots_later``: its pyqtgraph views are made by ``MainWindow.build_plots`` (the app's
     start: after the first graph), and pyqtgraph is not imported before."""
     app = application(not plots_later)
-    from gradexplorer.gui.main_window import MainWindow
+    from gradexplorer.gui.window.main_window import MainWindow
 
     settings = settings or AppSettings()
     if theme is not None:
@@ -96,26 +96,24 @@ def launch(
     remembered = None if spec is not None or screenshot else settings.last_model()
     spec = spec or remembered or DEFAULT_SPEC
     window.graph_panel.view_state.trace_grads = trace_grads
-    from gradexplorer.gui.startup_clock import watch_startup
-
-    window._startup_clock = watch_startup(window, preloading is not None)  # bench/gui.py --startup
+    window.time_startup(preloading=preloading is not None)  # bench/gui.py --startup only
     window.show()
     if remembered and remembered != DEFAULT_SPEC:
         fall_back_to_default(window.controller, config or SessionConfig())
     if script is not None:
         script(window)
     if overlay[0] or overlay[1]:
-        from gradexplorer.gui.run_compare import overlay_opener
+        from gradexplorer.gui.runs.run_compare import overlay_opener
 
         overlay_opener(lambda _w, _p: None, overlay[0], overlay[1])(window, None)
     if hooks or select:
-        from gradexplorer.gui.startup_actions import StartupActions
+        from gradexplorer.gui.window.startup_actions import StartupActions
 
         StartupActions(window, list(hooks), select)
     if screenshot is not None or steps:
-        from gradexplorer.gui.screenshot import ScreenshotRun
+        from gradexplorer.gui.window.screenshot import ScreenshotRun
 
-        window._scripted = ScreenshotRun(window, steps, screenshot)
+        ScreenshotRun(window, steps, screenshot)  # held by the window (run_script)
     # the window shows before torch is imported: once it has painted, the training thread
     # imports torch, builds the model and traces its first graph, then sets training up
     AfterFirstPaint(window, lambda: window.open_model(spec, options or ModelOptions(),
@@ -153,8 +151,8 @@ def fall_back_to_default(controller, config: SessionConfig) -> None:
 
 def open_snapshot_window(path: Path, other: Path | None = None, screenshot: Path | None = None) -> int:
     """Browse one snapshot (or two compared) in its own window; returns the exit status."""
-    from gradexplorer.gui.screenshot import save_window_image
     from gradexplorer.gui.snapshots.snapshot_window import SnapshotWindow
+    from gradexplorer.gui.window.screenshot import save_window_image
 
     app = start_app()
     window = SnapshotWindow(path, other)
@@ -173,8 +171,8 @@ def open_run_window(path: Path, screenshot: Path | None = None,
                     theme: str | None = None) -> int:
     """Show a run directory in the main window, following it while it grows (``show(window,
     path)`` instead of plain ``show_run``: e.g. a spike or a divergence opened; step_forensics)."""
-    from gradexplorer.gui.run_view import show_run
-    from gradexplorer.gui.screenshot import save_window_image
+    from gradexplorer.gui.runs.run_view import show_run
+    from gradexplorer.gui.window.screenshot import save_window_image
 
     app = start_app()
     window = build_window(AppSettings(scratch_settings() if screenshot else None), theme)

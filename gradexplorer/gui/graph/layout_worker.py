@@ -14,7 +14,7 @@ from gradexplorer.core.deep_stack import DEEP_STACK_BYTES
 from gradexplorer.gui.graph.canvas import overview_scale
 from gradexplorer.gui.graph.drawing import GraphDrawing
 from gradexplorer.gui.graph.painting import base_fills, render_overview
-from gradexplorer.gui.session_worker import describe_failure
+from gradexplorer.gui.session.session_worker import describe_failure
 
 
 @dataclass

@@ -8,7 +8,7 @@ from PySide6.QtGui import QColor, QFont, QImage, QPainter, QPen
 
 from gradexplorer.core.graph import style
 from gradexplorer.gui.graph.drawing import KIND_CODES, NODE_H, NODE_W, GraphDrawing
-from gradexplorer.gui.name_elide import elide_to_width
+from gradexplorer.gui.text.name_elide import elide_to_width
 
 EDGE_COLOUR = QColor(style.EDGE_COLOUR)
 BORDER_COLOUR = QColor(style.BORDER_COLOUR)

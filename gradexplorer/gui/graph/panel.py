@@ -27,8 +27,8 @@ from gradexplorer.gui.graph.view import GraphView
 from gradexplorer.gui.graph.view_controls import GraphViewControls, act_on_settings, shown_depth
 from gradexplorer.gui.models.graph_view import GraphViewState
 from gradexplorer.gui.models.selection import Selection, SelectionModel
-from gradexplorer.gui.run_controls import make_action
 from gradexplorer.gui.throttle import debounced
+from gradexplorer.gui.window.run_controls import make_action
 
 MODULE_KIND = KIND_CODES.index("module")
 OVERVIEW_DELAY_MS = 300
@@ -55,7 +55,6 @@ class GraphPanel(GraphSearch, QWidget):
         self._behind: list[list[str]] = []
         self._stats: dict = {}
         self._hooks: dict[str, str] = {}
-        self.reset_search()
         self._auto_depth = False  # the next layout chooses a readable detail level itself
         self._fit_next = False  # the next drawing is fitted to the view
         self.view = GraphView()
@@ -96,6 +95,7 @@ class GraphPanel(GraphSearch, QWidget):
         leave = QShortcut(QKeySequence(Qt.Key_Escape), self.search_edit, context=Qt.WidgetShortcut)
         leave.activated.connect(self.leave_search)
         self.match_label = QLabel("")
+        self.reset_search()  # (GraphSearch: the hits, and this label emptied)
         controls = self.controls = GraphViewControls(self.view_state, self)
         self.layout_box, self.detail_box = controls.layout_box, controls.detail_box
         self.hook_nodes_action, self.tint_action = controls.hook_nodes_action, controls.tint_action

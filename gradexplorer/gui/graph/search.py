@@ -19,8 +19,7 @@ class GraphSearch:
         self._match_cursor = -1
         self._searched = ""
         self._reveal = None  # a hit being expanded into view
-        if hasattr(self, "match_label"):
-            self.match_label.setText("")
+        self.match_label.setText("")
 
     def leave_search(self) -> None:
         """Escape in the search box: clear it (and its rings) and give the keys to the graph."""

@@ -78,11 +78,6 @@ class GraphViewControls:
     def _show_detail(self, depth: int | None, _automatic: bool = False) -> None:
         self.detail_box.setCurrentIndex(detail_index(depth))
 
-    def disconnect(self) -> None:
-        """Stop showing the state (the panel is going)."""
-        for signal, show in self._shows:
-            signal.disconnect(show)
-
 
 def act_on_settings(panel) -> list:
     """Make ``panel`` do what each setting of its ``view_state`` means when it changes:

@@ -1,6 +1,6 @@
 """Which run directory the window shows instead of its model, and what follows it (Qt-free).
 
-The window owns one ``ShownRun``; ``gui/run_view.py`` changes it through its methods.
+The window owns one ``ShownRun``; ``gui/runs/run_view.py`` changes it through its methods.
 """
 
 from __future__ import annotations

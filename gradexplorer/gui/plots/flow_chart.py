@@ -11,7 +11,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QScrollBar, QVBoxLayout, QWidget
 
-from gradexplorer.gui.name_elide import elide_chars
+from gradexplorer.gui.text.name_elide import elide_chars
 from gradexplorer.gui.theme import ALARM, PLOT_PENS
 
 ROW_PX = 17  # pixels per parameter row: every label fits, none overlaps
@@ -93,6 +93,7 @@ class GradientFlowChart(pg.PlotWidget):
         left = self.plotItem.getAxis("left")
         left.setStyle(autoExpandTextSpace=False, hideOverlappingLabels=False)
         self._label_chars = 0
+        self._params: dict[str, Any] = {}  # the step shown (show_stats)
         self.peak_bars = pg.BarGraphItem(x0=[], y=[], width=[], height=0.8,
                                          brush=pg.mkBrush(PLOT_PENS["max"]), pen=None)
         self.rms_bars = pg.BarGraphItem(x0=[], y=[], width=[], height=0.5,
@@ -161,7 +162,7 @@ class GradientFlowChart(pg.PlotWidget):
         """Row order: one of ORDERS."""
         self.order = order
         self._names = []  # rebuild labels
-        self.show_stats(self._params if hasattr(self, "_params") else {})
+        self.show_stats(self._params)
 
     # -- data ------------------------------------------------------------------------------
     def show_stats(self, params: dict[str, Any]) -> None:

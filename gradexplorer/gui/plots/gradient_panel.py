@@ -21,7 +21,7 @@ from gradexplorer.core.recorder.run_history import RunHistory
 from gradexplorer.core.stats.curves import thin_steps
 from gradexplorer.gui.models.selection import Selection, SelectionModel, parameter_for
 from gradexplorer.gui.models.timeline import TimelineModel
-from gradexplorer.gui.name_label import NameLabel
+from gradexplorer.gui.panels.name_label import NameLabel
 from gradexplorer.gui.plots.alarm_banner import AlarmBanner
 from gradexplorer.gui.plots.flow_chart import FlowPanel
 from gradexplorer.gui.plots.heatmap_axes import AXIS_MODES, AXIS_TIPS

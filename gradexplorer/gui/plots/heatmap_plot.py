@@ -8,11 +8,11 @@ import pyqtgraph as pg
 from PySide6.QtCore import QRectF
 from PySide6.QtWidgets import QWidget
 
-from gradexplorer.gui.number_text import format_number
 from gradexplorer.gui.plots.axes import ReadableAxis
 from gradexplorer.gui.plots.heatmap_axes import heatmap_rows
 from gradexplorer.gui.plots.histogram_plot import NamedTitle
 from gradexplorer.gui.plots.hover import HoverReadout, corner_readout
+from gradexplorer.gui.text.number_text import format_number
 from gradexplorer.gui.theme import ALARM, steady_axes, value_ticks
 
 

@@ -30,8 +30,8 @@ from PySide6.QtWidgets import (
 
 from gradexplorer.core.stats.ranking import RANKINGS, rank_parameters
 from gradexplorer.gui.graph.legend import shrinkable
-from gradexplorer.gui.name_elide import elide_to_width
-from gradexplorer.gui.number_text import format_number, update_ratio_text
+from gradexplorer.gui.text.name_elide import elide_to_width
+from gradexplorer.gui.text.number_text import format_number, update_ratio_text
 from gradexplorer.gui.theme import ACCENT, ALARM, SELECTION
 
 TILE = QSize(168, 96)

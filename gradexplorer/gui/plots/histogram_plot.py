@@ -10,9 +10,9 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QFont, QFontMetrics, QTextOption
 from PySide6.QtWidgets import QWidget
 
-from gradexplorer.gui.name_elide import elide_to_width
-from gradexplorer.gui.number_text import format_number
 from gradexplorer.gui.plots.hover import HoverReadout, corner_readout
+from gradexplorer.gui.text.name_elide import elide_to_width
+from gradexplorer.gui.text.number_text import format_number
 from gradexplorer.gui.theme import ALARM, PLOT_PENS, steady_axes, value_ticks
 
 

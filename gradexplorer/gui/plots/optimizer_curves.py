@@ -16,11 +16,11 @@ from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QSizePo
 
 from gradexplorer.core.errors import UserError
 from gradexplorer.core.model.membership import module_parameters
-from gradexplorer.gui.curves import fit_range
 from gradexplorer.gui.models.optimizer_track import SERIES_FIELDS
-from gradexplorer.gui.name_label import NameLabel
-from gradexplorer.gui.number_text import format_number, update_ratio_text
+from gradexplorer.gui.panels.name_label import NameLabel
+from gradexplorer.gui.plots.curves import fit_range
 from gradexplorer.gui.plots.hover import HoverReadout, nearest_point
+from gradexplorer.gui.text.number_text import format_number, update_ratio_text
 from gradexplorer.gui.theme import ACCENT, ALARM, steady_axes, value_ticks
 from gradexplorer.gui.throttle import throttled
 

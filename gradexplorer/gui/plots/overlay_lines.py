@@ -84,7 +84,7 @@ def shared_range(plot: pg.PlotItem, xs: Sequence[np.ndarray], ys: Sequence[np.nd
                  log: bool = False, wall: bool = False) -> None:
     """One x and y range covering every line: x every step drawn (a NaN value too: its step
     still holds a marker), y the finite values (and, for log, those above 0)."""
-    from gradexplorer.gui.curves import nice_ceiling  # (curves draws through this module)
+    from gradexplorer.gui.plots.curves import nice_ceiling  # (curves draws through this module)
 
     xs = [np.asarray(x, float) for x in xs]
     ys = [np.asarray(y, float) for y in ys]

@@ -10,7 +10,7 @@ from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableWidget, QTab
 
 from gradexplorer.core.graph.style import format_shape
 from gradexplorer.core.snapshot import Comparison, Snapshot
-from gradexplorer.gui.number_text import format_number
+from gradexplorer.gui.text.number_text import format_number
 from gradexplorer.gui.theme import ALARM
 
 SNAPSHOT_COLUMNS = ("Parameter", "Shape", "Norm", "Max |g|", "Zeros", "NaN/Inf")

@@ -1,0 +1,1 @@
+"""Dialogs: About, Open model."""

@@ -1,0 +1,1 @@
+"""The docks' widgets that are not plots: parameter table, module tree, details, ledger, spikes, log."""

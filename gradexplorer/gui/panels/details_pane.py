@@ -1,0 +1,167 @@
+"""The details pane: what the selected node, module or parameter is, and its latest gradient."""
+
+from __future__ import annotations
+
+from html import escape
+from typing import Any
+
+from PySide6.QtWidgets import QTextBrowser, QWidget
+
+from gradexplorer.core.graph.style import format_shape, grad_text
+from gradexplorer.core.stats.records import STAT_FIELDS, STAT_LABELS
+from gradexplorer.gui.models.selection import Selection, SelectionModel, parameter_for
+from gradexplorer.gui.text.number_text import format_number, nonfinite_word, update_ratio_text
+
+SHOWN_FIELDS = [f for f in STAT_FIELDS if f not in ("nan_count", "inf_count")]  # those get a flag
+
+
+def _row(key: str, value: Any) -> str:
+    return f"<tr><td style='color:#607d8b;padding-right:10px'>{escape(key)}</td><td>{value}</td></tr>"
+
+
+def stats_rows(stats: Any) -> list[str]:
+    """Table rows for one parameter's ParamStats."""
+    if stats is None:
+        return [_row("gradient", "not recorded yet: run a step")]
+    if not stats.has_grad:
+        return [_row("gradient", "<b style='color:#d32f2f'>none this step</b> (no gradient reached it)")]
+    word = nonfinite_word(stats)  # the figures below cover only the finite elements
+    rows = [_row(STAT_LABELS.get(f, f), f"<b style='color:#d32f2f'>{word}</b> (finite elements: "
+                 f"{format_number(getattr(stats, f, None))})" if word and f in ("norm", "abs_max")
+                 else (update_ratio_text if f == "update_ratio" else format_number)(
+                     getattr(stats, f, None))) for f in SHOWN_FIELDS]
+    bad = (stats.nan_count or 0) + (stats.inf_count or 0)
+    flag = (f"<b style='color:#d32f2f'>⚠ {stats.nan_count} NaN, {stats.inf_count} Inf</b>"
+            if bad else "none")
+    return rows + [_row("NaN / Inf", flag)]
+
+
+def observed_rows(observed: Any) -> list[str]:
+    """Rows for what an observe hook saw in its module's last backward."""
+    rows = [f"<tr><td colspan=2 style='padding-top:4px'><b>observed</b> at step {observed.step} "
+            f"({observed.calls} calls)</td></tr>"]
+    for kind in ("grad_output", "grad_input"):
+        for i, entry in enumerate(getattr(observed, kind)):
+            if entry is None:
+                rows.append(_row(f"{kind}[{i}]", "None"))
+                continue
+            figures = " · ".join(f"{label} {format_number(entry[key])}" for key, label in
+                                 (("norm", "norm"), ("mean", "mean"), ("std", "std"),
+                                  ("abs_max", "max |g|")))
+            rows.append(_row(f"{kind}[{i}] {format_shape(entry['shape'])}", figures))
+    return rows
+
+
+class DetailsPane(QTextBrowser):
+    """Rewrites itself when the selection changes or new statistics arrive."""
+
+    def __init__(self, selection: SelectionModel, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.selection = selection
+        self.graph = None
+        self.model = None
+        self.stats: dict[str, Any] = {}
+        self.hooks: dict[str, str] = {}
+        self.observed: dict[str, Any] = {}  # module -> ObservedGrads
+        self._html: str | None = None  # what is shown, so an unchanged text is not set again
+        self.setOpenLinks(False)
+        selection.changed.connect(lambda _s: self.refresh())
+        self.refresh()
+
+    def set_context(self, graph=None, model=None, stats=None, hooks=None, observed=None) -> None:
+        """Update whichever sources are given and redraw."""
+        if graph is not None:
+            self.graph = graph
+        if model is not None:
+            self.model = model
+        if stats is not None:
+            self.stats = stats
+        if hooks is not None:
+            self.hooks = hooks
+        if observed is not None:
+            self.observed = observed
+        self.refresh()
+
+    def reset(self, model) -> None:
+        """A new model: forget the last one's graph, statistics and hooks."""
+        self.graph, self.model, self.stats, self.hooks = None, model, {}, {}
+        self.observed = {}
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Describe the current selection (the text is only replaced when it changed)."""
+        html = self.describe(self.selection.current)
+        if html != self._html:
+            self._html = html
+            self.setHtml(html)
+
+    def describe(self, sel: Selection) -> str:
+        """HTML for ``sel``."""
+        if sel.node is None and sel.module is None and sel.param is None:
+            return ("<p style='color:#607d8b'>Click a node in the graph, a module in the tree or a "
+                    "parameter in the table. Right-click a module to attach a hook.</p>")
+        rows: list[str] = []
+        title = "selection"
+        attrs = self._node_attrs(sel.node)
+        if attrs:
+            title = escape(str(attrs.get("name") or attrs.get("module") or "node"))
+            rows += [_row("kind", escape(str(attrs.get("kind", "")))),
+                     _row("module", escape(attrs.get("module") or "(model)"))]
+            saved = attrs.get("saved") or {}
+            rows += [_row(f"saved {k}", format_shape(v))
+                     for k, v in saved.items()]
+            if attrs.get("members"):
+                rows.append(_row("operations", attrs["members"]))
+            rows += self._diagnosis_rows(sel.node, attrs)
+        elif sel.module is not None:
+            title = escape(sel.module or "(model)")
+            rows.append(_row("type", escape(self._module_type(sel.module))))
+        if sel.module is not None:
+            rows.append(_row("hook", escape(self.hooks.get(sel.module, "none"))))
+            if sel.module in self.observed:
+                rows += observed_rows(self.observed[sel.module])
+        param = sel.param or parameter_for(sel, self.model)
+        if param:
+            rows.append(f"<tr><td colspan=2><b>{escape(param)}</b> {self._param_shape(param)}</td></tr>")
+            rows += stats_rows(self.stats.get(param))
+        return f"<h3 style='margin:2px'>{title}</h3><table>{''.join(rows)}</table>"
+
+    def _diagnosis_rows(self, node, attrs: dict) -> list[str]:
+        """The traced gradient, NaN/Inf origin, inputs and outputs, and what the op computes."""
+        rows = []
+        if attrs.get("grad_norm") is not None:
+            colour = "" if attrs.get("grad_finite", True) else " style='color:#d32f2f'"
+            rows.append(_row("gradient", f"<span{colour}>{escape(grad_text(attrs))}</span>"))
+        if attrs.get("nonfinite_origin"):
+            ins = ", ".join(self.graph.nodes[v].get("name", "?") for v in self.graph.successors(node))
+            outs = ", ".join(self.graph.nodes[u].get("name", "?") for u in self.graph.predecessors(node))
+            rows.append(_row("NaN/Inf", "<b style='color:#d32f2f'>born here</b>: finite gradients "
+                             f"in (from {escape(outs) or 'the loss'}), non-finite out "
+                             f"(to {escape(ins) or 'nothing'})"))
+        from gradexplorer.core.diagnose.explain import explain_node  # (networkx: loaded by the trace)
+
+        text = attrs.get("explanation") or explain_node(self.graph, node)
+        rows.append(f"<tr><td colspan=2 style='padding-top:4px'>{escape(text).replace(chr(10), '<br>')}"
+                    "</td></tr>")
+        return rows
+
+    def _node_attrs(self, node) -> dict:
+        if node is None or self.graph is None or node not in self.graph:
+            return {}
+        return self.graph.nodes[node]
+
+    def _module_type(self, path: str) -> str:
+        if self.model is None:
+            return ""
+        try:
+            return type(self.model.get_submodule(path)).__name__
+        except AttributeError:
+            return ""
+
+    def _param_shape(self, name: str) -> str:
+        if self.model is None:
+            return ""
+        try:
+            return format_shape(self.model.get_parameter(name).shape)
+        except AttributeError:
+            return ""

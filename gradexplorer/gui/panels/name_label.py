@@ -1,0 +1,39 @@
+"""A bold label showing one dotted parameter or module name shortened to its width by whole
+components from the left (``…h.10.attn.c_attn.weight``, see ``name_elide``), re-shortened when
+resized; the full name in its tooltip. A long name never widens the dock that holds it."""
+
+from __future__ import annotations
+
+from PySide6.QtGui import QFontMetrics
+from PySide6.QtWidgets import QLabel, QSizePolicy, QWidget
+
+from gradexplorer.gui.text.name_elide import elide_to_width
+
+
+class NameLabel(QLabel):
+    """``set_name(name)`` shows ``name`` (or the placeholder when it is empty or None)."""
+
+    def __init__(self, placeholder: str, minimum: int = 40, parent: QWidget | None = None) -> None:
+        super().__init__(placeholder, parent)
+        self.placeholder = placeholder
+        self.name: str | None = None
+        self.setMinimumWidth(minimum)
+        self.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
+
+    def set_name(self, name: str | None) -> None:
+        self.name = name or None
+        self._show()
+
+    def _show(self) -> None:
+        if self.name:
+            bold = self.font()
+            bold.setBold(True)
+            advance = QFontMetrics(bold).horizontalAdvance
+            self.setText(f"<b>{elide_to_width(self.name, advance, self.width() - 4)}</b>")
+        else:
+            self.setText(self.placeholder)
+        self.setToolTip(self.name or "")
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt API
+        super().resizeEvent(event)
+        self._show()

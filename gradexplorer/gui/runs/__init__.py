@@ -1,0 +1,1 @@
+"""Run directories in the window: a followed run, runs overlaid for comparison."""

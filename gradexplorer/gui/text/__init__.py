@@ -1,0 +1,1 @@
+"""How the views write numbers and names (Qt-free: import contract)."""

@@ -1,0 +1,1 @@
+"""What runs on the training thread, and the mailbox back to the GUI (Qt-free: import contract)."""

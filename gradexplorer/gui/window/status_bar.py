@@ -1,0 +1,95 @@
+"""The status bar: run state, step, loss, steps per second and the latest note."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLabel, QStatusBar, QWidget
+
+from gradexplorer.gui.session.controller import PAUSED, RUNNING, SessionController
+from gradexplorer.gui.throttle import throttled
+
+MODEL_TEXT_PX = 360  # the model or run named in at most this many pixels (the tooltip has it all)
+REDRAW_MS = 100  # step, loss and rate labels at most 10 times a second
+
+
+def run_progress(step: int, span: tuple[int, int] | None, rate: float, running: bool) -> str:
+    """``step 57 · 17 of 20 · ~2 s left`` during Run N, else ``step 57``."""
+    if not running or span is None:
+        return f"step {step}"
+    start, total = span
+    done = min(max(step - start, 0), total)
+    text = f"step {step} · {done} of {total}"
+    if rate > 0 and done < total:
+        left = (total - done) / rate
+        minutes, seconds = divmod(round(left), 60)
+        text += f" · ~{left:.0f} s left" if left < 90 else f" · ~{minutes} min {seconds:02d} s left"
+    return text
+
+
+class RunStatusBar(QStatusBar):
+    """Observes the controller; shows numbers, never stores them."""
+
+    def __init__(self, controller: SessionController, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.controller = controller
+        self.model_label = QLabel("no model")
+        self.model_label.setMaximumWidth(MODEL_TEXT_PX)  # a long spec never widens the window
+        self.state_label = QLabel("idle")
+        self.step_label = QLabel("step 0")
+        self.loss_label = QLabel("loss —")
+        self.rate_label = QLabel("— steps/s")
+        for label in (self.model_label, self.state_label, self.step_label, self.loss_label,
+                      self.rate_label):
+            self.addPermanentWidget(label)
+        self._run_state: str | None = None
+        self.refresh_soon = throttled(self.show_latest, timeout=REDRAW_MS, parent=self)
+        controller.state_changed.connect(self.show_state)
+        controller.timeline.changed.connect(self.refresh_soon)
+        controller.model_opened.connect(self.reset)
+        controller.session_opened.connect(self.show_session)
+        controller.message.connect(lambda text: self.showMessage(text, 8000))
+        controller.error.connect(lambda text: self.showMessage(f"error: {text}", 15000))
+
+    def show_state(self, state: str) -> None:
+        """The run state; the step label drops its "k of N" once a run ends."""
+        if self._run_state is None:  # a followed run shown: its own state stays
+            self.state_label.setText(state)
+        self.refresh_soon()
+
+    def reset(self, _live=None) -> None:
+        """A new model: no step, loss or rate of the last one."""
+        self.step_label.setText("step 0")
+        self.loss_label.setText("loss —")
+        self.rate_label.setText("— steps/s")
+        self._run_state = None
+        self.clearMessage()
+
+    def show_session(self, live) -> None:
+        """Name the model and device."""
+        session = live.session
+        self._name(f"{live.spec} · {session.parameter_count():,} params · {session.device}")
+        self.step_label.setText(f"step {session.step_count}")
+
+    def show_run(self, name: str, state: str) -> None:
+        """Name the run shown and its state (waiting for its writer, following, finished)."""
+        self._run_state = state
+        self._name(f"run {name}")
+        self.state_label.setText(state)
+
+    def _name(self, text: str) -> None:
+        label = self.model_label
+        label.setText(label.fontMetrics().elidedText(text, Qt.ElideMiddle, MODEL_TEXT_PX - 8))
+        label.setToolTip(text)
+
+    def show_latest(self) -> None:
+        """Show the timeline's newest step."""
+        timeline = self.controller.timeline
+        latest = timeline.latest
+        if latest is None:
+            return
+        self.step_label.setText(run_progress(latest.step, self.controller.run_span,
+                                             timeline.steps_per_second,
+                                             self.controller.state in (RUNNING, PAUSED)))
+        self.loss_label.setText(f"loss {latest.loss:.4g}")
+        rate = timeline.steps_per_second  # 0 until two steps fall in the rate window
+        self.rate_label.setText(f"{rate:.1f} steps/s" if rate > 0 else "— steps/s")
