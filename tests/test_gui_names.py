@@ -1,5 +1,6 @@
-"""Names keep their meaning when shortened: whole components dropped from the left, the block
-index kept, never a cut number; full names in tooltips; tree columns sized to their contents."""
+"""Names keep their meaning when shortened: whole components dropped from the left, then those
+between the block and the parameter (``h.10…c_attn.weight``), the block index
+kept, never a cut number; full names in tooltips; tree columns sized to their contents."""
 
 from __future__ import annotations
 
@@ -24,9 +25,12 @@ GPT_NAME = "transformer.h.10.attn.c_attn.weight"
 def test_names_lose_components_from_the_left_and_keep_the_block_index():
     assert elide_chars(GPT_NAME, 40) == GPT_NAME
     assert elide_chars(GPT_NAME, 30) == "…h.10.attn.c_attn.weight"
-    assert elide_chars(GPT_NAME, 20) == "…h.10.…c_attn.weight"
-    assert elide_chars(GPT_NAME, 14) == "…h.10.…weight"
-    assert elide_chars("layer1.0.conv1.weight", 18) == "layer1.0.…weight"
+    assert elide_chars(GPT_NAME, 20) == "h.10…c_attn.weight"  # the block and the parameter
+    assert elide_chars(GPT_NAME, 14) == "h.10…weight"
+    assert elide_chars("layer1.0.conv1.weight", 18) == "layer1.0…weight"
+    # the outermost block names the layer (ResNet's layer3, not its downsample.0)
+    assert elide_chars("layer3.0.downsample.0.weight", 20) == "layer3.0…weight"
+    assert elide_chars("encoder.layers.11.self_attn.out_proj.weight", 26) == "layers.11…out_proj.weight"
 
 
 @pytest.mark.parametrize("name", [GPT_NAME, "layer4.1.downsample.0.weight", "blocks.1999.lin.bias",

@@ -1,0 +1,42 @@
+"""At a laptop size the parameter table says which block and which parameter a row is:
+GPT-2's ``transformer.h.0.attn.c_attn.weight`` reads ``h.0…c_attn.weight`` (or longer), never
+``…h.0.…weight`` (which of the block's weights?) nor ``…c_attn.weight`` (which block?)."""
+
+from __future__ import annotations
+
+from PySide6.QtWidgets import QStyleOptionViewItem
+
+from tests.gui_helpers import open_model
+
+
+def drawn_name(table, row: int) -> str:
+    """Row ``row``'s name as the table draws it (its delegate, its cell's width)."""
+    index = table.model().index(row, 0)
+    option = QStyleOptionViewItem()
+    option.initFrom(table)
+    option.rect = table.visualRect(index)
+    table.itemDelegateForColumn(0).initStyleOption(option, index)
+    return option.text
+
+
+def test_gpt2_rows_name_their_block_and_parameter_at_1024x700(qtbot, make_window):
+    window = make_window()
+    window.resize(1024, 700)
+    open_model(qtbot, window, "examples/gpt2_small.py:build", batch_size=2)
+    table = window.table
+    qtbot.waitUntil(lambda: table.model().rowCount() > 10, timeout=60_000)
+    model = table.model()
+    checked = 0
+    for row in range(model.rowCount()):
+        name = model.index(row, 0).data()
+        parts = name.split(".")
+        if parts[:2] != ["transformer", "h"]:
+            continue
+        text = drawn_name(table, row)
+        block, leaf = f"h.{parts[2]}", ".".join(parts[-2:])
+        assert text.lstrip("…").startswith(block + ".") or text.startswith(block + "…"), (name, text)
+        assert text.endswith(leaf) and (text.endswith("." + leaf) or text.endswith("…" + leaf)), (name, text)
+        checked += 1
+    assert checked >= 40
+    assert not table.horizontalHeader().isSectionHidden(1)  # beside norm and max |g|
+    assert not table.horizontalHeader().isSectionHidden(2)
