@@ -114,3 +114,33 @@ def test_every_column_header_says_what_it_shows(qtbot):
             for c in range(table.model().columnCount())]
     assert all(tips) and "‖Δθ‖/‖θ‖" in tips[3]
     assert all(tree.headerItem().toolTip(c) for c in range(tree.columnCount()))
+
+
+def test_hook_column_fits_its_badges(qtbot):
+    """The Hook column was sized once, empty: 'block' read 'bl…'."""
+    tree = ModuleTree(SelectionModel())
+    qtbot.addWidget(tree)
+    tree.resize(900, 400)
+    tree.show()
+    tree.set_model(nn.Sequential(nn.Linear(2, 2), nn.ReLU(), nn.Linear(2, 2)))
+    for action in ("block", "observe:capture", "file:/home/someone/hooks/my_hooks.py:halve_grads"):
+        tree.set_hooks({"0": action})
+        item = tree._items["0"]
+        shown = visible_name_in(tree, item, 3)
+        assert item.toolTip(3) == action
+        if len(action) < 20:
+            assert shown == action, (action, shown)
+        else:  # a long one is cut, not the column widened past the view
+            assert shown.startswith("file:") and tree.columnWidth(3) < 200
+    tree.set_hooks({})
+    assert tree._items["0"].text(3) == ""
+
+
+def visible_name_in(tree, item, column: int) -> str:
+    """Cell ``column``'s text as the view draws it (elided to its cell less margins and icon)."""
+    from PySide6.QtWidgets import QStyle
+
+    rect = tree.visualRect(tree.indexFromItem(item, column))
+    margin = tree.style().pixelMetric(QStyle.PM_FocusFrameHMargin, None, tree) + 1
+    room = rect.width() - 2 * margin - (tree.iconSize().width() + 4 if not item.icon(column).isNull() else 0)
+    return tree.fontMetrics().elidedText(item.text(column), tree.textElideMode(), room)
