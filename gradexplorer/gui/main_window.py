@@ -183,8 +183,8 @@ class MainWindow(QMainWindow):
         """Forget everything of the previous model in every view (its session follows)."""
         from torch import nn  # (imported by the training thread by now)
 
-        self.selection.clear()
-        if not self._first_view:  # (else the panel shows this model's first graph already)
+        if not self._first_view:  # (else the panel shows this model's first graph already,
+            self.selection.clear()  # and what was clicked on it while it loaded is kept)
             self.graph_panel.clear()
         self.details.reset(live.session.model)
         self.tree.clear_model()  # rebuilt once the new graph is drawn
@@ -347,6 +347,7 @@ class MainWindow(QMainWindow):
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt API
         """Remember the layout, stop the worker and wait for it."""
         self.settings.save_window(self.saveGeometry(), self.saveState())
+        self.hide()  # off the screen at once, while the training thread finishes its job
         self.hook_actions.close()  # stops an A/B job on the training thread after its current step
         from gradexplorer.gui.run_view import close_run
 
