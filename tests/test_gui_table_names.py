@@ -5,6 +5,7 @@ GPT-2's ``transformer.h.0.attn.c_attn.weight`` reads ``h.0…c_attn.weight`` (or
 from __future__ import annotations
 
 import pytest
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QStyleOptionViewItem
 
 from tests.gui_helpers import open_model
@@ -43,3 +44,30 @@ def test_gpt2_rows_name_their_block_and_parameter(qtbot, make_window, size):
     assert checked >= 40
     assert not table.horizontalHeader().isSectionHidden(1)  # beside norm and max |g|
     assert not table.horizontalHeader().isSectionHidden(2)
+
+
+def test_a_row_that_loses_its_gradient_loses_its_tint(qtbot):
+    """After Block on a module the rows before it read 'no grad' but kept the last step's
+    colour in their name cell: the view was told only the figure columns had changed."""
+    from torch import nn
+
+    from gradexplorer.core.stats.records import ParamStats
+    from gradexplorer.gui.models.selection import SelectionModel
+    from gradexplorer.gui.parameter_table import ParameterTable
+
+    table = ParameterTable(SelectionModel())
+    qtbot.addWidget(table)
+    table.resize(500, 300)
+    table.show()
+    qtbot.waitExposed(table)
+    model = table.table
+    model.set_model(nn.Sequential(nn.Linear(2, 2)))
+    norms = (("0.weight", 5.0), ("0.bias", 0.1))
+    model.set_stats({n: ParamStats(n, (2,), 2, True, norm=v) for n, v in norms})
+    row = model.row_of("0.weight")
+    assert model.data(model.index(row, 0), Qt.BackgroundRole) is not None
+    repaints = []
+    model.dataChanged.connect(lambda tl, br: repaints.append((tl.column(), br.column())))
+    model.set_stats({})  # the next step: no gradient reached it
+    assert model.data(model.index(row, 0), Qt.BackgroundRole) is None
+    assert any(first == 0 for first, _last in repaints)  # the name cell is repainted too

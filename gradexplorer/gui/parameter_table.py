@@ -80,7 +80,9 @@ class ParameterTableModel(QAbstractTableModel):
         self._bad = [bool(s is not None and s.nonfinite) for s in row_stats]
         self._tints = table_tints(row_stats)  # NaN/Inf rows violet, never "small"
         if self.rows:
-            self.dataChanged.emit(self.index(0, LIVE[0]), self.index(len(self.rows) - 1, LIVE[-1]))
+            # from the name column: its tint follows the step too (a row that lost its gradient
+            # kept the colour of the last one beside "no grad")
+            self.dataChanged.emit(self.index(0, 0), self.index(len(self.rows) - 1, LIVE[-1]))
 
     def set_optimizer_state(self, states: dict[str, Any]) -> None:
         """The optimizer's state after the newest step (ParamOptimState by name)."""
