@@ -74,6 +74,7 @@ class SessionController(QObject):
 
     # -- the session model, re-exported -------------------------------------------------
     live = property(lambda self: self.session.live, doc="The LiveSession, or None.")
+    closing = property(lambda self: self._closing.is_set(), doc="``close`` has been called.")
     state = property(lambda self: self.session.state, doc="idle, loading, running or paused.")
     hooks = property(lambda self: self.session.hooks, doc="Attached hooks: module -> action.")
     exporter = property(lambda self: self.session.exporter, doc="The periodic exporter, or None.")
@@ -117,10 +118,12 @@ class SessionController(QObject):
             live.hooks.event.connect(push)  # hook events reach the GUI through the mailbox
             return SessionOpened(live, fresh=True)
 
-        def build() -> ModelBuilt:
+        def build() -> ModelBuilt | None:
             from gradexplorer.gui.live_session import build_session
 
             session = build_session(spec, options, config, holder=self)
+            if self._closing.is_set():  # closed while it was built: no first view to trace
+                return None
 
             def finish() -> SessionOpened:
                 shown.wait(FIRST_VIEW_WAIT_S)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QCloseEvent
 from PySide6.QtWidgets import QApplication, QDockWidget, QMainWindow, QSplitter, QWidget
@@ -237,7 +239,7 @@ class MainWindow(QMainWindow):
             self.controller.post(lambda: traced(live.session, grads, fit))
 
     def _job_finished(self, result) -> None:
-        if isinstance(result, GraphTraced) and not self.shown_run.showing:
+        if isinstance(result, GraphTraced) and not self.shown_run.showing and not self.controller.closing:
             self._first_view, panel = result.first, self.graph_panel
             if result.first:  # once it is on screen: training set up, plots made
                 AfterFirstPaint(panel.view.viewport(), self._first_graph_shown,
@@ -347,13 +349,14 @@ class MainWindow(QMainWindow):
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt API
         """Remember the layout, stop the worker and wait for it."""
         self.settings.save_window(self.saveGeometry(), self.saveState())
-        self.hide()  # off the screen at once, while the training thread finishes its job
+        self.hide()  # off the screen now (the training thread may still be importing torch or
+        QApplication.sync()  # tracing a first graph, which the worker's shutdown waits for)
         self.hook_actions.close()  # stops an A/B job on the training thread after its current step
-        from gradexplorer.gui.run_view import close_run
-
         if self._plots is not None:
             self.overlay.close()
-        close_run(self)
+        run_view = sys.modules.get("gradexplorer.gui.run_view")  # only it shows runs; importing
+        if run_view is not None:  # it here waited for the training thread's import of torch
+            run_view.close_run(self)
         self.controller.close()
         self.graph_panel.layouts.wait(5000)
         for window in self.file_actions.snapshot_windows:
