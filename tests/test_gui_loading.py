@@ -62,3 +62,33 @@ def test_closing_while_the_model_opens_skips_its_training_set_up(qtbot, make_win
     window.close()
     assert not window.controller._worker.isRunning()
     assert set_up == [] and window.controller.live is None  # no training set up for nobody
+
+
+def test_closing_during_start_up_imports_nothing_and_lays_out_nothing(qtbot, make_window, monkeypatch):
+    """Closing imported run_view, whose import of torch waited on the training thread's import
+    lock (seconds, the window frozen on screen), and laid out a first graph traced just before."""
+    import sys
+
+    import networkx as nx
+
+    from gradexplorer.gui.models.session import GraphTraced
+
+    window = make_window()
+    monkeypatch.delitem(sys.modules, "gradexplorer.gui.run_view", raising=False)  # no run shown yet
+    window.close()
+    assert "gradexplorer.gui.run_view" not in sys.modules
+    requests = window.graph_panel.layouts.latest
+    graph = nx.DiGraph()
+    graph.add_node(0, name="SumBackward0", kind="op")
+    window._job_finished(GraphTraced(graph, True, True))  # the first view, traced just before
+    assert window.graph_panel.layouts.latest == requests and window.graph_panel.drawing is None
+
+
+def test_a_layout_done_after_its_queue_was_deleted_is_dropped_quietly(capfd):
+    from gradexplorer.gui.graph.layout_worker import _Task
+
+    def deleted(_result):
+        raise RuntimeError("Signal source has been deleted")
+
+    _Task(lambda: 1, deleted, deleted).run()  # at exit: no traceback, nothing raised
+    assert "Traceback" not in capfd.readouterr().err
