@@ -17,6 +17,7 @@ def drawn_name(table, row: int) -> str:
     option = QStyleOptionViewItem()
     option.initFrom(table)
     option.rect = table.visualRect(index)
+    option.widget = table
     table.itemDelegateForColumn(0).initStyleOption(option, index)
     return option.text
 
@@ -43,6 +44,22 @@ def test_gpt2_rows_name_their_block_and_parameter(qtbot, make_window, size):
         checked += 1
     assert checked >= 40
     assert not table.horizontalHeader().isSectionHidden(1)  # beside norm and max |g|
+    assert not table.horizontalHeader().isSectionHidden(2)
+
+
+def test_resnet18_rows_read_whole_on_a_1024x700_screen(qtbot, make_window):
+    """ResNet-18's layer1.0.conv1.weight read 'layer1.0…weight' (conv1 or conv2?) three pixels
+    short: its name column now gets the style's own text margins, the figure columns no more."""
+    window = make_window()
+    window.resize(921, 630)  # the app on a 1024×700 screen, at its first start
+    window.dock_shares.apply()
+    open_model(qtbot, window, "example:resnet18", batch_size=2)
+    table, model = window.table, window.table.model()
+    names = [model.index(row, 0).data() for row in range(model.rowCount())]
+    convs = [row for row, name in enumerate(names) if ".conv" in name]
+    assert len(convs) >= 16
+    for row in convs:
+        assert drawn_name(table, row) == names[row]
     assert not table.horizontalHeader().isSectionHidden(2)
 
 

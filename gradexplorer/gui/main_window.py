@@ -106,7 +106,7 @@ class MainWindow(QMainWindow):
                              (Qt.BottomRightCorner, Qt.RightDockWidgetArea)):
             self.setCorner(corner, area)  # the side docks keep the full height of a short window
         # the graph keeps about half of the window at any size
-        self.dock_shares = DockShares(self, [(self.model_dock, Qt.Horizontal, 0.24, 310),
+        self.dock_shares = DockShares(self, [(self.model_dock, Qt.Horizontal, 0.24, 320),
                                              (self.gradients_dock, Qt.Horizontal, 0.28, 220),
                                              (self.curves_dock, Qt.Vertical, 0.22, 190)])
 
