@@ -29,7 +29,7 @@ CLICK_HOPS = ("SessionController.attach_hook", "HookRegistry.attach", "SessionCo
               "SessionModel.set_hooks", "MainWindow._hooks_changed", "GraphPanel.edit_hooks")
 # code that belongs on the training thread or in Qt-free models: anything else of the GUI
 # package is a view, never run by the training thread
-NOT_VIEWS = ("gui/session/session_worker.py", "gui/training/", "gui/models/", "gui/controller_jobs.py")
+NOT_VIEWS = ("gui/session/session_worker.py", "gui/training/", "gui/models/")
 
 
 class RouteTrace:

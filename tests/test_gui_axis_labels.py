@@ -26,7 +26,29 @@ def test_label_forms_keep_the_scale():
     forms = label_forms("gradient value", "(x0.001)")
     assert forms[0] == "gradient value (x0.001)" and forms[-1] == "(×1e-3)"
     assert all("(x0.001)" in f or "(×1e-3)" in f for f in forms)
-    assert label_forms("log10(1 + count)", "") == ["log10(1 + count)", "log10(1+count)"]
+    assert label_forms("log10(1 + count)", "") == ["log10(1 + count)", "log10(1+count)", "log10(1+n)",
+                                                  "lg(1+n)"]
+
+
+def test_the_auto_log_count_label_keeps_its_font_in_a_short_histogram(qtbot):
+    """'log10(1+count) auto' was shrunk to 7 px in the 1024×700 Gradients dock."""
+    from gradexplorer.core.stats.records import Histogram
+    from gradexplorer.gui.plots.histogram_plot import HistogramPlot
+
+    assert label_forms("log10(1+count) auto", "")[-2:] == ["log10(1+n) auto", "lg(1+n) auto"]
+    plot = HistogramPlot()
+    qtbot.addWidget(plot)
+    plot.resize(260, 180)  # the 1024×700 Gradients dock's histogram (its left axis 110 px)
+    plot.show()
+    qtbot.waitExposed(plot)
+    counts = np.zeros(32, dtype=np.int64)
+    counts[16], counts[3] = 10_000, 3  # one spike: log counts, chosen automatically
+    plot.show_histograms("w", Histogram(np.linspace(-1, 1, 33), counts), None, None)
+    axis = plot.plotItem.getAxis("left")
+    qtbot.waitUntil(lambda: "auto" in axis.label.toPlainText())
+    assert axis.label.toPlainText() in ("log10(1+n) auto", "lg(1+n) auto")
+    assert label_fits(axis) and "font-size" not in axis.labelString()  # not made smaller
+    assert axis.label.toolTip() == "log10(1+count) auto"
 
 
 def test_a_scaled_label_fits_a_short_plot_and_keeps_its_scale(qtbot):

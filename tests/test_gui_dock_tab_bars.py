@@ -47,3 +47,18 @@ def test_no_stray_tab_bar_at_start_or_after_reset_layout(qtbot, make_window):
     check_one_working_bar_per_group(window)
     window.reset_layout()
     check_one_working_bar_per_group(window)
+
+
+def test_dock_tabs_read_whole_at_1024x700(qtbot, make_window):
+    """The bottom group's five tabs read 'Train…', 'Ev…', 'Led…' at 1024×700 (12-pixel tab
+    padding); every tab now gets its whole title, and its tooltip names it."""
+    window = make_window()
+    window.resize(1024, 700)
+    pump()
+    bars = shown_bars(window)
+    bottom = next(b for b in bars if "Events" in titles(b))
+    assert len(titles(bottom)) == 5
+    for bar in bars:
+        for i in range(bar.count()):
+            assert bar.tabRect(i).width() >= bar.tabSizeHint(i).width(), (bar.tabText(i), bar.width())
+            assert bar.tabToolTip(i) == bar.tabText(i)

@@ -97,3 +97,17 @@ def test_clicking_a_flow_row_names_its_parameter(qtbot):
     with qtbot.waitSignal(chart.param_clicked, timeout=30_000) as clicked:
         qtbot.mouseClick(chart.viewport(), Qt.LeftButton, pos=chart.mapFromScene(scene))
     assert clicked.args == [chart.shown[target]]
+
+
+def test_a_narrow_flow_chart_names_the_block_and_the_parameter(qtbot):
+    """In the 1024×700 Gradients dock the rows read 'h.0…weight' (which weight of block 0?)."""
+    names = [f"transformer.h.{b}.{m}.weight" for b in (0, 10) for m in ("attn.c_attn", "mlp.c_proj")]
+    panel = FlowPanel()
+    qtbot.addWidget(panel)
+    panel.resize(260, 300)
+    panel.show()
+    qtbot.waitExposed(panel)
+    panel.chart.show_stats({n: ParamStats(n, (2,), 2, True, norm=1.0, abs_max=1.0, nan_count=0,
+                                          inf_count=0) for n in names})
+    shown = [text for _rect, text in left_labels(panel.chart)]
+    assert shown == ["h.0…c_attn.weight", "h.0…c_proj.weight", "h.10…c_attn.weight", "h.10…c_proj.weight"]

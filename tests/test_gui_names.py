@@ -1,5 +1,6 @@
-"""Names keep their meaning when shortened: whole components dropped from the left, the block
-index kept, never a cut number; full names in tooltips; tree columns sized to their contents."""
+"""Names keep their meaning when shortened: whole components dropped from the left, then those
+between the block and the parameter (``h.10…c_attn.weight``), the block index
+kept, never a cut number; full names in tooltips; tree columns sized to their contents."""
 
 from __future__ import annotations
 
@@ -24,9 +25,12 @@ GPT_NAME = "transformer.h.10.attn.c_attn.weight"
 def test_names_lose_components_from_the_left_and_keep_the_block_index():
     assert elide_chars(GPT_NAME, 40) == GPT_NAME
     assert elide_chars(GPT_NAME, 30) == "…h.10.attn.c_attn.weight"
-    assert elide_chars(GPT_NAME, 20) == "…h.10.…c_attn.weight"
-    assert elide_chars(GPT_NAME, 14) == "…h.10.…weight"
-    assert elide_chars("layer1.0.conv1.weight", 18) == "layer1.0.…weight"
+    assert elide_chars(GPT_NAME, 20) == "h.10…c_attn.weight"  # the block and the parameter
+    assert elide_chars(GPT_NAME, 14) == "h.10…weight"
+    assert elide_chars("layer1.0.conv1.weight", 18) == "layer1.0…weight"
+    # the outermost block names the layer (ResNet's layer3, not its downsample.0)
+    assert elide_chars("layer3.0.downsample.0.weight", 20) == "layer3.0…weight"
+    assert elide_chars("encoder.layers.11.self_attn.out_proj.weight", 26) == "layers.11…out_proj.weight"
 
 
 @pytest.mark.parametrize("name", [GPT_NAME, "layer4.1.downsample.0.weight", "blocks.1999.lin.bias",
@@ -110,3 +114,33 @@ def test_every_column_header_says_what_it_shows(qtbot):
             for c in range(table.model().columnCount())]
     assert all(tips) and "‖Δθ‖/‖θ‖" in tips[3]
     assert all(tree.headerItem().toolTip(c) for c in range(tree.columnCount()))
+
+
+def test_hook_column_fits_its_badges(qtbot):
+    """The Hook column was sized once, empty: 'block' read 'bl…'."""
+    tree = ModuleTree(SelectionModel())
+    qtbot.addWidget(tree)
+    tree.resize(900, 400)
+    tree.show()
+    tree.set_model(nn.Sequential(nn.Linear(2, 2), nn.ReLU(), nn.Linear(2, 2)))
+    for action in ("block", "observe:capture", "file:/home/someone/hooks/my_hooks.py:halve_grads"):
+        tree.set_hooks({"0": action})
+        item = tree._items["0"]
+        shown = visible_name_in(tree, item, 3)
+        assert item.toolTip(3) == action
+        if len(action) < 20:
+            assert shown == action, (action, shown)
+        else:  # a long one is cut, not the column widened past the view
+            assert shown.startswith("file:") and tree.columnWidth(3) < 200
+    tree.set_hooks({})
+    assert tree._items["0"].text(3) == ""
+
+
+def visible_name_in(tree, item, column: int) -> str:
+    """Cell ``column``'s text as the view draws it (elided to its cell less margins and icon)."""
+    from PySide6.QtWidgets import QStyle
+
+    rect = tree.visualRect(tree.indexFromItem(item, column))
+    margin = tree.style().pixelMetric(QStyle.PM_FocusFrameHMargin, None, tree) + 1
+    room = rect.width() - 2 * margin - (tree.iconSize().width() + 4 if not item.icon(column).isNull() else 0)
+    return tree.fontMetrics().elidedText(item.text(column), tree.textElideMode(), room)

@@ -38,9 +38,13 @@ class _Task(QRunnable):
             result = self.fn()
         except Exception as exc:  # noqa: BLE001 - reported in the GUI
             traceback.print_exception(exc, file=sys.stderr)
-            self.failed(describe_failure(exc))
+            report, value = self.failed, describe_failure(exc)
         else:
-            self.done(result)
+            report, value = self.done, result
+        try:
+            report(value)
+        except RuntimeError:  # the queue was deleted meanwhile (the window closed): nobody to tell
+            pass
 
 
 class BackgroundQueue(QObject):

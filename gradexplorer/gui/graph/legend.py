@@ -17,7 +17,8 @@ def legend_label() -> QLabel:
     from gradexplorer.gui.theme import ALARM, SELECTION
 
     def swatch(colour: str, text: str, ring: bool | str = False) -> str:
-        text = text.replace(" ", "&nbsp;")  # a key never breaks inside its own words
+        # a key never breaks inside its own words, nor after a slash or an arrow ("NaN/" | "Inf")
+        text = text.replace(" ", "&nbsp;").replace("/", "/\u2060").replace("→", "\u2060→\u2060")
         if ring:
             mark = "◎" if ring == "double" else "▢"
             return f"<b style='color:{colour}'>{mark}</b>&nbsp;{text}&nbsp;&nbsp; "

@@ -34,6 +34,7 @@ HEADER_TIPS = ("module path's last part (hover a row for it whole)", "the module
 PRIORITY = [0, 4, 5, 3, 7, 2, 1, 6]  # shown first in a narrow tree: name, norm, max |g|, hook
 NAME_MOST = 320  # the widest the name column opens at, indentation aside (pixels)
 INDENT = 12  # per level (Qt's 20 left a 5-deep GPT-2 row 16 pixels for its name at 1024×700)
+HOOK_MOST = 160  # the widest the Hook column opens at (pixels)
 NAME_TEXT_LEAST = 64  # beside the deepest shown row's indentation: "c_attn", "downsample" whole
 
 
@@ -160,6 +161,9 @@ class ModuleTree(QTreeWidget):
                 widths[column] = max([title] + [metrics.horizontalAdvance(t) + 10 for t in WIDEST_FIGURES])
             else:
                 widths[column] = max(title, self.sizeHintForColumn(column) + 8)
+        badges = [metrics.horizontalAdvance(a) + self.iconSize().width() + 24 for a in self._badged.values()]
+        # every badge whole, also on rows not on show; a long one (file:PATH.py:FUNCTION) in its tooltip
+        widths[3] = max(bold.horizontalAdvance(COLUMNS[3]) + 22, min(max([widths[3], *badges]), HOOK_MOST))
         widths[0] = min(NAME_MOST + deepest, widths[0])
         self.columns.name_least = deepest + NAME_TEXT_LEAST
         self.columns.remember(widths)
@@ -206,13 +210,18 @@ class ModuleTree(QTreeWidget):
 
     def set_hooks(self, hooks: dict[str, str]) -> None:
         """Badge the modules that have a hook attached (only rows that change are touched)."""
+        changed = False
         for path in set(hooks) | set(self._badged):
             item, action = self._items.get(path), hooks.get(path)
             if item is None or action == self._badged.get(path):
                 continue
             item.setText(3, action or "")
+            item.setToolTip(3, action or "")
             item.setIcon(3, icon("hook") if action else icon_none())
+            changed = True
         self._badged = {p: a for p, a in hooks.items() if p in self._items}
+        if changed:  # the Hook column fits its badges ("block", not "bl…")
+            self.fit_columns()
 
     def path_at(self, pos: QPoint) -> str | None:
         """Module path of the row at viewport position ``pos``."""

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSortFilterProxyModel, Qt
 from PySide6.QtGui import QColor
-from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QStyledItemDelegate, QTableView, QWidget
+from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QStyle, QStyledItemDelegate, QTableView, QWidget
 
 from gradexplorer.core.graph.style import format_shape
 from gradexplorer.gui.graph.tint import table_tints
@@ -80,7 +80,9 @@ class ParameterTableModel(QAbstractTableModel):
         self._bad = [bool(s is not None and s.nonfinite) for s in row_stats]
         self._tints = table_tints(row_stats)  # NaN/Inf rows violet, never "small"
         if self.rows:
-            self.dataChanged.emit(self.index(0, LIVE[0]), self.index(len(self.rows) - 1, LIVE[-1]))
+            # from the name column: its tint follows the step too (a row that lost its gradient
+            # kept the colour of the last one beside "no grad")
+            self.dataChanged.emit(self.index(0, 0), self.index(len(self.rows) - 1, LIVE[-1]))
 
     def set_optimizer_state(self, states: dict[str, Any]) -> None:
         """The optimizer's state after the newest step (ParamOptimState by name)."""
@@ -213,7 +215,9 @@ class NameDelegate(QStyledItemDelegate):
     def initStyleOption(self, option, index) -> None:  # noqa: N802 - Qt API
         super().initStyleOption(option, index)
         if option.text:
-            room = option.rect.width() - 10
+            style = option.widget.style() if option.widget is not None else None
+            margin = style.pixelMetric(QStyle.PM_FocusFrameHMargin, None, option.widget) + 1 if style else 3
+            room = option.rect.width() - 2 * margin  # as the style lays the text out: no pixel lost
             option.text = elide_to_width(option.text, option.fontMetrics.horizontalAdvance, room)
 
 
@@ -239,8 +243,9 @@ class ParameterTable(QTableView):
                 texts = [max((row[0] for row in model.rows), key=len, default="")]
             else:
                 texts = [str(model.data(model.index(r, column))) for r in rows]
-            width = max([bold.horizontalAdvance(title) + 22]
-                        + [metrics.horizontalAdvance(t) + 10 for t in texts])
+            # the header's padding (6 px a side) and a little for its sort arrow; a cell's text margins
+            width = max([bold.horizontalAdvance(title) + 18]
+                        + [metrics.horizontalAdvance(t) + 8 for t in texts])
             widths[column] = min(NAME_WIDTH, width + 8) if column == 0 else width
         self.columns.remember(widths)  # then shown by priority as the width allows
 

@@ -4,7 +4,8 @@ pyqtgraph centres an axis label on its axis and lets it run past both ends: in a
 plot "gradient value (x0.001)" shows as "gradient value", the scale that says what the tick
 figures mean cut off. ``fitted_label`` picks the longest of ever shorter forms that fits
 (``gradient value (×1e-3)``, ``value (×1e-3)``), then a smaller font, then the scale alone
-(``(×1e-3)``); the axis puts the full label in its tooltip.
+(``(×1e-3)``); a count axis ``log10(1+count) auto`` becomes ``log10(1+n) auto``, then
+``lg(1+n) auto``; the axis puts the full label in its tooltip.
 """
 
 from __future__ import annotations
@@ -39,6 +40,9 @@ def label_forms(text: str, units: str) -> list[str]:
     forms = [f"{text} {units}", f"{text} {short}", f"{squeezed} {short}"]
     if "(" not in squeezed:  # "gradient value" → "value"; never a piece of "log10(1+count)"
         forms += [f"{' '.join(words[i:])} {short}" for i in range(1, len(words))]
+    elif "log10(1+count)" in squeezed:  # the count axes: "lg(1+n) auto" still says all of it
+        forms += [f"{squeezed.replace('(1+count)', '(1+n)')} {short}",  # (lg: ISO 80000-2's log10)
+                  f"{squeezed.replace('log10(1+count)', 'lg(1+n)')} {short}"]
     forms.append(short if short else squeezed)
     out: list[str] = []
     for form in (f.strip() for f in forms):

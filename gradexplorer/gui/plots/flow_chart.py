@@ -144,7 +144,7 @@ class GradientFlowChart(pg.PlotWidget):
         """Give the names at most ~40% of the width; shorten them to what fits."""
         metrics = self.fontMetrics()
         char = metrics.horizontalAdvance("abcdefghijklmnopqrstuvwxyz_.0123456789") / 38
-        chars = max(16, min(LABEL_CHARS, int(self.width() * 0.4 / char)))  # "layer1.0.…weight"
+        chars = max(18, min(LABEL_CHARS, int(self.width() * 0.4 / char)))  # "h.10…c_attn.weight"
         if chars == self._label_chars and not force:
             return
         self._label_chars = chars

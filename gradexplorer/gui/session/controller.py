@@ -61,6 +61,7 @@ class SessionController(QObject):
         self._jobs_pending = 0
         self._opening = 0  # counts open_model calls: a model built for an older one is dropped
         self._view_shown = threading.Event()  # set by first_view_shown (see open_model)
+        self._closing = threading.Event()  # set by close: a model still opening is not set up
         self._worker = SessionWorker()
         self._worker.run_started.connect(self._on_run_started)
         self._worker.run_finished.connect(self._on_run_finished)
@@ -73,6 +74,7 @@ class SessionController(QObject):
 
     # -- the session model, re-exported -------------------------------------------------
     live = property(lambda self: self.session.live, doc="The LiveSession, or None.")
+    closing = property(lambda self: self._closing.is_set(), doc="``close`` has been called.")
     state = property(lambda self: self.session.state, doc="idle, loading, running or paused.")
     hooks = property(lambda self: self.session.hooks, doc="Attached hooks: module -> action.")
     exporter = property(lambda self: self.session.exporter, doc="The periodic exporter, or None.")
@@ -107,17 +109,21 @@ class SessionController(QObject):
         self._opening += 1
         opening = self._opening
 
-        def open_(session=None) -> SessionOpened:
+        def open_(session=None) -> SessionOpened | None:
             from gradexplorer.gui.training.live_session import open_live_session
 
+            if self._closing.is_set():  # the window closed while the model opened: nobody
+                return None  # would train it (the set-up costs seconds at a first open)
             live = open_live_session(spec, options, config, holder=self, session=session)
             live.hooks.event.connect(push)  # hook events reach the GUI through the mailbox
             return SessionOpened(live, fresh=True)
 
-        def build() -> ModelBuilt:
+        def build() -> ModelBuilt | None:
             from gradexplorer.gui.training.live_session import build_session
 
             session = build_session(spec, options, config, holder=self)
+            if self._closing.is_set():  # closed while it was built: no first view to trace
+                return None
 
             def finish() -> SessionOpened:
                 shown.wait(FIRST_VIEW_WAIT_S)
@@ -326,7 +332,9 @@ class SessionController(QObject):
         self._view_shown.set()
 
     def close(self) -> None:
-        """Stop the worker and wait for it (call before the app quits); torch's threads back."""
+        """Stop the worker and wait for it (call before the app quits); torch's threads back.
+        A model still opening is not set up for training (only the job under way finishes)."""
+        self._closing.set()
         self._view_shown.set()
         if self._worker.shutdown() and "gradexplorer.gui.training.live_session" in sys.modules:
             from gradexplorer.gui.training.live_session import give_cores_back  # no torch import to quit

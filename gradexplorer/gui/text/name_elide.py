@@ -1,10 +1,12 @@
 """Shortening dotted names so that they keep their meaning (Qt-free).
 
-A name that does not fit loses whole components from the left, keeping the last ones and the
-block index: ``transformer.h.10.attn.c_attn.weight`` → ``…h.10.attn.c_attn.weight`` →
-``…h.10.…c_attn.weight`` → ``…weight``; a number is never cut, nor separated from the name
-before it (``h.10``), and the middle of a name is never cut out. Every view shows the full name
-in its tooltip.
+A name that does not fit loses whole components from the left down to its block (the first
+numbered component, with the name before it), then the components between the block and its
+layer, so that which block and which parameter stay readable:
+``transformer.h.10.attn.c_attn.weight`` → ``…h.10.attn.c_attn.weight`` →
+``h.10…c_attn.weight`` → ``h.10…weight`` → ``…weight``; a number is never cut, nor separated
+from the name before it (``h.10``), and the middle of a name is never cut out. Every view shows
+the full name in its tooltip.
 """
 
 from __future__ import annotations
@@ -18,21 +20,17 @@ def name_candidates(name: str) -> list[str]:
     """Ever shorter forms of ``name``, the full name first."""
     parts = name.split(".")
     out = [name]
-    # suffixes that start at a named component (a number keeps the name before it)
-    starts = [i for i in range(1, len(parts)) if not parts[i].isdigit()]
     numbers = [i for i, p in enumerate(parts) if p.isdigit() and i > 0]
-    last_number = numbers[-1] if numbers else None
-    for start in starts:
-        if last_number is not None and start > last_number - 1:
-            prefix = block_prefix(parts, last_number)
-            if start > last_number + 1:  # components between the block and the suffix dropped
-                out.append(prefix + ELLIPSIS + ".".join(parts[start:]))
-            elif start == last_number + 1:
-                out.append(prefix + ".".join(parts[start:]))
-        else:
+    block = numbers[0] if numbers else len(parts)  # the outermost block index (h.10, layer3.0)
+    # suffixes that start at a named component before the block: the block is kept whole
+    for start in range(1, min(block, len(parts))):
+        if not parts[start].isdigit():
             out.append(ELLIPSIS + ".".join(parts[start:]))
-    if last_number is not None and len(parts) - 1 > last_number:
-        out.append(block_prefix(parts, last_number) + ELLIPSIS + parts[-1])
+    if numbers:  # the block, then the layer and parameter: h.10…c_attn.weight, h.10…weight
+        head = ".".join(parts[block - 1:block + 1])
+        for start in range(block + 2, len(parts)):
+            if not parts[start].isdigit():
+                out.append(head + ELLIPSIS + ".".join(parts[start:]))
     if len(parts) > 1:
         out.append(ELLIPSIS + parts[-1])
     shorter = [out[0]]
@@ -40,12 +38,6 @@ def name_candidates(name: str) -> list[str]:
         if len(text) < len(shorter[-1]):
             shorter.append(text)
     return shorter
-
-
-def block_prefix(parts: list[str], number: int) -> str:
-    """``…h.10.`` : the block index with the name before it (no ``…`` when that is the first)."""
-    block = ".".join(parts[number - 1:number + 1]) + "."
-    return block if number == 1 else ELLIPSIS + block
 
 
 def elide_name(name: str, fits: Callable[[str], bool]) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt, QTimer
@@ -111,7 +112,7 @@ class MainWindow(QMainWindow):
                              (Qt.BottomRightCorner, Qt.RightDockWidgetArea)):
             self.setCorner(corner, area)  # the side docks keep the full height of a short window
         # the graph keeps about half of the window at any size
-        self.dock_shares = DockShares(self, [(self.model_dock, Qt.Horizontal, 0.24, 290),
+        self.dock_shares = DockShares(self, [(self.model_dock, Qt.Horizontal, 0.24, 320),
                                              (self.gradients_dock, Qt.Horizontal, 0.28, 220),
                                              (self.curves_dock, Qt.Vertical, 0.22, 190)])
 
@@ -212,8 +213,8 @@ class MainWindow(QMainWindow):
         """Forget everything of the previous model in every view (its session follows)."""
         from torch import nn  # (imported by the training thread by now)
 
-        self.selection.clear()
-        if not self._first_view:  # (else the panel shows this model's first graph already)
+        if not self._first_view:  # (else the panel shows this model's first graph already,
+            self.selection.clear()  # and what was clicked on it while it loaded is kept)
             self.graph_panel.clear()
         self.details.reset(live.session.model)
         self.tree.clear_model()  # rebuilt once the new graph is drawn
@@ -266,7 +267,7 @@ class MainWindow(QMainWindow):
             self.controller.post(lambda: traced(live.session, grads, fit))
 
     def _job_finished(self, result) -> None:
-        if isinstance(result, GraphTraced) and not self.shown_run.showing:
+        if isinstance(result, GraphTraced) and not self.shown_run.showing and not self.controller.closing:
             self._first_view, panel = result.first, self.graph_panel
             if result.first:  # once it is on screen: training set up, plots made
                 AfterFirstPaint(panel.view.viewport(), self._first_graph_shown,
@@ -374,12 +375,14 @@ class MainWindow(QMainWindow):
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt API
         """Remember the layout, stop the worker and wait for it."""
         self.settings.save_window(self.saveGeometry(), self.saveState())
+        self.hide()  # off the screen now (the training thread may still be importing torch or
+        QApplication.sync()  # tracing a first graph, which the worker's shutdown waits for)
         self.hook_actions.close()  # stops an A/B job on the training thread after its current step
-        from gradexplorer.gui.runs.run_view import close_run
-
         if self._plots is not None:
             self.overlay.close()
-        close_run(self)
+        run_view = sys.modules.get("gradexplorer.gui.runs.run_view")  # only it shows runs; importing
+        if run_view is not None:  # it here waited for the training thread's import of torch
+            run_view.close_run(self)
         self.controller.close()
         self.graph_panel.layouts.wait(5000)
         for window in self.file_actions.snapshot_windows:

@@ -74,6 +74,7 @@ class RunControls(QToolBar):
         self.lr_spin = QDoubleSpinBox(decimals=6, minimum=1e-6, maximum=10.0, singleStep=0.001,
                                       toolTip="learning rate (applies from the next step)")
         self.lr_spin.setKeyboardTracking(False)
+        self.lr_spin.setSpecialValueText("—")  # no model yet: not the minimum (0.000001) as if set
         self._layout_toolbar()
         self._show_overflow()
         self._connect()
@@ -137,6 +138,7 @@ class RunControls(QToolBar):
                 box.addItem(value)
             box.setCurrentText(value)
         self.lr_spin.blockSignals(True)
+        self.lr_spin.setSpecialValueText("")  # a session's lr, the minimum included, as a figure
         self.lr_spin.setValue(session.optimizer.param_groups[0]["lr"])
         self.lr_spin.blockSignals(False)
         if live.monitor is not None:
