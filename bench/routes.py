@@ -28,8 +28,9 @@ STEP_HOPS = ("SessionWorker._run_steps", "TrainingSession.step", "GradientMonito
 CLICK_HOPS = ("SessionController.attach_hook", "HookRegistry.attach", "SessionController._on_job_done",
               "SessionModel.set_hooks", "MainWindow._hooks_changed", "GraphPanel.edit_hooks")
 # code that belongs on the training thread or in Qt-free models: anything else of the GUI
-# package is a view, never run by the training thread
-NOT_VIEWS = ("gui/session/session_worker.py", "gui/training/", "gui/models/")
+# package is a view, never run by the training thread (pyside_scan: PySide6's check of each
+# module imported, run by whichever thread imports)
+NOT_VIEWS = ("gui/session/session_worker.py", "gui/training/", "gui/models/", "gui/pyside_scan.py")
 
 
 class RouteTrace:
