@@ -52,6 +52,24 @@ def test_quiet_run_gives_no_event_over_500_steps(tmp_path):
     assert gx.open_run(tmp_path / "run").spike_events() == []
 
 
+def test_a_bias_that_starts_at_zero_is_no_nan_inf_event(tmp_path):
+    """A weight all zeros before a step has an infinite update ratio (new, not NaN/Inf): no
+    event at step 1 (every model with zero-initialised biases raised one)."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 1))
+    torch.nn.init.zeros_(model[0].bias)
+    opt = torch.optim.Adam(model.parameters(), 1e-3)
+    with gx.watch(model, opt, tmp_path / "run") as rec:
+        for _ in range(5):
+            loss = model(torch.randn(32, 8)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    assert math.isinf(gx.open_run(tmp_path / "run").stats(1)["0.bias"].update_ratio)
+    assert rec.spikes.events == []
+    assert gx.open_run(tmp_path / "run").spike_events() == []
+
+
 def test_a_nan_step_is_always_an_event_even_while_the_bands_warm_up():
     det = SpikeDetector()
     assert det.observe(1, 1.0) is None

@@ -110,7 +110,8 @@ class SpikeDetector:
     def _vector(self, loss: float | None, record, global_norm: float | None) -> tuple:
         """All figures of the step (NaN: missing) and, per figure, a number above 0 where it
         is NaN/Inf: a signal that is, a parameter's norm whose gradient holds any (its figures
-        are over the finite elements); an infinite value is NaN/Inf by itself."""
+        are over the finite elements); an infinite value is NaN/Inf by itself, except an update
+        ratio's (‖θ‖ was 0: missing)."""
         signals = [None if v is None else float(v) for v in (loss, global_norm)]
         nonfinite = [0.0 if v is None or math.isfinite(v) else 1.0 for v in signals]
         if signals[0] is not None and math.isfinite(signals[0]) and signals[0] <= 0:
@@ -126,7 +127,10 @@ class SpikeDetector:
         size = 2 + len(FIGURES) * len(self.names)
         if len(flat) < size:  # no record: the parameters' figures are missing
             flat, counts = flat + [None] * (size - len(flat)), counts + [0] * (size - len(counts))
-        return np.array(flat, np.float64), np.array(counts, np.float64)  # None becomes NaN
+        values = np.array(flat, np.float64)  # None becomes NaN
+        updates = values[3::2]  # a weight all zeros before the step has an infinite ratio: it
+        updates[np.isinf(updates)] = np.nan  # is new, not NaN/Inf, and has no band to leave
+        return values, np.array(counts, np.float64)
 
     # -- one step ------------------------------------------------------------------------
     def observe(self, step: int, loss: float | None, record=None,
