@@ -19,6 +19,8 @@ def test_recorder_benchmark_reports_every_method():
     assert all(seconds > 0 for seconds in result["inside"].values())
     assert 0 < result["spikes"] < result["inside"]["watch, run directory"]
     assert "spike detection" in text
+    assert "writer CPU" in text  # the run directory's writer thread's CPU, shown beside the training thread's
+    assert result["writer"]["watch, run directory"] > 0 == result["writer"]["watch, in memory"]
     import gradexplorer as gx
 
     assert not hasattr(gx.Recorder.before_optimizer_step, "original")  # timing undone
