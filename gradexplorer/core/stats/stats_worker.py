@@ -1,0 +1,91 @@
+"""A step's gradient statistics computed on a worker thread while the optimizer steps.
+
+Before the optimizer step the training thread copies the step's gradients into one kept
+buffer (a single Numba pass, ``kernels_at.copy_at``) and hands the copy to one worker thread;
+the moments and histograms (``backend_at.compute_at``: the same kernels on the same values, so
+the same figures bit for bit) run there, their Numba kernels without the GIL, on a core the
+training thread does not use (torch at one thread). After the step, ``result()`` waits for
+them. At most one step is in flight per copy: ``submit`` first waits for the previous one (the
+training thread waits, nothing is dropped). The copy makes the figures those of the gradient
+at the optimizer's step pre-hook, whatever the optimizer does to ``.grad`` during the step.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+
+import numpy as np
+import torch
+
+from gradexplorer.core.stats import backend_at as BA
+from gradexplorer.core.stats import kernels_at as KA
+from gradexplorer.core.stats.histogram import HistRange
+from gradexplorer.core.stats.raw import RawStats
+
+OFFLOAD_MIN = 1 << 16  # fewer values than this: computed on the training thread (no hand-off)
+_POOL: ThreadPoolExecutor | None = None
+_LOCK = threading.Lock()
+
+
+def _pool() -> ThreadPoolExecutor:
+    global _POOL
+    with _LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(1, thread_name_prefix="gradexplorer-stats")
+        return _POOL
+
+
+def worth_offloading(at: BA.Addresses) -> bool:
+    """Whether a spare core can take this step's statistics: torch leaves one free (its
+    threads fewer than the cores this process may use), the work is one kernel call's (not
+    shared out among torch's threads) and big enough to outweigh the hand-off."""
+    return torch.get_num_threads() < len(os.sched_getaffinity(0)) \
+        and int(at.sizes.sum()) >= OFFLOAD_MIN and len(BA.shares(at)) == 1
+
+
+def worker_cpu_seconds() -> float:
+    """CPU seconds the worker thread has used (0 before it starts): watch's work off the
+    training thread, for the benchmark."""
+    pool = _POOL
+    threads = [] if pool is None else list(pool._threads)
+    return sum(time.clock_gettime(time.pthread_getcpuclockid(t.ident)) for t in threads
+               if t.ident is not None and t.is_alive())
+
+
+class OffloadedStats:
+    """The gradients' copy (one kept flat buffer) and its statistics under way on the worker."""
+
+    def __init__(self) -> None:
+        self._flat = np.zeros(0, np.float32)
+        self._sizes = np.zeros(0, np.int64)
+        self._starts = np.zeros(0, np.int64)
+        self._future: Future | None = None
+
+    def submit(self, at: BA.Addresses, want_histograms: bool, bins: int, hist_range: HistRange) -> None:
+        """Copy the tensors ``at`` now and start their statistics on the worker."""
+        self.wait()  # the previous step's, if its result was never taken: the buffer is free
+        total = int(at.sizes.sum())
+        if self._flat.size != total or self._flat.dtype != at.like.dtype:
+            self._flat = np.empty(total, at.like.dtype)
+        if at.sizes.tobytes() != self._sizes.tobytes():
+            self._sizes, self._starts = at.sizes, np.concatenate([[0], np.cumsum(at.sizes)[:-1]])
+        KA.copy_at(at.addresses, at.sizes, at.like, self._starts, self._flat)
+        copy = BA.Addresses(self._flat.ctypes.data + self._starts * self._flat.itemsize, at.sizes,
+                            at.like, [self._flat])  # held while the worker reads it
+        self._future = _pool().submit(BA.compute_at, copy, want_histograms, bins, hist_range)
+
+    def result(self) -> RawStats:
+        """The statistics submitted last (waits for them; their error, if they failed)."""
+        future, self._future = self._future, None
+        if future is None:
+            raise RuntimeError("no statistics were submitted for this step")
+        return future.result()
+
+    def wait(self) -> None:
+        """Wait for the statistics under way, if any, and drop them."""
+        future, self._future = self._future, None
+        if future is not None:
+            future.exception()  # waits; an error of a step whose result nobody took is moot

@@ -1,0 +1,108 @@
+"""The step's statistics computed on the worker thread (stats_worker) during the optimizer
+step: taken where a core is spare and the step is big enough, the same figures bit for bit as
+on the training thread, one step in flight at most, and a failure there handled as any other."""
+
+import threading
+import warnings
+
+import pytest
+import torch
+from torch import nn
+
+import gradexplorer as gx
+from gradexplorer.core.stats import backend_at as BA
+from gradexplorer.core.stats import stats_worker as W
+from gradexplorer.core.stats.histogram import parse_hist_range
+
+pytestmark = pytest.mark.skipif(len(__import__("os").sched_getaffinity(0)) < 2,
+                                reason="the worker is used only with a core to spare")
+
+
+@pytest.fixture
+def one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def mlp() -> nn.Module:
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 1))
+
+
+def watched_steps(monkeypatch, offload: bool, steps: int = 3):
+    monkeypatch.setattr(W, "worth_offloading", lambda at, real=W.worth_offloading: offload and real(at))
+    model = mlp()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    records = []
+    with gx.watch(model, opt) as rec:
+        for step in range(steps):
+            g = torch.Generator().manual_seed(step)
+            opt.zero_grad()
+            x, y = torch.randn(32, 256, generator=g), torch.randn(32, 1, generator=g)
+            nn.functional.mse_loss(model(x), y).backward()
+            opt.step()
+            records.append(rec.latest())
+    return records
+
+
+def test_a_big_step_is_computed_on_the_worker_with_the_same_figures_bit_for_bit(monkeypatch, one_thread):
+    threads = []
+    real = BA.compute_at
+
+    def spy(*args, **kwargs):
+        threads.append(threading.current_thread().name)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(BA, "compute_at", spy)
+    offloaded = watched_steps(monkeypatch, True)
+    assert threads and all(name.startswith("gradexplorer-stats") for name in threads)
+    threads.clear()
+    here = watched_steps(monkeypatch, False)
+    assert threads and not [name for name in threads if name.startswith("gradexplorer-stats")]
+    for a, b in zip(offloaded, here, strict=True):
+        assert not a.not_recorded
+        assert a.params == b.params  # every figure, the update ratio included
+        for name, h in a.histograms.items():
+            assert h.counts.tobytes() == b.histograms[name].counts.tobytes()
+            assert h.edges.tobytes() == b.histograms[name].edges.tobytes()
+
+
+def test_worth_offloading_only_with_a_spare_core_and_enough_values(one_thread):
+    big = BA.addresses_of([torch.zeros(W.OFFLOAD_MIN)])
+    small = BA.addresses_of([torch.zeros(W.OFFLOAD_MIN - 1)])
+    assert W.worth_offloading(big) and not W.worth_offloading(small)
+    torch.set_num_threads(len(__import__("os").sched_getaffinity(0)))
+    assert not W.worth_offloading(big)  # torch's threads use every core
+
+
+def test_a_second_submit_waits_for_the_first_and_its_result_is_the_second_step():
+    hist_range = parse_hist_range("auto")
+    offloaded = W.OffloadedStats()
+    first, second = torch.randn(W.OFFLOAD_MIN), torch.randn(W.OFFLOAD_MIN) * 3
+    offloaded.submit(BA.addresses_of([first]), True, 64, hist_range)
+    offloaded.submit(BA.addresses_of([second]), True, 64, hist_range)  # the buffer is reused
+    expected = BA.compute_at(BA.addresses_of([second]), True, 64, hist_range)
+    got = offloaded.result()
+    assert got.moments.tobytes() == expected.moments.tobytes()
+    assert got.counts.tobytes() == expected.counts.tobytes()
+    with pytest.raises(RuntimeError):
+        offloaded.result()  # taken once
+
+
+def test_a_failure_on_the_worker_is_one_warning_and_training_goes_on(monkeypatch, one_thread):
+    real = BA.compute_at
+
+    def fails_on_the_worker(*args, **kwargs):
+        if threading.current_thread().name.startswith("gradexplorer-stats"):
+            raise RuntimeError("worker broke")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(BA, "compute_at", fails_on_the_worker)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        records = watched_steps(monkeypatch, True)
+    assert len(records) == 3 and all(r is not None for r in records)
+    assert all(r.params for r in records)  # measured again one by one, on the training thread
+    assert any("worker broke" in str(w.message) for w in caught)
