@@ -47,7 +47,29 @@ def watched_steps(monkeypatch, offload: bool, steps: int = 3):
     return records
 
 
-def test_a_big_step_is_computed_on_the_worker_with_the_same_figures_bit_for_bit(monkeypatch, one_thread):
+def test_a_big_step_goes_to_the_worker_with_the_same_figures_bit_for_bit(monkeypatch, one_thread):
+    submitted = []
+    real = W.OffloadedStats.submit
+
+    def spy(self, *args, **kwargs):
+        submitted.append(args[0])
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(W.OffloadedStats, "submit", spy)
+    offloaded = watched_steps(monkeypatch, True)
+    assert len(submitted) == 3  # every step handed over (computed there, or here if not started)
+    submitted.clear()
+    here = watched_steps(monkeypatch, False)
+    assert not submitted
+    for a, b in zip(offloaded, here, strict=True):
+        assert not a.not_recorded
+        assert a.params == b.params  # every figure, the update ratio included
+        for name, h in a.histograms.items():
+            assert h.counts.tobytes() == b.histograms[name].counts.tobytes()
+            assert h.edges.tobytes() == b.histograms[name].edges.tobytes()
+
+
+def test_the_worker_thread_computes_what_it_has_started(monkeypatch):
     threads = []
     real = BA.compute_at
 
@@ -56,17 +78,11 @@ def test_a_big_step_is_computed_on_the_worker_with_the_same_figures_bit_for_bit(
         return real(*args, **kwargs)
 
     monkeypatch.setattr(BA, "compute_at", spy)
-    offloaded = watched_steps(monkeypatch, True)
-    assert threads and all(name.startswith("gradexplorer-stats") for name in threads)
-    threads.clear()
-    here = watched_steps(monkeypatch, False)
-    assert threads and not [name for name in threads if name.startswith("gradexplorer-stats")]
-    for a, b in zip(offloaded, here, strict=True):
-        assert not a.not_recorded
-        assert a.params == b.params  # every figure, the update ratio included
-        for name, h in a.histograms.items():
-            assert h.counts.tobytes() == b.histograms[name].counts.tobytes()
-            assert h.edges.tobytes() == b.histograms[name].edges.tobytes()
+    offloaded = W.OffloadedStats()
+    offloaded.submit(BA.addresses_of([torch.randn(W.OFFLOAD_MIN)]), True, 64, parse_hist_range("auto"))
+    offloaded._future.exception()  # waits until the worker has done it
+    assert offloaded.result().counts.sum() == W.OFFLOAD_MIN
+    assert len(threads) == 1 and threads[0].startswith("gradexplorer-stats")
 
 
 def test_worth_offloading_only_with_a_spare_core_and_enough_values(one_thread):
@@ -91,18 +107,44 @@ def test_a_second_submit_waits_for_the_first_and_its_result_is_the_second_step()
         offloaded.result()  # taken once
 
 
-def test_a_failure_on_the_worker_is_one_warning_and_training_goes_on(monkeypatch, one_thread):
-    real = BA.compute_at
+def test_a_failure_of_the_statistics_is_one_warning_and_training_goes_on(monkeypatch, one_thread):
+    real = W.OffloadedStats.result
 
-    def fails_on_the_worker(*args, **kwargs):
-        if threading.current_thread().name.startswith("gradexplorer-stats"):
-            raise RuntimeError("worker broke")
-        return real(*args, **kwargs)
+    def fails(self):
+        real(self)
+        raise RuntimeError("worker broke")
 
-    monkeypatch.setattr(BA, "compute_at", fails_on_the_worker)
+    monkeypatch.setattr(W.OffloadedStats, "result", fails)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         records = watched_steps(monkeypatch, True)
     assert len(records) == 3 and all(r is not None for r in records)
     assert all(r.params for r in records)  # measured again one by one, on the training thread
     assert any("worker broke" in str(w.message) for w in caught)
+
+
+def test_statistics_the_worker_has_not_started_are_computed_by_the_caller():
+    hist_range = parse_hist_range("auto")
+    threads = []
+    real = BA.compute_at
+
+    def spy(*args, **kwargs):
+        threads.append(threading.current_thread().name)
+        return real(*args, **kwargs)
+
+    busy, release = threading.Event(), threading.Event()
+    W._pool().submit(lambda: (busy.set(), release.wait(30)))  # the worker is taken (no core free)
+    busy.wait(30)
+    try:
+        offloaded = W.OffloadedStats()
+        values = torch.randn(W.OFFLOAD_MIN)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(BA, "compute_at", spy)
+            offloaded.submit(BA.addresses_of([values]), True, 64, hist_range)
+            got = offloaded.result()  # not waited for: computed here from the copy
+    finally:
+        release.set()
+    assert threads == [threading.current_thread().name]
+    expected = real(BA.addresses_of([values]), True, 64, hist_range)
+    assert got.moments.tobytes() == expected.moments.tobytes()
+    assert got.counts.tobytes() == expected.counts.tobytes()

@@ -5,7 +5,8 @@ buffer (a single Numba pass, ``kernels_at.copy_at``) and hands the copy to one w
 the moments and histograms (``backend_at.compute_at``: the same kernels on the same values, so
 the same figures bit for bit) run there, their Numba kernels without the GIL, on a core the
 training thread does not use (torch at one thread). After the step, ``result()`` waits for
-them. At most one step is in flight per copy: ``submit`` first waits for the previous one (the
+them, or computes them itself from the copy where the worker has not started (no core free).
+At most one step is in flight per copy: ``submit`` first waits for the previous one (the
 training thread waits, nothing is dropped). The copy makes the figures those of the gradient
 at the optimizer's step pre-hook, whatever the optimizer does to ``.grad`` during the step.
 """
@@ -63,6 +64,7 @@ class OffloadedStats:
         self._sizes = np.zeros(0, np.int64)
         self._starts = np.zeros(0, np.int64)
         self._future: Future | None = None
+        self._job: tuple = ()
 
     def submit(self, at: BA.Addresses, want_histograms: bool, bins: int, hist_range: HistRange) -> None:
         """Copy the tensors ``at`` now and start their statistics on the worker."""
@@ -75,13 +77,18 @@ class OffloadedStats:
         KA.copy_at(at.addresses, at.sizes, at.like, self._starts, self._flat)
         copy = BA.Addresses(self._flat.ctypes.data + self._starts * self._flat.itemsize, at.sizes,
                             at.like, [self._flat])  # held while the worker reads it
-        self._future = _pool().submit(BA.compute_at, copy, want_histograms, bins, hist_range)
+        self._job = (copy, want_histograms, bins, hist_range)
+        self._future = _pool().submit(lambda: BA.compute_at(*self._job))
 
     def result(self) -> RawStats:
-        """The statistics submitted last (waits for them; their error, if they failed)."""
+        """The statistics submitted last: the worker's (waiting for them; their error, if they
+        failed), or, where the worker has not started them yet (no core was free), computed
+        here from the same copy rather than waited for."""
         future, self._future = self._future, None
         if future is None:
             raise RuntimeError("no statistics were submitted for this step")
+        if future.cancel():
+            return BA.compute_at(*self._job)
         return future.result()
 
     def wait(self) -> None:
