@@ -148,3 +148,18 @@ def test_statistics_the_worker_has_not_started_are_computed_by_the_caller():
     expected = real(BA.addresses_of([values]), True, 64, hist_range)
     assert got.moments.tobytes() == expected.moments.tobytes()
     assert got.counts.tobytes() == expected.counts.tobytes()
+
+
+
+def test_a_forked_child_forgets_the_parents_worker():
+    parent = W._pool()
+    W._forget_pool()  # what os.register_at_fork runs in a child: the parent's thread is not there
+    try:
+        child = W._pool()
+        assert child is not parent
+        offloaded = W.OffloadedStats()
+        offloaded.submit(BA.addresses_of([torch.ones(W.OFFLOAD_MIN)]), True, 8, parse_hist_range("auto"))
+        assert offloaded.result().counts.sum() == W.OFFLOAD_MIN
+    finally:
+        W._POOL.shutdown()
+        W._POOL = parent

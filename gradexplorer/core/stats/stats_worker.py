@@ -31,6 +31,15 @@ _POOL: ThreadPoolExecutor | None = None
 _LOCK = threading.Lock()
 
 
+def _forget_pool() -> None:
+    """In a forked child: the parent's worker thread does not exist there; start afresh."""
+    global _POOL, _LOCK
+    _POOL, _LOCK = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_pool)
+
+
 def _pool() -> ThreadPoolExecutor:
     global _POOL
     with _LOCK:
@@ -94,5 +103,5 @@ class OffloadedStats:
     def wait(self) -> None:
         """Wait for the statistics under way, if any, and drop them."""
         future, self._future = self._future, None
-        if future is not None:
+        if future is not None and not future.cancel():
             future.exception()  # waits; an error of a step whose result nobody took is moot
