@@ -18,6 +18,18 @@ pytestmark = pytest.mark.skipif(len(__import__("os").sched_getaffinity(0)) < 2,
                                 reason="the worker is used only with a core to spare")
 
 
+@pytest.fixture(autouse=True)
+def enabled(monkeypatch):
+    """The worker is opt-in (GRADEXPLORER_STATS_WORKER=1): these tests turn it on."""
+    monkeypatch.setattr(W, "ENABLED", True)
+
+
+def test_the_worker_is_off_unless_asked_for(monkeypatch, one_thread):
+    big = BA.addresses_of([torch.zeros(W.OFFLOAD_MIN)])
+    monkeypatch.setattr(W, "ENABLED", False)
+    assert not W.worth_offloading(big)
+
+
 @pytest.fixture
 def one_thread():
     before = torch.get_num_threads()

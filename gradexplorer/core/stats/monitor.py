@@ -42,9 +42,9 @@ BACKENDS = ("auto", "numba", "torch")
 
 
 class NumbaBackend:
-    """CPU gradients: fused Numba kernels; parameter copies kept for the update ratio. Where a
-    core is spare (``stats_worker``), the gradients are copied and their statistics computed
-    on a worker thread during the optimizer step; ``finish`` waits for them."""
+    """CPU gradients: fused Numba kernels; parameter copies kept for the update ratio. Opt-in
+    (``stats_worker``, where a core is spare): the gradients copied and their statistics
+    computed on a worker thread during the optimizer step; ``finish`` waits for them."""
 
     name = "numba"
 

@@ -27,6 +27,10 @@ from gradexplorer.core.stats.histogram import HistRange
 from gradexplorer.core.stats.raw import RawStats
 
 OFFLOAD_MIN = 1 << 16  # fewer values than this: computed on the training thread (no hand-off)
+# Opt-in (GRADEXPLORER_STATS_WORKER=1): measured on the 2-core machine (bench/recorder.py, mlp256,
+# load 2.5-3.8) the worker cut the training thread's CPU but not its wall-clock step, which
+# waits for the worker (3.18 ms fixed cost against 2.16 ms without it): off by default.
+ENABLED = os.environ.get("GRADEXPLORER_STATS_WORKER") == "1"
 _POOL: ThreadPoolExecutor | None = None
 _LOCK = threading.Lock()
 
@@ -49,10 +53,11 @@ def _pool() -> ThreadPoolExecutor:
 
 
 def worth_offloading(at: BA.Addresses) -> bool:
-    """Whether a spare core can take this step's statistics: torch leaves one free (its
+    """Whether the worker takes this step's statistics: asked for (``ENABLED``), torch leaves
+    a core free (its
     threads fewer than the cores this process may use), the work is one kernel call's (not
     shared out among torch's threads) and big enough to outweigh the hand-off."""
-    return torch.get_num_threads() < len(os.sched_getaffinity(0)) \
+    return ENABLED and torch.get_num_threads() < len(os.sched_getaffinity(0)) \
         and int(at.sizes.sum()) >= OFFLOAD_MIN and len(BA.shares(at)) == 1
 
 
