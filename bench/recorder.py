@@ -171,8 +171,7 @@ class Inside:
 
 
 def writer_cpu(rec) -> float:
-    """CPU seconds the run directory's writer thread of ``rec`` has used so far (its writes
-    flushed first), 0 without one: the part of watch's cost that is off the training thread."""
+    """CPU seconds ``rec``'s run directory writer thread has used (writes flushed), 0 without."""
     writes = getattr(getattr(rec, "writer", None), "_writes", None)
     if writes is None or writes._thread.ident is None or not writes._thread.is_alive():
         return 0.0
@@ -206,9 +205,7 @@ def measure(name: str, rounds: int = 5, steps: int = 4, device: str = "cpu") -> 
         elif method == WANDB_STYLE:
             hooks += wandb_style(m)
         setups[method] = (m, opt, rec)
-    times = {method: [] for method in methods}
-    cpu = {method: [] for method in methods}
-    worker = {method: [] for method in methods}  # the statistics worker thread's CPU in each step
+    times, cpu, worker = ({method: [] for method in methods} for _ in range(3))  # worker: its CPU a step
     step = 0
     warm, writer_warm = {}, {}
     for round_ in range(rounds + 1):  # the first round warms up (kernels, caches) and is dropped
