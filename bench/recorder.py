@@ -13,7 +13,12 @@ step (direct, low noise), and the median end-to-end step and its ratio to the ba
 (``SpikeLog.after_write``: bands, scoring, events) per recorded step, as a share of the bare step.
 The fixed cost per step is the watched loop's median step minus the bare loop's, by the wall
 clock and by the training thread's own CPU time (``time.thread_time``: the work done on the
-training thread, not the run directory's writer thread, and unmoved by other processes' load).
+training thread, unmoved by other processes' load). ``writer CPU``: the CPU time a step costs
+the run directory's writer thread (its thread clock over the counted steps, writes flushed),
+work off the training thread that still takes a core; ``worker CPU``: the same for the thread
+that computes a step's moments and histograms during the optimizer step where a core is spare
+(``core/stats/stats_worker.py``; its CPU within each step, mean). Add both to the training
+thread's for watch's whole CPU cost.
 Methods:
 
 - bare loop: zero_grad, forward, backward, optimizer.step
@@ -47,6 +52,7 @@ from torch import nn
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import gradexplorer as gx  # noqa: E402
+from gradexplorer.core.stats.stats_worker import worker_cpu_seconds  # noqa: E402
 
 METHODS = ("bare loop", "watch, in memory", "watch, run directory", "watch every 10")
 WANDB_STYLE = "wandb-style hooks"
@@ -164,6 +170,15 @@ class Inside:
             setattr(owner, hook, getattr(owner, hook).original)
 
 
+def writer_cpu(rec) -> float:
+    """CPU seconds ``rec``'s run directory writer thread has used (writes flushed), 0 without."""
+    writes = getattr(getattr(rec, "writer", None), "_writes", None)
+    if writes is None or writes._thread.ident is None or not writes._thread.is_alive():
+        return 0.0
+    writes.flush()
+    return time.clock_gettime(time.pthread_getcpuclockid(writes._thread.ident))
+
+
 def measure(name: str, rounds: int = 5, steps: int = 4, device: str = "cpu") -> dict:
     """Median step seconds (wall clock, and the training thread's CPU) of every method on
     model ``name``, and seconds inside watch."""
@@ -190,16 +205,17 @@ def measure(name: str, rounds: int = 5, steps: int = 4, device: str = "cpu") -> 
         elif method == WANDB_STYLE:
             hooks += wandb_style(m)
         setups[method] = (m, opt, rec)
-    times = {method: [] for method in methods}
-    cpu = {method: [] for method in methods}
+    times, cpu, worker = ({method: [] for method in methods} for _ in range(3))  # worker: its CPU a step
     step = 0
-    warm = {}
+    warm, writer_warm = {}, {}
     for round_ in range(rounds + 1):  # the first round warms up (kernels, caches) and is dropped
         if round_ == 1:
             warm = dict(inside.seconds)
+            writer_warm = {method: writer_cpu(rec) for method, (_, _, rec) in setups.items()}
         for _ in range(steps):
             for method, (m, opt, _) in setups.items():
                 inputs, target = to(batch(step), device)
+                start_worker = worker_cpu_seconds()
                 start, start_cpu = time.perf_counter(), time.thread_time()
                 opt.zero_grad()
                 loss_of(m, inputs, target, loss_fn).backward()
@@ -208,10 +224,13 @@ def measure(name: str, rounds: int = 5, steps: int = 4, device: str = "cpu") -> 
                     torch.cuda.synchronize()
                 times[method].append(time.perf_counter() - start)
                 cpu[method].append(time.thread_time() - start_cpu)
+                worker[method].append(worker_cpu_seconds() - start_worker)  # joined within the step
             step += 1
     counted = rounds * steps
     spent = {method: (inside.seconds.get(id(rec), 0.0) - warm.get(id(rec), 0.0)) / counted
              for method, (_, _, rec) in setups.items() if rec is not None}
+    writer = {method: (writer_cpu(rec) - writer_warm[method]) / counted
+              for method, (_, _, rec) in setups.items()}
     log = setups["watch, run directory"][2].spikes
     spikes = (inside.seconds.get(id(log), 0.0) - warm.get(id(log), 0.0)) / counted
     inside.close()
@@ -223,8 +242,9 @@ def measure(name: str, rounds: int = 5, steps: int = 4, device: str = "cpu") -> 
     numel = sum(p.numel() for p in model.parameters())
     medians = {method: statistics.median(t[steps:]) for method, t in times.items()}
     return {"model": name, "numel": numel, "params": len(list(model.parameters())),
-            "median": medians, "inside": spent, "device": device, "spikes": spikes,
-            "cpu": {method: statistics.median(t[steps:]) for method, t in cpu.items()}}
+            "median": medians, "inside": spent, "device": device, "spikes": spikes, "writer": writer,
+            "cpu": {method: statistics.median(t[steps:]) for method, t in cpu.items()},
+            "worker": {method: statistics.mean(t[steps:]) for method, t in worker.items()}}
 
 
 def report(result: dict) -> str:
@@ -233,13 +253,15 @@ def report(result: dict) -> str:
              f"{result['device']}): bare step {bare * 1e3:.2f} ms"]
     bare_cpu = result["cpu"]["bare loop"]
     lines.append(f"  {'method':<22} {'inside watch':>14} {'median step':>13} {'vs bare':>8} "
-                 f"{'fixed cost':>11} {'thread CPU':>11} {'fixed (CPU)':>12}")
+                 f"{'fixed cost':>11} {'thread CPU':>11} {'fixed (CPU)':>12} {'worker CPU':>11} "
+                 f"{'writer CPU':>11}")
     for method, seconds in result["median"].items():
         spent = result["inside"].get(method)
         share = "" if spent is None else f"{spent / bare:.1%}"
         c = result["cpu"][method]
         lines.append(f"  {method:<22} {share:>14} {seconds * 1e3:10.2f} ms {seconds / bare - 1:+8.1%} "
-                     f"{(seconds - bare) * 1e3:8.2f} ms {c * 1e3:8.2f} ms {(c - bare_cpu) * 1e3:9.2f} ms")
+                     f"{(seconds - bare) * 1e3:8.2f} ms {c * 1e3:8.2f} ms {(c - bare_cpu) * 1e3:9.2f} ms"
+                     f" {result['worker'][method] * 1e3:8.2f} ms {result['writer'][method] * 1e3:8.2f} ms")
     lines.append(f"  spike detection (part of the run directory's): {result['spikes'] * 1e6:.0f} us "
                  f"a step, {result['spikes'] / bare:.2%} of the bare step")
     return "\n".join(lines)

@@ -19,6 +19,10 @@ def test_recorder_benchmark_reports_every_method():
     assert all(seconds > 0 for seconds in result["inside"].values())
     assert 0 < result["spikes"] < result["inside"]["watch, run directory"]
     assert "spike detection" in text
+    assert "writer CPU" in text and "worker CPU" in text
+    assert result["worker"]["bare loop"] == 0  # the statistics worker's CPU: none without watch
+    # the run directory's writer thread's CPU, shown beside the training thread's
+    assert result["writer"]["watch, run directory"] > 0 == result["writer"]["watch, in memory"]
     import gradexplorer as gx
 
     assert not hasattr(gx.Recorder.before_optimizer_step, "original")  # timing undone

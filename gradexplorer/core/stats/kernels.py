@@ -14,6 +14,7 @@ import math
 import numpy as np
 from numba import njit
 
+from gradexplorer.core.stats.kernels32 import guess_bins32, scan32
 from gradexplorer.core.stats.raw import (
     DSQ,
     DSUM,
@@ -135,13 +136,17 @@ def segment_moments(x, offsets, out):
 @njit(nogil=True, cache=True)
 def moments_of(part, row):
     """Fill ``row`` (MOMENT_COLUMNS wide) with the moments of ``part`` (two reads)."""
-    total, zeros = _sum_and_zeros(part)
-    if total - total == 0.0:
-        if part.size:
-            lo, hi = _finite_min_max(part)
-            row[MIN], row[MAX] = lo, hi
-        else:
-            row[MIN], row[MAX] = np.inf, -np.inf
+    if part.itemsize == 4 and part.size:  # float32: one vectorised integer pass (kernels32)
+        finite, zeros, lo, hi = scan32(part)
+    else:
+        total, zeros = _sum_and_zeros(part)
+        finite = total - total == 0.0
+        lo, hi = np.inf, -np.inf
+        if finite and part.size:
+            small, large = _finite_min_max(part)
+            lo, hi = np.float64(small), np.float64(large)
+    if finite:
+        row[MIN], row[MAX] = lo, hi
         row[ZEROS], row[NANS], row[INFS], row[FINITE] = zeros, 0, 0, part.size
     else:
         _careful_scan(part, row)
@@ -201,12 +206,15 @@ def _fast_histogram(x, edges, counts, guess, lanes):
         extra = np.zeros(4, np.int64)
         _careful_histogram(x, edges, counts, extra)
         return
-    typed = np.empty(3, x.dtype)  # lo, scale, top in the working precision
-    typed[0], typed[1], typed[2] = lo64, scale64, bins - 1
-    for chunk in range(0, x.size, CHUNK):
-        part = x[chunk : chunk + CHUNK]
+    typed = np.empty(5, x.dtype)  # lo, scale, top; float32: the near test's margins (doubled)
+    typed[0], typed[1], typed[2], typed[3], typed[4] = lo64, scale64, bins - 1, 2 * delta, 1 - 2 * delta
+    step = CHUNK // 4 if x.itemsize == 4 else CHUNK
+    for chunk in range(0, x.size, step):
+        part = x[chunk : chunk + step]
         n = part.size
-        if _guess_bins(part, typed[0], typed[1], typed[2], delta, guess):
+        near = guess_bins32(part, typed[0], typed[1], typed[2], typed[3], typed[4], guess) \
+            if x.itemsize == 4 else _guess_bins(part, typed[0], typed[1], typed[2], delta, guess)
+        if near:
             for j in range(n):
                 guess[j] = _exact_bin(np.float64(part[j]), guess[j], edges, bins)
         m = n - n % 8

@@ -42,29 +42,41 @@ BACKENDS = ("auto", "numba", "torch")
 
 
 class NumbaBackend:
-    """CPU gradients: fused Numba kernels; parameter copies kept for the update ratio."""
+    """CPU gradients: fused Numba kernels; parameter copies kept for the update ratio. Opt-in
+    (``stats_worker``, where a core is spare): the gradients copied and their statistics
+    computed on a worker thread during the optimizer step; ``finish`` waits for them."""
 
     name = "numba"
 
     def __init__(self) -> None:
         from gradexplorer.core.stats import backend_at as grad_backend_at
         from gradexplorer.core.stats import backend_cpu as grad_backend_cpu
+        from gradexplorer.core.stats import stats_worker
         from gradexplorer.core.stats.update_tracker import UpdateTracker
 
-        self._cpu, self._at = grad_backend_cpu, grad_backend_at
+        self._cpu, self._at, self._worker = grad_backend_cpu, grad_backend_at, stats_worker
         self._tracker = UpdateTracker()
+        self._offloaded = stats_worker.OffloadedStats()
 
     def begin(self, grads, params, want_histograms, bins, hist_range, optimizer=None):
         at = self._at.addresses_of(grads)  # in place, one call per pass, where it can
-        raw = self._cpu.compute(grads, want_histograms, bins, hist_range) if at is None \
-            else self._at.compute_at(at, want_histograms, bins, hist_range)
+        if at is None:
+            raw = self._cpu.compute(grads, want_histograms, bins, hist_range)
+        elif self._worker.worth_offloading(at):
+            self._offloaded.submit(at, want_histograms, bins, hist_range)
+            raw = self._offloaded  # under way on the worker thread
+        else:
+            raw = self._at.compute_at(at, want_histograms, bins, hist_range)
         if params is not None:
             self._tracker.before(params, optimizer)
         return raw
 
     def finish(self, raw, params, optimizer=None):
+        update = self._tracker.after(params, optimizer) if params is not None else None
+        if raw is self._offloaded:
+            raw = raw.result()
         if params is not None:
-            raw.update = self._tracker.after(params, optimizer)
+            raw.update = update
         return raw
 
 

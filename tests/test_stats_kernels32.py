@@ -1,0 +1,58 @@
+"""The float32 integer scan (kernels32) gives the float passes' min, max, zeros and finiteness
+bit for bit, signed zeros included, and the moments of a float32 gradient are what the float64
+path gives (the same kernels, read as float64)."""
+
+import numpy as np
+import pytest
+
+from gradexplorer.core.stats import kernels as K
+from gradexplorer.core.stats import kernels32 as K32
+from gradexplorer.core.stats.raw import INFS, MOMENT_COLUMNS, NANS
+
+VALUES = np.array([0.0, -0.0, 1e-45, -1e-45, 1.0, -1.0, 2.5, -3e38, 3e38, 1e-38, -1e-38], np.float32)
+
+
+def float_passes(x: np.ndarray):
+    total, zeros = K._sum_and_zeros(x)
+    lo, hi = K._finite_min_max(x)
+    return total - total == 0.0, zeros, np.float64(lo).tobytes(), np.float64(hi).tobytes()
+
+
+def scan(x: np.ndarray):
+    finite, zeros, lo, hi = K32.scan32(x)
+    return finite, zeros, np.float64(lo).tobytes(), np.float64(hi).tobytes()
+
+
+@pytest.mark.parametrize("values", [[0.0, -0.0], [-0.0, 0.0], [1.0, -0.0, 0.0], [-1.0, 0.0, -0.0],
+                                    [-1.0, -0.0, 0.0], [-0.0] * 9 + [0.0], [5.0, -1e-45, 1e-45]])
+def test_signed_zeros_as_the_float_passes_keep_them(values):
+    x = np.array(values, np.float32)
+    assert scan(x) == float_passes(x)
+
+
+def test_random_arrays_of_awkward_values_match_the_float_passes():
+    rng = np.random.default_rng(26)
+    for _ in range(500):
+        x = rng.choice(VALUES, int(rng.integers(1, 200)))
+        if rng.random() < 0.5 and (x <= 0).any():
+            x = x[x <= 0]
+        assert scan(x) == float_passes(x), x
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_a_non_finite_value_is_seen(bad):
+    x = np.linspace(-1, 1, 1000, dtype=np.float32)
+    x[417] = bad
+    assert not K32.scan32(x)[0]
+    row = np.zeros(MOMENT_COLUMNS)
+    K.moments_of(x, row)
+    assert row[NANS] + row[INFS] == 1  # the careful scan counted it
+
+
+def test_float32_moments_equal_the_float64_path_where_the_values_are_the_same():
+    x = np.random.default_rng(1).standard_normal(70001).astype(np.float32)
+    x[::13] = 0.0
+    a, b = np.zeros(MOMENT_COLUMNS), np.zeros(MOMENT_COLUMNS)
+    K.moments_of(x, a)
+    K.moments_of(x.astype(np.float64), b)
+    assert a[:6].tobytes() == b[:6].tobytes()  # min, max, zeros, NaN, Inf, finite: exact
