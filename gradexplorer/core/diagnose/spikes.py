@@ -24,6 +24,7 @@ from gradexplorer.core.diagnose.spike_band import RollingBands, SpikeSettings, l
 
 LOSS, GLOBAL = "loss", "global norm"
 FIGURES = ("norm", "update")  # per parameter: gradient norm, update ratio ‖Δθ‖/‖θ‖
+_UPDATE = 2 + FIGURES.index("update")  # the first parameter's update ratio in a step's vector
 MAX_RANKED = 32  # parameters kept in an event's ranking (all that moved, up to this many)
 TOP_FIGURES = 8  # ranked parameters whose figures around the event are kept with it
 MAX_KEPT = 128  # recorded steps of figures kept with one event
@@ -128,8 +129,8 @@ class SpikeDetector:
         if len(flat) < size:  # no record: the parameters' figures are missing
             flat, counts = flat + [None] * (size - len(flat)), counts + [0] * (size - len(counts))
         values = np.array(flat, np.float64)  # None becomes NaN
-        updates = values[3::2]  # a weight all zeros before the step has an infinite ratio: it
-        updates[np.isinf(updates)] = np.nan  # is new, not NaN/Inf, and has no band to leave
+        updates = values[_UPDATE::len(FIGURES)]  # a weight all zeros before the step has an
+        updates[np.isinf(updates)] = np.nan  # infinite ratio: new, not NaN/Inf; no band to leave
         return values, np.array(counts, np.float64)
 
     # -- one step ------------------------------------------------------------------------
