@@ -74,8 +74,8 @@ def attach_hooks_from_args(session: TrainingSession, args: argparse.Namespace) -
     registry.event.connect(lambda *event: printer(*event))  # a lambda: psygnal keeps it (and
     # the printer), where it would hold a callable object only weakly
     hooks = [parse_hook_option(text) for text in getattr(args, "hook", None) or []]
-    if hooks:
-        registry.install(session)
+    if hooks:  # recovering from hook errors; the session's stack runs its phases
+        registry.install(session, observe=False)
     for module, action in hooks:
         registry.attach(module, action)
     return registry

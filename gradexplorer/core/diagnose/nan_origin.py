@@ -8,6 +8,8 @@ dispatch mode and names the first op whose inputs were finite and whose output w
 ``NonFiniteOrigin`` is a session observer doing this for ``run``: a healthy step costs one
 gradient norm; a step with NaN/Inf gradients is replayed (same parameters, batch and random
 numbers; buffers and RNG restored; ``.grad`` and optimizer untouched) to find the origin.
+Whether a step is healthy comes from the gradient monitor's NaN/Inf counts when the stack has
+one.
 """
 
 from __future__ import annotations
@@ -199,21 +201,34 @@ class NonFiniteOrigin:
     The finding goes to ``result.nonfinite_origin`` (a dict with ``text``, ``op``,
     ``module``...), before the alarm and snapshot observers added after this one read it, and
     by its ``event`` signal as ``("error", module, "step N: text")`` (the signature of
-    ``HookRegistry.event``, so the app's event log can take both). A healthy step costs one
-    fused gradient norm; a step whose parameters already hold NaN/Inf is reported without a
-    replay; only the first bad step of a run is replayed.
+    ``HookRegistry.event``, so the app's event log can take both). A step whose parameters
+    already hold NaN/Inf is reported without a replay; only the first bad step of a run is
+    replayed.
+
+    With ``monitor`` (a GradientMonitor measuring the same step, begun before this observer
+    runs, as ``SessionStack`` orders them) a healthy step costs nothing more: whether the
+    gradients hold NaN/Inf is read from the counts the monitor already took
+    (``pending_nonfinite``); without one, or where its measuring failed, one fused gradient
+    norm and one host sync tell.
     """
 
     event = Signal(str, str, str)
 
-    def __init__(self, session) -> None:
+    def __init__(self, session, monitor=None) -> None:
         self._rng = rng_snapshot(session.device)  # random state at the start of the next step
+        self._monitor = monitor
         self._found: dict | None = None
         self.found: list[dict] = []
 
+    def gradients_nonfinite(self, session) -> bool:
+        """Whether this step's parameter gradients hold NaN/Inf (the monitor's counts where it
+        has them, else one fused norm)."""
+        counted = None if self._monitor is None else self._monitor.pending_nonfinite()
+        return counted if counted is not None else not grads_finite(session.model)
+
     def after_backward(self, session, step: int) -> None:
         self._found = None
-        if grads_finite(session.model):
+        if not self.gradients_nonfinite(session):
             return
         rng = session.forward_rng(step) if hasattr(session, "forward_rng") else None
         found = _nonfinite_parameters(session, step) \

@@ -200,8 +200,9 @@ class HookRegistry:
                 self._remove(hook, "detached", f"{self._label(hook)} acted once and detached")
 
     # -- working with a training session -----------------------------------------
-    def install(self, session) -> None:
-        """Recover from hook errors in ``session``'s steps and report hooks in each result."""
+    def install(self, session, observe: bool = True) -> None:
+        """Recover from hook errors in ``session``'s steps and report hooks in each result
+        (``observe=False``: not as an observer of its own; a ``SessionStack`` runs its phases)."""
         if session.model is not self.model:
             raise ValueError("HookRegistry.install: the session trains a different model")
         if session in self._sessions:
@@ -209,7 +210,8 @@ class HookRegistry:
         if self.sample_inputs is None:
             self.sample_inputs = session.batch(session.step_count)[0]
         session.backward_error_handlers.append(self.handle_backward_error)
-        session.add_observer(self)
+        if observe:
+            session.add_observer(self)
         self._mark_step_start()
         self._sessions.append(session)
 

@@ -8,7 +8,8 @@ observer and runs its parts in four phases, each part once:
 
 1. **after backward** (gradients complete, the optimizer not yet stepped): the hook registry
    notes the hooks that shaped them (``end_backward``); the monitor begins measuring
-   (``GradientMonitor.begin``); the NaN-origin finder replays a step whose gradients hold NaN/Inf;
+   (``GradientMonitor.begin``); the NaN-origin finder, reading the NaN/Inf counts the monitor
+   has just taken (no check of its own), replays a step whose gradients hold NaN/Inf;
 2. **measure** (the optimizer has stepped): the monitor's StepGradients
    (``GradientMonitor.finish``) into ``result.gradients`` (and the global norm, where the
    session left it unset);
@@ -60,7 +61,7 @@ class SessionStack:
         step's NaN/Inf was born). With a monitor the session leaves the global norm to it."""
         from gradexplorer.core.diagnose.nan_origin import NonFiniteOrigin
 
-        stack = cls(monitor, hooks, NonFiniteOrigin(session) if origin else None,
+        stack = cls(monitor, hooks, NonFiniteOrigin(session, monitor) if origin else None,
                     list(reporters), list(publishers))
         stack.install(session)
         return stack
@@ -69,8 +70,8 @@ class SessionStack:
         """Observe ``session`` (once); the hook registry recovers from hook errors in its steps
         and reports through this stack, not as an observer of its own."""
         if self.hooks is not None:
-            self.hooks.install(session)
-            session.remove_observer(self.hooks)  # its phases are this stack's
+            self.hooks.install(session, observe=False)  # its phases are this stack's
+            session.remove_observer(self.hooks)  # where it was installed on its own before
         if self.monitor is not None:
             session.config.grad_norm = False  # the monitor reports the global norm itself
         if self not in session.observers:

@@ -25,7 +25,7 @@ from gradexplorer.core.errors import first_line
 from gradexplorer.core.stats import fused, fused_bins, triton_stats
 from gradexplorer.core.stats.blocks import Blocks
 from gradexplorer.core.stats.histogram import HistRange
-from gradexplorer.core.stats.raw import MOMENT_COLUMNS, RawStats
+from gradexplorer.core.stats.raw import INFS, MOMENT_COLUMNS, NANS, RawStats
 from gradexplorer.core.stats.side_stream import SideStreams
 
 F64 = torch.float64
@@ -164,6 +164,13 @@ class FusedTorch:
             warnings.warn(f"gradexplorer: the Triton statistics kernels failed ({first_line(exc)});"
                           " using the eager fused path", RuntimeWarning, stacklevel=4)
             return None
+
+    def nonfinite(self, pending: TorchPending) -> bool:
+        """Whether the queued gradients hold NaN/Inf: their NaN and Inf counts summed in each
+        group, one scalar read each (waiting for the statistics, not for more work)."""
+        devices = [g.rows.device for g in pending.groups]
+        with torch.no_grad(), self.streams.entered(devices):
+            return any(bool(g.rows[:, NANS: INFS + 1].sum() > 0) for g in pending.groups)
 
     def finish(self, pending: TorchPending, params: list[torch.Tensor] | None) -> RawStats:
         """Update norms (if copies were taken), then one device-to-host transfer per device

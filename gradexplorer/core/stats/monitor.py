@@ -25,6 +25,7 @@ from gradexplorer.core.errors import first_line, measured, renamed, warn_not_rec
 from gradexplorer.core.stats.histogram import HistRange, parse_hist_range
 from gradexplorer.core.stats.history import GradientHistory, HistogramMatrix
 from gradexplorer.core.stats.ledger import fill_session_ledger
+from gradexplorer.core.stats.raw import INFS, NANS
 from gradexplorer.core.stats.records import (
     STAT_FIELDS,
     Histogram,
@@ -71,6 +72,13 @@ class NumbaBackend:
             self._tracker.before(params, optimizer)
         return raw
 
+    def nonfinite(self, raw):
+        """Whether the gradients of ``raw`` (``begin``'s) hold NaN/Inf, read from their
+        counts (no pass of its own), and what ``finish`` now takes in its place."""
+        if raw is self._offloaded:
+            raw = raw.result()
+        return bool(raw.moments[:, NANS].any() or raw.moments[:, INFS].any()), raw
+
     def finish(self, raw, params, optimizer=None):
         update = self._tracker.after(params, optimizer) if params is not None else None
         if raw is self._offloaded:
@@ -93,6 +101,11 @@ class TorchBackend:
 
     def begin(self, grads, params, want_histograms, bins, hist_range, optimizer=None):
         return self._dev.begin(grads, params, want_histograms, bins, hist_range)
+
+    def nonfinite(self, pending):
+        """Whether the gradients of ``pending`` hold NaN/Inf, from the NaN and Inf counts
+        queued with their statistics (no pass of its own; one scalar read per device)."""
+        return self._dev.nonfinite(pending), pending
 
     def finish(self, pending, params, optimizer=None):
         return self._dev.finish(pending, params)
@@ -243,6 +256,21 @@ class GradientMonitor:
         except Exception as exc:  # noqa: BLE001 - measured one by one after the step, named
             pending = exc
         self._pending = (named, present, params, pending, time.perf_counter() - start)
+
+    def pending_nonfinite(self) -> bool | None:
+        """Between ``begin`` and ``finish``: whether the gradients being measured hold NaN or
+        Inf, read from the NaN/Inf counts the statistics already hold (on CPU free; on a device
+        one small read per device before the optimizer step, no pass of its own). None when no
+        step is pending or its measuring failed (the caller checks by itself)."""
+        if self._pending is None or isinstance(self._pending[3], Exception):
+            return None
+        named, present, params, pending, spent = self._pending
+        try:
+            found, pending = self._backend.nonfinite(pending)
+        except Exception as exc:  # noqa: BLE001 - finish measures one by one and names it
+            found, pending = None, exc
+        self._pending = (named, present, params, pending, spent)
+        return found
 
     def finish(self, optimizer, step: int) -> StepGradients | None:
         """The optimizer has stepped: finish, record (``history``) and publish (``recorded``)
