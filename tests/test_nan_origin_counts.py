@@ -44,8 +44,9 @@ def test_a_healthy_step_takes_no_check_of_its_own(own_checks, backend):
     assert all(r.nonfinite_origin is None and r.gradients.nonfinite() == {} for r in results)
 
 
-def test_without_a_monitor_it_checks_by_itself(own_checks):
-    session = cpu_session("example:digits")
+def test_without_a_monitor_or_a_session_norm_it_checks_by_itself(own_checks):
+    session = gx.TrainingSession(gx.load_workload("example:digits"),
+                                 gx.SessionConfig(device="cpu", grad_norm=False))
     SessionStack.on(session, None)
     for _ in range(3):
         session.step()
@@ -98,3 +99,28 @@ def test_the_command_lines_hooks_are_run_by_the_stack_alone():
     assert session.observers == [stack] and stack.hooks is registry
     result = session.step()
     assert [h["module"] for h in result.hooks] == ["fc2"]
+
+
+def test_without_a_monitor_the_sessions_own_norm_tells(own_checks):
+    """No monitor: the session's global norm of the step (queued anyway for its result) says
+    the step is healthy; no second norm is taken."""
+    session = cpu_session("example:digits")
+    SessionStack.on(session, None)
+    results = [session.step() for _ in range(3)]
+    assert own_checks == [] and all(r.nonfinite_origin is None for r in results)
+    assert float(session.accumulated_norm) == results[-1].grad_norm
+
+
+def test_huge_finite_float64_gradients_are_no_nan_step():
+    """A float64 norm overflows on finite gradients of 1e200: the step is healthy anyway."""
+    import torch
+    from torch import nn
+
+    model = nn.Linear(3, 1).double()
+    for p in model.parameters():
+        p.grad = torch.full_like(p, 1e200)
+    assert nan_origin.grads_finite(model)
+    assert nan_origin.nonfinite_names(list(model.named_parameters())) == []
+    model.bias.grad[0] = float("inf")
+    assert not nan_origin.grads_finite(model)
+    assert nan_origin.nonfinite_names([(n, p.grad) for n, p in model.named_parameters()]) == ["bias"]

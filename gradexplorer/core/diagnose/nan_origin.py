@@ -156,13 +156,16 @@ def loss_origin(session, G: nx.DiGraph) -> dict | None:
 
 
 def nonfinite_names(named: list[tuple[str, torch.Tensor]]) -> list[str]:
-    """Names of the floating tensors holding NaN/Inf (one fused norm, one transfer per device)."""
+    """Names of the floating tensors holding NaN/Inf (one fused norm, one transfer per device;
+    a tensor whose norm is not finite is then checked element-wise, as a float64 norm
+    overflows on finite values of 1e155 and more)."""
     named = [(n, t.coalesce()._values() if t.is_sparse else t.detach()) for n, t in named
              if t is not None and t.is_floating_point() and t.numel()]
     if not named:
         return []
     norms = to_host(list(torch._foreach_norm([t for _, t in named], 2, dtype=torch.float64)))
-    return [name for (name, _), norm in zip(named, norms, strict=True) if not math.isfinite(norm)]
+    return [name for (name, t), norm in zip(named, norms, strict=True)
+            if not math.isfinite(norm) and not bool(torch.isfinite(t).all())]
 
 
 def _nonfinite_parameters(session, step: int | None) -> dict | None:
@@ -191,7 +194,7 @@ def unreproduced(session, step: int) -> dict:
 
 
 def grads_finite(model: nn.Module) -> bool:
-    """True when every parameter gradient is finite (one fused norm, one host sync)."""
+    """True when every parameter gradient is finite (one fused norm, one host sync; exact)."""
     return not nonfinite_names([(n, p.grad) for n, p in model.named_parameters()])
 
 
@@ -208,8 +211,8 @@ class NonFiniteOrigin:
     With ``monitor`` (a GradientMonitor measuring the same step, begun before this observer
     runs, as ``SessionStack`` orders them) a healthy step costs nothing more: whether the
     gradients hold NaN/Inf is read from the counts the monitor already took
-    (``pending_nonfinite``); without one, or where its measuring failed, one fused gradient
-    norm and one host sync tell.
+    (``pending_nonfinite``); without one, or where its measuring failed, the session's own
+    global norm of the step tells (``accumulated_norm``; one host sync), else a fused norm.
     """
 
     event = Signal(str, str, str)
@@ -221,10 +224,16 @@ class NonFiniteOrigin:
         self.found: list[dict] = []
 
     def gradients_nonfinite(self, session) -> bool:
-        """Whether this step's parameter gradients hold NaN/Inf (the monitor's counts where it
-        has them, else one fused norm)."""
+        """Whether this step's parameter gradients hold NaN/Inf: the monitor's counts where it
+        has them, else the session's global norm of the step (``accumulated_norm``), else one
+        fused norm of its own."""
         counted = None if self._monitor is None else self._monitor.pending_nonfinite()
-        return counted if counted is not None else not grads_finite(session.model)
+        if counted is not None:
+            return counted
+        norm = session.accumulated_norm
+        if norm is not None and math.isfinite(float(norm)):
+            return False
+        return not grads_finite(session.model)  # exact where a norm overflowed (|g| ~ 1e200)
 
     def after_backward(self, session, step: int) -> None:
         self._found = None

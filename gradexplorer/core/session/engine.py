@@ -135,6 +135,10 @@ class TrainingSession:
         self._kept: tuple[int, tuple[ModelInputs, Any], dict | None] | None = None
         self.observers: list[Any] = []
         self.backward_error_handlers: list[BackwardErrorHandler] = []
+        # the step under way's global gradient norm as accumulated (a float64 tensor on the
+        # device, queued after backward, before the observers' ``after_backward``); None
+        # when ``config.grad_norm`` is off or no parameter has a gradient
+        self.accumulated_norm: torch.Tensor | None = None
 
     @property
     def optimizer(self) -> torch.optim.Optimizer:
@@ -274,10 +278,10 @@ class TrainingSession:
         timings: dict[str, float] = {}
         start = time.perf_counter()
         loss = self._forward_backward(timings)
+        norm = self.accumulated_norm = self.global_grad_norm() if self.config.grad_norm else None
         for obs in self.observers:
             if hasattr(obs, "after_backward"):
                 obs.after_backward(self, self.step_count)
-        norm = self.global_grad_norm() if self.config.grad_norm else None
         t0 = time.perf_counter()
         self.optimizer.step()
         timings["optimizer"] = time.perf_counter() - t0
