@@ -3,13 +3,14 @@
 Fed by the timeline with each step's ``StepPoint``: its StepLedger (which gradient the figures
 describe: as accumulated and as applied, clip coefficient, scale, skipped), the optimizer's
 per-parameter state after the step, and the spike events known so far. The in-app session and
-a followed run directory fill it the same way (``run_point_extras`` reads a run's).
+a followed run directory fill it the same way (``followed_steps`` reads a run's).
 """
 
 from __future__ import annotations
 
 import math
 from collections import deque
+from dataclasses import dataclass
 from typing import Any
 
 from gradexplorer.core.stats.ledger import StepLedger, rolling_summary
@@ -79,15 +80,25 @@ def _value(value: float | None) -> float:
     return math.nan if value is None else float(value)
 
 
-def run_point_extras(run, rows: list[dict], after: int) -> dict[int, dict[str, Any]]:
-    """For a followed run: ``step -> {ledger, optimizer, spikes}`` of the steps in ``rows``
-    (read after ``after``): every step's ledger, the newest step's optimizer state, and on the
-    newest step every spike event recorded so far."""
+@dataclass(frozen=True)
+class FollowedStep:
+    """What a followed run adds to a step's StepPoint: its StepLedger, the optimizer's state
+    after it (newest step only) and the spike events recorded so far (newest step only)."""
+
+    ledger: StepLedger | None
+    optimizer: Any = None
+    spikes: tuple = ()
+
+
+def followed_steps(run, rows: list[dict], after: int) -> dict[int, FollowedStep]:
+    """For a followed run: ``step -> FollowedStep`` of the steps in ``rows`` (read after
+    ``after``): every step's ledger, the newest step's optimizer state, and on the newest step
+    every spike event recorded so far."""
     if not rows:
         return {}
     ledgers = {led.optimizer_step: led for led in run.ledger(after=after)}
-    out = {row["step"]: {"ledger": ledgers.get(row["step"])} for row in rows}
+    out = {row["step"]: FollowedStep(ledgers.get(row["step"])) for row in rows}
     newest = rows[-1]["step"]
-    out[newest]["optimizer"] = run.optimizer_state(newest)
-    out[newest]["spikes"] = tuple(run.spike_events())
+    out[newest] = FollowedStep(out[newest].ledger, run.optimizer_state(newest),
+                               tuple(run.spike_events()))
     return out

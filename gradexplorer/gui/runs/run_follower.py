@@ -16,7 +16,6 @@ from __future__ import annotations
 import math
 import threading
 from dataclasses import dataclass, field
-from typing import Any
 
 from PySide6.QtCore import QObject, Qt, Signal
 
@@ -25,7 +24,7 @@ from gradexplorer.core.recorder.run import Run
 from gradexplorer.core.stats.history import GradientHistory
 from gradexplorer.core.stats.records import StepGradients
 from gradexplorer.gui.models.run_steps import lazy_step
-from gradexplorer.gui.models.step_ledger import run_point_extras
+from gradexplorer.gui.models.step_ledger import FollowedStep, followed_steps
 from gradexplorer.gui.models.timeline import StepPoint, TimelineModel
 
 POLL_MS = 500
@@ -36,13 +35,13 @@ CLOSE_WAIT_S = 5.0  # how long closing waits for a read under way
 @dataclass
 class StepsRead:
     """What one poll read of a run after step ``after``: the new ``rows`` (oldest first), the
-    newest step whole, each row's extras (``run_point_extras``), the histogram bins, and
+    newest step whole, each row's ledger and more (``followed_steps``), the histogram bins, and
     whether the writer had closed the run (read only when no step was new)."""
 
     after: int
     rows: list[dict] = field(default_factory=list)
     newest: StepGradients | None = None
-    extras: dict[int, dict[str, Any]] = field(default_factory=dict)
+    followed: dict[int, FollowedStep] = field(default_factory=dict)
     bins: int = 64
     finished: bool = False
 
@@ -54,7 +53,7 @@ def read_new_steps(run: Run, after: int) -> StepsRead:
     if not rows:
         return StepsRead(after, finished=run.meta("finished") is not None)
     newest = run.step_gradients(rows[-1]["step"])  # a damaged one: the dialog
-    return StepsRead(after, rows, newest, run_point_extras(run, rows, after),
+    return StepsRead(after, rows, newest, followed_steps(run, rows, after),
                      run.settings.get("bins", 64))
 
 
@@ -127,10 +126,13 @@ class RunFollower(QObject):
         first_kept = len(rows) - self.timeline.gradients.maxlen  # older ones would fall out
         records = [None] * max(first_kept, 0) + \
             [lazy_step(self.run, row, read.bins) for row in rows[max(first_kept, 0):-1]] + [read.newest]
-        points = [StepPoint(r["step"], math.nan if r["loss"] is None else float(r["loss"]),
-                            r["global_norm"], r["seconds"] or 0.0, time=float(r["time"]),
-                            gradients=record, **read.extras[r["step"]])
-                  for r, record in zip(rows, records, strict=True)]
+        points = []
+        for r, record in zip(rows, records, strict=True):
+            f = read.followed[r["step"]]
+            points.append(StepPoint(r["step"], math.nan if r["loss"] is None else float(r["loss"]),
+                                    r["global_norm"], r["seconds"] or 0.0, ledger=f.ledger,
+                                    optimizer=f.optimizer, spikes=f.spikes, time=float(r["time"]),
+                                    gradients=record))
         self.last_step = rows[-1]["step"]
         self._times = (self._times + [r["time"] for r in rows])[-64:]
         span = self._times[-1] - self._times[0]
