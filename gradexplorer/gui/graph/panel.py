@@ -202,6 +202,17 @@ class GraphPanel(GraphSearch, QWidget):
         self.expanded, self._auto_depth = set(), False
         self.relayout(fit=True)
 
+    def change_hooks(self, hooks: dict[str, str], model) -> bool:
+        """The hook table is now ``hooks``: hook nodes appear on modules attached since the
+        last table and leave detached ones, without a trace (``edit_hooks``), and hooked
+        modules are ringed; False when only a trace can place the hook nodes."""
+        attached = [p for p in hooks if p not in self._hooks]
+        detached = [p for p in self._hooks if p not in hooks]
+        placed = self.graph is None or not (attached or detached) \
+            or self.edit_hooks(attached, detached, model)
+        self.set_hooks(hooks)
+        return placed
+
     def edit_hooks(self, attached: list[str], detached: list[str], model) -> bool:
         """Show hook nodes appearing on ``attached`` modules and leaving ``detached`` ones
         without a trace, keeping the layout; False when only a trace can tell (see

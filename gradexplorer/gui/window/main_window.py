@@ -52,7 +52,7 @@ class MainWindow(QMainWindow):
         self.exit_status: int | None = None  # the app's exit status a scripted run sets (screenshot.py)
         self.shown_run = ShownRun()  # the run folder shown instead of the model (run_view.py)
         self._first_view = False  # the graph shown is a model's first view, its session to come
-        self._after_first_view, self._hooked = None, {}  # the live session to show once drawn; hooks
+        self._after_first_view = None  # the live session to show once its first view is drawn
         self.settings = settings or AppSettings()
         self.controller = SessionController(self)
         self.selection = SelectionModel()
@@ -225,7 +225,6 @@ class MainWindow(QMainWindow):
             from gradexplorer.gui.runs.run_view import leave_run_view
 
             leave_run_view(self)
-        self._hooked = {}  # a new model: its graph comes from a trace
         self.setWindowTitle(f"gradexplorer — {live.spec}")
         first_view, self._first_view = self._first_view, False
         if not first_view:
@@ -310,16 +309,10 @@ class MainWindow(QMainWindow):
         self.build_plots().flush()  # (made by now: self.curves above)
 
     def _hooks_changed(self, hooks: dict) -> None:
-        before, self._hooked = self._hooked, dict(hooks)
         self.tree.set_hooks(hooks)
         self.details.set_context(hooks=hooks)
-        panel, live = self.graph_panel, self.controller.live
-        attached = [p for p in hooks if p not in before]
-        detached = [p for p in before if p not in hooks]
-        if panel.graph is not None and (attached or detached) and not panel.edit_hooks(
-                attached, detached, live.session.model):
+        if not self.graph_panel.change_hooks(hooks, self.controller.live.session.model):
             self.trace_graph(fit=False)  # only a trace can tell where the hook nodes go
-        panel.set_hooks(hooks)
 
     def open_model_dialog(self) -> None:
         """Ask for a model and open it."""
