@@ -26,7 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 STEP_HOPS = ("SessionWorker._run_steps", "TrainingSession.step", "GradientMonitor.after_step",
              "RunBuffer.push", "SessionController.flush", "TimelineModel.extend")
 CLICK_HOPS = ("SessionController.attach_hook", "HookRegistry.attach", "SessionController._on_job_done",
-              "SessionModel.set_hooks", "MainWindow._hooks_changed", "GraphPanel.edit_hooks")
+              "SessionModel.set_hooks", "MainWindow._hooks_changed", "GraphPanel.change_hooks",
+              "GraphPanel.edit_hooks")
 # code that belongs on the training thread or in Qt-free models: anything else of the GUI
 # package is a view, never run by the training thread (pyside_scan: PySide6's check of each
 # module imported, run by whichever thread imports)
