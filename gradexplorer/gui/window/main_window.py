@@ -26,7 +26,7 @@ from gradexplorer.gui.settings import AppSettings
 from gradexplorer.gui.theme import apply_theme
 from gradexplorer.gui.throttle import throttled
 from gradexplorer.gui.window.file_actions import FileActions
-from gradexplorer.gui.window.first_view import AfterFirstPaint, plots_soon, traced
+from gradexplorer.gui.window.first_view import AfterFirstPaint, leave_start, plots_soon, traced
 from gradexplorer.gui.window.menus import WindowMenus
 from gradexplorer.gui.window.run_controls import RunControls
 from gradexplorer.gui.window.shortcuts import WindowShortcutsFirst
@@ -50,6 +50,7 @@ class MainWindow(QMainWindow):
         self.setWindowTitle("gradexplorer")
         self.scripted = False  # True while --steps/--screenshot drive the window: no dialogs
         self.exit_status: int | None = None  # the app's exit status a scripted run sets (screenshot.py)
+        self.quit_fast = None  # app.launch's end_process_now: closed while the first model opens
         self.shown_run = ShownRun()  # the run folder shown instead of the model (run_view.py)
         self._first_view = False  # the graph shown is a model's first view, its session to come
         self._after_first_view, self._hooked = None, {}  # the live session to show once drawn; hooks
@@ -271,7 +272,7 @@ class MainWindow(QMainWindow):
             self._first_view, panel = result.first, self.graph_panel
             if result.first:  # once it is on screen: training set up, plots made
                 AfterFirstPaint(panel.view.viewport(), self._first_graph_shown,
-                                lambda: panel.drawing is not None)
+                                lambda: panel.live_drawing is not None)  # (not a cached one)
             panel.set_graph(result.graph, fit=result.fit)
             attrs = result.graph.graph
             notes = [f"gradients traced on a replay of step {attrs['step'] + 1}, the first step "
@@ -373,8 +374,11 @@ class MainWindow(QMainWindow):
         self.dock_shares.window_resized()
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt API
-        """Remember the layout, stop the worker and wait for it."""
+        """Remember the layout, stop the worker and wait for it; closed while the app's first
+        model opens (nothing to lose), stop it without waiting: the process ends (app.launch)."""
         self.settings.save_window(self.saveGeometry(), self.saveState())
+        if self.quit_fast is not None and self.controller.live is None:  # nothing to lose
+            return leave_start(self, lambda: super(MainWindow, self).closeEvent(event))
         self.hide()  # off the screen now (the training thread may still be importing torch or
         QApplication.sync()  # tracing a first graph, which the worker's shutdown waits for)
         self.hook_actions.close()  # stops an A/B job on the training thread after its current step
