@@ -25,12 +25,17 @@ build_parser(["gui"]).parse_args(["gui"])
 from gradexplorer.gui.app import application, build_window, scratch_settings
 from gradexplorer.gui.settings import AppSettings
 
+from gradexplorer.core.model.options import DEFAULT_SPEC, ModelOptions
+from gradexplorer.gui.window.cached_first_graph import CachedFirstGraph
+
 app = application(plots=False)
 window = build_window(AppSettings(scratch_settings()), plots_later=True)  # as the app starts
+CachedFirstGraph(window, DEFAULT_SPEC, ModelOptions())  # its first graph, from the graph cache
 window.show()
 window.repaint()
 app.processEvents()
 heavy = sorted({m.partition(".")[0] for m in sys.modules} & set(sys.argv[1].split(",")))
+assert window.graph_panel.cached is not None and len(window.graph_panel.drawing) > 10
 plots = window.build_plots()  # then its plots, in their docks
 made = [type(dock.widget()).__name__ for dock in (window.gradients_dock, window.curves_dock)]
 window.close()
@@ -73,12 +78,12 @@ report(main(["gui", "--model", "example:digits", "--device", "cpu"]))
 
 def run(code: str, tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "QT_QPA_PLATFORM": "offscreen",
-           "XDG_CONFIG_HOME": str(tmp_path), **env}
+           "XDG_CONFIG_HOME": str(tmp_path), "XDG_CACHE_HOME": str(tmp_path / "cache"), **env}
     return subprocess.run([sys.executable, "-c", code, *args], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=600)
 
 
-def test_the_window_imports_no_torch_numba_scipy_networkx_or_pyqtgraph(tmp_path):
+def test_the_window_and_its_cached_graph_import_no_torch_numba_scipy_networkx_or_pyqtgraph(tmp_path):
     done = run(WINDOW_ONLY, tmp_path, ",".join(HEAVY))
     assert done.returncode == 0, done.stderr[-3000:]
     heavy, made, plotted = json.loads(done.stdout.strip().splitlines()[-1])
@@ -105,3 +110,57 @@ def test_the_window_is_painted_before_the_training_thread_imports_torch(tmp_path
     assert marks["graph"] <= torch["time"]
     # no garbage collection on the live graph's way (torch's import: collected once after it)
     assert not [t for t in report["collected"] if marks["window"] < t < marks["live"]]
+
+
+# `gradexplorer gui` on a model whose build takes a minute (as torch's import and a big model's
+# build and trace take seconds): the window is closed once the build has begun.
+CLOSE_WHILE_LOADING = r"""
+import json, sys, threading, time
+from PySide6.QtCore import QObject, Signal
+from gradexplorer.gui.window import main_window
+
+building = threading.Event()  # set by the model file on the training thread
+
+class Closer(QObject):
+    close_now = Signal()
+
+def show(window, shown=main_window.MainWindow.show):
+    shown(window)
+    window.closer = Closer()
+    window.closer.close_now.connect(window.close)  # queued: emitted on another thread
+
+    def close_once_building():
+        building.wait()
+        print(json.dumps({"closing": time.time()}), flush=True)
+        window.closer.close_now.emit()
+    threading.Thread(target=close_once_building, daemon=True).start()
+
+main_window.MainWindow.show = show
+from gradexplorer.cli import main
+sys.exit(main(["gui", "--model", sys.argv[1], "--device", "cpu"]))
+"""
+
+SLOW_MODEL = """
+import sys, time
+
+def build():
+    sys.modules["__main__"].building.set()
+    time.sleep(120)
+"""
+
+
+def test_closing_while_the_first_model_opens_ends_the_process_at_once(tmp_path):
+    """Nothing is lost (no model open yet): the process does not wait for the training thread
+    (importing torch, building or tracing the first model: 10-16 s on ResNet-18), and exits 0
+    with the window's settings written."""
+    import time
+
+    model = tmp_path / "slow.py"
+    model.write_text(SLOW_MODEL)
+    done = run(CLOSE_WHILE_LOADING, tmp_path, f"{model}:build")
+    ended = time.time()
+    assert done.returncode == 0, done.stderr[-3000:]
+    closing = json.loads(done.stdout.strip().splitlines()[-1])["closing"]
+    assert ended - closing < 10  # not the model's 120 s (on a quiet machine: ~0.1 s)
+    settings = (tmp_path / "gradexplorer" / "gradexplorer.conf").read_text()
+    assert "geometry" in settings  # saved before the process ended
