@@ -31,7 +31,8 @@ from gradexplorer.resources import resource_path
 PACKAGE = Path(__file__).resolve().parents[2]
 EXAMPLES = PACKAGE / "core" / "model" / "examples"
 SHIPPED = ("graphs", "example-digits.json")  # the default example's entry, in the resources
-MOST_NODES = 20_000  # bigger first views are not kept (their JSON would take longer than a layout)
+MOST_NODES = 1500  # bigger first views are not kept: drawn without an overview image (canvas.py's
+# OVERVIEW_MIN_NODES), they would paint slowly; a readable first view is smaller
 DECIMALS = 3  # positions kept to a thousandth of a scene unit (a node is 180 wide)
 SHIPPED_IGNORES = ("gradexplorer", "torch")  # the shipped entry serves any version of either
 
