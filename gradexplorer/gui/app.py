@@ -97,8 +97,9 @@ def launch(
     remembered = None if spec is not None or screenshot else settings.last_model()
     spec = spec or remembered or DEFAULT_SPEC
     window.graph_panel.view_state.trace_grads = trace_grads
-    window.quit_fast = lambda status: end_process_now(status, settings)  # closed before a model opens
-    first_graph = CachedFirstGraph(window, spec, options or ModelOptions())  # before torch, if cached
+    window.end_process_at_close()  # closed before a model opens: the process ends at once
+    # the first graph drawn before torch loads, when cached (a screenshot: only the shipped one)
+    first_graph = CachedFirstGraph(window, spec, options or ModelOptions(), user_cache=not screenshot)
     window.time_startup(preloading=preloading is not None)  # bench/gui.py --startup only
     window.show()
     if remembered and remembered != DEFAULT_SPEC:

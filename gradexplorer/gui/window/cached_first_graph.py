@@ -29,13 +29,14 @@ def cache_folder() -> Path | None:
 
 class CachedFirstGraph(QObject):
     """Draws ``spec``'s cached first view on the window's graph panel (when there is one), and
-    keeps the cache up to date with the live first view that follows ``watch``."""
+    keeps the cache up to date with the live first view that follows ``watch``; without
+    ``user_cache`` (scripted screenshots: nothing from past launches) only the shipped entry."""
 
-    def __init__(self, window, spec: str, options) -> None:
+    def __init__(self, window, spec: str, options, user_cache: bool = True) -> None:
         super().__init__(window)
         self.window, self.opening, self.writer = window, None, None
         panel, state = window.graph_panel, window.graph_panel.view_state
-        self.folder = cache_folder()
+        self.folder = cache_folder() if user_cache else None
         self.key = None if state.trace_grads else cache_key(spec, options, state.layout, state.hook_nodes)
         self.found = None if self.key is None else find_entry(self.folder, self.key)
         drawing = None if self.found is None else cached_drawing(self.found)

@@ -50,7 +50,7 @@ class MainWindow(QMainWindow):
         self.setWindowTitle("gradexplorer")
         self.scripted = False  # True while --steps/--screenshot drive the window: no dialogs
         self.exit_status: int | None = None  # the app's exit status a scripted run sets (screenshot.py)
-        self.quit_fast = None  # app.launch's end_process_now: closed while the first model opens
+        self.quit_fast = False  # app.launch: closed while the first model opens, the process ends
         self.shown_run = ShownRun()  # the run folder shown instead of the model (run_view.py)
         self._first_view = False  # the graph shown is a model's first view, its session to come
         self._after_first_view, self._hooked = None, {}  # the live session to show once drawn; hooks
@@ -153,6 +153,10 @@ class MainWindow(QMainWindow):
     def run_script(self, script) -> None:
         """``script`` (a ScreenshotRun) drives the window: no dialogs; ``end_script`` quits."""
         self.script, self.scripted, self.exit_status = script, True, 0
+
+    def end_process_at_close(self) -> None:
+        """The app's window (``app.launch``): closed while its first model opens, the process ends."""
+        self.quit_fast = True
 
     def end_script(self, status: int) -> None:
         self.exit_status = status  # 0: done, 2: failed
@@ -374,10 +378,9 @@ class MainWindow(QMainWindow):
         self.dock_shares.window_resized()
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt API
-        """Remember the layout, stop the worker and wait for it; closed while the app's first
-        model opens (nothing to lose), stop it without waiting: the process ends (app.launch)."""
+        """Remember the layout, stop the worker and wait for it (not as the first model opens)."""
         self.settings.save_window(self.saveGeometry(), self.saveState())
-        if self.quit_fast is not None and self.controller.live is None:  # nothing to lose
+        if self.quit_fast and self.controller.live is None:  # nothing to lose: first_view.leave_start
             return leave_start(self, lambda: super(MainWindow, self).closeEvent(event))
         self.hide()  # off the screen now (the training thread may still be importing torch or
         QApplication.sync()  # tracing a first graph, which the worker's shutdown waits for)
