@@ -23,16 +23,19 @@ from gui_order import (  # noqa: E402, F401 - the --gui-order option's hooks
 
 @pytest.fixture(scope="session", autouse=True)
 def app_data_home(tmp_path_factory):
-    """The app's data folder (the crash log) under a temporary XDG_DATA_HOME, for this process
-    and the gradexplorer processes the tests start: never the user's own."""
+    """The app's data folder (the crash log) and cache folder (the graph cache) under a
+    temporary XDG_DATA_HOME and XDG_CACHE_HOME, for this process and the gradexplorer processes
+    the tests start: never the user's own."""
     folder = tmp_path_factory.mktemp("xdg-data")
-    previous = os.environ.get("XDG_DATA_HOME")
+    previous = {name: os.environ.get(name) for name in ("XDG_DATA_HOME", "XDG_CACHE_HOME")}
     os.environ["XDG_DATA_HOME"] = str(folder)
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg-cache"))
     yield folder
-    if previous is None:
-        os.environ.pop("XDG_DATA_HOME", None)
-    else:
-        os.environ["XDG_DATA_HOME"] = previous
+    for name, value in previous.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
 
 
 @pytest.fixture(autouse=True)

@@ -17,6 +17,7 @@ from gradexplorer.gui.pyside_scan import scan_imports_cheaply
 from gradexplorer.gui.qt_check import check_qt_binding
 from gradexplorer.gui.settings import APPLICATION, ORGANIZATION, AppSettings
 from gradexplorer.gui.theme import apply_theme
+from gradexplorer.gui.window.cached_first_graph import CachedFirstGraph
 from gradexplorer.gui.window.first_view import AfterFirstPaint
 
 
@@ -96,6 +97,9 @@ def launch(
     remembered = None if spec is not None or screenshot else settings.last_model()
     spec = spec or remembered or DEFAULT_SPEC
     window.graph_panel.view_state.trace_grads = trace_grads
+    window.end_process_at_close()  # closed before a model opens: the process ends at once
+    # the first graph drawn before torch loads, when cached (a screenshot: only the shipped one)
+    first_graph = CachedFirstGraph(window, spec, options or ModelOptions(), user_cache=not screenshot)
     window.time_startup(preloading=preloading is not None)  # bench/gui.py --startup only
     window.show()
     if remembered and remembered != DEFAULT_SPEC:
@@ -116,11 +120,29 @@ def launch(
         ScreenshotRun(window, steps, screenshot)  # held by the window (run_script)
     # the window shows before torch is imported: once it has painted, the training thread
     # imports torch, builds the model and traces its first graph, then sets training up
-    AfterFirstPaint(window, lambda: window.open_model(spec, options or ModelOptions(),
-                                                      config or SessionConfig()), latest_ms=1000)
+    def open_first() -> None:
+        window.open_model(spec, options or ModelOptions(), config or SessionConfig())
+        first_graph.watch()
+
+    AfterFirstPaint(window, open_first, latest_ms=1000)
     collect_after_first_graph(window)
     status = app.exec()
     return status if window.exit_status is None else window.exit_status
+
+
+def end_process_now(status: int, settings: AppSettings) -> None:
+    """End the process now with ``status``, not waiting for the training thread (the window
+    closed while the first model opened: nothing of it can be lost; ``first_view.leave_start``):
+    settings written, output flushed, no exit handler run (one waits for that thread)."""
+    import os
+
+    settings.sync()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (AttributeError, OSError, ValueError):  # (no console, or closed)
+            pass
+    os._exit(status)
 
 
 def collect_after_first_graph(window) -> None:
@@ -129,8 +151,8 @@ def collect_after_first_graph(window) -> None:
     collector = collect_on_gui_thread()
     collector.hold()
     panel = window.graph_panel
-    AfterFirstPaint(panel.view.viewport(), collector.resume, ready=lambda: panel.drawing is not None,
-                    latest_ms=30_000)
+    AfterFirstPaint(panel.view.viewport(), collector.resume,
+                    ready=lambda: panel.live_drawing is not None, latest_ms=30_000)
 
 
 def fall_back_to_default(controller, config: SessionConfig) -> None:

@@ -51,6 +51,7 @@ class GraphPanel(GraphSearch, QWidget):
         self.view_state = view_state or GraphViewState()  # layout, detail, hook nodes, tint, trace
         self.graph = None
         self.drawing = None
+        self.cached = None  # a drawing read from the graph cache, shown until the live one
         self.expanded: set[str] = set()
         self._behind: list[list[str]] = []
         self._stats: dict = {}
@@ -158,7 +159,7 @@ class GraphPanel(GraphSearch, QWidget):
 
     def clear(self) -> None:
         """Show nothing (a new model is being opened): no graph, tint, hooks, search hits."""
-        self.graph = self.drawing = None
+        self.graph = self.drawing = self.cached = None
         self._stats, self._hooks, self._behind, self.expanded = {}, {}, [], set()
         self.reset_search()
         self.layouts.cancel()  # a layout still running for the old model is stale
@@ -167,6 +168,21 @@ class GraphPanel(GraphSearch, QWidget):
         self.view.resetTransform()
         self.match_label.setText("")
         self.busy_label.setText("")
+
+    def show_cached(self, drawing) -> None:
+        """Draw a graph read from the graph cache (``graph_cache``) while the model loads: no
+        graph behind it (nothing to search, re-lay out or hook) until ``set_graph``'s live one
+        replaces it, keeping the view when the two are the same drawing."""
+        self.drawing = self.cached = drawing
+        self.view.canvas.set_drawing(drawing)
+        self.view.minimap.set_drawing(drawing, base_fills(drawing))
+        self.view.first_view()
+        self.busy_label.setText("drawn as last time: the model is loading…")
+
+    @property
+    def live_drawing(self):
+        """The drawing shown when it is the live graph's (None while a cached one is shown)."""
+        return self.drawing if self.cached is None else None
 
     def detail_depth(self) -> int | None:
         """The module depth shown (None: every operation)."""
@@ -254,6 +270,10 @@ class GraphPanel(GraphSearch, QWidget):
         self._show(result.drawing, result.overview, result.scale)
 
     def _show(self, drawing, overview, scale: float, previous=None) -> None:
+        from gradexplorer.gui.graph.graph_cache import drawing_entry
+
+        cached, self.cached = self.cached, None  # the same drawing as the cached one: view kept
+        keep = cached is not None and drawing_entry(drawing) == drawing_entry(cached)
         self.drawing = drawing
         self.view.canvas.set_drawing(drawing, overview, scale)
         self.view.minimap.set_drawing(drawing, base_fills(drawing))
@@ -264,7 +284,8 @@ class GraphPanel(GraphSearch, QWidget):
         self.show_selection(self.selection.current)
         if self._fit_next:
             self._fit_next = False
-            self.view.first_view()
+            if not keep:
+                self.view.first_view()
         self._centre_origin()
         if self._reveal is not None:
             self._show_hit(self._reveal)
@@ -371,7 +392,7 @@ class GraphPanel(GraphSearch, QWidget):
             self.relayout()
 
     def _context(self, index: int, where: QPoint) -> None:
-        if index < 0 or self.drawing is None:
+        if index < 0 or self.drawing is None or self.cached is not None:  # no model to hook yet
             return
         param = self.drawing.params[index]
         module = param.rpartition(".")[0] if param else self.drawing.modules[index]

@@ -152,6 +152,9 @@ class GraphView(QGraphicsView):
         drawing = self.canvas.drawing
         if index < 0 or drawing is None:
             return ""
+        tips = getattr(drawing, "tips", None)
+        if tips is not None:  # a drawing from the graph cache: no graph behind it yet
+            return tips[index]
         node = drawing.ids[index]
         attrs = drawing.graph.nodes[node]
         if attrs.get("explanation"):

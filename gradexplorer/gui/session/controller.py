@@ -75,6 +75,7 @@ class SessionController(QObject):
     # -- the session model, re-exported -------------------------------------------------
     live = property(lambda self: self.session.live, doc="The LiveSession, or None.")
     closing = property(lambda self: self._closing.is_set(), doc="``close`` has been called.")
+    opening = property(lambda self: self._opening, doc="How many models were asked for so far.")
     state = property(lambda self: self.session.state, doc="idle, loading, running or paused.")
     hooks = property(lambda self: self.session.hooks, doc="Attached hooks: module -> action.")
     exporter = property(lambda self: self.session.exporter, doc="The periodic exporter, or None.")
@@ -331,12 +332,14 @@ class SessionController(QObject):
         """The first view of the model being opened is on screen: set its training up."""
         self._view_shown.set()
 
-    def close(self) -> None:
+    def close(self, wait: bool = True) -> None:
         """Stop the worker and wait for it (call before the app quits); torch's threads back.
-        A model still opening is not set up for training (only the job under way finishes)."""
+        A model still opening is not set up for training (only the job under way finishes).
+        ``wait=False``: told to stop, not waited for (the process ends now: ``app.launch``)."""
         self._closing.set()
         self._view_shown.set()
-        if self._worker.shutdown() and "gradexplorer.gui.training.live_session" in sys.modules:
+        ended = self._worker.shutdown(timeout_ms=10_000 if wait else 0)
+        if ended and "gradexplorer.gui.training.live_session" in sys.modules:
             from gradexplorer.gui.training.live_session import give_cores_back  # no torch import to quit
 
             give_cores_back(self)

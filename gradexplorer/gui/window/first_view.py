@@ -47,3 +47,19 @@ def traced(session, grads: bool, fit: bool, first: bool = False) -> GraphTraced:
     from gradexplorer.gui.graph.core_api import traced_graph
 
     return GraphTraced(traced_graph(session, grads), fit, first)
+
+
+def leave_start(window, close: Callable[[], object]) -> None:
+    """The window closed while the app's first model opens (``app.launch``; no model open, so
+    nothing to lose): the training thread is told to stop, not waited for, the window closes
+    (``close``) and the process ends now (``app.end_process_now``: settings written, output
+    flushed), not after torch's import or the model's build, nor a collection of their objects."""
+    from gradexplorer.gui.app import end_process_now
+    from gradexplorer.gui.gui_thread_gc import collect_on_gui_thread
+
+    collect_on_gui_thread().hold()
+    window.controller.close(wait=False)
+    for other in window.file_actions.snapshot_windows:
+        other.close()
+    close()
+    end_process_now(0 if window.exit_status is None else window.exit_status, window.settings)

@@ -26,7 +26,7 @@ from gradexplorer.gui.settings import AppSettings
 from gradexplorer.gui.theme import apply_theme
 from gradexplorer.gui.throttle import throttled
 from gradexplorer.gui.window.file_actions import FileActions
-from gradexplorer.gui.window.first_view import AfterFirstPaint, plots_soon, traced
+from gradexplorer.gui.window.first_view import AfterFirstPaint, leave_start, plots_soon, traced
 from gradexplorer.gui.window.menus import WindowMenus
 from gradexplorer.gui.window.run_controls import RunControls
 from gradexplorer.gui.window.shortcuts import WindowShortcutsFirst
@@ -50,6 +50,7 @@ class MainWindow(QMainWindow):
         self.setWindowTitle("gradexplorer")
         self.scripted = False  # True while --steps/--screenshot drive the window: no dialogs
         self.exit_status: int | None = None  # the app's exit status a scripted run sets (screenshot.py)
+        self.quit_fast = False  # app.launch: closed while the first model opens, the process ends
         self.shown_run = ShownRun()  # the run folder shown instead of the model (run_view.py)
         self._first_view = False  # the graph shown is a model's first view, its session to come
         self._after_first_view = None  # the live session to show once its first view is drawn
@@ -152,6 +153,10 @@ class MainWindow(QMainWindow):
     def run_script(self, script) -> None:
         """``script`` (a ScreenshotRun) drives the window: no dialogs; ``end_script`` quits."""
         self.script, self.scripted, self.exit_status = script, True, 0
+
+    def end_process_at_close(self) -> None:
+        """The app's window (``app.launch``): closed while its first model opens, the process ends."""
+        self.quit_fast = True
 
     def end_script(self, status: int) -> None:
         self.exit_status = status  # 0: done, 2: failed
@@ -270,7 +275,7 @@ class MainWindow(QMainWindow):
             self._first_view, panel = result.first, self.graph_panel
             if result.first:  # once it is on screen: training set up, plots made
                 AfterFirstPaint(panel.view.viewport(), self._first_graph_shown,
-                                lambda: panel.drawing is not None)
+                                lambda: panel.live_drawing is not None)  # (not a cached one)
             panel.set_graph(result.graph, fit=result.fit)
             attrs = result.graph.graph
             notes = [f"gradients traced on a replay of step {attrs['step'] + 1}, the first step "
@@ -366,8 +371,10 @@ class MainWindow(QMainWindow):
         self.dock_shares.window_resized()
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt API
-        """Remember the layout, stop the worker and wait for it."""
+        """Remember the layout, stop the worker and wait for it (not as the first model opens)."""
         self.settings.save_window(self.saveGeometry(), self.saveState())
+        if self.quit_fast and self.controller.live is None:  # nothing to lose: first_view.leave_start
+            return leave_start(self, lambda: super(MainWindow, self).closeEvent(event))
         self.hide()  # off the screen now (the training thread may still be importing torch or
         QApplication.sync()  # tracing a first graph, which the worker's shutdown waits for)
         self.hook_actions.close()  # stops an A/B job on the training thread after its current step
