@@ -53,3 +53,6 @@ def test_the_docs_teach_only_public_names():
     assert {"graph.md", "hooks.md", "gradients.md", "api.md"} <= set(taught)
     assert not {name: hits for name, hits in taught.items() if hits}
     assert not internal.findall((ROOT / "README.md").read_text(encoding="utf-8"))
+    scripts = {p.name: internal.findall(p.read_text(encoding="utf-8"))
+               for p in (ROOT / "docs" / "examples").glob("*.py")}  # the docs' runnable examples
+    assert "spike_hunt.py" in scripts and not {name: hits for name, hits in scripts.items() if hits}

@@ -18,7 +18,6 @@ import torch
 from torch import nn
 
 import gradexplorer as gx
-from gradexplorer.core.model.examples.lenet import LeNet
 
 BATCH = 32
 
@@ -56,7 +55,7 @@ def lenet(run_dir: Path, hook_from: int | None = None, steps: int = 8, every: in
     """LeNet from seed 0 under ``watch`` (``scale:0.5`` on fc1 from step ``hook_from``);
     tests/test_diverge.py records its runs with this same loop."""
     torch.manual_seed(0)
-    model = LeNet()
+    model = gx.load_workload("example:lenet").model  # the same weights as LeNet() from seed 0
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     data = torch.Generator().manual_seed(3)
     with gx.watch(model, opt, run_dir, bins=16, stats_every=every) as rec:
