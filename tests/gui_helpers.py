@@ -3,12 +3,16 @@ conftest.py)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from gradexplorer.core.model.spec import ModelOptions
 from gradexplorer.core.session.engine import SessionConfig
 
 # generous: a wait ends on its event, and this only bounds a failure (under load, on 2 shared
 # cores, the first model of a process takes tens of seconds to open)
 TIMEOUT_MS = 180_000
+# GPT-2 (4 layers, from a config) as a user in the checkout names it, from any working directory
+GPT2_SMALL = f"{Path(__file__).resolve().parents[1] / 'examples' / 'gpt2_small.py'}:build"
 
 
 def wait_idle(qtbot, window, timeout: int = TIMEOUT_MS) -> None:

@@ -4,6 +4,8 @@ level, focus changes never change the selection, and the hook menu opens at the 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 from PySide6.QtCore import QPointF, Qt
 
@@ -11,6 +13,8 @@ from gradexplorer.core.graph.collapse import module_node_id
 from gradexplorer.core.graph.style import NODE_H
 from gradexplorer.gui.graph.view import MIN_FIT_NODE_PX
 from tests.gui_helpers import TIMEOUT_MS, open_model, wait_idle
+
+NAN_MODEL = f"{Path(__file__).parent / 'data' / 'nan_sqrt_model.py'}:build"  # from any cwd
 
 CHAIN = "example:deep:blocks=334"  # about 2,000 operations when expanded
 
@@ -144,7 +148,7 @@ def test_a_fitted_small_view_settles(qtbot, make_window):
 
     window = make_window()
     window.resize(1024, 700)
-    open_model(qtbot, window, "tests/data/nan_sqrt_model.py:build", batch_size=32)
+    open_model(qtbot, window, NAN_MODEL, batch_size=32)
     view = window.graph_panel.view
     fits = []
     original = view._fit_whole

@@ -3,7 +3,7 @@ and max |g| whole (columns by priority, the rest from the header's menu)."""
 
 from __future__ import annotations
 
-from tests.gui_helpers import open_model, wait_idle
+from tests.gui_helpers import GPT2_SMALL, open_model, wait_idle
 
 NAME, NORM, MAX = 0, 1, 2
 
@@ -95,7 +95,7 @@ def test_deep_module_names_stay_readable_at_1024x700(qtbot, make_window):
     indentation: blank. Now the last component shows whole beside norm and max |g|."""
     window = make_window()
     window.resize(1024, 700)
-    open_model(qtbot, window, "examples/gpt2_small.py:build", batch_size=2)
+    open_model(qtbot, window, GPT2_SMALL, batch_size=2)
     qtbot.waitUntil(lambda: "transformer.h.3.mlp.c_proj" in window.tree._items, timeout=60_000)
     deep = [f"transformer.h.{i}.{name}" for i in (0, 3) for name in
             ("attn.c_attn", "attn.c_proj", "attn.resid_dropout", "mlp.c_fc", "mlp.dropout", "ln_2")]

@@ -8,7 +8,7 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QStyleOptionViewItem
 
-from tests.gui_helpers import open_model
+from tests.gui_helpers import GPT2_SMALL, open_model
 
 
 def drawn_name(table, row: int) -> str:
@@ -27,7 +27,7 @@ def test_gpt2_rows_name_their_block_and_parameter(qtbot, make_window, size):
     window = make_window()
     window.resize(*size)
     window.dock_shares.apply()  # as at a first start at this size (the app opens at 90% of the screen)
-    open_model(qtbot, window, "examples/gpt2_small.py:build", batch_size=2)
+    open_model(qtbot, window, GPT2_SMALL, batch_size=2)
     table = window.table
     qtbot.waitUntil(lambda: table.model().rowCount() > 10, timeout=60_000)
     model = table.model()
