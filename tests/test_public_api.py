@@ -56,3 +56,15 @@ def test_the_docs_teach_only_public_names():
     scripts = {p.name: internal.findall(p.read_text(encoding="utf-8"))
                for p in (ROOT / "docs" / "examples").glob("*.py")}  # the docs' runnable examples
     assert "spike_hunt.py" in scripts and not {name: hits for name, hits in scripts.items() if hits}
+
+
+def test_the_docs_name_only_hook_registry_members_that_exist():
+    """``registry.<name>`` in the user docs is a member of a HookRegistry (``listeners``, the
+    list psygnal's ``event`` replaced, stayed in docs/hooks.md after it was gone)."""
+    from torch import nn
+
+    registry = gradexplorer.HookRegistry(nn.Sequential(nn.Linear(2, 2)))
+    named = {m for p in [*(ROOT / "docs").glob("*.md"), ROOT / "README.md"]
+             for m in re.findall(r"\bregistry\.([A-Za-z_]\w*)", p.read_text(encoding="utf-8"))}
+    assert {"attach", "install", "event"} <= named
+    assert not {m for m in named if not hasattr(registry, m)}
