@@ -259,14 +259,14 @@ def test_an_ab_runs_steps_travel_in_the_mailbox_in_order_and_wake_once():
     """A/B steps pushed from the training thread: one wake-up, consecutive steps as one batch,
     applied to the window's series in order on drain (one ``changed`` per batch)."""
     import threading
-    from types import SimpleNamespace
 
+    from gradexplorer.core.session.ab import ABStep
+    from gradexplorer.core.session.engine import StepResult
     from gradexplorer.gui.models.ab_series import ABSeries
 
     def ab_step(k):
-        return SimpleNamespace(step=k, plain=SimpleNamespace(loss=1.0 / k),
-                               hooked=SimpleNamespace(loss=2.0 / k), divergence=0.1 * k,
-                               grad_cosine=1.0 - 0.01 * k, identical=False)
+        return ABStep(k, StepResult(k, 1.0 / k, None, {}), StepResult(k, 2.0 / k, None, {}),
+                      divergence=0.1 * k, grad_cosine=1.0 - 0.01 * k, identical=False)
 
     wakes, series, seen = [], ABSeries(), []
     buffer = RunBuffer(lambda: wakes.append(1))

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import numpy as np
 import torch
 
 from gradexplorer.core.hooks import HookRegistry
 from gradexplorer.core.hooks.observed import ObserveReporter, tensor_histogram
+from gradexplorer.core.session.engine import StepResult
 
 
 def test_reporter_records_what_the_hook_saw_exactly():
@@ -21,7 +20,7 @@ def test_reporter_records_what_the_hook_saw_exactly():
     registry.attach("2", "observe")
     reporter = ObserveReporter(registry, bins=16)
     model(torch.randn(11, 5)).pow(2).sum().backward()
-    result = SimpleNamespace(step=1, observed=None)
+    result = StepResult(1, 0.0, None, {})
     reporter.after_step(None, result)
     record = result.observed["2"]
     go = seen["go"].double().numpy()
@@ -31,7 +30,7 @@ def test_reporter_records_what_the_hook_saw_exactly():
     counts, edges = np.histogram(go, bins=16, range=(go.min(), go.max()))
     assert np.array_equal(hist.counts, counts) and np.allclose(hist.edges, edges, rtol=0, atol=0)
     assert record.histograms["grad_input.0"].total == seen["gi"].numel()
-    reporter.after_step(None, second := SimpleNamespace(step=2, observed=None))
+    reporter.after_step(None, second := StepResult(2, 0.0, None, {}))
     assert second.observed is None  # the hook did not run again: nothing new
 
 
