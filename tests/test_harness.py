@@ -1,6 +1,7 @@
 """The test harness's own rules that a reading of the tests can check: every test passes from
 any working directory (a file of the checkout is named from ``ROOT``/``__file__``, or the test
-runs its command with ``cwd=ROOT`` / ``chdir(ROOT)`` on purpose)."""
+runs its command with ``cwd=ROOT`` / ``chdir(ROOT)`` on purpose); a fixture of conftest.py has
+no twin in a test module."""
 
 import ast
 import re
@@ -43,3 +44,20 @@ def test_no_test_names_a_file_relative_to_the_working_directory():
     found = {p.name: hits for p in sorted((ROOT / "tests").glob("*.py"))
              if (hits := cwd_relative_paths(p.read_text(encoding="utf-8")))}
     assert not found, f"name these from ROOT or Path(__file__): {found}"
+
+
+def fixtures(source: str) -> set[str]:
+    """Names of the functions decorated with ``pytest.fixture`` in ``source``."""
+    def is_fixture(d):
+        target = d.func if isinstance(d, ast.Call) else d
+        return isinstance(target, ast.Attribute) and target.attr == "fixture"
+    return {n.name for n in ast.walk(ast.parse(source))
+            if isinstance(n, ast.FunctionDef) and any(is_fixture(d) for d in n.decorator_list)}
+
+
+def test_no_test_module_redefines_a_conftest_fixture():
+    shared = fixtures((ROOT / "tests" / "conftest.py").read_text(encoding="utf-8"))
+    assert {"make_window", "one_thread", "run_cli"} <= shared
+    twins = {p.name: twin for p in sorted((ROOT / "tests").glob("test_*.py"))
+             if (twin := shared & fixtures(p.read_text(encoding="utf-8")))}
+    assert not twins, f"use conftest.py's fixtures: {twins}"
