@@ -95,3 +95,17 @@ def test_the_apps_every_k_spin_is_histogram_every(qtbot, make_window):
         warnings.simplefilter("error")  # the app uses the new name only
         window.run_controls.every_spin.setValue(4)
         qtbot.waitUntil(lambda: window.controller.live.monitor.histogram_every == 4, timeout=10_000)
+
+
+@pytest.mark.parametrize("old, new", [("--every", "--histogram-every"),
+                                      ("--export-every", "--snapshot-every"),
+                                      ("--keep-last", "--keep-snapshots")])
+def test_the_cli_refuses_a_flag_with_its_old_name_as_python_does(run_cli, capsys, tmp_path, old, new):
+    """``--every 2 --histogram-every 3`` took the last one silently; Python's ``every=2,
+    stats_every=3`` is refused. Either order is now a usage error, exit status 2."""
+    for flags in ((old, "2", new, "3"), (new, "3", old, "2")):
+        with pytest.raises(SystemExit) as exited:
+            run_cli("run", "--model", "example:lenet", "--steps", "1", "--export", tmp_path, *flags)
+        assert exited.value.code == 2
+        assert "not allowed with argument" in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())  # refused before anything ran

@@ -19,12 +19,10 @@ def add_export_arguments(group: argparse._ArgumentGroup) -> None:
     group.add_argument("--export", metavar="DIR",
                        help="write gradient snapshots to DIR/step-NNNNNN (at the last step, "
                        "and every --snapshot-every steps)")
-    group.add_argument("--snapshot-every", type=int, metavar="K",
-                       help="also snapshot every K steps (default: the last step only)")
-    group.add_argument("--keep-snapshots", type=int, metavar="N",
-                       help="keep only the newest N snapshots of this run (default: all)")
-    add_renamed(group, "--export-every", "--snapshot-every", "snapshot_every", type=int)
-    add_renamed(group, "--keep-last", "--keep-snapshots", "keep_snapshots", type=int)
+    add_renamed(group, "--export-every", "--snapshot-every", "snapshot_every", type=int, metavar="K",
+                help="also snapshot every K steps (default: the last step only)")
+    add_renamed(group, "--keep-last", "--keep-snapshots", "keep_snapshots", type=int, metavar="N",
+                help="keep only the newest N snapshots of this run (default: all)")
     group.add_argument("--overwrite", action="store_true",
                        help="replace the snapshots an earlier run left in DIR (default: refuse)")
 

@@ -27,9 +27,8 @@ def add_gradient_arguments(parser: argparse.ArgumentParser) -> None:
     ``--hist-range``."""
     g = parser.add_argument_group("gradients")
     add_export_arguments(g)
-    g.add_argument("--histogram-every", type=int, metavar="K",
-                   help="compute histograms every K steps (default 1; statistics every step)")
-    add_renamed(g, "--every", "--histogram-every", "histogram_every", type=int)
+    add_renamed(g, "--every", "--histogram-every", "histogram_every", type=int, metavar="K",
+                help="compute histograms every K steps (default 1; statistics every step)")
     g.add_argument("--bins", type=int, metavar="N", help="histogram bins (default 64)")
     g.add_argument("--hist-range", metavar="auto|symmetric|LO,HI",
                    help="histogram range: each gradient's finite min..max (auto, default), "

@@ -1,4 +1,4 @@
-"""Old command-line flags still accepted under their new names, with a one-line note."""
+"""Flags with an old name still accepted, with a one-line note; giving both names is refused."""
 
 from __future__ import annotations
 
@@ -19,7 +19,11 @@ class RenamedFlag(argparse.Action):
         setattr(namespace, self.dest, values)
 
 
-def add_renamed(group, old: str, new: str, dest: str, **kwargs) -> None:
-    """Accept ``old`` (hidden from ``--help``) as the flag ``new`` storing into ``dest``."""
-    group.add_argument(old, dest=dest, action=RenamedFlag, new_flag=new, help=argparse.SUPPRESS,
-                       **kwargs)
+def add_renamed(group, old: str, new: str, dest: str, help: str | None = None,
+                metavar: str | None = None, **kwargs) -> None:
+    """The flag ``new`` storing into ``dest``, and ``old`` (hidden from ``--help``) as its old
+    name; both at once is a usage error (exit status 2), as both names are in Python."""
+    pair = group.add_mutually_exclusive_group()
+    pair.add_argument(new, dest=dest, help=help, metavar=metavar, **kwargs)
+    pair.add_argument(old, dest=dest, action=RenamedFlag, new_flag=new, help=argparse.SUPPRESS,
+                      **kwargs)
