@@ -1,5 +1,6 @@
-"""The one exception type that carries a user-facing, one-line message, and ``measured``: the
-guard that turns a failed measurement into one warning."""
+"""The one exception type that carries a user-facing, one-line message; ``measured``: the
+guard that turns a failed measurement into one warning; ``emit_guarded``: the same for a
+signal's subscribers."""
 
 import warnings
 
@@ -16,6 +17,17 @@ def first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
 
+
+
+def emit_guarded(signal, what: str, *args) -> None:
+    """``signal.emit(*args)`` (a psygnal signal instance); a subscriber that raises becomes a
+    ``RuntimeWarning`` naming ``what`` and its cause, and the emitting code (a step of the
+    training being observed) goes on: a monitor never breaks the loop it watches."""
+    try:
+        signal.emit(*args)
+    except Exception as exc:  # noqa: BLE001 - psygnal wraps the subscriber's error (__cause__)
+        warnings.warn(f"gradexplorer: {what} failed ({first_line(exc.__cause__ or exc)}); "
+                      "training goes on", RuntimeWarning, stacklevel=3)
 
 
 def measured(what: str, work, warned: set | None = None, at: str = ""):

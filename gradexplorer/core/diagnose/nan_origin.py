@@ -25,6 +25,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
 from gradexplorer.core.diagnose.trace_grads import to_host, trace_gradients
+from gradexplorer.core.errors import emit_guarded
 from gradexplorer.core.model.training_state import preserved_state
 from gradexplorer.core.session.rng import restore_rng, rng_snapshot
 
@@ -246,7 +247,8 @@ class NonFiniteOrigin:
         if found is not None:
             self._found = found
             self.found.append(found)
-            self.event.emit("error", found.get("module", ""), f"step {step + 1}: {found['text']}")
+            emit_guarded(self.event, "a subscriber of the NaN origins", "error",
+                         found.get("module", ""), f"step {step + 1}: {found['text']}")
 
     def after_step(self, session, result) -> None:
         if self._found is not None:

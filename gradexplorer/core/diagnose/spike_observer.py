@@ -14,7 +14,7 @@ from psygnal import Signal
 
 from gradexplorer.core.diagnose.spike_band import SpikeSettings
 from gradexplorer.core.diagnose.spikes import SpikeDetector, SpikeEvent
-from gradexplorer.core.errors import first_line
+from gradexplorer.core.errors import emit_guarded, first_line
 
 
 class SpikeObserver:
@@ -65,4 +65,4 @@ class SpikeObserver:
         if event.step == result.step:
             event.batch = {"make_batch": result.step - 1}
         result.spike = event
-        self.spike.emit(event, result.step)
+        emit_guarded(self.spike, "a subscriber of the spike events", event, result.step)

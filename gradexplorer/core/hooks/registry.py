@@ -20,7 +20,7 @@ from psygnal import Signal
 from torch import nn
 from torch.utils.hooks import RemovableHandle
 
-from gradexplorer.core.errors import UserError, first_line
+from gradexplorer.core.errors import UserError, emit_guarded, first_line
 from gradexplorer.core.hooks.actions import Action
 from gradexplorer.core.hooks.failures import (
     INPLACE_REASON,
@@ -342,11 +342,7 @@ class HookRegistry:
         self.events.append(message)
         if len(self.events) > MAX_EVENTS:
             del self.events[: len(self.events) - MAX_EVENTS]
-        try:
-            self.event.emit(kind, module, message)
-        except Exception as exc:  # noqa: BLE001 - a broken subscriber must not stop training
-            warnings.warn(f"a hook event subscriber failed: {first_line(exc.__cause__ or exc)}",
-                          stacklevel=2)
+        emit_guarded(self.event, "a subscriber of the hook events", kind, module, message)
 
 
 def normalize_path(path: str) -> str:

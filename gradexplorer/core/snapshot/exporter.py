@@ -8,6 +8,7 @@ from pathlib import Path
 
 from psygnal import Signal
 
+from gradexplorer.core.errors import emit_guarded
 from gradexplorer.core.snapshot.retention import steps_to_remove
 from gradexplorer.core.snapshot.write import write_step_snapshot
 
@@ -73,7 +74,7 @@ class SnapshotExporter:
             diagnosis=result.nonfinite_origin)
         self._by_step[result.step] = path
         self._retain()
-        self.wrote.emit(result.step, path)
+        emit_guarded(self.wrote, "a subscriber of the written snapshots", result.step, path)
 
     @property
     def written(self) -> list[Path]:

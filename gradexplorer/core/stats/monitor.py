@@ -14,14 +14,13 @@ single host transfer per device after the optimizer step.
 from __future__ import annotations
 
 import time
-import warnings
 from collections.abc import Iterable
 
 import torch
 from psygnal import Signal
 from torch import nn
 
-from gradexplorer.core.errors import first_line, measured, renamed, warn_not_recorded
+from gradexplorer.core.errors import emit_guarded, first_line, measured, renamed, warn_not_recorded
 from gradexplorer.core.stats.histogram import HistRange, parse_hist_range
 from gradexplorer.core.stats.history import GradientHistory, HistogramMatrix
 from gradexplorer.core.stats.ledger import fill_session_ledger
@@ -292,11 +291,7 @@ class GradientMonitor:
             record = self._one_by_one(step, named, present, first_line(exc))
         record.seconds = spent + time.perf_counter() - start
         self.history.append(record)
-        try:
-            self.recorded.emit(record)
-        except Exception as exc:  # noqa: BLE001 - a broken subscriber must not stop training
-            warnings.warn(f"a gradient subscriber failed: {first_line(exc.__cause__ or exc)}",
-                          stacklevel=2)
+        emit_guarded(self.recorded, "a subscriber of the recorded gradients", record)
         return record
 
     def _one_by_one(self, step: int, named, present: list[bool], cause: str) -> StepGradients:
