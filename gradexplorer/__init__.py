@@ -22,6 +22,7 @@ _API = {
     "load_workload": "gradexplorer.core.model.spec",
     # session
     "TrainingSession": "gradexplorer.core.session.engine",
+    "SessionStack": "gradexplorer.core.stack.assembly",
     "SessionConfig": "gradexplorer.core.session.engine",
     "StepResult": "gradexplorer.core.session.engine",
     "available_devices": "gradexplorer.core.session.devices",
@@ -98,6 +99,7 @@ __all__ = [
     "StepLedger",
     "StepResult",
     "TrainingSession",
+    "SessionStack",
     "UserError",
     "Workload",
     "__version__",

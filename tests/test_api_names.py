@@ -109,3 +109,16 @@ def test_the_cli_refuses_a_flag_with_its_old_name_as_python_does(run_cli, capsys
         assert exited.value.code == 2
         assert "not allowed with argument" in capsys.readouterr().err
     assert not any(tmp_path.iterdir())  # refused before anything ran
+
+
+def test_the_session_stack_is_public_and_assembles_what_the_app_does():
+    """``gx.SessionStack.on`` (docs/api.md's example): the session's one observer runs the
+    monitor, the hooks and the NaN origin; each step's result carries their figures."""
+    session = gx.TrainingSession(gx.load_workload("example:lenet"), gx.SessionConfig(device="cpu"))
+    hooks = gx.HookRegistry(session.model)
+    hooks.attach("fc1", "scale:0.5")
+    stack = gx.SessionStack.on(session, gx.GradientMonitor(bins=32), hooks)
+    result = session.step()
+    assert session.observers == [stack] and stack.origin is not None
+    assert result.hooks == [{"module": "fc1", "action": "scale:0.5", "calls": 1}]
+    assert result.gradients.bins == 32 and result.grad_norm == result.gradients.global_norm
