@@ -72,7 +72,7 @@ def test_tensorboard_export_refuses_to_mix_into_an_earlier_one(run_dir, tmp_path
     code, _, err = run_cli("export", run_dir, "--to", "tensorboard", tmp_path)
     assert code == 2 and "--overwrite" in err and err.count("\n") == 1
     code, _, err = run_cli("export", run_dir, "--to", "tensorboard", tmp_path, "--overwrite",
-                           "--every", "4", "--params", "2.*", "--figures", "norm")
+                           "--stride", "4", "--params", "2.*", "--figures", "norm")
     assert code == 0, err
     acc = tensorboard_reader(tmp_path / "mlp-run")
     assert sorted(acc.Tags()["histograms"]) == ["grad/2.bias", "grad/2.weight"]
@@ -161,3 +161,17 @@ def test_step_figures_take_whatever_the_run_records_per_step(run_dir, monkeypatc
     assert "ledger/skipped" not in figures and "ledger/note" not in figures
     rows = [r for r in long_rows(RunHistory(run)) if r[3] == "ledger/lr"]
     assert [(r[0], r[4]) for r in rows] == [(s, 0.1 * s) for s in run.steps]
+
+
+def test_exports_old_every_flag_is_stride_with_a_note_and_not_with_stride(run_dir, tmp_path, run_cli):
+    """``export --every K`` (every K-th step) was a second meaning of ``--every`` (``run``'s old
+    name of ``--histogram-every``): it is ``--stride`` now; the old name still works, with a
+    one-line note, and both together are a usage error."""
+    code, _, err = run_cli("export", run_dir, "--to", "csv", tmp_path / "a.csv", "--every", "4")
+    assert code == 0 and err.strip() == ("gradexplorer: --every is now --stride; the old name "
+                                         "will go in a later release")
+    code, _, _ = run_cli("export", run_dir, "--to", "csv", tmp_path / "b.csv", "--stride", "4")
+    assert code == 0 and (tmp_path / "a.csv").read_bytes() == (tmp_path / "b.csv").read_bytes()
+    with pytest.raises(SystemExit) as exited:
+        run_cli("export", run_dir, "--to", "csv", tmp_path / "c.csv", "--every", "4", "--stride", "2")
+    assert exited.value.code == 2 and not (tmp_path / "c.csv").exists()

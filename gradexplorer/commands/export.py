@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from gradexplorer.commands.renamed_flags import add_renamed
 from gradexplorer.core.errors import UserError
 from gradexplorer.core.recorder.run import open_run
 from gradexplorer.core.recorder.run_history import RunHistory
@@ -24,8 +25,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--to", required=True, choices=TARGETS, dest="target",
                         help="what to write")
     parser.add_argument("dest", metavar="DEST", help="where to write it")
-    parser.add_argument("--every", type=int, default=1, metavar="K",
-                        help="every K-th recorded step, and the last (default: every step)")
+    add_renamed(parser, "--every", "--stride", "stride", type=int, default=1, metavar="K",
+                help="every K-th recorded step, and the last (default: every step)")
     parser.add_argument("--params", action="append", metavar="GLOB",
                         help="only parameters matching GLOB, e.g. 'layer1.*' (repeatable)")
     parser.add_argument("--figures", metavar="LIST",
@@ -46,7 +47,7 @@ def export_command(args: argparse.Namespace) -> int:
         else args.target in ("tensorboard", "wandb")
     figures = [f.strip() for f in args.figures.split(",") if f.strip()] if args.figures else None
     with open_run(args.run) as run:
-        selection = select(run, args.every, args.params, figures, histograms)
+        selection = select(run, args.stride, args.params, figures, histograms)
         history = RunHistory(run)
         count = f"{len(selection.steps)} steps x {len(selection.params or run.parameters)} parameters"
         if args.target == "tensorboard":
