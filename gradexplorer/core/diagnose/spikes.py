@@ -101,7 +101,7 @@ class SpikeDetector:
 
     # -- the figures of a step, as one vector ------------------------------------------
     def _columns(self, record) -> None:
-        new = [n for n in record.params if n not in self._index]
+        new = [n for n in record.column("norm") if n not in self._index]
         for name in new:
             self._index[name] = len(self.names)
             self.names.append(name)
@@ -118,13 +118,14 @@ class SpikeDetector:
         if signals[0] is not None and math.isfinite(signals[0]) and signals[0] <= 0:
             signals[0] = None  # the loss's band is for positive losses only
         flat, counts = signals, nonfinite
-        if record is not None:
-            stats = [record.params.get(n) for n in self.names] \
-                if len(record.params) != len(self.names) else record.params.values()
-            flat = signals + [x for s in stats for x in ((s.norm, s.update_ratio) if s is not None
+        if record is not None:  # its columns: no ParamStats built where it keeps arrays
+            norms, ratios = record.column("norm"), record.column("update_ratio")
+            nans, infs = record.column("nan_count"), record.column("inf_count")
+            order = self.names if len(norms) != len(self.names) else norms
+            flat = signals + [x for n in order for x in ((norms[n], ratios[n]) if n in norms
                                                          else (None, None))]
-            counts = nonfinite + [x for s in stats for x in ((s.nan_count or s.inf_count, 0)
-                                                             if s is not None else (0, 0))]
+            counts = nonfinite + [x for n in order for x in ((nans[n] or infs[n], 0) if n in nans
+                                                             else (0, 0))]
         size = 2 + len(FIGURES) * len(self.names)
         if len(flat) < size:  # no record: the parameters' figures are missing
             flat, counts = flat + [None] * (size - len(flat)), counts + [0] * (size - len(counts))
