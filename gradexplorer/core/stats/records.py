@@ -90,6 +90,12 @@ class StepGradients:
         step's arrays where it has them (no ParamStats built)."""
         return {n: getattr(s, field) for n, s in self.params.items()}
 
+    def columns(self, *names: str) -> tuple[list[str], list[list]]:
+        """The parameters' names and, for each field in ``names`` (STAT_FIELDS), its values in
+        that order (``column`` without a dict each)."""
+        stats = list(self.params.values())
+        return list(self.params), [[getattr(s, f) for s in stats] for f in names]
+
     def nonfinite_totals(self) -> tuple[int, int]:
         """(NaN count, Inf count) over every parameter's gradient (missing counts as 0)."""
         stats = list(self.params.values())
@@ -286,6 +292,15 @@ class ArrayStepGradients(StepGradients):
         return {name: next(values) if h else None
                 for (name, _), h in zip(named_shapes, has_grad, strict=True)}
 
+    def columns(self, *names: str) -> tuple[list[str], list[list]]:
+        if self.__dict__.get("_params") is not None:  # built (and perhaps changed): read it
+            return super().columns(*names)
+        present, figures, named_shapes, has_grad = self._arrays[:4]
+        found = [figures.column(f) for f in names]
+        if len(present) != len(named_shapes):  # None for those without a gradient
+            found = [[next(values) if h else None for h in has_grad] for values in map(iter, found)]
+        return [n for n, _ in named_shapes], found
+
     def nonfinite_totals(self) -> tuple[int, int]:
         if self.__dict__.get("_params") is not None:
             return super().nonfinite_totals()
@@ -295,7 +310,8 @@ class ArrayStepGradients(StepGradients):
     def __eq__(self, other) -> bool:
         if not isinstance(other, StepGradients):
             return NotImplemented
-        return all(getattr(self, f.name) == getattr(other, f.name) for f in fields(StepGradients))
+        names = [f.name for f in fields(StepGradients)]  # as the dataclass compares: tuples
+        return tuple(getattr(self, n) for n in names) == tuple(getattr(other, n) for n in names)
 
     __hash__ = None
 
