@@ -238,11 +238,10 @@ class RunWriter:
     @staticmethod
     def _insert_step(db, record, loss, ranks, rank_norms, ledger, accumulated, optimizer_state,
                      batch, wall) -> None:
-        stat_rows = [
-            (record.step, s.name, s.numel, int(s.has_grad),
-             *(_real(getattr(s, f)) for f in STAT_FIELDS))
-            for s in record.params.values()
-        ]
+        names, (numel, has_grad, *figures) = record.columns("numel", "has_grad", *STAT_FIELDS)
+        figures = [[_real(v) for v in column] for column in figures]  # no ParamStats built
+        stat_rows = list(zip([record.step] * len(names), names, numel, map(int, has_grad), *figures,
+                             strict=True))
         hist_rows = [
             (record.step, name, np.asarray(h.edges, np.float64).tobytes(),
              np.asarray(h.counts, np.int64).tobytes(), int(h.nan_count), int(h.inf_count),

@@ -91,8 +91,8 @@ class StepGradients:
         return {n: getattr(s, field) for n, s in self.params.items()}
 
     def columns(self, *names: str) -> tuple[list[str], list[list]]:
-        """The parameters' names and, for each field in ``names`` (STAT_FIELDS), its values in
-        that order (``column`` without a dict each)."""
+        """The parameters' names and, for each field in ``names`` (STAT_FIELDS, ``numel`` or
+        ``has_grad``), its values in that order (``column`` without a dict each)."""
         stats = list(self.params.values())
         return list(self.params), [[getattr(s, f) for s in stats] for f in names]
 
@@ -296,9 +296,18 @@ class ArrayStepGradients(StepGradients):
         if self.__dict__.get("_params") is not None:  # built (and perhaps changed): read it
             return super().columns(*names)
         present, figures, named_shapes, has_grad = self._arrays[:4]
-        found = [figures.column(f) for f in names]
-        if len(present) != len(named_shapes):  # None for those without a gradient
-            found = [[next(values) if h else None for h in has_grad] for values in map(iter, found)]
+        whole = len(present) == len(named_shapes)
+        found = []
+        for f in names:
+            if f == "numel":
+                found.append(figures.sizes if whole else [math.prod(shape) for _, shape in named_shapes])
+            elif f == "has_grad":
+                found.append(list(has_grad))
+            elif whole:
+                found.append(figures.column(f))
+            else:  # None for those without a gradient
+                values = iter(figures.column(f))
+                found.append([next(values) if h else None for h in has_grad])
         return [n for n, _ in named_shapes], found
 
     def nonfinite_totals(self) -> tuple[int, int]:
