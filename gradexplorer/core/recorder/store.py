@@ -34,8 +34,7 @@ def _real(value: Any) -> Any:
 
 def ledger_row(ledger: StepLedger) -> tuple:
     """The ``ledger`` table's columns of one StepLedger."""
-    d = ledger.as_dict()
-    values = [d[f] for f in LEDGER_FIELDS]
+    values = [getattr(ledger, f) for f in LEDGER_FIELDS]  # as_dict's values, without its copies
     values = [int(v) if isinstance(v, bool) else v for v in values]
     values[-1] = None if ledger.lr is None else json.dumps(list(ledger.lr))
     return (ledger.optimizer_step, *(_real(v) for v in values))
@@ -239,7 +238,8 @@ class RunWriter:
     def _insert_step(db, record, loss, ranks, rank_norms, ledger, accumulated, optimizer_state,
                      batch, wall) -> None:
         names, (numel, has_grad, *figures) = record.columns("numel", "has_grad", *STAT_FIELDS)
-        figures = [[_real(v) for v in column] for column in figures]  # no ParamStats built
+        # no ParamStats built; NaN kept as 'nan' (``_real``: v != v only for a NaN here)
+        figures = [["nan" if v != v else v for v in column] for column in figures]
         stat_rows = list(zip([record.step] * len(names), names, numel, map(int, has_grad), *figures,
                              strict=True))
         hist_rows = [
