@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import threading
 from dataclasses import dataclass, field, fields
+from operator import itemgetter
 
 import numpy as np
 
@@ -133,12 +134,12 @@ class Figures:
 
     def column(self, field: str) -> list:
         """``field`` (one of STAT_FIELDS) of every row."""
-        k = _FIELD_INDEX[field]
+        k = _FIELD_INDEX[field]  # itemgetter maps: no Python call per row
         if k < 7:
-            return [r[k] for r in self.rows]
+            return list(map(_ITEM[k], self.rows))
         if k < 9:
-            return [c[k - 7] for c in self.counts]
-        return [r[7] for r in self.rows] if self.with_update else [None] * len(self.rows)
+            return list(map(_ITEM[k - 7], self.counts))
+        return list(map(_ITEM[7], self.rows)) if self.with_update else [None] * len(self.rows)
 
     def stats(self, named_shapes: list[tuple[str, tuple[int, ...]]]) -> list[ParamStats]:
         """A ParamStats for every row (``named_shapes``: the rows' names and shapes)."""
@@ -152,6 +153,7 @@ class Figures:
 
 
 _FIELD_INDEX = {f: k for k, f in enumerate(STAT_FIELDS)}
+_ITEM = [itemgetter(k) for k in range(8)]
 
 
 def _figures(named_shapes: list[tuple[str, tuple[int, ...]]], raw: RawStats) -> Figures:
@@ -287,7 +289,7 @@ class ArrayStepGradients(StepGradients):
             return super().column(field)
         present, figures, named_shapes, has_grad = self._arrays[:4]
         if len(present) == len(named_shapes):
-            return dict(zip([n for n, _ in present], figures.column(field), strict=True))
+            return dict(zip(map(_ITEM[0], present), figures.column(field), strict=True))
         values = iter(figures.column(field))
         return {name: next(values) if h else None
                 for (name, _), h in zip(named_shapes, has_grad, strict=True)}
@@ -308,13 +310,13 @@ class ArrayStepGradients(StepGradients):
             else:  # None for those without a gradient
                 values = iter(figures.column(f))
                 found.append([next(values) if h else None for h in has_grad])
-        return [n for n, _ in named_shapes], found
+        return list(map(_ITEM[0], named_shapes)), found
 
     def nonfinite_totals(self) -> tuple[int, int]:
         if self.__dict__.get("_params") is not None:
             return super().nonfinite_totals()
         figures = self._arrays[1]
-        return sum([c[0] for c in figures.counts]), sum([c[1] for c in figures.counts])
+        return sum(map(_ITEM[0], figures.counts)), sum(map(_ITEM[1], figures.counts))
 
     def __eq__(self, other) -> bool:
         if not isinstance(other, StepGradients):
