@@ -14,8 +14,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from gradexplorer.core.errors import UserError, first_line
 from gradexplorer.core.folder_lock import FolderLock
 from gradexplorer.core.recorder import schema as S
@@ -242,12 +240,7 @@ class RunWriter:
         figures = [["nan" if v != v else v for v in column] for column in figures]
         stat_rows = list(zip([record.step] * len(names), names, numel, map(int, has_grad), *figures,
                              strict=True))
-        hist_rows = [
-            (record.step, name, np.asarray(h.edges, np.float64).tobytes(),
-             np.asarray(h.counts, np.int64).tobytes(), int(h.nan_count), int(h.inf_count),
-             int(h.below), int(h.above))
-            for name, h in record.histograms.items()
-        ]
+        hist_rows = [(record.step, *row) for row in record.histogram_rows()]
 
         param_rows = param_step_rows(record.step, accumulated or {}, optimizer_state or {})
 

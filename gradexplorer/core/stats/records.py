@@ -97,6 +97,13 @@ class StepGradients:
         stats = list(self.params.values())
         return list(self.params), [[getattr(s, f) for s in stats] for f in names]
 
+    def histogram_rows(self) -> list[tuple]:
+        """Each histogram as ``(name, edges as float64 bytes, counts as int64 bytes, NaN, Inf,
+        below, above)`` (the run directory's row), read from the step's arrays where it has them."""
+        return [(name, np.asarray(h.edges, np.float64).tobytes(),
+                 np.asarray(h.counts, np.int64).tobytes(), int(h.nan_count), int(h.inf_count),
+                 int(h.below), int(h.above)) for name, h in self.histograms.items()]
+
     def nonfinite_totals(self) -> tuple[int, int]:
         """(NaN count, Inf count) over every parameter's gradient (missing counts as 0)."""
         stats = list(self.params.values())
@@ -311,6 +318,16 @@ class ArrayStepGradients(StepGradients):
                 values = iter(figures.column(f))
                 found.append([next(values) if h else None for h in has_grad])
         return list(map(_ITEM[0], named_shapes)), found
+
+    def histogram_rows(self) -> list[tuple]:
+        present, raw = self._arrays[0], self._arrays[4]
+        if self.__dict__.get("_histograms") is not None or raw.counts is None:
+            return super().histogram_rows()
+        edges = np.ascontiguousarray(raw.edges, np.float64)
+        counts = np.ascontiguousarray(raw.counts, np.int64)
+        return [(name, e.tobytes(), c.tobytes(), nans, infs, below, above)
+                for (name, _), e, c, (below, above, nans, infs)
+                in zip(present, edges, counts, raw.extra.tolist(), strict=True)]
 
     def nonfinite_totals(self) -> tuple[int, int]:
         if self.__dict__.get("_params") is not None:
