@@ -101,7 +101,7 @@ class SpikeDetector:
 
     # -- the figures of a step, as one vector ------------------------------------------
     def _columns(self, record) -> None:
-        new = [n for n in record.params if n not in self._index]
+        new = [n for n in record.columns()[0] if n not in self._index]
         for name in new:
             self._index[name] = len(self.names)
             self.names.append(name)
@@ -118,13 +118,17 @@ class SpikeDetector:
         if signals[0] is not None and math.isfinite(signals[0]) and signals[0] <= 0:
             signals[0] = None  # the loss's band is for positive losses only
         flat, counts = signals, nonfinite
-        if record is not None:
-            stats = [record.params.get(n) for n in self.names] \
-                if len(record.params) != len(self.names) else record.params.values()
-            flat = signals + [x for s in stats for x in ((s.norm, s.update_ratio) if s is not None
-                                                         else (None, None))]
-            counts = nonfinite + [x for s in stats for x in ((s.nan_count or s.inf_count, 0)
-                                                             if s is not None else (0, 0))]
+        if record is not None:  # its columns: no ParamStats built where it keeps arrays
+            names, (norms, ratios, nans, infs) = record.columns("norm", "update_ratio",
+                                                                "nan_count", "inf_count")
+            if len(names) != len(self.names):  # in this detector's order, missing ones None
+                at = {n: i for i, n in enumerate(names)}
+                rows = [at.get(n) for n in self.names]
+                norms, ratios, nans, infs = ([None if i is None else c[i] for i in rows]
+                                             for c in (norms, ratios, nans, infs))
+                infs = [0 if i is None else v for i, v in zip(rows, infs, strict=True)]
+            flat = signals + [x for pair in zip(norms, ratios, strict=True) for x in pair]
+            counts = nonfinite + [x for a, b in zip(nans, infs, strict=True) for x in (a or b, 0)]
         size = 2 + len(FIGURES) * len(self.names)
         if len(flat) < size:  # no record: the parameters' figures are missing
             flat, counts = flat + [None] * (size - len(flat)), counts + [0] * (size - len(counts))

@@ -243,9 +243,9 @@ class Recorder:
                         else float(self._scale), self._warned, None, step)
         self.ledger = step_ledger(record.step, record, accumulated, scale, losses, micro,
                                   iteration, group_lrs(self.optimizer), skipped)
-        state = guarded("the optimizer state", self._read_optimizer_state, self._warned, {}, step)
         norms = self._rank_norms.gather(record) if self._rank_norms is not None else None
-        if self.writer is not None:
+        if self.writer is not None:  # the optimizer state is read for the run directory only
+            state = guarded("the optimizer state", self._read_optimizer_state, self._warned, {}, step)
             self._write(record, norms, accumulated, state)
 
     def _read_optimizer_state(self):

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from itertools import compress
-from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -134,9 +133,6 @@ def skip_line(step: int, record) -> str:
             f"{where}{' ...' if len(bad) > 3 else ''}")
 
 
-_NORM = attrgetter("norm")
-
-
 def accumulated_by_name(accum: AccumulatedNorms | None, names: list[str],
                         record: StepGradients | None = None) -> dict[str, float]:
     """``name -> ‖.grad‖`` as accumulated (parameters with a gradient only). With ``reuse``
@@ -149,9 +145,9 @@ def accumulated_by_name(accum: AccumulatedNorms | None, names: list[str],
         raise ValueError(f"{len(accum.present)} parameters probed, {len(names)} named")
     held = names if all(accum.present) else list(compress(names, accum.present))
     if accum.reuse or accum.check is not None:
-        stats = record.params if record is not None else {}
+        norms = record.column("norm") if record is not None else {}
         try:
-            applied = list(map(_NORM, map(stats.__getitem__, held)))
+            applied = list(map(norms.__getitem__, held))
         except KeyError:  # a parameter the applied point did not record
             applied = [None]
         known = None not in applied
@@ -173,8 +169,7 @@ def step_ledger(step: int, record: StepGradients | None, accumulated: dict[str, 
     acc = norm_of(np.array(list(accumulated.values()))) if accumulated else None
     applied = None if record is None or skipped else record.global_norm
     coef, clipped = clip_coefficient(acc, applied, scale)
-    stats = list(record.params.values()) if record else []
-    nans, infs = sum([s.nan_count or 0 for s in stats]), sum([s.inf_count or 0 for s in stats])
+    nans, infs = record.nonfinite_totals() if record else (0, 0)
     return StepLedger(step, iteration, micro_batches, mean_loss(losses), acc, applied,
                       coef, clipped, scale, skipped is not None, skipped, nans, infs, lrs)
 

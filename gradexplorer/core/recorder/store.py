@@ -14,8 +14,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from gradexplorer.core.errors import UserError, first_line
 from gradexplorer.core.folder_lock import FolderLock
 from gradexplorer.core.recorder import schema as S
@@ -34,8 +32,7 @@ def _real(value: Any) -> Any:
 
 def ledger_row(ledger: StepLedger) -> tuple:
     """The ``ledger`` table's columns of one StepLedger."""
-    d = ledger.as_dict()
-    values = [d[f] for f in LEDGER_FIELDS]
+    values = [getattr(ledger, f) for f in LEDGER_FIELDS]  # as_dict's values, without its copies
     values = [int(v) if isinstance(v, bool) else v for v in values]
     values[-1] = None if ledger.lr is None else json.dumps(list(ledger.lr))
     return (ledger.optimizer_step, *(_real(v) for v in values))
@@ -238,17 +235,12 @@ class RunWriter:
     @staticmethod
     def _insert_step(db, record, loss, ranks, rank_norms, ledger, accumulated, optimizer_state,
                      batch, wall) -> None:
-        stat_rows = [
-            (record.step, s.name, s.numel, int(s.has_grad),
-             *(_real(getattr(s, f)) for f in STAT_FIELDS))
-            for s in record.params.values()
-        ]
-        hist_rows = [
-            (record.step, name, np.asarray(h.edges, np.float64).tobytes(),
-             np.asarray(h.counts, np.int64).tobytes(), int(h.nan_count), int(h.inf_count),
-             int(h.below), int(h.above))
-            for name, h in record.histograms.items()
-        ]
+        names, (numel, has_grad, *figures) = record.columns("numel", "has_grad", *STAT_FIELDS)
+        # no ParamStats built; NaN kept as 'nan' (``_real``: v != v only for a NaN here)
+        figures = [["nan" if v != v else v for v in column] for column in figures]
+        stat_rows = list(zip([record.step] * len(names), names, numel, map(int, has_grad), *figures,
+                             strict=True))
+        hist_rows = [(record.step, *row) for row in record.histogram_rows()]
 
         param_rows = param_step_rows(record.step, accumulated or {}, optimizer_state or {})
 

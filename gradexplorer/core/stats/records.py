@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+import threading
+from dataclasses import dataclass, field, fields
+from operator import itemgetter
 
 import numpy as np
 
@@ -84,6 +86,29 @@ class StepGradients:
         """Parameters whose gradient holds NaN or ±Inf this step."""
         return {n: s for n, s in self.params.items() if s.nonfinite}
 
+    def column(self, field: str) -> dict[str, float | int | None]:
+        """``name -> params[name].<field>`` (``field`` one of STAT_FIELDS), read from the
+        step's arrays where it has them (no ParamStats built)."""
+        return {n: getattr(s, field) for n, s in self.params.items()}
+
+    def columns(self, *names: str) -> tuple[list[str], list[list]]:
+        """The parameters' names and, for each field in ``names`` (STAT_FIELDS, ``numel`` or
+        ``has_grad``), its values in that order (``column`` without a dict each)."""
+        stats = list(self.params.values())
+        return list(self.params), [[getattr(s, f) for s in stats] for f in names]
+
+    def histogram_rows(self) -> list[tuple]:
+        """Each histogram as ``(name, edges as float64 bytes, counts as int64 bytes, NaN, Inf,
+        below, above)`` (the run directory's row), read from the step's arrays where it has them."""
+        return [(name, np.asarray(h.edges, np.float64).tobytes(),
+                 np.asarray(h.counts, np.int64).tobytes(), int(h.nan_count), int(h.inf_count),
+                 int(h.below), int(h.above)) for name, h in self.histograms.items()]
+
+    def nonfinite_totals(self) -> tuple[int, int]:
+        """(NaN count, Inf count) over every parameter's gradient (missing counts as 0)."""
+        stats = list(self.params.values())
+        return sum([s.nan_count or 0 for s in stats]), sum([s.inf_count or 0 for s in stats])
+
 
 _ROW_KERNEL: tuple | None = None  # (stat_columns, COLUMNS), or () where Numba cannot load
 
@@ -101,29 +126,60 @@ def _row_kernel() -> tuple:
     return _ROW_KERNEL
 
 
-def _stats_rows(named_shapes: list[tuple[str, tuple[int, ...]]], raw: RawStats) -> list[ParamStats]:
-    """ParamStats for every row of ``raw`` at once: one Numba call (``kernels_rows``) where it
+class Figures:
+    """A step's figures as the backend left them: ``sizes`` (one per parameter with a
+    gradient), ``rows`` (each one's norm, mean, std, min, max, max |g|, zero fraction and
+    update ratio, Python floats) and ``counts`` (its NaN and Inf counts, ints); no update
+    ratios unless ``with_update``. ``column`` reads one figure of every row without a
+    ParamStats each."""
+
+    __slots__ = ("counts", "rows", "sizes", "with_update")
+
+    def __init__(self, sizes: list[int], rows: list[list[float]], counts: list[list[int]],
+                 with_update: bool) -> None:
+        self.sizes, self.rows, self.counts, self.with_update = sizes, rows, counts, with_update
+
+    def column(self, field: str) -> list:
+        """``field`` (one of STAT_FIELDS) of every row."""
+        k = _FIELD_INDEX[field]  # itemgetter maps: no Python call per row
+        if k < 7:
+            return list(map(_ITEM[k], self.rows))
+        if k < 9:
+            return list(map(_ITEM[k - 7], self.counts))
+        return list(map(_ITEM[7], self.rows)) if self.with_update else [None] * len(self.rows)
+
+    def stats(self, named_shapes: list[tuple[str, tuple[int, ...]]]) -> list[ParamStats]:
+        """A ParamStats for every row (``named_shapes``: the rows' names and shapes)."""
+        if self.with_update:
+            return [ParamStats(name, shape, size, True, *row[:7], *count, row[7])
+                    for (name, shape), size, row, count in zip(named_shapes, self.sizes, self.rows,
+                                                               self.counts, strict=True)]
+        return [ParamStats(name, shape, size, True, *row[:7], *count)
+                for (name, shape), size, row, count in zip(named_shapes, self.sizes, self.rows,
+                                                           self.counts, strict=True)]
+
+
+_FIELD_INDEX = {f: k for k, f in enumerate(STAT_FIELDS)}
+_ITEM = [itemgetter(k) for k in range(8)]
+
+
+def _figures(named_shapes: list[tuple[str, tuple[int, ...]]], raw: RawStats) -> Figures:
+    """The Figures of every row of ``raw`` at once: one Numba call (``kernels_rows``) where it
     loads, else numpy column by column; the same figures bit for bit either way."""
     kernel = _row_kernel()
     if not kernel:
-        return _stats_rows_numpy(named_shapes, raw)
+        return _figures_numpy(named_shapes, raw)
     stat_columns, width = kernel
     sizes = [math.prod(shape) for _, shape in named_shapes]
     m = raw.moments
     out, counts = np.empty((len(sizes), width)), np.empty((len(sizes), 2), np.int64)
     update = raw.update if raw.update is not None else m
     stat_columns(m, np.array(sizes, np.float64), update, raw.update is not None, out, counts)
-    rows = out.tolist()
-    if raw.update is None:
-        for row in rows:
-            row[-1] = None
-    return [ParamStats(name, shape, size, True, *row[:-1], *count, row[-1])
-            for (name, shape), size, row, count in zip(named_shapes, sizes, rows, counts.tolist(),
-                                                       strict=True)]
+    return Figures(sizes, out.tolist(), counts.tolist(), raw.update is not None)
 
 
-def _stats_rows_numpy(named_shapes: list[tuple[str, tuple[int, ...]]], raw: RawStats) -> list[ParamStats]:
-    """``_stats_rows`` by numpy, column by column (where the Numba kernel cannot load)."""
+def _figures_numpy(named_shapes: list[tuple[str, tuple[int, ...]]], raw: RawStats) -> Figures:
+    """``_figures`` by numpy, column by column (where the Numba kernel cannot load)."""
     m = raw.moments
     numel = np.array([math.prod(shape) for _, shape in named_shapes], dtype=np.float64)
     finite = m[:, C.FINITE]
@@ -141,30 +197,42 @@ def _stats_rows_numpy(named_shapes: list[tuple[str, tuple[int, ...]]], raw: RawS
             np.maximum(np.abs(low), np.abs(high)),
             np.where(numel > 0, m[:, C.ZEROS] / np.maximum(numel, 1), 0.0),
         ]
-        ratio = [None] * len(numel)
+        ratio = np.zeros(len(numel))
         if raw.update is not None:
             delta, before = raw.update[:, 0], raw.update[:, 1]
             ratio = np.where(before > 0, delta / before, np.where(delta == 0, 0.0, np.inf))
-            ratio = np.where(np.isnan(delta) | np.isnan(before), np.nan, ratio).tolist()
+            ratio = np.where(np.isnan(delta) | np.isnan(before), np.nan, ratio)
     # one row of Python numbers per parameter, transposed at once (no Python work per figure)
-    figures = np.stack(columns, 1).tolist()
+    rows = np.stack([*columns, ratio], 1).tolist()
     counts = m[:, C.NANS:C.INFS + 1].astype(np.int64).tolist()
-    sizes = numel.astype(np.int64).tolist()
-    return [ParamStats(name, shape, size, True, *row, *count, r)
-            for (name, shape), size, row, count, r in zip(named_shapes, sizes, figures, counts, ratio,
-                                                          strict=True)]
+    return Figures(numel.astype(np.int64).tolist(), rows, counts, raw.update is not None)
+
+
+def _stats_rows(named_shapes: list[tuple[str, tuple[int, ...]]], raw: RawStats) -> list[ParamStats]:
+    """ParamStats for every row of ``raw`` (``_figures``: the Numba kernel where it loads)."""
+    return _figures(named_shapes, raw).stats(named_shapes)
+
+
+def _stats_rows_numpy(named_shapes: list[tuple[str, tuple[int, ...]]], raw: RawStats) -> list[ParamStats]:
+    """``_stats_rows`` by numpy, column by column (where the Numba kernel cannot load)."""
+    return _figures_numpy(named_shapes, raw).stats(named_shapes)
 
 
 def global_norm(stats: list[ParamStats]) -> float | None:
     """L2 norm of the concatenated gradient: NaN if any NaN, Inf if any Inf (scaled: no
     overflow while the result itself fits in a float64)."""
     with_grad = [s for s in stats if s.has_grad]
-    norms = [s.norm for s in with_grad]
+    return _global_norm([s.norm for s in with_grad], [s.nan_count for s in with_grad],
+                        [s.inf_count for s in with_grad])
+
+
+def _global_norm(norms: list, nans: list, infs: list) -> float | None:
+    """``global_norm`` of the parameters with a gradient, from their norms and counts."""
     if not norms or None in norms:  # none, or one not recorded
         return None
-    if any([s.nan_count for s in with_grad]):
+    if any(nans):
         return math.nan
-    if any([s.inf_count for s in with_grad]):
+    if any(infs):
         return math.inf
     top = max(norms)
     if top == 0 or not math.isfinite(top):
@@ -172,23 +240,120 @@ def global_norm(stats: list[ParamStats]) -> float | None:
     return top * math.sqrt(sum([(n / top) ** 2 for n in norms]))
 
 
+class ArrayStepGradients(StepGradients):
+    """StepGradients whose ``params`` and ``histograms`` are built from the step's arrays the
+    first time they are read (the same ParamStats and Histograms, the same figures): a step
+    nobody reads costs no object per parameter. ``column`` and ``nonfinite_totals`` read the
+    arrays as they are."""
+
+    _lock = threading.Lock()  # one build, whichever thread (the run directory's writer) reads first
+
+    def _lazy(self, what: str):
+        with self._lock:
+            built = self.__dict__.get(what)
+            if built is None:
+                built = self._build_params() if what == "_params" else self._build_histograms()
+                self.__dict__[what] = built
+        return built
+
+    @property
+    def params(self) -> dict[str, ParamStats]:
+        found = self.__dict__.get("_params")
+        return found if found is not None else self._lazy("_params")
+
+    @params.setter
+    def params(self, value) -> None:
+        self.__dict__["_params"] = value
+
+    @property
+    def histograms(self) -> dict[str, Histogram]:
+        found = self.__dict__.get("_histograms")
+        return found if found is not None else self._lazy("_histograms")
+
+    @histograms.setter
+    def histograms(self, value) -> None:
+        self.__dict__["_histograms"] = value
+
+    def _build_params(self) -> dict[str, ParamStats]:
+        present, figures, named_shapes, has_grad = self._arrays[:4]
+        rows = figures.stats(present)
+        if len(present) == len(named_shapes):
+            return {s.name: s for s in rows}
+        found = iter(rows)
+        return {name: next(found) if h else ParamStats(name, shape, math.prod(shape), False)
+                for (name, shape), h in zip(named_shapes, has_grad, strict=True)}
+
+    def _build_histograms(self) -> dict[str, Histogram]:
+        present, raw = self._arrays[0], self._arrays[4]
+        if raw.counts is None:
+            return {}
+        return {name: Histogram(edges, counts, nans, infs, below, above)
+                for (name, _), edges, counts, (below, above, nans, infs)
+                in zip(present, raw.edges, raw.counts, raw.extra.tolist(), strict=True)}
+
+    def column(self, field: str) -> dict[str, float | int | None]:
+        if self.__dict__.get("_params") is not None:  # built (and perhaps changed): read it
+            return super().column(field)
+        present, figures, named_shapes, has_grad = self._arrays[:4]
+        if len(present) == len(named_shapes):
+            return dict(zip(map(_ITEM[0], present), figures.column(field), strict=True))
+        values = iter(figures.column(field))
+        return {name: next(values) if h else None
+                for (name, _), h in zip(named_shapes, has_grad, strict=True)}
+
+    def columns(self, *names: str) -> tuple[list[str], list[list]]:
+        if self.__dict__.get("_params") is not None:  # built (and perhaps changed): read it
+            return super().columns(*names)
+        present, figures, named_shapes, has_grad = self._arrays[:4]
+        whole = len(present) == len(named_shapes)
+        found = []
+        for f in names:
+            if f == "numel":
+                found.append(figures.sizes if whole else [math.prod(shape) for _, shape in named_shapes])
+            elif f == "has_grad":
+                found.append(list(has_grad))
+            elif whole:
+                found.append(figures.column(f))
+            else:  # None for those without a gradient
+                values = iter(figures.column(f))
+                found.append([next(values) if h else None for h in has_grad])
+        return list(map(_ITEM[0], named_shapes)), found
+
+    def histogram_rows(self) -> list[tuple]:
+        present, raw = self._arrays[0], self._arrays[4]
+        if self.__dict__.get("_histograms") is not None or raw.counts is None:
+            return super().histogram_rows()
+        edges = np.ascontiguousarray(raw.edges, np.float64)
+        counts = np.ascontiguousarray(raw.counts, np.int64)
+        return [(name, e.tobytes(), c.tobytes(), nans, infs, below, above)
+                for (name, _), e, c, (below, above, nans, infs)
+                in zip(present, edges, counts, raw.extra.tolist(), strict=True)]
+
+    def nonfinite_totals(self) -> tuple[int, int]:
+        if self.__dict__.get("_params") is not None:
+            return super().nonfinite_totals()
+        figures = self._arrays[1]
+        return sum(map(_ITEM[0], figures.counts)), sum(map(_ITEM[1], figures.counts))
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, StepGradients):
+            return NotImplemented
+        names = [f.name for f in fields(StepGradients)]  # as the dataclass compares: tuples
+        return tuple(getattr(self, n) for n in names) == tuple(getattr(other, n) for n in names)
+
+    __hash__ = None
+
+
 def build_step_gradients(step: int, named_shapes: list[tuple[str, tuple[int, ...]]],
                          has_grad: list[bool], raw: RawStats, bins: int,
                          hist_range: HistRange) -> StepGradients:
-    """Assemble a StepGradients from a backend's RawStats (rows only for params with grads)."""
-    present = [ns for ns, h in zip(named_shapes, has_grad, strict=True) if h]
-    rows = _stats_rows(present, raw)
-    if len(present) == len(named_shapes):
-        params = {s.name: s for s in rows}
-    else:
-        found = iter(rows)
-        params = {name: next(found) if h else ParamStats(name, shape, math.prod(shape), False)
-                  for (name, shape), h in zip(named_shapes, has_grad, strict=True)}
-    histograms: dict[str, Histogram] = {}
-    if raw.counts is not None:
-        histograms = {name: Histogram(edges, counts, nans, infs, below, above)
-                      for (name, _), edges, counts, (below, above, nans, infs)
-                      in zip(present, raw.edges, raw.counts, raw.extra.tolist(), strict=True)}
-    total = sum([s.numel for s in rows])
-    return StepGradients(step, global_norm(list(params.values())), total, params, histograms,
-                         bins, hist_range)
+    """Assemble a StepGradients from a backend's RawStats (rows only for params with grads):
+    its figures kept as arrays, ParamStats and Histograms built when first read."""
+    present = named_shapes if all(has_grad) else \
+        [ns for ns, h in zip(named_shapes, has_grad, strict=True) if h]
+    figures = _figures(present, raw)
+    record = ArrayStepGradients(step, _global_norm(figures.column("norm"), figures.column("nan_count"),
+                                                   figures.column("inf_count")),
+                                sum(figures.sizes), None, None, bins, hist_range)
+    record._arrays = (present, figures, named_shapes, has_grad, raw)
+    return record
