@@ -97,3 +97,36 @@ def test_the_minimap_follows_a_runtime_theme_switch(qtbot, make_window):
         assert background() > 0.8
     finally:
         window.set_theme("system")
+
+
+def indicator_contrast(box) -> float:
+    """The most a check box's indicator stands out from the background beside it (WCAG ratio
+    of its most contrasting pixel)."""
+    from PySide6.QtWidgets import QStyle, QStyleOptionButton
+
+    option = QStyleOptionButton()
+    box.initStyleOption(option)
+    rect = box.style().subElementRect(QStyle.SE_CheckBoxIndicator, option, box)
+    image = box.grab().toImage()
+    background = QColor(image.pixel(image.width() - 1, 0))  # a corner: no text, no box
+    return max(contrast(QColor(image.pixel(x, y)), background)
+               for x in range(rect.left(), rect.right() + 1) for y in range(rect.top(), rect.bottom() + 1))
+
+
+def test_dark_check_boxes_are_visible_after_a_runtime_switch(qtbot, make_window):
+    """Fusion outlined a check box in the dark window's colour darkened: 'log y', 'smooth',
+    'subtree' showed a label beside nothing (1.1:1)."""
+    window = make_window()
+    window.resize(1024, 700)
+    boxes = [window.curves.log_box, window.curves.smooth_box, window.gradients.log_box]
+    try:
+        for theme in ("light", "dark"):
+            window.set_theme(theme)
+            for box in boxes:
+                qtbot.waitUntil(box.isVisible, timeout=30_000)
+                for checked in (False, True):
+                    box.setChecked(checked)
+                    assert indicator_contrast(box) >= 3.0, (theme, box.text(), checked)  # WCAG 1.4.11
+                box.setChecked(False)
+    finally:
+        window.set_theme("system")
