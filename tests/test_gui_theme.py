@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from PySide6.QtGui import QColor, QPalette
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QStyle
 
 
 def lightness(colour) -> float:
@@ -99,14 +99,18 @@ def test_the_minimap_follows_a_runtime_theme_switch(qtbot, make_window):
         window.set_theme("system")
 
 
-def indicator_contrast(box) -> float:
-    """The most a check box's indicator stands out from the background beside it (WCAG ratio
-    of its most contrasting pixel)."""
-    from PySide6.QtWidgets import QStyle, QStyleOptionButton
+def option_of(box):
+    from PySide6.QtWidgets import QStyleOptionButton
 
     option = QStyleOptionButton()
     box.initStyleOption(option)
-    rect = box.style().subElementRect(QStyle.SE_CheckBoxIndicator, option, box)
+    return option
+
+
+def indicator_contrast(box) -> float:
+    """The most a check box's indicator stands out from the background beside it (WCAG ratio
+    of its most contrasting pixel)."""
+    rect = box.style().subElementRect(QStyle.SE_CheckBoxIndicator, option_of(box), box)
     image = box.grab().toImage()
     background = QColor(image.pixel(image.width() - 1, 0))  # a corner: no text, no box
     return max(contrast(QColor(image.pixel(x, y)), background)
@@ -124,6 +128,9 @@ def test_dark_check_boxes_are_visible_after_a_runtime_switch(qtbot, make_window)
             window.set_theme(theme)
             for box in boxes:
                 qtbot.waitUntil(box.isVisible, timeout=30_000)
+                contents = box.style().subElementRect(QStyle.SE_CheckBoxContents, option_of(box), box)
+                label_end = contents.left() + box.fontMetrics().horizontalAdvance(box.text())
+                assert box.width() - label_end >= 4, (theme, box.text())  # "log y☐ smooth" read as one
                 for checked in (False, True):
                     box.setChecked(checked)
                     assert indicator_contrast(box) >= 3.0, (theme, box.text(), checked)  # WCAG 1.4.11
