@@ -20,5 +20,6 @@ def test_a_long_model_spec_keeps_its_file_and_the_device(qtbot, make_window, tmp
     label = window.status.model_label
     text = label.text()
     assert label.fontMetrics().horizontalAdvance(text) <= label.contentsRect().width(), text
-    assert text.startswith("…") and text.endswith("/nan_sqrt_model.py:build · 212 params · cpu"), text
+    assert text.startswith("…/") and text.endswith("/nan_sqrt_model.py:build · 212 params · cpu"), text
+    assert spec.endswith("/" + text[2:].split(" · ")[0])  # whole folders dropped, none cut
     assert label.toolTip() == f"{spec} · 212 params · cpu"

@@ -85,7 +85,12 @@ class RunStatusBar(QStatusBar):
         margins, metrics = label.contentsMargins(), label.fontMetrics()
         room = MODEL_TEXT_PX - margins.left() - margins.right() - 2
         room -= metrics.horizontalAdvance(before + after)
-        label.setText(before + metrics.elidedText(name, Qt.ElideLeft, max(room, 0)) + after)
+        folders = name.split("/")  # whole folders go first: "…/gpt2_small.py:build", not "…ples/gpt2…"
+        shorter = (f"…/{'/'.join(folders[i:])}" for i in range(1, len(folders)))
+        fits = next((t for t in shorter if metrics.horizontalAdvance(t) <= room), None)
+        if metrics.horizontalAdvance(name) <= room:
+            fits = name
+        label.setText(before + (fits or metrics.elidedText(name, Qt.ElideLeft, max(room, 0))) + after)
         label.setToolTip(before + name + after)
 
     def show_latest(self) -> None:
