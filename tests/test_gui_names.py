@@ -27,7 +27,10 @@ def test_names_lose_components_from_the_left_and_keep_the_block_index():
     assert elide_chars(GPT_NAME, 30) == "…h.10.attn.c_attn.weight"
     assert elide_chars(GPT_NAME, 20) == "h.10…c_attn.weight"  # the block and the parameter
     assert elide_chars(GPT_NAME, 14) == "h.10…weight"
-    assert elide_chars("layer1.0.conv1.weight", 18) == "layer1.0…weight"
+    # no layer between block and parameter: the block's name goes before the layer does
+    assert elide_chars("layer1.0.conv1.weight", 18) == "…0.conv1.weight"
+    assert elide_chars("layer2.0.shortcut.1.bias", 18) == "…0.shortcut.1.bias"
+    assert elide_chars("transformer.h.0.ln_1.weight", 16) == "…h.0.ln_1.weight"
     # the outermost block names the layer (ResNet's layer3, not its downsample.0)
     assert elide_chars("layer3.0.downsample.0.weight", 20) == "layer3.0…weight"
     assert elide_chars("encoder.layers.11.self_attn.out_proj.weight", 26) == "layers.11…out_proj.weight"

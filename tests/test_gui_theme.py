@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from PySide6.QtGui import QColor, QPalette
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QStyle
 
 
 def lightness(colour) -> float:
@@ -95,5 +95,45 @@ def test_the_minimap_follows_a_runtime_theme_switch(qtbot, make_window):
         assert background() < 0.3
         window.set_theme("light")
         assert background() > 0.8
+    finally:
+        window.set_theme("system")
+
+
+def option_of(box):
+    from PySide6.QtWidgets import QStyleOptionButton
+
+    option = QStyleOptionButton()
+    box.initStyleOption(option)
+    return option
+
+
+def indicator_contrast(box) -> float:
+    """The most a check box's indicator stands out from the background beside it (WCAG ratio
+    of its most contrasting pixel)."""
+    rect = box.style().subElementRect(QStyle.SE_CheckBoxIndicator, option_of(box), box)
+    image = box.grab().toImage()
+    background = QColor(image.pixel(image.width() - 1, 0))  # a corner: no text, no box
+    return max(contrast(QColor(image.pixel(x, y)), background)
+               for x in range(rect.left(), rect.right() + 1) for y in range(rect.top(), rect.bottom() + 1))
+
+
+def test_dark_check_boxes_are_visible_after_a_runtime_switch(qtbot, make_window):
+    """Fusion outlined a check box in the dark window's colour darkened: 'log y', 'smooth',
+    'subtree' showed a label beside nothing (1.1:1)."""
+    window = make_window()
+    window.resize(1024, 700)
+    boxes = [window.curves.log_box, window.curves.smooth_box, window.gradients.log_box]
+    try:
+        for theme in ("light", "dark"):
+            window.set_theme(theme)
+            for box in boxes:
+                qtbot.waitUntil(box.isVisible, timeout=30_000)
+                contents = box.style().subElementRect(QStyle.SE_CheckBoxContents, option_of(box), box)
+                label_end = contents.left() + box.fontMetrics().horizontalAdvance(box.text())
+                assert box.width() - label_end >= 4, (theme, box.text())  # "log y☐ smooth" read as one
+                for checked in (False, True):
+                    box.setChecked(checked)
+                    assert indicator_contrast(box) >= 3.0, (theme, box.text(), checked)  # WCAG 1.4.11
+                box.setChecked(False)
     finally:
         window.set_theme("system")

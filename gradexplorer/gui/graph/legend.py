@@ -2,13 +2,50 @@
 
 from __future__ import annotations
 
-from PySide6.QtWidgets import QComboBox, QLabel
+from PySide6.QtCore import QEvent, QObject, QRect
+from PySide6.QtWidgets import QComboBox, QLabel, QStyle, QStyleOptionComboBox
 
 
-def shrinkable(box: QComboBox, chars: int) -> None:
-    """Let a combo box narrow to ``chars`` characters (an 800-pixel window fits the row)."""
-    box.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
-    box.setMinimumContentsLength(chars)
+def whole_width(box: QComboBox, text: str) -> int:
+    """The width at which ``box`` draws ``text`` whole: the text, the pixel its label is inset
+    by on each side, and what the style (and style sheet) frame and arrow take from the box."""
+    box.ensurePolished()  # the style sheet's border and padding count
+    option = QStyleOptionComboBox()
+    box.initStyleOption(option)
+    option.rect = QRect(0, 0, 400, max(box.sizeHint().height(), 20))
+    field = box.style().subControlRect(QStyle.CC_ComboBox, option, QStyle.SC_ComboBoxEditField, box)
+    return box.fontMetrics().horizontalAdvance(text) + 2 + option.rect.width() - field.width()
+
+
+class _ReadsWhole(QObject):
+    """Fits its combo box again when the item, the style (a theme switch) or the font changes."""
+
+    EVENTS = (QEvent.StyleChange, QEvent.FontChange, QEvent.Polish)
+
+    def __init__(self, box: QComboBox) -> None:
+        super().__init__(box)
+        self.box = box
+        box.currentIndexChanged.connect(self.fit)
+        box.installEventFilter(self)
+        self.fit()
+
+    def fit(self, _index: int = -1) -> None:
+        width = whole_width(self.box, self.box.currentText())
+        if width != self.box.width() or self.box.minimumWidth() != width:
+            self.box.setFixedWidth(width)
+
+    def eventFilter(self, watched, event) -> bool:  # noqa: N802 - Qt API
+        if event.type() in self.EVENTS:
+            self.fit()
+        return False
+
+
+def reads_whole(box: QComboBox) -> None:
+    """Keep ``box`` as wide as the item it shows, whatever the window's size (a clipped
+    "Modules, deptl" read as nothing; a 4K window's 500-pixel box, as odd): its popup lists
+    every item whole."""
+    box.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)  # no hint of its own
+    _ReadsWhole(box)
 
 
 def legend_label() -> QLabel:

@@ -10,7 +10,7 @@ from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QComboBox, QWidget
 
 from gradexplorer.core.graph.layout import LAYOUTS
-from gradexplorer.gui.graph.legend import shrinkable
+from gradexplorer.gui.graph.legend import reads_whole
 from gradexplorer.gui.models.graph_view import GraphViewState
 from gradexplorer.gui.theme import icon
 
@@ -34,13 +34,11 @@ class GraphViewControls:
         self.state = state
         self.layout_box = QComboBox(toolTip="layout algorithm")
         self.layout_box.addItems(list(LAYOUTS))
-        self.layout_box.setMaximumWidth(105)
-        shrinkable(self.layout_box, 6)
         self.detail_box = QComboBox(toolTip="show every operation, or one node per module")
         for text, _depth in DETAIL_LEVELS:
             self.detail_box.addItem(text)
-        self.detail_box.setMaximumWidth(135)
-        shrinkable(self.detail_box, 8)
+        reads_whole(self.layout_box)  # each as wide as its item; the search box beside gives way
+        reads_whole(self.detail_box)
         self.hook_nodes_action = QAction(icon("hook-node"), "Hook nodes", parent, checkable=True,
                                          toolTip="show the nodes that full backward hooks insert "
                                          "(BackwardHookFunctionBackward)")

@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
 )
 
 from gradexplorer.core.stats.curves import ema_smooth
+from gradexplorer.gui.graph.legend import reads_whole
 from gradexplorer.gui.models.run_overlay import X_LABELS, X_MODES, RunOverlay, TimelineSource
 from gradexplorer.gui.models.timeline import TimelineModel
 from gradexplorer.gui.plots.hover import HoverReadout, nearest_point
@@ -61,8 +62,7 @@ class TrainingCurves(QWidget):
         self.x_box = QComboBox()  # short labels: the dock's least width stays as it was
         for mode in X_MODES:
             self.x_box.addItem(mode.split()[0], mode)
-        self.x_box.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
-        self.x_box.setMinimumContentsLength(3)
+        reads_whole(self.x_box)
         self.x_box.setToolTip("x axis of the curves: step, relative time (seconds since each "
                               "run's first step) or wall time (the clock)")
         self.x_box.currentIndexChanged.connect(lambda i: self.overlay.set_x_mode(self.x_box.itemData(i)))

@@ -11,6 +11,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QScrollBar, QVBoxLayout, QWidget
 
+from gradexplorer.gui.graph.legend import reads_whole
 from gradexplorer.gui.text.name_elide import elide_chars
 from gradexplorer.gui.theme import ALARM, PLOT_PENS
 
@@ -264,8 +265,7 @@ class FlowPanel(QWidget):
         self.chart = GradientFlowChart()
         self.order_box = QComboBox(toolTip="order of the parameter rows")
         self.order_box.addItems(ORDERS)
-        self.order_box.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
-        self.order_box.setMinimumContentsLength(5)  # a narrow dock elides it, never clips it
+        reads_whole(self.order_box)  # "largest max |g| first" whole, the title beside it gives way
         self.order_box.currentTextChanged.connect(self.chart.set_order)
         self.scroll = QScrollBar(Qt.Vertical)
         self.scroll.valueChanged.connect(self.chart.scroll_to)
@@ -273,7 +273,8 @@ class FlowPanel(QWidget):
         header = QHBoxLayout()
         header.setContentsMargins(0, 0, 0, 0)
         header.addWidget(QLabel(f"<b>{title}</b>"))
-        header.addWidget(self.order_box, 1)
+        header.addWidget(self.order_box)
+        header.addStretch(1)
         body = QHBoxLayout()
         body.setContentsMargins(0, 0, 0, 0)
         body.setSpacing(0)

@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
 
 from gradexplorer.core.recorder.run_history import RunHistory
 from gradexplorer.core.stats.curves import thin_steps
+from gradexplorer.gui.graph.legend import reads_whole
 from gradexplorer.gui.models.selection import Selection, SelectionModel, parameter_for
 from gradexplorer.gui.models.timeline import TimelineModel
 from gradexplorer.gui.panels.name_label import NameLabel
@@ -77,6 +78,7 @@ class GradientPanel(QWidget):
         self.axis_box.setToolTip("value axis of the histogram over steps: fixed, each step on its "
                                  "own range, or log10 |g|")
         self.axis_box.currentTextChanged.connect(self.set_heatmap_axis)
+        reads_whole(self.axis_box)
         self.flow_panel = FlowPanel()
         self.flow = self.flow_panel.chart
         self.flow.param_clicked.connect(

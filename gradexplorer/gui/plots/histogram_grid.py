@@ -29,7 +29,7 @@ from PySide6.QtWidgets import (
 )
 
 from gradexplorer.core.stats.ranking import RANKINGS, rank_parameters
-from gradexplorer.gui.graph.legend import shrinkable
+from gradexplorer.gui.graph.legend import reads_whole
 from gradexplorer.gui.text.name_elide import elide_to_width
 from gradexplorer.gui.text.number_text import format_number, update_ratio_text
 from gradexplorer.gui.theme import ACCENT, ALARM, SELECTION
@@ -141,7 +141,7 @@ class HistogramGrid(QWidget):
         self.filter = QLineEdit(placeholderText="filter parameters…", clearButtonEnabled=True)
         self.ranking = QComboBox()
         self.ranking.addItems(list(RANKINGS))
-        shrinkable(self.ranking, 3)  # a narrow dock elides the sort's name, never widens
+        reads_whole(self.ranking)  # the sort's name whole (it was clipped: 'model ord'), the filter gives way
         self.filter.setMinimumWidth(50)
         self.count = QLabel("")
         self.csv_button = QPushButton("CSV…")

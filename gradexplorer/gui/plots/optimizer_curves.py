@@ -16,6 +16,7 @@ from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QSizePo
 
 from gradexplorer.core.errors import UserError
 from gradexplorer.core.model.membership import module_parameters
+from gradexplorer.gui.graph.legend import reads_whole
 from gradexplorer.gui.models.optimizer_track import SERIES_FIELDS
 from gradexplorer.gui.panels.name_label import NameLabel
 from gradexplorer.gui.plots.curves import fit_range
@@ -58,7 +59,7 @@ class OptimizerCurves(QWidget):
         for field in SERIES_FIELDS:
             self.figure_box.addItem(FIGURES[field][0], field)
             self.figure_box.setItemData(self.figure_box.count() - 1, FIGURES[field][2], 3)  # tooltip
-        self.figure_box.setSizeAdjustPolicy(QComboBox.AdjustToContents)
+        reads_whole(self.figure_box)
         self.figure_box.setToolTip("which of the optimizer's figures to draw")
         self.figure_box.activated.connect(lambda _i: self.choose(self.figure_box.currentData()))
         self.log_box = QCheckBox("log y")

@@ -4,8 +4,10 @@ A name that does not fit loses whole components from the left down to its block 
 numbered component, with the name before it), then the components between the block and its
 layer, so that which block and which parameter stay readable:
 ``transformer.h.10.attn.c_attn.weight`` → ``…h.10.attn.c_attn.weight`` →
-``h.10…c_attn.weight`` → ``h.10…weight`` → ``…weight``; a number is never cut, nor separated
-from the name before it (``h.10``), and the middle of a name is never cut out. Every view shows
+``h.10…c_attn.weight`` → ``h.10…weight`` → ``…weight``. Before the parameter loses its layer,
+the block's name goes (``layer1.0.conv1.weight`` → ``…0.conv1.weight``, not ``layer1.0…weight``:
+which of the block's weights?). A number is never cut, nor separated from the name before it
+(``h.10``) while that name is kept, and the middle of a name is never cut out. Every view shows
 the full name in its tooltip.
 """
 
@@ -28,9 +30,12 @@ def name_candidates(name: str) -> list[str]:
             out.append(ELLIPSIS + ".".join(parts[start:]))
     if numbers:  # the block, then the layer and parameter: h.10…c_attn.weight, h.10…weight
         head = ".".join(parts[block - 1:block + 1])
-        for start in range(block + 2, len(parts)):
-            if not parts[start].isdigit():
-                out.append(head + ELLIPSIS + ".".join(parts[start:]))
+        tails = [start for start in range(block + 2, len(parts)) if not parts[start].isdigit()]
+        out += [head + ELLIPSIS + ".".join(parts[start:]) for start in tails[:-1]]
+        # no layer between the block and the parameter (layer1.0.conv1.weight): the block index
+        # with all that follows it before the block's name, so the layer stays (…0.conv1.weight)
+        out.append(ELLIPSIS + ".".join(parts[block:]))
+        out += [head + ELLIPSIS + ".".join(parts[start:]) for start in tails[-1:]]
     if len(parts) > 1:
         out.append(ELLIPSIS + parts[-1])
     shorter = [out[0]]

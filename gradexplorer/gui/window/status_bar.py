@@ -67,19 +67,31 @@ class RunStatusBar(QStatusBar):
     def show_session(self, live) -> None:
         """Name the model and device."""
         session = live.session
-        self._name(f"{live.spec} · {session.parameter_count():,} params · {session.device}")
+        self._name(str(live.spec), f" · {session.parameter_count():,} params · {session.device}")
         self.step_label.setText(f"step {session.step_count}")
 
     def show_run(self, name: str, state: str) -> None:
         """Name the run shown and its state (waiting for its writer, following, finished)."""
         self._run_state = state
-        self._name(f"run {name}")
+        self._name(str(name), "", "run ")
         self.state_label.setText(state)
 
-    def _name(self, text: str) -> None:
+    def _name(self, name: str, after: str = "", before: str = "") -> None:
+        """``before + name + after`` in the label's room (less its style sheet's padding: the
+        device read "cp"), ``name`` (a path, a spec) shortened from the left so that its file
+        and what follows it stay."""
         label = self.model_label
-        label.setText(label.fontMetrics().elidedText(text, Qt.ElideMiddle, MODEL_TEXT_PX - 8))
-        label.setToolTip(text)
+        label.ensurePolished()
+        margins, metrics = label.contentsMargins(), label.fontMetrics()
+        room = MODEL_TEXT_PX - margins.left() - margins.right() - 2
+        room -= metrics.horizontalAdvance(before + after)
+        folders = name.split("/")  # whole folders go first: "…/gpt2_small.py:build", not "…ples/gpt2…"
+        shorter = (f"…/{'/'.join(folders[i:])}" for i in range(1, len(folders)))
+        fits = next((t for t in shorter if metrics.horizontalAdvance(t) <= room), None)
+        if metrics.horizontalAdvance(name) <= room:
+            fits = name
+        label.setText(before + (fits or metrics.elidedText(name, Qt.ElideLeft, max(room, 0))) + after)
+        label.setToolTip(before + name + after)
 
     def show_latest(self) -> None:
         """Show the timeline's newest step."""
