@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import torch
 from PySide6.QtWidgets import QLabel
 
 from gradexplorer.gui.graph.tint import NONFINITE
@@ -70,6 +71,15 @@ def test_trace_gradients_after_a_bad_step_replays_that_step(qtbot, make_window):
     attrs = panel.drawing.graph.graph
     assert attrs["replayed"] and attrs["step"] == 0  # the bad step, not the next one
     assert "replay of step 1" in window.statusBar().currentMessage()
+    # on the step's own weights (before its update made them NaN): the origin is ringed and
+    # the gradient of the output layer, finite in the step, is finite in the replay too
+    G = panel.drawing.graph
+    names = [label[0] for label in panel.drawing.labels]
+    assert panel.view.canvas.origin.tolist() == [names.index("SqrtBackward0")]
+    assert G.graph["nonfinite_origin"] is not None
+    out = [a for _, a in G.nodes(data=True) if (a.get("param") or "") == "out.weight"]
+    assert out and all(a["grad_finite"] for a in out)
+    assert not torch.isfinite(window.controller.live.session.model.fc.weight).all()  # own again
 
 
 def test_the_origin_node_has_its_own_marker(qtbot, make_window):

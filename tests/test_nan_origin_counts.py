@@ -124,3 +124,23 @@ def test_huge_finite_float64_gradients_are_no_nan_step():
     model.bias.grad[0] = float("inf")
     assert not nan_origin.grads_finite(model)
     assert nan_origin.nonfinite_names([(n, p.grad) for n, p in model.named_parameters()]) == ["bias"]
+
+
+def test_the_first_replayed_step_keeps_its_weights_for_a_later_trace():
+    """The bad step's weights before its update are kept; ``weights_before`` swaps them in
+    for a trace (the origin then shows) and gives the model its own (NaN) weights back."""
+    import torch
+
+    session = cpu_session(NAN_MODEL)
+    before = {n: p.detach().clone() for n, p in session.model.named_parameters()}
+    stack = SessionStack.on(session, gx.GradientMonitor())
+    session.step()
+    assert not torch.isfinite(session.model.fc.weight).all()  # the update spoilt them
+    step, kept, _rng = stack.origin.replayed
+    assert step == 0 and all(torch.equal(k, before[n]) for k, (n, _) in
+                             zip(kept, session.model.named_parameters(), strict=True))
+    with nan_origin.weights_before(session.model, stack.origin.replayed):
+        G = gx.trace_gradients(session, 0)
+        assert torch.equal(session.model.fc.weight, before["fc.weight"])
+    assert G.nodes[gx.nonfinite_origin(G)]["name"] == "SqrtBackward0"
+    assert not torch.isfinite(session.model.fc.weight).all()  # its own again

@@ -15,6 +15,8 @@ one.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import networkx as nx
@@ -223,6 +225,8 @@ class NonFiniteOrigin:
         self._monitor = monitor
         self._found: dict | None = None
         self.found: list[dict] = []
+        # the first replayed step: (step, its parameters before the update, its random state)
+        self.replayed: tuple[int, list[torch.Tensor], dict | None] | None = None
 
     def gradients_nonfinite(self, session) -> bool:
         """Whether this step's parameter gradients hold NaN/Inf: the monitor's counts where it
@@ -241,9 +245,12 @@ class NonFiniteOrigin:
         if not self.gradients_nonfinite(session):
             return
         rng = session.forward_rng(step) if hasattr(session, "forward_rng") else None
-        found = _nonfinite_parameters(session, step) \
-            or diagnose_step(session, step, rng if rng is not None else self._rng) \
-            or unreproduced(session, step)
+        rng = rng if rng is not None else self._rng
+        found = _nonfinite_parameters(session, step)
+        if found is None:  # finite weights: the step is replayed; kept for a later trace
+            if self.replayed is None:
+                self.replayed = (step, [p.detach().clone() for p in session.model.parameters()], rng)
+            found = diagnose_step(session, step, rng) or unreproduced(session, step)
         if found is not None:
             self._found = found
             self.found.append(found)
@@ -255,3 +262,26 @@ class NonFiniteOrigin:
             result.nonfinite_origin = self._found
             self._found = None
         self._rng = rng_snapshot(session.device)
+
+
+@contextmanager
+def weights_before(model: nn.Module, replayed) -> Iterator[dict | None]:
+    """Inside, ``model``'s parameters are those before the update of the step ``replayed``
+    (``NonFiniteOrigin.replayed``) — swapped in, no copy — and it yields that step's random
+    state; afterwards the parameters are the model's own again. Without a kept step (or for a
+    model whose parameters no longer match) nothing changes and it yields None."""
+    params = list(model.parameters())
+    kept = replayed[1] if replayed is not None else []
+    if replayed is None or len(kept) != len(params) or any(
+            k.shape != p.shape or k.dtype != p.dtype or k.device != p.device
+            for k, p in zip(kept, params, strict=True)):
+        yield None
+        return
+    own = [p.data for p in params]
+    try:
+        for p, k in zip(params, kept, strict=True):
+            p.data = k
+        yield replayed[2]
+    finally:
+        for p, o in zip(params, own, strict=True):
+            p.data = o

@@ -2,7 +2,7 @@
 one trace the app runs on the training thread (``traced_graph``)."""
 
 from gradexplorer.core.diagnose.explain import explain_graph, explain_node
-from gradexplorer.core.diagnose.nan_origin import loss_origin, nonfinite_origin
+from gradexplorer.core.diagnose.nan_origin import loss_origin, nonfinite_origin, weights_before
 from gradexplorer.core.diagnose.trace_grads import trace_gradients
 from gradexplorer.core.graph.collapse import (
     collapse_by_module,
@@ -23,7 +23,8 @@ __all__ = ["LAYOUTS", "add_hook_nodes", "collapse_by_module", "expansions_to_rev
 def first_bad_step(session) -> int | None:
     """The first step of this session whose gradients held NaN/Inf (as the session's
     ``NonFiniteOrigin`` found it), or None: Trace gradients replays that step, where the
-    NaN/Inf was born, instead of a next step whose weights the bad update already spoilt."""
+    NaN/Inf was born — with its batch, its random numbers and its weights as before its update
+    (kept by the finder) — instead of a next step whose weights the bad update already spoilt."""
     origin = origin_of(session)
     return origin.found[0].get("step") if origin is not None and origin.found else None
 
@@ -36,10 +37,14 @@ def traced_graph(session, grads: bool = False):
     or selection): ``explain_graph`` costs ~1.3 s on a 12k-node graph, before the first view."""
     if grads:
         step = first_bad_step(session)
-        graph = trace_gradients(session, step)
-        graph.graph["replayed"] = step is not None
-        nonfinite_origin(graph)
-        forward = loss_origin(session, graph)
+        origin = origin_of(session)
+        replayed = origin.replayed if origin is not None and step is not None else None
+        with weights_before(session.model, replayed if replayed and replayed[0] == step else None) \
+                as rng:  # the bad step's own weights (before its update) and random numbers
+            graph = trace_gradients(session, step, rng_state=rng)
+            graph.graph["replayed"] = step is not None
+            nonfinite_origin(graph)
+            forward = loss_origin(session, graph)
         if forward is not None:
             graph.graph["forward_origin"] = forward["text"]
     else:
