@@ -163,3 +163,21 @@ def test_a_cached_graph_whose_model_fails_to_open_goes(qtbot, make_window, cache
     assert window.graph_panel.cached is not None
     qtbot.waitUntil(lambda: window.graph_panel.drawing is None, timeout=TIMEOUT_MS)
     assert window.graph_panel.cached is None and window.controller.live is None
+
+
+def test_the_users_cache_keeps_only_the_newest_entries(tmp_path):
+    """Each edit of a model file makes a new entry: the folder keeps the newest KEEP_ENTRIES."""
+    import os
+
+    from gradexplorer.gui.graph.graph_cache import KEEP_ENTRIES
+
+    entry = find_entry(None, default_key())
+    for i in range(KEEP_ENTRIES + 5):
+        key = {**default_key(), "source": f"edit {i}"}
+        assert write_entry(entry_file(tmp_path, key), key, entry)
+        os.utime(entry_file(tmp_path, key), (1000 + i, 1000 + i))  # written in this order
+    left = sorted(tmp_path.glob("*.json"))
+    assert len(left) == KEEP_ENTRIES
+    newest = {**default_key(), "source": f"edit {KEEP_ENTRIES + 4}"}
+    assert find_entry(tmp_path, newest) == entry
+    assert not entry_file(tmp_path, {**default_key(), "source": "edit 0"}).exists()

@@ -35,6 +35,7 @@ MOST_NODES = 1500  # bigger first views are not kept: drawn without an overview 
 # OVERVIEW_MIN_NODES), they would paint slowly; a readable first view is smaller
 DECIMALS = 3  # positions kept to a thousandth of a scene unit (a node is 180 wide)
 SHIPPED_IGNORES = ("gradexplorer", "torch")  # the shipped entry serves any version of either
+KEEP_ENTRIES = 32  # the user's cache keeps the newest entries (each edit of a model file is one)
 
 
 def spec_sources(spec: str) -> list[Path] | None:
@@ -156,10 +157,14 @@ def _unversioned(key: dict) -> dict:
 
 
 def write_entry(path: Path, key: dict, entry: dict) -> bool:
-    """Write ``{key, drawing}`` atomically (folders made); False when it cannot be written."""
+    """Write ``{key, drawing}`` atomically (folders made), then drop all but the newest
+    ``KEEP_ENTRIES`` entries of that folder; False when it cannot be written."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(path, json.dumps({"key": key, "drawing": entry}, separators=(",", ":")).encode())
+        entries = sorted(path.parent.glob("*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
+        for old in entries[KEEP_ENTRIES:]:
+            old.unlink(missing_ok=True)
     except (OSError, UserError):
         return False
     return True
