@@ -89,7 +89,7 @@ class GraphPanel(GraphSearch, QWidget):
         bar.setToolButtonStyle(Qt.ToolButtonIconOnly)  # names in tooltips: fits a narrow panel
         self.search_edit = QLineEdit(placeholderText="find op, module or parameter (Ctrl+F)")
         self.search_edit.setClearButtonEnabled(True)
-        self.search_edit.setMinimumWidth(90)
+        self.search_edit.setMinimumWidth(56)  # the model dock keeps its 320 px on a 1024x700 screen
         self.search_edit.setMaximumWidth(320)
         self.search_edit.textChanged.connect(self.search)
         self.search_edit.returnPressed.connect(self.next_match)

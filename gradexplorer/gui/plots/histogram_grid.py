@@ -20,10 +20,10 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QListView,
-    QPushButton,
     QStyle,
     QStyledItemDelegate,
     QStyleOptionViewItem,
+    QToolButton,
     QVBoxLayout,
     QWidget,
 )
@@ -144,7 +144,8 @@ class HistogramGrid(QWidget):
         reads_whole(self.ranking)  # the sort's name whole (it was clipped: 'model ord'), the filter gives way
         self.filter.setMinimumWidth(50)
         self.count = QLabel("")
-        self.csv_button = QPushButton("CSV…")
+        self.csv_button = QToolButton(text="CSV…")  # a tool button's chrome: the Model dock beside
+        self.csv_button.setToolButtonStyle(Qt.ToolButtonTextOnly)  # keeps its 320 px at 1024×700
         self.csv_button.setToolTip("Save the parameters shown, in this order, with their figures, as CSV")
         self.csv_button.clicked.connect(self.save_csv)
         self.model = GridModel()

@@ -59,4 +59,6 @@ def make_plot_views(window) -> PlotViews:
     state = window.settings.window_state()
     if window.isVisible() and state is not None:
         window.restoreState(state)  # where the saved layout put the docks just made
+    elif window.isVisible():  # a first start: the shares again, with the plots' real least sizes
+        window.dock_shares.apply()
     return views

@@ -60,6 +60,13 @@ def clamp_to_screen(window: QMainWindow) -> None:
         window.move(left, top)
 
 
+def _least(window: QMainWindow, dock: QDockWidget, orient: Qt.Orientation) -> int:
+    """The least extent ``dock``'s place takes in ``orient``: its contents' and those of the
+    docks tabbed with it."""
+    hints = [d.minimumSizeHint() for d in (dock, *window.tabifiedDockWidgets(dock))]
+    return max(h.width() if orient == Qt.Horizontal else h.height() for h in hints)
+
+
 class DockShares:
     """Each side dock's share of the window, applied at the first start, after Reset layout,
     and whenever the window grows while a dock is squeezed below ``RECOVER_BELOW`` of it."""
@@ -73,9 +80,10 @@ class DockShares:
 
     def targets(self) -> list[tuple[QDockWidget, Qt.Orientation, int]]:
         """(dock, direction, pixels) each dock should have in the current window."""
-        size = self.window.size()
-        return [(dock, orient, max(least, int((size.width() if orient == Qt.Horizontal
-                                               else size.height()) * share)))
+        size = self.window.size()  # (never under what a dock's contents need: Qt would take it
+        return [(dock, orient, max(least, _least(self.window, dock, orient),  # from the other docks instead)
+                                   int((size.width() if orient == Qt.Horizontal else size.height())
+                                       * share)))
                 for dock, orient, share, least in self.shares]
 
     def apply(self, only_squeezed: bool = False) -> None:
