@@ -82,6 +82,27 @@ def test_trace_gradients_after_a_bad_step_replays_that_step(qtbot, make_window):
     assert not torch.isfinite(window.controller.live.session.model.fc.weight).all()  # own again
 
 
+def test_the_replay_note_reads_whole_in_a_1024x700_window(qtbot, make_window):
+    """It read "gradients traced on a replay of step 1, the first s…" at 1024×700."""
+    window = make_window()
+    window.resize(1024, 700)
+    bad_step(qtbot, window)
+    panel = window.graph_panel
+    panel.trace_grads_action.setChecked(True)
+    qtbot.waitUntil(lambda: panel.drawing is not None
+                    and panel.drawing.graph.graph.get("grad_traced"), timeout=TIMEOUT_MS)
+    wait_idle(qtbot, window)
+    bar = window.statusBar()
+    shown = bar.currentMessage()
+    assert "replay of step 1" in shown and "NaN/Inf" in shown and "…" not in shown
+    labels = [w for w in bar.findChildren(QLabel) if w.isVisible() and w.parent() is bar]
+    room = min(w.x() for w in labels) - 2 - 6  # QStatusBar draws a message left of its labels
+    assert bar.fontMetrics().horizontalAdvance(shown) <= room
+    full = "gradients traced on a replay of step 1, the first step whose gradient held NaN/Inf"
+    assert bar.toolTip() == full  # the whole sentence stays reachable
+    assert full in window.events.item(window.events.count() - 1).text()
+
+
 def test_the_origin_node_has_its_own_marker(qtbot, make_window):
     window = make_window()
     open_model(qtbot, window, NAN_MODEL, batch_size=None)
