@@ -4,6 +4,7 @@ has its own marker."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +12,7 @@ import torch
 from PySide6.QtWidgets import QLabel
 
 from gradexplorer.gui.graph.tint import NONFINITE
+from gradexplorer.gui.text.number_text import format_number
 from tests.gui_helpers import TIMEOUT_MS, open_model, wait_idle
 
 NAN_MODEL = f"{Path(__file__).parent / 'data' / 'nan_sqrt_model.py'}:build"
@@ -50,6 +52,17 @@ def test_nan_gradients_never_read_as_a_number(qtbot, make_window):
     assert "NaN/Inf" in window.gradients.flow_panel.legend.text()
     window.selection.select(param="fc.weight", module="fc", source="test")
     assert "NaN (finite elements" in window.details.toPlainText()
+
+
+def test_every_column_spells_nan_the_same(qtbot, make_window):
+    """The update-ratio column wrote ``nan`` where the norm and max |g| columns write ``NaN``."""
+    window = make_window()
+    params = bad_step(qtbot, window)
+    assert math.isnan(params["fc.weight"].update_ratio)  # the bad update made the weights NaN
+    table = window.table.table
+    row = table.row_of("fc.weight")
+    assert [table.data(table.index(row, c)) for c in (1, 2, 3)] == ["NaN", "NaN", "NaN"]
+    assert format_number(math.inf) == "inf" and format_number(-math.inf) == "-inf"
 
 
 def test_the_graph_legend_names_every_mark(make_window):
