@@ -9,6 +9,8 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from PySide6.QtCore import QPointF
+from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QLabel
 
 from gradexplorer.gui.graph.tint import NONFINITE
@@ -63,6 +65,38 @@ def test_every_column_spells_nan_the_same(qtbot, make_window):
     row = table.row_of("fc.weight")
     assert [table.data(table.index(row, c)) for c in (1, 2, 3)] == ["NaN", "NaN", "NaN"]
     assert format_number(math.inf) == "inf" and format_number(-math.inf) == "-inf"
+
+
+def test_a_step_not_binned_never_reads_as_an_empty_column(qtbot, make_window):
+    """The output layer's gradient is finite in step 1 of the NaN model and all NaN in step 2
+    (the weights before it already NaN): nothing binned. The heat map drew step 2 as a column
+    of zero counts, "no values"; it is marked not binned."""
+    window = make_window()
+    window.resize(1024, 700)
+    bad_step(qtbot, window)
+    window.controller.step()
+    qtbot.waitUntil(lambda: window.controller.timeline.loss.x.size == 2, timeout=TIMEOUT_MS)
+    wait_idle(qtbot, window)
+    window.selection.select(param="out.weight", module="out", source="test")
+    heat = window.gradients.heatmap
+    qtbot.waitUntil(lambda: heat.matrix is not None and len(heat.matrix.steps) == 2, timeout=TIMEOUT_MS)
+    window.settle()
+    matrix = heat.matrix
+    assert not matrix.counts[1].any() and matrix.nonfinite[1] == 64  # all 4 × 16 NaN
+    assert matrix.nonfinite[0] == 0 and matrix.counts[0].sum() == 64  # step 1: all binned
+    image = heat.image.image  # rows: value bins, columns: steps
+    assert np.isnan(image[:, 1]).all() and np.isfinite(image[:, 0]).all()
+    assert heat.unbinned.isVisible() and heat.unbinned_key.isVisible()
+    assert "NaN/Inf: not binned" in [label.text for _, label in heat.unbinned_key.items]
+    (bottom, top) = heat.shown[0].rows[[0, -1]]
+    middle = (bottom + top) / 2
+    assert heat.describe_cell(2, middle) == "step 2: not binned (NaN/Inf) · 64 values"
+    assert "not binned" not in heat.describe_cell(1, middle)
+    heat.plotItem.vb.setRange(xRange=(0.5, 2.5), yRange=(bottom, top), padding=0)
+    heat.repaint()
+    upper = top - (top - bottom) / 8  # (the key lies over the bottom right corner)
+    at = heat.mapFromScene(heat.plotItem.vb.mapViewToScene(QPointF(2, upper)))
+    assert heat.grab().toImage().pixelColor(at).name() == QColor.fromRgba(NONFINITE).name()
 
 
 def test_the_graph_legend_names_every_mark(make_window):
