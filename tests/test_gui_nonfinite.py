@@ -99,6 +99,27 @@ def test_a_step_not_binned_never_reads_as_an_empty_column(qtbot, make_window):
     assert heat.grab().toImage().pixelColor(at).name() == QColor.fromRgba(NONFINITE).name()
 
 
+def test_a_run_directory_keeps_each_steps_nan_inf_count_for_the_heat_map(tmp_path):
+    """A followed run's heat map reads the same NaN/Inf counts as the live history."""
+    import gradexplorer as gx
+    from gradexplorer.core.recorder.run_history import RunHistory
+    from tests.data.nan_sqrt_model import build
+
+    work = build()
+    opt = torch.optim.SGD(work.model.parameters(), lr=0.1)
+    with gx.watch(work.model, opt, tmp_path / "run", bins=16) as recorder:
+        for step in range(2):
+            x, target = work.make_batch(step)
+            opt.zero_grad()
+            work.loss_fn(work.model(x), target).backward()
+            opt.step()
+    live = recorder.monitor.history.histogram_matrix("out.weight")
+    run = gx.open_run(tmp_path / "run")
+    recorded = RunHistory(run).histogram_matrix("out.weight", run.steps)
+    assert recorded.nonfinite.tolist() == live.nonfinite.tolist() == [0, 64]
+    assert recorded.counts[0].sum() == 64 and not recorded.counts[1].any()
+
+
 def test_the_graph_legend_names_every_mark(make_window):
     window = make_window()
     legend = window.graph_panel.findChild(QLabel, "legend").text()
