@@ -169,6 +169,8 @@ def test_the_replay_note_reads_whole_in_a_1024x700_window(qtbot, make_window):
     full = "gradients traced on a replay of step 1, the first step whose gradient held NaN/Inf"
     assert bar.toolTip() == full  # the whole sentence stays reachable
     assert full in window.events.item(window.events.count() - 1).text()
+    bar.showMessage("something else")
+    assert bar.toolTip() == ""  # the sentence goes with its message
 
 
 def test_the_origin_node_has_its_own_marker(qtbot, make_window):
