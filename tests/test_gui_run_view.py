@@ -75,9 +75,10 @@ def test_the_step_count_looks_off_with_step_and_run_in_a_run_view(qtbot, make_wi
         train(model, opt, 2)
     window = make_window()
     window.resize(1024, 700)
-    open_model(qtbot, window)
     controls = window.run_controls
     spin = controls.steps_spin
+    assert not spin.isEnabled() and not controls.run_n_action.isEnabled()  # no model yet
+    open_model(qtbot, window)
     assert spin.isEnabled() and controls.run_n_action.isEnabled()
     enabled_ink = text_ink(spin)
     assert window.file_actions.open_run(str(tmp_path / "run")) is not None
