@@ -20,3 +20,17 @@ def test_heatmap_note_then_image_in_view(qtbot):
     qtbot.waitUntil(lambda: plot.plotItem.vb.viewRange()[0][1] > 1.0, timeout=30_000)
     (x0, x1), (y0, y1) = plot.plotItem.vb.viewRange()
     assert x0 <= 10 and x1 >= 39 and y0 <= -0.3 and y1 >= 0.3  # the image, not the note's 0..1
+
+
+def test_a_step_partly_not_binned_says_how_many_values_are_apart(qtbot):
+    plot = HistogramHeatmap()
+    qtbot.addWidget(plot)
+    edges = np.linspace(-1.0, 1.0, 5)[None, :].repeat(3, axis=0)
+    counts = np.array([[1, 2, 3, 4], [1, 0, 0, 1], [0, 0, 0, 0]])
+    plot.show_matrix("w", HistogramMatrix(np.array([1, 2, 3]), edges, counts, np.array([0, 5, 7])))
+    assert plot.describe_cell(1, 0.1) == "step 1 · [0, 0.5): 3 values"
+    assert plot.describe_cell(2, 0.9) == "step 2 · [0.5, 1): 1 values · +5 NaN/Inf not binned"
+    assert plot.describe_cell(3, 0.1) == "step 3: not binned (NaN/Inf) · 7 values"
+    assert plot.unbinned.opts["x0"].tolist() == [2.5] and plot.unbinned.isVisibleTo(plot.plotItem)
+    plot.show_matrix("w", HistogramMatrix(np.array([1, 2]), edges[:2], counts[:2], np.array([0, 5])))
+    assert not plot.unbinned.isVisibleTo(plot.plotItem) and not plot.unbinned_key.isVisibleTo(plot.plotItem)

@@ -5,9 +5,11 @@ that does not exist yet is waited for."""
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor
 
 import gradexplorer as gx
 from tests.gui_helpers import TIMEOUT_MS, open_model
+from tests.test_gui_theme import contrast
 from tests.watched_loop import make, train
 
 
@@ -55,3 +57,32 @@ def test_a_run_folder_not_written_yet_is_waited_for(qtbot, make_window, tmp_path
                         and window.controller.timeline.latest.step == 2, timeout=TIMEOUT_MS)
     assert [r[0] for r in window.table.table.rows] == [n for n, _ in model.named_parameters()]
     assert window.status.model_label.text() == "run later"
+
+
+def text_ink(spin) -> float:
+    """The strongest contrast of a spin box's text against the box's own background."""
+    image = spin.grab(spin.lineEdit().geometry()).toImage()
+    background = QColor(image.pixel(image.width() // 2, 1))
+    text = range(3, min(spin.fontMetrics().horizontalAdvance(spin.text()) + 3, image.width()))
+    return max(contrast(QColor(image.pixel(x, y)), background)  # (not the cursor, not the arrows)
+               for x in text for y in range(image.height()))
+
+
+def test_the_step_count_looks_off_with_step_and_run_in_a_run_view(qtbot, make_window, tmp_path):
+    """The "20 steps" box read black on white (as if enabled) beside a greyed Step and Run."""
+    model, opt = make()
+    with gx.watch(model, opt, tmp_path / "run", bins=16):
+        train(model, opt, 2)
+    window = make_window()
+    window.resize(1024, 700)
+    controls = window.run_controls
+    spin = controls.steps_spin
+    assert not spin.isEnabled() and not controls.run_n_action.isEnabled()  # no model yet
+    open_model(qtbot, window)
+    assert spin.isEnabled() and controls.run_n_action.isEnabled()
+    enabled_ink = text_ink(spin)
+    assert window.file_actions.open_run(str(tmp_path / "run")) is not None
+    assert not controls.run_n_action.isEnabled() and not controls.step_action.isEnabled()
+    assert not spin.isEnabled()
+    window.settle()
+    assert enabled_ink >= 4.5 and text_ink(spin) < 3.0  # greyed as the Step and Run labels are

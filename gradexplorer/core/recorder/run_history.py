@@ -240,7 +240,8 @@ class RunHistory:
         bins = rows[-1][2].size  # bins changed mid-run: keep the steps with the last step's count
         rows = [r for r in rows if r[2].size == bins]
         return HistogramMatrix(np.array([r[0] for r in rows], dtype=np.int64),
-                               np.stack([r[1] for r in rows]), np.stack([r[2] for r in rows]))
+                               np.stack([r[1] for r in rows]), np.stack([r[2] for r in rows]),
+                               np.array([r[3] + r[4] for r in rows], dtype=np.int64))
 
     def each_step(self, steps: Sequence[int] | None = None) -> Iterator[tuple[int, dict, dict]]:
         """``(step, stats, histograms)`` for each step (default all), oldest first: what an

@@ -19,6 +19,7 @@ class HistogramMatrix:
     steps: np.ndarray  # (T,)
     edges: np.ndarray  # (T, bins+1): each step has its own range
     counts: np.ndarray  # (T, bins)
+    nonfinite: np.ndarray | None = None  # (T,) NaN and ±Inf values of each step (not binned)
 
     def on_common_grid(self, bins: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """``(edges, counts)`` redistributed onto one grid spanning every step (for an image)."""
@@ -85,6 +86,7 @@ class GradientHistory:
             np.array([s for s, _ in rows], dtype=np.int64),
             np.stack([h.edges for _, h in rows]),
             np.stack([h.counts for _, h in rows]),
+            np.array([h.nan_count + h.inf_count for _, h in rows], dtype=np.int64),
         )
 
     def memory_bytes(self) -> int:

@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QRectF
+from PySide6.QtCore import QRectF, Qt
+from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QWidget
 
+from gradexplorer.gui.graph.tint import NONFINITE
 from gradexplorer.gui.plots.axes import ReadableAxis
 from gradexplorer.gui.plots.heatmap_axes import heatmap_rows
 from gradexplorer.gui.plots.histogram_plot import NamedTitle
 from gradexplorer.gui.plots.hover import HoverReadout, corner_readout
 from gradexplorer.gui.text.number_text import format_number
-from gradexplorer.gui.theme import ALARM, steady_axes, value_ticks
+from gradexplorer.gui.theme import ALARM, PLOT_COLOURS, current_theme, steady_axes, value_ticks
 
 
 def bar_axis(bar: pg.ColorBarItem, label: str) -> None:
@@ -25,6 +27,30 @@ def bar_axis(bar: pg.ColorBarItem, label: str) -> None:
     axis.setTicks([])
     axis.setStyle(showValues=False)
     axis.setLabel(label)
+
+
+def unbinned_steps(matrix) -> np.ndarray:
+    """Per step: True where every value was NaN/Inf, so nothing was binned (its counts say 0,
+    which would read as "no values")."""
+    if matrix.nonfinite is None:
+        return np.zeros(len(matrix.steps), dtype=bool)
+    return (np.asarray(matrix.nonfinite) > 0) & ~np.asarray(matrix.counts).any(axis=1)
+
+
+def unbinned_marks(plot: pg.PlotWidget) -> tuple[pg.BarGraphItem, pg.LegendItem]:
+    """The violet columns of steps not binned (NaN/Inf) and their key, both hidden until used."""
+    violet = QColor.fromRgba(NONFINITE)
+    bars = pg.BarGraphItem(x0=[], y0=0.0, width=1.0, height=1.0, brush=violet, pen=None)
+    bars.setZValue(5)
+    plot.addItem(bars, ignoreBounds=True)
+    key = pg.LegendItem(offset=(-4, -4), labelTextSize="8pt")  # bottom right: the readout is top left
+    key.setParentItem(plot.plotItem.vb)
+    key.addItem(bars, "NaN/Inf: not binned")
+    key.items[0][0].setAcceptedMouseButtons(Qt.NoButton)  # a click on it hid the marks
+    key.layout.setContentsMargins(2, 0, 4, 0)  # compact: it lies over the image
+    bars.setVisible(False)
+    key.setVisible(False)
+    return bars, key
 
 
 class HistogramHeatmap(NamedTitle, pg.PlotWidget):
@@ -53,6 +79,7 @@ class HistogramHeatmap(NamedTitle, pg.PlotWidget):
         self.note = pg.TextItem("", anchor=(0.5, 0.5), color=ALARM)
         self.addItem(self.note, ignoreBounds=True)
         self.has_data = False
+        self.unbinned, self.unbinned_key = unbinned_marks(self)
 
     def set_log(self, log: bool) -> None:
         """Colour by log10(1 + count) or by count."""
@@ -72,7 +99,9 @@ class HistogramHeatmap(NamedTitle, pg.PlotWidget):
         """``step S · [lo, hi): N values`` under the mouse: the bin that step recorded, with its
         own edges and whole count, for the gradient value under the mouse (the image
         redistributes every step onto one common grid). On the log |g| axis, where a row holds
-        both signs: the row's |g| range and its count, named as rebinned when not whole."""
+        both signs: the row's |g| range and its count, named as rebinned when not whole. A step
+        with NaN/Inf values adds how many were not binned; one with no finite value at all
+        reads ``step S: not binned (NaN/Inf) · N values``, never as a step without values."""
         if self.shown is None or self.matrix is None:
             return ""
         rows, steps, counts = self.shown
@@ -80,6 +109,13 @@ class HistogramHeatmap(NamedTitle, pg.PlotWidget):
             return ""
         row = int(np.argmin(np.abs(steps - x)))  # columns are centred on their steps
         step = f"step {int(steps[row])}"
+        apart = 0 if self.matrix.nonfinite is None else int(self.matrix.nonfinite[row])
+        if apart and not self.matrix.counts[row].any():  # nothing binned: unknown, not 0
+            return f"{step}: not binned (NaN/Inf) · {apart:,} values"
+        more = f" · +{apart:,} NaN/Inf not binned" if apart else ""
+        return self._describe_bin(row, y, step, rows, counts) + more
+
+    def _describe_bin(self, row: int, y: float, step: str, rows, counts) -> str:
         if self.axis_mode == "log |g|":
             col = min(int(np.searchsorted(rows.rows, y, side="right")) - 1, counts.shape[1] - 1)
             lo, hi = (rows.value_at(row, rows.rows[c], self.axis_mode) for c in (col, col + 1))
@@ -103,6 +139,7 @@ class HistogramHeatmap(NamedTitle, pg.PlotWidget):
         if matrix is None or not len(matrix.steps):
             self.image.clear()
             self.has_data, self.shown, self.matrix = False, None, None
+            self._mark_unbinned(np.zeros(0), 1.0, 0.0, 1.0)
             self._show_note("no gradient recorded yet" if name else "select a parameter")
             return
         self._show_note("")
@@ -113,14 +150,30 @@ class HistogramHeatmap(NamedTitle, pg.PlotWidget):
         steps = matrix.steps
         pitch = float(np.median(np.diff(steps))) if len(steps) > 1 else 1.0
         span = float(steps[-1] - steps[0]) + pitch  # each step's column centred on its number
-        top = float(shown.max()) or 1.0
+        unknown = unbinned_steps(matrix)
+        shown[unknown] = np.nan  # not a column of zeros: drawn see-through, marked violet
+        top = float(np.nanmax(shown)) if (~unknown).any() else 0.0
+        top = top or 1.0
         self.image.setImage(shown.T, levels=(0.0, top))  # rows: value bins, columns: steps
         self.colour_bar.setLevels((0.0, top))
         self.shown = (rows, np.asarray(steps, dtype=float), counts)
         self.matrix = matrix
         height = float(edges[-1] - edges[0]) or 1.0
         self.image.setRect(QRectF(float(steps[0]) - pitch / 2, float(edges[0]), span, height))
+        self._mark_unbinned(steps[unknown], pitch, float(edges[0]), height)
         self.has_data = True
+
+    def _mark_unbinned(self, steps: np.ndarray, pitch: float, bottom: float, height: float) -> None:
+        """Violet columns (named by the key) over the steps whose values were all NaN/Inf."""
+        self.unbinned.setOpts(x0=np.asarray(steps, dtype=float) - pitch / 2, y0=bottom, width=pitch,
+                              height=height)
+        self.unbinned.setVisible(bool(len(steps)))
+        self.unbinned_key.setVisible(bool(len(steps)))
+        if len(steps):  # its box in the plot's colours (of the theme now), readable over the image
+            background, ink = PLOT_COLOURS[current_theme()]
+            self.unbinned_key.setBrush(background)
+            for _sample, label in self.unbinned_key.items:
+                label.setText(label.text, color=ink)
 
     def _show_note(self, text: str) -> None:
         """A centred note in place of the image (hidden when empty)."""

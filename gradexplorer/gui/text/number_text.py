@@ -6,9 +6,12 @@ WIDEST_FIGURES = ("1.23e-05", "0.000123")  # a 3-digit figure at its widest: col
 
 
 def format_number(value: float | None, digits: int = 4) -> str:
-    """``digits`` significant digits; "" for None; 0 (and -0) as ``0``, never ``0e+00``/``-0``."""
+    """``digits`` significant digits; "" for None; 0 (and -0) as ``0``, never ``0e+00``/``-0``;
+    NaN as ``NaN`` (as the norm columns write it), ±inf as ``inf``/``-inf``."""
     if value is None:
         return ""
+    if value != value:
+        return "NaN"
     return "0" if value == 0 else f"{value:.{digits}g}"
 
 

@@ -30,7 +30,7 @@ from gradexplorer.gui.window.first_view import AfterFirstPaint, leave_start, plo
 from gradexplorer.gui.window.menus import WindowMenus
 from gradexplorer.gui.window.run_controls import RunControls
 from gradexplorer.gui.window.shortcuts import WindowShortcutsFirst
-from gradexplorer.gui.window.status_bar import RunStatusBar
+from gradexplorer.gui.window.status_bar import RunStatusBar, trace_notes
 from gradexplorer.gui.window.window_fit import DockShares, clamp_to_screen, first_size
 
 if TYPE_CHECKING:
@@ -277,13 +277,10 @@ class MainWindow(QMainWindow):
                 AfterFirstPaint(panel.view.viewport(), self._first_graph_shown,
                                 lambda: panel.live_drawing is not None)  # (not a cached one)
             panel.set_graph(result.graph, fit=result.fit)
-            attrs = result.graph.graph
-            notes = [f"gradients traced on a replay of step {attrs['step'] + 1}, the first step "
-                     "whose gradient held NaN/Inf"] if attrs.get("replayed") else []
-            if attrs.get("forward_origin"):
-                notes.append(attrs["forward_origin"])
-            if notes:
-                self.statusBar().showMessage(" · ".join(notes))
+            notes = trace_notes(result.graph.graph)
+            if notes is not None:  # short in the status bar, the full sentence in tooltip and log
+                self.status.show_note(*notes)
+                self.events.add(notes[1])
 
     def _redraw_parameters(self) -> None:
         latest = self.controller.timeline.latest_gradients

@@ -163,8 +163,9 @@ class RunControls(QToolBar):
                            self.steps_spin):
                 widget.setEnabled(False)
             return
-        for widget in (self.lr_spin, self.every_spin, self.steps_spin):
+        for widget in (self.lr_spin, self.every_spin):
             widget.setEnabled(True)
+        self.steps_spin.setEnabled(self.controller.live is not None)  # no model: off with Run N
         idle = state == IDLE and self.controller.live is not None
         busy = state in (RUNNING, PAUSED)
         for action in (self.step_action, self.run_n_action):

@@ -26,6 +26,22 @@ def run_progress(step: int, span: tuple[int, int] | None, rate: float, running: 
     return text
 
 
+def trace_notes(attrs: dict) -> tuple[str, str] | None:
+    """What a traced graph's attributes (``replayed``, ``step``, ``forward_origin``) tell the
+    reader: ``(short, full)`` — a short line that reads whole in a 1024-px window's status bar
+    and the full sentence (tooltip, event log) — or None when there is nothing to say."""
+    short, full = [], []
+    if attrs.get("replayed"):
+        step = attrs["step"] + 1
+        short.append(f"traced: replay of step {step} (its NaN/Inf origin)")
+        full.append(f"gradients traced on a replay of step {step}, the first step whose gradient "
+                    "held NaN/Inf")
+    if attrs.get("forward_origin"):
+        short.append("NaN/Inf born in the forward pass (see Events)")
+        full.append(attrs["forward_origin"])
+    return (" · ".join(short), " · ".join(full)) if short else None
+
+
 class RunStatusBar(QStatusBar):
     """Observes the controller; shows numbers, never stores them."""
 
@@ -49,6 +65,26 @@ class RunStatusBar(QStatusBar):
         controller.session_opened.connect(self.show_session)
         controller.message.connect(lambda text: self.showMessage(text, 8000))
         controller.error.connect(lambda text: self.showMessage(f"error: {text}", 15000))
+
+    def message_room(self) -> int:
+        """Pixels a message has: left of the first shown permanent label (as QStatusBar draws it)."""
+        right = self.width() - 12
+        shown = [w for w in (self.model_label, self.state_label, self.step_label, self.loss_label,
+                             self.rate_label) if w.isVisible()]
+        if shown:
+            right = min(right, min(w.x() for w in shown) - 2)
+        return max(right - 6, 0)
+
+    def show_note(self, short: str, full: str) -> None:
+        """``short`` in the message area (cut to its room only if a window is narrower still),
+        ``full`` in the tooltip until the message goes."""
+        metrics = self.fontMetrics()
+        self.showMessage(metrics.elidedText(short, Qt.ElideRight, self.message_room()))
+        self.setToolTip(full)
+        self.messageChanged.connect(self._drop_note_tip, Qt.SingleShotConnection)
+
+    def _drop_note_tip(self, _text: str = "") -> None:
+        self.setToolTip("")
 
     def show_state(self, state: str) -> None:
         """The run state; the step label drops its "k of N" once a run ends."""
