@@ -19,6 +19,7 @@ FIRST_SIZE = QSize(1500, 920)  # wanted on a big screen, shrunk to fit smaller o
 SMALLEST = QSize(800, 600)  # the window (all panels on screen) fits this
 RECOVER_BELOW = 0.75  # a dock under this part of its share has been squeezed
 RECOVER_MS = 150  # after resizing stops
+OVER_SHARE = 1.2  # after a shrink, a dock over this part of its share gives the rest back
 
 
 def screen_is_real() -> bool:
@@ -74,6 +75,7 @@ class DockShares:
     def __init__(self, window: QMainWindow, shares: list[tuple[QDockWidget, Qt.Orientation, float, int]]):
         self.window, self.shares = window, shares
         self._last = window.size()
+        self._shrank = False
         self._timer = QTimer(window, singleShot=True, interval=RECOVER_MS)
         self._timer.timeout.connect(self.recover)
         self.default_state = window.saveState()  # the arrangement Reset layout goes back to
@@ -105,21 +107,31 @@ class DockShares:
                 if self._docked(d) and self._extent(d, o) < px * RECOVER_BELOW]
 
     def window_resized(self) -> None:
-        """Call from resizeEvent: once resizing stops, squeezed docks recover if it grew."""
+        """Call from resizeEvent: once resizing stops, squeezed docks recover if it grew; if it
+        shrank, docks left well over their share give it back (Qt takes a shrinking window's
+        pixels from the centre first: its tab bars and graph were squeezed, the docks not)."""
         size = self.window.size()
         grew = size.width() > self._last.width() or size.height() > self._last.height()
+        self._shrank = size.width() < self._last.width() or size.height() < self._last.height()
         self._last = size
-        if grew:
+        if grew or self._shrank:
             self._timer.start()
+
+    def oversized(self) -> list[QDockWidget]:
+        """The docked, visible docks well over their share (more than ``OVER_SHARE`` of it)."""
+        return [d for d, o, px in self.targets()
+                if self._docked(d) and self._extent(d, o) > px * OVER_SHARE]
 
     def recover_soon(self) -> None:
         """Recover squeezed docks once the window's layout has settled (after a restore)."""
         self._timer.start()
 
     def recover(self) -> None:
-        """Give squeezed docks their share back (now)."""
+        """Give squeezed docks their share back (now); after a shrink that left docks well
+        over theirs, every dock its share."""
         self._timer.stop()
-        self.apply(only_squeezed=True)
+        shrank, self._shrank = self._shrank, False
+        self.apply(only_squeezed=not (shrank and self.oversized()))
 
     def reset(self) -> None:
         """Every dock back to its first place and share, all shown and docked."""
