@@ -97,6 +97,12 @@ def test_a_step_not_binned_never_reads_as_an_empty_column(qtbot, make_window):
     upper = top - (top - bottom) / 8  # (the key lies over the bottom right corner)
     at = heat.mapFromScene(heat.plotItem.vb.mapViewToScene(QPointF(2, upper)))
     assert heat.grab().toImage().pixelColor(at).name() == QColor.fromRgba(NONFINITE).name()
+    # the key's box follows a runtime theme switch (it stayed white on the dark plot)
+    from gradexplorer.gui.theme import PLOT_COLOURS
+
+    for theme in ("dark", "light"):
+        window.set_theme(theme)
+        assert heat.unbinned_key.opts["brush"].color().name() == QColor(PLOT_COLOURS[theme][0]).name()
 
 
 def test_a_run_directory_keeps_each_steps_nan_inf_count_for_the_heat_map(tmp_path):

@@ -162,6 +162,9 @@ def restyle_plots(app: QApplication, theme: str) -> None:
                 if isinstance(item, pg.AxisItem):
                     item.setPen(foreground)
                     item.setTextPen(foreground)
+                elif isinstance(item, pg.LegendItem):  # a key's box (where it has one): the
+                    if item.opts["brush"].style() != Qt.NoBrush:  # plot's new colour
+                        item.setBrush(background)
                 elif isinstance(item, pg.LabelItem):  # plot titles: keep their text, new ink
                     item.setText(item.text, color=foreground)
         elif hasattr(widget, "use_theme"):  # widgets that colour themselves (the graph view)
