@@ -99,9 +99,8 @@ def test_clicking_a_flow_row_names_its_parameter(qtbot):
     assert clicked.args == [chart.shown[target]]
 
 
-def test_a_narrow_flow_chart_names_the_block_and_the_parameter(qtbot):
-    """In the 1024×700 Gradients dock the rows read 'h.0…weight' (which weight of block 0?)."""
-    names = [f"transformer.h.{b}.{m}.weight" for b in (0, 10) for m in ("attn.c_attn", "mlp.c_proj")]
+def narrow_row_names(qtbot, names: list[str]) -> list[str]:
+    """The row names a 260-pixel flow chart (the 1024×700 Gradients dock) draws for ``names``."""
     panel = FlowPanel()
     qtbot.addWidget(panel)
     panel.resize(260, 300)
@@ -109,7 +108,13 @@ def test_a_narrow_flow_chart_names_the_block_and_the_parameter(qtbot):
     qtbot.waitExposed(panel)
     panel.chart.show_stats({n: ParamStats(n, (2,), 2, True, norm=1.0, abs_max=1.0, nan_count=0,
                                           inf_count=0) for n in names})
-    shown = [text for _rect, text in left_labels(panel.chart)]
+    return [text for _rect, text in left_labels(panel.chart)]
+
+
+def test_a_narrow_flow_chart_names_the_block_and_the_parameter(qtbot):
+    """In the 1024×700 Gradients dock the rows read 'h.0…weight' (which weight of block 0?)."""
+    names = [f"transformer.h.{b}.{m}.weight" for b in (0, 10) for m in ("attn.c_attn", "mlp.c_proj")]
+    shown = narrow_row_names(qtbot, names)
     assert shown == ["h.0…c_attn.weight", "h.0…c_proj.weight", "h.10…c_attn.weight", "h.10…c_proj.weight"]
 
 
@@ -117,13 +122,6 @@ def test_a_narrow_flow_chart_keeps_a_resnet_rows_layer(qtbot):
     """ResNet-18's rows read 'layer1.0…weight' in the 1024×700 Gradients dock: conv1 or conv2?"""
     names = [f"layer{s}.0.{m}" for s in (1, 2) for m in ("conv1.weight", "bn1.bias", "conv2.weight")]
     names.append("layer2.0.shortcut.1.bias")
-    panel = FlowPanel()
-    qtbot.addWidget(panel)
-    panel.resize(260, 300)
-    panel.show()
-    qtbot.waitExposed(panel)
-    panel.chart.show_stats({n: ParamStats(n, (2,), 2, True, norm=1.0, abs_max=1.0, nan_count=0,
-                                          inf_count=0) for n in names})
-    shown = [text for _rect, text in left_labels(panel.chart)]
+    shown = narrow_row_names(qtbot, names)
     assert shown == ["…0.conv1.weight", "layer1.0.bn1.bias", "…0.conv2.weight", "…0.conv1.weight",
                      "layer2.0.bn1.bias", "…0.conv2.weight", "…0.shortcut.1.bias"]
