@@ -7,24 +7,20 @@
 
 Single process: every method trains its own copy of the model (same weights, same batches)
 in one process, interleaved step by step (rounds), so load from other processes hits all alike.
-The table gives the time spent inside watch's step hooks per step as a share of the median bare
-step (direct, low noise), and the median end-to-end step and its ratio to the bare loop's
-(noisier on a shared machine). The last line gives the part of that spent on spike detection
-(``SpikeLog.after_write``: bands, scoring, events) per recorded step, as a share of the bare step.
-The fixed cost per step is the watched loop's median step minus the bare loop's, by the wall
-clock and by the training thread's own CPU time (``time.thread_time``: the work done on the
-training thread, unmoved by other processes' load). ``writer CPU``: the CPU time a step costs
-the run directory's writer thread (its thread clock over the counted steps, writes flushed),
-work off the training thread that still takes a core; ``worker CPU``: the same for the thread
-that computes a step's moments and histograms during the optimizer step where a core is spare
-(``core/stats/stats_worker.py``; its CPU within each step, mean). Add both to the training
-thread's for watch's whole CPU cost.
-Methods:
+Columns: the time inside watch's step hooks as a share of the median bare step (direct, low
+noise); the median step and its ratio to the bare loop's (noisier on a shared machine); the fixed
+cost, the watched median minus the bare one, by the wall clock and by the training thread's CPU
+(``time.thread_time``: unmoved by other processes' load); ``writer CPU`` and ``worker CPU``: the
+CPU a step costs the run directory's writer thread and the statistics worker (which copies the
+gradients and computes their moments and histograms where a core is spare, during the optimizer
+step and the next forward and backward: ``core/stats/stats_worker.py``), thread clocks over the
+counted steps; add both to the training thread's for watch's whole CPU cost. The last line: spike
+detection's part (``SpikeLog.after_write``) per recorded step. Methods:
 
 - bare loop: zero_grad, forward, backward, optimizer.step
-- watch, in memory: ``gradexplorer.watch(model, opt)`` (the app's monitor, no run directory)
-- watch, run directory: ``watch(model, opt, run_dir)``: one SQLite transaction per step
-- watch every 10: ``watch(..., run_dir, stats_every=10)``
+- watch, in memory: ``gradexplorer.watch(model, opt)``; in memory, no worker: the same with every
+  statistic on the training thread (``rec.monitor.offload = False``)
+- watch, run directory: ``watch(model, opt, run_dir)``; watch every 10: ``stats_every=10``
 - wandb-style hooks: what ``wandb.watch(model, log="all", log_freq=1)`` does each step, without
   its service process: a hook per parameter computing ``histc`` (64 bins), min and max of the
   gradient and reading them to the host (only where wandb is installed). TorchLens is not
@@ -52,9 +48,9 @@ from torch import nn
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import gradexplorer as gx  # noqa: E402
-from gradexplorer.core.stats.stats_worker import worker_cpu_seconds  # noqa: E402
 
-METHODS = ("bare loop", "watch, in memory", "watch, run directory", "watch every 10")
+NO_WORKER = "in memory, no worker"  # watch with every statistic on the training thread
+METHODS = ("bare loop", "watch, in memory", NO_WORKER, "watch, run directory", "watch every 10")
 WANDB_STYLE = "wandb-style hooks"
 
 
@@ -179,6 +175,11 @@ def writer_cpu(rec) -> float:
     return time.clock_gettime(time.pthread_getcpuclockid(writes._thread.ident))
 
 
+def worker_cpu(rec) -> float:
+    """CPU seconds the statistics worker thread has spent on ``rec``'s steps, 0 without."""
+    return 0.0 if rec is None else rec.monitor.worker_seconds
+
+
 def measure(name: str, rounds: int = 5, steps: int = 4, device: str = "cpu") -> dict:
     """Median step seconds (wall clock, and the training thread's CPU) of every method on
     model ``name``, and seconds inside watch."""
@@ -196,8 +197,9 @@ def measure(name: str, rounds: int = 5, steps: int = 4, device: str = "cpu") -> 
         m = copy.deepcopy(model).to(device)
         opt = torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.9)
         rec = None
-        if method == "watch, in memory":
+        if method in ("watch, in memory", NO_WORKER):
             rec = gx.watch(m, opt)
+            rec.monitor.offload = method != NO_WORKER
         elif method == "watch, run directory":
             rec = gx.watch(m, opt, os.path.join(folder, "run"))
         elif method == "watch every 10":
@@ -205,17 +207,17 @@ def measure(name: str, rounds: int = 5, steps: int = 4, device: str = "cpu") -> 
         elif method == WANDB_STYLE:
             hooks += wandb_style(m)
         setups[method] = (m, opt, rec)
-    times, cpu, worker = ({method: [] for method in methods} for _ in range(3))  # worker: its CPU a step
+    times, cpu = ({method: [] for method in methods} for _ in range(2))
     step = 0
-    warm, writer_warm = {}, {}
+    warm, writer_warm, worker_warm = {}, {}, {}
     for round_ in range(rounds + 1):  # the first round warms up (kernels, caches) and is dropped
         if round_ == 1:
             warm = dict(inside.seconds)
             writer_warm = {method: writer_cpu(rec) for method, (_, _, rec) in setups.items()}
+            worker_warm = {method: worker_cpu(rec) for method, (_, _, rec) in setups.items()}
         for _ in range(steps):
             for method, (m, opt, _) in setups.items():
                 inputs, target = to(batch(step), device)
-                start_worker = worker_cpu_seconds()
                 start, start_cpu = time.perf_counter(), time.thread_time()
                 opt.zero_grad()
                 loss_of(m, inputs, target, loss_fn).backward()
@@ -224,13 +226,13 @@ def measure(name: str, rounds: int = 5, steps: int = 4, device: str = "cpu") -> 
                     torch.cuda.synchronize()
                 times[method].append(time.perf_counter() - start)
                 cpu[method].append(time.thread_time() - start_cpu)
-                worker[method].append(worker_cpu_seconds() - start_worker)  # joined within the step
             step += 1
     counted = rounds * steps
     spent = {method: (inside.seconds.get(id(rec), 0.0) - warm.get(id(rec), 0.0)) / counted
              for method, (_, _, rec) in setups.items() if rec is not None}
-    writer = {method: (writer_cpu(rec) - writer_warm[method]) / counted
-              for method, (_, _, rec) in setups.items()}
+    writer, worker = ({method: (clock(rec) - warmed[method]) / counted
+                       for method, (_, _, rec) in setups.items()}
+                      for clock, warmed in ((writer_cpu, writer_warm), (worker_cpu, worker_warm)))
     log = setups["watch, run directory"][2].spikes
     spikes = (inside.seconds.get(id(log), 0.0) - warm.get(id(log), 0.0)) / counted
     inside.close()
@@ -244,7 +246,7 @@ def measure(name: str, rounds: int = 5, steps: int = 4, device: str = "cpu") -> 
     return {"model": name, "numel": numel, "params": len(list(model.parameters())),
             "median": medians, "inside": spent, "device": device, "spikes": spikes, "writer": writer,
             "cpu": {method: statistics.median(t[steps:]) for method, t in cpu.items()},
-            "worker": {method: statistics.mean(t[steps:]) for method, t in worker.items()}}
+            "worker": worker}
 
 
 def report(result: dict) -> str:
@@ -339,9 +341,8 @@ def _profiled(name: str, steps: int, watched: bool, run_dir: bool):
 
     model, batch, loss_fn = build(name)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    rec = None
-    if watched:
-        rec = gx.watch(model, opt, os.path.join(tempfile.mkdtemp(), "run") if run_dir else None)
+    rec = gx.watch(model, opt, os.path.join(tempfile.mkdtemp(), "run") if run_dir else None) \
+        if watched else None
 
     def step(i):
         inputs, target = batch(i)
@@ -355,8 +356,7 @@ def _profiled(name: str, steps: int, watched: bool, run_dir: bool):
     for i in range(steps):
         step(i)
     prof.disable()
-    if rec is not None:
-        rec.close()
+    rec is None or rec.close()
     return pstats.Stats(prof)
 
 

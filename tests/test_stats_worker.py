@@ -1,10 +1,17 @@
-"""The step's statistics computed on the worker thread (stats_worker) during the optimizer
-step: taken where a core is spare and the step is big enough, the same figures bit for bit as
-on the training thread, one step in flight at most, and a failure there handled as any other."""
+"""watch's statistics on the worker thread (stats_worker): the gradients copied at the
+optimizer's pre-hook, their moments during the optimizer step and their histograms after it —
+the same figures bit for bit as on the training thread, whatever the loop does to ``.grad``
+afterwards, nothing waited for that the worker has not started, one step in flight at most, and
+a failure there handled as any other."""
 
+import copy
+import os
+import pickle
 import threading
 import warnings
+from dataclasses import astuple
 
+import numpy as np
 import pytest
 import torch
 from torch import nn
@@ -14,20 +21,8 @@ from gradexplorer.core.stats import backend_at as BA
 from gradexplorer.core.stats import stats_worker as W
 from gradexplorer.core.stats.histogram import parse_hist_range
 
-pytestmark = pytest.mark.skipif(len(__import__("os").sched_getaffinity(0)) < 2,
+pytestmark = pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2,
                                 reason="the worker is used only with a core to spare")
-
-
-@pytest.fixture(autouse=True)
-def enabled(monkeypatch):
-    """The worker is opt-in (GRADEXPLORER_STATS_WORKER=1): these tests turn it on."""
-    monkeypatch.setattr(W, "ENABLED", True)
-
-
-def test_the_worker_is_off_unless_asked_for(monkeypatch, one_thread):
-    big = BA.addresses_of([torch.zeros(W.OFFLOAD_MIN)])
-    monkeypatch.setattr(W, "ENABLED", False)
-    assert not W.worth_offloading(big)
 
 
 def mlp() -> nn.Module:
@@ -35,45 +30,93 @@ def mlp() -> nn.Module:
     return nn.Sequential(nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 1))
 
 
-def watched_steps(monkeypatch, offload: bool, steps: int = 3):
-    monkeypatch.setattr(W, "worth_offloading", lambda at, real=W.worth_offloading: offload and real(at))
+def watched_steps(offload: bool, steps: int = 4, run_dir=None, set_to_none: bool = True,
+                  poison: int | None = None):
+    """``steps`` watched SGD steps; the records read only after the loop (the histograms of
+    the worker's steps still under way until then). ``set_to_none=False``: zero_grad and the
+    next backward change the recorded gradients in place; ``poison``: that step's gradient
+    holds a NaN and an Inf."""
     model = mlp()
     opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
-    records = []
-    with gx.watch(model, opt) as rec:
+    with gx.watch(model, opt, run_dir) as rec:
+        rec.monitor.offload = offload
         for step in range(steps):
             g = torch.Generator().manual_seed(step)
-            opt.zero_grad()
+            opt.zero_grad(set_to_none=set_to_none)
             x, y = torch.randn(32, 256, generator=g), torch.randn(32, 1, generator=g)
             nn.functional.mse_loss(model(x), y).backward()
+            if step == poison:
+                model[0].weight.grad[0, :2] = torch.tensor([float("nan"), float("inf")])
             opt.step()
-            records.append(rec.latest())
+        records = list(rec.monitor.history)
+        assert rec.monitor.backend == "numba"
     return records
 
 
-def test_a_big_step_goes_to_the_worker_with_the_same_figures_bit_for_bit(monkeypatch, one_thread):
-    submitted = []
+def bits(value):
+    """A figure as compared bit for bit (NaN equal to NaN)."""
+    return np.float64(value).tobytes() if isinstance(value, float) else value
+
+
+def same_figures(a, b) -> None:
+    assert [r.step for r in a] == [r.step for r in b]
+    for x, y in zip(a, b, strict=True):
+        assert not x.not_recorded and not y.not_recorded
+        assert x.params.keys() == y.params.keys()
+        for name, stats in x.params.items():  # every figure, the update ratio included; NaN = NaN
+            assert [bits(f) for f in astuple(stats)] == [bits(f) for f in astuple(y.params[name])]
+        assert x.histograms.keys() == y.histograms.keys() and x.histograms
+        for name, h in x.histograms.items():
+            other = y.histograms[name]
+            assert h.counts.tobytes() == other.counts.tobytes()
+            assert h.edges.tobytes() == other.edges.tobytes()
+            assert (h.nan_count, h.inf_count, h.below, h.above) == \
+                (other.nan_count, other.inf_count, other.below, other.above)
+
+
+def test_the_worker_takes_watchs_steps_with_the_same_figures_bit_for_bit(one_thread):
+    seen = []
     real = W.OffloadedStats.submit
 
     def spy(self, *args, **kwargs):
-        submitted.append(args[0])
+        seen.append(args[0])
         return real(self, *args, **kwargs)
 
-    monkeypatch.setattr(W.OffloadedStats, "submit", spy)
-    offloaded = watched_steps(monkeypatch, True)
-    assert len(submitted) == 3  # every step handed over (computed there, or here if not started)
-    submitted.clear()
-    here = watched_steps(monkeypatch, False)
-    assert not submitted
-    for a, b in zip(offloaded, here, strict=True):
-        assert not a.not_recorded
-        assert a.params == b.params  # every figure, the update ratio included
-        for name, h in a.histograms.items():
-            assert h.counts.tobytes() == b.histograms[name].counts.tobytes()
-            assert h.edges.tobytes() == b.histograms[name].edges.tobytes()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(W.OffloadedStats, "submit", spy)
+        offloaded = watched_steps(True, poison=2)
+        assert len(seen) == 4  # every step handed over
+        seen.clear()
+        here = watched_steps(False, poison=2)
+        assert not seen
+    assert offloaded[2].params["0.weight"].nan_count == 1
+    same_figures(offloaded, here)
 
 
-def test_the_worker_thread_computes_what_it_has_started(monkeypatch):
+def test_gradients_changed_in_place_after_the_step_do_not_change_its_figures(one_thread):
+    """zero_grad(set_to_none=False) zeroes the recorded gradients in place and the next
+    backward accumulates into them while the worker may still be reading: it reads its copy."""
+    same_figures(watched_steps(True, set_to_none=False), watched_steps(False, set_to_none=False))
+
+
+def test_the_run_directory_holds_the_workers_histograms(tmp_path, one_thread):
+    watched_steps(True, run_dir=tmp_path / "a")
+    watched_steps(False, run_dir=tmp_path / "b")
+    a, b = gx.open_run(tmp_path / "a"), gx.open_run(tmp_path / "b")
+    try:
+        assert a.steps == b.steps == [1, 2, 3, 4]
+        for step in a.steps:
+            ha, hb = a.histograms(step), b.histograms(step)
+            assert ha.keys() == hb.keys() and ha
+            for name in ha:
+                assert ha[name].counts.tobytes() == hb[name].counts.tobytes()
+                assert ha[name].edges.tobytes() == hb[name].edges.tobytes()
+    finally:
+        a.close()
+        b.close()
+
+
+def test_the_worker_thread_copies_and_computes_what_it_has_started():
     threads = []
     real = BA.compute_at
 
@@ -81,53 +124,23 @@ def test_the_worker_thread_computes_what_it_has_started(monkeypatch):
         threads.append(threading.current_thread().name)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(BA, "compute_at", spy)
-    offloaded = W.OffloadedStats()
-    offloaded.submit(BA.addresses_of([torch.randn(W.OFFLOAD_MIN)]), True, 64, parse_hist_range("auto"))
-    offloaded._future.exception()  # waits until the worker has done it
-    assert offloaded.result().counts.sum() == W.OFFLOAD_MIN
-    assert len(threads) == 1 and threads[0].startswith("gradexplorer-stats")
+    values = torch.randn(W.OFFLOAD_MIN)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(BA, "compute_at", spy)
+        offloaded = W.OffloadedStats()
+        copied, moments = offloaded.submit(BA.addresses_of([values]), True, 64, parse_hist_range("auto"))
+        copied.result()
+        values.zero_()  # the gradient changes once copied: the figures are the copy's
+        offloaded.wait()  # everything done (here by the worker, which started it)
+    raw = moments.result()
+    assert threads and all(t.startswith("gradexplorer-stats") for t in threads)
+    assert raw.pending is not None  # computed, not yet read
+    edges, counts, _ = raw.histogram_arrays()
+    assert counts.sum() == W.OFFLOAD_MIN and raw.moments[0, 0] < 0  # the min of the random values
+    assert raw.pending is None
 
 
-def test_worth_offloading_only_with_a_spare_core_and_enough_values(one_thread):
-    big = BA.addresses_of([torch.zeros(W.OFFLOAD_MIN)])
-    small = BA.addresses_of([torch.zeros(W.OFFLOAD_MIN - 1)])
-    assert W.worth_offloading(big) and not W.worth_offloading(small)
-    torch.set_num_threads(len(__import__("os").sched_getaffinity(0)))
-    assert not W.worth_offloading(big)  # torch's threads use every core
-
-
-def test_a_second_submit_waits_for_the_first_and_its_result_is_the_second_step():
-    hist_range = parse_hist_range("auto")
-    offloaded = W.OffloadedStats()
-    first, second = torch.randn(W.OFFLOAD_MIN), torch.randn(W.OFFLOAD_MIN) * 3
-    offloaded.submit(BA.addresses_of([first]), True, 64, hist_range)
-    offloaded.submit(BA.addresses_of([second]), True, 64, hist_range)  # the buffer is reused
-    expected = BA.compute_at(BA.addresses_of([second]), True, 64, hist_range)
-    got = offloaded.result()
-    assert got.moments.tobytes() == expected.moments.tobytes()
-    assert got.counts.tobytes() == expected.counts.tobytes()
-    with pytest.raises(RuntimeError):
-        offloaded.result()  # taken once
-
-
-def test_a_failure_of_the_statistics_is_one_warning_and_training_goes_on(monkeypatch, one_thread):
-    real = W.OffloadedStats.result
-
-    def fails(self):
-        real(self)
-        raise RuntimeError("worker broke")
-
-    monkeypatch.setattr(W.OffloadedStats, "result", fails)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        records = watched_steps(monkeypatch, True)
-    assert len(records) == 3 and all(r is not None for r in records)
-    assert all(r.params for r in records)  # measured again one by one, on the training thread
-    assert any("worker broke" in str(w.message) for w in caught)
-
-
-def test_statistics_the_worker_has_not_started_are_computed_by_the_caller():
+def test_work_the_worker_has_not_started_is_done_by_the_thread_that_needs_it():
     hist_range = parse_hist_range("auto")
     threads = []
     real = BA.compute_at
@@ -139,20 +152,98 @@ def test_statistics_the_worker_has_not_started_are_computed_by_the_caller():
     busy, release = threading.Event(), threading.Event()
     W._pool().submit(lambda: (busy.set(), release.wait(30)))  # the worker is taken (no core free)
     busy.wait(30)
+    values = torch.randn(W.OFFLOAD_MIN)
     try:
-        offloaded = W.OffloadedStats()
-        values = torch.randn(W.OFFLOAD_MIN)
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(BA, "compute_at", spy)
-            offloaded.submit(BA.addresses_of([values]), True, 64, hist_range)
-            got = offloaded.result()  # not waited for: computed here from the copy
+            copied, moments = W.OffloadedStats().submit(BA.addresses_of([values]), True, 64, hist_range)
+            copied.result()  # not waited for: copied here
+            raw = moments.result()  # computed here from the copy
+            found = raw.histogram_arrays()
     finally:
         release.set()
     assert threads == [threading.current_thread().name]
     expected = real(BA.addresses_of([values]), True, 64, hist_range)
-    assert got.moments.tobytes() == expected.moments.tobytes()
-    assert got.counts.tobytes() == expected.counts.tobytes()
+    assert raw.moments.tobytes() == expected.moments.tobytes()
+    assert found[1].tobytes() == expected.counts.tobytes()
 
+
+def test_a_second_submit_has_the_first_done_and_reuses_its_copy():
+    hist_range = parse_hist_range("auto")
+    offloaded = W.OffloadedStats()
+    first, second = torch.randn(W.OFFLOAD_MIN), torch.randn(W.OFFLOAD_MIN) * 3
+    _, one = offloaded.submit(BA.addresses_of([first]), True, 64, hist_range)
+    _, two = offloaded.submit(BA.addresses_of([second]), True, 64, hist_range)  # the buffer reused
+    for values, pending in ((first, one), (second, two)):
+        expected = BA.compute_at(BA.addresses_of([values]), True, 64, hist_range)
+        raw = pending.result()
+        assert raw.moments.tobytes() == expected.moments.tobytes()
+        assert raw.histogram_arrays()[1].tobytes() == expected.counts.tobytes()
+
+
+def test_worth_offloading_only_with_a_spare_core_and_enough_values(one_thread, monkeypatch):
+    big = BA.addresses_of([torch.zeros(W.OFFLOAD_MIN)])
+    small = BA.addresses_of([torch.zeros(W.OFFLOAD_MIN - 1)])
+    assert W.worth_offloading(big) and not W.worth_offloading(small)
+    monkeypatch.setattr(W, "OFFLOAD_MAX", W.OFFLOAD_MIN - 1)
+    assert not W.worth_offloading(big)  # too big to copy
+    monkeypatch.undo()
+    monkeypatch.setattr(W, "ENABLED", False)  # GRADEXPLORER_STATS_WORKER=0
+    assert not W.worth_offloading(big)
+    monkeypatch.undo()
+    torch.set_num_threads(len(os.sched_getaffinity(0)))
+    assert not W.worth_offloading(big)  # torch's threads use every core
+
+
+def test_only_watch_offloads(one_thread):
+    model = mlp()
+    monitor = gx.GradientMonitor()
+    assert not monitor.offload
+    with gx.watch(model, torch.optim.SGD(model.parameters(), lr=0.1)) as rec:
+        assert rec.monitor.offload
+
+
+def test_a_failure_of_the_workers_histograms_is_one_warning_and_training_goes_on(monkeypatch, one_thread):
+    def broken(*args, **kwargs):
+        raise RuntimeError("worker broke")
+
+    monkeypatch.setattr(W.C, "pack_histograms", broken)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        records = watched_steps(True)
+        assert all(r.histograms == {} for r in records)
+    assert all(r.params and r.global_norm > 0 for r in records)  # the moments are whole
+    assert sum("worker broke" in str(w.message) for w in caught) == 1  # one warning per cause
+
+
+def test_a_failure_of_the_workers_moments_is_measured_again_on_the_training_thread(monkeypatch, one_thread):
+    real = BA.compute_at
+
+    def broken(*args, **kwargs):
+        if threading.current_thread().name.startswith("gradexplorer-stats"):
+            raise RuntimeError("worker broke")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(BA, "compute_at", broken)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        records = watched_steps(True)
+    assert len(records) == 4 and all(r.params for r in records)  # one by one, after the step
+    assert any("worker broke" in str(w.message) for w in caught)
+
+
+def test_a_record_copied_or_pickled_takes_its_histograms_along(one_thread):
+    model = mlp()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with gx.watch(model, opt) as rec:
+        nn.functional.mse_loss(model(torch.randn(8, 256)), torch.randn(8, 1)).backward()
+        opt.step()
+        record = rec.monitor.history.latest()
+        assert record._arrays[4].pending is not None or record._arrays[4].counts is not None
+        for again in (copy.deepcopy(record), pickle.loads(pickle.dumps(record))):
+            assert again.histograms.keys() == record.histograms.keys()
+            for name, h in record.histograms.items():
+                assert np.array_equal(again.histograms[name].counts, h.counts)
 
 
 def test_a_forked_child_forgets_the_parents_worker():
@@ -161,9 +252,9 @@ def test_a_forked_child_forgets_the_parents_worker():
     try:
         child = W._pool()
         assert child is not parent
-        offloaded = W.OffloadedStats()
-        offloaded.submit(BA.addresses_of([torch.ones(W.OFFLOAD_MIN)]), True, 8, parse_hist_range("auto"))
-        assert offloaded.result().counts.sum() == W.OFFLOAD_MIN
+        _, moments = W.OffloadedStats().submit(BA.addresses_of([torch.ones(W.OFFLOAD_MIN)]), True, 8,
+                                               parse_hist_range("auto"))
+        assert moments.result().histogram_arrays()[1].sum() == W.OFFLOAD_MIN
     finally:
         W._POOL.shutdown()
         W._POOL = parent

@@ -100,7 +100,7 @@ class Recorder:
         self._step_number = step_number
         self.ledger: StepLedger | None = None
         self.monitor = GradientMonitor(bins, self.histogram_every, history=history,
-                                       update_ratio=optimizer is not None)
+                                       update_ratio=optimizer is not None, offload=True)
         self.stack = SessionStack(self.monitor, self.hooks)  # the app's and run's, no session
         self.measure = measure_for(self.plan, self.stack, self.model, bins, self._report)
         self._pending = False

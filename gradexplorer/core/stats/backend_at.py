@@ -32,6 +32,11 @@ class Addresses:
     sizes: np.ndarray
     like: np.ndarray
     tensors: list[torch.Tensor]
+    total: int = -1  # the sum of ``sizes`` (-1: summed here)
+
+    def __post_init__(self) -> None:
+        if self.total < 0:
+            self.total = int(self.sizes.sum())
 
     def part(self, rows: np.ndarray) -> Addresses:
         return Addresses(self.addresses[rows], self.sizes[rows], self.like, self.tensors)
@@ -52,7 +57,7 @@ def addresses_of(tensors: list[torch.Tensor]) -> Addresses | None:
             return None
         addresses.append(t.data_ptr())
         sizes.append(t.numel())
-    return Addresses(np.array(addresses, np.int64), np.array(sizes, np.int64), like, tensors)
+    return Addresses(np.array(addresses, np.int64), np.array(sizes, np.int64), like, tensors, sum(sizes))
 
 
 ALL = slice(None)  # the one share of a single kernel call: every row
@@ -62,7 +67,7 @@ def shares(at: Addresses) -> list[np.ndarray | slice]:
     """The tensors' rows split among torch's threads, balanced by size (one share, ``ALL``,
     when one thread or too little work: a single kernel call)."""
     workers = torch.get_num_threads()
-    if workers == 1 or at.sizes.size < 2 or at.sizes.sum() < PARALLEL_MIN:
+    if workers == 1 or at.sizes.size < 2 or at.total < PARALLEL_MIN:
         return [ALL]
     loads, rows = [0] * workers, [[] for _ in range(workers)]
     for i in np.argsort(-at.sizes, kind="stable").tolist():  # biggest first, to the least loaded
@@ -156,7 +161,7 @@ class UpdateCopies:
             self._packed.take(params)
             return
         self._packed = None
-        total = int(at.sizes.sum())
+        total = at.total
         if self._flat.size != total or self._flat.dtype != at.like.dtype:
             self._flat = np.empty(total, at.like.dtype)
         if at.sizes.tobytes() != self._sizes.tobytes():

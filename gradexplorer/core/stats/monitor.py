@@ -42,13 +42,14 @@ BACKENDS = ("auto", "numba", "torch")
 
 
 class NumbaBackend:
-    """CPU gradients: fused Numba kernels; parameter copies kept for the update ratio. Opt-in
-    (``stats_worker``, where a core is spare): the gradients copied and their statistics
-    computed on a worker thread during the optimizer step; ``finish`` waits for them."""
+    """CPU gradients: fused Numba kernels; parameter copies kept for the update ratio. With
+    ``offload`` (``watch``) and a core to spare, the gradients are copied and their statistics
+    computed on a worker thread (``stats_worker``): the moments during the optimizer step
+    (``finish`` waits for them), the histograms after it, read when first asked for."""
 
     name = "numba"
 
-    def __init__(self) -> None:
+    def __init__(self, offload: bool = False) -> None:
         from gradexplorer.core.stats import backend_at as grad_backend_at
         from gradexplorer.core.stats import backend_cpu as grad_backend_cpu
         from gradexplorer.core.stats import stats_worker
@@ -56,32 +57,40 @@ class NumbaBackend:
 
         self._cpu, self._at, self._worker = grad_backend_cpu, grad_backend_at, stats_worker
         self._tracker = UpdateTracker()
-        self._offloaded = stats_worker.OffloadedStats()
+        self._offloaded = stats_worker.OffloadedStats() if offload else None
 
     def begin(self, grads, params, want_histograms, bins, hist_range, optimizer=None):
         at = self._at.addresses_of(grads)  # in place, one call per pass, where it can
+        if at is not None and self._offloaded is not None and self._worker.worth_offloading(at):
+            copied, raw = self._offloaded.submit(at, want_histograms, bins, hist_range)
+            if params is not None:  # the weights copied here while the worker copies the gradients
+                self._tracker.before(params, optimizer)
+            copied.result()  # both copies taken: the loop may change either now
+            return raw  # the worker's PendingWork: finish waits for it
         if at is None:
             raw = self._cpu.compute(grads, want_histograms, bins, hist_range)
-        elif self._worker.worth_offloading(at):
-            self._offloaded.submit(at, want_histograms, bins, hist_range)
-            raw = self._offloaded  # under way on the worker thread
         else:
             raw = self._at.compute_at(at, want_histograms, bins, hist_range)
         if params is not None:
             self._tracker.before(params, optimizer)
         return raw
 
+    @property
+    def worker_seconds(self) -> float:
+        return 0.0 if self._offloaded is None else self._offloaded.cpu_seconds
+
+    def _settled(self, raw):
+        return raw.result() if isinstance(raw, self._worker.PendingWork) else raw
+
     def nonfinite(self, raw):
         """Whether the gradients of ``raw`` (``begin``'s) hold NaN/Inf, read from their
         counts (no pass of its own), and what ``finish`` now takes in its place."""
-        if raw is self._offloaded:
-            raw = raw.result()
+        raw = self._settled(raw)
         return bool(raw.moments[:, NANS].any() or raw.moments[:, INFS].any()), raw
 
     def finish(self, raw, params, optimizer=None):
         update = self._tracker.after(params, optimizer) if params is not None else None
-        if raw is self._offloaded:
-            raw = raw.result()
+        raw = self._settled(raw)
         if params is not None:
             raw.update = update
         return raw
@@ -91,6 +100,7 @@ class TorchBackend:
     """Any device: fused torch ops queued on the device, one transfer per device in ``finish``."""
 
     name = "torch"
+    worker_seconds = 0.0  # no worker thread: the device works beside the host
 
     def __init__(self, triton: bool = True, overlap: bool = False) -> None:
         from gradexplorer.core.stats.backend_torch import FusedTorch
@@ -119,14 +129,16 @@ def numba_available() -> bool:
     return True
 
 
-def make_backend(name: str, tensors: Iterable[torch.Tensor], overlap: bool = False):
+def make_backend(name: str, tensors: Iterable[torch.Tensor], overlap: bool = False,
+                 offload: bool = False):
     """The backend ``name`` asks for; ``auto`` takes Numba for CPU tensors when installed;
-    ``overlap``: the torch backend's CUDA statistics on a side stream."""
+    ``overlap``: the torch backend's CUDA statistics on a side stream; ``offload``: Numba's
+    histograms on a worker thread where a core is spare."""
     if name not in BACKENDS:
         raise ValueError(f"unknown statistics backend {name!r}; choose one of {BACKENDS}")
     on_cpu = all(t.device.type == "cpu" for t in tensors)
     if name == "numba" or (name == "auto" and on_cpu and numba_available()):
-        return NumbaBackend()
+        return NumbaBackend(offload)
     return TorchBackend(overlap=overlap)
 
 
@@ -174,7 +186,10 @@ class GradientMonitor:
     kept in ``monitor.history``; ``update_ratio``: report ‖Δθ‖/‖θ‖ of each optimizer step,
     measured from a copy of the weights taken before it (one parameter-sized buffer);
     ``overlap``: on CUDA, run the statistics on a side stream beside the optimizer step
-    (opt-in and not yet measured on a GPU; no effect on the CPU or MPS). ``recorded`` (a
+    (opt-in and not yet measured on a GPU; no effect on the CPU or MPS); ``offload``: on the
+    CPU, where torch leaves a core free, each step's histograms are computed on a worker thread
+    during the optimizer step and the next forward and backward (``stats_worker``; the same
+    counts bit for bit, waited for when first read; ``watch`` turns it on). ``recorded`` (a
     psygnal signal) emits each step's StepGradients on the thread that trains.
     """
 
@@ -182,7 +197,8 @@ class GradientMonitor:
 
     def __init__(self, bins: int = 64, histogram_every: int = 1, history: int = 256,
                  hist_range: HistRange | str = "auto", update_ratio: bool = True,
-                 backend: str = "auto", overlap: bool = False, *, every: int | None = None) -> None:
+                 backend: str = "auto", overlap: bool = False, *, every: int | None = None,
+                 offload: bool = False) -> None:
         histogram_every = renamed("GradientMonitor", "every", "histogram_every", every,
                                   histogram_every, 1)
         if bins < 1 or bins > 4096:
@@ -193,7 +209,7 @@ class GradientMonitor:
         self.bins, self.histogram_every = bins, histogram_every
         self.hist_range = parse_hist_range(hist_range)
         self.update_ratio = update_ratio
-        self.backend_name, self.overlap = backend, overlap
+        self.backend_name, self.overlap, self.offload = backend, overlap, offload
         self.history = GradientHistory(history)
         self._backend = None
         self._pending: tuple | None = None
@@ -209,6 +225,11 @@ class GradientMonitor:
     @every.setter
     def every(self, value: int) -> None:
         self.histogram_every = renamed("GradientMonitor", "every", "histogram_every", value, 1, 1)
+
+    @property
+    def worker_seconds(self) -> float:
+        """CPU seconds the worker thread has spent on this monitor's statistics (``offload``)."""
+        return 0.0 if self._backend is None else self._backend.worker_seconds
 
     @property
     def backend(self) -> str | None:
@@ -245,7 +266,7 @@ class GradientMonitor:
         params = measured_tensors(owners)  # what is measured (complex: its parts)
         if self._backend is None:
             self._backend = make_backend(self.backend_name, params or [p for _, p in named],
-                                         self.overlap)
+                                         self.overlap, self.offload)
         try:
             grads = measured_tensors([p.grad for p in owners])
             pending = self._backend.begin(
@@ -286,7 +307,7 @@ class GradientMonitor:
             if self._shapes is None or self._shapes[0] is not named:  # once per list of parameters
                 self._shapes = (named, [(n, _shape(p)) for n, p in named])
             record = build_step_gradients(step, self._shapes[1], present, raw, self.bins,
-                                          self.hist_range)
+                                          self.hist_range, self._warned)
         except Exception as exc:  # noqa: BLE001 - never break the loop: find what failed
             record = self._one_by_one(step, named, present, first_line(exc))
         record.seconds = spent + time.perf_counter() - start

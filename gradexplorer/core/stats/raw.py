@@ -14,6 +14,7 @@ never overflow (float64 gradients of 1e300 are fine), a constant gradient has st
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -28,7 +29,9 @@ class RawStats:
     """Arrays with one row per gradient, in the order the gradients were given.
 
     ``moments`` columns are named above; ``extra`` columns are below-range, above-range, NaN
-    and Inf counts; ``update`` columns are ‖Δθ‖ and ‖θ_before‖ (float64, measured).
+    and Inf counts; ``update`` columns are ‖Δθ‖ and ‖θ_before‖ (float64, measured);
+    ``pending``: ``counts`` and ``extra`` still being computed on the worker thread
+    (``stats_worker.PendingHistograms``) — read them through ``histogram_arrays``.
     """
 
     moments: np.ndarray
@@ -36,4 +39,29 @@ class RawStats:
     counts: np.ndarray | None = None
     extra: np.ndarray | None = None
     update: np.ndarray | None = None
+    pending: Any = None
+
+    def histogram_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """``(edges, counts, extra)``, waiting for counts still under way (any thread may ask);
+        None without histograms. Counts that failed on the worker raise here, once; after that
+        the step has none."""
+        pending = self.pending
+        if pending is not None:
+            try:
+                self.counts, self.extra = pending.result()
+            except Exception:
+                self.edges = None
+                raise
+            finally:
+                self.pending = None
+        return None if self.counts is None else (self.edges, self.counts, self.extra)
+
+    def __getstate__(self) -> dict:
+        """Pickled and copied with its counts, never with work under way."""
+        if self.pending is not None:
+            try:
+                self.histogram_arrays()
+            except Exception:  # noqa: BLE001 - the step is copied without histograms
+                pass
+        return dict(self.__dict__)
 

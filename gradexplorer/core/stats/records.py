@@ -9,6 +9,7 @@ from operator import itemgetter
 
 import numpy as np
 
+from gradexplorer.core.errors import first_line, warn_not_recorded
 from gradexplorer.core.stats import raw as C
 from gradexplorer.core.stats.histogram import HistRange
 from gradexplorer.core.stats.raw import RawStats
@@ -283,13 +284,24 @@ class ArrayStepGradients(StepGradients):
         return {name: next(found) if h else ParamStats(name, shape, math.prod(shape), False)
                 for (name, shape), h in zip(named_shapes, has_grad, strict=True)}
 
+    def _histogram_arrays(self) -> tuple | None:
+        """The step's ``(edges, counts, extra)`` (waiting for counts the worker thread is still
+        computing), or None: no histograms, or their computing failed (one warning)."""
+        try:
+            return self._arrays[4].histogram_arrays()
+        except Exception as exc:  # noqa: BLE001 - never break the loop: the step has none
+            warn_not_recorded("the histograms", first_line(exc), self._warned,
+                              f" of step {self.step}")
+            return None
+
     def _build_histograms(self) -> dict[str, Histogram]:
-        present, raw = self._arrays[0], self._arrays[4]
-        if raw.counts is None:
+        found = self._histogram_arrays()
+        if found is None:
             return {}
-        return {name: Histogram(edges, counts, nans, infs, below, above)
-                for (name, _), edges, counts, (below, above, nans, infs)
-                in zip(present, raw.edges, raw.counts, raw.extra.tolist(), strict=True)}
+        edges, counts, extra = found
+        return {name: Histogram(e, c, nans, infs, below, above)
+                for (name, _), e, c, (below, above, nans, infs)
+                in zip(self._arrays[0], edges, counts, extra.tolist(), strict=True)}
 
     def column(self, field: str) -> dict[str, float | int | None]:
         if self.__dict__.get("_params") is not None:  # built (and perhaps changed): read it
@@ -320,14 +332,14 @@ class ArrayStepGradients(StepGradients):
         return list(map(_ITEM[0], named_shapes)), found
 
     def histogram_rows(self) -> list[tuple]:
-        present, raw = self._arrays[0], self._arrays[4]
-        if self.__dict__.get("_histograms") is not None or raw.counts is None:
+        found = None if self.__dict__.get("_histograms") is not None else self._histogram_arrays()
+        if found is None:
             return super().histogram_rows()
-        edges = np.ascontiguousarray(raw.edges, np.float64)
-        counts = np.ascontiguousarray(raw.counts, np.int64)
+        edges = np.ascontiguousarray(found[0], np.float64)
+        counts = np.ascontiguousarray(found[1], np.int64)
         return [(name, e.tobytes(), c.tobytes(), nans, infs, below, above)
                 for (name, _), e, c, (below, above, nans, infs)
-                in zip(present, edges, counts, raw.extra.tolist(), strict=True)]
+                in zip(self._arrays[0], edges, counts, found[2].tolist(), strict=True)]
 
     def nonfinite_totals(self) -> tuple[int, int]:
         if self.__dict__.get("_params") is not None:
@@ -346,9 +358,10 @@ class ArrayStepGradients(StepGradients):
 
 def build_step_gradients(step: int, named_shapes: list[tuple[str, tuple[int, ...]]],
                          has_grad: list[bool], raw: RawStats, bins: int,
-                         hist_range: HistRange) -> StepGradients:
+                         hist_range: HistRange, warned: set | None = None) -> StepGradients:
     """Assemble a StepGradients from a backend's RawStats (rows only for params with grads):
-    its figures kept as arrays, ParamStats and Histograms built when first read."""
+    its figures kept as arrays, ParamStats and Histograms built when first read; ``warned``:
+    the warnings already given (histograms that fail on the worker warn once per cause)."""
     present = named_shapes if all(has_grad) else \
         [ns for ns, h in zip(named_shapes, has_grad, strict=True) if h]
     figures = _figures(present, raw)
@@ -356,4 +369,5 @@ def build_step_gradients(step: int, named_shapes: list[tuple[str, tuple[int, ...
                                                    figures.column("inf_count")),
                                 sum(figures.sizes), None, None, bins, hist_range)
     record._arrays = (present, figures, named_shapes, has_grad, raw)
+    record._warned = warned
     return record

@@ -1,14 +1,22 @@
-"""A step's gradient statistics computed on a worker thread while the optimizer steps.
+"""A step's gradient statistics computed on a worker thread while training goes on (``watch``).
 
-Before the optimizer step the training thread copies the step's gradients into one kept
-buffer (a single Numba pass, ``kernels_at.copy_at``) and hands the copy to one worker thread;
-the moments and histograms (``backend_at.compute_at``: the same kernels on the same values, so
-the same figures bit for bit) run there, their Numba kernels without the GIL, on a core the
-training thread does not use (torch at one thread). After the step, ``result()`` waits for
-them, or computes them itself from the copy where the worker has not started (no core free).
-At most one step is in flight per copy: ``submit`` first waits for the previous one (the
-training thread waits, nothing is dropped). The copy makes the figures those of the gradient
-at the optimizer's step pre-hook, whatever the optimizer does to ``.grad`` during the step.
+Where torch leaves a core free, at the optimizer's pre-hook the worker copies the step's
+gradients into one kept buffer (a single Numba pass, ``kernels_at.copy_at``) while the training
+thread copies the weights for the update ratio; the pre-hook returns once both copies are
+taken, so the figures are those of the gradient at the pre-hook whatever the loop does to
+``.grad`` afterwards. From the copy the worker then takes the moments (``backend_at.compute_at``)
+during the optimizer step — the step's record, built after it, waits for them — and the
+histograms (``backend_cpu.pack_histograms``), which it computes during the next forward and
+backward: the record holds them as ``PendingWork``, waited for by whoever reads them first (the
+run directory's writer thread, the user). The same kernels on the same values with the same
+edges, so the same figures bit for bit; the Numba kernels run without the GIL.
+
+Nothing waits on a worker that has not started: each piece of work runs once, on the worker or
+on the first thread that needs it (the training thread where no core was free). At most one
+step is in flight: the next step's copy first has the previous step's work done; nothing is
+dropped. The copy costs one buffer the size of the gradients, so steps of more than
+``OFFLOAD_MAX`` values are measured on the training thread as before;
+``GRADEXPLORER_STATS_WORKER=0`` turns the worker off.
 """
 
 from __future__ import annotations
@@ -16,23 +24,23 @@ from __future__ import annotations
 import os
 import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import torch
 
 from gradexplorer.core.stats import backend_at as BA
+from gradexplorer.core.stats import backend_cpu as C
 from gradexplorer.core.stats import kernels_at as KA
 from gradexplorer.core.stats.histogram import HistRange
 from gradexplorer.core.stats.raw import RawStats
 
 OFFLOAD_MIN = 1 << 16  # fewer values than this: computed on the training thread (no hand-off)
-# Opt-in (GRADEXPLORER_STATS_WORKER=1): measured on the 2-core machine (bench/recorder.py, mlp256,
-# load 2.5-3.8) the worker cut the training thread's CPU but not its wall-clock step, which
-# waits for the worker (3.18 ms fixed cost against 2.16 ms without it): off by default.
-ENABLED = os.environ.get("GRADEXPLORER_STATS_WORKER") == "1"
+OFFLOAD_MAX = 1 << 26  # more than this (a 256 MB float32 copy): no copy, computed in place
+ENABLED = os.environ.get("GRADEXPLORER_STATS_WORKER", "1") != "0"
 _POOL: ThreadPoolExecutor | None = None
 _LOCK = threading.Lock()
+_CORES = len(os.sched_getaffinity(0))
 
 
 def _forget_pool() -> None:
@@ -53,60 +61,101 @@ def _pool() -> ThreadPoolExecutor:
 
 
 def worth_offloading(at: BA.Addresses) -> bool:
-    """Whether the worker takes this step's statistics: asked for (``ENABLED``), torch leaves
-    a core free (its
-    threads fewer than the cores this process may use), the work is one kernel call's (not
-    shared out among torch's threads) and big enough to outweigh the hand-off."""
-    return ENABLED and torch.get_num_threads() < len(os.sched_getaffinity(0)) \
-        and int(at.sizes.sum()) >= OFFLOAD_MIN and len(BA.shares(at)) == 1
+    """Whether the worker takes this step's statistics: not turned off (``ENABLED``), torch
+    leaves a core free (its threads fewer than the cores this process may use), the work is
+    one kernel call's (not shared out among torch's threads), big enough to outweigh the
+    hand-off and small enough for the copy (``OFFLOAD_MIN``, ``OFFLOAD_MAX`` values)."""
+    return ENABLED and torch.get_num_threads() < _CORES \
+        and OFFLOAD_MIN <= at.total <= OFFLOAD_MAX and len(BA.shares(at)) == 1
 
 
-def worker_cpu_seconds() -> float:
-    """CPU seconds the worker thread has used (0 before it starts): watch's work off the
-    training thread, for the benchmark."""
-    pool = _POOL
-    threads = [] if pool is None else list(pool._threads)
-    return sum(time.clock_gettime(time.pthread_getcpuclockid(t.ident)) for t in threads
-               if t.ident is not None and t.is_alive())
+class PendingWork:
+    """Work done once, by the worker or by whichever thread asks first (the others wait for
+    it): ``result()`` its value, or its error raised."""
+
+    def __init__(self, job) -> None:
+        self._job = job
+        self._lock = threading.Lock()
+        self._done: tuple | None = None  # (True, value) or (False, exception)
+
+    def run(self) -> tuple:
+        if self._done is not None:
+            return self._done
+        with self._lock:
+            if self._done is None:
+                try:
+                    done = (True, self._job())
+                except Exception as exc:  # noqa: BLE001 - raised to whoever reads it
+                    done = (False, exc)
+                self._job = None  # what it read is no longer needed
+                self._done = done
+        return self._done
+
+    def result(self):
+        ok, value = self.run()
+        if not ok:
+            raise value
+        return value
 
 
 class OffloadedStats:
-    """The gradients' copy (one kept flat buffer) and its statistics under way on the worker."""
+    """The gradients' copy (one kept flat buffer) and its statistics under way on the worker;
+    ``cpu_seconds``: the worker's CPU spent on them so far (for the benchmark)."""
 
     def __init__(self) -> None:
+        self.cpu_seconds = 0.0
         self._flat = np.zeros(0, np.float32)
         self._sizes = np.zeros(0, np.int64)
         self._starts = np.zeros(0, np.int64)
-        self._future: Future | None = None
-        self._job: tuple = ()
+        self._last: tuple[PendingWork, PendingWork] | None = None
 
-    def submit(self, at: BA.Addresses, want_histograms: bool, bins: int, hist_range: HistRange) -> None:
-        """Copy the tensors ``at`` now and start their statistics on the worker."""
-        self.wait()  # the previous step's, if its result was never taken: the buffer is free
-        total = int(at.sizes.sum())
+    def submit(self, at: BA.Addresses, want_histograms: bool, bins: int,
+               hist_range: HistRange) -> tuple[PendingWork, PendingWork]:
+        """Start copying the tensors ``at`` and their statistics on the worker: ``(copy,
+        moments)``; ``copy.result()`` must be waited for before the tensors may change,
+        ``moments.result()`` is a RawStats whose histograms (``pending``) may still be under way."""
+        self.wait()  # the previous step's work is done: its copy may be overwritten
+        total = at.total
         if self._flat.size != total or self._flat.dtype != at.like.dtype:
             self._flat = np.empty(total, at.like.dtype)
         if at.sizes.tobytes() != self._sizes.tobytes():
             self._sizes, self._starts = at.sizes, np.concatenate([[0], np.cumsum(at.sizes)[:-1]])
-        KA.copy_at(at.addresses, at.sizes, at.like, self._starts, self._flat)
-        copy = BA.Addresses(self._flat.ctypes.data + self._starts * self._flat.itemsize, at.sizes,
-                            at.like, [self._flat])  # held while the worker reads it
-        self._job = (copy, want_histograms, bins, hist_range)
-        self._future = _pool().submit(lambda: BA.compute_at(*self._job))
+        flat, starts = self._flat, self._starts
+        copy = BA.Addresses(flat.ctypes.data + starts * flat.itemsize, at.sizes, at.like, [flat],
+                            total)
+        copied = PendingWork(lambda: KA.copy_at(at.addresses, at.sizes, at.like, starts, flat))
 
-    def result(self) -> RawStats:
-        """The statistics submitted last: the worker's (waiting for them; their error, if they
-        failed), or, where the worker has not started them yet (no core was free), computed
-        here from the same copy rather than waited for."""
-        future, self._future = self._future, None
-        if future is None:
-            raise RuntimeError("no statistics were submitted for this step")
-        if future.cancel():
-            return BA.compute_at(*self._job)
-        return future.result()
+        def moments() -> RawStats:
+            copied.result()
+            raw = BA.compute_at(copy, False, bins, hist_range)
+            if want_histograms and bins >= 1:
+                edges, careful = BA.step_edges(raw.moments, bins, hist_range)
+                raw.edges, raw.pending = edges, PendingWork(lambda: C.pack_histograms(
+                    copy, raw.moments, bins, hist_range, edges, careful)[1:])
+            return raw
+
+        work = (copied, PendingWork(moments))
+        self._last = work
+        _pool().submit(self._on_worker, work)
+        return work
 
     def wait(self) -> None:
-        """Wait for the statistics under way, if any, and drop them."""
-        future, self._future = self._future, None
-        if future is not None and not future.cancel():
-            future.exception()  # waits; an error of a step whose result nobody took is moot
+        """The step under way's work done (by the worker, or here where it has not started)."""
+        last, self._last = self._last, None
+        if last is not None:
+            _run_all(last)
+
+    def _on_worker(self, work: tuple[PendingWork, PendingWork]) -> None:
+        start = time.thread_time()
+        _run_all(work)
+        self.cpu_seconds += time.thread_time() - start
+
+
+def _run_all(work: tuple[PendingWork, PendingWork]) -> None:
+    """The copy, the moments and the histograms of one step, in that order."""
+    copied, moments = work
+    copied.run()
+    ok, raw = moments.run()
+    pending = raw.pending if ok else None  # None once a reader has taken the counts
+    if pending is not None:
+        pending.run()
