@@ -10,6 +10,8 @@ torch threads and enough work the tensors are shared out among them by size, one
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import repeat
+from operator import attrgetter, is_not
 
 import numpy as np
 import torch
@@ -51,13 +53,16 @@ def addresses_of(tensors: list[torch.Tensor]) -> Addresses | None:
     like = _LIKE.get(dtype)
     if like is None:
         return None
-    addresses, sizes = [], []
-    for t in tensors:  # one loop, dtypes compared by identity: this runs for every tensor of a step
-        if t.dtype is not dtype or not t.is_cpu or t.is_sparse or not t.is_contiguous():
-            return None
-        addresses.append(t.data_ptr())
-        sizes.append(t.numel())
-    return Addresses(np.array(addresses, np.int64), np.array(sizes, np.int64), like, tensors, sum(sizes))
+    # C-level loops over the tensors (no Python frame per tensor: this runs for every step)
+    if any(map(is_not, map(_DTYPE, tensors), repeat(dtype))) or not all(map(_IS_CPU, tensors)) \
+            or any(map(_IS_SPARSE, tensors)) or not all(map(torch.Tensor.is_contiguous, tensors)):
+        return None
+    sizes = list(map(torch.Tensor.numel, tensors))
+    return Addresses(np.array(list(map(torch.Tensor.data_ptr, tensors)), np.int64),
+                     np.array(sizes, np.int64), like, tensors, sum(sizes))
+
+
+_DTYPE, _IS_CPU, _IS_SPARSE = attrgetter("dtype"), attrgetter("is_cpu"), attrgetter("is_sparse")
 
 
 ALL = slice(None)  # the one share of a single kernel call: every row
