@@ -128,10 +128,9 @@ def test_the_worker_thread_copies_and_computes_what_it_has_started():
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(BA, "compute_at", spy)
         offloaded = W.OffloadedStats()
-        copied, moments = offloaded.submit(BA.addresses_of([values]), True, 64, parse_hist_range("auto"))
-        copied.result()
+        _, moments = offloaded.submit(BA.addresses_of([values]), True, 64, parse_hist_range("auto"))
+        W._pool().submit(lambda: None).result()  # the worker has done all it was given (FIFO)
         values.zero_()  # the gradient changes once copied: the figures are the copy's
-        offloaded.wait()  # everything done (here by the worker, which started it)
     raw = moments.result()
     assert threads and all(t.startswith("gradexplorer-stats") for t in threads)
     assert raw.pending is not None  # computed, not yet read
@@ -258,3 +257,64 @@ def test_a_forked_child_forgets_the_parents_worker():
     finally:
         W._POOL.shutdown()
         W._POOL = parent
+
+
+def adam_run(run_dir, offload: bool, stats_every: int = 1, drain: bool = False) -> None:
+    """Adam with a learning rate the scheduler changes after every step, recorded into
+    ``run_dir``; the optimizer state of each recorded step read on the worker or not (``drain``:
+    the loop goes on once the worker has done what it was given: FIFO, one thread)."""
+    model = mlp()
+    opt = torch.optim.Adam(model.parameters(), lr=0.01)
+    schedule = torch.optim.lr_scheduler.StepLR(opt, 1, gamma=0.5)
+    with gx.watch(model, opt, run_dir, stats_every=stats_every) as rec:
+        rec.monitor.offload = offload
+        for step in range(5):
+            g = torch.Generator().manual_seed(step)
+            opt.zero_grad()
+            x, y = torch.randn(32, 256, generator=g), torch.randn(32, 1, generator=g)
+            nn.functional.mse_loss(model(x), y).backward()
+            opt.step()
+            if drain:
+                W._pool().submit(lambda: None).result()
+            schedule.step()
+
+
+@pytest.mark.parametrize("stats_every", [1, 2])
+def test_the_optimizer_state_read_on_the_worker_is_the_steps(tmp_path, one_thread, stats_every):
+    """The state after each recorded step at the learning rate it used, though the worker reads
+    it after the scheduler has changed the rate (and, every 2 steps, before an unrecorded step
+    changes the state: the pre-hook has it read first)."""
+    threads = []
+    from gradexplorer.core.stats import optimizer_state as O
+    real = O.optimizer_state
+
+    def spy(*args, **kwargs):
+        threads.append(threading.current_thread().name)
+        return real(*args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(O, "optimizer_state", spy)
+        adam_run(tmp_path / "a", True, stats_every, drain=True)
+        assert threads and all(t.startswith("gradexplorer-stats") for t in threads)
+        threads.clear()
+        busy, release = threading.Event(), threading.Event()
+        W._pool().submit(lambda: (busy.set(), release.wait(60)))  # no core free: nothing started
+        busy.wait(30)
+        try:
+            adam_run(tmp_path / "c", True, stats_every)  # done where needed, never too late
+        finally:
+            release.set()
+        assert threads and not any(t.startswith("gradexplorer-stats") for t in threads)
+        threads.clear()
+        adam_run(tmp_path / "b", False, stats_every)
+        assert threads == [threading.current_thread().name] * len(threads)
+    a, b, c = (gx.open_run(tmp_path / n) for n in "abc")
+    try:
+        assert a.steps == b.steps == c.steps == list(range(stats_every, 6, stats_every))
+        for step in a.steps:
+            sa, sb, sc = (run.optimizer_state(step) for run in (a, b, c))
+            assert sa == sb == sc and sa["0.weight"].lr == 0.01 * 0.5 ** (step - 1)
+            assert sa["0.weight"].exp_avg_sq_rms > 0 and sa["0.weight"].effective_lr > 0
+    finally:
+        for run in (a, b, c):
+            run.close()

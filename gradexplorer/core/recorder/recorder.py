@@ -77,9 +77,8 @@ class Recorder:
         self._report = report or (lambda line: print(line, file=sys.stderr))
         try:
             self._set_up(optimizer, run_dir, (stats_every, histogram_every), bins, snapshot_every,
-                         hooks, keep_snapshots,
-                         history, auto_steps, per_rank, overwrite, resume, scaler, step_number,
-                         optimizer_state, spikes)
+                         hooks, keep_snapshots, history, auto_steps, per_rank, overwrite, resume,
+                         scaler, step_number, optimizer_state, spikes)
         except BaseException:
             self.close()
             raise
@@ -165,6 +164,7 @@ class Recorder:
     def _step_pre_hook(self, optimizer, args, kwargs):
         """The optimizer's pre-hook: measure now, or after its closure has run (its backward:
         the hooks that shaped the gradients are noted then, as without a closure)."""
+        self.monitor.settle()  # the last step's work on the worker is done before this one
         if closure_of(args, kwargs) is None:
             self.before_optimizer_step()
             return None
@@ -182,6 +182,7 @@ class Recorder:
 
     def before_optimizer_step(self, optimizer=None, args=None, kwargs=None) -> None:
         """Gradients are ready, the weights not yet changed: the applied point."""
+        self.monitor.settle()
         self._end_backward()
         step = self._next_step()
         if self._records(step):
@@ -242,13 +243,14 @@ class Recorder:
         scale = guarded("the GradScaler's scale", lambda: None if self._scale is None
                         else float(self._scale), self._warned, None, step)
         self.ledger = step_ledger(record.step, record, accumulated, scale, losses, micro,
-                                  iteration, group_lrs(self.optimizer), skipped)
+                                  iteration, lrs := group_lrs(self.optimizer), skipped)
         norms = self._rank_norms.gather(record) if self._rank_norms is not None else None
         if self.writer is not None:  # the optimizer state is read for the run directory only
-            state = guarded("the optimizer state", self._read_optimizer_state, self._warned, {}, step)
-            self._write(record, norms, accumulated, state)
+            self._write(record, norms, accumulated, self._optimizer_state_of(step, lrs))
 
-    def _read_optimizer_state(self):
+    def _optimizer_state_of(self, step: int, lrs):
+        """The optimizer state after the step (at the ``lrs`` it used): read on the statistics
+        worker before the next step where it took this one (the writer waits for it), else now."""
         if not self._optimizer_state:
             return {}
         from gradexplorer.core.stats.optimizer_state import optimizer_state
@@ -256,7 +258,11 @@ class Recorder:
         if self._named_params is None:  # once: the probe keeps the parameters as well
             self._named_params = [(self.plan.names.get(n, n), p)
                                   for n, p in self.plan.stats_model.named_parameters()]
-        return optimizer_state(self.optimizer, self._named_params)
+        def read():  # {} when unreadable (one warning)
+            return guarded("the optimizer state", lambda: optimizer_state(
+                self.optimizer, self._named_params, lrs), self._warned, {}, step)
+        later = self.monitor.later(read)
+        return read() if later is None else later.result
 
     def _skipped_step(self) -> None:
         """The GradScaler skipped ``optimizer.step()``: record the step as skipped, with the
@@ -315,7 +321,6 @@ class Recorder:
         from gradexplorer.core.snapshot.write import SnapshotSource
 
         writer = self.writer
-
         source = SnapshotSource(self.plan.stats_model, self.optimizer, self.step_count,
                                 type(self.model).__name__, "watch", next(
                                     (p.device for p in self.model.parameters()), torch.device("cpu")))
@@ -347,6 +352,7 @@ class Recorder:
         if self._closed:
             return
         self._closed = True
+        self.monitor.settle()
         A.unmark_watched(self.model, self)
         for handle in self._handles:
             handle.remove()

@@ -165,7 +165,7 @@ class ShardedMeasure:
         self.history: list[StepGradients] = []
 
     def begin(self, optimizer, step: int) -> None:
-        from gradexplorer.core.stats.monitor import make_backend
+        from gradexplorer.core.stats.monitor_backends import make_backend
 
         if self.failed:
             return

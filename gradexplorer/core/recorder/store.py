@@ -227,7 +227,9 @@ class RunWriter:
                    optimizer_state: dict | None = None, batch: str | None = None) -> bool:
         """Append one step (figures, histograms, its ledger row, the per-parameter accumulated
         norms and optimizer state, the batch's ids as JSON) in one transaction, on the writer
-        thread (the record and the dicts given are not changed afterwards: each step's are new)."""
+        thread (the record and the dicts given are not changed afterwards: each step's are new;
+        ``optimizer_state`` may be a function giving it there, e.g. work under way on the
+        statistics worker)."""
         return self._submit(f"step {record.step}", lambda db: self._insert_step(
             db, record, loss, ranks, rank_norms, ledger, accumulated, optimizer_state, batch,
             time.time()))
@@ -242,6 +244,8 @@ class RunWriter:
                              strict=True))
         hist_rows = [(record.step, *row) for row in record.histogram_rows()]
 
+        if callable(optimizer_state):
+            optimizer_state = optimizer_state()
         param_rows = param_step_rows(record.step, accumulated or {}, optimizer_state or {})
 
         db.executemany("INSERT OR REPLACE INTO not_recorded VALUES (?, ?, ?)",

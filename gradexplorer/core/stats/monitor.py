@@ -14,7 +14,6 @@ single host transfer per device after the optimizer step.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
 
 import torch
 from psygnal import Signal
@@ -24,7 +23,7 @@ from gradexplorer.core.errors import emit_guarded, first_line, measured, renamed
 from gradexplorer.core.stats.histogram import HistRange, parse_hist_range
 from gradexplorer.core.stats.history import GradientHistory, HistogramMatrix
 from gradexplorer.core.stats.ledger import fill_session_ledger
-from gradexplorer.core.stats.raw import INFS, NANS
+from gradexplorer.core.stats.monitor_backends import BACKENDS, make_backend
 from gradexplorer.core.stats.records import (
     STAT_FIELDS,
     Histogram,
@@ -38,110 +37,6 @@ __all__ = [
     "BACKENDS", "STAT_FIELDS", "GradientHistory", "GradientMonitor", "Histogram",
     "HistogramMatrix", "ParamStats", "StepGradients", "gradient_stats", "nonfinite_counts",
 ]
-BACKENDS = ("auto", "numba", "torch")
-
-
-class NumbaBackend:
-    """CPU gradients: fused Numba kernels; parameter copies kept for the update ratio. With
-    ``offload`` (``watch``) and a core to spare, the gradients are copied and their statistics
-    computed on a worker thread (``stats_worker``): the moments during the optimizer step
-    (``finish`` waits for them), the histograms after it, read when first asked for."""
-
-    name = "numba"
-
-    def __init__(self, offload: bool = False) -> None:
-        from gradexplorer.core.stats import backend_at as grad_backend_at
-        from gradexplorer.core.stats import backend_cpu as grad_backend_cpu
-        from gradexplorer.core.stats import stats_worker
-        from gradexplorer.core.stats.update_tracker import UpdateTracker
-
-        self._cpu, self._at, self._worker = grad_backend_cpu, grad_backend_at, stats_worker
-        self._tracker = UpdateTracker()
-        self._offloaded = stats_worker.OffloadedStats() if offload else None
-
-    def begin(self, grads, params, want_histograms, bins, hist_range, optimizer=None):
-        at = self._at.addresses_of(grads)  # in place, one call per pass, where it can
-        if at is not None and self._offloaded is not None and self._worker.worth_offloading(at):
-            copied, raw = self._offloaded.submit(at, want_histograms, bins, hist_range)
-            if params is not None:  # the weights copied here while the worker copies the gradients
-                self._tracker.before(params, optimizer)
-            copied.result()  # both copies taken: the loop may change either now
-            return raw  # the worker's PendingWork: finish waits for it
-        if at is None:
-            raw = self._cpu.compute(grads, want_histograms, bins, hist_range)
-        else:
-            raw = self._at.compute_at(at, want_histograms, bins, hist_range)
-        if params is not None:
-            self._tracker.before(params, optimizer)
-        return raw
-
-    @property
-    def worker_seconds(self) -> float:
-        return 0.0 if self._offloaded is None else self._offloaded.cpu_seconds
-
-    def _settled(self, raw):
-        return raw.result() if isinstance(raw, self._worker.PendingWork) else raw
-
-    def nonfinite(self, raw):
-        """Whether the gradients of ``raw`` (``begin``'s) hold NaN/Inf, read from their
-        counts (no pass of its own), and what ``finish`` now takes in its place."""
-        raw = self._settled(raw)
-        return bool(raw.moments[:, NANS].any() or raw.moments[:, INFS].any()), raw
-
-    def finish(self, raw, params, optimizer=None):
-        update = self._tracker.after(params, optimizer) if params is not None else None
-        raw = self._settled(raw)
-        if params is not None:
-            raw.update = update
-        return raw
-
-
-class TorchBackend:
-    """Any device: fused torch ops queued on the device, one transfer per device in ``finish``."""
-
-    name = "torch"
-    worker_seconds = 0.0  # no worker thread: the device works beside the host
-
-    def __init__(self, triton: bool = True, overlap: bool = False) -> None:
-        from gradexplorer.core.stats.backend_torch import FusedTorch
-
-        # triton=False: the eager ops even where Triton runs; overlap: CUDA side streams
-        self._dev = FusedTorch(triton, overlap)
-
-    def begin(self, grads, params, want_histograms, bins, hist_range, optimizer=None):
-        return self._dev.begin(grads, params, want_histograms, bins, hist_range)
-
-    def nonfinite(self, pending):
-        """Whether the gradients of ``pending`` hold NaN/Inf, from the NaN and Inf counts
-        queued with their statistics (no pass of its own; one scalar read per device)."""
-        return self._dev.nonfinite(pending), pending
-
-    def finish(self, pending, params, optimizer=None):
-        return self._dev.finish(pending, params)
-
-
-def numba_available() -> bool:
-    """True when the Numba kernels can be imported."""
-    try:
-        import gradexplorer.core.stats.kernels  # noqa: F401
-    except Exception:  # noqa: BLE001 - not installed, or no writable kernel cache: use torch
-        return False
-    return True
-
-
-def make_backend(name: str, tensors: Iterable[torch.Tensor], overlap: bool = False,
-                 offload: bool = False):
-    """The backend ``name`` asks for; ``auto`` takes Numba for CPU tensors when installed;
-    ``overlap``: the torch backend's CUDA statistics on a side stream; ``offload``: Numba's
-    histograms on a worker thread where a core is spare."""
-    if name not in BACKENDS:
-        raise ValueError(f"unknown statistics backend {name!r}; choose one of {BACKENDS}")
-    on_cpu = all(t.device.type == "cpu" for t in tensors)
-    if name == "numba" or (name == "auto" and on_cpu and numba_available()):
-        return NumbaBackend(offload)
-    return TorchBackend(overlap=overlap)
-
-
 def _named(model: nn.Module) -> list[tuple[str, nn.Parameter]]:
     return list(model.named_parameters())
 
@@ -230,6 +125,19 @@ class GradientMonitor:
     def worker_seconds(self) -> float:
         """CPU seconds the worker thread has spent on this monitor's statistics (``offload``)."""
         return 0.0 if self._backend is None else self._backend.worker_seconds
+
+    def settle(self) -> None:
+        """Whatever the worker still does for past steps, done now (a step not measured is
+        about to change the weights and the optimizer's state)."""
+        if self._backend is not None:
+            self._backend.settle()
+
+    def later(self, job):
+        """``job`` (it must not raise) run on the statistics worker after the step just
+        finished, done before the next step's ``begin`` returns — for work that reads what the
+        next optimizer step changes (its state) — as a ``stats_worker.PendingWork``; None
+        where this step was not offloaded (the caller runs it itself)."""
+        return None if self._backend is None else self._backend.later(job)
 
     @property
     def backend(self) -> str | None:

@@ -124,12 +124,15 @@ def _set_norms(states: dict[str, ParamOptimState], normed: list[tuple[str, str, 
         setattr(states[name], key, value)
 
 
-def optimizer_state(optimizer: torch.optim.Optimizer,
-                    named: list[tuple[str, nn.Parameter]]) -> dict[str, ParamOptimState]:
+def optimizer_state(optimizer: torch.optim.Optimizer, named: list[tuple[str, nn.Parameter]],
+                    lrs: list[float | None] | None = None) -> dict[str, ParamOptimState]:
     """``name -> ParamOptimState`` of every parameter ``optimizer`` holds: on the CPU one
     Numba call for every norm and one for every second-moment figure, reading the states in
-    place; on a device a fixed number of ops per (device, dtype) and one transfer per device."""
-    lrs = [_number(g.get("lr")) for g in optimizer.param_groups]
+    place; on a device a fixed number of ops per (device, dtype) and one transfer per device.
+    ``lrs``: each group's learning rate as the step used it (read now where not given: a
+    scheduler changes it after the step)."""
+    if lrs is None:
+        lrs = [_number(g.get("lr")) for g in optimizer.param_groups]
     group_of = {id(p): (g, lr) for g, lr in zip(optimizer.param_groups, lrs, strict=True)
                 for p in g["params"]}
     states: dict[str, ParamOptimState] = {}

@@ -107,7 +107,7 @@ class OffloadedStats:
         self._flat = np.zeros(0, np.float32)
         self._sizes = np.zeros(0, np.int64)
         self._starts = np.zeros(0, np.int64)
-        self._last: tuple[PendingWork, PendingWork] | None = None
+        self._last: tuple[PendingWork, PendingWork, list[PendingWork]] | None = None
 
     def submit(self, at: BA.Addresses, want_histograms: bool, bins: int,
                hist_range: HistRange) -> tuple[PendingWork, PendingWork]:
@@ -134,10 +134,21 @@ class OffloadedStats:
                     copy, raw.moments, bins, hist_range, edges, careful)[1:])
             return raw
 
-        work = (copied, PendingWork(moments))
+        work = (copied, PendingWork(moments), [])
         self._last = work
-        _pool().submit(self._on_worker, work)
-        return work
+        _pool().submit(self._on_worker, _run_all, work)
+        return work[:2]
+
+    def then(self, job) -> PendingWork | None:
+        """``job`` (it must not raise) done on the worker after the step under way's
+        histograms, and before the next step's copy (``submit`` waits for it: what it reads
+        may change from the next optimizer step on); None when no step is under way."""
+        if self._last is None:
+            return None
+        later = PendingWork(job)
+        self._last[2].append(later)  # done by the next step's copy at the latest
+        _pool().submit(self._on_worker, PendingWork.run, later)
+        return later
 
     def wait(self) -> None:
         """The step under way's work done (by the worker, or here where it has not started)."""
@@ -145,17 +156,20 @@ class OffloadedStats:
         if last is not None:
             _run_all(last)
 
-    def _on_worker(self, work: tuple[PendingWork, PendingWork]) -> None:
+    def _on_worker(self, run, work) -> None:
         start = time.thread_time()
-        _run_all(work)
+        run(work)
         self.cpu_seconds += time.thread_time() - start
 
 
-def _run_all(work: tuple[PendingWork, PendingWork]) -> None:
-    """The copy, the moments and the histograms of one step, in that order."""
-    copied, moments = work
+def _run_all(work: tuple) -> None:
+    """The copy, the moments, the histograms and the work added (``then``) of one step, in
+    that order."""
+    copied, moments, later = work
     copied.run()
     ok, raw = moments.run()
     pending = raw.pending if ok else None  # None once a reader has taken the counts
     if pending is not None:
         pending.run()
+    for job in later:
+        job.run()
