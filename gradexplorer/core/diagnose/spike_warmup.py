@@ -55,7 +55,8 @@ def _after_fork_in_child() -> None:
         _STATE["done"].set()
 
 
-os.register_at_fork(after_in_child=_after_fork_in_child)
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def ready():
