@@ -10,10 +10,11 @@ Now a detector's first step starts the work on a thread (``ready()``, which neve
 the kernels once they are ready, None until then) and does its steps with numpy's operations
 meanwhile: the same figures bit for bit (tests/test_spike_kernels.py), so no step is skipped or
 scored differently; the first steps cannot be flagged anyway while the bands warm up. A cold
-cache is filled by a helper Python process (the parent's ``sys.path``, its environment: the
-same cache), so the compilation holds neither this process's GIL nor Numba's compiler lock
-(compiled on the thread it slowed the watched steps threefold); the thread then loads the
-kernels from the cache, or compiles them itself where no helper could (a frozen application).
+cache is filled by a helper Python process (the parent's ``sys.path`` and environment: the same
+cache; at a lower priority, so a busy machine gives the training its cores first): the
+compilation holds neither this process's GIL nor Numba's compiler lock (compiled on the thread,
+it slowed the watched steps threefold). The thread then loads the kernels from the cache, or
+compiles them itself where no helper could (a frozen application).
 
 ``wait()`` lets a started warm-up end (a detector's ``close``: no thread left working after
 it). A warm-up that fails is told once as a warning; spike detection goes on with numpy. In a
@@ -35,7 +36,7 @@ import numpy as np
 from gradexplorer.core.diagnose.spike_band import RollingBands, SpikeSettings, spike_kernels
 from gradexplorer.core.errors import first_line
 
-HELPER = ("import json, sys; sys.path[:] = json.loads(sys.argv[1]); "
+HELPER = ("import json, os, sys; sys.path[:] = json.loads(sys.argv[1]); os.nice(10); "  # yields a core
           "from gradexplorer.core.diagnose.spike_warmup import compile_kernels; compile_kernels()")
 HELPER_TIMEOUT = 600  # seconds; a helper stuck beyond is killed and the thread compiles instead
 
