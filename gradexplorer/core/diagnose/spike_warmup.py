@@ -87,7 +87,10 @@ def _start() -> None:
             thread = threading.Thread(target=_warm_up, name="gradexplorer-spike-kernels",
                                       daemon=True)
             _STATE["thread"] = thread
-            thread.start()
+            try:
+                thread.start()
+            except RuntimeError:  # no thread to be had: numpy does every step
+                _STATE["done"].set()
 
 
 def _warm_up() -> None:
