@@ -29,6 +29,7 @@ from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from gradexplorer.core.diagnose import spike_warmup  # noqa: E402
 from gradexplorer.core.diagnose.spikes import SpikeDetector  # noqa: E402
 from gradexplorer.core.stats import backend_at as A  # noqa: E402
 from gradexplorer.core.stats import kernels_at as KA  # noqa: E402
@@ -66,6 +67,8 @@ def passes(model, opt, bins: int = 64) -> dict[str, callable]:
     shapes = [(n, tuple(p.shape)) for n, p in named]
     record = build_step_gradients(1, shapes, [True] * len(shapes), raw, bins, "auto")
     detector, steps = SpikeDetector(), itertools.count(1)
+    spike_warmup.ready()
+    spike_warmup.wait()  # its kernels, not the numpy steps it takes until they are ready
     return {
         "moments (3 reads)": lambda: KA.moments_at(at.addresses, at.sizes, at.like, moments),
         "histogram edges": lambda: A.step_edges(moments, bins, "auto"),

@@ -70,7 +70,8 @@ _KERNELS = None  # spike_kernels once loaded, False where Numba cannot load
 def spike_kernels():
     """The Numba kernels of the detector's step (imported on first use: this module is
     imported with the public API, Numba only when spikes are detected); None where they cannot
-    load (then numpy does the same operations)."""
+    load (then numpy does the same operations). Importing does not compile them: their first
+    call does (a detector waits for spike_warmup's thread to have made that call)."""
     global _KERNELS
     if _KERNELS is None:
         try:
@@ -123,17 +124,17 @@ class RollingBands:
             self._count = np.concatenate([self._count, np.zeros(extra, np.int64)])
             self._band = None
 
-    def score(self, t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def score(self, t: np.ndarray, kernels=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(z, centre, width)`` of log-scale values ``t`` against the bands so far; z is NaN
-        where a band is still warming up or the value is missing."""
+        where a band is still warming up or the value is missing. With numpy's operations, or
+        the Numba ``kernels`` given (``spike_kernels()``): the same figures."""
         if self._filled == 0:
             nan = np.full(t.shape, np.nan)
             return nan, nan, nan
         if self._band is None or self._age >= self.settings.refresh or \
                 self._filled < self._buf.shape[1]:
-            self._band, self._age = self._bands(), 0
+            self._band, self._age = self._bands(kernels), 0
         centre, width = self._band
-        kernels = spike_kernels()
         if kernels is not None:
             z = np.empty(t.shape)
             kernels.scores(t, centre, width, self._count, self.settings.warmup, z)
@@ -143,9 +144,8 @@ class RollingBands:
         z[self._count < self.settings.warmup] = np.nan
         return z, centre, width
 
-    def _bands(self) -> tuple[np.ndarray, np.ndarray]:
+    def _bands(self, kernels) -> tuple[np.ndarray, np.ndarray]:
         """(centre, width) of every band from the values remembered."""
-        kernels = spike_kernels()
         if kernels is not None:
             centre, width = np.empty((2, self.size))
             kernels.bands_of(self._buf, self._filled, MAD_TO_SIGMA, float(self.settings.min_width),
@@ -168,6 +168,8 @@ class RollingBands:
                                           or self._filled < self._buf.shape[1])
         if recompute and (self._band is None or self._band[0].size != self.size):
             self._band = tuple(np.empty((2, self.size)))
+        elif self._band is not None and not all(b.flags.c_contiguous for b in self._band):
+            self._band = tuple(np.ascontiguousarray(b) for b in self._band)  # numpy's, until now
         centre, width = self._band if self._band is not None else (np.full(self.size, np.nan),) * 2
         z, out, had = np.empty(values.size), np.empty((3, values.size), bool), self._filled
         found = kernels.observe_step(
@@ -182,9 +184,9 @@ class RollingBands:
             centre = np.full(self.size, np.nan)
         return (t, z, centre, *out, found)
 
-    def push(self, t: np.ndarray) -> None:
-        """Remember this step's values (missing ones repeat the figure's last value)."""
-        kernels = spike_kernels()
+    def push(self, t: np.ndarray, kernels=None) -> None:
+        """Remember this step's values (missing ones repeat the figure's last value); with numpy,
+        or the Numba ``kernels`` given."""
         if kernels is not None:
             kernels.push(t, self._last, self._count, self._buf, self._pos)
         else:

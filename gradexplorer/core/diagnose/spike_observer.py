@@ -42,6 +42,10 @@ class SpikeObserver:
         observer.spike.connect(tell)
         return observer
 
+    def close(self) -> None:
+        """Let the detector's kernel warm-up end (no thread left working after it)."""
+        self.detector.close()
+
     @property
     def events(self) -> list[SpikeEvent]:
         return self.detector.events

@@ -20,7 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from gradexplorer.core.diagnose.spike_band import RollingBands, SpikeSettings, log_scale, spike_kernels
+from gradexplorer.core.diagnose import spike_warmup
+from gradexplorer.core.diagnose.spike_band import RollingBands, SpikeSettings, log_scale
 
 LOSS, GLOBAL = "loss", "global norm"
 FIGURES = ("norm", "update")  # per parameter: gradient norm, update ratio ‖Δθ‖/‖θ‖
@@ -99,6 +100,10 @@ class SpikeDetector:
         self._quiet = 0
         self.events: list[SpikeEvent] = []
 
+    def close(self) -> None:
+        """Let the kernels' warm-up end (no thread left working after it)."""
+        spike_warmup.wait()
+
     # -- the figures of a step, as one vector ------------------------------------------
     def _columns(self, record) -> None:
         new = [n for n in record.columns()[0] if n not in self._index]
@@ -147,7 +152,7 @@ class SpikeDetector:
                 global_norm = record.global_norm
         values, nonfinite = self._vector(loss, record, global_norm)
         since = _fit(self._since, len(values), -1)  # start of each figure's stretch above onset_k
-        kernels = spike_kernels()
+        kernels = spike_warmup.ready()  # never waits: numpy's operations until they are
         if kernels is not None:  # the whole step in two kernel calls and numpy's log
             t, z, centre, bad, moved, flagged, any_flagged = self._bands.observe(
                 values, nonfinite, since, step, kernels)

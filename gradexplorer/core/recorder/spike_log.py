@@ -80,6 +80,10 @@ class SpikeLog:
     def events(self) -> list[SpikeEvent]:
         return self.detector.events
 
+    def close(self) -> None:
+        """Let the detector's kernel warm-up end (Recorder.close: no thread left working)."""
+        self.detector.close()
+
     def note_batch(self, step: int, ids: Any) -> None:
         self._batch = (step, batch_json(ids))
 
