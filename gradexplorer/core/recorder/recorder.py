@@ -357,14 +357,13 @@ class Recorder:
         for handle in self._handles:
             handle.remove()
         self._handles.clear()
-        if self.probe is not None:
-            self.probe.remove()
-        if self.scaler is not None:
-            self.scaler.remove()
-        if self._graph is not None:
-            self._graph.remove()
+        for part in (self.probe, self.scaler, self._graph):
+            if part is not None:
+                part.remove()
         if self.hooks is not None:
             self.hooks.detach_all()
+        if self.spikes is not None:
+            self.spikes.close()  # its kernels' warm-up ended (spike_warmup)
         if self.writer is not None:
             self.writer.set_meta({"finished": time.time()})  # readers following it can say so
             self.writer.close()
