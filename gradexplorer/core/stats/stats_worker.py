@@ -107,6 +107,7 @@ class OffloadedStats:
         self._flat = np.zeros(0, np.float32)
         self._sizes = np.zeros(0, np.int64)
         self._starts = np.zeros(0, np.int64)
+        self._copy: BA.Addresses | None = None  # where the copy lies (kept with the buffer)
         self._last: tuple[PendingWork, PendingWork, list[PendingWork]] | None = None
 
     def submit(self, at: BA.Addresses, want_histograms: bool, bins: int,
@@ -115,14 +116,15 @@ class OffloadedStats:
         moments)``; ``copy.result()`` must be waited for before the tensors may change,
         ``moments.result()`` is a RawStats whose histograms (``pending``) may still be under way."""
         self.wait()  # the previous step's work is done: its copy may be overwritten
-        total = at.total
-        if self._flat.size != total or self._flat.dtype != at.like.dtype:
-            self._flat = np.empty(total, at.like.dtype)
-        if at.sizes.tobytes() != self._sizes.tobytes():
+        flat = self._flat
+        if flat.size != at.total or flat.dtype != at.like.dtype \
+                or at.sizes.tobytes() != self._sizes.tobytes():
+            if flat.size != at.total or flat.dtype != at.like.dtype:
+                flat = self._flat = np.empty(at.total, at.like.dtype)
             self._sizes, self._starts = at.sizes, np.concatenate([[0], np.cumsum(at.sizes)[:-1]])
-        flat, starts = self._flat, self._starts
-        copy = BA.Addresses(flat.ctypes.data + starts * flat.itemsize, at.sizes, at.like, [flat],
-                            total)
+            self._copy = BA.Addresses(flat.ctypes.data + self._starts * flat.itemsize, at.sizes,
+                                      at.like, [flat], at.total)  # the buffer, held while read
+        starts, copy = self._starts, self._copy
         copied = PendingWork(lambda: KA.copy_at(at.addresses, at.sizes, at.like, starts, flat))
 
         def moments() -> RawStats:
