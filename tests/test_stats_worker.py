@@ -5,6 +5,7 @@ afterwards, nothing waited for that the worker has not started, one step in flig
 a failure there handled as any other."""
 
 import copy
+import itertools
 import os
 import pickle
 import threading
@@ -318,3 +319,27 @@ def test_the_optimizer_state_read_on_the_worker_is_the_steps(tmp_path, one_threa
     finally:
         for run in (a, b, c):
             run.close()
+
+
+@pytest.mark.parametrize("crowded", [False, True])
+def test_a_crowded_machine_pauses_the_worker_and_it_is_tried_again(monkeypatch, one_thread, crowded):
+    """The training thread losing its core (involuntary context switches: the worker and other
+    processes share the cores) sends the next steps back to the training thread, then tries the
+    worker again; the figures are the same either way."""
+    switches = itertools.count() if crowded else itertools.repeat(0)  # one a step, or none
+    monkeypatch.setattr(W, "_preempted", lambda: next(switches))
+    monkeypatch.setattr(W, "CROWDED_STEPS", 3)
+    monkeypatch.setattr(W, "PAUSE_STEPS", 4)
+    submitted = []
+    real = W.OffloadedStats.submit
+
+    def spy(self, at, *args, **kwargs):
+        submitted.append(len(submitted))
+        return real(self, at, *args, **kwargs)
+
+    monkeypatch.setattr(W.OffloadedStats, "submit", spy)
+    records = watched_steps(True, steps=12)
+    # crowded: 3 steps offloaded, the 4th finds 1 switch a step and pauses 4, then again
+    assert len(submitted) == (6 if crowded else 12)
+    monkeypatch.setattr(W.OffloadedStats, "submit", real)
+    same_figures(records, watched_steps(False, steps=12))

@@ -39,14 +39,16 @@ class NumbaBackend:
 
     def begin(self, grads, params, want_histograms, bins, hist_range, optimizer=None):
         at = self._at.addresses_of(grads)  # in place, one call per pass, where it can
-        if self._offloaded is not None and (at is None or not self._worker.worth_offloading(at)):
-            self._offloaded.wait()  # the last offloaded step's work done: it reads what changes now
-        elif self._offloaded is not None:
-            copied, raw = self._offloaded.submit(at, want_histograms, bins, hist_range)
+        offloaded = self._offloaded
+        if offloaded is not None and at is not None and self._worker.worth_offloading(at) \
+                and offloaded.wanted():
+            copied, raw = offloaded.submit(at, want_histograms, bins, hist_range)
             if params is not None:  # the weights copied here while the worker copies the gradients
                 self._tracker.before(params, optimizer)
             copied.result()  # both copies taken: the loop may change either now
             return raw  # the worker's PendingWork: finish waits for it
+        if offloaded is not None:
+            offloaded.wait()  # the last offloaded step's work done: it reads what changes now
         if at is None:
             raw = self._cpu.compute(grads, want_histograms, bins, hist_range)
         else:

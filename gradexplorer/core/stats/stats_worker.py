@@ -41,6 +41,24 @@ ENABLED = os.environ.get("GRADEXPLORER_STATS_WORKER", "1") != "0"
 _POOL: ThreadPoolExecutor | None = None
 _LOCK = threading.Lock()
 _CORES = len(os.sched_getaffinity(0))
+# Where the other cores are busy (data-loader processes, other jobs), the worker takes the
+# training thread's core from it: measured by the training thread's involuntary context
+# switches (none a step on a machine with a core to spare, ~3 a step with the other core busy,
+# on the 2-core machine). Where they reach CROWDED_SWITCHES a step over CROWDED_STEPS offloaded
+# steps, the next PAUSE_STEPS steps are measured on the training thread, then the worker is
+# tried again.
+CROWDED_SWITCHES, CROWDED_STEPS, PAUSE_STEPS = 0.5, 32, 256
+try:
+    import resource
+
+    _THREAD = resource.RUSAGE_THREAD  # Linux
+except (ImportError, AttributeError):  # elsewhere: not measured, never paused
+    _THREAD = None
+
+
+def _preempted() -> int:
+    """The calling thread's involuntary context switches so far (0 where not measured)."""
+    return 0 if _THREAD is None else resource.getrusage(_THREAD).ru_nivcsw
 
 
 def _forget_pool() -> None:
@@ -100,10 +118,13 @@ class PendingWork:
 
 class OffloadedStats:
     """The gradients' copy (one kept flat buffer) and its statistics under way on the worker;
-    ``cpu_seconds``: the worker's CPU spent on them so far (for the benchmark)."""
+    ``cpu_seconds``: the worker's CPU spent on them so far (for the benchmark); ``paused``:
+    steps left measured on the training thread (the machine was found crowded)."""
 
     def __init__(self) -> None:
         self.cpu_seconds = 0.0
+        self.paused = 0
+        self._window: tuple[int, int] | None = None  # (switches at its start, steps in it)
         self._flat = np.zeros(0, np.float32)
         self._sizes = np.zeros(0, np.int64)
         self._starts = np.zeros(0, np.int64)
@@ -140,6 +161,24 @@ class OffloadedStats:
         self._last = work
         _pool().submit(self._on_worker, _run_all, work)
         return work[:2]
+
+    def wanted(self) -> bool:
+        """Whether this step may go to the worker (asked on the training thread at each step
+        that could): not while paused; a crowded machine (``CROWDED_SWITCHES``) pauses it."""
+        if self.paused:
+            self.paused -= 1
+            return False
+        now = _preempted()
+        start, steps = self._window or (now, 0)
+        if steps < CROWDED_STEPS:
+            self._window = (start, steps + 1)
+            return True
+        self._window = None
+        if now - start >= CROWDED_SWITCHES * steps:
+            self.paused = PAUSE_STEPS
+            self.wait()  # the step in flight done before the training thread measures alone
+            return False
+        return True
 
     def then(self, job) -> PendingWork | None:
         """``job`` (it must not raise) done on the worker after the step under way's
