@@ -82,9 +82,10 @@ class GradientMonitor:
     measured from a copy of the weights taken before it (one parameter-sized buffer);
     ``overlap``: on CUDA, run the statistics on a side stream beside the optimizer step
     (opt-in and not yet measured on a GPU; no effect on the CPU or MPS); ``offload``: on the
-    CPU, where torch leaves a core free, each step's histograms are computed on a worker thread
-    during the optimizer step and the next forward and backward (``stats_worker``; the same
-    counts bit for bit, waited for when first read; ``watch`` turns it on). ``recorded`` (a
+    CPU, where torch leaves a core free, each step's gradients are copied and their moments and
+    histograms computed on a worker thread, during the optimizer step and the next forward and
+    backward (``stats_worker``: the same figures bit for bit, the histograms waited for when
+    first read; ``watch`` turns it on). ``recorded`` (a
     psygnal signal) emits each step's StepGradients on the thread that trains.
     """
 

@@ -93,17 +93,17 @@ class TorchBackend:
     name = "torch"
     worker_seconds = 0.0  # no worker thread: the device works beside the host
 
-    def later(self, job):
-        return None
-
-    def settle(self) -> None:
-        pass
-
     def __init__(self, triton: bool = True, overlap: bool = False) -> None:
         from gradexplorer.core.stats.backend_torch import FusedTorch
 
         # triton=False: the eager ops even where Triton runs; overlap: CUDA side streams
         self._dev = FusedTorch(triton, overlap)
+
+    def later(self, job):
+        return None
+
+    def settle(self) -> None:
+        pass
 
     def begin(self, grads, params, want_histograms, bins, hist_range, optimizer=None):
         return self._dev.begin(grads, params, want_histograms, bins, hist_range)

@@ -31,7 +31,7 @@ class RawStats:
     ``moments`` columns are named above; ``extra`` columns are below-range, above-range, NaN
     and Inf counts; ``update`` columns are ‖Δθ‖ and ‖θ_before‖ (float64, measured);
     ``pending``: ``counts`` and ``extra`` still being computed on the worker thread
-    (``stats_worker.PendingHistograms``) — read them through ``histogram_arrays``.
+    (``stats_worker.PendingWork``) — read them through ``histogram_arrays``.
     """
 
     moments: np.ndarray
@@ -43,8 +43,8 @@ class RawStats:
 
     def histogram_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
         """``(edges, counts, extra)``, waiting for counts still under way (any thread may ask);
-        None without histograms. Counts that failed on the worker raise here, once; after that
-        the step has none."""
+        None without histograms. Counts that failed on the worker raise here (to the readers
+        asking then); after that the step has none."""
         pending = self.pending
         if pending is not None:
             try:

@@ -8,8 +8,10 @@ taken, so the figures are those of the gradient at the pre-hook whatever the loo
 during the optimizer step — the step's record, built after it, waits for them — and the
 histograms (``backend_cpu.pack_histograms``), which it computes during the next forward and
 backward: the record holds them as ``PendingWork``, waited for by whoever reads them first (the
-run directory's writer thread, the user). The same kernels on the same values with the same
-edges, so the same figures bit for bit; the Numba kernels run without the GIL.
+run directory's writer thread, the user). Work a caller adds with ``then`` (the run directory's
+optimizer-state figures) follows, before the next step. The same kernels on the same values
+with the same edges, so the same figures bit for bit; the Numba kernels run without the GIL.
+A crowded machine pauses the worker (``CROWDED_SWITCHES``).
 
 Nothing waits on a worker that has not started: each piece of work runs once, on the worker or
 on the first thread that needs it (the training thread where no core was free). At most one
