@@ -28,6 +28,16 @@ def bad_step(qtbot, window):
     return window.controller.timeline.latest_gradients.params
 
 
+def traced(qtbot, window):
+    """The graph panel once its gradients are traced (Trace gradients checked) and drawn."""
+    panel = window.graph_panel
+    panel.trace_grads_action.setChecked(True)
+    qtbot.waitUntil(lambda: panel.drawing is not None
+                    and panel.drawing.graph.graph.get("grad_traced"), timeout=TIMEOUT_MS)
+    wait_idle(qtbot, window)
+    return panel
+
+
 def test_nan_gradients_never_read_as_a_number(qtbot, make_window):
     window = make_window()
     params = bad_step(qtbot, window)
@@ -137,11 +147,7 @@ def test_the_graph_legend_names_every_mark(make_window):
 def test_trace_gradients_after_a_bad_step_replays_that_step(qtbot, make_window):
     window = make_window()
     bad_step(qtbot, window)
-    panel = window.graph_panel
-    panel.trace_grads_action.setChecked(True)
-    qtbot.waitUntil(lambda: panel.drawing is not None
-                    and panel.drawing.graph.graph.get("grad_traced"), timeout=TIMEOUT_MS)
-    wait_idle(qtbot, window)
+    panel = traced(qtbot, window)
     attrs = panel.drawing.graph.graph
     assert attrs["replayed"] and attrs["step"] == 0  # the bad step, not the next one
     assert "replay of step 1" in window.statusBar().currentMessage()
@@ -161,11 +167,7 @@ def test_the_replay_note_reads_whole_in_a_1024x700_window(qtbot, make_window):
     window = make_window()
     window.resize(1024, 700)
     bad_step(qtbot, window)
-    panel = window.graph_panel
-    panel.trace_grads_action.setChecked(True)
-    qtbot.waitUntil(lambda: panel.drawing is not None
-                    and panel.drawing.graph.graph.get("grad_traced"), timeout=TIMEOUT_MS)
-    wait_idle(qtbot, window)
+    traced(qtbot, window)
     bar = window.statusBar()
     shown = bar.currentMessage()
     assert "replay of step 1" in shown and "NaN/Inf" in shown and "…" not in shown
@@ -182,11 +184,7 @@ def test_the_replay_note_reads_whole_in_a_1024x700_window(qtbot, make_window):
 def test_the_origin_node_has_its_own_marker(qtbot, make_window):
     window = make_window()
     open_model(qtbot, window, NAN_MODEL, batch_size=None)
-    panel = window.graph_panel
-    panel.trace_grads_action.setChecked(True)
-    qtbot.waitUntil(lambda: panel.drawing is not None
-                    and panel.drawing.graph.graph.get("grad_traced"), timeout=TIMEOUT_MS)
-    wait_idle(qtbot, window)
+    panel = traced(qtbot, window)
     names = [label[0] for label in panel.drawing.labels]
     assert panel.view.canvas.origin.tolist() == [names.index("SqrtBackward0")]
     window.selection.clear()  # the marker stays when the selection moves on

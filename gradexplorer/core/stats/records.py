@@ -241,6 +241,23 @@ def _global_norm(norms: list, nans: list, infs: list) -> float | None:
     return top * math.sqrt(sum([(n / top) ** 2 for n in norms]))
 
 
+class _BuiltOnRead:
+    """A field of ArrayStepGradients (``params``, ``histograms``) built from the step's arrays
+    the first time it is read (``_lazy``), kept as ``_<name>``; setting it replaces it."""
+
+    def __set_name__(self, owner, name: str) -> None:
+        self.key = "_" + name
+
+    def __get__(self, record, owner=None):
+        if record is None:
+            return self
+        found = record.__dict__.get(self.key)
+        return found if found is not None else record._lazy(self.key)
+
+    def __set__(self, record, value) -> None:
+        record.__dict__[self.key] = value
+
+
 class ArrayStepGradients(StepGradients):
     """StepGradients whose ``params`` and ``histograms`` are built from the step's arrays the
     first time they are read (the same ParamStats and Histograms, the same figures): a step
@@ -257,23 +274,8 @@ class ArrayStepGradients(StepGradients):
                 self.__dict__[what] = built
         return built
 
-    @property
-    def params(self) -> dict[str, ParamStats]:
-        found = self.__dict__.get("_params")
-        return found if found is not None else self._lazy("_params")
-
-    @params.setter
-    def params(self, value) -> None:
-        self.__dict__["_params"] = value
-
-    @property
-    def histograms(self) -> dict[str, Histogram]:
-        found = self.__dict__.get("_histograms")
-        return found if found is not None else self._lazy("_histograms")
-
-    @histograms.setter
-    def histograms(self, value) -> None:
-        self.__dict__["_histograms"] = value
+    params = _BuiltOnRead()  # dict[str, ParamStats]
+    histograms = _BuiltOnRead()  # dict[str, Histogram]
 
     def _build_params(self) -> dict[str, ParamStats]:
         present, figures, named_shapes, has_grad = self._arrays[:4]
