@@ -164,10 +164,10 @@ class Recorder:
     def _step_pre_hook(self, optimizer, args, kwargs):
         """The optimizer's pre-hook: measure now, or after its closure has run (its backward:
         the hooks that shaped the gradients are noted then, as without a closure)."""
-        self.monitor.settle()  # the last step's work on the worker is done before this one
         if closure_of(args, kwargs) is None:
-            self.before_optimizer_step()
+            self.before_optimizer_step()  # settles the worker first
             return None
+        self.monitor.settle()  # the last step's work on the worker is done before this one
         step = self._next_step()
         if not self._records(step):
             return None if self.hooks is None else with_closure(

@@ -148,14 +148,36 @@ def norms_at(at: Addresses) -> np.ndarray:
     return in_shares(at, norms, np.zeros(at.sizes.size))
 
 
+class FlatBuffer:
+    """One kept flat buffer for a copy of tensors laid end to end (``starts``: where each
+    begins), reallocated only when their total size or dtype changes."""
+
+    def __init__(self) -> None:
+        self.flat = np.zeros(0, np.float32)
+        self.sizes = np.zeros(0, np.int64)
+        self.starts = np.zeros(0, np.int64)
+
+    def fit(self, at: Addresses) -> bool:
+        """Make it hold ``at``'s tensors; True when the buffer or the layout changed."""
+        fits = self.flat.size == at.total and self.flat.dtype == at.like.dtype
+        if not fits:
+            self.flat = np.empty(at.total, at.like.dtype)
+        if fits and at.sizes.tobytes() == self.sizes.tobytes():
+            return False
+        self.sizes, self.starts = at.sizes, np.concatenate([[0], np.cumsum(at.sizes)[:-1]])
+        return True
+
+    def holds(self, at: Addresses) -> bool:
+        """Whether the buffer is laid out for ``at``'s tensors (their dtype and sizes)."""
+        return at.like.dtype == self.flat.dtype and at.sizes.tobytes() == self.sizes.tobytes()
+
+
 class UpdateCopies:
     """The weights before the optimizer step, for ‖Δθ‖: one kept flat buffer filled in place
     by address (``ParamCopies``, the packed copies, where the weights cannot be read so)."""
 
     def __init__(self) -> None:
-        self._flat = np.zeros(0, np.float32)
-        self._starts = np.zeros(0, np.int64)
-        self._sizes = np.zeros(0, np.int64)
+        self._buffer = FlatBuffer()
         self._packed: ParamCopies | None = None
 
     def take(self, params: list[torch.Tensor]) -> None:
@@ -166,14 +188,11 @@ class UpdateCopies:
             self._packed.take(params)
             return
         self._packed = None
-        total = at.total
-        if self._flat.size != total or self._flat.dtype != at.like.dtype:
-            self._flat = np.empty(total, at.like.dtype)
-        if at.sizes.tobytes() != self._sizes.tobytes():
-            self._sizes, self._starts = at.sizes, np.concatenate([[0], np.cumsum(at.sizes)[:-1]])
+        buffer = self._buffer
+        buffer.fit(at)
 
         def copy(part: Addresses, rows) -> np.ndarray:
-            KA.copy_at(part.addresses, part.sizes, part.like, self._starts[rows], self._flat)
+            KA.copy_at(part.addresses, part.sizes, part.like, buffer.starts[rows], buffer.flat)
             return np.zeros(part.sizes.size)
         in_shares(at, copy, np.zeros(at.sizes.size))
 
@@ -182,11 +201,13 @@ class UpdateCopies:
         if self._packed is not None:
             return self._packed.update_norms(params)
         at = addresses_of(params)
-        if at is None or at.like.dtype != self._flat.dtype or at.sizes.tobytes() != self._sizes.tobytes():
+        buffer = self._buffer
+        if at is None or not buffer.holds(at):
             raise RuntimeError("the parameters changed across the optimizer step")
 
         def norms(part: Addresses, rows) -> np.ndarray:
             out = np.zeros((part.sizes.size, 2))
-            KA.update_norms_at(part.addresses, part.sizes, part.like, self._flat, self._starts[rows], out)
+            KA.update_norms_at(part.addresses, part.sizes, part.like, buffer.flat,
+                               buffer.starts[rows], out)
             return out
         return in_shares(at, norms, np.zeros((at.sizes.size, 2)))

@@ -28,7 +28,6 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-import numpy as np
 import torch
 
 from gradexplorer.core.stats import backend_at as BA
@@ -127,9 +126,7 @@ class OffloadedStats:
         self.cpu_seconds = 0.0
         self.paused = 0
         self._window: tuple[int, int] | None = None  # (switches at its start, steps in it)
-        self._flat = np.zeros(0, np.float32)
-        self._sizes = np.zeros(0, np.int64)
-        self._starts = np.zeros(0, np.int64)
+        self._buffer = BA.FlatBuffer()
         self._copy: BA.Addresses | None = None  # where the copy lies (kept with the buffer)
         self._last: tuple[PendingWork, PendingWork, list[PendingWork]] | None = None
 
@@ -139,15 +136,11 @@ class OffloadedStats:
         moments)``; ``copy.result()`` must be waited for before the tensors may change,
         ``moments.result()`` is a RawStats whose histograms (``pending``) may still be under way."""
         self.wait()  # the previous step's work is done: its copy may be overwritten
-        flat = self._flat
-        if flat.size != at.total or flat.dtype != at.like.dtype \
-                or at.sizes.tobytes() != self._sizes.tobytes():
-            if flat.size != at.total or flat.dtype != at.like.dtype:
-                flat = self._flat = np.empty(at.total, at.like.dtype)
-            self._sizes, self._starts = at.sizes, np.concatenate([[0], np.cumsum(at.sizes)[:-1]])
-            self._copy = BA.Addresses(flat.ctypes.data + self._starts * flat.itemsize, at.sizes,
-                                      at.like, [flat], at.total)  # the buffer, held while read
-        starts, copy = self._starts, self._copy
+        buffer = self._buffer
+        if buffer.fit(at):  # a new buffer or layout (always the first time): where the copy lies
+            self._copy = BA.Addresses(buffer.flat.ctypes.data + buffer.starts * buffer.flat.itemsize,
+                                      at.sizes, at.like, [buffer.flat], at.total)  # held while read
+        flat, starts, copy = buffer.flat, buffer.starts, self._copy
         copied = PendingWork(lambda: KA.copy_at(at.addresses, at.sizes, at.like, starts, flat))
 
         def moments() -> RawStats:
