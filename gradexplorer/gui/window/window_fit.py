@@ -13,6 +13,7 @@ from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QDockWidget, QMainWindow
 
 from gradexplorer.gui.window.stale_tab_bars import hide_stale_tab_bars
+from gradexplorer.gui.window.tab_titles import fit_titles
 
 SCREEN_SHARE = 0.9  # the most of the available screen a window opens at
 FIRST_SIZE = QSize(1500, 920)  # wanted on a big screen, shrunk to fit smaller ones
@@ -63,9 +64,21 @@ def clamp_to_screen(window: QMainWindow) -> None:
 
 def _least(window: QMainWindow, dock: QDockWidget, orient: Qt.Orientation) -> int:
     """The least extent ``dock``'s place takes in ``orient``: its contents' and those of the
-    docks tabbed with it."""
-    hints = [d.minimumSizeHint() for d in (dock, *window.tabifiedDockWidgets(dock))]
+    docks tabbed with it (their tabs' titles included: ``tab_titles``)."""
+    hints = [d.minimumSizeHint().expandedTo(d.minimumSize())
+             for d in (dock, *window.tabifiedDockWidgets(dock))]
     return max(h.width() if orient == Qt.Horizontal else h.height() for h in hints)
+
+
+def squeezed_into(wanted: list[tuple[int, int]], room: int) -> list[int]:
+    """``(pixels, least)`` wanted by each dock, fitted into ``room``: the parts over each
+    dock's least give way first, in proportion; where even the leasts do not fit, each dock
+    gets the same part of its least."""
+    leasts = sum(least for _, least in wanted)
+    if leasts >= room:
+        return [max(1, least * room // max(leasts, 1)) for _, least in wanted]
+    over = sum(px - least for px, least in wanted)
+    return [least + (px - least) * (room - leasts) // max(over, 1) for px, least in wanted]
 
 
 class DockShares:
@@ -82,20 +95,30 @@ class DockShares:
 
     def targets(self) -> list[tuple[QDockWidget, Qt.Orientation, int]]:
         """(dock, direction, pixels) each dock should have in the current window."""
-        size = self.window.size()  # (never under what a dock's contents need: Qt would take it
-        return [(dock, orient, max(least, _least(self.window, dock, orient),  # from the other docks instead)
-                                   int((size.width() if orient == Qt.Horizontal else size.height())
-                                       * share)))
-                for dock, orient, share, least in self.shares]
+        return [(dock, orient, px) for dock, orient, px, _least in self._wanted()]
+
+    def _wanted(self) -> list[tuple[QDockWidget, Qt.Orientation, int, int]]:
+        """(dock, direction, pixels, least) of each dock: its share, never under its least
+        (what its contents need: Qt would take it from the other docks instead)."""
+        size = self.window.size()
+        wanted = []
+        for dock, orient, share, least in self.shares:
+            least = max(least, _least(self.window, dock, orient))
+            extent = size.width() if orient == Qt.Horizontal else size.height()
+            wanted.append((dock, orient, max(least, int(extent * share)), least))
+        return wanted
 
     def apply(self, only_squeezed: bool = False) -> None:
         """Give the docks their shares (``only_squeezed``: only those well under theirs)."""
+        fit_titles(self.window)  # (tab groups may have changed: docks made, moved, restored)
         for orient in (Qt.Horizontal, Qt.Vertical):
-            docked = [(d, px) for d, o, px in self.targets() if o == orient and self._docked(d)]
+            wants = [(d, px, least) for d, o, px, least in self._wanted() if o == orient and self._docked(d)]
             room = self._room(orient)
-            wanted = sum(px for _, px in docked)
-            if wanted > room > 0:  # a small window: every dock gets the same part of its share
-                docked = [(d, max(1, px * room // wanted)) for d, px in docked]
+            docked = [(d, px) for d, px, _ in wants]
+            if sum(px for _, px in docked) > room > 0:  # a small window: the docks give way
+                docked = list(zip([d for d, _, _ in wants],
+                                  squeezed_into([(px, least) for _, px, least in wants], room),
+                                  strict=True))
             chosen = [(d, px) for d, px in docked
                       if not only_squeezed or self._extent(d, orient) < px * RECOVER_BELOW]
             if chosen:
@@ -146,11 +169,15 @@ class DockShares:
         QTimer.singleShot(0, self.window, lambda: hide_stale_tab_bars(self.window))
 
     def _room(self, orient: Qt.Orientation) -> int:
-        """Pixels the docks of ``orient`` may share: the window less the central widget's least."""
+        """Pixels the docks of ``orient`` may share: the window less the central widget's least
+        (across: less the least of the docks above and below it, their tab titles whole)."""
         central = self.window.centralWidget()
         least = central.minimumSizeHint() if central is not None else QSize()
         if orient == Qt.Horizontal:
-            return self.window.width() - max(least.width(), 0) - 16
+            below = [_least(self.window, d, orient) for d in self.window.findChildren(QDockWidget)
+                     if self._docked(d) and self.window.dockWidgetArea(d) in
+                     (Qt.TopDockWidgetArea, Qt.BottomDockWidgetArea)]
+            return self.window.width() - max(least.width(), *below, 0) - 16
         return self.window.centralWidget().height() + sum(
             d.height() for d, o, _s, _l in self.shares if o == orient and self._docked(d)) \
             - max(least.height(), 0) - 8
