@@ -166,7 +166,7 @@ def step_ledger(step: int, record: StepGradients | None, accumulated: dict[str, 
                 skipped: str | None = None) -> StepLedger:
     """The ledger row of one step: ``record`` is the applied point's figures (for a skipped
     step, the figures of the gradient it refused); ``skipped`` the reason when it was."""
-    acc = norm_of(np.array(list(accumulated.values()))) if accumulated else None
+    acc = norm_of(accumulated.values()) if accumulated else None
     applied = None if record is None or skipped else record.global_norm
     coef, clipped = clip_coefficient(acc, applied, scale)
     nans, infs = record.nonfinite_totals() if record else (0, 0)

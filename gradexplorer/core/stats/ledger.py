@@ -57,17 +57,20 @@ class StepLedger:
         return out
 
 
-def norm_of(norms: np.ndarray) -> float | None:
-    """Global L2 norm from per-parameter norms (scaled: no overflow while it fits a float64)."""
-    norms = np.asarray(norms, dtype=np.float64)
-    if norms.size == 0:
+def norm_of(norms: Sequence[float]) -> float | None:
+    """Global L2 norm from per-parameter norms (scaled: no overflow while it fits a float64),
+    in Python floats: the arithmetic of ``records.global_norm`` (a step's applied norm), so an
+    unclipped step's accumulated and applied norms agree to the bit, and no numpy call for a
+    handful of numbers."""
+    norms = [float(n) for n in norms]
+    if not norms:
         return None
-    if np.isnan(norms).any():
+    if any(map(math.isnan, norms)):
         return math.nan
-    top = float(np.max(norms))
+    top = max(norms)
     if top == 0 or not math.isfinite(top):
         return top
-    return top * math.sqrt(float(np.sum((norms / top) ** 2)))
+    return top * math.sqrt(sum([(n / top) ** 2 for n in norms]))
 
 
 def clip_coefficient(accumulated: float | None, applied: float | None,
