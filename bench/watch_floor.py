@@ -74,9 +74,7 @@ def measure(name: str, rounds: int, steps: int) -> dict:
         if method in (RATIO, RATIO_AND_COPY):
             handles += passes(m, opt, method == RATIO_AND_COPY)
         elif method in (WATCH, WATCH_NO_RATIO):
-            rec = gx.watch(m, opt)
-            rec.monitor.update_ratio = method == WATCH
-            recorders.append(rec)
+            recorders.append(gx.watch(m, opt, update_ratio=method == WATCH))
         setups[method] = (m, opt)
     times, cpu = ({method: [] for method in METHODS} for _ in range(2))
     step = 0

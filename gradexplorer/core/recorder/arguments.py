@@ -127,7 +127,8 @@ def loss_number(loss: torch.Tensor | float | None) -> float | None:
 
 
 def checked(run_dir, stats_every, histogram_every, every, history, bins, snapshot_every,
-            keep_snapshots, per_rank, overwrite, resume, auto_steps, optimizer_state) -> tuple:
+            keep_snapshots, per_rank, overwrite, resume, auto_steps, optimizer_state,
+            update_ratio=True) -> tuple:
     """``watch``'s plain arguments, each checked (the same order back, less ``every``: the old
     name of ``stats_every``)."""
     run_dir = run_directory(run_dir)
@@ -141,7 +142,8 @@ def checked(run_dir, stats_every, histogram_every, every, history, bins, snapsho
     keep_snapshots = whole(keep_snapshots, "keep_snapshots", optional=True)
     flags = [flag(v, n) for v, n in ((per_rank, "per_rank"), (overwrite, "overwrite"),
                                      (resume, "resume"), (auto_steps, "auto_steps"),
-                                     (optimizer_state, "optimizer_state"))]
+                                     (optimizer_state, "optimizer_state"),
+                                     (update_ratio, "update_ratio"))]
     if overwrite and resume:
         raise UserError("watch: give overwrite=True (replace the run) or resume=True "
                         "(continue it), not both")

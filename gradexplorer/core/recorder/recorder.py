@@ -56,7 +56,7 @@ class Recorder:
                  history: int = 16, report=None, auto_steps: bool = True, per_rank: bool = False,
                  scaler=None, step_number=None, optimizer_state: bool = True,
                  overwrite: bool = False, resume: bool = False, spikes=True,
-                 every: int | None = None) -> None:
+                 every: int | None = None, update_ratio: bool = True) -> None:
         self._closed = True  # until everything is in place: close() undoes what was done
         self._handles: list[Any] = []
         self.hooks = self.writer = self._graph = self.probe = self.scaler = self.spikes = None
@@ -66,9 +66,9 @@ class Recorder:
             raise UserError(f"watch: optimizer must be a torch.optim.Optimizer, "
                             f"got {type(optimizer).__name__}")
         (run_dir, stats_every, histogram_every, history, bins, snapshot_every, keep_snapshots,
-         per_rank, overwrite, resume, auto_steps, optimizer_state) = A.checked(
+         per_rank, overwrite, resume, auto_steps, optimizer_state, self._update_ratio) = A.checked(
             run_dir, stats_every, histogram_every, every, history, bins, snapshot_every,
-            keep_snapshots, per_rank, overwrite, resume, auto_steps, optimizer_state)
+            keep_snapshots, per_rank, overwrite, resume, auto_steps, optimizer_state, update_ratio)
         self.plan: RankPlan = plan_ranks(model)
         A.check_plan(self.plan, snapshot_every, resume, per_rank)
         self.model = self.plan.model
@@ -98,8 +98,8 @@ class Recorder:
         self.step_count = 0
         self._step_number = step_number
         self.ledger: StepLedger | None = None
-        self.monitor = GradientMonitor(bins, self.histogram_every, history=history,
-                                       update_ratio=optimizer is not None, offload=True)
+        self.monitor = GradientMonitor(bins, self.histogram_every, history=history, offload=True,
+                                       update_ratio=self._update_ratio and optimizer is not None)
         self.stack = SessionStack(self.monitor, self.hooks)  # the app's and run's, no session
         self.measure = measure_for(self.plan, self.stack, self.model, bins, self._report)
         self._pending = False
@@ -380,7 +380,7 @@ def watch(model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
           bins: int = 64, snapshot_every: int | None = None, hooks: dict[str, str] | None = None,
           keep_snapshots: int | None = None, per_rank: bool = False, scaler=None,
           optimizer_state: bool = True, overwrite: bool = False, resume: bool = False,
-          spikes=True, every: int | None = None) -> Recorder:
+          spikes=True, every: int | None = None, update_ratio: bool = True) -> Recorder:
     """Record ``model``'s gradient statistics every ``stats_every`` steps into ``run_dir``,
     histograms on those divisible by ``histogram_every`` (``every``: stats_every's old name).
 
@@ -388,12 +388,13 @@ def watch(model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
     steps, the newest ``keep_snapshots`` kept; ``per_rank=True`` (DDP): every rank's own norms;
     ``scaler``: the loop's GradScaler (its scale, the steps it skips); ``optimizer_state``: the
     optimizer's state per parameter; ``spikes`` (True, False or a SpikeSettings): loss and
-    gradient spikes (docs/diagnose.md). Every argument is checked before anything is attached;
-    ``run_dir`` is locked while open, and one holding a run is refused unless ``overwrite=True``
-    or ``resume=True``. A model has one open recorder at a time (docs/api.md).
+    gradient spikes (docs/diagnose.md); ``update_ratio=False``: no ‖Δθ‖/‖θ‖ (its two passes over
+    the weights are most of watch's cost a step on a small model). Every argument is checked
+    before anything is attached; ``run_dir`` is locked while open, and one holding a run is
+    refused unless ``overwrite=True`` or ``resume=True``. One open recorder a model (docs/api.md).
     """
     return Recorder(model, optimizer, run_dir, stats_every=stats_every,
                     histogram_every=histogram_every, every=every, bins=bins,
                     snapshot_every=snapshot_every, hooks=hooks, keep_snapshots=keep_snapshots,
                     per_rank=per_rank, scaler=scaler, optimizer_state=optimizer_state,
-                    overwrite=overwrite, resume=resume, spikes=spikes)
+                    overwrite=overwrite, resume=resume, spikes=spikes, update_ratio=update_ratio)
