@@ -138,3 +138,35 @@ def test_ranges_numpy_cannot_split_take_the_fallback_edges(row):
     expected = C.histogram_edges(*C.range_bounds(rows[:, C.MIN], rows[:, C.MAX], "auto"), 64)
     assert flags is None and np.array_equal(edges, expected)
     assert (np.diff(edges, axis=1) > 0).all()
+
+
+def test_kept_addresses_are_read_again_when_a_weight_moves_or_changes():
+    """The weights' addresses are kept from step to step (``KeptAddresses``) and read again
+    whenever one of them is replaced, moved, resized or made non-contiguous; the update norms
+    stay those of the weights as they are (``p.data = ...`` between the copy and the norms)."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(6, 4), torch.nn.Linear(4, 2))
+    params = list(model.parameters())
+    kept = A.KeptAddresses()
+    first = kept.of(params)
+    assert first is not None and kept.of(params) is first  # the same weights: not read again
+    assert kept.of(list(params)) is first  # another list of the same weights
+    params[0].data = params[0].data.clone()  # replaced: lies elsewhere
+    moved = kept.of(params)
+    assert moved is not first and moved.addresses[0] == params[0].data_ptr()
+    params[1].data = params[1].data[:2]  # resized where it lies
+    assert kept.of(params).sizes[1] == 2
+    params[0].data = params[0].data.t()  # not contiguous (the same address): not in place
+    assert kept.of(params) is None
+
+    copies = A.UpdateCopies()
+    weights = [p.detach() for p in model[1].parameters()]
+    before = [w.clone() for w in weights]
+    copies.take(weights)
+    weights[0].add_(0.5)  # as an optimizer step
+    model[1].weight.data = model[1].weight.data.clone()  # and elsewhere afterwards: a new tensor
+    weights = [p.detach() for p in model[1].parameters()]
+    norms = copies.update_norms(weights)
+    expected = [(w.double() - b.double()).norm().item() for w, b in zip(weights, before, strict=True)]
+    assert norms[:, 0].tolist() == pytest.approx(expected, rel=1e-12)
+    assert norms[:, 1].tolist() == pytest.approx([b.double().norm().item() for b in before], rel=1e-12)

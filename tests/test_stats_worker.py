@@ -5,7 +5,6 @@ afterwards, nothing waited for that the worker has not started, one step in flig
 a failure there handled as any other."""
 
 import copy
-import itertools
 import os
 import pickle
 import threading
@@ -326,8 +325,15 @@ def test_a_crowded_machine_pauses_the_worker_and_it_is_tried_again(monkeypatch, 
     """The training thread losing its core (involuntary context switches: the worker and other
     processes share the cores) sends the next steps back to the training thread, then tries the
     worker again; the figures are the same either way."""
-    switches = itertools.count() if crowded else itertools.repeat(0)  # one a step, or none
-    monkeypatch.setattr(W, "_preempted", lambda: next(switches))
+    switches = [0]  # the training thread's involuntary switches so far: one a step, or none
+    asked = W.OffloadedStats.wanted
+
+    def a_step(self):
+        switches[0] += 1 if crowded else 0
+        return asked(self)
+
+    monkeypatch.setattr(W.OffloadedStats, "wanted", a_step)
+    monkeypatch.setattr(W, "_preempted", lambda: switches[0])
     monkeypatch.setattr(W, "CROWDED_STEPS", 3)
     monkeypatch.setattr(W, "PAUSE_STEPS", 4)
     submitted = []

@@ -65,6 +65,26 @@ def addresses_of(tensors: list[torch.Tensor]) -> Addresses | None:
 _DTYPE, _IS_CPU, _IS_SPARSE = attrgetter("dtype"), attrgetter("is_cpu"), attrgetter("is_sparse")
 
 
+class KeptAddresses:
+    """``addresses_of`` the same tensors step after step (the weights), read again only when
+    one of them is another object, lies elsewhere, changes size or is no longer contiguous (a
+    dtype or device change moves it): three C-level maps a call instead of seven and two
+    arrays. The Addresses kept hold the tensors, so their ids stay theirs."""
+
+    def __init__(self) -> None:
+        self._key: tuple | None = None
+        self._at: Addresses | None = None
+
+    def of(self, tensors: list[torch.Tensor]) -> Addresses | None:
+        key = (list(map(id, tensors)), list(map(torch.Tensor.data_ptr, tensors)),
+               list(map(torch.Tensor.numel, tensors)))
+        if key == self._key and all(map(torch.Tensor.is_contiguous, tensors)):
+            return self._at
+        self._at = addresses_of(tensors)
+        self._key = key if self._at is not None else None
+        return self._at
+
+
 ALL = slice(None)  # the one share of a single kernel call: every row
 
 
@@ -179,10 +199,11 @@ class UpdateCopies:
     def __init__(self) -> None:
         self._buffer = FlatBuffer()
         self._packed: ParamCopies | None = None
+        self._where = KeptAddresses()
 
     def take(self, params: list[torch.Tensor]) -> None:
         """Copy ``params`` now."""
-        at = addresses_of(params)
+        at = self._where.of(params)
         if at is None:
             self._packed = self._packed or ParamCopies()
             self._packed.take(params)
@@ -200,7 +221,7 @@ class UpdateCopies:
         """``(P, 2)``: ‖θ_now − θ_copy‖ and ‖θ_copy‖ per parameter (float64)."""
         if self._packed is not None:
             return self._packed.update_norms(params)
-        at = addresses_of(params)
+        at = self._where.of(params)
         buffer = self._buffer
         if at is None or not buffer.holds(at):
             raise RuntimeError("the parameters changed across the optimizer step")

@@ -163,13 +163,14 @@ class OffloadedStats:
         if self.paused:
             self.paused -= 1
             return False
-        now = _preempted()
-        start, steps = self._window or (now, 0)
+        if self._window is None:  # the switches read at a window's ends only (a system call)
+            self._window = (_preempted(), 0)
+        start, steps = self._window
         if steps < CROWDED_STEPS:
             self._window = (start, steps + 1)
             return True
         self._window = None
-        if now - start >= CROWDED_SWITCHES * steps:
+        if _preempted() - start >= CROWDED_SWITCHES * steps:
             self.paused = PAUSE_STEPS
             self.wait()  # the step in flight done before the training thread measures alone
             return False
