@@ -68,7 +68,7 @@ _DTYPE, _IS_CPU, _IS_SPARSE = attrgetter("dtype"), attrgetter("is_cpu"), attrget
 class KeptAddresses:
     """``addresses_of`` the same tensors step after step (the weights), read again only when
     one of them is another object, lies elsewhere, changes size or is no longer contiguous (a
-    dtype or device change moves it): three C-level maps a call instead of seven and two
+    dtype or device change moves it): four C-level maps a call instead of seven and two
     arrays. The Addresses kept hold the tensors, so their ids stay theirs."""
 
     def __init__(self) -> None:

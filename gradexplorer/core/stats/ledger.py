@@ -9,7 +9,7 @@ declare the clip. A step the GradScaler skips is a row with ``skipped`` set, nev
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, fields
 
 import numpy as np
@@ -57,7 +57,7 @@ class StepLedger:
         return out
 
 
-def norm_of(norms: Sequence[float]) -> float | None:
+def norm_of(norms: Iterable[float]) -> float | None:
     """Global L2 norm from per-parameter norms (scaled: no overflow while it fits a float64),
     in Python floats: the arithmetic of ``records.global_norm`` (a step's applied norm), so an
     unclipped step's accumulated and applied norms agree to the bit, and no numpy call for a

@@ -11,6 +11,7 @@ from __future__ import annotations
 from PySide6.QtWidgets import QDockWidget, QMainWindow, QTabBar
 
 MARGIN = 2  # pixels beside a group's tabs (the tab bar is as wide as its dock)
+LEAST = "titles_least"  # the dock property holding the least set here (a group left: put back)
 
 
 def titles_width(window: QMainWindow, titles: list[str]) -> int:
@@ -24,9 +25,6 @@ def titles_width(window: QMainWindow, titles: list[str]) -> int:
     probe.setParent(None)
     probe.deleteLater()
     return width
-
-
-LEAST = "titles_least"  # the dock property holding the least set here (a group left: put back)
 
 
 def fit_titles(window: QMainWindow) -> None:
