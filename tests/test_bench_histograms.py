@@ -1,16 +1,10 @@
 """The histogram benchmark runs end to end (on a tiny model, one round) and prints its table."""
 
-import importlib.util
-from pathlib import Path
-
-BENCH = Path(__file__).resolve().parents[1] / "bench" / "histograms.py"
+from tests.script_helpers import load_script
 
 
 def load_bench():
-    spec = importlib.util.spec_from_file_location("bench_histograms", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("bench", "histograms.py")
 
 
 def test_benchmark_table_has_every_method():

@@ -1,15 +1,10 @@
 """The watch benchmark runs end to end (tiny model, one round) and prints every method."""
 
-import importlib.util
-from pathlib import Path
-
-BENCH = Path(__file__).resolve().parents[1] / "bench" / "recorder.py"
+from tests.script_helpers import load_script
 
 
 def test_recorder_benchmark_reports_every_method():
-    spec = importlib.util.spec_from_file_location("bench_recorder", BENCH)
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = load_script("bench", "recorder.py")
     result = bench.measure("lenet", rounds=1, steps=2)
     assert result["numel"] == 61_706
     text = bench.report(result)

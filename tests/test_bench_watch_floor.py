@@ -1,18 +1,13 @@
 """The floor benchmark runs end to end (the issue's MLP, one short round): every method timed,
 the watch without an update ratio really records none, the passes' hooks are taken off."""
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
-BENCH = Path(__file__).resolve().parents[1] / "bench" / "watch_floor.py"
+from tests.script_helpers import load_script
 
 
 def test_floor_benchmark_reports_every_method():
-    spec = importlib.util.spec_from_file_location("bench_watch_floor", BENCH)
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = load_script("bench", "watch_floor.py")
     result = bench.measure("mlp256", rounds=1, steps=3)
     assert result["numel"] == 263_425
     assert set(result["median"]) == set(bench.METHODS) == set(result["cpu"])
@@ -30,9 +25,7 @@ def test_the_passes_hooks_measure_the_step_and_come_off():
     hooks come off."""
     import torch
 
-    spec = importlib.util.spec_from_file_location("bench_watch_floor", BENCH)
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = load_script("bench", "watch_floor.py")
     torch.manual_seed(0)
     model = torch.nn.Linear(4, 3)
     opt = torch.optim.SGD(model.parameters(), lr=0.5)

@@ -2,13 +2,12 @@
 upstream parameters first; bit-identical runs never part; strides are aligned by step."""
 
 import functools
-import importlib.util
-from pathlib import Path
 
 import pytest
 
 import gradexplorer as gx
 from gradexplorer.core.recorder.divergence import relative_gap
+from tests.script_helpers import load_script
 
 K = 4
 UPSTREAM = ["conv1.weight", "conv1.bias", "conv2.weight", "conv2.bias"]
@@ -16,11 +15,7 @@ UPSTREAM = ["conv1.weight", "conv1.bias", "conv2.weight", "conv2.bias"]
 
 def load_spike_hunt():
     """docs/examples/spike_hunt.py, whose LeNet loop these runs are (one loop, not a copy)."""
-    path = Path(__file__).resolve().parents[1] / "docs" / "examples" / "spike_hunt.py"
-    spec = importlib.util.spec_from_file_location("spike_hunt", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("docs", "examples", "spike_hunt.py")
 
 
 lenet_run = functools.partial(load_spike_hunt().lenet, steps=6)

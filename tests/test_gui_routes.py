@@ -2,19 +2,12 @@
 through the app, hop by hop as docs/architecture.md draws them, each hop on its own thread, and
 the training thread never runs a view."""
 
-import importlib.util
-from pathlib import Path
-
 from gui_helpers import TIMEOUT_MS, open_model
-
-ROOT = Path(__file__).resolve().parents[1]
+from script_helpers import load_script
 
 
 def load_routes():
-    spec = importlib.util.spec_from_file_location("bench_routes", ROOT / "bench" / "routes.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("bench", "routes.py")
 
 
 def hops_in_order(route, hops):
