@@ -30,6 +30,7 @@ from gradexplorer.core.diagnose.trace_grads import to_host, trace_gradients
 from gradexplorer.core.errors import emit_guarded
 from gradexplorer.core.model.training_state import preserved_state
 from gradexplorer.core.session.rng import restore_rng, rng_snapshot
+from gradexplorer.core.stats.measured import measured_tensor
 
 
 def nonfinite_origin(G: nx.DiGraph) -> int | None:
@@ -162,8 +163,8 @@ def nonfinite_names(named: list[tuple[str, torch.Tensor]]) -> list[str]:
     """Names of the floating tensors holding NaN/Inf (one fused norm, one transfer per device;
     a tensor whose norm is not finite is then checked element-wise, as a float64 norm
     overflows on finite values of 1e155 and more)."""
-    named = [(n, t.coalesce()._values() if t.is_sparse else t.detach()) for n, t in named
-             if t is not None and t.is_floating_point() and t.numel()]
+    named = [(n, measured_tensor(t.coalesce()._values() if t.is_sparse else t)) for n, t in named
+             if t is not None and (t.is_floating_point() or t.is_complex()) and t.numel()]
     if not named:
         return []
     norms = to_host(list(torch._foreach_norm([t for _, t in named], 2, dtype=torch.float64)))

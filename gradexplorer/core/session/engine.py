@@ -26,6 +26,7 @@ from gradexplorer.core.session.config import DEFAULT_LR, OPTIMIZERS, RunControl,
 from gradexplorer.core.session.devices import resolve_device
 from gradexplorer.core.session.rng import restore_rng, rng_snapshot
 from gradexplorer.core.stats.ledger import StepLedger, clip_coefficient
+from gradexplorer.core.stats.measured import measured_tensors
 from gradexplorer.core.stats.records import StepGradients
 
 T = TypeVar("T")
@@ -268,6 +269,7 @@ class TrainingSession:
         """L2 norm of all parameter gradients together (a float64 tensor on the device)."""
         grads = [p.grad.coalesce().values() if p.grad.is_sparse else p.grad  # a sparse one's
                  for p in self.model.parameters() if p.grad is not None]  # summed entries
+        grads = measured_tensors(grads)  # a complex one as its real and imaginary parts
         if not grads:
             return None
         wide = {} if self.device.type == "mps" else {"dtype": torch.float64}  # MPS: no float64
