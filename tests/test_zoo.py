@@ -11,9 +11,9 @@ import math
 import numpy as np
 import pytest
 import torch
+from zoo_models import ZOO
 
 import gradexplorer as gx
-from zoo_models import ZOO
 
 ZOO_IDS = [m.name for m in ZOO]
 

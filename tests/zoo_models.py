@@ -238,7 +238,8 @@ class TinyMobileNet(nn.Module):
     def __init__(self, classes: int = 5) -> None:
         super().__init__()
         self.features = nn.Sequential(
-            nn.Sequential(nn.Conv2d(3, 8, 3, 2, 1, bias=False), nn.BatchNorm2d(8), nn.Hardswish(inplace=True)),
+            nn.Sequential(nn.Conv2d(3, 8, 3, 2, 1, bias=False), nn.BatchNorm2d(8),
+                          nn.Hardswish(inplace=True)),
             InvertedResidual(8, 2, se=False), InvertedResidual(8, 3, se=True))
         self.avgpool = nn.AdaptiveAvgPool2d(1)
         self.classifier = nn.Sequential(nn.Linear(8, 16), nn.Hardswish(inplace=True), nn.Dropout(0.2),
