@@ -83,3 +83,64 @@ def test_watch_in_a_hand_written_loop(zoo, tmp_path):
         assert stats[name].norm == pytest.approx(float(np.sqrt((values ** 2).sum())), rel=1e-12,
                                                  abs=1e-300), name
         assert (stats[name].min, stats[name].max) == (values.min(), values.max()), name
+
+
+def _param_grads(model) -> dict[str, torch.Tensor]:
+    return {n: p.grad.detach().clone() for n, p in model.named_parameters() if p.grad is not None}
+
+
+def _reference_grads(workload, path: str, change) -> dict[str, torch.Tensor]:
+    """One backward with ``change(x)`` applied by hand to every tensor input of ``path``
+    (positional or keyword) that needs a gradient — what a full backward hook on positional
+    inputs would do to grad_input."""
+    model = workload.model
+    module = model.get_submodule(path)
+
+    def pre(_module, args, kwargs):
+        swap = lambda v: change(v) if isinstance(v, torch.Tensor) and v.requires_grad else v  # noqa: E731
+        return tuple(swap(a) for a in args), {k: swap(v) for k, v in kwargs.items()}
+
+    handle = module.register_forward_pre_hook(pre, with_kwargs=True)
+    try:
+        model.zero_grad(set_to_none=True)
+        torch.manual_seed(7)
+        batch_call(model, workload.make_batch(0)).backward()
+        return _param_grads(model)
+    finally:
+        handle.remove()
+
+
+def _scaled(x: torch.Tensor) -> torch.Tensor:
+    y = x.view_as(x)
+    y.register_hook(lambda g: g * 0.5)
+    return y
+
+
+ATTENTION_ZOO = [m for m in ZOO if m.attention]
+
+
+@pytest.mark.parametrize("action", ["block", "scale:0.5"])
+@pytest.mark.parametrize("zoo", ATTENTION_ZOO, ids=[m.name for m in ATTENTION_ZOO])
+def test_a_hook_on_an_attention_module_acts_as_on_its_inputs(zoo, action):
+    """``block``/``scale`` on an attention module (transformers call it with keywords) change the
+    upstream gradients exactly as the same change of its inputs' gradients, written by hand."""
+    workload = zoo.build()
+    workload.model.train()
+    change = (lambda x: x.detach()) if action == "block" else _scaled
+    expected = _reference_grads(workload, zoo.attention, change)
+    untouched = _reference_grads(workload, zoo.attention, lambda x: x)
+
+    registry = gx.HookRegistry(workload.model)
+    registry.attach(zoo.attention, action)
+    try:
+        workload.model.zero_grad(set_to_none=True)
+        torch.manual_seed(7)
+        batch_call(workload.model, workload.make_batch(0)).backward()
+        got = _param_grads(workload.model)
+    finally:
+        registry.detach_all()
+    assert set(got) == set(expected)
+    changed = [n for n in expected if not torch.equal(expected[n], untouched[n])]
+    assert changed, "the reference changed nothing: the attention's inputs carry no gradient?"
+    for name in expected:
+        torch.testing.assert_close(got[name], expected[name], rtol=1e-6, atol=1e-9, msg=name)
