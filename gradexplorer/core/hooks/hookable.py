@@ -19,8 +19,9 @@ GLOBAL_OLD_STYLE = (
     "full backward hooks would hand that hook the wrong gradients"
 )
 NO_GRAD_INPUTS = (
-    "its inputs need no gradient (e.g. the model's input data), so grad_input is (None,): "
-    "observe works, scale/block/clip/noise would change nothing"
+    "its inputs, positional or keyword, need no gradient (e.g. the model's input data or token "
+    "ids), so grad_input is (None,) or all None: observe works, scale/block/clip/noise would "
+    "change nothing"
 )
 OBSERVE_ONLY = "observe only: "
 INPLACE_ATTRIBUTE = (
