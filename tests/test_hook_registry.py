@@ -54,6 +54,16 @@ def test_attach_detach_a_thousand_times_leaves_no_trace():
     model.fc1.register_backward_hook(lambda *a: None)  # flag restored: old-style hooks allowed
 
 
+def test_an_attached_hook_keeps_old_style_hooks_off_its_module_as_pytorch_does():
+    model = nn.Sequential(nn.Linear(3, 3), nn.Linear(3, 1))
+    registry = HookRegistry(model)
+    registry.attach("1", "observe")
+    with pytest.raises(RuntimeError, match="Cannot use both regular backward hooks"):
+        model[1].register_backward_hook(lambda *a: None)
+    registry.detach("1")
+    model[1].register_backward_hook(lambda *a: None)
+
+
 def test_the_event_signal_gives_kind_module_and_message():
     session = lenet_session()
     registry = HookRegistry(session.model)

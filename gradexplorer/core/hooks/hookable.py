@@ -10,9 +10,9 @@ from torch.nn.modules import module as torch_module
 from gradexplorer.core.hooks.probe import ModuleProbe, probe_modules
 
 OLD_STYLE = (
-    "it already has an old-style register_backward_hook hook (from the model's code); PyTorch "
-    "cannot mix that with full backward hooks on one module — remove it or make it a "
-    "register_full_backward_hook"
+    "it already has an old-style register_backward_hook hook (from the model's code), which "
+    "would then see this hook's gradients instead of its module's (PyTorch refuses to mix the "
+    "two on one module) — remove it or make it a register_full_backward_hook"
 )
 GLOBAL_OLD_STYLE = (
     "a global old-style hook (nn.modules.module.register_module_backward_hook) is active; with it, "

@@ -108,6 +108,7 @@ class HookRegistry:
         self.sample_inputs = sample_inputs
         self.events: list[str] = []
         self._hooks: dict[str, AttachedHook] = {}
+        self._original_flags: dict[str, bool | None] = {}
         self._probes: dict[str, ModuleProbe] | None = None
         self._sessions: list[Any] = []
         self._step_hooks: list[dict[str, Any]] = []
@@ -168,6 +169,9 @@ class HookRegistry:
             self._remove(old, "detached", f"{self._label(old)} replaced")
         hook = AttachedHook(path, impl.spec, impl=impl)
         hook.handle = register_all_inputs_hook(module, self._make_hook(hook))
+        # as register_full_backward_hook does: PyTorch then refuses an old-style hook here
+        self._original_flags[path] = module._is_full_backward_hook
+        module._is_full_backward_hook = True
         self._hooks[path] = hook
         self._step_start[path] = (hook.calls, impl.checkpoint())
         self._emit("attached", path, f"{self._label(hook)} attached")
@@ -293,6 +297,10 @@ class HookRegistry:
             hook.handle.remove()
         if hook.quiet:
             hook.quiet = quiet_output_firing(hook, False)
+        module = self.model.get_submodule(hook.module)
+        original = self._original_flags.pop(hook.module, None)
+        if not module._backward_hooks:
+            module._is_full_backward_hook = original
         self._hooks.pop(hook.module, None)
         self._step_start.pop(hook.module, None)
         self._emit(kind, hook.module, message)
