@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from gradexplorer.core.hooks.all_inputs_hook import hooked_inputs, is_all_inputs_hook
 from gradexplorer.core.model.training_state import preserved_state
 from gradexplorer.core.model.workload import call_model
 
@@ -21,7 +22,7 @@ class ModuleProbe:
     calls: int = 0
     output_kind: str = ""  # "tensor", "tuple", or the type name of anything else
     output_has_tensor: bool = False  # a tensor (or tuple with one) that needs grad
-    inputs_need_grad: bool = False  # some positional tensor input requires grad
+    inputs_need_grad: bool = False  # some tensor the hook wraps (positional, keyword) needs grad
     modifies_input: bool = False  # the module changed its input in place
     output_modified: bool = False  # something changed the output in place afterwards
 
@@ -40,19 +41,27 @@ def _output_tensors(output) -> tuple[str, list[torch.Tensor]]:
 
 @contextlib.contextmanager
 def _backward_hooks_lifted(model: nn.Module) -> Iterator[None]:
-    """Hide every module's backward hooks (handles stay valid) so the probe cannot trip them."""
+    """Hide every module's backward hooks, the registry's included (handles stay valid), so the
+    probe cannot trip them."""
+    names = ("_backward_hooks", "_backward_pre_hooks", "_forward_hooks", "_forward_pre_hooks")
     lifted = []
     for module in model.modules():
-        if module._backward_hooks or module._backward_pre_hooks:
-            lifted.append((module, module._backward_hooks, module._backward_pre_hooks))
-            module.__dict__["_backward_hooks"] = OrderedDict()
-            module.__dict__["_backward_pre_hooks"] = OrderedDict()
+        kept = {name: getattr(module, name) for name in names}
+        hidden = {
+            "_backward_hooks": OrderedDict(), "_backward_pre_hooks": OrderedDict(),
+            "_forward_hooks": OrderedDict(
+                (k, h) for k, h in kept["_forward_hooks"].items() if not is_all_inputs_hook(h)),
+            "_forward_pre_hooks": OrderedDict(
+                (k, h) for k, h in kept["_forward_pre_hooks"].items() if not is_all_inputs_hook(h)),
+        }
+        if any(len(hidden[name]) != len(kept[name]) for name in names):
+            lifted.append((module, kept))
+            module.__dict__.update(hidden)
     try:
         yield
     finally:
-        for module, hooks, pre_hooks in lifted:
-            module.__dict__["_backward_hooks"] = hooks
-            module.__dict__["_backward_pre_hooks"] = pre_hooks
+        for module, kept in lifted:
+            module.__dict__.update(kept)
 
 
 def probe_modules(model: nn.Module, inputs: tuple) -> dict[str, ModuleProbe]:
@@ -62,8 +71,9 @@ def probe_modules(model: nn.Module, inputs: tuple) -> dict[str, ModuleProbe]:
     input_versions: dict[nn.Module, list[list[tuple[torch.Tensor, int]]]] = {}
     outputs: list[tuple[str, torch.Tensor, int]] = []
 
-    def pre(module, args):
-        input_versions.setdefault(module, []).append([(t, t._version) for t in _tensors(args)])
+    def pre(module, args, kwargs):
+        tensors = hooked_inputs(args, kwargs)
+        input_versions.setdefault(module, []).append([(t, t._version) for t in tensors])
 
     def post(module, args, output):
         probe = probes[names[module]]
@@ -75,7 +85,7 @@ def probe_modules(model: nn.Module, inputs: tuple) -> dict[str, ModuleProbe]:
         probe.output_has_tensor |= any(t.requires_grad for t in tensors)
         outputs.extend((names[module], t, t._version) for t in tensors)
 
-    handles = [h for m in names for h in (m.register_forward_pre_hook(pre),
+    handles = [h for m in names for h in (m.register_forward_pre_hook(pre, with_kwargs=True),
                                           m.register_forward_hook(post))]
     try:
         device = next((p.device for p in model.parameters()), None)

@@ -1,5 +1,6 @@
 """Attach and detach full backward hooks by module path, keeping every handle, and recover
-from the errors hooks cause during a step.
+from the errors hooks cause during a step. The hooks see every tensor input, positional or
+keyword (``register_all_inputs_hook``).
 
 The registry is thread-confined: attach/detach it only where the model trains between steps
 (the app posts them as jobs to its training thread). Its ``event`` signal (psygnal) emits
@@ -18,10 +19,10 @@ from typing import Any
 import torch
 from psygnal import Signal
 from torch import nn
-from torch.utils.hooks import RemovableHandle
 
 from gradexplorer.core.errors import UserError, emit_guarded, first_line
 from gradexplorer.core.hooks.actions import Action
+from gradexplorer.core.hooks.all_inputs_hook import AllInputsHookHandle, register_all_inputs_hook
 from gradexplorer.core.hooks.failures import (
     INPLACE_REASON,
     HookFailure,
@@ -79,7 +80,7 @@ class AttachedHook:
     action: str
     calls: int = 0
     impl: Action | None = field(default=None, repr=False)
-    handle: RemovableHandle | None = field(default=None, repr=False)
+    handle: AllInputsHookHandle | None = field(default=None, repr=False)
     notes: list[str] = field(default_factory=list, repr=False)
     quiet: bool = field(default=False, repr=False)  # holds the output-firing warnings filter
 
@@ -167,8 +168,10 @@ class HookRegistry:
         if old is not None:
             self._remove(old, "detached", f"{self._label(old)} replaced")
         hook = AttachedHook(path, impl.spec, impl=impl)
+        hook.handle = register_all_inputs_hook(module, self._make_hook(hook))
+        # as register_full_backward_hook does: PyTorch then refuses an old-style hook here
         self._original_flags[path] = module._is_full_backward_hook
-        hook.handle = module.register_full_backward_hook(self._make_hook(hook))
+        module._is_full_backward_hook = True
         self._hooks[path] = hook
         self._step_start[path] = (hook.calls, impl.checkpoint())
         self._emit("attached", path, f"{self._label(hook)} attached")
@@ -297,7 +300,7 @@ class HookRegistry:
         module = self.model.get_submodule(hook.module)
         original = self._original_flags.pop(hook.module, None)
         if not module._backward_hooks:
-            module._is_full_backward_hook = original  # PyTorch leaves it set after removal
+            module._is_full_backward_hook = original
         self._hooks.pop(hook.module, None)
         self._step_start.pop(hook.module, None)
         self._emit(kind, hook.module, message)
