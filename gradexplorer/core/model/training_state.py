@@ -1,4 +1,5 @@
-"""Run something on a model without leaving a trace: buffers and random state restored."""
+"""Run something on a model without leaving a trace: buffers, random state (and gradients)
+restored."""
 
 from __future__ import annotations
 
@@ -8,29 +9,41 @@ from contextlib import contextmanager
 import torch
 from torch import nn
 
+from gradexplorer.core.session.rng import restore_rng, rng_snapshot
+
 
 class SavedState:
-    """The buffers (BatchNorm running stats, counters) and RNG streams of a moment, restorable.
+    """The buffers (BatchNorm running stats, counters), the RNG streams and, with
+    ``grads=True``, the parameters' ``.grad`` of a moment, restorable.
 
-    A forward pass in training mode updates BatchNorm statistics and draws dropout masks;
-    ``restore()`` puts the model and the random streams (CPU and CUDA) back as they were, so
-    the next training step is the one it would have been.
+    A forward pass in training mode updates BatchNorm statistics and draws dropout masks; a
+    backward that fails half-way has added to some gradients. ``restore()`` puts the model and
+    the random streams (CPU, and CUDA and MPS where in use) back as they were, so the next
+    attempt is the one it would have been: each buffer is the same tensor in its module again,
+    with its values (a forward that replaced one, ``self.count = self.count + 1``, is undone
+    too), and each ``.grad`` is the tensor it was (None where it was None), with its values.
     """
 
-    def __init__(self, model: nn.Module, device: torch.device | None = None) -> None:
-        self._buffers = [(b, b.detach().clone()) for b in model.buffers()]
-        self._cpu_rng = torch.random.get_rng_state()
-        cuda = torch.cuda.is_available() and torch.cuda.is_initialized()
-        cuda = cuda or (device is not None and device.type == "cuda" and torch.cuda.is_available())
-        self._cuda_rng = torch.cuda.get_rng_state_all() if cuda else None
+    def __init__(self, model: nn.Module, device: torch.device | None = None,
+                 grads: bool = False) -> None:
+        copies: dict[int, torch.Tensor] = {}  # a buffer shared by two modules is copied once
+        self._buffers = [(module, name, b, copies.setdefault(id(b), b.detach().clone()))
+                         for module in model.modules()
+                         for name, b in module._buffers.items() if b is not None]
+        self._rng = rng_snapshot(device)
+        self._grads = [(p, p.grad, None if p.grad is None else p.grad.detach().clone())
+                       for p in model.parameters()] if grads else []
 
     def restore(self) -> None:
         with torch.no_grad():
-            for buffer, saved in self._buffers:
+            for module, name, buffer, saved in self._buffers:
+                module._buffers[name] = buffer
                 buffer.copy_(saved)
-        torch.random.set_rng_state(self._cpu_rng)
-        if self._cuda_rng is not None:
-            torch.cuda.set_rng_state_all(self._cuda_rng)
+            for param, grad, saved in self._grads:
+                if grad is not None:
+                    grad.copy_(saved)
+                param.grad = grad
+        restore_rng(self._rng)
 
 
 @contextmanager
