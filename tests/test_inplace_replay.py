@@ -8,10 +8,12 @@ import re
 
 import pytest
 import torch
-from torch.optim.optimizer import register_optimizer_step_post_hook
 from torch import nn
+from torch.optim.optimizer import register_optimizer_step_post_hook
 
+import gradexplorer as gx
 from gradexplorer.core.hooks import HookRegistry
+from gradexplorer.core.model.workload import Workload
 from gradexplorer.core.session.engine import SessionConfig, TrainingSession
 from gradexplorer.core.stack.assembly import SessionStack
 from tests import inplace_models
@@ -107,8 +109,6 @@ def probed_session() -> TrainingSession:
     model = Probed()
     gen = torch.Generator().manual_seed(2)
     x, y = torch.randn(6, 5, generator=gen), torch.randn(6, 1, generator=gen)
-    from gradexplorer.core.model.workload import Workload
-
     session = TrainingSession(Workload(model, lambda step: (x, y), nn.MSELoss(), name="probed"),
                               SessionConfig(device="cpu"))
     trained = [*model.body[0].parameters(), *model.body[1].parameters(), *model.head.parameters()]
@@ -162,3 +162,52 @@ def test_run_with_a_hook_beside_an_in_place_op_trains_as_without_it(run_cli, bui
     assert f"on '{HOOKED[build]}' detached: " in out
     assert losses == plain_losses
     assert_same_training(model, opt, plain_model, plain_opt)
+
+
+def watched_loop(build, optimizer: str, hooks: dict | None, micro_batches: int = 2):
+    """A loop of the user's own under ``watch``, accumulating ``micro_batches`` backwards a
+    step: (losses, model, optimizer, hook events)."""
+    workload = build()
+    model = workload.model
+    name, momentum = OPTIMIZERS[optimizer]
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=momentum) if name == "sgd" \
+        else torch.optim.Adam(model.parameters(), lr=1e-3)
+    losses = []
+    with gx.watch(model, opt, hooks=hooks) as rec:
+        torch.manual_seed(1234)
+        for step in range(STEPS):
+            opt.zero_grad()
+            for micro in range(micro_batches):
+                x, y = workload.make_batch(step * micro_batches + micro)
+                loss = workload.loss_fn(model(x), y) / micro_batches
+                loss.backward()
+                losses.append(loss.item())
+            opt.step()
+        events = list(rec.hooks.events) if rec.hooks is not None else []
+    return losses, model, opt, events
+
+
+@pytest.mark.parametrize("optimizer", OPTIMIZERS)
+@pytest.mark.parametrize("build", HOOKED, ids=lambda b: b.__name__.removeprefix("build_"))
+def test_watch_detaches_the_hook_before_the_loop_breaks(build, optimizer):
+    plain_losses, plain_model, plain_opt, _ = watched_loop(build, optimizer, None)
+    plain_rng = torch.random.get_rng_state()
+    losses, model, opt, events = watched_loop(build, optimizer, {HOOKED[build]: "scale:0.5"})
+    assert any(f"on '{HOOKED[build]}' detached: " in e and "in place" in e for e in events)
+    assert losses == plain_losses
+    assert_same_training(model, opt, plain_model, plain_opt)
+    assert torch.equal(torch.random.get_rng_state(), plain_rng)
+
+
+def test_the_guard_probes_once_and_leaves_safe_hooks_and_forward_hooks_alone():
+    workload = inplace_models.build_linear_relu()
+    model = workload.model
+    calls = []
+    model.register_forward_hook(lambda module, args, output: calls.append(output.shape))
+    x, y = workload.make_batch(0)
+    with gx.watch(model, hooks={"1": "scale:0.5", "4": "observe"}) as rec:
+        for _ in range(2):
+            workload.loss_fn(model(x), y).backward()
+            rec.step()
+        assert list(rec.hooks.attached()) == ["4"] and rec.hooks.attached()["4"].calls == 2
+    assert len(calls) == 2  # the probe forward is not the model's: its hooks never saw it

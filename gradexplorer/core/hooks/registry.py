@@ -262,6 +262,12 @@ class HookRegistry:
             return True
         return False
 
+    def detach_inplace(self, inputs: tuple | dict) -> None:
+        """Probe a forward on ``inputs`` (quietly, leaving no trace) and detach, before PyTorch
+        raises, each hook an in-place op sits beside (``forward_guard``: loops not ours)."""
+        for hook, reason in self._inplace_culprits(inputs, quiet=True):
+            self._remove(hook, "failed", f"{self._label(hook)} detached: {reason}")
+
     def _mark_step_start(self) -> None:
         self._step_start = {path: (hook.calls, hook.impl.checkpoint() if hook.impl else None)
                             for path, hook in self._hooks.items()}
@@ -322,9 +328,12 @@ class HookRegistry:
             problem = NO_GRAD_INPUTS
         return problem
 
-    def _inplace_culprits(self, inputs: tuple) -> list[tuple[AttachedHook, str]]:
+    def _inplace_culprits(self, inputs: tuple | dict,
+                          quiet: bool = False) -> list[tuple[AttachedHook, str]]:
+        """The hooks an in-place op sits beside; all of them when PyTorch raised (not
+        ``quiet``) and the probe names none."""
         try:
-            self._probes = probe_modules(self.model, inputs)
+            self._probes = probe_modules(self.model, inputs, quiet)
         except Exception:  # noqa: BLE001
             self._probes = {}
         found = []
@@ -333,7 +342,7 @@ class HookRegistry:
             problem = inplace_problem(module, self._probes.get(path))
             if problem:
                 found.append((hook, problem))
-        if found:
+        if found or quiet:
             return found
         reason = f"{INPLACE_REASON}; it is unclear which hook is affected, so all were detached"
         return [(hook, reason) for hook in self._hooks.values()]
