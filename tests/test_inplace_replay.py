@@ -189,11 +189,13 @@ def watched_loop(build, optimizer: str, hooks: dict | None, micro_batches: int =
 
 @pytest.mark.parametrize("optimizer", OPTIMIZERS)
 @pytest.mark.parametrize("build", HOOKED, ids=lambda b: b.__name__.removeprefix("build_"))
-def test_watch_detaches_the_hook_before_the_loop_breaks(build, optimizer):
+def test_watch_detaches_the_hook_before_the_loop_breaks(build, optimizer, capsys):
     plain_losses, plain_model, plain_opt, _ = watched_loop(build, optimizer, None)
     plain_rng = torch.random.get_rng_state()
     losses, model, opt, events = watched_loop(build, optimizer, {HOOKED[build]: "scale:0.5"})
-    assert any(f"on '{HOOKED[build]}' detached: " in e and "in place" in e for e in events)
+    detached = [e for e in events if f"on '{HOOKED[build]}' detached: " in e and "in place" in e]
+    assert len(detached) == 1
+    assert capsys.readouterr().err.splitlines() == [f"gradexplorer: {detached[0]}"]
     assert losses == plain_losses
     assert_same_training(model, opt, plain_model, plain_opt)
     assert torch.equal(torch.random.get_rng_state(), plain_rng)

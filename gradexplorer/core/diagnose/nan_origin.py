@@ -28,8 +28,7 @@ from torch.utils._pytree import tree_leaves
 
 from gradexplorer.core.diagnose.trace_grads import to_host, trace_gradients
 from gradexplorer.core.errors import emit_guarded
-from gradexplorer.core.model.training_state import preserved_state
-from gradexplorer.core.session.rng import restore_rng, rng_snapshot
+from gradexplorer.core.model.training_state import preserved_state, restore_rng, rng_snapshot
 from gradexplorer.core.stats.measured import measured_tensor
 
 

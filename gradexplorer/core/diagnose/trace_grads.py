@@ -18,8 +18,7 @@ import torch
 
 from gradexplorer.core.graph.attribution import ModuleAttribution
 from gradexplorer.core.graph.extract import extract_graph, gc_paused, walk_grad_fns
-from gradexplorer.core.model.training_state import preserved_state
-from gradexplorer.core.session.rng import restore_rng
+from gradexplorer.core.model.training_state import preserved_state, restore_rng
 from gradexplorer.core.stats.measured import measured_tensor
 
 

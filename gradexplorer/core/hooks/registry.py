@@ -262,11 +262,15 @@ class HookRegistry:
             return True
         return False
 
-    def detach_inplace(self, inputs: tuple | dict) -> None:
+    def detach_inplace(self, inputs: tuple | dict) -> list[str]:
         """Probe a forward on ``inputs`` (quietly, leaving no trace) and detach, before PyTorch
-        raises, each hook an in-place op sits beside (``forward_guard``: loops not ours)."""
+        raises, each hook an in-place op sits beside (``forward_guard``: loops not ours); the
+        messages of those detached."""
+        messages = []
         for hook, reason in self._inplace_culprits(inputs, quiet=True):
-            self._remove(hook, "failed", f"{self._label(hook)} detached: {reason}")
+            messages.append(f"{self._label(hook)} detached: {reason}")
+            self._remove(hook, "failed", messages[-1])
+        return messages
 
     def _mark_step_start(self) -> None:
         self._step_start = {path: (hook.calls, hook.impl.checkpoint() if hook.impl else None)

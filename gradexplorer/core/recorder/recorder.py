@@ -95,8 +95,7 @@ class Recorder:
         self.optimizer = optimizer
         (self.stats_every, self.histogram_every), self.bins = cadence, bins
         self.snapshot_every, self.keep_snapshots = snapshot_every, keep_snapshots
-        self.step_count = 0
-        self._step_number = step_number
+        self.step_count, self._step_number = 0, step_number
         self.ledger: StepLedger | None = None
         self.monitor = GradientMonitor(bins, self.histogram_every, history=history, offload=True,
                                        update_ratio=self._update_ratio and optimizer is not None)
@@ -151,7 +150,8 @@ class Recorder:
         self.hooks = HookRegistry(self.model)
         for path, action in hooks.items():  # checked already; close() detaches on any error
             self.hooks.attach(path, action)
-        self._handles.append(ForwardGuard(self.hooks))  # no in-place view error in the loop
+        if self.plan.mode != "fsdp2":  # no in-place view error in the loop (a probe forward
+            self._handles.append(ForwardGuard(self.hooks, self._report))  # of shards: FSDP's hooks)
 
     # -- step boundaries -----------------------------------------------------------
     def _next_step(self) -> int:

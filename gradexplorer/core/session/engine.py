@@ -12,7 +12,7 @@ from torch import nn
 
 from gradexplorer.core.errors import UserError, first_line
 from gradexplorer.core.model.forward_check import locate_forward_failure
-from gradexplorer.core.model.training_state import SavedState
+from gradexplorer.core.model.training_state import SavedState, rng_snapshot
 from gradexplorer.core.model.workload import (
     ModelInputs,
     Workload,
@@ -24,7 +24,6 @@ from gradexplorer.core.model.workload import (
 )
 from gradexplorer.core.session.config import DEFAULT_LR, OPTIMIZERS, RunControl, SessionConfig
 from gradexplorer.core.session.devices import resolve_device
-from gradexplorer.core.session.rng import rng_snapshot
 from gradexplorer.core.stats.ledger import StepLedger, clip_coefficient
 from gradexplorer.core.stats.measured import measured_tensors
 from gradexplorer.core.stats.records import StepGradients
