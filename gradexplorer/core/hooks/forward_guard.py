@@ -28,8 +28,8 @@ class ForwardGuard:
         self.registry, self.report = registry, report
         self._checked: tuple | None = None  # the hooks already probed, as (path, hook id)
         self._probing = False
-        self._handle = registry.model.register_forward_pre_hook(self._before_forward,
-                                                                with_kwargs=True)
+        self._handle = registry.model.register_forward_pre_hook(  # first: before the
+            self._before_forward, with_kwargs=True, prepend=True)  # hooks' own pre-hooks
 
     def _hooks(self) -> tuple:
         return tuple((path, id(hook)) for path, hook in self.registry.attached().items())
