@@ -9,6 +9,8 @@ from dataclasses import dataclass
 import numpy as np
 import pyqtgraph as pg
 
+from gradexplorer.gui.plots.axes import padded_range
+
 
 @dataclass(frozen=True)
 class Line:
@@ -94,8 +96,7 @@ def shared_range(plot: pg.PlotItem, xs: Sequence[np.ndarray], ys: Sequence[np.nd
     if not len(y):
         return
     y = np.log10(y) if log else y
-    lo, hi = float(y.min()), float(y.max())
-    pad = (hi - lo) * 0.05 or abs(hi) * 0.05 or 1.0
     x0, x1 = float(x.min()), float(x.max())
     right = x1 + max((x1 - x0) * 0.02, 1.0) if wall else nice_ceiling(x1 + 0.5)
-    plot.vb.setRange(xRange=(x0, right), yRange=(lo - pad, hi + pad), padding=0, update=True)
+    plot.vb.setRange(xRange=(x0, right), yRange=padded_range(float(y.min()), float(y.max()), log),
+                     padding=0, update=True)
