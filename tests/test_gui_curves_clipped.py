@@ -103,3 +103,38 @@ def test_float_noise_is_never_stretched_into_an_axis_without_labels(qtbot):
     assert lo < 1.0 - 5e-7 and hi > 1.0 + 5e-7 and hi - lo >= 1e-4
     labels = tick_labels(curves.norm_plot)
     assert len(labels) >= 2 and all(labels) and len(set(labels)) == len(labels)
+
+
+def test_a_run_that_neither_clips_nor_scales_shows_one_norm_curve(qtbot, make_window, tmp_path):
+    from tests.watched_loop import make, train
+
+    model, opt = make()
+    with gx.watch(model, opt, tmp_path / "run", bins=8):
+        train(model, opt, 4)
+    window = make_window()
+    assert window.file_actions.open_run(str(tmp_path / "run")) is not None
+    timeline = window.controller.timeline
+    qtbot.waitUntil(lambda: timeline.latest is not None and timeline.latest.step == 4,
+                    timeout=TIMEOUT_MS)
+    window.settle()
+    window.curves.refresh()
+    run = gx.open_run(tmp_path / "run")
+    applied = [run.step_info(s)["global_norm"] for s in range(1, 5)]
+    assert window.curves.norm_item.getData()[1].tolist() == applied  # the same gradient
+    assert not timeline.clips_or_scales and not window.curves.applied_item.isVisible()
+    assert window.curves.norm_lines.names() == []
+
+
+def test_an_overlaid_clipped_run_draws_its_accumulated_norm(tmp_path):
+    from gradexplorer.core.recorder.run_history import RunHistory
+    from gradexplorer.gui.models.run_overlay import HistorySource
+
+    clipped_run(tmp_path / "run")
+    run = gx.open_run(tmp_path / "run")
+    source = HistorySource(RunHistory(run))
+    steps, headline = source.figure("headline_norm")
+    ledgers = list(run.ledger())
+    assert steps.tolist() == [led.optimizer_step for led in ledgers]
+    assert headline.tolist() == [led.grad_norm_accumulated for led in ledgers]
+    assert source.figure("global_norm")[1].tolist() == [led.grad_norm_applied for led in ledgers]
+    source.close()

@@ -193,14 +193,15 @@ class TrainingCurves(QWidget):
             others = [Line(r.name, r.colour, *self._smoothed(overlay.curve(r, figure), smooth),
                            r is overlay.runs[overlay.reference])
                       for r in overlay.shown() if r is not own]
-            extra = [(item, own.name)] if own.visible and others else []
-            if figure == "headline_norm":
+            extra, named = [(item, own.name)] if own.visible and others else [], figure == "loss"
+            if figure == "headline_norm":  # named only where the applied norm is drawn too
                 applied = self._applied(own, smooth, colour)
                 if applied is not None:
                     extra = [(item, f"{own.name}: " * bool(others) + ACCUMULATED_NAME),
                              (self.applied_item, APPLIED_NAME)]
                     others.append(Line("", colour, *applied))  # in the shared range
-            lines.show([ln for ln in others if ln.name], extra)
+                    named = True
+            lines.show([ln for ln in others if ln.name], extra, named)
             xs, ys = [x, *(ln.x for ln in others)], [y, *(ln.y for ln in others)]
             value_ticks(plot, any(len(v) for v in xs))
             shared_range(plot, xs, ys, log=self.log_box.isChecked(), wall=mode == "wall time")

@@ -36,8 +36,10 @@ class OverlayLines:
             self.legend.hide()
         self._named: tuple = ()
 
-    def show(self, lines: Sequence[Line], legend_extra: Sequence[tuple[pg.PlotDataItem, str]] = ()) -> None:
-        """Draw ``lines`` (hiding the pool's other items) and name them in the legend."""
+    def show(self, lines: Sequence[Line], legend_extra: Sequence[tuple[pg.PlotDataItem, str]] = (),
+             named: bool = True) -> None:
+        """Draw ``lines`` (hiding the pool's other items) and name them in the legend (hidden
+        when not ``named``)."""
         while len(self.items) < len(lines):
             item = pg.PlotDataItem()
             item.setDownsampling(auto=True, method="peak")
@@ -52,7 +54,10 @@ class OverlayLines:
         for item in self.items[len(lines):]:
             item.setData([], [])
             item.setVisible(False)
-        if self.legend is not None:
+        if self.legend is not None and not named:
+            self._named = ()
+            self.legend.hide()
+        elif self.legend is not None:
             self._name(list(legend_extra) + [(i, ln.name) for i, ln in zip(self.items, lines, strict=False)])
 
     def _name(self, named: list[tuple[pg.PlotDataItem, str]]) -> None:
