@@ -138,3 +138,32 @@ def test_an_overlaid_clipped_run_draws_its_accumulated_norm(tmp_path):
     assert headline.tolist() == [led.grad_norm_accumulated for led in ledgers]
     assert source.figure("global_norm")[1].tolist() == [led.grad_norm_applied for led in ledgers]
     source.close()
+
+
+def test_a_scaled_run_s_norm_is_divided_by_its_scale(tmp_path):
+    from gradexplorer.core.recorder.run_history import RunHistory
+    from gradexplorer.gui.models.run_overlay import HistorySource
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(6, 12), nn.ReLU(), nn.Linear(12, 2))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    scaler = torch.amp.GradScaler("cpu", init_scale=1024.0)
+    with gx.watch(model, opt, tmp_path / "run", bins=8, scaler=scaler):
+        for step in range(4):
+            x = torch.randn(16, 6, generator=torch.Generator().manual_seed(step))
+            opt.zero_grad()
+            scaler.scale(model(x).square().mean()).backward()
+            scaler.step(opt)
+            scaler.update()
+    run = gx.open_run(tmp_path / "run")
+    ledgers = list(run.ledger())
+    assert all(led.scale == 1024.0 for led in ledgers)
+    expected = [led.grad_norm_accumulated / led.scale for led in ledgers]
+    source = HistorySource(RunHistory(run))
+    assert source.figure("headline_norm")[1].tolist() == expected
+    source.close()
+    timeline = TimelineModel()
+    timeline.extend([StepPoint(led.optimizer_step, 0.0, led.grad_norm_applied, 0.0, ledger=led)
+                     for led in ledgers], 1.0)
+    assert timeline.norm.y.tolist() == expected and timeline.clips_or_scales
+    assert timeline.applied.y.tolist() == [led.grad_norm_applied for led in ledgers]

@@ -4,7 +4,8 @@ The gradient-norm curve (``norm``) is the global norm as accumulated, divided by
 GradScaler's scale, where the step's ledger has it (``ledger.headline_norm``): under
 ``clip_grad_norm_`` the applied norm sits at ``max_norm`` whatever backward produced. The
 applied norm (what the optimizer used, the run's ``global_norm``) is kept beside it
-(``applied``); ``clips_or_scales`` says whether the two ever differed.
+(``applied``); ``clips_or_scales`` says whether a step was clipped, had a GradScaler, or the
+two differed.
 """
 
 from __future__ import annotations
@@ -87,7 +88,7 @@ class TimelineModel:
         self.loss = Curve()
         self.norm = Curve()  # as accumulated ÷ scale where known, else as applied
         self.applied = Curve()  # as applied: the step's global_norm
-        self.clips_or_scales = False  # the two norms differed at some step
+        self.clips_or_scales = False  # a step clipped or scaled (or the two norms differed)
         self.times = Curve()  # x: the step, y: its wall-clock time (the curves' time axes)
         self.gradients = GradientHistory(1)
         self.ledger = LedgerTrack()  # ledgers, optimizer state and spike events
@@ -116,8 +117,9 @@ class TimelineModel:
         headline = [np.nan if v is None else v for v in headline]
         self.norm.extend(steps, headline)
         self.applied.extend(steps, applied)
-        self.clips_or_scales = self.clips_or_scales or not np.array_equal(
-            headline, applied, equal_nan=True)
+        self.clips_or_scales = self.clips_or_scales or any(
+            getattr(p.ledger, "clipped", None) or getattr(p.ledger, "scale", None) is not None
+            for p in points) or not np.array_equal(headline, applied, equal_nan=True)
         self.times.extend(steps, [p.time for p in points])
         self.ledger.take(points)
         self.optimizer.take(points)
