@@ -30,7 +30,7 @@ from gradexplorer.core.recorder.store import RunSizeNote, RunWriter
 from gradexplorer.core.recorder.structure import GraphCapture, model_structure
 from gradexplorer.core.stack.assembly import SessionStack
 from gradexplorer.core.stats.accumulation_probe import AccumulationProbe
-from gradexplorer.core.stats.ledger import StepLedger
+from gradexplorer.core.stats.ledger import StepLedger, headline_norm
 from gradexplorer.core.stats.monitor import GradientMonitor
 from gradexplorer.core.stats.records import StepGradients
 
@@ -315,7 +315,7 @@ class Recorder:
         if periodic:
             self._snapshot(record)
         if self.spikes is not None:
-            self.spikes.after_write(record, self.ledger.loss, periodic)
+            self.spikes.after_write(record, self.ledger.loss, periodic, headline_norm(self.ledger))
 
     def _snapshot(self, record: StepGradients) -> None:
         from gradexplorer.core.snapshot.write import SnapshotSource

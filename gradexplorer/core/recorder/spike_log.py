@@ -96,21 +96,25 @@ class SpikeLog:
         """The ids noted for ``step`` (JSON text), or None."""
         return self._batch[1] if self._batch and self._batch[0] == step else None
 
-    def after_write(self, record, loss: float | None, snapshotted: bool = False) -> SpikeEvent | None:
+    def after_write(self, record, loss: float | None, snapshotted: bool = False,
+                    global_norm: float | None = None) -> SpikeEvent | None:
         """Score the written step; on a flagged one keep the event (and snapshot its first step).
-        A failure here is reported once and ends spike detection; recording goes on."""
+        ``global_norm``: the global norm to follow (the ledger's ``headline_norm``: as
+        accumulated, before clipping), else the record's (as applied). A failure here is
+        reported once and ends spike detection; recording goes on."""
         if self.failed:
             return None
         try:
-            return self._check(record, loss, snapshotted)
+            return self._check(record, loss, snapshotted, global_norm)
         except Exception as exc:  # noqa: BLE001 - never break the loop being watched
             self.failed = True
             self._report(f"gradexplorer: spike detection stopped at step {record.step}: "
                          f"{first_line(exc)}; recording goes on")
             return None
 
-    def _check(self, record, loss: float | None, snapshotted: bool) -> SpikeEvent | None:
-        event = self.detector.observe(record.step, loss, record)
+    def _check(self, record, loss: float | None, snapshotted: bool,
+               global_norm: float | None) -> SpikeEvent | None:
+        event = self.detector.observe(record.step, loss, record, global_norm)
         if event is None:
             return None
         if event.step == record.step:  # the event begins here: its batch is this step's

@@ -1,4 +1,6 @@
-"""A bounded ring buffer of StepGradients for histogram-over-time and gradient-flow views."""
+"""A bounded buffer of StepGradients for histogram-over-time and gradient-flow views: the last
+``maxlen`` steps (a ring), or with ``whole_run`` the whole run thinned to at most ``maxlen``
+steps (every ``stride``-th step since the first, and the newest two)."""
 
 from __future__ import annotations
 
@@ -31,27 +33,53 @@ class HistogramMatrix:
 
 
 class GradientHistory:
-    """The last ``maxlen`` StepGradients; memory ≈ maxlen × params × (bins × 16 + 200) bytes.
+    """At most ``maxlen`` StepGradients; memory ≈ maxlen × params × (bins × 16 + 200) bytes.
+
+    By default the last ``maxlen`` steps. With ``whole_run`` the first step is never dropped:
+    it holds every ``stride``-th step appended since the first (``stride`` 1, 2, 4 …: when the
+    buffer would pass ``maxlen`` the stride doubles and every other held step goes), plus the
+    newest two, so the views cover the whole run, evenly spread, within the same bound.
 
     One thread appends (the training thread); others may read at the same time: every
     reader works on a copy of the items taken in one step.
     """
 
-    def __init__(self, maxlen: int = 256) -> None:
-        if maxlen < 1:
-            raise ValueError("history length must be at least 1")
-        self._items: deque[StepGradients] = deque(maxlen=maxlen)
+    def __init__(self, maxlen: int = 256, whole_run: bool = False) -> None:
+        if maxlen < (4 if whole_run else 1):
+            raise ValueError(f"history length must be at least {4 if whole_run else 1}")
+        self._maxlen, self.whole_run = maxlen, whole_run
+        self._items: deque[StepGradients] = deque(maxlen=None if whole_run else maxlen)
+        self._arrivals: deque[int] = deque()  # whole_run: each item's order of arrival (0: first)
+        self._count = 0  # items appended
+        self.stride = 1
 
     @property
     def maxlen(self) -> int:
-        return self._items.maxlen or 0
+        return self._maxlen
 
     def append(self, item: StepGradients) -> None:
-        """Add a step, dropping the oldest when full."""
-        self._items.append(item)
+        """Add a step: when full, the oldest goes, or with ``whole_run`` the steps off the
+        doubled stride."""
+        if not self.whole_run:
+            self._items.append(item)
+            return
+        arrival, self._count = self._count, self._count + 1
+        items, arrivals = self._items, self._arrivals
+        if len(arrivals) >= 2 and arrivals[-2] % self.stride:  # no longer one of the newest two
+            del items[-2], arrivals[-2]
+        items.append(item)
+        arrivals.append(arrival)
+        if len(items) > self._maxlen:
+            self.stride *= 2
+            kept = [(a, i) for a, i in zip(arrivals, items, strict=True)
+                    if a % self.stride == 0 or a >= arrival - 1]
+            self._arrivals = deque(a for a, _ in kept)
+            self._items = deque(i for _, i in kept)  # one assignment: readers see old or new
 
     def clear(self) -> None:
         self._items.clear()
+        self._arrivals.clear()
+        self._count, self.stride = 0, 1
 
     def __len__(self) -> int:
         return len(self._items)

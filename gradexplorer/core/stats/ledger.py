@@ -128,3 +128,15 @@ def fill_session_ledger(ledger: StepLedger | None, norm: float | None) -> None:
         return
     ledger.grad_norm_accumulated = ledger.grad_norm_applied = norm
     ledger.clip_coef, ledger.clipped = clip_coefficient(norm, norm, ledger.scale)
+
+
+def headline_norm(ledger: StepLedger | None, applied: float | None = None) -> float | None:
+    """The global norm the curves and spike detection follow: as accumulated, divided by the
+    GradScaler's scale (what backward produced, before clipping: a clipped run's applied norm
+    sits at ``max_norm`` whatever the gradient did), else as applied (the ledger's, or
+    ``applied`` where there is no ledger)."""
+    if ledger is None:
+        return applied
+    if ledger.grad_norm_accumulated is None:
+        return applied if ledger.grad_norm_applied is None else ledger.grad_norm_applied
+    return ledger.grad_norm_accumulated / ledger.scale if ledger.scale else ledger.grad_norm_accumulated

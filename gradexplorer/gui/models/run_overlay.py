@@ -26,7 +26,8 @@ PALETTE = ("#1e88e5", "#e53935", "#43a047", "#fb8c00", "#8e24aa", "#00acc1", "#6
 X_MODES = ("step", "relative time", "wall time")
 X_LABELS = {"step": "step", "relative time": "seconds since the run's first step",
             "wall time": "wall clock"}
-FIGURES = ("loss", "global_norm")  # the run-wide curves
+FIGURES = ("loss", "global_norm", "headline_norm")  # the run-wide curves (global_norm: as
+# applied, as recorded; headline_norm: as accumulated ÷ scale where recorded, else as applied)
 
 
 class RunSource(Protocol):
@@ -76,6 +77,8 @@ class HistorySource:
 
     def figure(self, figure: str) -> tuple[np.ndarray, np.ndarray]:
         steps, _, figures = self._figures()
+        if figure == "headline_norm":
+            return steps, headline_series(figures, len(steps))
         values = figures.get(figure, [None] * len(steps))
         return steps, np.array([math.nan if v is None else v for v in values], dtype=np.float64)
 
@@ -88,6 +91,19 @@ class HistorySource:
     def histograms(self, name: str, max_steps: int) -> HistogramMatrix:
         return self._read(("histograms", name, max_steps), lambda: self.history.histogram_matrix(
             name, thin_steps(self.history.histogram_steps(), max_steps)))
+
+
+def headline_series(figures: dict, size: int) -> np.ndarray:
+    """A run's global norm as accumulated ÷ the GradScaler's scale at each step where its
+    ledger has it, else as applied (``ledger.headline_norm`` on a run's step figures); NaN
+    where neither is known."""
+    out = np.full(size, math.nan)
+    columns = (figures.get(k, [None] * size) for k in ("grad_norm_accumulated", "scale", "global_norm"))
+    for i, (acc, scale, applied) in enumerate(zip(*columns, strict=True)):
+        value = applied if acc is None else acc / scale if scale else acc
+        if value is not None:
+            out[i] = value
+    return out
 
 
 class TimelineSource:
@@ -104,7 +120,8 @@ class TimelineSource:
         return times.x.astype(np.int64), times.y.copy()
 
     def figure(self, figure: str) -> tuple[np.ndarray, np.ndarray]:
-        curve = self.timeline.loss if figure == "loss" else self.timeline.norm
+        t = self.timeline
+        curve = {"loss": t.loss, "global_norm": t.applied, "headline_norm": t.norm}[figure]
         return curve.x.astype(np.int64), curve.y.copy()
 
     def parameter(self, field: str, name: str) -> tuple[np.ndarray, np.ndarray]:

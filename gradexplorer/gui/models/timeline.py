@@ -1,4 +1,12 @@
-"""The run's timeline: loss and gradient-norm curves plus its own gradient history."""
+"""The run's timeline: loss and gradient-norm curves plus its own gradient history.
+
+The gradient-norm curve (``norm``) is the global norm as accumulated, divided by the
+GradScaler's scale, where the step's ledger has it (``ledger.headline_norm``): under
+``clip_grad_norm_`` the applied norm sits at ``max_norm`` whatever backward produced. The
+applied norm (what the optimizer used, the run's ``global_norm``) is kept beside it
+(``applied``); ``clips_or_scales`` says whether a step was clipped, had a GradScaler, or the
+two differed.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +19,7 @@ import numpy as np
 from psygnal import Signal
 
 from gradexplorer.core.stats.history import GradientHistory
+from gradexplorer.core.stats.ledger import headline_norm
 from gradexplorer.gui.models.optimizer_track import OptimizerTrack
 from gradexplorer.gui.models.step_ledger import LedgerTrack
 
@@ -77,7 +86,9 @@ class TimelineModel:
 
     def __init__(self) -> None:
         self.loss = Curve()
-        self.norm = Curve()
+        self.norm = Curve()  # as accumulated ÷ scale where known, else as applied
+        self.applied = Curve()  # as applied: the step's global_norm
+        self.clips_or_scales = False  # a step clipped or scaled (or the two norms differed)
         self.times = Curve()  # x: the step, y: its wall-clock time (the curves' time axes)
         self.gradients = GradientHistory(1)
         self.ledger = LedgerTrack()  # ledgers, optimizer state and spike events
@@ -87,7 +98,8 @@ class TimelineModel:
 
     def reset(self, gradients: GradientHistory) -> None:
         """Start over (a new model): empty curves, and ``gradients`` as the history kept."""
-        self.loss, self.norm, self.times = Curve(), Curve(), Curve()
+        self.loss, self.norm, self.applied, self.times = Curve(), Curve(), Curve(), Curve()
+        self.clips_or_scales = False
         self.gradients = gradients
         self.ledger.clear()
         self.optimizer.clear()
@@ -100,7 +112,14 @@ class TimelineModel:
             return
         steps = [float(p.step) for p in points]
         self.loss.extend(steps, [p.loss for p in points])
-        self.norm.extend(steps, [np.nan if p.grad_norm is None else p.grad_norm for p in points])
+        applied = [np.nan if p.grad_norm is None else p.grad_norm for p in points]
+        headline = [headline_norm(p.ledger, p.grad_norm) for p in points]
+        headline = [np.nan if v is None else v for v in headline]
+        self.norm.extend(steps, headline)
+        self.applied.extend(steps, applied)
+        self.clips_or_scales = self.clips_or_scales or any(
+            getattr(p.ledger, "clipped", None) or getattr(p.ledger, "scale", None) is not None
+            for p in points) or not np.array_equal(headline, applied, equal_nan=True)
         self.times.extend(steps, [p.time for p in points])
         self.ledger.take(points)
         self.optimizer.take(points)

@@ -24,7 +24,8 @@ from gradexplorer.gui.throttle import throttled
 REDRAW_MS = 120
 MAX_SKIP_LINES = 200  # the newest skipped steps drawn as lines
 ACCUMULATED_PEN, APPLIED_PEN = "#8e24aa", "#e53935"
-AS_APPLIED = "as applied (after unscale and clip: every figure in the app)"
+AS_APPLIED = ("as applied (after unscale and clip: every figure in the app but the Training "
+              "curve's global norm, which is as accumulated)")
 LEGEND = (f"global ‖g‖: <span style='color:{ACCUMULATED_PEN}'>╌ as accumulated (÷ scale)</span> · "
           f"<span style='color:{APPLIED_PEN}'>— as applied</span> · "
           f"<span style='color:{ALARM}'>┆ skipped step</span>")

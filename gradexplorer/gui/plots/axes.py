@@ -154,3 +154,27 @@ def readable_axes(plot_item, steps: bool = False) -> None:
         axis.setStyle(showValues=values)
         axis.setVisible(visible)
         axis.setGrid(grid)
+
+
+FLAT = 1e-9  # relative spread below which a series is one value (float rounding): drawn flat
+MIN_SPAN = 1e-4  # least span of a linear value axis, relative to its values: its tick labels fit
+MIN_LOG_SPAN = 0.1  # least span of a log axis, in decades
+
+
+def padded_range(lo: float, hi: float, log: bool = False) -> tuple[float, float]:
+    """The y range shown for values from ``lo`` to ``hi`` (log10 of them on a log axis): 5%
+    padding either side; a series that varies by less than float rounding (relative spread
+    below FLAT, or none) is drawn flat in the middle of ±5% of its value (±1 around 0), and a
+    span is never so narrow, relative to its values, that the axis' tick labels cannot be
+    written in its width (pyqtgraph then draws none): noise is never stretched to fill a plot."""
+    spread = hi - lo
+    if log:
+        least = MIN_LOG_SPAN if spread * math.log(10) >= FLAT else 2 * math.log10(1.05)
+        pad = max(spread * 0.05, (least - spread) / 2)
+        return lo - pad, hi + pad
+    size = max(abs(lo), abs(hi))
+    if spread <= FLAT * size or size == 0:
+        pad = size * 0.05 or 1.0
+        return (lo + hi) / 2 - pad, (lo + hi) / 2 + pad
+    pad = max(spread * 0.05, (MIN_SPAN * size - spread) / 2)
+    return lo - pad, hi + pad

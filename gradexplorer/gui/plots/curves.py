@@ -1,5 +1,9 @@
 """Loss and global gradient-norm curves over steps, relative time or wall time, with the runs
-of a ``RunOverlay`` drawn in their colours on the same scales."""
+of a ``RunOverlay`` drawn in their colours on the same scales.
+
+The gradient-norm curve is the global norm as accumulated (÷ the GradScaler's scale: the
+timeline's ``norm``); where the run clips or scales, the norm as applied is drawn beside it,
+dashed, and a legend names both."""
 
 from __future__ import annotations
 
@@ -23,12 +27,15 @@ from gradexplorer.core.stats.curves import ema_smooth
 from gradexplorer.gui.graph.legend import reads_whole
 from gradexplorer.gui.models.run_overlay import X_LABELS, X_MODES, RunOverlay, TimelineSource
 from gradexplorer.gui.models.timeline import TimelineModel
+from gradexplorer.gui.plots.axes import padded_range
 from gradexplorer.gui.plots.hover import HoverReadout, nearest_point
 from gradexplorer.gui.plots.overlay_lines import Line, OverlayLines, set_x_axis, shared_range
 from gradexplorer.gui.text.number_text import format_number
 from gradexplorer.gui.theme import PLOT_PENS, steady_axes, value_ticks
 from gradexplorer.gui.throttle import throttled
 
+APPLIED_NAME = "as applied (after unscale and clip)"
+ACCUMULATED_NAME = "as accumulated (÷ scale)"
 REDRAW_MS = 50  # at most 20 redraws a second while steps arrive
 SMOOTHING = 0.9  # weight of the exponential moving average when "smooth" is on (as TensorBoard)
 
@@ -57,8 +64,13 @@ class TrainingCurves(QWidget):
         self.norm_plot.setLabel("left", "global ‖g‖")  # names it; the plots keep their height)
         self.loss_raw, self.loss_item = self._curves(self.loss_plot, PLOT_PENS["loss"])
         self.norm_raw, self.norm_item = self._curves(self.norm_plot, PLOT_PENS["norm"])
+        self.applied_item = self.norm_plot.plot(pen=pg.mkPen(PLOT_PENS["norm"], width=1,
+                                                             style=Qt.DashLine))
+        self.applied_item.setDownsampling(auto=True, method="peak")
+        self.applied_item.setClipToView(True)
         self.loss_lines = OverlayLines(self.loss_plot, legend=True)  # the other runs' curves
-        self.norm_lines = OverlayLines(self.norm_plot)
+        self.norm_lines = OverlayLines(self.norm_plot, legend=True)  # (its legend: the applied
+        # norm's line too, where the run clips or scales)
         self.x_box = QComboBox()  # short labels: the dock's least width stays as it was
         for mode in X_MODES:
             self.x_box.addItem(mode.split()[0], mode)
@@ -133,8 +145,8 @@ class TrainingCurves(QWidget):
         from gradexplorer.gui.csv_export import save_csv
 
         if not self.overlay.overlaid:
-            t = self.timeline
-            norms = dict(zip(t.norm.x.tolist(), t.norm.y.tolist(), strict=True))
+            t = self.timeline  # global_norm: as applied, as the run records it
+            norms = dict(zip(t.applied.x.tolist(), t.applied.y.tolist(), strict=True))
             rows = [(int(x), y, norms.get(x))
                     for x, y in zip(t.loss.x.tolist(), t.loss.y.tolist(), strict=True)]
             return save_csv(self, "curves", ["step", "loss", "global_norm"], rows)
@@ -169,7 +181,7 @@ class TrainingCurves(QWidget):
             self.x_box.setCurrentIndex(self.x_box.findData(mode))
         for figure, plot, raw, item, lines, curve in (
                 ("loss", self.loss_plot, self.loss_raw, self.loss_item, self.loss_lines, t.loss),
-                ("global_norm", self.norm_plot, self.norm_raw, self.norm_item, self.norm_lines, t.norm)):
+                ("headline_norm", self.norm_plot, self.norm_raw, self.norm_item, self.norm_lines, t.norm)):
             set_x_axis(plot, mode, X_LABELS[mode] if mode != "step" else "")  # a step: no label
             x = overlay.x_of(own, curve.x) if own.visible else np.zeros(0)
             y = curve.y if own.visible else np.zeros(0)
@@ -181,10 +193,32 @@ class TrainingCurves(QWidget):
             others = [Line(r.name, r.colour, *self._smoothed(overlay.curve(r, figure), smooth),
                            r is overlay.runs[overlay.reference])
                       for r in overlay.shown() if r is not own]
-            lines.show(others, [(item, own.name)] if own.visible and others else ())
+            extra, named = [(item, own.name)] if own.visible and others else [], figure == "loss"
+            if figure == "headline_norm":  # named only where the applied norm is drawn too
+                applied = self._applied(own, smooth, colour)
+                if applied is not None:
+                    extra = [(item, f"{own.name}: " * bool(others) + ACCUMULATED_NAME),
+                             (self.applied_item, APPLIED_NAME)]
+                    others.append(Line("", colour, *applied))  # in the shared range
+                    named = True
+            lines.show([ln for ln in others if ln.name], extra, named)
             xs, ys = [x, *(ln.x for ln in others)], [y, *(ln.y for ln in others)]
             value_ticks(plot, any(len(v) for v in xs))
             shared_range(plot, xs, ys, log=self.log_box.isChecked(), wall=mode == "wall time")
+
+    def _applied(self, own, smooth: bool, colour: str) -> tuple[np.ndarray, np.ndarray] | None:
+        """Draw the own run's norm as applied where it clips or scales (else hide it); its
+        ``(x, y)`` as drawn, or None."""
+        t, shown = self.timeline, own.visible and self.timeline.clips_or_scales
+        self.applied_item.setVisible(shown)
+        if not shown:
+            self.applied_item.setData([], [])
+            return None
+        x, y = self.overlay.x_of(own, t.applied.x), t.applied.y
+        y = ema(y, self.smoothing) if smooth else y
+        self.applied_item.setPen(pg.mkPen(colour, width=1, style=Qt.DashLine))
+        self.applied_item.setData(x, y, connect="finite")
+        return x, y
 
     def _smoothed(self, xy: tuple[np.ndarray, np.ndarray], smooth: bool) -> tuple[np.ndarray, np.ndarray]:
         x, y = xy
@@ -196,7 +230,8 @@ class TrainingCurves(QWidget):
         index = nearest_point(self.overlay.x_of(self.overlay.runs[0], curve.x), curve.y, x)
         if index is None:
             return ""
-        name = "loss" if plot is self.loss_plot else "gradient norm"
+        name = "loss" if plot is self.loss_plot else "gradient norm" + \
+            (f" {ACCUMULATED_NAME}" if self.timeline.clips_or_scales else "")
         text = f"step {int(curve.x[index])} · {name} {format_number(float(curve.y[index]))}"
         if self.smooth_box.isChecked():
             text += f" (smoothed {format_number(float(ema(curve.y, self.smoothing)[index]))})"
@@ -218,10 +253,9 @@ def fit_range(plot: pg.PlotItem, x: np.ndarray, y: np.ndarray, log: bool = False
     if not finite.any():
         return
     values = np.log10(y[finite]) if log else y[finite]
-    lo, hi = float(values.min()), float(values.max())
-    pad = (hi - lo) * 0.05 or abs(hi) * 0.05 or 1.0
     plot.vb.setRange(xRange=(float(x[0]), nice_ceiling(float(x[-1]) + 0.5)),
-                     yRange=(lo - pad, hi + pad), padding=0, update=True)
+                     yRange=padded_range(float(values.min()), float(values.max()), log),
+                     padding=0, update=True)
 
 
 def nice_ceiling(value: float) -> float:

@@ -53,6 +53,29 @@ def unbinned_marks(plot: pg.PlotWidget) -> tuple[pg.BarGraphItem, pg.LegendItem]
     return bars, key
 
 
+MAX_COLUMNS = 4096  # image columns drawn for unevenly spaced steps
+
+
+def step_columns(steps: np.ndarray) -> tuple[np.ndarray | None, float]:
+    """``(rows, pitch)``: the image is drawn in columns ``pitch`` steps wide from the first
+    step; ``rows`` (None where the steps are evenly spaced: one column each) gives, for each
+    column, the row of the step held nearest its centre — so that unevenly spaced steps (a live
+    history thinned to every 8th step and its newest two, a run read at rounded intervals)
+    sit under their own numbers, as the readout under the mouse finds them."""
+    if len(steps) < 2:
+        return None, 1.0
+    gaps = np.diff(steps).astype(float)
+    if (gaps == gaps[0]).all():
+        return None, float(gaps[0])
+    span = float(steps[-1] - steps[0])
+    count = min(round(span / gaps.min()), MAX_COLUMNS - 1)  # columns after the first
+    pitch = span / count  # the last column centred on the last step
+    centres = steps[0] + pitch * np.arange(count + 1)
+    right = np.clip(np.searchsorted(steps, centres), 1, len(steps) - 1)
+    nearer_left = centres - steps[right - 1] <= steps[right] - centres
+    return np.where(nearer_left, right - 1, right), pitch
+
+
 class HistogramHeatmap(NamedTitle, pg.PlotWidget):
     """An ImageItem re-fed with ``setImage``; x is the step, y the gradient value."""
 
@@ -148,13 +171,14 @@ class HistogramHeatmap(NamedTitle, pg.PlotWidget):
         self.plotItem.setLabel("left", rows.label)
         shown = np.log10(1.0 + counts) if self.log else counts.astype(float)
         steps = matrix.steps
-        pitch = float(np.median(np.diff(steps))) if len(steps) > 1 else 1.0
+        columns, pitch = step_columns(steps)
         span = float(steps[-1] - steps[0]) + pitch  # each step's column centred on its number
         unknown = unbinned_steps(matrix)
         shown[unknown] = np.nan  # not a column of zeros: drawn see-through, marked violet
         top = float(np.nanmax(shown)) if (~unknown).any() else 0.0
         top = top or 1.0
-        self.image.setImage(shown.T, levels=(0.0, top))  # rows: value bins, columns: steps
+        drawn = shown if columns is None else shown[columns]
+        self.image.setImage(drawn.T, levels=(0.0, top))  # rows: value bins, columns: steps
         self.colour_bar.setLevels((0.0, top))
         self.shown = (rows, np.asarray(steps, dtype=float), counts)
         self.matrix = matrix

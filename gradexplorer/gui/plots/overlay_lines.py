@@ -9,6 +9,8 @@ from dataclasses import dataclass
 import numpy as np
 import pyqtgraph as pg
 
+from gradexplorer.gui.plots.axes import padded_range
+
 
 @dataclass(frozen=True)
 class Line:
@@ -34,8 +36,10 @@ class OverlayLines:
             self.legend.hide()
         self._named: tuple = ()
 
-    def show(self, lines: Sequence[Line], legend_extra: Sequence[tuple[pg.PlotDataItem, str]] = ()) -> None:
-        """Draw ``lines`` (hiding the pool's other items) and name them in the legend."""
+    def show(self, lines: Sequence[Line], legend_extra: Sequence[tuple[pg.PlotDataItem, str]] = (),
+             named: bool = True) -> None:
+        """Draw ``lines`` (hiding the pool's other items) and name them in the legend (hidden
+        when not ``named``)."""
         while len(self.items) < len(lines):
             item = pg.PlotDataItem()
             item.setDownsampling(auto=True, method="peak")
@@ -50,7 +54,10 @@ class OverlayLines:
         for item in self.items[len(lines):]:
             item.setData([], [])
             item.setVisible(False)
-        if self.legend is not None:
+        if self.legend is not None and not named:
+            self._named = ()
+            self.legend.hide()
+        elif self.legend is not None:
             self._name(list(legend_extra) + [(i, ln.name) for i, ln in zip(self.items, lines, strict=False)])
 
     def _name(self, named: list[tuple[pg.PlotDataItem, str]]) -> None:
@@ -94,8 +101,7 @@ def shared_range(plot: pg.PlotItem, xs: Sequence[np.ndarray], ys: Sequence[np.nd
     if not len(y):
         return
     y = np.log10(y) if log else y
-    lo, hi = float(y.min()), float(y.max())
-    pad = (hi - lo) * 0.05 or abs(hi) * 0.05 or 1.0
     x0, x1 = float(x.min()), float(x.max())
     right = x1 + max((x1 - x0) * 0.02, 1.0) if wall else nice_ceiling(x1 + 0.5)
-    plot.vb.setRange(xRange=(x0, right), yRange=(lo - pad, hi + pad), padding=0, update=True)
+    plot.vb.setRange(xRange=(x0, right), yRange=padded_range(float(y.min()), float(y.max()), log),
+                     padding=0, update=True)

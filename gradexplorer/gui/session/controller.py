@@ -308,7 +308,8 @@ class SessionController(QObject):
                 return
         if isinstance(result, SessionOpened):
             if result.fresh:
-                self.timeline.reset(GradientHistory(result.live.monitor.history.maxlen))
+                self.timeline.reset(GradientHistory(  # the whole run, thinned: docs/gui.md
+                    result.live.monitor.history.maxlen, whole_run=True))
             session.open(result.live, result.fresh)
         elif isinstance(result, HooksChanged):
             session.set_hooks(result.hooks)
