@@ -1,0 +1,96 @@
+"""The NaN origin names the right op and module on the models people train (issue 45, item 2).
+
+Each model makes NaN/Inf at a known place on its first step; ``gradexplorer run``'s and the
+app's observer (``NonFiniteOrigin`` in a ``SessionStack``) must name that op and module — not
+a BatchNorm buffer the forward wrote NaN into, not a -inf mask, T5's ``log(0)`` or dropout's
+unfilled buffer that became finite again, not "a non-deterministic op" — and never raise out of
+``session.step()``.
+"""
+
+import torch
+from torch import nn
+
+import gradexplorer as gx
+from gradexplorer.core.stack.assembly import SessionStack
+
+CPU = gx.SessionConfig(device="cpu")
+
+
+def first_step(model: nn.Module, batch, loss_fn=nn.MSELoss()) -> dict:
+    """The NaN origin the session's stack reports for the first step of ``model`` on ``batch``."""
+    torch.manual_seed(0)
+    session = gx.TrainingSession(gx.Workload(model, lambda step: batch, loss_fn, name="zoo"), CPU)
+    SessionStack.on(session, gx.GradientMonitor())
+    result = session.step()
+    assert result.gradients.nonfinite()  # the step really went bad
+    return result.nonfinite_origin
+
+
+def where_op_module(found: dict) -> tuple[str, str, str]:
+    return found["where"], found["op"], found["module"]
+
+
+class Log(nn.Module):
+    def forward(self, x):
+        return torch.log(x)
+
+
+class BatchNormCNN(nn.Module):
+    """conv → log (NaN where the convolution is negative) → BatchNorm → pool → linear: the
+    forward writes NaN into the BatchNorm's running statistics."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, padding=1)
+        self.act = Log()
+        self.bn = nn.BatchNorm2d(4)
+        self.fc = nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.fc(self.bn(self.act(self.conv(x))).mean((2, 3)))
+
+
+def images(batch: int = 4) -> tuple[torch.Tensor, torch.Tensor]:
+    gen = torch.Generator().manual_seed(1)
+    return torch.randn(batch, 3, 6, 6, generator=gen), torch.randn(batch, 2, generator=gen)
+
+
+def test_a_batchnorm_cnn_names_the_log_not_its_running_statistics():
+    torch.manual_seed(0)
+    model = BatchNormCNN()
+    found = first_step(model, images())
+    assert where_op_module(found) == ("forward", "log", "act")
+    assert found["text"] == "first non-finite value in the forward pass: log in module act"
+    assert not torch.isfinite(model.bn.running_mean).all()  # the step's forward wrote NaN there
+
+
+def test_the_replay_starts_from_the_buffers_the_step_began_with():
+    """A BatchNorm in eval mode reads its running statistics: the replay must read those the
+    step began with (finite), not the NaN the step's own forward wrote into them later. The
+    loss stays finite (``where`` drops the NaN); the gradients do not: BatchNorm's backward
+    turns the NaN it saved into NaN gradients — born in the forward's log."""
+
+    class FrozenThenTrained(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.inp = nn.Linear(4, 4)
+            self.act = Log()
+            self.bn = nn.BatchNorm1d(4)
+            self.out = nn.Linear(4, 2)
+
+        def forward(self, x):
+            self.bn.eval()
+            z = self.bn(x)  # reads the running statistics as the step began
+            self.bn.train()
+            y = self.bn(self.act(self.inp(x)))  # NaN, written into the running statistics
+            return self.out(torch.where(torch.isfinite(y), y, 0.0) + z)
+
+    gen = torch.Generator().manual_seed(2)
+    batch = torch.randn(8, 4, generator=gen), torch.randn(8, 2, generator=gen)
+    torch.manual_seed(0)
+    found = first_step(FrozenThenTrained(), batch)
+    assert where_op_module(found) == ("forward", "log", "act")
+    assert found["backward_op"] == "NativeBatchNormBackward0" and found["backward_module"] == "bn"
+    assert found["text"] == ("first non-finite value in the forward pass: log in module act; it "
+                             "reached the gradients, not the loss: NativeBatchNormBackward0 in "
+                             "module bn saved it")
