@@ -7,6 +7,7 @@ unfilled buffer that became finite again, not "a non-deterministic op" — and n
 ``session.step()``.
 """
 
+import pytest
 import torch
 from torch import nn
 
@@ -94,3 +95,46 @@ def test_the_replay_starts_from_the_buffers_the_step_began_with():
     assert found["text"] == ("first non-finite value in the forward pass: log in module act; it "
                              "reached the gradients, not the loss: NativeBatchNormBackward0 in "
                              "module bn saved it")
+
+
+class InPlace(nn.Module):
+    """An activation written in place over a copy of its input (its old values are gone when
+    the op returns: only its inputs before it ran tell that they were finite)."""
+
+    def __init__(self, how: str) -> None:
+        super().__init__()
+        self.how = how
+
+    def forward(self, x):
+        x = x * 1.0
+        if self.how == "sqrt_":
+            return x.sqrt_()
+        if self.how == "log_":
+            return x.log_()
+        if self.how == "masked_fill_":
+            return x.masked_fill_(x < 0, float("-inf"))
+        x[:, 0] = float("nan")  # x[i] = ... : fill_ of a view, the NaN a constant
+        return x
+
+
+class InPlaceNet(nn.Module):
+    def __init__(self, how: str) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 8)
+        self.act = InPlace(how)
+        self.out = nn.Linear(8, 2)
+
+    def forward(self, x):
+        return self.out(self.act(self.fc(x)))
+
+
+@pytest.mark.parametrize(("how", "op"), [("sqrt_", "sqrt_"), ("log_", "log_"),
+                                         ("masked_fill_", "masked_fill_"), ("setitem", "fill_")])
+def test_an_in_place_op_is_seen_before_it_overwrites_its_input(how, op):
+    gen = torch.Generator().manual_seed(3)
+    batch = torch.randn(8, 4, generator=gen), torch.randn(8, 2, generator=gen)
+    torch.manual_seed(0)
+    found = first_step(InPlaceNet(how), batch)
+    assert where_op_module(found) == ("forward", op, "act")
+    constant = " (from a NaN/Inf constant)" if how == "setitem" else ""
+    assert found["text"] == f"first non-finite value in the forward pass: {op} in module act{constant}"
