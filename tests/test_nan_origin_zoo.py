@@ -138,3 +138,40 @@ def test_an_in_place_op_is_seen_before_it_overwrites_its_input(how, op):
     assert where_op_module(found) == ("forward", op, "act")
     constant = " (from a NaN/Inf constant)" if how == "setitem" else ""
     assert found["text"] == f"first non-finite value in the forward pass: {op} in module act{constant}"
+
+
+def mlp() -> nn.Module:
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+
+
+class CleansThenLogs(nn.Module):
+    """Replaces the NaN of its input (``nan_to_num``), then takes a log of negative numbers."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 2)
+        self.act = Log()
+
+    def forward(self, x):
+        return self.act(self.fc(torch.nan_to_num(x)))
+
+
+def test_nan_in_the_inputs_names_the_data_when_it_reaches_the_loss():
+    gen = torch.Generator().manual_seed(4)
+    x, y = torch.randn(8, 4, generator=gen), torch.randn(8, 2, generator=gen)
+    x[2, 1] = float("nan")
+    found = first_step(mlp(), (x, y))
+    assert (found["where"], found["data"], found["module"]) == ("data", "inputs", "")
+    assert found["text"] == "the batch holds NaN/Inf and it reaches the loss: inputs (1 NaN)"
+    torch.manual_seed(0)  # the same NaN, replaced before use: the log is the origin
+    assert where_op_module(first_step(CleansThenLogs(), (x, y))) == ("forward", "log", "act")
+
+
+def test_inf_in_the_targets_names_the_data():
+    gen = torch.Generator().manual_seed(4)
+    x, y = torch.randn(8, 4, generator=gen), torch.randn(8, 2, generator=gen)
+    y[0, 0], y[3, 1] = float("inf"), float("-inf")
+    found = first_step(mlp(), (x, y))
+    assert (found["where"], found["data"]) == ("data", "target")
+    assert found["text"] == "the batch holds NaN/Inf and it reaches the loss: target (2 Inf)"
