@@ -175,3 +175,48 @@ def test_inf_in_the_targets_names_the_data():
     found = first_step(mlp(), (x, y))
     assert (found["where"], found["data"]) == ("data", "target")
     assert found["text"] == "the batch holds NaN/Inf and it reaches the loss: target (2 Inf)"
+
+
+def nan_once(module: nn.Module) -> dict:
+    """Make ``module``'s output NaN (a forward hook returning ``output * nan``) while
+    ``state["on"]``: the step and its replay; off afterwards."""
+    state = {"on": True}
+
+    def hook(mod, args, output):
+        return output * float("nan") if state["on"] else output
+
+    module.register_forward_hook(hook)
+    return state
+
+
+def hf_step(model: nn.Module, ids: torch.Tensor) -> dict:
+    return first_step(model, {"input_ids": ids, "labels": ids}, None)
+
+
+def test_gpt2_names_the_injected_nan_not_its_mask_or_dropout():
+    """GPT-2 makes a -inf causal mask before its blocks (softmax absorbs it) and dropout reads
+    an ``empty_like`` buffer before filling it; the NaN made in the first block's MLP meets
+    the mask again in the second block's attention. Only the injected NaN reaches the loss."""
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    model = transformers.GPT2LMHeadModel(transformers.GPT2Config(n_layer=2, n_embd=32, n_head=2,
+                                                                 vocab_size=64))
+    nan_once(model.transformer.h[0].mlp.c_fc)
+    ids = torch.randint(0, 64, (2, 8), generator=torch.Generator().manual_seed(5))
+    found = hf_step(model, ids)
+    assert where_op_module(found) == ("forward", "mul", "transformer.h.0.mlp.c_fc")
+
+
+def test_t5_names_the_injected_nan_not_its_relative_position_log():
+    """T5's relative position buckets take ``log(0)`` (-inf, turned into integers and clamped)
+    in the first block's attention of encoder and decoder; the NaN is made after it, in the
+    encoder's first feed-forward."""
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    config = transformers.T5Config(vocab_size=64, d_model=16, d_kv=8, d_ff=32, num_layers=2,
+                                   num_heads=2, decoder_start_token_id=0)
+    model = transformers.T5ForConditionalGeneration(config)
+    nan_once(model.encoder.block[0].layer[1].DenseReluDense.wo)
+    ids = torch.randint(1, 64, (2, 8), generator=torch.Generator().manual_seed(5))
+    found = hf_step(model, ids)
+    assert where_op_module(found) == ("forward", "mul", "encoder.block.0.layer.1.DenseReluDense.wo")
