@@ -7,6 +7,9 @@ unfilled buffer that became finite again, not "a non-deterministic op" — and n
 ``session.step()``.
 """
 
+import json
+from pathlib import Path
+
 import pytest
 import torch
 from torch import nn
@@ -220,3 +223,25 @@ def test_t5_names_the_injected_nan_not_its_relative_position_log():
     ids = torch.randint(1, 64, (2, 8), generator=torch.Generator().manual_seed(5))
     found = hf_step(model, ids)
     assert where_op_module(found) == ("forward", "mul", "encoder.block.0.layer.1.DenseReluDense.wo")
+
+
+CHECKPOINTED = Path(__file__).parent / "data" / "nan_checkpoint_model.py"
+
+
+def test_a_reentrant_checkpointed_block_names_the_module_inside(run_cli):
+    code, out, err = run_cli("run", "--model", f"{CHECKPOINTED}:build", "--steps", "1",
+                             "--device", "cpu")
+    assert code == 0, err
+    assert "first non-finite value in the forward pass: log in module block.act" in out
+    workload = gx.load_workload(f"{CHECKPOINTED}:build_backward")  # a finite loss, NaN gradients
+    found = first_step(workload.model, workload.make_batch(0), workload.loss_fn)
+    assert where_op_module(found) == ("backward", "SqrtBackward0", "block.act")
+
+
+def test_graph_trace_grads_replays_a_reentrant_checkpointed_block_op_by_op(run_cli, tmp_path):
+    code, out, err = run_cli("graph", "--model", f"{CHECKPOINTED}:build_backward", "--trace-grads",
+                             "--out", tmp_path / "g.json")
+    assert code == 0, err
+    assert "first non-finite gradient: SqrtBackward0 in module block.act" in out
+    names = [n["name"] for n in json.loads((tmp_path / "g.json").read_text())["nodes"]]
+    assert "SqrtBackward0" in names and not any(n.startswith("CheckpointFunction") for n in names)
