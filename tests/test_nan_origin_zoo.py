@@ -245,3 +245,27 @@ def test_graph_trace_grads_replays_a_reentrant_checkpointed_block_op_by_op(run_c
     assert "first non-finite gradient: SqrtBackward0 in module block.act" in out
     names = [n["name"] for n in json.loads((tmp_path / "g.json").read_text())["nodes"]]
     assert "SqrtBackward0" in names and not any(n.startswith("CheckpointFunction") for n in names)
+
+
+class OnlyOnce(nn.Module):
+    """NaN on its first call; every later call (a replay's) fails."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 2)
+        self.calls = 0
+
+    def forward(self, x):
+        self.calls += 1
+        if self.calls > 1:
+            raise RuntimeError("this model runs once")
+        return self.fc(x) * float("nan")
+
+
+def test_a_replay_that_fails_is_told_in_one_line_and_the_step_completes():
+    gen = torch.Generator().manual_seed(6)
+    found = first_step(OnlyOnce(), (torch.randn(8, 4, generator=gen), torch.randn(8, 2, generator=gen)))
+    assert found["where"] == "undecided" and found["module"] == ""
+    assert found["text"].startswith("could not tell where the NaN/Inf was born: the replay of the "
+                                    "step failed (")
+    assert "this model runs once" in found["text"] and "\n" not in found["text"]
