@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from script_helpers import load_script
 from torch import nn
 
 import gradexplorer as gx
@@ -269,3 +270,18 @@ def test_a_replay_that_fails_is_told_in_one_line_and_the_step_completes():
     assert found["text"].startswith("could not tell where the NaN/Inf was born: the replay of the "
                                     "step failed (")
     assert "this model runs once" in found["text"] and "\n" not in found["text"]
+
+
+def test_a_compiled_model_is_replayed_eagerly_and_names_the_users_module():
+    """``torch.compile`` with the ``aot_eager`` backend: the same dynamo capture and AOT autograd
+    as the default (one ``CompiledFunctionBackward`` node for the whole model), without
+    inductor's C++ build (over 60 s on this 2-core machine)."""
+    SqrtNet = load_script("tests", "data", "nan_sqrt_model.py").SqrtNet
+    x, y = torch.randn(32, 8, generator=torch.Generator().manual_seed(0)), torch.randn(32, 4)
+    torch.manual_seed(0)
+    found = first_step(torch.compile(SqrtNet(Log()), backend="aot_eager"), (x, y))
+    assert where_op_module(found) == ("forward", "log", "head")
+    torch.manual_seed(0)
+    found = first_step(torch.compile(SqrtNet(), backend="aot_eager"), (x, y))
+    assert where_op_module(found) == ("backward", "SqrtBackward0", "act")
+    assert found["text"] == "first non-finite gradient: SqrtBackward0 in module act"
