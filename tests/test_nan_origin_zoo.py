@@ -285,3 +285,50 @@ def test_a_compiled_model_is_replayed_eagerly_and_names_the_users_module():
     found = first_step(torch.compile(SqrtNet(), backend="aot_eager"), (x, y))
     assert where_op_module(found) == ("backward", "SqrtBackward0", "act")
     assert found["text"] == "first non-finite gradient: SqrtBackward0 in module act"
+
+
+class MaskedAttention(nn.Module):
+    """Single-head causal attention on an additive -inf mask, its scores scaled by ``scale²``."""
+
+    def __init__(self, width: int, scale: float) -> None:
+        super().__init__()
+        self.q, self.k, self.v = nn.Linear(width, width), nn.Linear(width, width), nn.Linear(width, width)
+        self.scale = Scale(scale)
+
+    def forward(self, x, mask):
+        scores = self.scale(self.q(x) @ self.k(x).transpose(-1, -2)) + mask
+        return torch.softmax(scores, -1) @ self.v(x)
+
+
+class Scale(nn.Module):
+    def __init__(self, factor: float) -> None:
+        super().__init__()
+        self.factor = factor
+
+    def forward(self, x):
+        return x * self.factor * self.factor
+
+
+class OverflowingAttention(nn.Module):
+    """Two attention layers sharing a -inf causal mask (made once, absorbed by the first
+    softmax); the second scales its scores by 1e30 twice, which overflows float32 to ±Inf — and
+    +Inf + (-inf) is NaN where the overflow meets the mask."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.layers = nn.ModuleList([MaskedAttention(8, 0.5), MaskedAttention(8, 1e30)])
+        self.out = nn.Linear(8, 2)
+
+    def forward(self, x):
+        mask = torch.full((x.shape[1], x.shape[1]), float("-inf")).triu(1)
+        for layer in self.layers:
+            x = layer(x, mask)
+        return self.out(x).mean(1)
+
+
+def test_an_overflow_meeting_a_minus_inf_mask_names_the_overflow_not_the_mask():
+    gen = torch.Generator().manual_seed(7)
+    batch = torch.randn(2, 6, 8, generator=gen), torch.randn(2, 2, generator=gen)
+    torch.manual_seed(0)
+    found = first_step(OverflowingAttention(), batch)
+    assert where_op_module(found) == ("forward", "mul", "layers.1.scale")

@@ -6,8 +6,9 @@ runs — an in-place ``sqrt_``, ``log_``, ``masked_fill_`` or ``x[i] = nan`` ove
 and at its outputs after. Each non-finite output gets a *source*:
 
 - inherited from the op's non-finite inputs that carry one: those holding NaN when the output
-  holds NaN (a NaN is not made of another input's -inf mask), else those holding ±Inf; the
-  earliest born among them;
+  holds NaN (a NaN is not made of another input's -inf mask), else those holding ±Inf; of
+  these, one whose NaN/Inf no op has yet made finite again before one that was (a -inf mask
+  softmax absorbed meeting an overflow's +Inf: the overflow); the earliest born among them;
 - else the op itself, a *birth*: its floating inputs were finite, or the only non-finite ones
   came from outside the watched ops (a NaN constant the model keeps as an attribute).
 
@@ -113,6 +114,7 @@ class NonFiniteFlow(TorchDispatchMode):
         self._sources: dict[tuple, Source] = {}
         self._ops = itertools.count()
         self._held = itertools.count(-1_000_000)  # sources held before the forward, in marking order
+        self._absorbed: set[Source] = set()  # sources whose NaN/Inf some op turned finite
         self.births: list[Source] = []  # every op that made NaN/Inf of finite inputs, in order
         self.loss_finite: bool | None = None  # after ``reached``
         self.loss_source: Source | None = None
@@ -187,16 +189,21 @@ class NonFiniteFlow(TorchDispatchMode):
         out = func(*args, **kwargs)
         order = next(self._ops)
         returned = _floats(out)
-        aliases = {id(t) for t in written} if not _is_view(func) else {id(t) for t in returned}
+        view = _is_view(func)
+        aliases = {id(t) for t in returned} if view else {id(t) for t in written}
+        finite = True
         for t in [*returned, *(w for w in written if all(w is not r for r in returned))]:
             key = _key(t)
             if key is None:
                 continue
             kind = _kind(t)
             if kind is not None:
+                finite = False
                 self._sources[key] = self._source(name, kind[0], order, inherited)
             elif id(t) not in aliases:
                 self._sources.pop(key, None)  # new memory, finite: an older source is stale
+        if finite and returned and not view:  # NaN/Inf in, none out: masked, clamped, absorbed
+            self._absorbed.update(s for s, _ in inherited if s is not None)
         return out
 
     def _source(self, op: str, nan: bool, order: int,
@@ -205,8 +212,9 @@ class NonFiniteFlow(TorchDispatchMode):
         known = [(s, kind) for s, kind in inherited if s is not None]
         alike = [s for s, (has_nan, _) in known if has_nan] if nan else []
         alike = alike or [s for s, (_, has_inf) in known if has_inf] or [s for s, _ in known]
-        if alike:
-            return min(alike, key=lambda s: s.order)
+        if alike:  # a source some op already made finite again (a mask) yields to one not
+            flowing = [s for s in alike if s not in self._absorbed]
+            return min(flowing or alike, key=lambda s: s.order)
         birth = Source("op", op, self.where(), order, nan, constant=bool(inherited))
         self.births.append(birth)
         return birth
