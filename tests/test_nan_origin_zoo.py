@@ -332,3 +332,33 @@ def test_an_overflow_meeting_a_minus_inf_mask_names_the_overflow_not_the_mask():
     torch.manual_seed(0)
     found = first_step(OverflowingAttention(), batch)
     assert where_op_module(found) == ("forward", "mul", "layers.1.scale")
+
+
+class Root(nn.Module):
+    def forward(self, x):
+        return torch.sqrt(x * (x > 0))
+
+
+class TwoRoots(nn.Module):
+    """Two backward births of non-finite gradients. The first to run (``late``: √ of features
+    a ``where`` zeroed, infinite derivative there) is dropped by that ``where``'s backward and
+    reaches no parameter; the second (``early``: √ at masked features, 0 · ∞) spoils ``fc``'s."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 8)
+        self.early = Root()
+        self.late = Root()
+        self.out = nn.Linear(8, 2)
+
+    def forward(self, x):
+        h = self.early(self.fc(x))
+        return self.out(self.late(torch.where(h > 0.3, h, 0.0)))
+
+
+def test_a_backward_birth_whose_non_finite_gradient_is_dropped_is_not_the_origin():
+    gen = torch.Generator().manual_seed(8)
+    batch = torch.randn(16, 4, generator=gen), torch.randn(16, 2, generator=gen)
+    torch.manual_seed(0)
+    found = first_step(TwoRoots(), batch)
+    assert where_op_module(found) == ("backward", "SqrtBackward0", "early")
