@@ -362,3 +362,35 @@ def test_a_backward_birth_whose_non_finite_gradient_is_dropped_is_not_the_origin
     torch.manual_seed(0)
     found = first_step(TwoRoots(), batch)
     assert where_op_module(found) == ("backward", "SqrtBackward0", "early")
+
+
+class Scaled(nn.Module):
+    """A linear layer whose output is multiplied by a buffer (one that holds NaN from the start)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 2)
+        self.register_buffer("gain", torch.tensor([1.0, float("nan")]))
+
+    def forward(self, features):
+        return self.fc(features) * self.gain
+
+
+def test_a_buffer_holding_nan_as_the_step_begins_is_named_as_a_buffer():
+    gen = torch.Generator().manual_seed(9)
+    x, y = torch.randn(8, 4, generator=gen), torch.randn(8, 2, generator=gen)
+    torch.manual_seed(0)
+    found = first_step(Scaled(), (x, y))
+    assert (found["where"], found["buffers"]) == ("buffers", ["gain"])
+    assert found["text"] == ("the loss went non-finite because buffer gain held NaN/Inf as the "
+                             "step began (1 NaN; held before the first step: the model as built)")
+
+
+def test_keyword_inputs_holding_nan_are_named_by_their_keyword():
+    gen = torch.Generator().manual_seed(9)
+    x, y = torch.randn(8, 4, generator=gen), torch.randn(8, 2, generator=gen)
+    x[0, 0] = float("nan")
+    scaled = Scaled()
+    scaled.gain.fill_(1.0)
+    found = first_step(scaled, {"features": x}, lambda out, target: (out - y).square().mean())
+    assert (found["where"], found["data"]) == ("data", "features")
