@@ -243,8 +243,9 @@ def _unread(func, name: str, args: tuple, kwargs: dict,
 
 
 def _is_view(func) -> bool:
+    """Whether the op returns a view of an input (``select``, ``t``), not writing it (``sqrt_``)."""
     try:
-        return any(r.alias_info is not None for r in func._schema.returns)
+        return any(r.alias_info is not None and not r.alias_info.is_write for r in func._schema.returns)
     except AttributeError:
         return False
 
