@@ -29,13 +29,12 @@ import torch
 from psygnal import Signal
 from torch import nn
 
-from gradexplorer.core.diagnose.eager_replay import eager_replay, user_path
+from gradexplorer.core.diagnose.eager_replay import user_path
 from gradexplorer.core.diagnose.nonfinite_flow import NonFiniteFlow, Source
-from gradexplorer.core.diagnose.trace_grads import to_host, trace_gradients
+from gradexplorer.core.diagnose.trace_grads import step_replay, to_host, trace_gradients
 from gradexplorer.core.errors import emit_guarded, first_line
-from gradexplorer.core.graph.attribution import ModuleAttribution
-from gradexplorer.core.model.training_state import KeptBuffers, SavedState, preserved_state
-from gradexplorer.core.session.rng import restore_rng, rng_snapshot
+from gradexplorer.core.model.training_state import KeptBuffers, SavedState
+from gradexplorer.core.session.rng import rng_snapshot
 
 
 def nonfinite_origin(G: nx.DiGraph) -> int | None:
@@ -158,20 +157,9 @@ def forward_origin(session, step: int | None = None, rng_state: dict | None = No
                    buffers: KeptBuffers | None = None) -> dict | None:
     """Replay the forward and loss of ``step`` (eagerly, no gradients) following NaN/Inf: where
     the NaN/Inf that reached the loss came from; None when the replayed loss is finite."""
-    model: nn.Module = session.model
     step = session.step_count if step is None else step
     flow = NonFiniteFlow()
-    ahead = step == session.step_count
-    batch = session.batch(step) if ahead else None  # drawn (and kept) as the step draws it
-    with preserved_state(model, session.device), eager_replay(), torch.no_grad(), \
-            ModuleAttribution(model) as attribution:
-        batch = session.batch(step) if batch is None else batch
-        if buffers is not None:
-            buffers.restore()
-        if rng_state is not None:
-            restore_rng(rng_state)
-        flow.where = attribution.current
-        flow.mark_held(model, batch)
+    with step_replay(session, step, rng_state, buffers, flow) as (batch, _), torch.no_grad():
         with flow:  # keyword inputs and loss_fn=None as the training step runs them
             loss = session.model_loss(*batch)
         if not isinstance(loss, torch.Tensor):

@@ -10,7 +10,8 @@ they were (the backward is ``torch.autograd.grad``; buffers and RNG are restored
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import networkx as nx
@@ -189,26 +190,39 @@ def trace_gradients(session, step: int | None = None, *, saved: bool = True,
     the parameters and buffers that hold NaN/Inf, and the loss (``reached``). Graph attribute
     ``loss`` holds the loss.
     """
-    model = session.model
     step = session.step_count if step is None else step
-    ahead = step == session.step_count  # the step under way: its batch drawn (and kept) outside
-    batch = session.batch(step) if ahead else None  # the restored state, as the step draws it
-    with preserved_state(model, session.device), eager_replay():
+    with step_replay(session, step, rng_state, buffers, flow) as (batch, attribution):
+        with following(flow):
+            loss = session.forward_loss(step, batch)
+        if flow is not None:
+            flow.reached(loss)
+        G = extract_graph(loss, session.model, attribution, saved=saved)
+        G.graph["step"] = step
+        G.graph["loss"] = float(loss.detach())
+        traced_backward(loss, G, flow)
+    return G
+
+
+@contextmanager
+def step_replay(session, step: int, rng_state: dict | None = None,
+                buffers: KeptBuffers | None = None, flow: NonFiniteFlow | None = None
+                ) -> Iterator[tuple[tuple, ModuleAttribution]]:
+    """Inside, ``step`` is ready to run again; yields its batch and the ``ModuleAttribution``
+    recording its module calls. The batch is the step's own (the step under way draws it
+    outside the restored state, as the step itself would, and keeps it), the random state
+    ``rng_state``'s, the buffers those ``buffers`` kept; the replay is eager
+    (``eager_replay``); ``flow`` is told what holds NaN/Inf as it begins. Buffers and the
+    random state are restored on exit."""
+    model = session.model
+    batch = session.batch(step) if step == session.step_count else None
+    with preserved_state(model, session.device), eager_replay(), \
+            ModuleAttribution(model) as attribution:
         batch = session.batch(step) if batch is None else batch
         if buffers is not None:
             buffers.restore()
         if rng_state is not None:
             restore_rng(rng_state)
-        with ModuleAttribution(model) as attribution:
-            if flow is not None:
-                flow.where = attribution.current
-                flow.mark_held(model, batch)
-            with following(flow):
-                loss = session.forward_loss(step, batch)
-            if flow is not None:
-                flow.reached(loss)
-        G = extract_graph(loss, model, attribution, saved=saved)
-        G.graph["step"] = step
-        G.graph["loss"] = float(loss.detach())
-        traced_backward(loss, G, flow)
-    return G
+        if flow is not None:
+            flow.where = attribution.current
+            flow.mark_held(model, batch)
+        yield batch, attribution
