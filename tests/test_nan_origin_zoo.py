@@ -237,6 +237,9 @@ def test_a_reentrant_checkpointed_block_names_the_module_inside(run_cli):
     workload = gx.load_workload(f"{CHECKPOINTED}:build_backward")  # a finite loss, NaN gradients
     found = first_step(workload.model, workload.make_batch(0), workload.loss_fn)
     assert where_op_module(found) == ("backward", "SqrtBackward0", "block.act")
+    x = torch.randn(2, 8, requires_grad=True)  # torch's checkpoint is its own again afterwards
+    kept = torch.utils.checkpoint.checkpoint(workload.model.block, x, use_reentrant=True)
+    assert type(kept.grad_fn).__name__ == "CheckpointFunctionBackward"
 
 
 def test_graph_trace_grads_replays_a_reentrant_checkpointed_block_op_by_op(run_cli, tmp_path):
