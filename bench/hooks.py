@@ -119,7 +119,8 @@ def bench_workload(spec: str, target: str, args, user_file: Path) -> dict[str, f
     for _ in range(args.rounds):
         for label, _, setup in rows:
             samples[label] += measure(session, setup, args.steps)
-    leftovers = [n for n, m in session.model.named_modules() if m._backward_hooks]
+    leftovers = [n for n, m in session.model.named_modules()
+                 if m._backward_hooks or m._forward_hooks or m._forward_pre_hooks]
     assert not leftovers, f"hooks left behind on {leftovers}"
     return {label: min(times) * 1000 for label, times in samples.items()}
 

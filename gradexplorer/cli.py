@@ -1,4 +1,8 @@
-"""The ``gradexplorer`` command: a thin dispatcher over subcommand modules."""
+"""The ``gradexplorer`` command: a thin dispatcher over subcommand modules.
+
+``--help``, ``--version`` and each command's ``--help`` import no torch, numpy, networkx or Qt
+(tests/test_cli_startup.py): a command module imports those inside the function that runs it.
+"""
 
 from __future__ import annotations
 
@@ -26,9 +30,8 @@ MAIN_THREAD_COMMANDS = ("gui", "open", "graph")
 
 def build_parser(commands: Sequence[str] = COMMAND_MODULES) -> argparse.ArgumentParser:
     """The top-level parser with every subcommand (or only ``commands``: a command named on
-    the command line imports its own module only, so `report` and `export` start without
-    loading torch)."""
-    parser = argparse.ArgumentParser(
+    the command line imports its own module only)."""
+    parser = CommandLineParser(
         prog="gradexplorer",
         description="See and control PyTorch's backward pass. With no command, opens the app.",
     )
@@ -37,6 +40,16 @@ def build_parser(commands: Sequence[str] = COMMAND_MODULES) -> argparse.Argument
     for name in commands:
         importlib.import_module(f"gradexplorer.commands.{name}").register(sub)
     return parser
+
+
+class CommandLineParser(argparse.ArgumentParser):
+    """argparse's parser (and its commands' parsers) with usage errors in one line on stderr,
+    exit status 2, naming the ``--help`` to read."""
+
+    help_prog: str | None = None  # the command named, for errors the top-level parser raises
+
+    def error(self, message: str):  # noqa: D102
+        self.exit(2, f"gradexplorer: error: {message} (see `{self.help_prog or self.prog} --help`)\n")
 
 
 class VersionAction(argparse.Action):
@@ -59,7 +72,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version"):
         argv = [default_command(), *argv]
-    parser = build_parser([argv[0]] if argv[0] in COMMAND_MODULES else COMMAND_MODULES)
+    named = argv[0] in COMMAND_MODULES
+    parser = build_parser([argv[0]] if named else COMMAND_MODULES)
+    parser.help_prog = f"gradexplorer {argv[0]}" if named else None
     args = parser.parse_args(argv)
     if getattr(args, "func", None) is None:
         parser.print_help()

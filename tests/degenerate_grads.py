@@ -4,7 +4,7 @@ The fuzz cases of ``test_stats_degenerate`` (Numba and fused torch paths) and of
 ``stats_triton_checks`` (the Triton kernels, interpreted): every histogram equals
 ``np.histogram`` on its own reported edges; where numpy itself cannot build edges (an empty
 range it cannot widen by ±0.5, neighbouring floats, a range whose width overflows) the
-reported edges follow the rule of ``histogram.fallback_edges``: finite, strictly increasing,
+reported edges follow the rule of ``histogram.fallback_range`` bit for bit: finite, strictly increasing,
 holding every value, and ``lo … hi`` exactly when the width overflowed.
 """
 
@@ -18,6 +18,7 @@ import torch
 from stats_reference import Holder
 
 from gradexplorer import gradient_stats
+from gradexplorer.core.stats.histogram import histogram_edges
 
 MAX = float(np.finfo(np.float64).max)
 MAGNITUDES = [5e-324, 1e-310, 1e-300, 1.4e-45, 6e-8, 1.0, 1 + 2**-23, 65504.0, 2.0**24,
@@ -103,6 +104,8 @@ def check_record(record, grads: dict[str, torch.Tensor], bins: int, hist_range) 
             assert np.array_equal(edges, expected), (name, edges, expected)
             continue
         fallbacks += 1
+        rule = histogram_edges(np.array([lo]), np.array([hi]), bins)[0]  # the documented fallback
+        assert np.array_equal(edges, rule) and np.array_equal(np.signbit(edges), np.signbit(rule)), name
         assert edges[0] <= lo and edges[-1] >= hi, (name, edges, lo, hi)
         if not math.isfinite(hi - lo):  # too wide: lo … hi exactly
             assert (edges[0], edges[-1]) == (lo, hi), name

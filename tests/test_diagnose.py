@@ -74,7 +74,7 @@ def dropout_workload() -> gx.Workload:
 
 def test_replay_with_the_steps_random_state_is_bit_identical():
     """The NaN-origin replay draws the same dropout masks as the step it diagnoses."""
-    from gradexplorer.core.session.rng import rng_snapshot
+    from gradexplorer.core.model.training_state import rng_snapshot
 
     session = gx.TrainingSession(dropout_workload(), gx.SessionConfig(device="cpu"))
     seen = []

@@ -54,6 +54,16 @@ def test_attach_detach_a_thousand_times_leaves_no_trace():
     model.fc1.register_backward_hook(lambda *a: None)  # flag restored: old-style hooks allowed
 
 
+def test_an_attached_hook_keeps_old_style_hooks_off_its_module_as_pytorch_does():
+    model = nn.Sequential(nn.Linear(3, 3), nn.Linear(3, 1))
+    registry = HookRegistry(model)
+    registry.attach("1", "observe")
+    with pytest.raises(RuntimeError, match="Cannot use both regular backward hooks"):
+        model[1].register_backward_hook(lambda *a: None)
+    registry.detach("1")
+    model[1].register_backward_hook(lambda *a: None)
+
+
 def test_the_event_signal_gives_kind_module_and_message():
     session = lenet_session()
     registry = HookRegistry(session.model)
@@ -202,7 +212,8 @@ def test_the_probe_leaves_batchnorm_statistics_and_random_state_alone():
     assert [r.path for r in rows] == ["", "0", "1", "2", "3"] and all(r.safe for r in rows)
     assert torch.equal(torch.get_rng_state(), rng)
     assert all(torch.equal(v, state[k]) for k, v in model.state_dict().items())
-    assert model[3]._backward_hooks  # the probe put the registry's hook back
+    model(x).sum().backward()
+    assert registry.attached()["3"].calls == 1  # the probe put the registry's hook back
 
 
 def _tiny_and_grads(registry_hooks):

@@ -9,7 +9,8 @@ The Triton kernels run the same cases in ``stats_triton_checks``.
 import numpy as np
 import pytest
 import torch
-from degenerate_grads import DTYPES, degenerate_grads, run_cases
+from degenerate_grads import DTYPES, degenerate_grads, numpy_edges, run_cases
+from test_stats_op_count import OpCounter
 
 import gradexplorer as gx
 from gradexplorer.core.stats.histogram import histogram_edges
@@ -34,6 +35,26 @@ def test_the_fallback_rule_is_the_same_in_numpy_and_torch():
         assert np.array_equal(edges, histogram_edges(torch.tensor(lo), torch.tensor(hi), bins).numpy())
         assert np.isfinite(edges).all() and (edges[:, 1:] > edges[:, :-1]).all()
         assert (edges[:, 0] <= lo).all() and (edges[:, -1] >= hi).all()
+
+
+def test_a_bound_known_beforehand_leaves_out_ops_not_edges():
+    """``histogram_edges``' bound (the largest float32 for ranges of float32 values, the fused
+    path's case) decides the fallback's too-wide case and clamps per range on the host: fewer
+    ops on the device, the edges of the rule without it bit for bit, fallback rows included."""
+    finite = [g[g.isfinite()].double() for g in degenerate_grads(torch.float32).values()]
+    finite = [g for g in finite if g.numel()]
+    lo, hi = torch.stack([g.min() for g in finite]), torch.stack([g.max() for g in finite])
+    bound = float(torch.finfo(torch.float32).max)
+    for bins in (1, 7, 64, 4096):
+        expected = histogram_edges(lo.numpy(), hi.numpy(), bins)
+        refused = [numpy_edges(g.numpy(), bins, float(g.min()), float(g.max())) is None for g in finite]
+        assert any(refused)  # rows of the fallback rule are among them
+        with OpCounter() as bounded:
+            edges = histogram_edges(lo, hi, bins, bound)
+        with OpCounter() as unbounded:
+            histogram_edges(lo, hi, bins)
+        assert edges.numpy().tobytes() == expected.tobytes()
+        assert sum(bounded.ops.values()) < sum(unbounded.ops.values())
 
 
 def test_a_scalar_with_gradient_5_35e17_trains_through_watch(tmp_path):

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from gradexplorer.commands.common import load_from_args
 from gradexplorer.commands.hook_options import parse_hook_option
 from gradexplorer.core.errors import UserError
-from gradexplorer.core.session.ab import ABRun, ABStep
-from gradexplorer.core.session.engine import SessionConfig
+from gradexplorer.core.session.config import SessionConfig
+
+if TYPE_CHECKING:
+    from gradexplorer.core.session.ab import ABStep
 
 
 def add_ab_argument(parser: argparse.ArgumentParser) -> None:
@@ -32,6 +34,8 @@ def format_ab_step(result: ABStep, total: int | None) -> str:
 
 def run_ab(args: argparse.Namespace, stream: TextIO | None = None) -> int:
     """Run ``args.steps`` lockstep steps of both arms and print a line per step."""
+    from gradexplorer.core.session.ab import ABRun  # torch: only when it runs
+
     stream = stream or sys.stdout
     if args.hook:
         raise UserError("--ab attaches its hook to one arm itself; leave out --hook")

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
-from gradexplorer.commands.run_tables import compare_runs
 from gradexplorer.commands.table_text import number, table
 from gradexplorer.core.errors import UserError
 from gradexplorer.core.recorder.schema import is_run_dir
-from gradexplorer.core.snapshot import ParamComparison, compare_snapshots, read_snapshot
+
+if TYPE_CHECKING:
+    from gradexplorer.core.snapshot import ParamComparison
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -35,7 +37,11 @@ def compare_command(args: argparse.Namespace) -> int:
     if any(runs):
         if not all(runs):
             raise UserError("compare a run with a run, or a snapshot with a snapshot")
+        from gradexplorer.commands.run_tables import compare_runs
+
         return compare_runs(args.a, args.b, args.steps)
+    from gradexplorer.core.snapshot import compare_snapshots, read_snapshot
+
     if args.b is None or args.steps is not None:
         raise UserError("compare two snapshots: gradexplorer compare A B (--steps is for runs)")
     a, b = read_snapshot(args.a), read_snapshot(args.b)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from gradexplorer.commands.table_text import number, table
-from gradexplorer.core.recorder.divergence import DEFAULT_TOL, find_divergence
+from gradexplorer.core.recorder.divergence import DEFAULT_TOL
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -22,6 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def diverge_command(args: argparse.Namespace) -> int:
     from gradexplorer.core.recorder.compare import compare_run_steps
+    from gradexplorer.core.recorder.divergence import find_divergence
     from gradexplorer.core.recorder.run import open_run
 
     a, b = open_run(args.a), open_run(args.b)

@@ -6,9 +6,7 @@ import argparse
 
 from gradexplorer.commands.renamed_flags import add_renamed
 from gradexplorer.core.errors import UserError
-from gradexplorer.core.recorder.run import open_run
-from gradexplorer.core.recorder.run_history import RunHistory
-from gradexplorer.core.stats.records import STAT_FIELDS
+from gradexplorer.core.stats import STAT_FIELDS
 
 TARGETS = ("tensorboard", "csv", "parquet", "wandb")
 
@@ -41,6 +39,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def export_command(args: argparse.Namespace) -> int:
+    from gradexplorer.core.recorder.run import open_run
+    from gradexplorer.core.recorder.run_history import RunHistory
     from gradexplorer.core.share.selection import select
 
     histograms = args.histograms if args.histograms is not None \

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import argparse
 import shutil
+from typing import TYPE_CHECKING
 
 from gradexplorer.commands.renamed_flags import add_renamed
 from gradexplorer.core.errors import UserError
-from gradexplorer.core.snapshot.export_dir import ExportFolder
-from gradexplorer.core.snapshot.exporter import SnapshotExporter, snapshot_bytes
+
+if TYPE_CHECKING:  # (torch: imported when a run exports, not for --help)
+    from gradexplorer.core.snapshot.export_dir import ExportFolder
+    from gradexplorer.core.snapshot.exporter import SnapshotExporter
 
 WARN_BYTES = 2 * 10**9  # say so before a run that will leave more than this on disk
 
@@ -43,6 +46,8 @@ def attach_exporter(session, args: argparse.Namespace, stack, say) -> ExportFold
 
     ``say(text)`` prints a line. The caller releases the returned folder when the run ends.
     """
+    from gradexplorer.core.snapshot.export_dir import ExportFolder
+
     first, last = session.step_count + 1, session.step_count + args.steps
     folder = ExportFolder(args.export, overwrite=args.overwrite).claim()
     exporter = None
@@ -71,6 +76,8 @@ def _megabytes(size: int) -> str:
 def warn_about_size(session, exporter: SnapshotExporter, first: int, last: int, monitor,
                     say) -> None:
     """A line before a run that will leave more than a few GB; a refusal if it cannot fit."""
+    from gradexplorer.core.snapshot.exporter import snapshot_bytes
+
     bins = monitor.bins if monitor is not None else 64
     each = snapshot_bytes(session.model, bins)
     kept, written = exporter.kept(first, last), exporter.planned(first, last)

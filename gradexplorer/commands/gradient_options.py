@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from gradexplorer.commands.export_options import (
     add_export_arguments,
@@ -14,10 +14,11 @@ from gradexplorer.commands.export_options import (
 )
 from gradexplorer.commands.renamed_flags import add_renamed
 from gradexplorer.core.errors import UserError
-from gradexplorer.core.snapshot.export_dir import ExportFolder
-from gradexplorer.core.stack.assembly import SessionStack
-from gradexplorer.core.stats.histogram import parse_hist_range
-from gradexplorer.core.stats.monitor import GradientMonitor, nonfinite_counts
+
+if TYPE_CHECKING:  # (torch and numpy: imported when a run starts, not for --help)
+    from gradexplorer.core.snapshot.export_dir import ExportFolder
+    from gradexplorer.core.stack.assembly import SessionStack
+    from gradexplorer.core.stats.monitor import GradientMonitor
 
 MAX_NAMED = 4  # parameters named in one alarm line
 
@@ -51,6 +52,9 @@ def monitor_from_args(args: argparse.Namespace) -> GradientMonitor | None:
     wanted = (args.export, args.histogram_every, args.bins, args.hist_range)
     if all(v is None for v in wanted):
         return None
+    from gradexplorer.core.stats.histogram import parse_hist_range
+    from gradexplorer.core.stats.monitor import GradientMonitor
+
     return GradientMonitor(
         bins=args.bins or 64, histogram_every=args.histogram_every or 1,
         hist_range=parse_hist_range(args.hist_range)
@@ -67,6 +71,8 @@ def attach_gradient_options(session, args: argparse.Namespace, stream: TextIO | 
     Returns the stack and the claimed ``--export`` folder, which the caller releases when the
     run ends.
     """
+    from gradexplorer.core.stack.assembly import SessionStack
+
     stream = stream or sys.stdout
     monitor = monitor_from_args(args)
     stack = SessionStack.on(session, monitor, hooks if hooks is not None and hooks.attached()
@@ -95,6 +101,8 @@ class NonFiniteAlarm:
         if record is not None:
             bad = {n: (s.nan_count, s.inf_count) for n, s in record.nonfinite().items()}
         elif result.grad_norm is not None and not math.isfinite(result.grad_norm):
+            from gradexplorer.core.stats.monitor import nonfinite_counts
+
             bad = nonfinite_counts(session.model)
         else:
             return

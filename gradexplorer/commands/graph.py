@@ -12,15 +12,9 @@ from gradexplorer.commands.gui import display_problem
 from gradexplorer.commands.hook_options import add_hook_arguments, attach_hooks_from_args
 from gradexplorer.core.atomic_file import check_writable_file
 from gradexplorer.core.deep_stack import run_with_deep_stack
-from gradexplorer.core.diagnose.explain import explain_graph
-from gradexplorer.core.diagnose.nan_origin import loss_origin, nonfinite_origin, origin_text
-from gradexplorer.core.diagnose.trace_grads import trace_gradients
 from gradexplorer.core.errors import UserError
-from gradexplorer.core.graph.collapse import collapse_by_module
-from gradexplorer.core.graph.export.files import EXPORT_FORMATS, export_graph
-from gradexplorer.core.graph.extract import hide_hook_nodes, trace_backward_graph
-from gradexplorer.core.graph.layout.positions import LAYOUTS, layout_drawing
-from gradexplorer.core.session.engine import SessionConfig, TrainingSession
+from gradexplorer.core.graph.export import EXPORT_FORMATS
+from gradexplorer.core.graph.layout import LAYOUTS
 
 FORMATS = (*EXPORT_FORMATS, ".png")
 
@@ -64,10 +58,15 @@ def graph_command(args: argparse.Namespace) -> int:
     # tracing, and freeing, a deep autograd graph recurses natively: a big stack for that part;
     # the drawing stays on the main thread, where Qt (the PNG renderer) must live
     G, notes, t0, t1 = run_with_deep_stack(lambda: _traced(args))
+    from gradexplorer.core.diagnose.explain import explain_graph  # (networkx, loaded by now)
+
     explain_graph(G)
     if png:
         path = write_png(G, args.layout, Path(args.out))
     else:
+        from gradexplorer.core.graph.export.files import export_graph
+        from gradexplorer.core.graph.layout.positions import layout_drawing
+
         drawing = layout_drawing(G, args.layout)
         path = export_graph(G, drawing.positions, args.out, edge_points=drawing.edge_points)
     t2 = time.perf_counter()
@@ -82,6 +81,12 @@ def graph_command(args: argparse.Namespace) -> int:
 
 def _traced(args: argparse.Namespace):
     """The graph ``args`` ask for (traced, hooks hidden, collapsed), notes to print, and timings."""
+    from gradexplorer.core.diagnose.nan_origin import loss_origin, nonfinite_origin, origin_text
+    from gradexplorer.core.diagnose.trace_grads import trace_gradients
+    from gradexplorer.core.graph.collapse import collapse_by_module
+    from gradexplorer.core.graph.extract import hide_hook_nodes, trace_backward_graph
+    from gradexplorer.core.session.engine import SessionConfig, TrainingSession
+
     session = TrainingSession(load_from_args(args), SessionConfig(device=args.device, seed=args.seed))
     attach_hooks_from_args(session, args)
     t0 = time.perf_counter()

@@ -6,10 +6,7 @@ import argparse
 
 from gradexplorer.commands.common import add_model_arguments, load_from_args
 from gradexplorer.core.errors import UserError
-from gradexplorer.core.hooks import ACTION_HELP, hookable_modules
-from gradexplorer.core.hooks.hookable import OBSERVE_ONLY, display_name, verdict
-from gradexplorer.core.model.forward_check import locate_forward_failure
-from gradexplorer.core.model.spec import sample_inputs
+from gradexplorer.core.hooks import ACTION_HELP
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -24,6 +21,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def hooks_command(args: argparse.Namespace) -> int:
+    from gradexplorer.core.hooks.hookable import OBSERVE_ONLY, display_name, hookable_modules, verdict
+    from gradexplorer.core.model.forward_check import locate_forward_failure
+    from gradexplorer.core.model.spec import sample_inputs
+
     workload = load_from_args(args)
     model, inputs = workload.model, sample_inputs(workload)
     try:

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
-from gradexplorer.commands.run_tables import inspect_run
 from gradexplorer.commands.table_text import number, table
 from gradexplorer.core.errors import UserError
 from gradexplorer.core.graph.style import format_shape
 from gradexplorer.core.recorder.schema import is_run_dir
-from gradexplorer.core.snapshot import Snapshot, read_snapshot
-from gradexplorer.core.stats.histogram import sparkline
+
+if TYPE_CHECKING:
+    from gradexplorer.core.snapshot import Snapshot
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -39,6 +40,8 @@ def header(snap: Snapshot) -> str:
 
 def parameter_rows(snap: Snapshot, width: int) -> list[list[str]]:
     """One row per parameter: name, shape, norm, max |g|, NaN/Inf, sparkline."""
+    from gradexplorer.core.stats.histogram import sparkline  # (numpy)
+
     rows = []
     for name, s in snap.stats.items():
         if not s.has_grad:
@@ -53,7 +56,11 @@ def parameter_rows(snap: Snapshot, width: int) -> list[list[str]]:
 
 def inspect_command(args: argparse.Namespace) -> int:
     if is_run_dir(args.snapshot):
+        from gradexplorer.commands.run_tables import inspect_run
+
         return inspect_run(args.snapshot, args.step, max(4, args.width))
+    from gradexplorer.core.snapshot import read_snapshot
+
     if args.step is not None:
         raise UserError("--step applies to a run directory; a snapshot holds one step")
     snap = read_snapshot(args.snapshot)

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import sys
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from gradexplorer.core.session.engine import StepResult
+if TYPE_CHECKING:
+    from gradexplorer.core.session.engine import StepResult
 
 
 def format_step(result: StepResult, total: int | None) -> str:

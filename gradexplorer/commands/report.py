@@ -8,7 +8,6 @@ import time
 
 from gradexplorer.core.atomic_file import check_writable_file
 from gradexplorer.core.errors import UserError
-from gradexplorer.core.recorder.run import open_run
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -28,6 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def report_command(args: argparse.Namespace) -> int:
+    from gradexplorer.core.recorder.run import open_run
     from gradexplorer.core.share.report_html import write_report
 
     if args.top < 0:

@@ -20,7 +20,6 @@ from gradexplorer.commands.hook_options import (
 from gradexplorer.commands.progress import StepReporter
 from gradexplorer.commands.spike_lines import SpikeLines
 from gradexplorer.core.errors import UserError
-from gradexplorer.core.session.devices import describe_device
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -40,6 +39,8 @@ def run_command(args: argparse.Namespace) -> int:
     args.steps = capped_steps(args.steps)
     if args.ab:
         return run_ab(args)
+    from gradexplorer.core.session.devices import describe_device  # torch: only when it runs
+
     session = session_from_args(args)
     workload = session.workload
     print(

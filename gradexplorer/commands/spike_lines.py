@@ -6,13 +6,14 @@ import sys
 from typing import TextIO
 
 from gradexplorer.commands.gradient_options import print_line
-from gradexplorer.core.diagnose.spike_observer import SpikeObserver
 
 
 class SpikeLines:
     """A SpikeObserver (``observer``: a reporter of the session's stack) whose events it prints."""
 
     def __init__(self, stream: TextIO | None = None) -> None:
+        from gradexplorer.core.diagnose.spike_observer import SpikeObserver  # (numpy)
+
         self.stream = stream or sys.stdout
         self.observer = SpikeObserver()
         self.observer.spike.connect(self._event)

@@ -6,9 +6,7 @@ import argparse
 import json
 
 from gradexplorer.commands.table_text import table
-from gradexplorer.core.diagnose.spikes import factor_text
 from gradexplorer.core.errors import UserError
-from gradexplorer.core.recorder.run import open_run
 
 MAX_ID_TEXT = 60  # characters of a batch's ids shown on one line
 
@@ -34,6 +32,8 @@ def ids_text(ids) -> str:
 
 def event_lines(run, event, top: int) -> list[str]:
     """What ``spikes`` prints about one event."""
+    from gradexplorer.core.diagnose.spikes import factor_text  # (numpy)
+
     snap = run.snapshots.get(event.step)
     lines = [f"step {event.step}" + (f" to {event.until}" if event.until != event.step else "")
              + ": " + "; ".join(event.reasons),
@@ -55,6 +55,8 @@ def event_lines(run, event, top: int) -> list[str]:
 
 
 def spikes_command(args: argparse.Namespace) -> int:
+    from gradexplorer.core.recorder.run import open_run
+
     run = open_run(args.run)
     events = run.spike_events()
     if args.step is not None:

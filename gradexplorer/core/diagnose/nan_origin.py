@@ -33,8 +33,8 @@ from gradexplorer.core.diagnose.eager_replay import user_path
 from gradexplorer.core.diagnose.nonfinite_flow import NonFiniteFlow, Source
 from gradexplorer.core.diagnose.trace_grads import step_replay, to_host, trace_gradients
 from gradexplorer.core.errors import emit_guarded, first_line
-from gradexplorer.core.model.training_state import KeptBuffers, SavedState
-from gradexplorer.core.session.rng import rng_snapshot
+from gradexplorer.core.model.training_state import KeptBuffers, SavedState, rng_snapshot
+from gradexplorer.core.stats.measured import measured_tensor
 
 
 def nonfinite_origin(G: nx.DiGraph) -> int | None:
@@ -205,8 +205,8 @@ def nonfinite_names(named: list[tuple[str, torch.Tensor]]) -> list[str]:
     """Names of the floating tensors holding NaN/Inf (one fused norm, one transfer per device;
     a tensor whose norm is not finite is then checked element-wise, as a float64 norm
     overflows on finite values of 1e155 and more)."""
-    named = [(n, t.coalesce()._values() if t.is_sparse else t.detach()) for n, t in named
-             if t is not None and t.is_floating_point() and t.numel()]
+    named = [(n, measured_tensor(t.coalesce()._values() if t.is_sparse else t)) for n, t in named
+             if t is not None and (t.is_floating_point() or t.is_complex()) and t.numel()]
     if not named:
         return []
     norms = to_host(list(torch._foreach_norm([t for _, t in named], 2, dtype=torch.float64)))

@@ -21,8 +21,8 @@ from gradexplorer.core.diagnose.eager_replay import eager_replay
 from gradexplorer.core.diagnose.nonfinite_flow import NonFiniteFlow, following
 from gradexplorer.core.graph.attribution import ModuleAttribution
 from gradexplorer.core.graph.extract import extract_graph, gc_paused, walk_grad_fns
-from gradexplorer.core.model.training_state import KeptBuffers, preserved_state
-from gradexplorer.core.session.rng import restore_rng
+from gradexplorer.core.model.training_state import KeptBuffers, preserved_state, restore_rng
+from gradexplorer.core.stats.measured import measured_tensor
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,7 @@ def _figures(g: torch.Tensor | None) -> torch.Tensor | None:
         g = g.coalesce()._values()
     if g.numel() == 0:
         return torch.zeros(2, dtype=torch.float64, device=g.device)
-    g = g.detach()
+    g = measured_tensor(g)  # a complex one as its real and imaginary parts
     if not g.is_floating_point():
         g = g.double()
     return torch.stack([torch.linalg.vector_norm(g, dtype=torch.float64), g.abs().amax().double()])

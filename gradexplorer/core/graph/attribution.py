@@ -15,6 +15,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from gradexplorer.core.hooks.all_inputs_hook import has_all_inputs_hook
+
 ROOT = ""
 
 
@@ -29,8 +31,9 @@ def _next_sequence_nr() -> int:
 
 
 def has_backward_hooks(module: nn.Module) -> bool:
-    """True when ``module`` has full backward (pre-)hooks, which insert hook nodes."""
-    return bool(module._backward_hooks or module._backward_pre_hooks)
+    """True when ``module`` has full backward (pre-)hooks, the registry's included, which insert
+    hook nodes."""
+    return bool(module._backward_hooks or module._backward_pre_hooks) or has_all_inputs_hook(module)
 
 
 def parameter_names(model: nn.Module) -> dict[int, str]:
@@ -69,7 +72,10 @@ class ModuleAttribution:
     # -- recording -----------------------------------------------------------------
     def __enter__(self) -> ModuleAttribution:
         for path, module in self.model.named_modules():
-            self._handles.append(module.register_forward_pre_hook(self._pre_hook(path)))
+            # first, so the registry's hooks (register_all_inputs_hook) wrap the inputs after the
+            # call began, as a full backward hook does
+            self._handles.append(
+                module.register_forward_pre_hook(self._pre_hook(path), prepend=True))
             self._handles.append(
                 module.register_forward_hook(self._post_hook(path, module), always_call=True)
             )

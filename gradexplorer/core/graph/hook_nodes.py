@@ -1,7 +1,8 @@
 """Add or remove one module's backward-hook nodes in a traced graph, without tracing again.
 
-A full backward hook on module ``M`` (``register_full_backward_hook``) wraps, on every call,
-the tensors ``M`` receives in one ``BackwardHookFunctionBackward`` node (when any of them
+A full backward hook on module ``M`` (``register_full_backward_hook``, or the registry's
+``register_all_inputs_hook``, which also wraps the tensors passed by keyword) wraps, on every
+call, the tensors ``M`` receives in one ``BackwardHookFunctionBackward`` node (when any of them
 requires grad) and the tensors it returns in another. In the backward graph (edges go from
 a node to the nodes it sends gradient to):
 

@@ -1,7 +1,8 @@
 """Full backward hooks by module path: attach, detach, act — safely.
 
 ``HookRegistry(model)`` attaches actions ("observe", "scale:0.5", "block", "clip:1.0",
-"noise:0.01", "once:scale:0.5", "file:hooks.py:fn") as ``register_full_backward_hook`` hooks;
+"noise:0.01", "once:scale:0.5", "file:hooks.py:fn") as full backward hooks that also see the
+tensors passed by keyword or nested in tuples, lists and dicts (``register_all_inputs_hook``);
 ``hookable_modules(model, inputs)`` says where that is safe; ``ParameterGradientWatcher`` watches
 parameter gradients without any module hook. Names load on first use, so the action names
 (``action_names``) come without torch.

@@ -6,6 +6,8 @@ from typing import Any
 
 import torch
 
+from gradexplorer.core.stats.measured import measured_tensor
+
 FIELDS = ("norm", "mean", "std", "abs_max")
 Summary = tuple[list[int], tuple[torch.Tensor, ...]]
 
@@ -46,7 +48,7 @@ def as_floats(summaries: list[Summary | None]) -> list[dict[str, Any] | None]:
 
 def total_norm(grads: tuple) -> torch.Tensor | None:
     """L2 norm of every tensor in ``grads`` together; None when there is none."""
-    tensors = [g.detach() for g in grads if isinstance(g, torch.Tensor)]
+    tensors = [measured_tensor(g) for g in grads if isinstance(g, torch.Tensor)]
     if not tensors:
         return None
     norms = torch.stack([torch.linalg.vector_norm(t.float()) for t in tensors])

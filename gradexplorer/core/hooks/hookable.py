@@ -10,17 +10,18 @@ from torch.nn.modules import module as torch_module
 from gradexplorer.core.hooks.probe import ModuleProbe, probe_modules
 
 OLD_STYLE = (
-    "it already has an old-style register_backward_hook hook (from the model's code); PyTorch "
-    "cannot mix that with full backward hooks on one module — remove it or make it a "
-    "register_full_backward_hook"
+    "it already has an old-style register_backward_hook hook (from the model's code), which "
+    "would then see this hook's gradients instead of its module's (PyTorch refuses to mix the "
+    "two on one module) — remove it or make it a register_full_backward_hook"
 )
 GLOBAL_OLD_STYLE = (
     "a global old-style hook (nn.modules.module.register_module_backward_hook) is active; with it, "
     "full backward hooks would hand that hook the wrong gradients"
 )
 NO_GRAD_INPUTS = (
-    "its inputs need no gradient (e.g. the model's input data), so grad_input is (None,): "
-    "observe works, scale/block/clip/noise would change nothing"
+    "its inputs, positional or keyword, need no gradient (e.g. the model's input data or token "
+    "ids), so grad_input is (None,) or all None: observe works, scale/block/clip/noise would "
+    "change nothing"
 )
 OBSERVE_ONLY = "observe only: "
 INPLACE_ATTRIBUTE = (

@@ -1,5 +1,6 @@
 """Attach and detach full backward hooks by module path, keeping every handle, and recover
-from the errors hooks cause during a step.
+from the errors hooks cause during a step. The hooks see every tensor input, positional or
+keyword (``register_all_inputs_hook``).
 
 The registry is thread-confined: attach/detach it only where the model trains between steps
 (the app posts them as jobs to its training thread). Its ``event`` signal (psygnal) emits
@@ -18,10 +19,10 @@ from typing import Any
 import torch
 from psygnal import Signal
 from torch import nn
-from torch.utils.hooks import RemovableHandle
 
 from gradexplorer.core.errors import UserError, emit_guarded, first_line
 from gradexplorer.core.hooks.actions import Action
+from gradexplorer.core.hooks.all_inputs_hook import AllInputsHookHandle, register_all_inputs_hook
 from gradexplorer.core.hooks.failures import (
     INPLACE_REASON,
     HookFailure,
@@ -79,7 +80,7 @@ class AttachedHook:
     action: str
     calls: int = 0
     impl: Action | None = field(default=None, repr=False)
-    handle: RemovableHandle | None = field(default=None, repr=False)
+    handle: AllInputsHookHandle | None = field(default=None, repr=False)
     notes: list[str] = field(default_factory=list, repr=False)
     quiet: bool = field(default=False, repr=False)  # holds the output-firing warnings filter
 
@@ -167,8 +168,10 @@ class HookRegistry:
         if old is not None:
             self._remove(old, "detached", f"{self._label(old)} replaced")
         hook = AttachedHook(path, impl.spec, impl=impl)
+        hook.handle = register_all_inputs_hook(module, self._make_hook(hook))
+        # as register_full_backward_hook does: PyTorch then refuses an old-style hook here
         self._original_flags[path] = module._is_full_backward_hook
-        hook.handle = module.register_full_backward_hook(self._make_hook(hook))
+        module._is_full_backward_hook = True
         self._hooks[path] = hook
         self._step_start[path] = (hook.calls, impl.checkpoint())
         self._emit("attached", path, f"{self._label(hook)} attached")
@@ -259,6 +262,16 @@ class HookRegistry:
             return True
         return False
 
+    def detach_inplace(self, inputs: tuple | dict) -> list[str]:
+        """Probe a forward on ``inputs`` (quietly, leaving no trace) and detach, before PyTorch
+        raises, each hook an in-place op sits beside (``forward_guard``: loops not ours); the
+        messages of those detached."""
+        messages = []
+        for hook, reason in self._inplace_culprits(inputs, quiet=True):
+            messages.append(f"{self._label(hook)} detached: {reason}")
+            self._remove(hook, "failed", messages[-1])
+        return messages
+
     def _mark_step_start(self) -> None:
         self._step_start = {path: (hook.calls, hook.impl.checkpoint() if hook.impl else None)
                             for path, hook in self._hooks.items()}
@@ -297,7 +310,7 @@ class HookRegistry:
         module = self.model.get_submodule(hook.module)
         original = self._original_flags.pop(hook.module, None)
         if not module._backward_hooks:
-            module._is_full_backward_hook = original  # PyTorch leaves it set after removal
+            module._is_full_backward_hook = original
         self._hooks.pop(hook.module, None)
         self._step_start.pop(hook.module, None)
         self._emit(kind, hook.module, message)
@@ -319,9 +332,12 @@ class HookRegistry:
             problem = NO_GRAD_INPUTS
         return problem
 
-    def _inplace_culprits(self, inputs: tuple) -> list[tuple[AttachedHook, str]]:
+    def _inplace_culprits(self, inputs: tuple | dict,
+                          quiet: bool = False) -> list[tuple[AttachedHook, str]]:
+        """The hooks an in-place op sits beside; all of them when PyTorch raised (not
+        ``quiet``) and the probe names none."""
         try:
-            self._probes = probe_modules(self.model, inputs)
+            self._probes = probe_modules(self.model, inputs, quiet)
         except Exception:  # noqa: BLE001
             self._probes = {}
         found = []
@@ -330,7 +346,7 @@ class HookRegistry:
             problem = inplace_problem(module, self._probes.get(path))
             if problem:
                 found.append((hook, problem))
-        if found:
+        if found or quiet:
             return found
         reason = f"{INPLACE_REASON}; it is unclear which hook is affected, so all were detached"
         return [(hook, reason) for hook in self._hooks.values()]

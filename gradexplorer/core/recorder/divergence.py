@@ -14,10 +14,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gradexplorer.core.errors import UserError
-from gradexplorer.core.recorder.run import Run, open_run
+
+if TYPE_CHECKING:
+    from gradexplorer.core.recorder.run import Run
 
 DEFAULT_TOL = 1e-3  # 0.1%: far above float64/float32 reduction-order noise, far below a real change
 FIGURES = ("norm", "std", "abs_max", "update_ratio")  # magnitudes: mean/min/max cross zero
@@ -56,6 +58,8 @@ class Divergence:
 
 
 def _as_run(run: Run | str | Path) -> Run:
+    from gradexplorer.core.recorder.run import Run, open_run  # (numpy: not for DEFAULT_TOL)
+
     return run if isinstance(run, Run) else open_run(run)
 
 

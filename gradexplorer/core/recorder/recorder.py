@@ -95,20 +95,17 @@ class Recorder:
         self.optimizer = optimizer
         (self.stats_every, self.histogram_every), self.bins = cadence, bins
         self.snapshot_every, self.keep_snapshots = snapshot_every, keep_snapshots
-        self.step_count = 0
-        self._step_number = step_number
+        self.step_count, self._step_number = 0, step_number
         self.ledger: StepLedger | None = None
         self.monitor = GradientMonitor(bins, self.histogram_every, history=history, offload=True,
                                        update_ratio=self._update_ratio and optimizer is not None)
         self.stack = SessionStack(self.monitor, self.hooks)  # the app's and run's, no session
         self.measure = measure_for(self.plan, self.stack, self.model, bins, self._report)
-        self._pending = False
-        self._losses: list = []
+        self._pending, self._losses = False, []
         self._closure_loss = None
         self._steps_taken = 0  # optimizer steps seen by the post-hook
         self._backwards_at_step = 0
-        self._accumulated = self._named_params = None
-        self._scale = None
+        self._accumulated = self._named_params = self._scale = None
         self._optimizer_state = optimizer_state and optimizer is not None \
             and self.plan.mode != "fsdp2"
         self._names = [self.plan.names.get(n, n) for n, _ in self.plan.stats_model.named_parameters()]
@@ -147,11 +144,14 @@ class Recorder:
         self._graph = GraphCapture(self.model, lambda g: self.writer.set_meta({"graph": g}))
 
     def _attach_hooks(self, hooks: dict[str, str]) -> None:
+        from gradexplorer.core.hooks.forward_guard import ForwardGuard
         from gradexplorer.core.hooks.registry import HookRegistry
 
         self.hooks = HookRegistry(self.model)
         for path, action in hooks.items():  # checked already; close() detaches on any error
             self.hooks.attach(path, action)
+        if self.plan.mode != "fsdp2":  # no in-place view error in the loop (a probe forward
+            self._handles.append(ForwardGuard(self.hooks, self._report))  # of shards: FSDP's hooks)
 
     # -- step boundaries -----------------------------------------------------------
     def _next_step(self) -> int:

@@ -26,6 +26,7 @@ import torch.distributed as dist
 from torch import nn
 
 from gradexplorer.core.stats.histogram import histogram_edges, range_bounds
+from gradexplorer.core.stats.measured import measured_tensor
 from gradexplorer.core.stats.records import (
     Histogram,
     ParamStats,
@@ -61,7 +62,7 @@ def _norms(tensors: list[torch.Tensor]) -> np.ndarray:
     if not tensors:
         return np.zeros(0)
     with torch.no_grad():
-        norms = torch.stack([torch.linalg.vector_norm(t.double()) if t.numel()
+        norms = torch.stack([torch.linalg.vector_norm(measured_tensor(t).double()) if t.numel()
                              else torch.zeros((), dtype=torch.float64, device=t.device)
                              for t in tensors])
     return norms.cpu().numpy()

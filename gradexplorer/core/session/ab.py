@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import torch
 
 from gradexplorer.core.hooks.registry import HookRegistry, normalize_path
+from gradexplorer.core.model.training_state import restore_rng, rng_snapshot
 from gradexplorer.core.model.workload import Workload
 from gradexplorer.core.session.engine import (
     RunControl,
@@ -27,7 +28,6 @@ from gradexplorer.core.session.engine import (
     TrainingSession,
     run_steps,
 )
-from gradexplorer.core.session.rng import restore_rng, rng_snapshot
 from gradexplorer.core.stack.assembly import SessionStack
 
 

@@ -12,7 +12,7 @@ from torch import nn
 
 from gradexplorer.core.errors import UserError, first_line
 from gradexplorer.core.model.forward_check import locate_forward_failure
-from gradexplorer.core.model.training_state import SavedState
+from gradexplorer.core.model.training_state import SavedState, rng_snapshot
 from gradexplorer.core.model.workload import (
     ModelInputs,
     Workload,
@@ -24,8 +24,8 @@ from gradexplorer.core.model.workload import (
 )
 from gradexplorer.core.session.config import DEFAULT_LR, OPTIMIZERS, RunControl, SessionConfig
 from gradexplorer.core.session.devices import resolve_device
-from gradexplorer.core.session.rng import restore_rng, rng_snapshot
 from gradexplorer.core.stats.ledger import StepLedger, clip_coefficient
+from gradexplorer.core.stats.measured import measured_tensors
 from gradexplorer.core.stats.records import StepGradients
 
 T = TypeVar("T")
@@ -241,16 +241,28 @@ class TrainingSession:
         return loss if loss.dim() == 0 else loss.reshape(())
 
     def _forward_backward(self, timings: dict[str, float]) -> torch.Tensor:
-        # A redone step must be the step the model would have taken: the failed attempt and the
-        # handlers' probes may have moved buffers and drawn random numbers, so put them back.
-        # (The optimizer has not stepped yet, so its state is untouched.)
-        saved = SavedState(self.model, self.device) if self.backward_error_handlers else None
+        # A redone step must be the step the model would have taken. Its batch is drawn first
+        # (kept: a redo never draws again), its gradients zeroed, and then the state it starts
+        # from is saved: buffers, random streams, every .grad. A failed attempt, and the
+        # handlers' probes, may have moved buffers, drawn random numbers and added to some
+        # gradients: each redo starts from that saved state, never from an older one (the
+        # random state right after the batch was drawn is older when the batch was drawn
+        # before the step, e.g. by HookRegistry.install, and the loop drew numbers since).
+        # The optimizer steps only after a backward that succeeded, so its state is untouched.
+        saved = None
+        if self.backward_error_handlers:
+            try:
+                self.batch(self.step_count)
+            except Exception as exc:  # noqa: BLE001 - the user's make_batch failed
+                if isinstance(exc, UserError):
+                    raise
+                raise step_failure(exc) from None
+        self.optimizer.zero_grad(set_to_none=True)
+        if self.backward_error_handlers:
+            saved = SavedState(self.model, self.device, grads=True)
         for attempt in range(8):
             if attempt and saved is not None:
                 saved.restore()
-                if self.forward_rng(self.step_count) is not None:  # the batch is kept: not redrawn
-                    restore_rng(self.forward_rng(self.step_count))
-            self.optimizer.zero_grad(set_to_none=True)
             t0 = time.perf_counter()
             try:  # hooks can break the forward too (in-place ops next to a hooked module)
                 loss = self.forward_loss(self.step_count)
@@ -261,7 +273,7 @@ class TrainingSession:
                     continue  # a handler fixed the cause (e.g. detached a hook): redo the step
                 if isinstance(exc, UserError):
                     raise
-                raise UserError(f"backward pass failed: {first_line(exc)}") from None
+                raise step_failure(exc) from None
             timings["forward"], timings["backward"] = t1 - t0, time.perf_counter() - t1
             return loss
         raise UserError("backward pass kept failing after its error handlers acted")
@@ -270,6 +282,7 @@ class TrainingSession:
         """L2 norm of all parameter gradients together (a float64 tensor on the device)."""
         grads = [p.grad.coalesce().values() if p.grad.is_sparse else p.grad  # a sparse one's
                  for p in self.model.parameters() if p.grad is not None]  # summed entries
+        grads = measured_tensors(grads)  # a complex one as its real and imaginary parts
         if not grads:
             return None
         wide = {} if self.device.type == "mps" else {"dtype": torch.float64}  # MPS: no float64
@@ -307,6 +320,11 @@ class TrainingSession:
     def parameter_count(self) -> int:
         """Number of scalar parameters in the model."""
         return sum(p.numel() for p in self.model.parameters())
+
+
+def step_failure(exc: BaseException) -> UserError:
+    """The one-line error a step that failed with ``exc`` (not a UserError) reports."""
+    return UserError(f"backward pass failed: {first_line(exc)}")
 
 
 def run_steps(step: Callable[[], T], steps: int | None, control: RunControl | None = None) -> Iterator[T]:

@@ -118,7 +118,7 @@ def _consistent_record(model, record: StepGradients | None, step: int) -> StepGr
 def _gradient_tensors(model) -> dict[str, torch.Tensor]:
     """Dense CPU gradients; a complex one as its real and imaginary parts (last dimension 2),
     as the monitor measures it (the manifest's shapes are those of what was measured)."""
-    from gradexplorer.core.stats.monitor import measured_tensor
+    from gradexplorer.core.stats.measured import measured_tensor
 
     return {n: measured_tensor(p.grad).detach().to("cpu").contiguous()
             for n, p in model.named_parameters() if p.grad is not None}

@@ -29,6 +29,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from gradexplorer.core.stats.measured import measured_tensors
+
 
 @dataclass(slots=True)
 class AccumulatedNorms:
@@ -92,7 +94,7 @@ def grad_norms(grads: list[torch.Tensor], numba: bool = True) -> torch.Tensor | 
     the CPU the Numba kernel (a numpy array)."""
     if not grads:
         return None
-    dense = [g.to_dense() if g.is_sparse else g for g in grads]
+    dense = measured_tensors(grads)  # dense, a complex one as its real and imaginary parts
     if numba and all(g.is_cpu for g in dense):
         on_cpu = _cpu_norms(dense)
         if on_cpu is not None:

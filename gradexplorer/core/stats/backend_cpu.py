@@ -38,6 +38,8 @@ def flat_array(t: torch.Tensor) -> np.ndarray:
     """A 1-D float32/float64 numpy view of a CPU tensor (a copy if not contiguous or half)."""
     if t.requires_grad:
         t = t.detach()
+    if t.is_complex():  # its real and imaginary parts (a view)
+        t = torch.view_as_real(t)
     if t.dtype not in KERNEL_DTYPES:
         t = t.float()
     return t.numpy().reshape(-1)

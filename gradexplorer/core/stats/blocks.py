@@ -32,7 +32,7 @@ class Blocks:
         self.count, self.block = len(numels), block_size(numels)
         per = [-(-n // self.block) for n in numels]
         self.rows = sum(per)
-        self.lengths = torch.tensor(numels, dtype=torch.int64).to(device)
+        self.lengths = torch.tensor(numels, dtype=torch.float64).to(device)  # beside float64 counts
         self.row_counts = torch.tensor(per, dtype=torch.int64).to(device)
         seg = torch.repeat_interleave(torch.arange(self.count), torch.tensor(per, dtype=torch.int64),
                                       output_size=self.rows)

@@ -21,6 +21,7 @@ import torch
 
 from gradexplorer.core.stats import raw as C
 from gradexplorer.core.stats.blocks import Blocks
+from gradexplorer.core.stats.histogram import finite_bounds
 
 F64 = torch.float64
 KERNEL_DTYPES = (torch.float32, torch.float64)
@@ -35,10 +36,21 @@ def working_dtype(dtype: torch.dtype) -> torch.dtype:
 def pow2_above(top: torch.Tensor, limits: tuple[int, int] = C.SCALE_EXPONENTS):
     """Per value, ``2**e`` above ``top`` (e clamped to ``limits``) and its inverse, float64,
     both exact (built from bits)."""
-    exponent = torch.frexp(top).exponent.to(torch.int64).clamp_(*limits)
-    scale = torch.bitwise_left_shift(exponent + 1023, 52).view(F64)
-    inverse = torch.bitwise_left_shift(1023 - exponent, 52).view(F64)
-    return scale, inverse
+    exponent = _exponent_above(top, limits)
+    return torch.bitwise_left_shift(exponent + 1023, 52).view(F64), _inverse_pow2(exponent)
+
+
+def inverse_pow2_above(top: torch.Tensor, limits: tuple[int, int] = C.SCALE_EXPONENTS):
+    """``pow2_above(top, limits)[1]`` alone (the ops of the other left out)."""
+    return _inverse_pow2(_exponent_above(top, limits))
+
+
+def _exponent_above(top: torch.Tensor, limits: tuple[int, int]) -> torch.Tensor:
+    return torch.frexp(top).exponent.to(torch.int64).clamp_(*limits)
+
+
+def _inverse_pow2(exponent: torch.Tensor) -> torch.Tensor:
+    return torch.bitwise_left_shift(1023 - exponent, 52).view(F64)
 
 
 def row_norms(x: torch.Tensor) -> torch.Tensor:
@@ -52,6 +64,7 @@ class Prepared:
 
     low_filled: torch.Tensor  # (rows, block) working dtype: the values, NaN/±Inf/padding → -Inf
     bad: torch.Tensor | None  # (P,) int64 NaN, ±Inf and padding elements; None: not counted
+    bounds: tuple[torch.Tensor, torch.Tensor] | None = None  # (P,) float64 ``finite_bounds``
 
 
 def counts_and_extremes(x: torch.Tensor, blocks: Blocks, count_bad: bool):
@@ -79,9 +92,9 @@ def counts_and_extremes(x: torch.Tensor, blocks: Blocks, count_bad: bool):
 
 def fill_counts(rows: torch.Tensor, bad: torch.Tensor, blocks: Blocks) -> None:
     """Set the Inf and finite columns of ``rows`` from the bad-element counts (in place)."""
-    infs = bad.to(F64) - rows[:, C.NANS] - blocks.pad_total
-    rows[:, C.INFS] = infs
-    rows[:, C.FINITE] = blocks.lengths.to(F64) - rows[:, C.NANS] - infs
+    nans = rows[:, C.NANS]
+    infs = bad.to(F64) - nans - blocks.pad_total
+    rows[:, C.INFS: C.FINITE + 1] = torch.stack([infs, blocks.lengths - nans - infs], 1)
 
 
 def moments(x: torch.Tensor, blocks: Blocks, count_bad: bool = True):
@@ -92,8 +105,7 @@ def moments(x: torch.Tensor, blocks: Blocks, count_bad: bool = True):
     through the subtraction and one ``nan_to_num`` sets exactly those to 0.
     """
     zeros, nans, lo, hi, prepared = counts_and_extremes(x, blocks, count_bad)
-    empty = ~(lo <= hi)
-    lo0, hi0 = lo.masked_fill(empty, 0.0), hi.masked_fill(empty, 0.0)
+    lo0, hi0 = prepared.bounds = finite_bounds(lo, hi)
     scale, inverse = pow2_above(torch.maximum(lo0.abs(), hi0.abs()))
     shift = lo0 / 2 + hi0 / 2
     wide = x.dtype == F64
@@ -108,7 +120,8 @@ def moments(x: torch.Tensor, blocks: Blocks, count_bad: bool = True):
     per_row = [torch.mv(d, blocks.ones), row_norms(d).square_(), row_norms(values).square_()]
     dsum, dsq, nsq = blocks.sum_rows(torch.stack(per_row, 1)).unbind(1)
     if not wide:  # power-of-two scaling: the same figures, bit for bit
-        dsum, dsq, nsq = dsum * inverse, dsq * inverse.square(), nsq * inverse.square()
+        square = inverse.square()
+        dsum, dsq, nsq = dsum * inverse, dsq * square, nsq * square
     rows = torch.stack([lo, hi, zeros, nans, nans, nans, dsum, dsq, nsq, scale, shift], 1)
     if prepared.bad is not None:
         fill_counts(rows, prepared.bad, blocks)

@@ -28,11 +28,12 @@ import torch
 
 from gradexplorer.core.stats import raw as C
 from gradexplorer.core.stats.blocks import Blocks
-from gradexplorer.core.stats.fused import F64, Prepared, fill_counts, pow2_above
-from gradexplorer.core.stats.histogram import HistRange, histogram_edges, range_bounds
+from gradexplorer.core.stats.fused import F64, Prepared, fill_counts, inverse_pow2_above
+from gradexplorer.core.stats.histogram import HistRange, histogram_edges, mode_bounds
 
 POSITION_EXPONENTS = {torch.float32: (-126, 128), F64: C.SCALE_EXPONENTS}
 SAFE32 = 2.0 ** 100  # explicit ranges within this (and not narrower) are guessed in float32
+FLOAT32_MAX = torch.finfo(torch.float32).max
 
 
 def hist_dtype(dtype: torch.dtype, hist_range: HistRange) -> torch.dtype:
@@ -47,6 +48,15 @@ def hist_dtype(dtype: torch.dtype, hist_range: HistRange) -> torch.dtype:
     return F64
 
 
+def range_bound(dtype: torch.dtype, hist_range: HistRange) -> float | None:
+    """What ``histogram_edges`` may take as a bound on the histogram range's ends: the bounds of
+    an explicit range, the largest float32 for the minima and maxima of float32 values (the
+    working dtype of float32 and narrower gradients), none for float64 values."""
+    if isinstance(hist_range, tuple):
+        return max(abs(hist_range[0]), abs(hist_range[1]))
+    return FLOAT32_MAX if dtype == torch.float32 else None
+
+
 def round_up(values: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     """The least ``dtype`` value ≥ each float64 value (±Inf where out of range)."""
     if dtype == F64:
@@ -58,21 +68,21 @@ def round_up(values: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
 
 def comparison_table(edges: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     """``(P, bins+2)``: ``v >= E[k]`` ⇔ ``v >= edges[k]`` for k < bins, ``v >= E[bins]`` ⇔
-    ``v > edges[bins]``; the last column pads rows to the slot width."""
-    table = round_up(edges, dtype)
-    top = table[:, -1:]
-    up = torch.nextafter(top, torch.full_like(top, math.inf))
-    above = torch.where(top.to(F64) > edges[:, -1:], top, up)
-    return torch.cat([table[:, :-1], above, above], 1)
+    ``v > edges[bins]``; the last column pads rows to the slot width. ``E[bins]`` is the next
+    float64 above the last edge rounded up: every ``dtype`` value above the edge is at least
+    that float64, so the least of them is its ``round_up``."""
+    last = edges[:, -1:]
+    above = torch.nextafter(last, torch.full_like(last, math.inf))
+    return round_up(torch.cat([edges[:, :-1], above, above], 1), dtype)
 
 
 def position_terms(edges: torch.Tensor, bins: int, dtype: torch.dtype) -> torch.Tensor:
     """``(P, 4)`` in ``dtype``: p, first·p, scale and correction per tensor, for
     ``u = (v·p − first·p)·scale − correction`` (+0.5, so that truncation rounds)."""
     first, last = edges[:, 0], edges[:, -1]
-    p = pow2_above(torch.maximum(first.abs(), last.abs()), POSITION_EXPONENTS[dtype])[1]
+    p = inverse_pow2_above(torch.maximum(first.abs(), last.abs()), POSITION_EXPONENTS[dtype])
     start = first * p
-    scale = bins / (last * p - first * p)  # scaled first: last - first may overflow
+    scale = bins / (last * p - start)  # scaled first: last - first may overflow
     start_d = start.to(dtype).to(F64)
     correction = (start - start_d) * scale - 0.5
     return torch.stack([p, start_d, scale, correction], 1).to(dtype)
@@ -94,8 +104,9 @@ def count_slots(slot: torch.Tensor, total: int, by_bincount: bool) -> torch.Tens
 def histograms(prepared: Prepared, blocks: Blocks, rows: torch.Tensor, bins: int,
                hist_range: HistRange) -> tuple[torch.Tensor, torch.Tensor]:
     """Edges ``(P, bins+1)`` and counts ``(P, bins+4)``: bins, then NaN, ±Inf, below, above."""
-    edges = histogram_edges(*range_bounds(rows[:, C.MIN], rows[:, C.MAX], hist_range), bins)
     values = prepared.low_filled
+    edges = histogram_edges(*mode_bounds(*prepared.bounds, hist_range), bins,
+                            range_bound(values.dtype, hist_range))
     dtype = hist_dtype(values.dtype, hist_range)
     if dtype != values.dtype:
         values = blocks.buffer("wide_values", dtype).copy_(values)

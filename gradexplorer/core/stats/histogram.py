@@ -55,27 +55,42 @@ def range_bounds(mins: Array, maxs: Array, hist_range: HistRange) -> tuple[Array
     ``mins``/``maxs`` are numpy arrays (CPU backend) or torch tensors (fused device path, where
     this stays on the device): the same ops exist in both, so both paths share one rule.
     """
-    xp = _torch_of(mins) or np
+    return mode_bounds(*finite_bounds(mins, maxs), hist_range)
+
+
+def finite_bounds(mins: Array, maxs: Array) -> tuple[Array, Array]:
+    """The ``"auto"`` range: the finite minimum and maximum, 0 … 0 where nothing is finite."""
     empty = ~(mins <= maxs)
-    lo = xp.where(empty, 0.0, mins)
-    hi = xp.where(empty, 0.0, maxs)
+    if _torch_of(mins) is not None:  # one op a bound (``where`` with a number is two)
+        return mins.masked_fill(empty, 0.0), maxs.masked_fill(empty, 0.0)
+    return np.where(empty, 0.0, mins), np.where(empty, 0.0, maxs)
+
+
+def mode_bounds(lo: Array, hi: Array, hist_range: HistRange) -> tuple[Array, Array]:
+    """The range of ``hist_range`` from the ``finite_bounds`` ``lo … hi``."""
     if hist_range == "auto":
         return lo, hi
     if hist_range == "symmetric":
-        top = xp.maximum(abs(lo), abs(hi))
+        top = (_torch_of(lo) or np).maximum(abs(lo), abs(hi))
         return -top, top
-    return xp.full_like(lo, hist_range[0]), xp.full_like(hi, hist_range[1])
+    like = _torch_of(lo) or np
+    return like.full_like(lo, hist_range[0]), like.full_like(hi, hist_range[1])
 
 
-def histogram_edges(lo: Array, hi: Array, bins: int) -> Array:
+def histogram_edges(lo: Array, hi: Array, bins: int, bound: float | None = None) -> Array:
     """``(P, bins+1)`` edges, row ``i`` equal to ``np.linspace(lo[i], hi[i], bins+1)``: edge k
     is ``k * step + lo``, the last exactly ``hi``.
 
     An empty range (lo == hi) widens to ``lo - 0.5 … hi + 0.5``, as ``np.histogram`` does.
     Where those edges are not finite and strictly increasing — ``np.histogram`` refuses them
-    ("Too many bins for data range") — a row gets ``fallback_edges`` instead. numpy in (the CPU
-    backend) or torch tensors in (the fused device path, on the device): the same ops in the
-    same order, so both paths report the same edges bit for bit.
+    ("Too many bins for data range") — a row gets ``fallback_range``'s edges instead. numpy in
+    (the CPU backend) or torch tensors in (the fused device path, on the device): the same ops
+    in the same order, so both paths report the same edges bit for bit.
+
+    ``bound``: a bound on ``|lo|`` and ``|hi|`` known beforehand (the largest float32 for the
+    ranges of float32 values, the bounds themselves for an explicit range). Where it keeps every
+    range far from ±max float, the fallback's too-wide case and its clamps cannot apply and are
+    decided here, not per row: fewer ops on the device, the same edges.
     """
     torch = _torch_of(lo)
     if torch is not None:
@@ -92,18 +107,31 @@ def histogram_edges(lo: Array, hi: Array, bins: int) -> Array:
         numpys = (edges[:, 1:] > edges[:, :-1]).all(1)  # numpy's own test (NaN and Inf fail it)
         if xp is np and numpys.all():
             return edges
-        first, step, last, factor = fallback_range(xp, lo, hi, span, bins)
-        return xp.where(numpys[:, None], edges, _linspace(k, first, step, last) * factor[:, None])
+        first, step, last, factor = fallback_range(xp, lo, hi, span, bins, _far_from_max(bound, bins))
+        fallback = _linspace(k, first, step, last)
+        return xp.where(numpys[:, None], edges, fallback if factor is None else fallback * factor[:, None])
 
 
 def _linspace(k: Array, first: Array, step: Array, last: Array) -> Array:
     """Per row ``k * step + first``, the last edge exactly ``last`` (np.linspace's arithmetic)."""
-    edges = k[None, :] * step[:, None] + first[:, None]
+    edges = k * step[:, None] + first[:, None]
     edges[:, -1] = last
     return edges
 
 
-def fallback_range(xp, lo: Array, hi: Array, span: Array, bins: int):
+def _far_from_max(bound: float | None, bins: int) -> bool:
+    """Whether ranges within ±``bound`` (±½ more once widened) stay far enough from ±max float
+    that no span overflows and ``fallback_range`` clamps nothing: ``|low|`` is at most the
+    midrange plus half the width, and the width ``top·EPS·4·bins + TINY·4·bins`` at most twice
+    that (rounding included)."""
+    if bound is None:
+        return False
+    top = abs(bound) + 1.0
+    width = 2.0 * (top * EPS * 4 * bins + TINY * 4 * bins)
+    return 4.0 * (top + width) < MAX  # False when it overflows (inf)
+
+
+def fallback_range(xp, lo: Array, hi: Array, span: Array, bins: int, far_from_max: bool = False):
     """Per row ``(first, step, last, factor)`` for ranges numpy cannot split into ``bins``
     finite, strictly increasing float64 edges (``np.histogram``: "Too many bins for data
     range"); edge k is ``(k * step + first) * factor``, the last ``last * factor``:
@@ -115,12 +143,18 @@ def fallback_range(xp, lo: Array, hi: Array, span: Array, bins: int):
       ``s = |top|·2⁻⁵² + 5e-324`` (at least one spacing of the larger bound ``top``) on each
       side, so every edge is distinct and within half a bin of ``k·step + first``; moved
       inward where it would pass ±max float.
+
+    ``far_from_max`` (``_far_from_max``): no range is too wide and none is moved inward, so
+    only the narrow case is computed, and ``factor`` is None (1 everywhere).
     """
-    half_lo, half_hi = lo / 2, hi / 2
-    wide = span > MAX  # +Inf: the width overflowed
     top = xp.maximum(abs(lo), abs(hi))
     width = top * (EPS * 4 * bins) + TINY * 4 * bins
-    low = xp.minimum(half_lo + half_hi - width / 2, MAX - width)
+    half_lo, half_hi = lo / 2, hi / 2
+    low = half_lo + half_hi - width / 2
+    if far_from_max:
+        return low, width / bins, low + width, None
+    wide = span > MAX  # +Inf: the width overflowed
+    low = xp.minimum(low, MAX - width)
     low = xp.where(low < -MAX, -MAX, low)
     first = xp.where(wide, half_lo, low)
     step = xp.where(wide, half_hi - half_lo, width) / bins

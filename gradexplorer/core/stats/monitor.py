@@ -23,6 +23,7 @@ from gradexplorer.core.errors import emit_guarded, first_line, measured, renamed
 from gradexplorer.core.stats.histogram import HistRange, parse_hist_range
 from gradexplorer.core.stats.history import GradientHistory, HistogramMatrix
 from gradexplorer.core.stats.ledger import fill_session_ledger
+from gradexplorer.core.stats.measured import measured_tensor, measured_tensors  # noqa: F401 - re-exported
 from gradexplorer.core.stats.monitor_backends import BACKENDS, make_backend
 from gradexplorer.core.stats.records import (
     STAT_FIELDS,
@@ -39,20 +40,6 @@ __all__ = [
 ]
 def _named(model: nn.Module) -> list[tuple[str, nn.Parameter]]:
     return list(model.named_parameters())
-
-
-def measured_tensor(grad: torch.Tensor) -> torch.Tensor:
-    """What is measured of a tensor: dense, and a complex one as its real and imaginary parts
-    (``view_as_real``: a float view with a last dimension of 2, no copy)."""
-    grad = grad.to_dense() if grad.is_sparse else grad
-    return torch.view_as_real(grad.detach()) if grad.is_complex() else grad
-
-
-def measured_tensors(tensors: list[torch.Tensor]) -> list[torch.Tensor]:
-    """``measured_tensor`` of each; the list itself when all are dense and real (no call each)."""
-    if [t for t in tensors if t.is_sparse or t.dtype.is_complex]:
-        return [measured_tensor(t) for t in tensors]
-    return tensors
 
 
 def _shape(p: torch.Tensor) -> tuple[int, ...]:

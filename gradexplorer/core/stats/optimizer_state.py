@@ -16,6 +16,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from gradexplorer.core.stats.measured import measured_tensor
 from gradexplorer.core.stats.optimizer_fields import (  # noqa: F401 - re-exported
     STATE_FIELDS,
     STATE_LABELS,
@@ -62,7 +63,7 @@ def _second_moment_of(name: str, state: dict, group: dict, lr: float) -> _Second
     v = state.get("exp_avg_sq")
     if not isinstance(v, torch.Tensor) or not v.numel():
         return None
-    return _SecondMoment(name, v.detach(), _second_moment(state, group).detach(),
+    return _SecondMoment(name, measured_tensor(v), measured_tensor(_second_moment(state, group)),
                          _bias_correction(state, group), lr, float(group.get("eps", 0.0) or 0.0))
 
 

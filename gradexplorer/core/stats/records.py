@@ -10,12 +10,11 @@ from operator import itemgetter
 import numpy as np
 
 from gradexplorer.core.errors import first_line, warn_not_recorded
+from gradexplorer.core.stats import STAT_FIELDS
 from gradexplorer.core.stats import raw as C
 from gradexplorer.core.stats.histogram import HistRange
 from gradexplorer.core.stats.raw import RawStats
 
-STAT_FIELDS = ("norm", "mean", "std", "min", "max", "abs_max", "zero_fraction",
-               "nan_count", "inf_count", "update_ratio")
 STAT_LABELS = {"abs_max": "max |g|", "zero_fraction": "zeros", "update_ratio": "‖Δθ‖/‖θ‖",
                "nan_count": "NaN", "inf_count": "Inf"}  # short names where a field's is long
 

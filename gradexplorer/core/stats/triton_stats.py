@@ -7,7 +7,7 @@ kernels of one program per row (``triton_kernels``):
 1. ``extremes``: finite min, finite max, zeros, NaN and non-finite (padding included) per row;
 2. on the device, P-sized torch ops: rows reduced to tensors (``Blocks.reduce_rows`` /
    ``sum_rows``), the power-of-two scale (``fused.pow2_above``), the midrange shift, the
-   histogram bounds and edges (``range_bounds``, ``histogram_edges``);
+   histogram bounds and edges (``finite_bounds``, ``mode_bounds``, ``histogram_edges``);
 3. ``sums_and_histogram``: Σd, Σd², Σa² in float64 and each row's histogram (privatised in the
    program by ``tl.histogram``, written as one ``(rows, bins + 4)`` row, summed per tensor).
 
@@ -26,7 +26,7 @@ import torch
 
 from gradexplorer.core.stats import fused
 from gradexplorer.core.stats.blocks import Blocks
-from gradexplorer.core.stats.histogram import HistRange, histogram_edges, range_bounds
+from gradexplorer.core.stats.histogram import HistRange, finite_bounds, histogram_edges, mode_bounds
 
 F64 = torch.float64
 INF = float("inf")
@@ -142,8 +142,7 @@ def _moments_and_histograms(grid, blocks, want_histograms, bins, hist_range):
     extremes, sums_and_histogram = kernels(interpreting())
     options = launch_options(blocks.block)
     lo, hi, zeros, nans, infs = extremes_and_counts(grid, blocks, extremes, options)
-    empty = ~(lo <= hi)  # as fused.moments: scale and shift from the finite extremes
-    lo0, hi0 = lo.masked_fill(empty, 0.0), hi.masked_fill(empty, 0.0)
+    lo0, hi0 = finite_bounds(lo, hi)  # as fused.moments: scale and shift from the finite extremes
     scale, inverse = fused.pow2_above(torch.maximum(lo0.abs(), hi0.abs()))
     shift = lo0 / 2 + hi0 / 2
     wide = grid.dtype == F64
@@ -151,9 +150,9 @@ def _moments_and_histograms(grid, blocks, want_histograms, bins, hist_range):
     first = last = unit = bin_scale = shift  # placeholders: read only for histograms
     per_row_counts = torch.empty((0,), dtype=torch.int64, device=grid.device)
     if want_histograms:
-        edges = histogram_edges(*range_bounds(lo, hi, hist_range), bins)
+        edges = histogram_edges(*mode_bounds(lo0, hi0, hist_range), bins)
         first, last = edges[:, 0].contiguous(), edges[:, -1].contiguous()
-        unit = fused.pow2_above(torch.maximum(first.abs(), last.abs()))[1]
+        unit = fused.inverse_pow2_above(torch.maximum(first.abs(), last.abs()))
         bin_scale = bins / (last * unit - first * unit)  # (as fused_bins.position_terms)
         per_row_counts = torch.empty((blocks.rows, bins + 4), dtype=torch.int64,
                                      device=grid.device)
@@ -167,7 +166,7 @@ def _moments_and_histograms(grid, blocks, want_histograms, bins, hist_range):
     dsum, dsq, nsq = blocks.sum_rows(sums).unbind(1)
     if not wide:  # power-of-two scaling of the sums: the same figures, bit for bit
         dsum, dsq, nsq = dsum * inverse, dsq * inverse.square(), nsq * inverse.square()
-    finite = blocks.lengths.to(F64) - nans - infs
+    finite = blocks.lengths - nans - infs
     rows = torch.stack([lo, hi, zeros, nans, infs, finite, dsum, dsq, nsq, scale, shift], 1)
     if want_histograms:
         counts = blocks.sum_rows(per_row_counts)

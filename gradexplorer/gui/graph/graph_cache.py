@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
-from importlib.machinery import PathFinder
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -25,6 +23,7 @@ import numpy as np
 from gradexplorer._version import __version__
 from gradexplorer.core.atomic_file import write_atomic
 from gradexplorer.core.errors import UserError
+from gradexplorer.core.session.environment import torch_version
 from gradexplorer.gui.graph.drawing import KIND_CODES, GraphDrawing
 from gradexplorer.resources import resource_path
 
@@ -46,20 +45,6 @@ def spec_sources(spec: str) -> list[Path] | None:
     target, sep, _name = spec.rpartition(":")
     path = Path(target)
     return [path] if sep and target.endswith(".py") and path.is_file() else None
-
-
-def torch_version() -> str | None:
-    """The installed torch's version, read from its ``version.py`` (torch is not imported)."""
-    try:
-        spec = PathFinder.find_spec("torch")
-        for folder in (spec.submodule_search_locations or ()) if spec is not None else ():
-            text = (Path(folder) / "version.py").read_text(encoding="utf-8")
-            found = re.search(r"""^__version__\s*(?::\s*str\s*)?=\s*['"]([^'"]+)['"]""", text, re.M)
-            if found:
-                return found.group(1)
-    except (ImportError, ValueError, OSError):
-        pass
-    return None
 
 
 def cache_key(spec: str, options, layout: str, hook_nodes: bool) -> dict | None:

@@ -15,9 +15,9 @@ from PySide6.QtWidgets import QInputDialog, QLabel, QPushButton, QVBoxLayout, QW
 
 from gradexplorer.core.errors import UserError, first_line
 from gradexplorer.core.model.spec import load_workload
+from gradexplorer.core.model.training_state import restore_rng, rng_snapshot
 from gradexplorer.core.session.ab import ABRun
 from gradexplorer.core.session.engine import RunControl
-from gradexplorer.core.session.rng import restore_rng, rng_snapshot
 from gradexplorer.gui.models.ab_series import ABSeries
 from gradexplorer.gui.plots.curves import fit_range
 from gradexplorer.gui.theme import PLOT_PENS, steady_axes
