@@ -1,15 +1,20 @@
-"""Where NaN/Inf is born: the first backward node that turns finite gradients non-finite.
+"""Where NaN/Inf is born, from one eager replay of the step that made it.
 
-On a traced graph (``trace_gradients``) that is the first node, in execution order, whose
-received gradients were all finite while one it sent on was not. When the loss itself is
-non-finite the problem is in the forward pass: ``forward_origin`` replays the forward under a
-dispatch mode and names the first op whose inputs were finite and whose output was not.
+The replay (``diagnose_step``) starts from the step's exact state — parameters before the
+update, buffers as the step began (``KeptBuffers``), its random numbers, its own batch — and
+runs eagerly (``eager_replay``: compiled code and checkpointed blocks op by op). When the loss
+is non-finite, ``NonFiniteFlow`` follows NaN/Inf through the forward op by op (inputs seen
+before an in-place op runs) and names what the loss's NaN/Inf came from: an op and its module,
+the batch, or parameters or buffers holding it already; NaN/Inf that became finite again (a
+-inf mask absorbed by softmax, a clamped ``log(0)``) is never the answer. When the loss is
+finite the gradients went bad in the backward: on the traced graph (``trace_gradients``) the
+origin is the first node whose received gradients were finite while one it sent on was not
+and whose NaN/Inf reaches a parameter's gradient.
 
-``NonFiniteOrigin`` is a session observer doing this for ``run``: a healthy step costs one
-gradient norm; a step with NaN/Inf gradients is replayed (same parameters, batch and random
-numbers; buffers and RNG restored; ``.grad`` and optimizer untouched) to find the origin.
-Whether a step is healthy comes from the gradient monitor's NaN/Inf counts when the stack has
-one.
+``NonFiniteOrigin`` is a session observer doing this for ``run`` and the app: a healthy step
+costs no check of its own (the monitor's NaN/Inf counts tell) and one copy of the buffers; a
+step with NaN/Inf gradients is replayed (buffers and RNG restored afterwards, ``.grad`` and
+optimizer untouched). What it cannot decide it says, in one line, with why.
 """
 
 from __future__ import annotations
@@ -23,49 +28,72 @@ import networkx as nx
 import torch
 from psygnal import Signal
 from torch import nn
-from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_leaves
 
-from gradexplorer.core.diagnose.trace_grads import to_host, trace_gradients
-from gradexplorer.core.errors import emit_guarded
-from gradexplorer.core.model.training_state import preserved_state, restore_rng, rng_snapshot
+from gradexplorer.core.diagnose.eager_replay import user_path
+from gradexplorer.core.diagnose.nonfinite_flow import NonFiniteFlow, Source
+from gradexplorer.core.diagnose.trace_grads import step_replay, to_host, trace_gradients
+from gradexplorer.core.errors import emit_guarded, first_line
+from gradexplorer.core.model.training_state import KeptBuffers, SavedState, rng_snapshot
 from gradexplorer.core.stats.measured import measured_tensor
 
 
 def nonfinite_origin(G: nx.DiGraph) -> int | None:
-    """The first traced node whose inputs were finite and whose outputs were not; marks it.
+    """The first traced node whose inputs were finite and whose outputs were not, and whose
+    non-finite gradient reaches a parameter's; marks it.
 
-    Sets ``nonfinite_origin: True`` on that node only (and removes it from any other). None
-    when every gradient is finite, and when the traced loss itself is non-finite: then the
-    NaN/Inf was born in the forward pass (``forward_origin``), not in any backward node.
+    A node that makes NaN/Inf of finite gradients whose flow then ends (a masked branch's
+    gradient zeroed by ``where``) is passed over for the first one whose NaN/Inf flows, along
+    non-finite edges, into a parameter's non-finite gradient (where none can be followed so
+    far: the first such node). Sets ``nonfinite_origin: True`` on that node only (and removes
+    it from any other). None when every gradient is finite, and when the traced loss itself is
+    non-finite: then the NaN/Inf was born in the forward pass (``forward_origin``), not in any
+    backward node.
     """
     for n in [n for n, flag in G.nodes(data="nonfinite_origin") if flag]:
         del G.nodes[n]["nonfinite_origin"]
+    G.graph.pop("nonfinite_origin", None)
     if not math.isfinite(G.graph.get("loss", 0.0)):
-        G.graph.pop("nonfinite_origin", None)
         return None
     traced = sorted((a["grad_order"], n) for n, a in G.nodes(data=True) if "grad_order" in a)
-    for _, n in traced:
-        attrs = G.nodes[n]
-        if attrs["grad_in_finite"] and not attrs["grad_finite"]:
-            attrs["nonfinite_origin"] = True
-            G.graph["nonfinite_origin"] = n
-            return n
-    G.graph.pop("nonfinite_origin", None)
-    return None
+    births = [n for _, n in traced if G.nodes[n]["grad_in_finite"] and not G.nodes[n]["grad_finite"]]
+    if not births:
+        return None
+    node = next((n for n in births if _reaches_a_parameter(G, n)), births[0])
+    G.nodes[node]["nonfinite_origin"] = True
+    G.graph["nonfinite_origin"] = node
+    return node
+
+
+def _reaches_a_parameter(G: nx.DiGraph, node: int) -> bool:
+    """Whether ``node``'s non-finite gradient flows, edge by non-finite edge, into a parameter
+    whose gradient is non-finite."""
+    seen, todo = {node}, [node]
+    while todo:
+        for _, v, finite in G.out_edges(todo.pop(), data="grad_finite"):
+            if finite is False and v not in seen:
+                if G.nodes[v].get("kind") == "param" and G.nodes[v].get("grad_finite") is False:
+                    return True
+                seen.add(v)
+                todo.append(v)
+    return False
+
+
+def where_text(module: str) -> str:
+    """``in module fc`` (the user's path: without ``_orig_mod``), or ``at the model's top level``."""
+    return f"in module {user_path(module)}" if module and user_path(module) else "at the model's top level"
 
 
 def origin_text(attrs: dict[str, Any]) -> str:
     """``SqrtBackward0 in module fc`` (or ``at the model's top level``)."""
-    where = f"in module {attrs['module']}" if attrs.get("module") else "at the model's top level"
-    return f"{attrs['name']} {where}"
+    return f"{attrs['name']} {where_text(attrs.get('module') or '')}"
 
 
 def describe_backward_origin(G: nx.DiGraph, node: int) -> dict[str, Any]:
     """A JSON-able account of the origin node: op, module, what it received and sent."""
     attrs = G.nodes[node]
     return {
-        "where": "backward", "node": node, "op": attrs["name"], "module": attrs.get("module", ""),
+        "where": "backward", "node": node, "op": attrs["name"],
+        "module": user_path(attrs.get("module") or ""),
         "text": f"first non-finite gradient: {origin_text(attrs)}",
         "received_norm": attrs["grad_in_norm"], "sent_norm": attrs["grad_norm"],
         "inputs": [G.nodes[v]["name"] for v in G.successors(node)],
@@ -74,88 +102,103 @@ def describe_backward_origin(G: nx.DiGraph, node: int) -> dict[str, Any]:
     }
 
 
-def _floats(values) -> list[torch.Tensor]:
-    return [t for t in tree_leaves(values) if isinstance(t, torch.Tensor) and t.is_floating_point()]
+def _earlier(step: int) -> str:
+    return "an earlier step's update" if step else "held before the first step: the model as built"
 
 
-def _all_finite(tensors: list[torch.Tensor]) -> bool:
-    return all(bool(torch.isfinite(t).all()) for t in tensors if t.numel())
+def describe_source(source: Source, step: int, through: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A JSON-able account of where the forward's NaN/Inf came from: that which reached the
+    loss, or (``through``: the backward origin that saved it) that which reached the gradients
+    only."""
+    found: dict[str, Any] = {"where": "forward", "op": "", "module": "", "step": step}
+    reached = "the gradients (not the loss)" if through else "the loss"
+    if source.kind == "op":
+        entered = " (from a NaN/Inf constant)" if source.constant else ""
+        found.update(op=source.name, module=user_path(source.module),
+                     text=f"first non-finite value in the forward pass: {source.name} "
+                          f"{where_text(source.module)}{entered}")
+    elif source.kind == "data":
+        found.update(where="data", data=source.name,
+                     text=f"the batch holds NaN/Inf and it reaches {reached}: {source.name} "
+                          f"({source.detail})")
+    elif source.kind == "parameter":
+        found.update(where="parameters", module=source.name.rpartition(".")[0],
+                     parameters=[source.name],
+                     text=f"{reached} went non-finite because parameters already hold NaN/Inf: "
+                          f"{source.name} ({source.detail}; {_earlier(step)})")
+    else:
+        found.update(where="buffers", module=source.name.rpartition(".")[0], buffers=[source.name],
+                     text=f"{reached} went non-finite because buffer {source.name} held NaN/Inf "
+                          f"as the step began ({source.detail}; "
+                          f"{_earlier(step).replace('update', 'forward')})")
+    if through is not None:
+        found.update(node=through["node"], backward_op=through["op"], backward_module=through["module"])
+        if source.kind == "op":
+            found["text"] += (f"; it reached the gradients, not the loss: {through['op']} "
+                              f"{where_text(through['module'])} saved it")
+    return found
 
 
-class _FirstNonFinite(TorchDispatchMode):
-    """Notes the first op whose floating inputs were finite and whose output was not."""
-
-    def __init__(self, modules: list[str]) -> None:
-        super().__init__()
-        self.modules = modules  # the running module stack
-        self.found: dict[str, Any] | None = None
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {}))
-        if self.found is None:
-            outs = _floats(out)
-            if outs and not _all_finite(outs) and _all_finite(_floats((args, kwargs))):
-                self.found = {"op": str(func.overloadpacket.__name__),
-                              "module": self.modules[-1] if self.modules else ""}
-        return out
+def undecided(step: int, why: str) -> dict[str, Any]:
+    """The one line for a non-finite step whose origin could not be told, and why."""
+    return {"where": "undecided", "op": "", "module": "", "step": step,
+            "text": f"could not tell where the NaN/Inf was born: {why}"}
 
 
-def forward_origin(session, step: int | None = None, rng_state: dict | None = None) -> dict | None:
-    """Replay the forward and loss of ``step``; the first op that made NaN/Inf from finite inputs."""
-    model: nn.Module = session.model
-    stack: list[str] = []
+def _untraced_loss(flow: NonFiniteFlow, step: int) -> dict[str, Any]:
+    births = ", ".join(f"{b.name} {where_text(b.module)}" for b in flow.births[:3])
+    seen = (f"; NaN/Inf the replay saw made, none of which reached the loss: {births}"
+            if births else "")
+    return undecided(step, "the replayed loss is non-finite, but no op the replay watched made its "
+                           f"NaN/Inf (written outside torch's ops?){seen}")
 
-    def enter(path: str):
-        def hook(module, args) -> None:
-            stack.append(path)
-        return hook
 
-    def leave(path: str):
-        def hook(module, args, output) -> None:
-            if stack and stack[-1] == path:
-                stack.pop()
-        return hook
+def forward_origin(session, step: int | None = None, rng_state: dict | None = None,
+                   buffers: KeptBuffers | None = None) -> dict | None:
+    """Replay the forward and loss of ``step`` (eagerly, no gradients) following NaN/Inf: where
+    the NaN/Inf that reached the loss came from; None when the replayed loss is finite."""
+    step = session.step_count if step is None else step
+    flow = NonFiniteFlow()
+    with step_replay(session, step, rng_state, buffers, flow) as (batch, _), torch.no_grad():
+        with flow:  # keyword inputs and loss_fn=None as the training step runs them
+            loss = session.model_loss(*batch)
+        if not isinstance(loss, torch.Tensor):
+            return None
+        flow.reached(loss)
+    return _forward_finding(flow, step)
 
-    handles = []
-    for path, module in model.named_modules():
-        handles.append(module.register_forward_pre_hook(enter(path)))
-        handles.append(module.register_forward_hook(leave(path), always_call=True))
-    mode = _FirstNonFinite(stack)
-    try:
-        with preserved_state(model, session.device), torch.no_grad():
-            if rng_state is not None:
-                restore_rng(rng_state)
-            inputs, target = session.batch(session.step_count if step is None else step)
-            with mode:  # keyword inputs and loss_fn=None as the training step runs them
-                session.model_loss(inputs, target)
-    finally:
-        for h in handles:
-            h.remove()
-    if mode.found is None:
+
+def _forward_finding(flow: NonFiniteFlow, step: int) -> dict | None:
+    if flow.loss_finite:
         return None
-    found = mode.found
-    where = f"in module {found['module']}" if found["module"] else "at the model's top level"
-    return {"where": "forward", "op": found["op"], "module": found["module"],
-            "text": f"first non-finite value in the forward pass: {found['op']} {where}",
-            "step": session.step_count if step is None else step}
+    return describe_source(flow.loss_source, step) if flow.loss_source else _untraced_loss(flow, step)
 
 
-def diagnose_step(session, step: int | None = None, rng_state: dict | None = None) -> dict | None:
-    """Where the NaN/Inf of ``step`` was born: the forward op when the loss is non-finite, else
-    the first backward node; None when the replayed step is finite everywhere."""
-    G = trace_gradients(session, step, saved=False, rng_state=rng_state)
+def diagnose_step(session, step: int | None = None, rng_state: dict | None = None,
+                  buffers: KeptBuffers | None = None) -> dict | None:
+    """Where the NaN/Inf of ``step`` was born, from one eager replay of it (its batch, its
+    random state, its buffers as the step began where ``buffers`` kept them): what the loss's
+    NaN/Inf came from when the loss is non-finite (an op of the forward, the batch, parameters
+    or buffers holding it already), else the first backward node whose NaN/Inf reaches a
+    parameter's gradient; None when the replayed step is finite everywhere."""
+    step = session.step_count if step is None else step
+    flow = NonFiniteFlow()
+    G = trace_gradients(session, step, saved=False, rng_state=rng_state, buffers=buffers, flow=flow)
     if not math.isfinite(G.graph["loss"]):
-        return forward_origin(session, step, rng_state) or _nonfinite_parameters(session, step)
+        return _forward_finding(flow, step)
     node = nonfinite_origin(G)
-    return describe_backward_origin(G, node) if node is not None else None
+    if node is None:
+        return None
+    found = describe_backward_origin(G, node)
+    source = G.nodes[node].get("forward_source")  # NaN/Inf it saved: born in the forward
+    return found if source is None else describe_source(source, step, through=found)
 
 
-def loss_origin(session, G: nx.DiGraph) -> dict | None:
-    """For a traced graph whose loss is non-finite: where the forward made it (else None)."""
+def loss_origin(session, G: nx.DiGraph, rng_state: dict | None = None) -> dict | None:
+    """For a traced graph whose loss is non-finite: where its NaN/Inf came from (else None)."""
     if math.isfinite(G.graph.get("loss", 0.0)):
         return None
-    step = G.graph.get("step")
-    return forward_origin(session, step) or _nonfinite_parameters(session, step)
+    return forward_origin(session, G.graph.get("step"), rng_state)
 
 
 def nonfinite_names(named: list[tuple[str, torch.Tensor]]) -> list[str]:
@@ -172,27 +215,28 @@ def nonfinite_names(named: list[tuple[str, torch.Tensor]]) -> list[str]:
 
 
 def _nonfinite_parameters(session, step: int | None) -> dict | None:
-    """When no op made the NaN: parameters (or buffers) that already hold NaN/Inf."""
-    model = session.model
-    bad = nonfinite_names([*model.named_parameters(), *model.named_buffers()])
+    """Parameters that already hold NaN/Inf as the step begins (its forward has not touched them:
+    buffers it wrote, BatchNorm statistics, are not counted), or None."""
+    step = session.step_count if step is None else step
+    bad = [user_path(n) for n in nonfinite_names(list(session.model.named_parameters()))]
     if not bad:
         return None
     more = f", … {len(bad) - 3} more" if len(bad) > 3 else ""
     return {"where": "parameters", "op": "", "module": bad[0].rpartition(".")[0],
             "text": f"the loss is non-finite because parameters already hold NaN/Inf: "
-                    f"{', '.join(bad[:3])}{more} (an earlier step's update)",
-            "parameters": bad, "step": session.step_count if step is None else step}
+                    f"{', '.join(bad[:3])}{more} ({_earlier(step)})",
+            "parameters": bad, "step": step}
 
 
 def unreproduced(session, step: int) -> dict:
     """The one line for a non-finite step whose replay (same parameters, batch and random
     numbers) came out finite: a non-deterministic op, or state the replay cannot restore."""
-    bad = nonfinite_names([(n, p.grad) for n, p in session.model.named_parameters()])
+    bad = [user_path(n) for n in nonfinite_names([(n, p.grad) for n, p in session.model.named_parameters()])]
     more = f", … {len(bad) - 3} more" if len(bad) > 3 else ""
     return {"where": "unreproduced", "op": "", "module": bad[0].rpartition(".")[0] if bad else "",
             "text": f"could not reproduce the non-finite gradients of {', '.join(bad[:3])}{more} "
-                    "in a replay of the step with its own batch and random numbers (the replay "
-                    "was finite: a non-deterministic op or state the replay cannot restore)",
+                    "in a replay of the step with its own batch, buffers and random numbers (the "
+                    "replay was finite: a non-deterministic op or state the replay cannot restore)",
             "parameters": bad, "step": step}
 
 
@@ -209,24 +253,30 @@ class NonFiniteOrigin:
     by its ``event`` signal as ``("error", module, "step N: text")`` (the signature of
     ``HookRegistry.event``, so the app's event log can take both). A step whose parameters
     already hold NaN/Inf is reported without a replay; only the first bad step of a run is
-    replayed.
+    replayed. Whatever goes wrong in the replay is the finding's text (``undecided``), never an
+    exception out of the step.
 
     With ``monitor`` (a GradientMonitor measuring the same step, begun before this observer
     runs, as ``SessionStack`` orders them) a healthy step costs nothing more: whether the
     gradients hold NaN/Inf is read from the counts the monitor already took
     (``pending_nonfinite``); without one, or where its measuring failed, the session's own
     global norm of the step tells (``accumulated_norm``; one host sync), else a fused norm.
+    The only other work of a healthy step is keeping the model's buffers as the next step
+    begins (``KeptBuffers``: one fused copy on the device, none without buffers).
     """
 
     event = Signal(str, str, str)
 
     def __init__(self, session, monitor=None) -> None:
         self._rng = rng_snapshot(session.device)  # random state at the start of the next step
+        self._buffers = KeptBuffers(session.model)  # the buffers the next step begins with
         self._monitor = monitor
         self._found: dict | None = None
         self.found: list[dict] = []
-        # the first replayed step: (step, its parameters before the update, its random state)
+        # the first replayed step: (step, its parameters before the update, its random state),
+        # and its buffers as it began
         self.replayed: tuple[int, list[torch.Tensor], dict | None] | None = None
+        self.replayed_buffers: KeptBuffers | None = None
 
     def gradients_nonfinite(self, session) -> bool:
         """Whether this step's parameter gradients hold NaN/Inf: the monitor's counts where it
@@ -244,32 +294,42 @@ class NonFiniteOrigin:
         self._found = None
         if not self.gradients_nonfinite(session):
             return
+        try:
+            found = self._diagnose(session, step)
+        except Exception as exc:  # noqa: BLE001 - a monitor never breaks the loop it watches
+            found = undecided(step, f"the replay of the step failed ({first_line(exc)})")
+        self._found = found
+        self.found.append(found)
+        emit_guarded(self.event, "a subscriber of the NaN origins", "error",
+                     found.get("module", ""), f"step {step + 1}: {found['text']}")
+
+    def _diagnose(self, session, step: int) -> dict:
         rng = session.forward_rng(step) if hasattr(session, "forward_rng") else None
         rng = rng if rng is not None else self._rng
         found = _nonfinite_parameters(session, step)
         if found is None:  # finite weights: the step is replayed; kept for a later trace
             if self.replayed is None:
                 self.replayed = (step, [p.detach().clone() for p in session.model.parameters()], rng)
-            found = diagnose_step(session, step, rng) or unreproduced(session, step)
-        if found is not None:
-            self._found = found
-            self.found.append(found)
-            emit_guarded(self.event, "a subscriber of the NaN origins", "error",
-                         found.get("module", ""), f"step {step + 1}: {found['text']}")
+                self.replayed_buffers = self._buffers.copy()
+            found = diagnose_step(session, step, rng, self._buffers) or unreproduced(session, step)
+        return found
 
     def after_step(self, session, result) -> None:
         if self._found is not None:
             result.nonfinite_origin = self._found
             self._found = None
         self._rng = rng_snapshot(session.device)
+        self._buffers.keep()
 
 
 @contextmanager
-def weights_before(model: nn.Module, replayed) -> Iterator[dict | None]:
+def weights_before(model: nn.Module, replayed,
+                   buffers: KeptBuffers | None = None) -> Iterator[dict | None]:
     """Inside, ``model``'s parameters are those before the update of the step ``replayed``
-    (``NonFiniteOrigin.replayed``) — swapped in, no copy — and it yields that step's random
-    state; afterwards the parameters are the model's own again. Without a kept step (or for a
-    model whose parameters no longer match) nothing changes and it yields None."""
+    (``NonFiniteOrigin.replayed``) — swapped in, no copy — and its buffers those the step began
+    with (``buffers``: ``NonFiniteOrigin.replayed_buffers``); it yields that step's random
+    state. Afterwards parameters and buffers are the model's own again. Without a kept step
+    (or for a model whose parameters no longer match) nothing changes and it yields None."""
     params = list(model.parameters())
     kept = replayed[1] if replayed is not None else []
     if replayed is None or len(kept) != len(params) or any(
@@ -278,10 +338,14 @@ def weights_before(model: nn.Module, replayed) -> Iterator[dict | None]:
         yield None
         return
     own = [p.data for p in params]
+    own_buffers = SavedState(model)
     try:
         for p, k in zip(params, kept, strict=True):
             p.data = k
+        if buffers is not None:
+            buffers.restore()
         yield replayed[2]
     finally:
         for p, o in zip(params, own, strict=True):
             p.data = o
+        own_buffers.restore()

@@ -10,15 +10,18 @@ they were (the backward is ``torch.autograd.grad``; buffers and RNG are restored
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import networkx as nx
 import torch
 
+from gradexplorer.core.diagnose.eager_replay import eager_replay
+from gradexplorer.core.diagnose.nonfinite_flow import NonFiniteFlow, following
 from gradexplorer.core.graph.attribution import ModuleAttribution
 from gradexplorer.core.graph.extract import extract_graph, gc_paused, walk_grad_fns
-from gradexplorer.core.model.training_state import preserved_state, restore_rng
+from gradexplorer.core.model.training_state import KeptBuffers, preserved_state, restore_rng
 from gradexplorer.core.stats.measured import measured_tensor
 
 
@@ -141,26 +144,38 @@ def annotate_graph(G: nx.DiGraph, recorder: NodeRecorder) -> int:
     return len(recorder.order)
 
 
-def traced_backward(loss: torch.Tensor, G: nx.DiGraph) -> int:
+def traced_backward(loss: torch.Tensor, G: nx.DiGraph, flow: NonFiniteFlow | None = None) -> int:
     """Run the backward of ``loss`` (graph ``G`` extracted from it) with every node recorded.
 
     Leaves' ``.grad`` are not touched: their gradients are returned by ``torch.autograd.grad``.
+    With ``flow`` (that followed the forward) a node that made NaN/Inf of finite gradients
+    and saved NaN/Inf from the forward gets ``forward_source``: where that came from.
     """
     with gc_paused():
         fns, _ = walk_grad_fns(loss.grad_fn)
     leaves = [(i, fn.variable) for i, fn in enumerate(fns) if G.nodes[i]["kind"] == "param"]
     recorder = NodeRecorder([(i, fn) for i, fn in enumerate(fns) if G.nodes[i]["kind"] != "param"])
     try:
-        grads = torch.autograd.grad(loss, [v for _, v in leaves], allow_unused=True)
+        grads = torch.autograd.grad(loss, [v for _, v in leaves], allow_unused=True,
+                                    retain_graph=flow is not None)  # saved tensors kept to read
     finally:
         recorder.remove()
     for (i, _), g in zip(leaves, grads, strict=True):
         recorder.record_leaf(i, g)
-    return annotate_graph(G, recorder)
+    count = annotate_graph(G, recorder)
+    if flow is not None:
+        for i, fn in enumerate(fns):
+            attrs = G.nodes[i]
+            if attrs.get("grad_in_finite") and attrs.get("grad_finite") is False:
+                source = flow.saved_source(fn)
+                if source is not None:
+                    attrs["forward_source"] = source
+    return count
 
 
 def trace_gradients(session, step: int | None = None, *, saved: bool = True,
-                    rng_state: dict | None = None) -> nx.DiGraph:
+                    rng_state: dict | None = None, buffers: KeptBuffers | None = None,
+                    flow: NonFiniteFlow | None = None) -> nx.DiGraph:
     """The backward graph of the session's next step with gradient figures on every node.
 
     Forward and backward run once more with the session's parameters on the step's own batch
@@ -169,18 +184,45 @@ def trace_gradients(session, step: int | None = None, *, saved: bool = True,
     is not advanced twice); buffers and the random state are restored afterwards,
     parameters' ``.grad`` and the optimizer are untouched, so training continues as if this
     had not run. ``rng_state`` (from ``rng_snapshot``) replays a step's forward with the random
-    numbers it drew. Graph attribute ``loss`` holds the loss.
+    numbers it drew, ``buffers`` (``KeptBuffers``) from the buffers it began with. The replay
+    is eager (``eager_replay``: a compiled model's own ops, checkpointed blocks run directly).
+    ``flow`` (a ``NonFiniteFlow``) follows NaN/Inf through the forward: it is told the batch,
+    the parameters and buffers that hold NaN/Inf, and the loss (``reached``). Graph attribute
+    ``loss`` holds the loss.
     """
+    step = session.step_count if step is None else step
+    with step_replay(session, step, rng_state, buffers, flow) as (batch, attribution):
+        with following(flow):
+            loss = session.forward_loss(step, batch)
+        if flow is not None:
+            flow.reached(loss)
+        G = extract_graph(loss, session.model, attribution, saved=saved)
+        G.graph["step"] = step
+        G.graph["loss"] = float(loss.detach())
+        traced_backward(loss, G, flow)
+    return G
+
+
+@contextmanager
+def step_replay(session, step: int, rng_state: dict | None = None,
+                buffers: KeptBuffers | None = None, flow: NonFiniteFlow | None = None
+                ) -> Iterator[tuple[tuple, ModuleAttribution]]:
+    """Inside, ``step`` is ready to run again; yields its batch and the ``ModuleAttribution``
+    recording its module calls. The batch is the step's own (the step under way draws it
+    outside the restored state, as the step itself would, and keeps it), the random state
+    ``rng_state``'s, the buffers those ``buffers`` kept; the replay is eager
+    (``eager_replay``); ``flow`` is told what holds NaN/Inf as it begins. Buffers and the
+    random state are restored on exit."""
     model = session.model
-    if step is None or step == session.step_count:
-        session.batch(session.step_count)  # drawn (and kept) outside the restored state
-    with preserved_state(model, session.device):
+    batch = session.batch(step) if step == session.step_count else None
+    with preserved_state(model, session.device), eager_replay(), \
+            ModuleAttribution(model) as attribution:
+        batch = session.batch(step) if batch is None else batch
+        if buffers is not None:
+            buffers.restore()
         if rng_state is not None:
             restore_rng(rng_state)
-        with ModuleAttribution(model) as attribution:
-            loss = session.forward_loss(step)
-        G = extract_graph(loss, model, attribution, saved=saved)
-        G.graph["step"] = session.step_count if step is None else step
-        G.graph["loss"] = float(loss.detach())
-        traced_backward(loss, G)
-    return G
+        if flow is not None:
+            flow.where = attribution.current
+            flow.mark_held(model, batch)
+        yield batch, attribution

@@ -109,6 +109,10 @@ class ModuleAttribution:
         return hook
 
     # -- lookup --------------------------------------------------------------------
+    def current(self) -> str:
+        """The innermost module running now (while recording; "" at the model's top level)."""
+        return self._stack[-1] if self._stack else ROOT
+
     @property
     def calls(self) -> int:
         """How many module calls were recorded."""

@@ -72,3 +72,56 @@ def preserved_state(model: nn.Module, device: torch.device | None = None) -> Ite
         yield
     finally:
         saved.restore()
+
+
+class KeptBuffers:
+    """The model's buffers as they were at a moment (``keep``), to replay a step from them.
+
+    A forward pass writes BatchNorm statistics and counters as it goes; one whose activations
+    turned NaN writes NaN there. ``keep()`` at the start of a step copies every buffer into
+    storage made once (one fused copy, no host sync, no walk over the modules; nothing for a
+    model without buffers; a buffer the model replaced since, ``self.count = self.count + 1``,
+    is copied afresh), and ``restore()`` puts those values back, so a replay starts from the
+    step's own state (inside ``preserved_state``, which gives the model its own afterwards).
+    """
+
+    def __init__(self, model: nn.Module) -> None:
+        self._slots = [(m, name) for m in model.modules() for name, b in m._buffers.items()
+                       if b is not None]
+        self._kept: list[torch.Tensor | None] = [None] * len(self._slots)  # the tensors copied
+        self._copies: list[torch.Tensor | None] = [None] * len(self._slots)
+        self.keep()
+
+    def keep(self) -> None:
+        if not self._slots:
+            return
+        current = [m._buffers.get(name) for m, name in self._slots]
+        with torch.no_grad():
+            for i, (b, kept) in enumerate(zip(current, self._kept, strict=True)):
+                if b is not kept:  # new, or replaced by the model: its own copy
+                    self._copies[i] = None if b is None else b.detach().clone()
+            pairs = [(c, b) for b, kept, c in zip(current, self._kept, self._copies, strict=True)
+                     if b is not None and b is kept]
+            if pairs:
+                torch._foreach_copy_([c for c, _ in pairs], [b for _, b in pairs])
+        self._kept = current
+
+    def restore(self) -> None:
+        """Put the kept values back into the model's buffers (a buffer replaced since, or of
+        another shape now, is replaced by a copy of the kept one)."""
+        with torch.no_grad():
+            for (m, name), copy in zip(self._slots, self._copies, strict=True):
+                if copy is None:
+                    continue
+                b = m._buffers.get(name)
+                if b is not None and (b.shape, b.dtype, b.device) == (copy.shape, copy.dtype, copy.device):
+                    b.copy_(copy)
+                else:
+                    m._buffers[name] = copy.clone()
+
+    def copy(self) -> KeptBuffers:
+        """Another keeper holding the values kept now (to replay this step after later ones)."""
+        other = KeptBuffers.__new__(KeptBuffers)
+        other._slots, other._kept = self._slots, list(self._kept)
+        other._copies = [None if c is None else c.clone() for c in self._copies]
+        return other

@@ -204,10 +204,12 @@ class TrainingSession:
         while that step's batch is kept; None otherwise."""
         return self._kept[2] if self._kept is not None and self._kept[0] == step else None
 
-    def forward_loss(self, step: int | None = None) -> torch.Tensor:
-        """Forward pass and loss for ``step`` (default: the next step), graph kept."""
+    def forward_loss(self, step: int | None = None,
+                     batch: tuple[ModelInputs, Any] | None = None) -> torch.Tensor:
+        """Forward pass and loss for ``step`` (default: the next step), graph kept; on
+        ``batch`` (``batch(step)`` already drawn) where given."""
         step = self.step_count if step is None else step
-        return self._check_loss(self.model_loss(*self.batch(step)))
+        return self._check_loss(self.model_loss(*(self.batch(step) if batch is None else batch)))
 
     def model_loss(self, inputs: ModelInputs, target: Any) -> Any:
         """The workload's loss of ``inputs``: ``loss_fn(model(...), target)``, or with

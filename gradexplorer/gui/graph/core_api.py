@@ -39,12 +39,13 @@ def traced_graph(session, grads: bool = False):
         step = first_bad_step(session)
         origin = origin_of(session)
         replayed = origin.replayed if origin is not None and step is not None else None
-        with weights_before(session.model, replayed if replayed and replayed[0] == step else None) \
-                as rng:  # the bad step's own weights (before its update) and random numbers
+        kept = replayed if replayed and replayed[0] == step else None
+        # the bad step's own weights (before its update), buffers and random numbers
+        with weights_before(session.model, kept, origin.replayed_buffers if kept else None) as rng:
             graph = trace_gradients(session, step, rng_state=rng)
             graph.graph["replayed"] = step is not None
             nonfinite_origin(graph)
-            forward = loss_origin(session, graph)
+            forward = loss_origin(session, graph, rng)
         if forward is not None:
             graph.graph["forward_origin"] = forward["text"]
     else:
