@@ -9,7 +9,6 @@ import pytest
 from zoo_models import ZOO
 
 import gradexplorer as gx
-from gradexplorer.core.stack.assembly import SessionStack
 
 
 @pytest.mark.parametrize("value", [float("nan"), float("inf")], ids=["nan", "inf"])
@@ -19,6 +18,6 @@ def test_a_non_finite_value_made_mid_network_names_its_module(zoo, value):
     workload.model.get_submodule(zoo.middle).register_forward_hook(
         lambda module, args, output: output * value)
     session = gx.TrainingSession(workload, gx.SessionConfig(device="cpu"))
-    SessionStack.on(session, gx.GradientMonitor())
+    gx.SessionStack.on(session, gx.GradientMonitor())
     found = session.step().nonfinite_origin
     assert (found["where"], found["op"], found["module"]) == ("forward", "mul", zoo.middle)
