@@ -27,7 +27,8 @@ from gradexplorer.core.recorder.step_points import (
     with_closure,
 )
 from gradexplorer.core.recorder.store import RunSizeNote, RunWriter
-from gradexplorer.core.recorder.structure import GraphCapture, model_structure
+from gradexplorer.core.recorder.graph_capture import GraphCapture
+from gradexplorer.core.recorder.structure import model_structure
 from gradexplorer.core.stack.assembly import SessionStack
 from gradexplorer.core.stats.accumulation_probe import AccumulationProbe
 from gradexplorer.core.stats.ledger import StepLedger
@@ -348,7 +349,7 @@ class Recorder:
 
     def close(self) -> None:
         """Stop recording: remove the optimizer hooks, the gradient hooks and the graph's
-        forward hook, close (and unlock) the run directory."""
+        hooks (if no backward came), close (and unlock) the run directory."""
         if self._closed:
             return
         self._closed = True
