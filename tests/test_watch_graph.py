@@ -122,3 +122,30 @@ def test_the_app_opens_a_watched_run_collapsed_as_the_live_model(qtbot, make_win
     assert shown.graph["collapsed"]["depth"] == live.graph["collapsed"]["depth"]
     assert set(shown.nodes) == set(live.nodes)
     assert "module:transformer.h.0.attn" in shown or "module:transformer.h.0" in shown
+
+
+class Checkpointed(nn.Module):
+    """A model whose every layer is recomputed in a reentrant backward nested in the user's."""
+
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 3))
+
+    def forward(self, x):
+        return torch.utils.checkpoint.checkpoint(self.net, x, use_reentrant=True)
+
+
+def test_the_root_is_the_users_loss_when_the_parameters_are_reached_in_a_nested_backward(tmp_path):
+    torch.manual_seed(0)
+    model = Checkpointed()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    x, y = torch.randn(16, 6, requires_grad=True), torch.randn(16, 3)
+    with gx.watch(model, opt, tmp_path / "run"):
+        opt.zero_grad()
+        loss = nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        opt.step()
+    with gx.open_run(tmp_path / "run") as run:
+        G = recorded_graph(run)
+    assert [G.nodes[n]["name"] for n in nx.dfs_preorder_nodes(G, 0)][:2] == [
+        "MseLossBackward0", "CheckpointFunctionBackward"]

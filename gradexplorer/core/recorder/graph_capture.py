@@ -1,16 +1,18 @@
 """The backward graph a run stores: its first backward's, from that backward's root (the loss),
 with every operation attributed to the module that ran it, as the app's own trace attributes it.
 
-From the moment ``watch`` opens the run until the first backward that reaches one of the
-model's parameters, the app's ``ModuleAttribution`` notes every module call (a forward pre- and
-post-hook on each module: a few Python calls a module call, on the first step only). When that
+From the moment ``watch`` opens the run until the end of the step of the first backward that
+reaches one of the model's parameters, the app's ``ModuleAttribution`` notes every module call
+(a forward pre- and post-hook on each module: a few Python calls a module call, on the first
+step only; none kept under ``no_grad``, where no autograd node is made). When that
 backward reaches the first parameter, its root is read once, from the frame of torch's backward
 entry point on the thread that called it: the tensor of ``loss.backward()``,
 ``scaler.scale(loss).backward()``, Lightning's or the Trainer's own, whichever module (or none)
-computed it. At the end of that backward the hooks are removed and the graph is built by
-``extract_graph`` with those notes, as ``trace_backward_graph`` builds the app's (without saved
-tensors' shapes). Nothing the user's step computes is touched: the hooks only note sequence
-numbers, and the graph is read after the backward, from the nodes it left.
+computed it. At the end of that step (the recorder's optimizer step, or ``rec.step()``: no
+backward is running then, not even a reentrant one nested in another) the hooks are removed and
+the graph is built by ``extract_graph`` with those notes, as ``trace_backward_graph`` builds the
+app's (without saved tensors' shapes). Nothing the user's step computes is touched: the hooks
+only note sequence numbers, and the graph is read after the backward, from the nodes it left.
 """
 
 from __future__ import annotations
@@ -22,7 +24,6 @@ from typing import Any
 
 import torch
 from torch import nn
-from torch.autograd import Variable
 
 from gradexplorer.core.graph.attribution import ModuleAttribution
 
@@ -70,8 +71,9 @@ def backward_root():
 
 
 class GraphCapture:
-    """Notes module calls until the first backward that reaches ``model``'s parameters, then
-    calls ``on_graph`` with that backward's graph (node-link data), once. ``remove()`` undoes
+    """Notes module calls until the first backward that reaches ``model``'s parameters and reads
+    that backward's root; ``settle()`` after it (at the step's end) calls ``on_graph`` with its
+    graph (node-link data), once, and removes the hooks; ``remove()`` settles and removes
     whatever is still attached. A monitor: nothing here ever raises into the user's step."""
 
     def __init__(self, model: nn.Module, on_graph: Callable[[dict], Any]) -> None:
@@ -84,20 +86,21 @@ class GraphCapture:
                          for p in model.parameters() if p.requires_grad]
 
     def _on_parameter(self, _param) -> None:
-        if self._reached:
-            return
-        self._reached = True
-        try:
-            self._root = backward_root()
-            Variable._execution_engine.queue_callback(self._backward_done)
-        except Exception:  # noqa: BLE001 - the graph is a nicety; never break the user's step
-            self.remove()
+        if not self._reached:
+            self._reached = True
+            try:
+                self._root = backward_root()
+            except Exception:  # noqa: BLE001 - the graph is a nicety; never break the user's step
+                self._root = None
 
-    def _backward_done(self) -> None:
-        """The backward is over: build its graph from the nodes it left, and write it."""
+    def settle(self) -> None:
+        """Once the first backward is over (the step's end: no backward running, even a
+        reentrant one): build its graph from the nodes it left, write it, remove the hooks."""
+        if not self._reached or self._attribution is None:
+            return
         root, attribution = self._root, self._attribution
         self._root = None
-        self.remove()
+        self._unhook()
         if root is None:
             return
         try:
@@ -110,6 +113,11 @@ class GraphCapture:
             return
 
     def remove(self) -> None:
+        """Write the graph of a backward already seen, and remove whatever is attached."""
+        self.settle()
+        self._unhook()
+
+    def _unhook(self) -> None:
         if self._attribution is not None:
             self._attribution.__exit__(None, None, None)
             self._attribution = None

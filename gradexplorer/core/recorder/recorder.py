@@ -13,6 +13,7 @@ from torch import nn
 from gradexplorer.core.errors import UserError
 from gradexplorer.core.recorder import arguments as A
 from gradexplorer.core.recorder import step_points as SP
+from gradexplorer.core.recorder.graph_capture import GraphCapture
 from gradexplorer.core.recorder.measure import measure_for
 from gradexplorer.core.recorder.per_rank import rank_norms_for
 from gradexplorer.core.recorder.ranks import RankPlan, plan_ranks
@@ -27,7 +28,6 @@ from gradexplorer.core.recorder.step_points import (
     with_closure,
 )
 from gradexplorer.core.recorder.store import RunSizeNote, RunWriter
-from gradexplorer.core.recorder.graph_capture import GraphCapture
 from gradexplorer.core.recorder.structure import model_structure
 from gradexplorer.core.stack.assembly import SessionStack
 from gradexplorer.core.stats.accumulation_probe import AccumulationProbe
@@ -204,6 +204,8 @@ class Recorder:
         """The step is over: finish, keep and write its figures (integrations call this)."""
         if loss is not None:
             self.note_loss(loss)
+        if self._graph is not None:  # the first backward's graph, once it has run
+            self._graph.settle()
         self._steps_taken += 1
         micro, iteration = self._count_backwards()
         self.step_count = self._next_step()
@@ -271,6 +273,8 @@ class Recorder:
         step = self._next_step()
         micro, iteration = self._count_backwards()
         self.step_count = step
+        if self._graph is not None:
+            self._graph.settle()
         if self._closed or not self.plan.active:
             return
         self._accumulated = self.probe.take() if self.probe is not None else None
