@@ -149,3 +149,29 @@ def test_the_root_is_the_users_loss_when_the_parameters_are_reached_in_a_nested_
         G = recorded_graph(run)
     assert [G.nodes[n]["name"] for n in nx.dfs_preorder_nodes(G, 0)][:2] == [
         "MseLossBackward0", "CheckpointFunctionBackward"]
+
+
+def test_backward_root_is_found_from_another_thread_as_from_a_devices_worker():
+    """A CUDA backward runs the hooks of device operations on a worker thread while the thread
+    that called backward waits in torch's entry point: the root is read from that thread."""
+    import threading
+
+    from gradexplorer.core.recorder.graph_capture import backward_root
+
+    x = torch.randn(4, requires_grad=True)
+    loss = (x.sin() * 3).sum()
+    inside, found = threading.Event(), []
+
+    def worker():
+        inside.wait()
+        found.append(backward_root())
+
+    def hook(grad):  # runs inside the backward; the worker looks while it waits here
+        inside.set()
+        thread.join()
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    x.register_hook(hook)
+    loss.backward()
+    assert found == [loss.grad_fn] and backward_root() is None  # outside any backward: None
