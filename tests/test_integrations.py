@@ -10,7 +10,11 @@ import torch
 from torch import nn
 
 import gradexplorer as gx
-from gradexplorer.gui.runs.run_view import recorded_graph
+
+
+def recorded_graph(run):
+    """The run's stored backward graph as networkx reads it."""
+    return nx.node_link_graph(run.graph, edges="edges")
 
 
 def names_from_root(G):
