@@ -107,8 +107,7 @@ class Recorder:
         self._steps_taken = 0  # optimizer steps seen by the post-hook
         self._backwards_at_step = 0
         self._accumulated = self._named_params = self._scale = None
-        self._optimizer_state = optimizer_state and optimizer is not None \
-            and self.plan.mode != "fsdp2"
+        self._optimizer_state = optimizer_state and optimizer is not None and self.plan.mode != "fsdp2"
         self._names = [self.plan.names.get(n, n) for n, _ in self.plan.stats_model.named_parameters()]
         self.probe = None
         if self.plan.mode != "fsdp2" and self.plan.active:
@@ -136,8 +135,7 @@ class Recorder:
         self.writer.set_meta({
             "structure": structure,
             "settings": {"stats_every": self.stats_every, "bins": self.bins,
-                         "histogram_every": self.histogram_every,
-                         "snapshot_every": self.snapshot_every,
+                         "histogram_every": self.histogram_every, "snapshot_every": self.snapshot_every,
                          "keep_snapshots": self.keep_snapshots, "hooks": hooks or {},
                          "ranks": self.plan.world, "mode": self.plan.mode},
         })
@@ -204,10 +202,8 @@ class Recorder:
         """The step is over: finish, keep and write its figures (integrations call this)."""
         if loss is not None:
             self.note_loss(loss)
-        if self._graph is not None:  # the first backward's graph, once it has run
-            self._graph.settle()
         self._steps_taken += 1
-        micro, iteration = self._count_backwards()
+        micro, iteration = self._backwards_over()
         self.step_count = self._next_step()
         if not self._pending:
             self._losses = []
@@ -222,8 +218,10 @@ class Recorder:
             self._report(SP.skip_line(self.step_count, record))
         self._finish(record, micro, iteration, SP.FUSED_SKIP_REASON if fused else None)
 
-    def _count_backwards(self) -> tuple[int | None, int | None]:
-        """(backwards since the previous step, backwards in all) — None without a probe."""
+    def _backwards_over(self) -> tuple[int | None, int | None]:
+        """The step's backwards are over: (backwards since the last step, in all), None without a probe."""
+        if self._graph is not None:
+            self._graph.settle()  # the first step's graph is written, the modules' hooks removed
         if self.probe is None:
             return None, None
         iteration = self.probe.backwards
@@ -271,10 +269,8 @@ class Recorder:
         """The GradScaler skipped ``optimizer.step()``: record the step as skipped, with the
         gradient it refused, and say so."""
         step = self._next_step()
-        micro, iteration = self._count_backwards()
+        micro, iteration = self._backwards_over()
         self.step_count = step
-        if self._graph is not None:
-            self._graph.settle()
         if self._closed or not self.plan.active:
             return
         self._accumulated = self.probe.take() if self.probe is not None else None
@@ -352,8 +348,7 @@ class Recorder:
     of = staticmethod(A.recorder_of)  # Recorder.of(model): the open recorder watching it
 
     def close(self) -> None:
-        """Stop recording: remove the optimizer hooks, the gradient hooks and the graph's
-        hooks (if no backward came), close (and unlock) the run directory."""
+        """Stop recording: write a pending graph, remove every hook, close and unlock the run dir."""
         if self._closed:
             return
         self._closed = True
