@@ -175,3 +175,26 @@ def test_backward_root_is_found_from_another_thread_as_from_a_devices_worker():
     x.register_hook(hook)
     loss.backward()
     assert found == [loss.grad_fn] and backward_root() is None  # outside any backward: None
+
+
+def test_a_compiled_models_modules_are_not_hooked(tmp_path):
+    """Hooks on a compiled model's modules would break its compiled graph (a warning, and a
+    compile again once removed): its run stores the loss's graph without modules."""
+    from torch._dynamo.utils import counters
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 3))
+    compiled = torch.compile(model, backend="aot_eager")
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    x, y = torch.randn(16, 6), torch.randn(16, 3)
+    counters.clear()
+    with gx.watch(compiled, opt, tmp_path / "run"):
+        for _ in range(2):
+            opt.zero_grad()
+            nn.functional.mse_loss(compiled(x), y).backward()
+            opt.step()
+    assert not counters["graph_break"] and counters["stats"]["unique_graphs"] == 1
+    with gx.open_run(tmp_path / "run") as run:
+        G = nx.node_link_graph(run.graph, edges="edges")
+    assert [G.nodes[n]["name"] for n in nx.dfs_preorder_nodes(G, 0)][:2] == [
+        "MseLossBackward0", "CompiledFunctionBackward"]

@@ -70,18 +70,28 @@ def backward_root():
     return None if entry is None else _first_node(entry.f_locals.get(ENTRY_ROOTS))
 
 
+def compiled(model: nn.Module) -> bool:
+    """Whether ``torch.compile`` runs the model or one of its modules (``torch.compile(m)``,
+    ``m.compile()``): their operations are compiled nodes, in no module, and a hook on a module
+    would break its compiled graph (and compile it again once removed)."""
+    return any(type(m).__name__ == "OptimizedModule" or getattr(m, "_compiled_call_impl", None)
+               is not None for m in model.modules())
+
+
 class GraphCapture:
     """Notes module calls until the first backward that reaches ``model``'s parameters and reads
     that backward's root; ``settle()`` after it (at the step's end) calls ``on_graph`` with its
     graph (node-link data), once, and removes the hooks; ``remove()`` settles and removes
-    whatever is still attached. A monitor: nothing here ever raises into the user's step."""
+    whatever is still attached. A compiled model's modules are not hooked (``compiled``): its graph
+    is the loss's without modules. A monitor: nothing here ever raises into the user's step."""
 
     def __init__(self, model: nn.Module, on_graph: Callable[[dict], Any]) -> None:
         self.model = model
         self._on_graph = on_graph
         self._root = None
-        self._reached = False
-        self._attribution: ModuleAttribution | None = ModuleAttribution(model).__enter__()
+        self._reached = self._settled = False
+        self._attribution: ModuleAttribution | None = None if compiled(model) else \
+            ModuleAttribution(model).__enter__()
         self._handles = [p.register_post_accumulate_grad_hook(self._on_parameter)
                          for p in model.parameters() if p.requires_grad]
 
@@ -96,10 +106,10 @@ class GraphCapture:
     def settle(self) -> None:
         """Once the first backward is over (the step's end: no backward running, even a
         reentrant one): build its graph from the nodes it left, write it, remove the hooks."""
-        if not self._reached or self._attribution is None:
+        if not self._reached or self._settled:
             return
         root, attribution = self._root, self._attribution
-        self._root = None
+        self._root, self._settled = None, True
         self._unhook()
         if root is None:
             return
