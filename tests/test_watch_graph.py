@@ -198,3 +198,28 @@ def test_a_compiled_models_modules_are_not_hooked(tmp_path):
         G = nx.node_link_graph(run.graph, edges="edges")
     assert [G.nodes[n]["name"] for n in nx.dfs_preorder_nodes(G, 0)][:2] == [
         "MseLossBackward0", "CompiledFunctionBackward"]
+
+
+def module_pre_hooks(model):
+    return sum(len(m._forward_pre_hooks) for m in model.modules())
+
+
+@pytest.mark.parametrize("backward", [True, False])
+def test_the_modules_are_hooked_for_the_first_step_only(tmp_path, backward):
+    """Every module's hooks note the first step's calls and come off at its end, whether a
+    backward came or not: later steps cost nothing, and no notes pile up."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 3))
+    x = torch.randn(16, 6)
+    with gx.watch(model, run_dir=tmp_path / "run") as rec:
+        assert module_pre_hooks(model) == 4  # the model and its three layers
+        loss = model(x).square().mean()
+        if backward:
+            loss.backward()
+        rec.step()
+        assert module_pre_hooks(model) == 0
+        assert [len(p._post_accumulate_grad_hooks) for p in model.parameters()] == [1] * 4  # the probe's
+        model(x).square().mean().backward()
+        rec.step()
+    with gx.open_run(tmp_path / "run") as run:
+        assert (run.graph is not None) == backward

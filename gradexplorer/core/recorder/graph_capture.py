@@ -1,18 +1,18 @@
 """The backward graph a run stores: its first backward's, from that backward's root (the loss),
 with every operation attributed to the module that ran it, as the app's own trace attributes it.
 
-From the moment ``watch`` opens the run until the end of the step of the first backward that
-reaches one of the model's parameters, the app's ``ModuleAttribution`` notes every module call
-(a forward pre- and post-hook on each module: a few Python calls a module call, on the first
-step only; none kept under ``no_grad``, where no autograd node is made). When that
-backward reaches the first parameter, its root is read once, from the frame of torch's backward
-entry point on the thread that called it: the tensor of ``loss.backward()``,
-``scaler.scale(loss).backward()``, Lightning's or the Trainer's own, whichever module (or none)
-computed it. At the end of that step (the recorder's optimizer step, or ``rec.step()``: no
-backward is running then, not even a reentrant one nested in another) the hooks are removed and
-the graph is built by ``extract_graph`` with those notes, as ``trace_backward_graph`` builds the
-app's (without saved tensors' shapes). Nothing the user's step computes is touched: the hooks
-only note sequence numbers, and the graph is read after the backward, from the nodes it left.
+From the moment ``watch`` opens the run until the end of the first step, the app's
+``ModuleAttribution`` notes every module call (a forward pre- and post-hook on each module: a
+few Python calls a module call, on the first step only; none kept under ``no_grad``, where no
+autograd node is made). When the first backward reaches one of the model's parameters, its root
+is read once, from the frame of torch's backward entry point on the thread that called it: the
+tensor of ``loss.backward()``, ``scaler.scale(loss).backward()``, Lightning's or the Trainer's
+own, whichever module (or none) computed it. At the end of that step (the recorder's optimizer
+step, or ``rec.step()``: no backward is running then, not even a reentrant one nested in
+another) the hooks come off, whether a backward came or not, and the graph is built by
+``extract_graph`` with those notes, as ``trace_backward_graph`` builds the app's (without saved
+tensors' shapes). Nothing the user's step computes is touched: the hooks only note sequence
+numbers, and the graph is read after the backward, from the nodes it left.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from torch import nn
 from gradexplorer.core.graph.attribution import ModuleAttribution
 
 # torch's one entry to the engine for backward() and grad(), and the local naming its roots
-_ENTRY = getattr(getattr(torch.autograd, "graph", None), "_engine_run_backward", None)
+_ENTRY = getattr(torch.autograd.graph, "_engine_run_backward", None)
 ENTRY_CODE, ENTRY_ROOTS = (_ENTRY.__code__, "t_outputs") if _ENTRY is not None else (
     torch.autograd.backward.__code__, "tensors")  # torch < 2.3: the engine called from here
 
@@ -79,17 +79,17 @@ def compiled(model: nn.Module) -> bool:
 
 
 class GraphCapture:
-    """Notes module calls until the first backward that reaches ``model``'s parameters and reads
-    that backward's root; ``settle()`` after it (at the step's end) calls ``on_graph`` with its
-    graph (node-link data), once, and removes the hooks; ``remove()`` settles and removes
-    whatever is still attached. A compiled model's modules are not hooked (``compiled``): its graph
-    is the loss's without modules. A monitor: nothing here ever raises into the user's step."""
+    """Notes module calls and reads the root of the first backward that reaches ``model``'s
+    parameters; ``settle()`` at the first step's end removes the hooks and calls ``on_graph``
+    with that backward's graph (node-link data), if one came; ``remove()`` settles. A compiled
+    model's modules are not hooked (``compiled``): its graph is the loss's, without modules.
+    A monitor: nothing here ever raises into the user's step."""
 
     def __init__(self, model: nn.Module, on_graph: Callable[[dict], Any]) -> None:
         self.model = model
         self._on_graph = on_graph
         self._root = None
-        self._reached = self._settled = False
+        self._reached = self._settled = False  # a parameter reached; the hooks off
         self._attribution: ModuleAttribution | None = None if compiled(model) else \
             ModuleAttribution(model).__enter__()
         self._handles = [p.register_post_accumulate_grad_hook(self._on_parameter)
@@ -104,13 +104,17 @@ class GraphCapture:
                 self._root = None
 
     def settle(self) -> None:
-        """Once the first backward is over (the step's end: no backward running, even a
-        reentrant one): build its graph from the nodes it left, write it, remove the hooks."""
-        if not self._reached or self._settled:
+        """The first step is over (no backward running, even a reentrant one): remove the hooks,
+        build the first backward's graph from the nodes it left, and write it."""
+        if self._settled:
             return
         root, attribution = self._root, self._attribution
-        self._root, self._settled = None, True
-        self._unhook()
+        self._root, self._attribution, self._settled = None, None, True
+        if attribution is not None:
+            attribution.__exit__(None, None, None)
+        for handle in self._handles:
+            handle.remove()
+        self._handles = []
         if root is None:
             return
         try:
@@ -122,15 +126,4 @@ class GraphCapture:
         except Exception:  # noqa: BLE001 - the graph is a nicety; never break the user's step
             return
 
-    def remove(self) -> None:
-        """Write the graph of a backward already seen, and remove whatever is attached."""
-        self.settle()
-        self._unhook()
-
-    def _unhook(self) -> None:
-        if self._attribution is not None:
-            self._attribution.__exit__(None, None, None)
-            self._attribution = None
-        for handle in self._handles:
-            handle.remove()
-        self._handles = []
+    remove = settle  # what the recorder calls on every part it closes
