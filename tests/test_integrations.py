@@ -2,12 +2,30 @@
 models, CPU): the run's figures equal the gradients at the optimizer step."""
 
 import math
+from collections import Counter
 
+import networkx as nx
 import pytest
 import torch
 from torch import nn
 
 import gradexplorer as gx
+
+
+def recorded_graph(run):
+    """The run's stored backward graph as networkx reads it."""
+    return nx.node_link_graph(run.graph, edges="edges")
+
+
+def names_from_root(G):
+    """The operations' names on the first path from the root (slot 0 first)."""
+    return [G.nodes[n]["name"] for n in nx.dfs_preorder_nodes(G, G.graph["root"])]
+
+
+def op_modules(G):
+    """How many operations of each name each module ran."""
+    return Counter((a["name"], a["module"]) for _, a in G.nodes(data=True)
+                   if a["kind"] in ("op", "loss"))
 
 
 def test_integrations_import_their_framework_only_when_used():
@@ -55,6 +73,14 @@ def test_lightning_callback(tmp_path):
     for name, grad in seen.items():
         assert stats[name].norm == pytest.approx(float(grad.norm()), rel=1e-12)
     assert math.isfinite(run.step_info(4)["loss"])
+    # the graph of training_step's loss (the module's own forward never runs), its modules named
+    G = recorded_graph(run)
+    assert G.nodes[0]["kind"] == "loss" and names_from_root(G)[:2] == [
+        "DivBackward0", "MseLossBackward0"]
+    assert set(op_modules(G)) == {
+        ("AddmmBackward0", "net.0"), ("TBackward0", "net.0"), ("ReluBackward0", "net.1"),
+        ("AddmmBackward0", "net.2"), ("TBackward0", "net.2"), ("MseLossBackward0", ""),
+        ("DivBackward0", "")}  # the root: Lightning divides by accumulate_grad_batches
 
 
 def test_transformers_trainer_callback(tmp_path):
@@ -89,6 +115,15 @@ def test_transformers_trainer_callback(tmp_path):
         if name in seen:
             assert stats[name].norm == pytest.approx(float(seen[name].norm()), rel=1e-12)
     assert any(s.update_ratio and s.update_ratio > 0 for s in stats.values())
+    # the graph of the Trainer's backward, from its root (the loss it scaled), modules named as
+    # in the app's trace of the same model
+    G = recorded_graph(run)
+    assert G.nodes[0]["kind"] == "loss"
+    model.train()
+    live = gx.trace(model, {"input_ids": rows[0]["input_ids"].repeat(4, 1),
+                            "labels": rows[0]["labels"].repeat(4, 1)})
+    loss = next(n for n in nx.dfs_preorder_nodes(G, 0) if G.nodes[n]["name"] == "NllLossBackward0")
+    assert op_modules(G.subgraph(nx.descendants(G, loss) | {loss})) == op_modules(live)
 
 
 def test_lightning_callback_logs_scalars_to_the_trainers_logger(tmp_path):

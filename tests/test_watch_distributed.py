@@ -62,6 +62,17 @@ def test_two_ranks_record_what_one_process_records(mode, reference, two_rank_run
         np.testing.assert_array_equal(counts, ref_counts)
     assert run.step_info(STEPS)["global_norm"] == pytest.approx(
         reference.step_info(STEPS)["global_norm"], rel=1e-12)
+    # the graph: the loss's, its operations in their modules, as in one process (FSDP2 adds its
+    # own node, made by its forward pre-hook on a sharded layer)
+    assert attributed_ops(run) == attributed_ops(reference) == {
+        ("AddmmBackward0", "0"), ("TBackward0", "0"), ("TanhBackward0", "1"),
+        ("AddmmBackward0", "2"), ("TBackward0", "2")}
+    assert run.graph["nodes"][0]["name"] == "MseLossBackward0"
+
+
+def attributed_ops(run):
+    return {(n["name"], n["module"]) for n in run.graph["nodes"] if n["kind"] == "op" and n["module"]
+            and n["name"] != "RegisterPostBackwardFunctionBackward"}
 
 
 def test_per_rank_norms_catch_ranks_that_disagree(two_rank_runs):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+import networkx as nx
 import numpy as np
 import pytest
 import torch
@@ -83,6 +84,14 @@ def test_watch_in_a_hand_written_loop(zoo, tmp_path):
         assert stats[name].norm == pytest.approx(float(np.sqrt((values ** 2).sum())), rel=1e-12,
                                                  abs=1e-300), name
         assert (stats[name].min, stats[name].max) == (values.min(), values.max()), name
+    # the run's graph is the first backward's, its operations in the modules the app's trace of
+    # the same call finds: the run opens collapsed as the live model
+    graph = nx.node_link_graph(run.graph, edges="edges")
+    batch = workload.make_batch(0)
+    live = gx.trace(model, batch) if isinstance(batch, dict) else gx.trace(
+        model, batch[0], lambda out: torch.nn.functional.cross_entropy(out, batch[1]))
+    assert dict(graph.nodes(data="module")) == dict(live.nodes(data="module"))
+    assert set(gx.collapse_by_module(graph, 1)) == set(gx.collapse_by_module(live, 1))
 
 
 def _param_grads(model) -> dict[str, torch.Tensor]:

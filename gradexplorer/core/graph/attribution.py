@@ -88,6 +88,8 @@ class ModuleAttribution:
         self._stack.clear()
 
     def _record(self, exited: str | None) -> None:
+        if not torch.is_grad_enabled():  # no node is made there: nothing to note (a long
+            return  # evaluation under a recorder waiting for its first backward keeps no notes)
         self._bounds.append(_next_sequence_nr())
         self._owner.append(self._stack[-1] if self._stack else ROOT)
         self._exited.append(exited)

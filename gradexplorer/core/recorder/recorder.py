@@ -13,6 +13,7 @@ from torch import nn
 from gradexplorer.core.errors import UserError
 from gradexplorer.core.recorder import arguments as A
 from gradexplorer.core.recorder import step_points as SP
+from gradexplorer.core.recorder.graph_capture import GraphCapture
 from gradexplorer.core.recorder.measure import measure_for
 from gradexplorer.core.recorder.per_rank import rank_norms_for
 from gradexplorer.core.recorder.ranks import RankPlan, plan_ranks
@@ -27,7 +28,7 @@ from gradexplorer.core.recorder.step_points import (
     with_closure,
 )
 from gradexplorer.core.recorder.store import RunSizeNote, RunWriter
-from gradexplorer.core.recorder.structure import GraphCapture, model_structure
+from gradexplorer.core.recorder.structure import model_structure
 from gradexplorer.core.stack.assembly import SessionStack
 from gradexplorer.core.stats.accumulation_probe import AccumulationProbe
 from gradexplorer.core.stats.ledger import StepLedger, headline_norm
@@ -106,8 +107,7 @@ class Recorder:
         self._steps_taken = 0  # optimizer steps seen by the post-hook
         self._backwards_at_step = 0
         self._accumulated = self._named_params = self._scale = None
-        self._optimizer_state = optimizer_state and optimizer is not None \
-            and self.plan.mode != "fsdp2"
+        self._optimizer_state = optimizer_state and optimizer is not None and self.plan.mode != "fsdp2"
         self._names = [self.plan.names.get(n, n) for n, _ in self.plan.stats_model.named_parameters()]
         self.probe = None
         if self.plan.mode != "fsdp2" and self.plan.active:
@@ -135,8 +135,7 @@ class Recorder:
         self.writer.set_meta({
             "structure": structure,
             "settings": {"stats_every": self.stats_every, "bins": self.bins,
-                         "histogram_every": self.histogram_every,
-                         "snapshot_every": self.snapshot_every,
+                         "histogram_every": self.histogram_every, "snapshot_every": self.snapshot_every,
                          "keep_snapshots": self.keep_snapshots, "hooks": hooks or {},
                          "ranks": self.plan.world, "mode": self.plan.mode},
         })
@@ -204,7 +203,7 @@ class Recorder:
         if loss is not None:
             self.note_loss(loss)
         self._steps_taken += 1
-        micro, iteration = self._count_backwards()
+        micro, iteration = self._backwards_over()
         self.step_count = self._next_step()
         if not self._pending:
             self._losses = []
@@ -219,8 +218,10 @@ class Recorder:
             self._report(SP.skip_line(self.step_count, record))
         self._finish(record, micro, iteration, SP.FUSED_SKIP_REASON if fused else None)
 
-    def _count_backwards(self) -> tuple[int | None, int | None]:
-        """(backwards since the previous step, backwards in all) — None without a probe."""
+    def _backwards_over(self) -> tuple[int | None, int | None]:
+        """The step's backwards are over: (backwards since the last step, in all), None without a probe."""
+        if self._graph is not None:
+            self._graph.settle()  # the first step's graph is written, the modules' hooks removed
         if self.probe is None:
             return None, None
         iteration = self.probe.backwards
@@ -268,7 +269,7 @@ class Recorder:
         """The GradScaler skipped ``optimizer.step()``: record the step as skipped, with the
         gradient it refused, and say so."""
         step = self._next_step()
-        micro, iteration = self._count_backwards()
+        micro, iteration = self._backwards_over()
         self.step_count = step
         if self._closed or not self.plan.active:
             return
@@ -347,8 +348,7 @@ class Recorder:
     of = staticmethod(A.recorder_of)  # Recorder.of(model): the open recorder watching it
 
     def close(self) -> None:
-        """Stop recording: remove the optimizer hooks, the gradient hooks and the graph's
-        forward hook, close (and unlock) the run directory."""
+        """Stop recording: write a pending graph, remove every hook, close and unlock the run dir."""
         if self._closed:
             return
         self._closed = True

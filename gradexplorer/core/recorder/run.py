@@ -98,8 +98,10 @@ class Run:
 
     @property
     def graph(self) -> dict[str, Any] | None:
-        """The backward graph of the model's first forward (node-link data), or None."""
-        if self._graph is None:  # written once, after the first forward: kept once there
+        """The backward graph of the first backward, from its root (the loss), with each
+        operation's ``module`` as the app's trace names it (node-link data), or None. Older runs
+        hold the graph of the model's first output, operations in no module."""
+        if self._graph is None:  # written once, after the first step: kept once there
             self._graph = V.graph(self.meta("graph"), f"{self.where}: meta 'graph'")
         return self._graph
 

@@ -1,4 +1,5 @@
-"""What a run stores once: the model's structure, and the backward graph of its first forward."""
+"""What a run stores once about the model: its structure (the graph: ``graph_capture``), and the
+stand-in module tree a viewer builds from it."""
 
 from __future__ import annotations
 
@@ -23,51 +24,6 @@ def model_structure(model: nn.Module, names: dict[str, str] | None = None) -> di
         ],
         "modules": [{"path": path, "type": type(m).__name__} for path, m in model.named_modules()],
     }
-
-
-def first_tensor(output: Any) -> torch.Tensor | None:
-    """The tensor a model's output leads with: itself, ``.loss``/``["loss"]``, else the first
-    one that needs grad."""
-    if isinstance(output, torch.Tensor):
-        return output if output.requires_grad else None
-    loss = output.get("loss") if isinstance(output, dict) else getattr(output, "loss", None)
-    if isinstance(loss, torch.Tensor) and loss.requires_grad:
-        return loss
-    values = output.values() if isinstance(output, dict) else (
-        output if isinstance(output, (tuple, list)) else ())
-    for value in values:
-        found = first_tensor(value)
-        if found is not None:
-            return found
-    return None
-
-
-class GraphCapture:
-    """Forward hook on the model that keeps the backward graph of its first output, once."""
-
-    def __init__(self, model: nn.Module, on_graph) -> None:
-        self.model = model
-        self._on_graph = on_graph
-        self._handle = model.register_forward_hook(self._hook)
-
-    def _hook(self, module, args, output) -> None:
-        self.remove()
-        root = first_tensor(output)
-        if root is None or root.grad_fn is None:
-            return
-        from gradexplorer.core.graph.export.files import node_link_json
-        from gradexplorer.core.graph.extract import extract_graph
-
-        try:
-            graph = extract_graph(root, self.model, saved=False)
-        except Exception:  # noqa: BLE001 - the graph is a nicety; never break the user's step
-            return
-        self._on_graph(node_link_json(graph, {}))
-
-    def remove(self) -> None:
-        if self._handle is not None:
-            self._handle.remove()
-            self._handle = None
 
 
 def skeleton_model(structure: dict[str, Any]) -> nn.Module:
