@@ -63,7 +63,7 @@ def test_a_clipped_run_shows_the_accumulated_norm_and_the_applied_one(qtbot, mak
     assert x.tolist() == list(range(1, STEPS + 1)) and y.tolist() == accumulated
     assert curves.applied_item.isVisible()
     assert curves.applied_item.getData()[1].tolist() == applied
-    assert curves.norm_lines.names() == ["as accumulated (÷ scale)", "as applied (after unscale and clip)"]
+    assert curves.norm_lines.names() == ["accumulated", "applied"]
     lo, hi = curves.norm_plot.vb.viewRange()[1]
     assert lo <= min(applied) and hi >= max(accumulated)
     labels = tick_labels(curves.norm_plot)

@@ -34,8 +34,9 @@ from gradexplorer.gui.text.number_text import format_number
 from gradexplorer.gui.theme import PLOT_PENS, steady_axes, value_ticks
 from gradexplorer.gui.throttle import throttled
 
-APPLIED_NAME = "as applied (after unscale and clip)"
-ACCUMULATED_NAME = "as accumulated (÷ scale)"
+# short: the legend sits inside a plot a third of a 1024×700 window wide (the Ledger tab says the rest)
+APPLIED_NAME = "applied"  # what the optimizer used, after unscale and clip
+ACCUMULATED_NAME = "accumulated"  # .grad after backward, ÷ the GradScaler's scale
 REDRAW_MS = 50  # at most 20 redraws a second while steps arrive
 SMOOTHING = 0.9  # weight of the exponential moving average when "smooth" is on (as TensorBoard)
 
@@ -231,7 +232,7 @@ class TrainingCurves(QWidget):
         if index is None:
             return ""
         name = "loss" if plot is self.loss_plot else "gradient norm" + \
-            (f" {ACCUMULATED_NAME}" if self.timeline.clips_or_scales else "")
+            (f" ({ACCUMULATED_NAME})" if self.timeline.clips_or_scales else "")
         text = f"step {int(curve.x[index])} · {name} {format_number(float(curve.y[index]))}"
         if self.smooth_box.isChecked():
             text += f" (smoothed {format_number(float(ema(curve.y, self.smoothing)[index]))})"
