@@ -153,3 +153,12 @@ def test_a_hook_on_an_attention_module_acts_as_on_its_inputs(zoo, action):
     assert changed, "the reference changed nothing: the attention's inputs carry no gradient?"
     for name in expected:
         torch.testing.assert_close(got[name], expected[name], rtol=1e-6, atol=1e-9, msg=name)
+
+
+@pytest.mark.parametrize("zoo", ATTENTION_ZOO, ids=[m.name for m in ATTENTION_ZOO])
+def test_hooks_advice_calls_every_attention_module_safe(zoo):
+    """`gradexplorer hooks` (``hookable_modules``) says a hook on the attention acts: its
+    keyword input needs a gradient."""
+    workload = zoo.build()
+    rows = {row.path: row for row in gx.hookable_modules(workload.model, workload.make_batch(0))}
+    assert rows[zoo.attention].safe, rows[zoo.attention].reason
