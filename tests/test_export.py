@@ -76,7 +76,8 @@ def test_tensorboard_export_refuses_to_mix_into_an_earlier_one(run_dir, tmp_path
     assert code == 0, err
     acc = tensorboard_reader(tmp_path / "mlp-run")
     assert sorted(acc.Tags()["histograms"]) == ["grad/2.bias", "grad/2.weight"]
-    assert [e.step for e in acc.Histograms("grad/2.bias")] == [1, 5, 6]  # every 4th and the last
+    # every 4th, the last, and step 4 (NaN/Inf: flagged, never thinned away)
+    assert [e.step for e in acc.Histograms("grad/2.bias")] == [1, 4, 5, 6]
     assert {t.split("/")[0] for t in acc.Tags()["scalars"]} == {"norm", "run"}
 
 
