@@ -27,7 +27,7 @@ class Page(HTMLParser):
     def __init__(self, text: str) -> None:
         super().__init__()
         self.ids, self.external, self.tables, self.images = set(), [], {}, []
-        self._table, self._row = None, None
+        self._table, self._row, self._text = None, None, False
         self.feed(text)
 
     def handle_starttag(self, tag, attrs):
@@ -46,12 +46,19 @@ class Page(HTMLParser):
             self._table.append(self._row)
         elif tag == "td" and self._row is not None:
             self._row.append(a.get("data-v"))
+            self._text = a.get("data-v") is None  # a text cell (a name): its text instead
         if tag == "image":
             self.images.append(a["href"])
+
+    def handle_data(self, data):
+        if self._text and self._row:
+            self._row[-1] = (self._row[-1] or "") + data
 
     def handle_endtag(self, tag):
         if tag == "table":
             self._table = None
+        if tag == "td":
+            self._text = False
 
 
 @pytest.fixture(scope="module")
@@ -93,10 +100,19 @@ def test_report_tables_hold_the_runs_figures(report, run_dir):
     params = page.tables["parameter-table"][1:]
     stats = run.figures(last)
     assert len(params) == len(run.parameters)
-    got = {float(r[1]) for r in params}
-    assert got == {s["norm"] for s in stats.values()}
+    assert {float(r[3]) for r in params} == {s["norm"] for s in stats.values()}  # norm at the last step
+    # the run's largest norm, NaN/inf for a parameter whose gradient held one at any step
+    every = [run.figures(step) for step in run.steps]
+    for r in params:
+        figs = [f[r[0]] for f in every]
+        want = (math.nan if any(f["nan_count"] for f in figs) else math.inf
+                if any(f["inf_count"] for f in figs) else max(f["norm"] for f in figs))
+        assert r[1] == repr(want)
     # NaN/Inf first: the two parameters with the event lead the ranking, first at step 25
-    assert [r[6] for r in params[:2]] == ["25.0", "25.0"] and [r[5] for r in params[:2]] == ["1.0", "1.0"]
+    assert [r[7] for r in params[:2]] == ["25.0", "25.0"] and [r[6] for r in params[:2]] == ["1.0", "1.0"]
+    assert [r[1] for r in params[:2]] == ["nan", "inf"]  # 0.weight held a NaN, 2.bias an Inf
+    largest = [float(r[1]) for r in params[2:]]
+    assert largest == sorted(largest, reverse=True)
     events = page.tables["event-table"][1:]
     assert sorted((r[0], r[2], r[3]) for r in events) == [("25.0", "0.0", "1.0"), ("25.0", "1.0", "0.0")]
 
@@ -106,7 +122,9 @@ def test_report_shows_events_hooks_and_top_parameters(report):
     assert "First at step 25, in 0.weight (1 NaN, 0 Inf), 2.bias (0 NaN, 1 Inf)" in text
     assert "scale:0.5" in text and "No backward hooks" not in text
     assert text.count('class="param"') == 3
-    assert "NaN/Inf first at step 25" in text and "largest norms at the last step" in text
+    assert "NaN/Inf first at step 25" in text and "largest norms over the run" in text
+    assert "ranked by their largest norm over the run (NaN/Inf first)" in text
+    assert "<th>largest norm (run)</th>" in text
 
 
 def test_report_of_a_clean_run_says_so(tmp_path, run_cli):
