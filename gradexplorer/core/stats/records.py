@@ -65,6 +65,13 @@ def whole_figure(field: str, value, nan_count: int | None, inf_count: int | None
     return value
 
 
+def whole_figures(figs: dict) -> dict:
+    """A parameter's figures (a STAT_FIELDS dict) as exports write them: ``whole_figure`` of
+    each (norm and max |g| NaN/inf where the gradient held NaN/Inf)."""
+    nan, inf = figs.get("nan_count"), figs.get("inf_count")
+    return {f: whole_figure(f, v, nan, inf) for f, v in figs.items()} if nan or inf else figs
+
+
 @dataclass
 class Histogram:
     """Counts of finite values in ``bins`` bins; NaN, ±Inf and out-of-range values apart."""
