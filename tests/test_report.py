@@ -206,3 +206,17 @@ def test_report_overlays_the_curves_of_more_runs(tmp_path, run_cli):
     assert chart.count("data-series=") == 3
     code, _, err = run_cli("report", runs[0], tmp_path / "nothing", "--out", out)
     assert code == 2 and "not a gradexplorer run directory" in err
+
+
+def test_a_nan_at_the_last_step_reads_nan_in_the_module_and_parameter_tables(tmp_path, run_cli):
+    run_dir = write_run(tmp_path / "nan-last", steps=5, nan_at=5)  # 0.weight: a NaN, 2.bias: an Inf
+    assert run_cli("report", run_dir, "--out", tmp_path / "r.html")[0] == 0
+    page = Page((tmp_path / "r.html").read_text(encoding="utf-8"))
+    modules = {r[0]: r for r in page.tables["module-table"][1:]}
+    assert modules["(model)"][3:5] == ["nan", "nan"] and modules["0"][3:5] == ["nan", "nan"]
+    assert modules["2"][3:5] == ["inf", "inf"]  # an Inf, no NaN
+    fine = gx.open_run(run_dir).figures(5)
+    assert math.isfinite(fine["0.weight"]["norm"])  # the finite part's norm, which is not shown
+    params = {r[0]: r for r in page.tables["parameter-table"][1:]}
+    assert params["0.weight"][1:4] == ["nan", "nan", "nan"] and params["2.bias"][1:4] == ["inf", "inf", "inf"]
+    assert [r[0] for r in page.tables["parameter-table"][1:3]] == ["0.weight", "2.bias"]

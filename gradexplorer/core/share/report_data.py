@@ -15,8 +15,8 @@ from gradexplorer.core.recorder.run_history import NonFiniteEvent, ParameterSumm
 from gradexplorer.core.stats.bands import distribution_bands
 from gradexplorer.core.stats.curves import thin_steps
 from gradexplorer.core.stats.history import HistogramMatrix
-from gradexplorer.core.stats.module_rollup import ModuleGradients, module_gradients
-from gradexplorer.core.stats.records import whole_figure
+from gradexplorer.core.stats.module_rollup import ModuleGradients, module_gradients, owners
+from gradexplorer.core.stats.records import whole_figure, whole_figures
 
 WHICH_GRADIENT = ("each parameter's .grad after backward and before optimizer.step(), as "
                   "gradexplorer.watch read it (figures over finite elements; NaN and ±Inf counted apart)")
@@ -71,6 +71,7 @@ class ReportData:
     which: str = WHICH_GRADIENT
     largest: dict[str, tuple[float, float]] = field(default_factory=dict)  # run's largest norm, max |g|
     spikes: list = field(default_factory=list)  # SpikeEvent, as ``gradexplorer spikes`` lists them
+    modules_nan: set[str] = field(default_factory=set)  # modules with a NaN gradient at the last step
 
     @property
     def event_steps(self) -> list[int]:
@@ -176,7 +177,7 @@ def gather(run: Run, top: int = 6, others: list[Run] = ()) -> ReportData:
     last_record = run.step_gradients(last)
     events = history.nonfinite_events(limit=EVENT_LIMIT)
     bad = nonfinite_summaries(events)
-    stats_last = {n: s.stats_dict() for n, s in last_record.params.items() if s.has_grad}
+    stats_last = {n: whole_figures(s.stats_dict()) for n, s in last_record.params.items() if s.has_grad}
     largest = largest_figures(history.parameter_summaries(), bad)
     params = [(n, stats_last.get(n, {}), bad.get(n)) for n in run.parameters
               if n in stats_last or n in bad or n in largest]
@@ -206,4 +207,5 @@ def gather(run: Run, top: int = 6, others: list[Run] = ()) -> ReportData:
         events=events, events_complete=len(events) < EVENT_LIMIT,
         origins=snapshot_origins(run, sorted({e.step for e in events})[:50]),
         hooks=dict(settings.get("hooks") or {}), label=labels[0], overlays=overlays,
-        largest=largest, spikes=run.spike_events())
+        largest=largest, spikes=run.spike_events(),
+        modules_nan={m for n, s in last_record.params.items() if s.nan_count for m in owners(n)})

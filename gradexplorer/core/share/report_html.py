@@ -29,6 +29,7 @@ from gradexplorer.core.share.svg_charts import band_chart, fmt, heatmap_chart, l
 from gradexplorer.core.stats.bands import BAND_NAMES
 from gradexplorer.core.stats.curves import downsample_peaks
 from gradexplorer.core.stats.histogram import rebin_rows
+from gradexplorer.core.stats.records import whole_figure
 
 SECTIONS = ("summary", "curves", "modules", "parameters", "top", "spikes", "events", "hooks")
 E = html.escape
@@ -126,12 +127,18 @@ def curves_section(d: ReportData, data: dict) -> str:
 
 
 def modules_section(d: ReportData) -> str:
-    rows = [f"<tr><td>{E(m.path or '(model)')}</td>{_cell(m.params)}{_cell(m.with_grad)}{_cell(m.norm)}"
-            f"{_cell(m.abs_max)}{_cell(m.update_ratio)}{_cell(m.nonfinite, bool(m.nonfinite))}</tr>"
-            for m in d.modules]
+    rows = []
+    for m in d.modules:  # a module holding NaN/Inf: its norm and max |g| NaN/inf, as in the app
+        nan = m.path in d.modules_nan
+        inf = bool(m.nonfinite) and not nan
+        rows.append(f"<tr><td>{E(m.path or '(model)')}</td>{_cell(m.params)}{_cell(m.with_grad)}"
+                    f"{_cell(whole_figure('norm', m.norm, nan, inf), bool(m.nonfinite))}"
+                    f"{_cell(whole_figure('abs_max', m.abs_max, nan, inf), bool(m.nonfinite))}"
+                    f"{_cell(m.update_ratio)}{_cell(m.nonfinite, bool(m.nonfinite))}</tr>")
     return (f'<section id="modules"><h2>Modules at step {d.last_step}, ranked by gradient norm</h2>'
-            '<p class="note">A module\'s norm is the L2 norm of all its parameters\' finite gradient '
-            'elements together; update is the largest ‖Δθ‖/‖θ‖ of its parameters.</p>'
+            '<p class="note">A module\'s norm is the L2 norm of all its parameters\' gradient '
+            'elements together (NaN when one of them holds a NaN, inf when one holds ±Inf); update '
+            'is the largest ‖Δθ‖/‖θ‖ of its parameters.</p>'
             + _table("module-table", ["module", "params", "with grad", "norm", "max |g|", "update",
                                       "NaN+Inf"], rows) + "</section>")
 
