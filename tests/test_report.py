@@ -3,6 +3,7 @@ the run's; rendered by a real headless Chromium when one is installed."""
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import shutil
@@ -123,6 +124,11 @@ def test_report_shows_events_hooks_and_top_parameters(report):
     assert "scale:0.5" in text and "No backward hooks" not in text
     assert text.count('class="param"') == 3
     assert "NaN/Inf first at step 25" in text and "largest norms over the run" in text
+    data = json.loads(re.search(r'id="gx-data">(.*?)</script>', text)[1])["curves"]["top_norms"]
+    at = data["x"].index(25)
+    norms = {s["label"]: s["y"] for s in data["series"]}
+    assert norms["0.weight"][at] is None and norms["2.bias"][at] is None  # a gap: NaN / Inf there
+    assert norms["0.weight"][at - 1] is not None and norms["0.weight"][at + 1] is not None
     assert "ranked by their largest norm over the run (NaN/Inf first)" in text
     assert "<th>largest norm (run)</th>" in text
 
