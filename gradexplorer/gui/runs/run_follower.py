@@ -98,8 +98,10 @@ class RunFollower(QObject):
 
     @property
     def following(self) -> bool:
-        """Whether the polling thread is still reading the run."""
-        return self._thread is not None and self._thread.is_alive() and not self._stop.is_set()
+        """Whether the polling thread is still reading the run (no longer once the run's writer
+        has closed it or died: the thread may still be closing its connection then)."""
+        return (self._thread is not None and self._thread.is_alive() and not self._stop.is_set()
+                and not (self.is_finished or self.is_stopped))
 
     def poll(self) -> int:
         """Read the steps committed since the last poll, here and now; how many were new.
