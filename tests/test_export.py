@@ -11,7 +11,7 @@ import pytest
 import gradexplorer as gx
 from gradexplorer.core.recorder.run_history import RunHistory
 from gradexplorer.core.share.tensorboard_events import tensorboard_buckets
-from gradexplorer.core.stats.records import STAT_FIELDS, Histogram
+from gradexplorer.core.stats.records import STAT_FIELDS, Histogram, whole_figure
 from tests.share_helpers import write_run
 
 
@@ -61,6 +61,8 @@ def test_tensorboard_histograms_are_gradexplorers_bucket_for_bucket(run_dir, tmp
     rows = run.step_rows()
     assert [s.value for s in loss] == pytest.approx([r["loss"] for r in rows], rel=1e-6)
     assert [s.wall_time for s in loss] == pytest.approx([r["time"] for r in rows], abs=1e-3)
+    assert math.isnan(acc.Scalars("norm/0.weight")[3].value)  # step 4: its NaN, never the finite part's
+    assert acc.Scalars("norm/2.bias")[3].value == math.inf
     norm = acc.Scalars("norm/2.weight")
     assert [s.value for s in norm] == pytest.approx(
         [run.figures(s)["2.weight"]["norm"] for s in run.steps], rel=1e-6)
@@ -76,7 +78,8 @@ def test_tensorboard_export_refuses_to_mix_into_an_earlier_one(run_dir, tmp_path
     assert code == 0, err
     acc = tensorboard_reader(tmp_path / "mlp-run")
     assert sorted(acc.Tags()["histograms"]) == ["grad/2.bias", "grad/2.weight"]
-    assert [e.step for e in acc.Histograms("grad/2.bias")] == [1, 5, 6]  # every 4th and the last
+    # every 4th, the last, and step 4 (NaN/Inf: flagged, never thinned away)
+    assert [e.step for e in acc.Histograms("grad/2.bias")] == [1, 4, 5, 6]
     assert {t.split("/")[0] for t in acc.Tags()["scalars"]} == {"norm", "run"}
 
 
@@ -109,9 +112,11 @@ def test_long_form_round_trips_through_pandas(run_dir, tmp_path, run_cli, fmt):
             got = per_param[(per_param.step == step) & (per_param.parameter == name)]
             values = dict(zip(got.figure, got.value, strict=True))
             for field in STAT_FIELDS:
-                want = figs[field]
+                want = whole_figure(field, figs[field], figs["nan_count"], figs["inf_count"])
                 assert (math.isnan(values[field]) if want is None or math.isnan(want)
                         else values[field] == want), (step, name, field)  # exact: repr/float64
+            if step == 4 and name in ("0.weight", "2.bias"):  # its gradient held a NaN / an Inf
+                assert math.isnan(values["norm"]) if name == "0.weight" else values["norm"] == math.inf
             edges, counts = run.histogram(step, name)
             bins = df[(df.step == step) & (df.parameter == name) & (df.figure == "hist_count")]
             assert bins.value.tolist() == counts.tolist()

@@ -3,11 +3,13 @@ export gives when its optional package is missing."""
 
 from __future__ import annotations
 
+import math
 import sys
 
 import pytest
 
 import gradexplorer as gx
+from gradexplorer.core.stats.records import whole_figure
 from tests.share_helpers import write_run
 from tests.wandb_records import history_rows
 
@@ -35,10 +37,13 @@ def test_offline_wandb_run_holds_the_exact_histograms(run_dir, tmp_path, run_cli
             edges, counts = run.histogram(step, name)
             assert row[f"gradients/{name}/values"] == counts.tolist()
             assert row[f"gradients/{name}/bins"] == edges.tolist()
-            assert row[f"norm/{name}"] == stats[name]["norm"]
+            s = stats[name]
+            assert repr(row[f"norm/{name}"]) == repr(whole_figure("norm", s["norm"], s["nan_count"],
+                                                                  s["inf_count"]))
         assert row["run/loss"] == run.step_info(step)["loss"]
         assert row["_timestamp"] == pytest.approx(run.step_info(step)["time"], abs=1e-3)
     assert rows[2]["nan_count/0.weight"] == 1 and rows[2]["inf_count/2.bias"] == 1
+    assert math.isnan(rows[2]["norm/0.weight"]) and rows[2]["norm/2.bias"] == math.inf
 
 
 @pytest.mark.parametrize(("target", "module", "extra"), [

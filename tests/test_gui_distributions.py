@@ -35,7 +35,8 @@ def test_grid_shows_every_parameter_ranked_and_filtered(panel):
     params = panel.timeline.latest_gradients.params
     assert grid.model.names == list(params)  # model order first
     grid.ranking.setCurrentText("largest norm")
-    norms = [params[n].norm for n in grid.model.names]
+    assert grid.model.names[0] == "3.weight"  # its NaN gradient: the largest, never its finite norm
+    norms = [params[n].norm for n in grid.model.names[1:]]
     assert norms == sorted(norms, reverse=True)
     grid.ranking.setCurrentText("NaN/Inf first")
     assert grid.model.names[0] == "3.weight" and params["3.weight"].nan_count == 1

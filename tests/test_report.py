@@ -3,6 +3,7 @@ the run's; rendered by a real headless Chromium when one is installed."""
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import shutil
@@ -27,7 +28,7 @@ class Page(HTMLParser):
     def __init__(self, text: str) -> None:
         super().__init__()
         self.ids, self.external, self.tables, self.images = set(), [], {}, []
-        self._table, self._row = None, None
+        self._table, self._row, self._text = None, None, False
         self.feed(text)
 
     def handle_starttag(self, tag, attrs):
@@ -46,12 +47,19 @@ class Page(HTMLParser):
             self._table.append(self._row)
         elif tag == "td" and self._row is not None:
             self._row.append(a.get("data-v"))
+            self._text = a.get("data-v") is None  # a text cell (a name): its text instead
         if tag == "image":
             self.images.append(a["href"])
+
+    def handle_data(self, data):
+        if self._text and self._row:
+            self._row[-1] = (self._row[-1] or "") + data
 
     def handle_endtag(self, tag):
         if tag == "table":
             self._table = None
+        if tag == "td":
+            self._text = False
 
 
 @pytest.fixture(scope="module")
@@ -93,10 +101,19 @@ def test_report_tables_hold_the_runs_figures(report, run_dir):
     params = page.tables["parameter-table"][1:]
     stats = run.figures(last)
     assert len(params) == len(run.parameters)
-    got = {float(r[1]) for r in params}
-    assert got == {s["norm"] for s in stats.values()}
+    assert {float(r[3]) for r in params} == {s["norm"] for s in stats.values()}  # norm at the last step
+    # the run's largest norm, NaN/inf for a parameter whose gradient held one at any step
+    every = [run.figures(step) for step in run.steps]
+    for r in params:
+        figs = [f[r[0]] for f in every]
+        want = (math.nan if any(f["nan_count"] for f in figs) else math.inf
+                if any(f["inf_count"] for f in figs) else max(f["norm"] for f in figs))
+        assert r[1] == repr(want)
     # NaN/Inf first: the two parameters with the event lead the ranking, first at step 25
-    assert [r[6] for r in params[:2]] == ["25.0", "25.0"] and [r[5] for r in params[:2]] == ["1.0", "1.0"]
+    assert [r[7] for r in params[:2]] == ["25.0", "25.0"] and [r[6] for r in params[:2]] == ["1.0", "1.0"]
+    assert [r[1] for r in params[:2]] == ["nan", "inf"]  # 0.weight held a NaN, 2.bias an Inf
+    largest = [float(r[1]) for r in params[2:]]
+    assert largest == sorted(largest, reverse=True)
     events = page.tables["event-table"][1:]
     assert sorted((r[0], r[2], r[3]) for r in events) == [("25.0", "0.0", "1.0"), ("25.0", "1.0", "0.0")]
 
@@ -106,7 +123,14 @@ def test_report_shows_events_hooks_and_top_parameters(report):
     assert "First at step 25, in 0.weight (1 NaN, 0 Inf), 2.bias (0 NaN, 1 Inf)" in text
     assert "scale:0.5" in text and "No backward hooks" not in text
     assert text.count('class="param"') == 3
-    assert "NaN/Inf first at step 25" in text and "largest norms at the last step" in text
+    assert "NaN/Inf first at step 25" in text and "largest norms over the run" in text
+    data = json.loads(re.search(r'id="gx-data">(.*?)</script>', text)[1])["curves"]["top_norms"]
+    at = data["x"].index(25)
+    norms = {s["label"]: s["y"] for s in data["series"]}
+    assert norms["0.weight"][at] is None and norms["2.bias"][at] is None  # a gap: NaN / Inf there
+    assert norms["0.weight"][at - 1] is not None and norms["0.weight"][at + 1] is not None
+    assert "ranked by their largest norm over the run (NaN/Inf first)" in text
+    assert "<th>largest norm (run)</th>" in text
 
 
 def test_report_of_a_clean_run_says_so(tmp_path, run_cli):
@@ -188,3 +212,17 @@ def test_report_overlays_the_curves_of_more_runs(tmp_path, run_cli):
     assert chart.count("data-series=") == 3
     code, _, err = run_cli("report", runs[0], tmp_path / "nothing", "--out", out)
     assert code == 2 and "not a gradexplorer run directory" in err
+
+
+def test_a_nan_at_the_last_step_reads_nan_in_the_module_and_parameter_tables(tmp_path, run_cli):
+    run_dir = write_run(tmp_path / "nan-last", steps=5, nan_at=5)  # 0.weight: a NaN, 2.bias: an Inf
+    assert run_cli("report", run_dir, "--out", tmp_path / "r.html")[0] == 0
+    page = Page((tmp_path / "r.html").read_text(encoding="utf-8"))
+    modules = {r[0]: r for r in page.tables["module-table"][1:]}
+    assert modules["(model)"][3:5] == ["nan", "nan"] and modules["0"][3:5] == ["nan", "nan"]
+    assert modules["2"][3:5] == ["inf", "inf"]  # an Inf, no NaN
+    fine = gx.open_run(run_dir).figures(5)
+    assert math.isfinite(fine["0.weight"]["norm"])  # the finite part's norm, which is not shown
+    params = {r[0]: r for r in page.tables["parameter-table"][1:]}
+    assert params["0.weight"][1:4] == ["nan", "nan", "nan"] and params["2.bias"][1:4] == ["inf", "inf", "inf"]
+    assert [r[0] for r in page.tables["parameter-table"][1:3]] == ["0.weight", "2.bias"]

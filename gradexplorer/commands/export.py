@@ -24,7 +24,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="what to write")
     parser.add_argument("dest", metavar="DEST", help="where to write it")
     add_renamed(parser, "--every", "--stride", "stride", type=int, default=1, metavar="K",
-                help="every K-th recorded step, and the last (default: every step)")
+                help="every K-th recorded step, the last, and every flagged step: spike events, "
+                "NaN/Inf steps, skipped steps (default: every step)")
     parser.add_argument("--params", action="append", metavar="GLOB",
                         help="only parameters matching GLOB, e.g. 'layer1.*' (repeatable)")
     parser.add_argument("--figures", metavar="LIST",
@@ -38,6 +39,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=export_command)
 
 
+def flagged_line(flagged: dict[int, list[str]], stride: int, shown: int = 10) -> str:
+    """What ``--stride`` kept beyond every K-th step: the flagged steps, each with why."""
+    if not flagged:
+        return f"--stride {stride}: no flagged step (spike, NaN/Inf, skipped) between the steps kept"
+    items = [f"{step} ({', '.join(why)})" for step, why in list(flagged.items())[:shown]]
+    more = f", … {len(flagged) - shown} more" if len(flagged) > shown else ""
+    return (f"--stride {stride}: also kept {len(flagged)} flagged step(s) it would skip: "
+            f"{', '.join(items)}{more}")
+
+
 def export_command(args: argparse.Namespace) -> int:
     from gradexplorer.core.recorder.run import open_run
     from gradexplorer.core.recorder.run_history import RunHistory
@@ -47,8 +58,11 @@ def export_command(args: argparse.Namespace) -> int:
         else args.target in ("tensorboard", "wandb")
     figures = [f.strip() for f in args.figures.split(",") if f.strip()] if args.figures else None
     with open_run(args.run) as run:
-        selection = select(run, args.stride, args.params, figures, histograms)
         history = RunHistory(run)
+        keep = history.flagged_steps() if args.stride > 1 else {}
+        selection = select(run, args.stride, args.params, figures, histograms, keep)
+        if args.stride > 1:
+            print(flagged_line(selection.flagged, args.stride))
         count = f"{len(selection.steps)} steps x {len(selection.params or run.parameters)} parameters"
         if args.target == "tensorboard":
             from gradexplorer.core.share.tensorboard_events import export_tensorboard

@@ -49,7 +49,7 @@ def parameter_rows(snap: Snapshot, width: int) -> list[list[str]]:
             continue
         hist = snap.histograms.get(name)
         spark = sparkline(hist.counts, width) if hist is not None else ""
-        rows.append([name, format_shape(s.shape), number(s.norm), number(s.abs_max),
+        rows.append([name, format_shape(s.shape), number(s.whole("norm")), number(s.whole("abs_max")),
                      f"{s.nan_count}/{s.inf_count}", f"|{spark}|" if spark else ""])
     return rows
 

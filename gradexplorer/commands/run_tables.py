@@ -9,6 +9,7 @@ from gradexplorer.core.recorder.run import Run, open_run
 from gradexplorer.core.stats.histogram import sparkline
 from gradexplorer.core.stats.ledger import rolling_summary
 from gradexplorer.core.stats.optimizer_state import STATE_FIELDS, STATE_LABELS
+from gradexplorer.core.stats.records import whole_figures
 
 
 def pick_step(run: Run, step: int | None) -> int:
@@ -86,6 +87,7 @@ def inspect_run(path: str, step: int | None, width: int) -> int:
     accumulated = any(s.get("grad_norm_accumulated") is not None for s in stats.values())
     rows = []
     for name, s in stats.items():
+        s = whole_figures(s)  # a NaN/Inf gradient's norm and max |g|: nan/inf, not the finite part's
         spark = sparkline(hists[name].counts, width) if name in hists else ""
         rows.append([name, format_shape(shapes.get(name, [])),
                      *([number(s["grad_norm_accumulated"])] if accumulated else []),

@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
 
 from gradexplorer.commands.table_text import table
 from gradexplorer.core.errors import UserError
-
-MAX_ID_TEXT = 60  # characters of a batch's ids shown on one line
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -22,17 +19,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=spikes_command)
 
 
-def ids_text(ids) -> str:
-    """The batch ids on one line, cut at MAX_ID_TEXT characters."""
-    if ids is None:
-        return "not noted"
-    text = json.dumps(ids)
-    return text if len(text) <= MAX_ID_TEXT else text[:MAX_ID_TEXT - 1] + "…"
-
-
 def event_lines(run, event, top: int) -> list[str]:
     """What ``spikes`` prints about one event."""
-    from gradexplorer.core.diagnose.spikes import factor_text  # (numpy)
+    from gradexplorer.core.diagnose.spikes import factor_text, ids_text  # (numpy)
 
     snap = run.snapshots.get(event.step)
     lines = [f"step {event.step}" + (f" to {event.until}" if event.until != event.step else "")

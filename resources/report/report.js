@@ -44,7 +44,7 @@ document.querySelectorAll('button[data-table]').forEach(b => b.addEventListener(
   download(b.dataset.table + '.csv', rows.map(r => [...r.children].map(c => JSON.stringify(c.dataset.v ?? c.textContent)).join(',')).join('\n') + '\n'); }));
 document.querySelectorAll('table.sortable th').forEach((th, col) => th.addEventListener('click', () => {
   const body = th.closest('table').tBodies[0], rows = [...body.rows], dir = th.dataset.dir = th.dataset.dir === 'd' ? 'a' : 'd';
-  const key = r => { const c = r.children[col], v = c.dataset.v ?? c.textContent; const n = parseFloat(v); return isNaN(n) ? v : n; };
+  const key = r => { const c = r.children[col], v = c.dataset.v ?? c.textContent; const n = v === 'nan' || v === 'inf' ? Infinity : v === '-inf' ? -Infinity : parseFloat(v); return isNaN(n) ? v : n; };  // a NaN/Inf figure sorts as the largest
   rows.sort((a, b) => { const x = key(a), y = key(b); const o = x < y ? -1 : x > y ? 1 : 0; return dir === 'd' ? -o : o; });
   rows.forEach(r => body.appendChild(r)); }));
 const asked = location.hash.match(/smoothing=([0-9.]+)/);  // report.html#smoothing=0.9 opens smoothed

@@ -13,6 +13,7 @@ Nothing here touches a tensor: no host sync.
 
 from __future__ import annotations
 
+import json
 import math
 from collections import deque
 from dataclasses import dataclass, field
@@ -58,6 +59,18 @@ class SpikeEvent:
                           for r in self.ranking[:top])
         return f"step {self.step}{span}: {'; '.join(self.reasons)}" + \
             (f"; first to move: {first}" if first else "")
+
+
+MAX_ID_TEXT = 60  # characters of a batch's ids shown on one line
+
+
+def ids_text(ids) -> str:
+    """A batch's ids on one line (``gradexplorer spikes``, the report), cut at MAX_ID_TEXT
+    characters; ``not noted`` when the loop noted none."""
+    if ids is None:
+        return "not noted"
+    text = json.dumps(ids)
+    return text if len(text) <= MAX_ID_TEXT else text[:MAX_ID_TEXT - 1] + "…"
 
 
 def factor_text(factor: float | str | None) -> str:

@@ -201,6 +201,33 @@ class RunHistory:
         order = self.run.parameters
         return {n: found[n] for n in [*order, *sorted(set(found) - set(order))] if n in found}
 
+    def flagged_steps(self) -> dict[int, list[str]]:
+        """Steps a thinned export or view keeps whatever its stride, ``{step: [why, …]}`` in step
+        order: a spike event's first and last step (``spike``, the events ``gradexplorer spikes``
+        lists), a step whose loss, global norm or any gradient held NaN/Inf (``NaN/Inf``), a
+        step the optimizer skipped (``skipped``, e.g. by a GradScaler)."""
+        out: dict[int, list[str]] = {}
+
+        def flag(step: int, why: str) -> None:
+            whys = out.setdefault(int(step), [])
+            if why not in whys:
+                whys.append(why)
+
+        for event in self.run.spike_events():
+            flag(event.step, "spike")
+            flag(event.until, "spike")
+        steps, _, figures = self.step_figures()
+        for key in ("loss", "global_norm"):
+            for step, value in zip(steps.tolist(), figures.get(key, ()), strict=False):
+                if value is not None and not math.isfinite(value):
+                    flag(step, "NaN/Inf")
+        for event in self.nonfinite_events():
+            flag(event.step, "NaN/Inf")
+        for step, ledger in zip(self.run.steps, self.run.ledger(), strict=True):  # one per step
+            if ledger.skipped:
+                flag(step, "skipped")
+        return dict(sorted(out.items()))
+
     def nonfinite_events(self, limit: int = 20_000) -> list[NonFiniteEvent]:
         """Parameters holding NaN/±Inf, by step then model order: the first ``limit`` found in
         one pass in the order the steps were written (no sort of the run's figures)."""

@@ -4,7 +4,8 @@ in pandas (``pd.read_csv`` / ``pd.read_parquet``).
 Columns: ``step``, ``wall_time`` (seconds since the epoch when the step was written),
 ``parameter`` (empty for figures of the whole step: loss, global norm, step seconds and the
 step's other recorded numbers), ``figure`` (a STAT_FIELDS name such as ``norm``, or a step
-figure) and ``value``. With histograms, each bin is a row of figure ``hist_count`` whose
+figure) and ``value`` (a gradient holding NaN/Inf: ``norm`` and ``abs_max`` nan/inf).
+With histograms, each bin is a row of figure ``hist_count`` whose
 ``bin_lo``/``bin_hi`` give the bin's edges (empty on other rows), and ``hist_below`` /
 ``hist_above`` count the values outside a fixed range.
 """
@@ -18,7 +19,7 @@ from pathlib import Path
 
 from gradexplorer.core.recorder.run_history import RunHistory
 from gradexplorer.core.share.output import atomic_output, optional_import
-from gradexplorer.core.stats.records import STAT_FIELDS
+from gradexplorer.core.stats.records import STAT_FIELDS, whole_figures
 
 COLUMNS = ("step", "wall_time", "parameter", "figure", "value", "bin_lo", "bin_hi")
 Row = tuple[int, float, str, str, float, float, float]
@@ -43,6 +44,7 @@ def long_rows(history: RunHistory, steps: Sequence[int] | None = None,
         for name, figs in stats.items():
             if keep is not None and name not in keep:
                 continue
+            figs = whole_figures(figs)  # a NaN/Inf gradient's norm: nan/inf, not its finite part's
             for field in figures:
                 value = figs.get(field)
                 yield step, t, name, field, nan if value is None else float(value), nan, nan

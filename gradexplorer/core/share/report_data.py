@@ -11,11 +11,12 @@ from typing import Any
 import numpy as np
 
 from gradexplorer.core.recorder.run import Run
-from gradexplorer.core.recorder.run_history import NonFiniteEvent, RunHistory
+from gradexplorer.core.recorder.run_history import NonFiniteEvent, ParameterSummary, RunHistory
 from gradexplorer.core.stats.bands import distribution_bands
 from gradexplorer.core.stats.curves import thin_steps
 from gradexplorer.core.stats.history import HistogramMatrix
-from gradexplorer.core.stats.module_rollup import ModuleGradients, module_gradients
+from gradexplorer.core.stats.module_rollup import ModuleGradients, module_gradients, owners
+from gradexplorer.core.stats.records import whole_figure, whole_figures
 
 WHICH_GRADIENT = ("each parameter's .grad after backward and before optimizer.step(), as "
                   "gradexplorer.watch read it (figures over finite elements; NaN and ±Inf counted apart)")
@@ -26,10 +27,12 @@ EVENT_LIMIT = 20_000  # NaN/Inf (step, parameter) pairs read
 
 @dataclass(frozen=True)
 class NonFiniteSummary:
-    """One parameter's NaN/Inf over the run: steps with any, the first of them."""
+    """One parameter's NaN/Inf over the run: steps with any, the first of them, whether any
+    of them held a NaN (else only ±Inf)."""
 
     steps: int
     first: int
+    nan: bool = False
 
 
 @dataclass
@@ -66,6 +69,9 @@ class ReportData:
     label: str = ""  # the run's name in legends
     overlays: list[tuple[str, list[int], dict[str, list[float | None]]]] = field(default_factory=list)
     which: str = WHICH_GRADIENT
+    largest: dict[str, tuple[float, float]] = field(default_factory=dict)  # run's largest norm, max |g|
+    spikes: list = field(default_factory=list)  # SpikeEvent, as ``gradexplorer spikes`` lists them
+    modules_nan: set[str] = field(default_factory=set)  # modules with a NaN gradient at the last step
 
     @property
     def event_steps(self) -> list[int]:
@@ -80,14 +86,46 @@ def _norm_key(value: float | None) -> float:
     return -1.0 if value is None or not math.isfinite(value) else value
 
 
-def pick_top(params, count: int) -> list[tuple[str, str]]:
-    """Parameters with NaN/Inf first (earliest first), then the largest norms at the last step."""
-    bad = sorted((p for p in params if p[2] is not None), key=lambda p: p[2].first)
-    picked = [(n, f"NaN/Inf first at step {s.first}") for n, _, s in bad][:count]
-    rest = sorted((p for p in params if p[0] not in dict(picked)),
-                  key=lambda p: -_norm_key(p[1].get("norm")))
-    picked += [(n, "largest norms at the last step") for n, _, _ in rest[: count - len(picked)]]
-    return picked
+def largest_figures(summaries: dict[str, ParameterSummary],
+                    bad: dict[str, NonFiniteSummary]) -> dict[str, tuple[float, float]]:
+    """Each parameter's largest norm and max |g| over the run: NaN when a step's gradient held
+    a NaN, inf when one held ±Inf (never the finite part's figure), else the largest recorded."""
+    out = {}
+    for name, s in summaries.items():
+        b = bad.get(name)
+        nan, inf = (b.nan, not b.nan) if b is not None else (False, False)
+        out[name] = (whole_figure("norm", s.max_norm, nan, inf), whole_figure("abs_max", s.max_abs, nan, inf))
+    return out
+
+
+def rank_by_largest(params, largest: dict[str, tuple[float, float]]) -> list:
+    """``params`` (name, figures, NonFiniteSummary) ranked as the report's table: NaN/Inf ones
+    first (earliest first), then by the largest norm over the run."""
+    def key(p):
+        norm = largest.get(p[0], (math.nan, math.nan))[0]
+        if p[2] is not None:
+            return (0, p[2].first, 0.0)
+        return (1, 0, -(norm if math.isfinite(norm) else -1.0))
+    return sorted(params, key=key)
+
+
+def pick_top(params, count: int, largest: dict[str, tuple[float, float]] | None = None
+             ) -> list[tuple[str, str]]:
+    """Parameters with NaN/Inf first (earliest first), then the largest norms over the run."""
+    ranked = rank_by_largest(params, largest or {})[:count]
+    return [(n, f"NaN/Inf first at step {s.first}" if s is not None else "largest norms over the run")
+            for n, _, s in ranked]
+
+
+def whole_norms(history: RunHistory, names: list[str], steps: list[int]):
+    """``stat_series("norm", …)`` with NaN at a step whose gradient held a NaN and inf at one
+    that held ±Inf (the curves leave a gap there, never the finite part's norm)."""
+    steps_out, norms = history.stat_series("norm", names, steps)
+    _, nans = history.stat_series("nan_count", names, steps)
+    _, infs = history.stat_series("inf_count", names, steps)
+    for n in names:
+        norms[n] = np.where(nans[n] > 0, np.nan, np.where(infs[n] > 0, np.inf, norms[n]))
+    return steps_out, norms
 
 
 def snapshot_origins(run: Run, steps: list[int]) -> dict[int, str]:
@@ -111,7 +149,8 @@ def nonfinite_summaries(events: list[NonFiniteEvent]) -> dict[str, NonFiniteSumm
     out: dict[str, NonFiniteSummary] = {}
     for e in events:
         had = out.get(e.name)
-        out[e.name] = NonFiniteSummary((had.steps if had else 0) + 1, had.first if had else e.step)
+        out[e.name] = NonFiniteSummary((had.steps if had else 0) + 1, had.first if had else e.step,
+                                       bool(e.nan_count) or (had is not None and had.nan))
     return out
 
 
@@ -149,15 +188,16 @@ def gather(run: Run, top: int = 6, others: list[Run] = ()) -> ReportData:
     last_record = run.step_gradients(last)
     events = history.nonfinite_events(limit=EVENT_LIMIT)
     bad = nonfinite_summaries(events)
-    stats_last = {n: s.stats_dict() for n, s in last_record.params.items() if s.has_grad}
+    stats_last = {n: whole_figures(s.stats_dict()) for n, s in last_record.params.items() if s.has_grad}
+    largest = largest_figures(history.parameter_summaries(), bad)
     params = [(n, stats_last.get(n, {}), bad.get(n)) for n in run.parameters
-              if n in stats_last or n in bad]
+              if n in stats_last or n in bad or n in largest]
     modules = sorted(module_gradients(last_record.params).values(),
                      key=lambda m: (m.path != "", -m.nonfinite, -_norm_key(m.norm)))
     shapes = {p["name"]: p["shape"] for p in run.structure.get("parameters", [])}
     curve_steps = thin_steps(steps_list, CURVE_POINTS)
-    chosen = pick_top(params, top)
-    _, norms = history.stat_series("norm", [n for n, _ in chosen], curve_steps)
+    chosen = pick_top(params, top, largest)
+    _, norms = whole_norms(history, [n for n, _ in chosen], curve_steps)
     tops = []
     for name, why in chosen:
         matrix = histogram_columns(history, name, steps_list)
@@ -177,4 +217,6 @@ def gather(run: Run, top: int = 6, others: list[Run] = ()) -> ReportData:
         wall=wall, curves=curves, last_step=last, modules=modules, params=params, top=tops,
         events=events, events_complete=len(events) < EVENT_LIMIT,
         origins=snapshot_origins(run, sorted({e.step for e in events})[:50]),
-        hooks=dict(settings.get("hooks") or {}), label=labels[0], overlays=overlays)
+        hooks=dict(settings.get("hooks") or {}), label=labels[0], overlays=overlays,
+        largest=largest, spikes=run.spike_events(),
+        modules_nan={m for n, s in last_record.params.items() if s.nan_count for m in owners(n)})

@@ -3,9 +3,10 @@ CSS and script; nothing fetched at view time), readable in any browser.
 
 Sections (each an element with the id given): ``summary``, ``curves`` (loss and global norm,
 with TensorBoard's smoothing slider and CSV), ``modules`` (the ranked per-module table),
-``parameters`` (the ranked per-parameter table), ``top`` (norm curves, heat maps and
-distribution bands of the top parameters), ``events`` (NaN/Inf and where they started),
-``hooks``.
+``parameters`` (the per-parameter table ranked by each one's largest norm over the run),
+``top`` (norm curves, heat maps and distribution bands of the top parameters), ``spikes`` (the
+spike events ``gradexplorer spikes`` lists: step, layer first to move, batch ids; each
+``spike-STEP``, linked from the curves), ``events`` (NaN/Inf and where they started), ``hooks``.
 """
 
 from __future__ import annotations
@@ -19,16 +20,18 @@ import numpy as np
 
 from gradexplorer._version import __version__
 from gradexplorer.core.atomic_file import write_atomic
+from gradexplorer.core.diagnose.spikes import factor_text, ids_text
 from gradexplorer.core.recorder.run import Run
 from gradexplorer.core.share.png import data_uri, heat_image, png_bytes
-from gradexplorer.core.share.report_data import ReportData, TopParameter, gather
+from gradexplorer.core.share.report_data import ReportData, TopParameter, gather, rank_by_largest
 from gradexplorer.core.share.report_page import page_assets
 from gradexplorer.core.share.svg_charts import band_chart, fmt, heatmap_chart, line_chart
 from gradexplorer.core.stats.bands import BAND_NAMES
 from gradexplorer.core.stats.curves import downsample_peaks
 from gradexplorer.core.stats.histogram import rebin_rows
+from gradexplorer.core.stats.records import whole_figure
 
-SECTIONS = ("summary", "curves", "modules", "parameters", "top", "events", "hooks")
+SECTIONS = ("summary", "curves", "modules", "parameters", "top", "spikes", "events", "hooks")
 E = html.escape
 
 
@@ -43,7 +46,7 @@ def _cell(value, bad: bool = False) -> str:
     if isinstance(value, str):
         return f"<td>{E(value)}</td>"
     v = float(value)
-    text = fmt(v) if isinstance(value, float) else str(value)
+    text = ("NaN" if math.isnan(v) else fmt(v)) if isinstance(value, float) else str(value)
     return f'<td data-v="{v!r}"{" class=bad" if bad else ""}>{E(text)}</td>'
 
 
@@ -111,6 +114,10 @@ def curves_section(d: ReportData, data: dict) -> str:
         series = [(label, *_drawn(steps, values)) for label, steps, values in step_series(d, key)]
         parts.append(f"<h3>{E(title)} <button data-csv=\"{key}\">CSV</button></h3>")
         parts.append(line_chart(series, log=log, ylabel=title, events=d.event_steps, key=key))
+    if d.spikes:
+        parts.append('<p class="note">spike events at step ' + ", ".join(
+            f'<a href="#spike-{e.step}">{e.step}</a>' for e in d.spikes) + ' — see <a href="#spikes">'
+            'spikes</a> for the layer first to move and the batch</p>')
     others = [k for k, v in d.curves.items() if k not in ("loss", "global_norm")
               and len({x for x in v if x is not None}) > 1]
     for key in others:
@@ -120,28 +127,59 @@ def curves_section(d: ReportData, data: dict) -> str:
 
 
 def modules_section(d: ReportData) -> str:
-    rows = [f"<tr><td>{E(m.path or '(model)')}</td>{_cell(m.params)}{_cell(m.with_grad)}{_cell(m.norm)}"
-            f"{_cell(m.abs_max)}{_cell(m.update_ratio)}{_cell(m.nonfinite, bool(m.nonfinite))}</tr>"
-            for m in d.modules]
+    rows = []
+    for m in d.modules:  # a module holding NaN/Inf: its norm and max |g| NaN/inf, as in the app
+        nan = m.path in d.modules_nan
+        inf = bool(m.nonfinite) and not nan
+        rows.append(f"<tr><td>{E(m.path or '(model)')}</td>{_cell(m.params)}{_cell(m.with_grad)}"
+                    f"{_cell(whole_figure('norm', m.norm, nan, inf), bool(m.nonfinite))}"
+                    f"{_cell(whole_figure('abs_max', m.abs_max, nan, inf), bool(m.nonfinite))}"
+                    f"{_cell(m.update_ratio)}{_cell(m.nonfinite, bool(m.nonfinite))}</tr>")
     return (f'<section id="modules"><h2>Modules at step {d.last_step}, ranked by gradient norm</h2>'
-            '<p class="note">A module\'s norm is the L2 norm of all its parameters\' finite gradient '
-            'elements together; update is the largest ‖Δθ‖/‖θ‖ of its parameters.</p>'
+            '<p class="note">A module\'s norm is the L2 norm of all its parameters\' gradient '
+            'elements together (NaN when one of them holds a NaN, inf when one holds ±Inf); update '
+            'is the largest ‖Δθ‖/‖θ‖ of its parameters.</p>'
             + _table("module-table", ["module", "params", "with grad", "norm", "max |g|", "update",
                                       "NaN+Inf"], rows) + "</section>")
 
 
 def parameters_section(d: ReportData) -> str:
-    rank = sorted(d.params, key=lambda p: (-(p[2].steps if p[2] else 0), -(p[1].get("norm") or -1.0)))
     rows = []
-    for name, s, bad in rank:
-        rows.append(f"<tr><td>{E(name)}</td>{_cell(s.get('norm'))}{_cell(s.get('abs_max'))}"
-                    f"{_cell(s.get('update_ratio'))}{_cell(s.get('zero_fraction'))}"
+    for name, s, bad in rank_by_largest(d.params, d.largest):
+        norm, abs_max = d.largest.get(name, (None, None))
+        rows.append(f"<tr><td>{E(name)}</td>{_cell(norm, bool(bad))}{_cell(abs_max, bool(bad))}"
+                    f"{_cell(s.get('norm'))}{_cell(s.get('update_ratio'))}{_cell(s.get('zero_fraction'))}"
                     f"{_cell(bad.steps if bad else 0, bool(bad))}"
                     f"{_cell(bad.first if bad else None, bool(bad))}</tr>")
-    return (f'<section id="parameters"><h2>Parameters, ranked (NaN/Inf first, then norm at step '
-            f'{d.last_step})</h2>' + _table("parameter-table", ["parameter", "norm", "max |g|", "update",
-                                                                "zeros", "NaN/Inf steps",
-                                                                "first NaN/Inf"], rows) + "</section>")
+    last = d.last_step
+    return ('<section id="parameters"><h2>Parameters, ranked by their largest norm over the run '
+            '(NaN/Inf first)</h2><p class="note">largest norm and max |g|: over every recorded step '
+            '(NaN or inf where a step\'s gradient held one); the next three columns: at step '
+            f'{last}.</p>' + _table("parameter-table", [
+                "parameter", "largest norm (run)", "largest max |g| (run)", f"norm at {last}",
+                f"update at {last}", f"zeros at {last}", "NaN/Inf steps", "first NaN/Inf"], rows)
+            + "</section>")
+
+
+def spikes_section(d: ReportData) -> str:
+    """The spike events, as ``gradexplorer spikes RUN`` lists them."""
+    if not d.spikes:
+        return ('<section id="spikes"><h2>Spikes</h2><p>No spike event: no loss or gradient figure '
+                'left its band.</p></section>')
+    rows = []
+    for e in d.spikes:
+        first = e.ranking[0] if e.ranking else None
+        moved = (f"{first['name']} ({first['figure']}, step {first['onset']}, "
+                 f"{factor_text(first['factor'])})") if first else "–"
+        rows.append(f'<tr id="spike-{e.step}">{_cell(e.step)}{_cell(e.until)}'
+                    f'<td class="t">{E("; ".join(e.reasons))}</td><td class="t">{E(moved)}</td>'
+                    f'<td class="t">{E(ids_text(e.batch))}</td></tr>')
+    return (f'<section id="spikes"><h2>Spikes ({len(d.spikes)})</h2><p class="note">The events '
+            '<code>gradexplorer spikes RUN</code> lists: where a loss or gradient figure left its '
+            'band, the parameter whose figure moved first (its peak as a multiple of its band\'s '
+            'median) and the ids of the batch.</p>'
+            + _table("spike-table", ["step", "until", "why", "first to move", "batch ids"], rows)
+            + "</section>")
 
 
 def heat_map(t: TopParameter, events: list[int]) -> str:
@@ -221,7 +259,7 @@ def report_html(d: ReportData) -> str:
     style, script = page_assets()
     nav = "".join(f'<a href="#{s}">{s}</a>' for s in SECTIONS)
     body = (summary_section(d) + curves_section(d, data) + modules_section(d) + parameters_section(d)
-            + top_section(d, data) + events_section(d) + hooks_section(d))
+            + top_section(d, data) + spikes_section(d) + events_section(d) + hooks_section(d))
     payload = json.dumps({"curves": data}, separators=(",", ":")).replace("</", "<\\/")
     return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" '
             f'content="width=device-width, initial-scale=1"><title>gradexplorer report: '

@@ -4,8 +4,8 @@
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 from gradexplorer.core.errors import UserError
 from gradexplorer.core.recorder.run import Run
@@ -20,11 +20,14 @@ class ExportSelection:
     params: list[str] | None
     figures: tuple[str, ...] = STAT_FIELDS
     histograms: bool = True
+    flagged: dict[int, list[str]] = field(default_factory=dict)  # kept beyond the stride: why
 
 
 def select(run: Run, every: int = 1, patterns: Sequence[str] | None = None,
-           figures: Sequence[str] | None = None, histograms: bool = True) -> ExportSelection:
-    """Every ``every``-th recorded step (the last always), the parameters matching any of the
+           figures: Sequence[str] | None = None, histograms: bool = True,
+           keep: Mapping[int, list[str]] | None = None) -> ExportSelection:
+    """Every ``every``-th recorded step (the last always, and every step of ``keep``: the
+    run's flagged steps, ``RunHistory.flagged_steps``), the parameters matching any of the
     glob ``patterns``, the named figures; each checked, with one line when wrong."""
     if every < 1:
         raise UserError(f"--every must be a positive number of steps, got {every}")
@@ -34,6 +37,10 @@ def select(run: Run, every: int = 1, patterns: Sequence[str] | None = None,
     picked = steps[::every]
     if picked[-1] != steps[-1]:
         picked.append(steps[-1])
+    chosen_steps, held = set(picked), set(steps)
+    flagged = {s: list(why) for s, why in (keep or {}).items() if s in held and s not in chosen_steps}
+    if flagged:
+        picked = sorted(chosen_steps | set(flagged))
     params = None
     if patterns:
         names = run.parameters
@@ -45,4 +52,4 @@ def select(run: Run, every: int = 1, patterns: Sequence[str] | None = None,
     unknown = [f for f in chosen if f not in STAT_FIELDS]
     if unknown:
         raise UserError(f"unknown figure {unknown[0]!r}: choose from {', '.join(STAT_FIELDS)}")
-    return ExportSelection(picked, params, chosen, histograms)
+    return ExportSelection(picked, params, chosen, histograms, flagged)

@@ -13,6 +13,7 @@ import numpy as np
 
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2")
 BAND_FILLS = (("min", "max", 0.15), ("p5", "p95", 0.25), ("p25", "p75", 0.4))
+FLAT = 1e-6  # a curve whose values differ by less than this (relative) is drawn flat
 
 
 def fmt(value: float) -> str:
@@ -96,11 +97,11 @@ class Frame:
             yticks = log_ticks(self.y0, self.y1)
         else:
             yticks = nice_ticks(self.y0, self.y1, 4)
-        for t in yticks:
+        for t, label in zip(yticks, tick_labels(yticks), strict=True):
             y = float(self.py(t))
             parts.append(f'<line x1="{self.left}" y1="{y:.1f}" x2="{w - self.right}" y2="{y:.1f}" '
                          f'class="grid"/><text x="{self.left - 4}" y="{y + 4:.1f}" class="tl" '
-                         f'text-anchor="end">{fmt(t)}</text>')
+                         f'text-anchor="end">{label}</text>')
         parts.append(f'<text x="{w - self.right}" y="{h - 2}" class="al" text-anchor="end">'
                      f'{html.escape(xlabel)}</text>')
         if ylabel:
@@ -121,8 +122,21 @@ def y_range(values: Sequence[np.ndarray], log: bool) -> tuple[float, float, bool
     if not len(v):
         return 0.0, 1.0, False
     lo, hi = float(v.min()), float(v.max())
-    pad = (hi - lo) * 0.05 or abs(hi) * 0.1 or 1.0
+    if hi - lo <= FLAT * max(abs(lo), abs(hi)):  # flat but for float rounding: drawn flat
+        mid = float(f"{(lo + hi) / 2:.6g}")  # centred on the round value the noise is about
+        pad = abs(mid) * 0.1 or 1.0
+        return mid - pad, mid + pad, False
+    pad = (hi - lo) * 0.05
     return lo - pad, hi + pad, False
+
+
+def tick_labels(ticks: Sequence[float]) -> list[str]:
+    """``fmt`` of each tick, with more digits where 4 would write two ticks alike."""
+    for digits in range(4, 17):
+        labels = [f"{t:.{digits}g}" if math.isfinite(t) else str(t) for t in ticks]
+        if len(set(labels)) == len(labels):
+            return labels
+    return labels
 
 
 def path_data(frame: Frame, x: np.ndarray, y: np.ndarray) -> str:

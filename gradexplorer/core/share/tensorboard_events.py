@@ -24,7 +24,7 @@ from gradexplorer.core.errors import UserError
 from gradexplorer.core.recorder.run_history import RunHistory
 from gradexplorer.core.share.output import optional_import
 from gradexplorer.core.share.selection import ExportSelection
-from gradexplorer.core.stats.records import Histogram
+from gradexplorer.core.stats.records import Histogram, whole_figures
 
 EVENTS = "events.out.tfevents."
 
@@ -87,8 +87,9 @@ def export_tensorboard(history: RunHistory, selection: ExportSelection, director
             for name, figs in stats.items():
                 if keep is not None and name not in keep:
                     continue
-                values += [scalar(f"{field}/{name}", figs[field])
-                           for field in selection.figures if figs.get(field) is not None]
+                whole = whole_figures(figs)  # a NaN/Inf gradient's norm: nan/inf (histogram: finite)
+                values += [scalar(f"{field}/{name}", whole[field])
+                           for field in selection.figures if whole.get(field) is not None]
                 h = hists.get(name) if selection.histograms else None
                 if h is not None and h.counts.sum() + h.below + h.above > 0:
                     b = tensorboard_buckets(h, figs)

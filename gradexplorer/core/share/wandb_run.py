@@ -16,6 +16,7 @@ from gradexplorer.core.errors import UserError
 from gradexplorer.core.recorder.run_history import RunHistory
 from gradexplorer.core.share.output import optional_import
 from gradexplorer.core.share.selection import ExportSelection
+from gradexplorer.core.stats.records import whole_figures
 
 WANDB_MAX_BINS = 512  # wandb.Histogram refuses more
 
@@ -51,8 +52,9 @@ def export_wandb(history: RunHistory, selection: ExportSelection, directory: str
             for name, figs in stats.items():
                 if keep is not None and name not in keep:
                     continue
-                row.update({f"{f}/{name}": float(figs[f]) for f in selection.figures
-                            if figs.get(f) is not None})
+                whole = whole_figures(figs)  # a NaN/Inf gradient's norm: nan/inf
+                row.update({f"{f}/{name}": float(whole[f]) for f in selection.figures
+                            if whole.get(f) is not None})
                 h = hists.get(name) if selection.histograms else None
                 if h is not None and h.counts.sum() > 0:
                     row[f"gradients/{name}"] = wandb.Histogram(

@@ -1,5 +1,7 @@
 """Parameters in the order a user asks for: model order, largest norm, largest max |g|, largest
-update ratio, NaN/Inf first (the small-multiples grid, tables and reports share it)."""
+update ratio, NaN/Inf first (the small-multiples grid, tables and reports share it). A
+gradient holding NaN or Inf is the largest under every "largest" order: its norm is NaN/inf,
+not the finite part's figure."""
 
 from __future__ import annotations
 
@@ -13,13 +15,14 @@ RANKINGS = {"model order": None, "largest norm": "norm", "largest max |g|": "abs
 
 
 def _value(s: ParamStats, field: str) -> float:
-    """The figure to sort on; no gradient or no value sorts last, NaN last but before those."""
+    """The figure to sort on: a NaN/Inf gradient's norm and max |g| (and any NaN or inf figure)
+    as the largest, no gradient or no value last."""
     if field == "nonfinite":
         return float((s.nan_count or 0) + (s.inf_count or 0))
-    v = getattr(s, field)
+    v = s.whole(field)
     if v is None or not s.has_grad:
         return -math.inf
-    return -1.0 if math.isnan(v) else float(v)
+    return math.inf if math.isnan(v) else float(v)
 
 
 def rank_parameters(params: Mapping[str, ParamStats], ranking: str = "model order",

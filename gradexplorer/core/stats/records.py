@@ -48,6 +48,29 @@ class ParamStats:
         """True when the gradient holds any NaN or ±Inf."""
         return bool(self.nan_count or self.inf_count)
 
+    def whole(self, field: str) -> float | int | None:
+        """Figure ``field`` as every view reports it (``whole_figure``)."""
+        return whole_figure(field, getattr(self, field), self.nan_count, self.inf_count)
+
+
+def whole_figure(field: str, value, nan_count: int | None, inf_count: int | None):
+    """A gradient's ``norm`` or ``abs_max`` as a view, table or file states it: NaN when the
+    gradient holds a NaN, inf when it holds ±Inf, never the finite part's figure (an all-NaN
+    gradient's finite norm is 0); other fields and finite gradients: ``value`` as kept."""
+    if field in ("norm", "abs_max"):
+        if nan_count:
+            return math.nan
+        if inf_count:
+            return math.inf
+    return value
+
+
+def whole_figures(figs: dict) -> dict:
+    """A parameter's figures (a STAT_FIELDS dict) as exports write them: ``whole_figure`` of
+    each (norm and max |g| NaN/inf where the gradient held NaN/Inf)."""
+    nan, inf = figs.get("nan_count"), figs.get("inf_count")
+    return {f: whole_figure(f, v, nan, inf) for f, v in figs.items()} if nan or inf else figs
+
 
 @dataclass
 class Histogram:

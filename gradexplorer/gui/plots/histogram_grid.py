@@ -31,11 +31,12 @@ from PySide6.QtWidgets import (
 from gradexplorer.core.stats.ranking import RANKINGS, rank_parameters
 from gradexplorer.gui.graph.legend import reads_whole
 from gradexplorer.gui.text.name_elide import elide_to_width
-from gradexplorer.gui.text.number_text import format_number, update_ratio_text
+from gradexplorer.gui.text.number_text import gradient_number, update_ratio_text
 from gradexplorer.gui.theme import ACCENT, ALARM, SELECTION
 
 TILE = QSize(168, 96)
 NAME_ROLE = Qt.UserRole + 1
+NORM_ROLE = Qt.UserRole + 2  # the tile's norm line: "‖g‖ 1.23", "‖g‖ NaN", "no gradient"
 
 
 class GridModel(QAbstractListModel):
@@ -56,12 +57,14 @@ class GridModel(QAbstractListModel):
         name = self.names[index.row()]
         if role in (Qt.DisplayRole, NAME_ROLE):
             return name
+        s = self.params.get(name)
+        if role == NORM_ROLE:
+            return "no gradient" if s is None or not s.has_grad else f"‖g‖ {gradient_number(s, s.norm)}"
         if role == Qt.ToolTipRole:
-            s = self.params.get(name)
             if s is None or not s.has_grad:
                 return f"{name}: no gradient"
-            return (f"{name}  {list(s.shape)}\nnorm {format_number(s.norm)} · max |g| "
-                    f"{format_number(s.abs_max)} · update {update_ratio_text(s.update_ratio)}\n"
+            return (f"{name}  {list(s.shape)}\nnorm {gradient_number(s, s.norm)} · max |g| "
+                    f"{gradient_number(s, s.abs_max)} · update {update_ratio_text(s.update_ratio)}\n"
                     f"NaN {s.nan_count} · Inf {s.inf_count}")
         return None
 
@@ -109,10 +112,8 @@ class TileDelegate(QStyledItemDelegate):
         painter.drawText(top, Qt.AlignLeft | Qt.AlignVCenter,
                          elide_to_width(name, painter.fontMetrics().horizontalAdvance, top.width()))
         bottom = QRect(r.left() + 4, r.bottom() - line - 1, r.width() - 8, line)
-        if s is None or not s.has_grad:
-            painter.drawText(bottom, Qt.AlignLeft | Qt.AlignVCenter, "no gradient")
-        else:
-            painter.drawText(bottom, Qt.AlignLeft | Qt.AlignVCenter, f"‖g‖ {format_number(s.norm)}")
+        painter.drawText(bottom, Qt.AlignLeft | Qt.AlignVCenter, index.data(NORM_ROLE))
+        if s is not None and s.has_grad:
             if bad:
                 painter.setPen(QColor(ALARM))
                 painter.drawText(bottom, Qt.AlignRight | Qt.AlignVCenter,
@@ -184,13 +185,14 @@ class HistogramGrid(QWidget):
         self.show_selection(self.selection.current)
 
     def save_csv(self) -> str | None:
-        """Ask for a file and write the parameters shown (filter and order as on screen)."""
+        """Ask for a file and write the parameters shown (filter and order as on screen); a
+        NaN/Inf gradient's norm and max |g| are written ``nan``/``inf``."""
         from gradexplorer.core.stats.records import STAT_FIELDS
         from gradexplorer.gui.csv_export import save_csv
 
         params, latest = self.model.params, self.timeline.latest_gradients
         step = latest.step if latest is not None else None
-        rows = [(step, n, *(getattr(params[n], f) for f in STAT_FIELDS)) for n in self.model.names]
+        rows = [(step, n, *(params[n].whole(f) for f in STAT_FIELDS)) for n in self.model.names]
         return save_csv(self, "parameters", ["step", "parameter", *STAT_FIELDS], rows)
 
     def _clicked(self, index: QModelIndex) -> None:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from PySide6.QtCore import QObject, Qt, Signal
 
 from gradexplorer.core.errors import UserError
+from gradexplorer.core.folder_lock import writer_present
 from gradexplorer.core.recorder.run import Run
 from gradexplorer.core.stats.history import GradientHistory
 from gradexplorer.core.stats.records import StepGradients
@@ -36,7 +37,8 @@ CLOSE_WAIT_S = 5.0  # how long closing waits for a read under way
 class StepsRead:
     """What one poll read of a run after step ``after``: the new ``rows`` (oldest first), the
     newest step whole, each row's ledger and more (``followed_steps``), the histogram bins, and
-    whether the writer had closed the run (read only when no step was new)."""
+    whether the writer had closed the run, or died without closing it (no process holds the
+    run directory's lock: ``core/folder_lock.py``; both read only when no step was new)."""
 
     after: int
     rows: list[dict] = field(default_factory=list)
@@ -44,14 +46,17 @@ class StepsRead:
     followed: dict[int, FollowedStep] = field(default_factory=dict)
     bins: int = 64
     finished: bool = False
+    writer_gone: bool = False
 
 
 def read_new_steps(run: Run, after: int) -> StepsRead:
     """The steps of ``run`` committed after step ``after`` (at most ``MAX_STEPS_PER_POLL``),
     the newest read whole."""
+    writing = writer_present(run.path)  # before reading: a step committed as it died is read
     rows = run.step_rows(after)[:MAX_STEPS_PER_POLL]
     if not rows:
-        return StepsRead(after, finished=run.meta("finished") is not None)
+        finished = run.meta("finished") is not None
+        return StepsRead(after, finished=finished, writer_gone=not (writing or finished))
     newest = run.step_gradients(rows[-1]["step"])  # a damaged one: the dialog
     return StepsRead(after, rows, newest, followed_steps(run, rows, after),
                      run.settings.get("bins", 64))
@@ -62,10 +67,13 @@ class RunFollower(QObject):
     (on the calling thread), ``start()`` keeps doing it on a polling thread every ``poll_ms``.
 
     ``finished(last_step)`` once the writer has closed the run (its ``finished`` meta entry);
+    ``stopped(last_step)`` once it died without closing it (``kill -9``, a crash: the kernel
+    freed the run directory's lock; every step it committed read; polling stops);
     ``failed(line)`` when the run cannot be read any more (following stops).
     """
 
     finished = Signal(object)
+    stopped = Signal(object)
     failed = Signal(str)  # one line: the run could not be read any more
     _read = Signal(object)  # a StepsRead, from the polling thread
     _unreadable = Signal(str)  # the polling thread's UserError
@@ -80,6 +88,7 @@ class RunFollower(QObject):
         timeline.optimizer.follow(run)  # the optimizer curves read the run's series
         self._times: list[float] = []
         self.is_finished = False
+        self.is_stopped = False  # the writer died: no step will come
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._read.connect(self._take, Qt.ConnectionType.QueuedConnection)
@@ -89,8 +98,10 @@ class RunFollower(QObject):
 
     @property
     def following(self) -> bool:
-        """Whether the polling thread is still reading the run."""
-        return self._thread is not None and self._thread.is_alive() and not self._stop.is_set()
+        """Whether the polling thread is still reading the run (no longer once the run's writer
+        has closed it or died: the thread may still be closing its connection then)."""
+        return (self._thread is not None and self._thread.is_alive() and not self._stop.is_set()
+                and not (self.is_finished or self.is_stopped))
 
     def poll(self) -> int:
         """Read the steps committed since the last poll, here and now; how many were new.
@@ -122,6 +133,9 @@ class RunFollower(QObject):
             if read.finished and not self.is_finished:
                 self.is_finished = True  # every step was read: the writer closed after them
                 self.finished.emit(None if self.last_step < 0 else self.last_step)
+            elif read.writer_gone and not (self.is_stopped or self.is_finished):
+                self.is_stopped = True
+                self.stopped.emit(None if self.last_step < 0 else self.last_step)
             return 0
         first_kept = len(rows) - self.timeline.gradients.maxlen  # older ones would fall out
         records = [None] * max(first_kept, 0) + \
@@ -158,7 +172,8 @@ def follow_run(path, after: int, period_s: float, stop: threading.Event,
                got, unreadable) -> None:
     """The polling thread: every ``period_s`` until ``stop``, the steps after ``after`` read
     with a connection of its own and handed to ``got`` (a queued signal's ``emit``); a run that
-    cannot be read is one line to ``unreadable``; it ends once the writer has closed the run."""
+    cannot be read is one line to ``unreadable``; it ends once the writer has closed the run
+    or died."""
     try:
         reader = Run(path)
     except UserError as exc:
@@ -174,11 +189,11 @@ def follow_run(path, after: int, period_s: float, stop: threading.Event,
                 return
             if stop.is_set():
                 return
-            if read.rows or read.finished:
+            if read.rows or read.finished or read.writer_gone:
                 got(read)
             if read.rows:
                 after = read.rows[-1]["step"]
-            elif read.finished:
+            elif read.finished or read.writer_gone:
                 return  # every step was read: nothing more will come
     except RuntimeError:  # the follower was deleted under way: nothing to tell
         return

@@ -103,6 +103,8 @@ def _follow(window, run, model) -> RunFollower:
     follower.failed.connect(window.show_error)
     follower.finished.connect(lambda step: window.status.show_run(
         run.path.name, f"finished at step {step}" if step is not None else "finished"))
+    follower.stopped.connect(lambda step: window.status.show_run(  # killed, crashed: no lock held
+        run.path.name, f"writer stopped at step {step}" if step is not None else "writer stopped"))
     window.distributions.set_run(run)  # bands over the whole run, not the history's window
     window.gradients.set_run(run)  # and the heat map
     window.run_compare.follow_own_run(run)  # the overlay's own run (run_compare)

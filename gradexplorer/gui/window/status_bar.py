@@ -111,6 +111,8 @@ class RunStatusBar(QStatusBar):
         self._run_state = state
         self._name(str(name), "", "run ")
         self.state_label.setText(state)
+        if state != "following":  # finished, stopped, waiting: no rate of steps now
+            self.rate_label.setText("— steps/s")
 
     def _name(self, name: str, after: str = "", before: str = "") -> None:
         """``before + name + after`` in the label's room (less its style sheet's padding: the
@@ -140,4 +142,6 @@ class RunStatusBar(QStatusBar):
                                              self.controller.state in (RUNNING, PAUSED)))
         self.loss_label.setText(f"loss {latest.loss:.4g}")
         rate = timeline.steps_per_second  # 0 until two steps fall in the rate window
+        if self._run_state not in (None, "following"):
+            rate = 0.0  # a run no longer written: its last rate is no rate
         self.rate_label.setText(f"{rate:.1f} steps/s" if rate > 0 else "— steps/s")
