@@ -101,6 +101,20 @@ def mixtral():
         num_local_experts=4, num_experts_per_tok=2))()
 
 
+def qwen2():
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+    return _lm(Qwen2ForCausalLM, lambda: Qwen2Config(
+        vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=32))()
+
+
+def gemma():
+    from transformers import GemmaConfig, GemmaForCausalLM
+    return _lm(GemmaForCausalLM, lambda: GemmaConfig(
+        vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=8, max_position_embeddings=32))()
+
+
 def t5():
     from transformers import T5Config, T5ForConditionalGeneration
     return _seq2seq(T5ForConditionalGeneration, lambda: T5Config(
@@ -264,6 +278,8 @@ ZOO = [
     ZooModel("bart", bart, "model.encoder.layers.0.self_attn", "model.encoder.layers.0.fc2"),
     ZooModel("llama", llama, "model.layers.1.self_attn", "model.layers.0.mlp"),
     ZooModel("mistral", mistral, "model.layers.1.self_attn", "model.layers.0.mlp"),
+    ZooModel("qwen2", qwen2, "model.layers.1.self_attn", "model.layers.0.mlp"),
+    ZooModel("gemma", gemma, "model.layers.1.self_attn", "model.layers.0.mlp"),
     ZooModel("mixtral", mixtral, "model.layers.1.self_attn", "model.layers.0.self_attn.o_proj"),
     ZooModel("vit", vit, "vit.layers.1.attention", "vit.layers.0.mlp"),
     ZooModel("clip", clip, "text_model.encoder.layers.0.self_attn", "vision_model.encoder.layers.0.mlp"),
