@@ -327,7 +327,7 @@ class Recorder:
                                     (p.device for p in self.model.parameters()), torch.device("cpu")))
 
         def work():
-            path = self.stack.snapshot(writer.snapshot_dir(), source, record)
+            path = self.stack.snapshot(writer.snapshot_dir(record.step), source, record)
             writer.add_snapshot(record.step, path, self.keep_snapshots)
 
         writer._guarded(f"the snapshot of step {record.step}", work)

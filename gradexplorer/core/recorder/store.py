@@ -17,6 +17,7 @@ from typing import Any
 from gradexplorer.core.errors import UserError, first_line
 from gradexplorer.core.folder_lock import FolderLock
 from gradexplorer.core.recorder import schema as S
+from gradexplorer.core.recorder.run_place import RunDirectoryGone, RunPlace, refuse_linked_snapshots
 from gradexplorer.core.recorder.write_thread import WriteThread
 from gradexplorer.core.snapshot.retention import steps_to_remove
 from gradexplorer.core.stats.ledger import LEDGER_FIELDS, StepLedger
@@ -93,6 +94,7 @@ class RunWriter:
         self.failed: str | None = None
         self._fail_lock = threading.Lock()
         self._writes: WriteThread | None = None
+        self._place: RunPlace | None = None
         self.first_step = 1
         self.recorded: dict[str, Any] = {}  # the resumed run's structure
         self._report = report or (lambda line: print(line, file=sys.stderr))
@@ -114,6 +116,7 @@ class RunWriter:
 
     def _open(self, overwrite: bool, resume: bool) -> None:
         db_path = S.database_path(self.run_dir)
+        refuse_linked_snapshots(self.run_dir)
         if db_path.exists() and not resume:
             if not overwrite:
                 raise UserError(f"{str(self.run_dir)!r} already holds a run; give overwrite=True "
@@ -142,6 +145,7 @@ class RunWriter:
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=NORMAL")  # a committed step survives kill -9
             self._conn.executescript(S.SCHEMA)  # a resumed older run gets the tables it lacks
+            self._place = RunPlace(self.run_dir)  # checked once a step: deleted or replaced?
         except (OSError, sqlite3.Error) as exc:
             raise UserError(f"cannot create run directory {str(self.run_dir)!r}: {exc}") from None
 
@@ -196,6 +200,9 @@ class RunWriter:
                 else first_line(exc)
             self.failed = f"gradexplorer: recording stopped, could not write {what} to " \
                           f"{self.run_dir}: {reason}; training goes on"
+            if isinstance(exc, RunDirectoryGone):
+                self.failed = f"gradexplorer: run directory {self.run_dir} was deleted or " \
+                              f"replaced at step {exc.step}: recording stopped; training goes on"
         self._report(self.failed)
 
     def _guarded(self, what: str, work) -> bool:
@@ -230,9 +237,11 @@ class RunWriter:
         thread (the record and the dicts given are not changed afterwards: each step's are new;
         ``optimizer_state`` may be a function giving it there, e.g. work under way on the
         statistics worker)."""
-        return self._submit(f"step {record.step}", lambda db: self._insert_step(
-            db, record, loss, ranks, rank_norms, ledger, accumulated, optimizer_state, batch,
-            time.time()))
+        def work(db):
+            self._place.check(record.step)  # still the run opened? (a stat, on this thread)
+            self._insert_step(db, record, loss, ranks, rank_norms, ledger, accumulated,
+                              optimizer_state, batch, time.time())
+        return self._submit(f"step {record.step}", work)
 
     @staticmethod
     def _insert_step(db, record, loss, ranks, rank_norms, ledger, accumulated, optimizer_state,
@@ -292,8 +301,10 @@ class RunWriter:
             return remove if old else None
         return self._submit(f"the snapshot of step {step}", work)
 
-    def snapshot_dir(self) -> Path:
-        return self.run_dir / S.SNAPSHOTS
+    def snapshot_dir(self, step: int | None = None) -> Path:
+        """``RUN/snapshots``; RunDirectoryGone when the run directory was deleted or replaced,
+        a UserError when ``snapshots`` is a symbolic link (``run_place.py``)."""
+        return self._place.snapshot_dir(step)
 
     def close(self) -> None:
         """Commit every write given (returns once it is all on disk), close, unlock."""
@@ -306,6 +317,8 @@ class RunWriter:
         finally:
             if _OPEN.get(self.run_dir.resolve()) is self:
                 del _OPEN[self.run_dir.resolve()]
+            if self._place is not None:
+                self._place.close()
             self._lock.release()
 
 

@@ -1,8 +1,9 @@
 """A run as TensorBoard event files: the exact histograms (the ``HistogramProto`` that
 ``add_histogram_raw`` writes, no resampling), per-parameter figures and the step's figures as
 scalars; one event per step holding all of them (written with TensorBoard's own protos and
-event-file writer: a per-value ``SummaryWriter`` call costs ~150 µs, 25 s for 100 steps of
-150 parameters).
+record writer: a per-value ``SummaryWriter`` call costs ~150 µs, 25 s for 100 steps of
+150 parameters). The file is written in a staging folder and renamed into place once complete
+(``staged_folder.py``): a reader sees the whole run or none of it.
 
 Tags: ``grad/NAME`` histograms of each parameter's gradient; ``FIGURE/NAME`` scalars
 (``norm/fc1.weight``, ``abs_max/…``, ``update_ratio/…``); ``run/FIGURE`` the step's own
@@ -15,7 +16,9 @@ values outside a fixed range when there are any.
 
 from __future__ import annotations
 
-import shutil
+import os
+import socket
+import time
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +27,7 @@ from gradexplorer.core.errors import UserError
 from gradexplorer.core.recorder.run_history import RunHistory
 from gradexplorer.core.share.output import optional_import
 from gradexplorer.core.share.selection import ExportSelection
+from gradexplorer.core.share.staged_folder import staged_folder
 from gradexplorer.core.stats.records import Histogram, whole_figures
 
 EVENTS = "events.out.tfevents."
@@ -56,52 +60,64 @@ def export_tensorboard(history: RunHistory, selection: ExportSelection, director
     folder show as several runs in TensorBoard); returns that folder."""
     optional_import("tensorboard", "--to tensorboard")
     from tensorboard.compat.proto import event_pb2, summary_pb2
-    from tensorboard.summary.writer.event_file_writer import EventFileWriter
 
     target = Path(directory) / history.run.path.resolve().name
     if target.is_file() or Path(directory).is_file():
         raise UserError(f"cannot write TensorBoard events to {str(target)!r}: a file is in the way")
-    if target.is_dir() and any(p.name.startswith(EVENTS) for p in target.iterdir()):
-        if not overwrite:
-            raise UserError(f"{str(target)!r} already holds TensorBoard events; "
-                            "--overwrite replaces them")
-        shutil.rmtree(target)
-    try:
+    earlier = [p for p in target.iterdir() if p.name.startswith(EVENTS)] if target.is_dir() else []
+    if earlier and not overwrite:
+        raise UserError(f"{str(target)!r} already holds TensorBoard events; "
+                        "--overwrite replaces them")
+    with staged_folder(directory, target.name, "TensorBoard events") as staging:
+        partial = staging / "events.partial"  # no reader takes it for events until renamed
+        with open(partial, "wb") as file:
+            _write_events(history, selection, file, event_pb2, summary_pb2, progress)
+            file.flush()
+            os.fsync(file.fileno())
         target.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UserError(f"cannot create {str(target)!r}: {exc.strerror or exc}") from None
+        for path in earlier:
+            path.unlink(missing_ok=True)
+        name = f"{EVENTS}{int(time.time()):010d}.{socket.gethostname()}.{os.getpid()}.0"
+        os.replace(partial, target / name)
+    return target
+
+
+def _write_events(history: RunHistory, selection: ExportSelection, file, event_pb2, summary_pb2,
+                  progress) -> None:
+    """The event records, one per step after the file-version event, into ``file``."""
+    from tensorboard.summary.writer.record_writer import RecordWriter
+
+    writer = RecordWriter(file)
+    writer.write(event_pb2.Event(wall_time=time.time(), file_version="brain.Event:2")
+                 .SerializeToString())
     steps, times, figures = history.step_figures()
     wanted = set(selection.steps)
     keep = None if selection.params is None else set(selection.params)
-    writer = EventFileWriter(str(target), max_queue_size=64, flush_secs=3600)
 
     def scalar(tag: str, value: float):
         return summary_pb2.Summary.Value(tag=tag, simple_value=float(value))
 
-    try:
-        for i, step in enumerate(steps.tolist()):
-            if step not in wanted:
+    for i, step in enumerate(steps.tolist()):
+        if step not in wanted:
+            continue
+        values = [scalar(f"run/{figure}", v[i]) for figure, v in figures.items() if v[i] is not None]
+        _, stats, hists = next(history.each_step([step]))
+        for name, figs in stats.items():
+            if keep is not None and name not in keep:
                 continue
-            values = [scalar(f"run/{figure}", v[i]) for figure, v in figures.items() if v[i] is not None]
-            _, stats, hists = next(history.each_step([step]))
-            for name, figs in stats.items():
-                if keep is not None and name not in keep:
-                    continue
-                whole = whole_figures(figs)  # a NaN/Inf gradient's norm: nan/inf (histogram: finite)
-                values += [scalar(f"{field}/{name}", whole[field])
-                           for field in selection.figures if whole.get(field) is not None]
-                h = hists.get(name) if selection.histograms else None
-                if h is not None and h.counts.sum() + h.below + h.above > 0:
-                    b = tensorboard_buckets(h, figs)
-                    histo = summary_pb2.HistogramProto(
-                        min=b["min"], max=b["max"], num=b["num"], sum=b["sum"],
-                        sum_squares=b["sum_squares"], bucket_limit=b["bucket_limits"],
-                        bucket=b["bucket_counts"])
-                    values.append(summary_pb2.Summary.Value(tag=f"grad/{name}", histo=histo))
-            writer.add_event(event_pb2.Event(wall_time=float(times[i]), step=int(step),
-                                             summary=summary_pb2.Summary(value=values)))
-            if progress is not None:
-                progress(step)
-    finally:
-        writer.close()
-    return target
+            whole = whole_figures(figs)  # a NaN/Inf gradient's norm: nan/inf (histogram: finite)
+            values += [scalar(f"{field}/{name}", whole[field])
+                       for field in selection.figures if whole.get(field) is not None]
+            h = hists.get(name) if selection.histograms else None
+            if h is not None and h.counts.sum() + h.below + h.above > 0:
+                b = tensorboard_buckets(h, figs)
+                histo = summary_pb2.HistogramProto(
+                    min=b["min"], max=b["max"], num=b["num"], sum=b["sum"],
+                    sum_squares=b["sum_squares"], bucket_limit=b["bucket_limits"],
+                    bucket=b["bucket_counts"])
+                values.append(summary_pb2.Summary.Value(tag=f"grad/{name}", histo=histo))
+        event = event_pb2.Event(wall_time=float(times[i]), step=int(step),
+                                summary=summary_pb2.Summary(value=values))
+        writer.write(event.SerializeToString())
+        if progress is not None:
+            progress(step)

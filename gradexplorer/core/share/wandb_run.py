@@ -8,6 +8,7 @@ own figures (``run/loss``, ``run/global_norm`` …), logged at the run's step nu
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +17,7 @@ from gradexplorer.core.errors import UserError
 from gradexplorer.core.recorder.run_history import RunHistory
 from gradexplorer.core.share.output import optional_import
 from gradexplorer.core.share.selection import ExportSelection
+from gradexplorer.core.share.staged_folder import staged_folder
 from gradexplorer.core.stats.records import whole_figures
 
 WANDB_MAX_BINS = 512  # wandb.Histogram refuses more
@@ -23,22 +25,31 @@ WANDB_MAX_BINS = 512  # wandb.Histogram refuses more
 
 def export_wandb(history: RunHistory, selection: ExportSelection, directory: str | Path,
                  project: str = "gradexplorer", progress=None) -> Path:
-    """Write an offline wandb run under ``directory/wandb/``; returns its folder."""
+    """Write an offline wandb run under ``directory/wandb/``; returns its folder. It is logged
+    in a staging folder and moved into ``wandb/`` once finished (``staged_folder.py``): an
+    interrupted export leaves no run for ``wandb sync`` to upload."""
     wandb = optional_import("wandb", "--to wandb")
     directory = Path(directory)
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UserError(f"cannot create {str(directory)!r}: {exc.strerror or exc}") from None
-    run_path = history.run.path.resolve()
     bins = history.run.settings.get("bins", 64)
     if selection.histograms and bins > WANDB_MAX_BINS:
         raise UserError(f"wandb keeps at most {WANDB_MAX_BINS} bins a histogram; this run has {bins}: "
                         "export with --no-histograms or to TensorBoard")
+    with staged_folder(directory, "wandb", "the wandb run") as staging:
+        staged = _log_run(wandb, history, selection, staging, project, progress)
+        folder = directory / "wandb" / staged.name
+        folder.parent.mkdir(exist_ok=True)
+        os.replace(staged, folder)  # a new offline-run-… name: nothing is replaced
+    return folder
+
+
+def _log_run(wandb, history: RunHistory, selection: ExportSelection, staging: Path, project: str,
+             progress) -> Path:
+    """The offline run logged under ``staging/wandb/``; returns its folder there."""
+    run_path = history.run.path.resolve()
     steps, times, figures = history.step_figures()
     wanted = set(selection.steps)
     keep = None if selection.params is None else set(selection.params)
-    run = wandb.init(mode="offline", dir=str(directory), project=project, name=run_path.name,
+    run = wandb.init(mode="offline", dir=str(staging), project=project, name=run_path.name,
                      config={"gradexplorer_run": str(run_path),
                              **history.run.settings},
                      settings=wandb.Settings(silent=True, console="off", save_code=False))
