@@ -11,7 +11,6 @@ spike events ``gradexplorer spikes`` lists: step, layer first to move, batch ids
 
 from __future__ import annotations
 
-import html
 import json
 import math
 from pathlib import Path
@@ -21,6 +20,7 @@ import numpy as np
 from gradexplorer._version import __version__
 from gradexplorer.core.atomic_file import write_atomic
 from gradexplorer.core.diagnose.spikes import factor_text, ids_text
+from gradexplorer.core.printable import html_text
 from gradexplorer.core.recorder.run import Run
 from gradexplorer.core.share.png import data_uri, heat_image, png_bytes
 from gradexplorer.core.share.report_data import ReportData, TopParameter, gather, rank_by_largest
@@ -32,7 +32,7 @@ from gradexplorer.core.stats.histogram import rebin_rows
 from gradexplorer.core.stats.records import whole_figure
 
 SECTIONS = ("summary", "curves", "modules", "parameters", "top", "spikes", "events", "hooks")
-E = html.escape
+E = html_text
 
 
 def _json_list(values) -> list:
