@@ -42,7 +42,7 @@ def check_replaceable(path: str | os.PathLike) -> bool:
     it, or write into something that is not a file."""
     try:
         mode = os.stat(path).st_mode
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # (a folder on the way is a file: said later)
         return False
     except OSError as exc:
         raise UserError(f"cannot write {str(path)!r}: {exc.strerror or exc}") from None

@@ -260,7 +260,8 @@ def report_html(d: ReportData) -> str:
     nav = "".join(f'<a href="#{s}">{s}</a>' for s in SECTIONS)
     body = (summary_section(d) + curves_section(d, data) + modules_section(d) + parameters_section(d)
             + top_section(d, data) + spikes_section(d) + events_section(d) + hooks_section(d))
-    payload = json.dumps({"curves": data}, separators=(",", ":")).replace("</", "<\\/")
+    # every "<" as \u003c: no markup (a name such as "<img …>", a "</script>") in the page raw
+    payload = json.dumps({"curves": data}, separators=(",", ":")).replace("<", "\\u003c")
     return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" '
             f'content="width=device-width, initial-scale=1"><title>gradexplorer report: '
             f'{E(Path(d.path).name)}</title><style>{style}</style></head><body><header><h1>Gradient report: '
