@@ -210,7 +210,7 @@ def test_report_overlays_the_curves_of_more_runs(tmp_path, run_cli):
     # one frame (shared axes) holds the three curves
     chart = re.search(r'data-key="loss".*?</svg>', html, re.S).group(0)
     assert chart.count("data-series=") == 3
-    code, _, err = run_cli("report", runs[0], tmp_path / "nothing", "--out", out)
+    code, _, err = run_cli("report", runs[0], tmp_path / "nothing", "--out", tmp_path / "other.html")
     assert code == 2 and "not a gradexplorer run directory" in err
 
 

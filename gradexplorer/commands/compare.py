@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from gradexplorer.commands.table_text import number, table
 from gradexplorer.core.errors import UserError
+from gradexplorer.core.printable import printable
 from gradexplorer.core.recorder.schema import is_run_dir
 
 if TYPE_CHECKING:
@@ -54,6 +55,6 @@ def compare_command(args: argparse.Namespace) -> int:
     for label, names in (("only in A", result.only_in_a), ("only in B", result.only_in_b),
                          ("shapes differ", result.shape_mismatch)):
         if names:
-            print(f"{label}: {', '.join(names)}")
+            print(printable(f"{label}: {', '.join(names)}"))
     print("hist EMD: earth mover's distance between the gradient histograms, in gradient units")
     return 0

@@ -34,7 +34,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="the histograms too (default: yes for tensorboard and wandb; "
                         "for csv and parquet one row per bin, so no)")
     parser.add_argument("--overwrite", action="store_true",
-                        help="replace TensorBoard events an earlier export left in DEST/RUN_NAME")
+                        help="replace TensorBoard events an earlier export left in DEST/RUN_NAME, "
+                        "or an existing .csv/.parquet DEST (default: refuse)")
     parser.add_argument("--project", default="gradexplorer", help="the wandb project (default gradexplorer)")
     parser.set_defaults(func=export_command)
 
@@ -50,9 +51,18 @@ def flagged_line(flagged: dict[int, list[str]], stride: int, shown: int = 10) ->
 
 
 def export_command(args: argparse.Namespace) -> int:
+    from gradexplorer.core.output_path import check_output_file, check_output_folder
     from gradexplorer.core.recorder.run import open_run
     from gradexplorer.core.recorder.run_history import RunHistory
     from gradexplorer.core.share.selection import select
+
+    if args.target in ("csv", "parquet"):
+        if not str(args.dest).lower().endswith(f".{args.target}"):
+            raise UserError(f"--to {args.target} writes a .{args.target} file; "
+                            f"give DEST ending in .{args.target}")
+        check_output_file(args.dest, overwrite=args.overwrite, make_folders=True)
+    else:
+        check_output_folder(args.dest)
 
     histograms = args.histograms if args.histograms is not None \
         else args.target in ("tensorboard", "wandb")
@@ -79,9 +89,6 @@ def export_command(args: argparse.Namespace) -> int:
 
             rows = long_rows(history, selection.steps, selection.params, histograms, selection.figures)
             write = write_csv_long if args.target == "csv" else write_parquet_long
-            if not str(args.dest).lower().endswith(f".{args.target}"):
-                raise UserError(f"--to {args.target} writes a .{args.target} file; "
-                                f"give DEST ending in .{args.target}")
             written = write(rows, args.dest)
             print(f"{written:,} rows ({count}) in {args.dest}")
     return 0

@@ -10,11 +10,11 @@ from pathlib import Path
 from gradexplorer.commands.common import add_model_arguments, load_from_args
 from gradexplorer.commands.gui import display_problem
 from gradexplorer.commands.hook_options import add_hook_arguments, attach_hooks_from_args
-from gradexplorer.core.atomic_file import check_writable_file
 from gradexplorer.core.deep_stack import run_with_deep_stack
 from gradexplorer.core.errors import UserError
 from gradexplorer.core.graph.export import EXPORT_FORMATS
 from gradexplorer.core.graph.layout import LAYOUTS
+from gradexplorer.core.output_path import check_output_file
 
 FORMATS = (*EXPORT_FORMATS, ".png")
 
@@ -30,6 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     g = parser.add_argument_group("graph")
     g.add_argument("--out", required=True, metavar="FILE",
                    help=f"output file: {', '.join(FORMATS)} (.png is drawn by the app's renderer)")
+    g.add_argument("--overwrite", action="store_true", help="replace --out if it exists (default: refuse)")
     g.add_argument("--layout", default="layered", choices=LAYOUTS, help="node placement (default layered)")
     g.add_argument("--collapse", type=int, metavar="DEPTH",
                    help="fold modules deeper than DEPTH into one node each (1 = top-level modules)")
@@ -54,7 +55,7 @@ def graph_command(args: argparse.Namespace) -> int:
     png = Path(args.out).suffix.lower() == ".png"
     if Path(args.out).suffix.lower() not in FORMATS:
         raise UserError(f"cannot tell the format of {args.out!r}: use one of {', '.join(FORMATS)}")
-    check_writable_file(args.out)
+    check_output_file(args.out, overwrite=args.overwrite)
     # tracing, and freeing, a deep autograd graph recurses natively: a big stack for that part;
     # the drawing stays on the main thread, where Qt (the PNG renderer) must live
     G, notes, t0, t1 = run_with_deep_stack(lambda: _traced(args))

@@ -15,8 +15,8 @@ from gradexplorer.commands.common import (
 )
 from gradexplorer.commands.hook_options import add_hook_arguments, parse_hook_option
 from gradexplorer.commands.overlay_options import add_live_overlay_arguments, check_live_overlay
-from gradexplorer.core.atomic_file import check_writable_file
 from gradexplorer.core.errors import UserError
+from gradexplorer.core.output_path import check_output_file
 from gradexplorer.core.session.config import SessionConfig
 
 
@@ -29,6 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="run N steps after opening (with --screenshot: then save and exit)")
     parser.add_argument("--screenshot", type=Path, metavar="FILE.png",
                         help="save a picture of the window after the steps, then exit")
+    add_overwrite_argument(parser)
     parser.add_argument("--trace-grads", action="store_true",
                         help="open with the graph's 'Trace gradients' on: every op tinted by its "
                         "gradient, the NaN/Inf origin marked and centred")
@@ -64,12 +65,19 @@ def display_problem() -> str | None:
     return "no display to open a window on (DISPLAY and WAYLAND_DISPLAY are unset)"
 
 
-def prepare_window(screenshot: Path | None) -> None:
-    """Check that a window can open (or, for a screenshot, render offscreen) and the file type."""
+def add_overwrite_argument(parser: argparse.ArgumentParser) -> None:
+    """``--overwrite``: let ``--screenshot`` replace an existing file."""
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace the --screenshot file if it exists (default: refuse)")
+
+
+def prepare_window(screenshot: Path | None, overwrite: bool = False) -> None:
+    """Check that a window can open (or, for a screenshot, render offscreen) and the file:
+    a .png/.jpg, not inside a run or snapshot, not replacing a file unless ``overwrite``."""
     if screenshot is not None and screenshot.suffix.lower() not in (".png", ".jpg", ".jpeg"):
         raise UserError(f"--screenshot {screenshot}: use a .png or .jpg file name")
     if screenshot is not None:
-        check_writable_file(screenshot, make_folders=True)
+        check_output_file(screenshot, overwrite=overwrite, make_folders=True)
     problem = display_problem()
     if problem and screenshot is None:
         raise UserError(f"{problem}: run it on a desktop or under `xvfb-run -a gradexplorer`, "
@@ -83,7 +91,7 @@ def gui_command(args: argparse.Namespace) -> int:
         raise UserError(f"--steps must be at least 0, got {args.steps}")
     args.steps = capped_steps(args.steps)
     check_live_overlay(args)
-    prepare_window(args.screenshot)
+    prepare_window(args.screenshot, args.overwrite)
     options = model_options(args)
     hooks = [parse_hook_option(text) for text in args.hook]
     config = SessionConfig(device=args.device, optimizer=args.optimizer, lr=args.lr,

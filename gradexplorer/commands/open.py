@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from gradexplorer.commands.gui import app_module, prepare_window, window_size
+from gradexplorer.commands.gui import add_overwrite_argument, app_module, prepare_window, window_size
 from gradexplorer.commands.overlay_options import add_overlay_arguments, check_overlay
 
 
@@ -22,6 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="compare with another snapshot, side by side")
     parser.add_argument("--screenshot", type=Path, metavar="FILE.png",
                         help="save a picture of the window and exit")
+    add_overwrite_argument(parser)
     parser.add_argument("--window-size", metavar="WxH", type=window_size,
                         help="open the window at this size in pixels, e.g. 1024x700 (screenshots)")
     parser.add_argument("--spike", type=int, metavar="STEP",
@@ -51,7 +52,7 @@ def open_command(args: argparse.Namespace) -> int:
     read_snapshot(args.snapshot)  # refuse a missing or damaged folder before any window opens
     if args.compare is not None:
         read_snapshot(args.compare)
-    prepare_window(args.screenshot)
+    prepare_window(args.screenshot, args.overwrite)
     return app_module().open_snapshot_window(args.snapshot, args.compare, args.screenshot)
 
 
@@ -92,7 +93,7 @@ def open_run(args: argparse.Namespace) -> int:
         from gradexplorer.core.recorder.divergence import find_divergence
 
         find_divergence(args.snapshot, args.diverge, 0.0 if args.tol is None else args.tol)
-    prepare_window(args.screenshot)
+    prepare_window(args.screenshot, args.overwrite)
     open_run_window = app_module().open_run_window  # Qt only now
     from gradexplorer.gui.runs.run_compare import overlay_opener
     from gradexplorer.gui.window.step_forensics import run_opener

@@ -6,8 +6,8 @@ import argparse
 import contextlib
 import time
 
-from gradexplorer.core.atomic_file import check_writable_file
 from gradexplorer.core.errors import UserError
+from gradexplorer.core.output_path import check_output_file
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -20,6 +20,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("others", metavar="OTHER", nargs="*",
                         help="more runs whose loss and norm curves are overlaid on RUN's")
     parser.add_argument("--out", required=True, metavar="FILE", help="the HTML file to write")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace --out if it exists (default: refuse)")
     parser.add_argument("--top", type=int, default=6, metavar="N",
                         help="parameters drawn in full: NaN/Inf ones first, then the largest norms "
                         "(default 6)")
@@ -32,7 +34,7 @@ def report_command(args: argparse.Namespace) -> int:
 
     if args.top < 0:
         raise UserError(f"--top must be 0 or more, got {args.top}")
-    out = check_writable_file(args.out)
+    out = check_output_file(args.out, overwrite=args.overwrite)
     start = time.perf_counter()
     with contextlib.ExitStack() as stack:
         run = stack.enter_context(open_run(args.run))

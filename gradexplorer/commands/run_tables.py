@@ -5,6 +5,7 @@ from __future__ import annotations
 from gradexplorer.commands.table_text import number, table, update_ratio
 from gradexplorer.core.errors import UserError
 from gradexplorer.core.graph.style import format_shape
+from gradexplorer.core.printable import printable
 from gradexplorer.core.recorder.run import Run, open_run
 from gradexplorer.core.stats.histogram import sparkline
 from gradexplorer.core.stats.ledger import rolling_summary
@@ -60,7 +61,7 @@ def inspect_run(path: str, step: int | None, width: int) -> int:
     structure = run.structure
     steps = run.steps
     snaps = list(run.snapshots)
-    print(f"{run.path}: run of {structure.get('model', '?')}, steps {steps[0]}..{steps[-1]} "
+    print(f"{run.path}: run of {printable(str(structure.get('model', '?')))}, steps {steps[0]}..{steps[-1]} "
           f"({len(steps)} recorded), snapshots at {snaps or 'none'}")
     print(f"step {step}: global norm {number(info['global_norm'])}, loss {number(info['loss'])}, "
           f"{info['total_numel'] or 0:,} numbers over {info['ranks']} rank(s)")
@@ -76,10 +77,10 @@ def inspect_run(path: str, step: int | None, width: int) -> int:
         from gradexplorer.core.recorder.per_rank import spread
 
         name, worst = max(spread(norms).items(), key=lambda kv: kv[1])
-        print(f"per-rank norms of {len(norms)} ranks: largest spread {worst:.3g} ({name})"
+        print(f"per-rank norms of {len(norms)} ranks: largest spread {worst:.3g} ({printable(name)})"
               + ("" if worst == 0 else "  <- the ranks hold different gradients"))
     for name, cause in run.not_recorded(step).items():  # a failed measurement, training went on
-        print(f"not recorded: {name or 'the update ratios'} ({cause})")
+        print(printable(f"not recorded: {name or 'the update ratios'} ({cause})"))
     shapes = {p["name"]: p["shape"] for p in structure.get("parameters", [])}
     hists = run.histograms(step)
     stats = run.figures(step)

@@ -6,6 +6,7 @@ import argparse
 
 from gradexplorer.commands.table_text import table
 from gradexplorer.core.errors import UserError
+from gradexplorer.core.printable import printable
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -58,7 +59,7 @@ def spikes_command(args: argparse.Namespace) -> int:
     print(f"{run.path}: {len(events)} spike event(s) over {held}")
     top = len(events[0].ranking) if args.step is not None and events else max(1, args.top)
     for event in events:
-        print("\n".join(event_lines(run, event, top)))
+        print("\n".join(printable(line) for line in event_lines(run, event, top)))
     if events:
         print("peak: the figure's largest value during the event as a multiple of its band's "
               "median; onset: the first step of its climb")

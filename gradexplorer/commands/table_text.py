@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from gradexplorer.core.printable import printable
+
 
 def number(value: float | int | None, digits: int = 4) -> str:
     """Compact figure: ``0.0123``, ``1.2e-07``, ``nan``, ``—`` for None."""
@@ -26,8 +28,9 @@ def update_ratio(value: float | None) -> str:
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[str]], left: int = 1) -> str:
-    """Columns padded to width; the first ``left`` columns left-aligned, the rest right."""
-    cells = [list(headers), *[list(r) for r in rows]]
+    """Columns padded to width; the first ``left`` columns left-aligned, the rest right.
+    Control and bidi characters in a cell (a crafted parameter name) are shown escaped."""
+    cells = [[printable(c) for c in r] for r in (headers, *rows)]
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
     lines = []
     for r in cells:

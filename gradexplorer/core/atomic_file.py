@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -23,8 +24,7 @@ def check_writable_file(path: str | os.PathLike, *, make_folders: bool = False) 
     ``make_folders`` missing folders are fine as long as they can be created.
     """
     path = Path(path)
-    if path.is_dir():
-        raise UserError(f"cannot write {str(path)!r}: it is a folder; give a file name")
+    check_replaceable(path)
     parent = path.parent
     existing = next((f for f in (parent, *parent.parents) if f.exists()), Path("."))
     if not existing.is_dir():
@@ -36,6 +36,24 @@ def check_writable_file(path: str | os.PathLike, *, make_folders: bool = False) 
     return path
 
 
+def check_replaceable(path: str | os.PathLike) -> bool:
+    """Whether ``path`` exists; a one-line UserError when it is there but not a regular file
+    (a folder, a device such as ``/dev/full``, a fifo): renaming a file onto it would replace
+    it, or write into something that is not a file."""
+    try:
+        mode = os.stat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):  # (a folder on the way is a file: said later)
+        return False
+    except OSError as exc:
+        raise UserError(f"cannot write {str(path)!r}: {exc.strerror or exc}") from None
+    if stat.S_ISDIR(mode):
+        raise UserError(f"cannot write {str(path)!r}: it is a folder; give a file name")
+    if not stat.S_ISREG(mode):
+        raise UserError(f"cannot write {str(path)!r}: it is not a regular file "
+                        "(a device, fifo or socket); give a file name")
+    return True
+
+
 def write_atomic(path: Path, data: bytes) -> None:
     """Write to a temporary file beside ``path``, then rename it into place.
 
@@ -43,6 +61,7 @@ def write_atomic(path: Path, data: bytes) -> None:
     not the 0600 of the temporary file; failures are one-line UserErrors.
     """
     path = Path(path)
+    check_replaceable(path)
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent or ".")
     except OSError as exc:

@@ -27,21 +27,24 @@ function redraw(w){
 const slider = document.getElementById('smoothing'), shown = document.getElementById('smoothing-value');
 if (slider) slider.addEventListener('input', () => { const w = Math.min(0.999, +slider.value);
   shown.textContent = w.toFixed(3); redraw(w); });
+// text a spreadsheet would evaluate as a formula (=, +, -, @, tab, CR) gets a leading quote
+// (as core/printable.py spreadsheet_cell does for the app's CSV); numbers such as -0.5 stay numbers
+const cell = s => JSON.stringify(/^[=+\-@\t\r]/.test(s) && isNaN(Number(s)) ? "'" + s : s);
 function download(name, text){ const a = document.createElement('a');
   a.href = URL.createObjectURL(new Blob([text], {type: 'text/csv'})); a.download = name; a.click(); }
 document.querySelectorAll('button[data-csv]').forEach(b => b.addEventListener('click', () => {
   const c = DATA.curves[b.dataset.csv]; let t;
   if (c.series.some(s => s.x)) {  // runs overlaid, each on its own steps: long form
     t = 'run,step,value\n'; c.series.forEach(s => s.x.forEach((x, i) => {
-      t += JSON.stringify(s.label) + ',' + x + ',' + (s.y[i] === null ? '' : s.y[i]) + '\n'; }));
+      t += cell(s.label) + ',' + x + ',' + (s.y[i] === null ? '' : s.y[i]) + '\n'; }));
   } else {
-    t = 'step,' + c.series.map(s => JSON.stringify(s.label)).join(',') + '\n';
+    t = 'step,' + c.series.map(s => cell(s.label)).join(',') + '\n';
     c.x.forEach((x, i) => { t += x + ',' + c.series.map(s => s.y[i] === null ? '' : s.y[i]).join(',') + '\n'; });
   }
   download(b.dataset.csv + '.csv', t); }));
 document.querySelectorAll('button[data-table]').forEach(b => b.addEventListener('click', () => {
   const rows = [...document.getElementById(b.dataset.table).querySelectorAll('tr')];
-  download(b.dataset.table + '.csv', rows.map(r => [...r.children].map(c => JSON.stringify(c.dataset.v ?? c.textContent)).join(',')).join('\n') + '\n'); }));
+  download(b.dataset.table + '.csv', rows.map(r => [...r.children].map(c => c.dataset.v !== undefined ? JSON.stringify(c.dataset.v) : cell(c.textContent)).join(',')).join('\n') + '\n'); }));
 document.querySelectorAll('table.sortable th').forEach((th, col) => th.addEventListener('click', () => {
   const body = th.closest('table').tBodies[0], rows = [...body.rows], dir = th.dataset.dir = th.dataset.dir === 'd' ? 'a' : 'd';
   const key = r => { const c = r.children[col], v = c.dataset.v ?? c.textContent; const n = v === 'nan' || v === 'inf' ? Infinity : v === '-inf' ? -Infinity : parseFloat(v); return isNaN(n) ? v : n; };  // a NaN/Inf figure sorts as the largest

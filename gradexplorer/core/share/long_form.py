@@ -17,6 +17,7 @@ import math
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from gradexplorer.core.printable import spreadsheet_cell
 from gradexplorer.core.recorder.run_history import RunHistory
 from gradexplorer.core.share.output import atomic_output, optional_import
 from gradexplorer.core.stats.records import STAT_FIELDS, whole_figures
@@ -59,13 +60,15 @@ def long_rows(history: RunHistory, steps: Sequence[int] | None = None,
 
 
 def write_csv_long(rows: Iterator[Row], path: str | Path) -> int:
-    """Write the rows as CSV (floats exact: ``repr``); returns how many."""
+    """Write the rows as CSV (floats exact: ``repr``; a name a spreadsheet would evaluate,
+    such as ``=cmd|…``, gets a leading ``'``: ``core.printable.spreadsheet_cell``); returns
+    how many."""
     count = 0
     with atomic_output(path) as tmp, open(tmp, "w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f, lineterminator="\n")
         writer.writerow(COLUMNS)
         for step, t, name, figure, value, lo, hi in rows:
-            writer.writerow((step, repr(t), name, figure, repr(value),
+            writer.writerow((step, repr(t), spreadsheet_cell(name), spreadsheet_cell(figure), repr(value),
                              "" if math.isnan(lo) else repr(lo), "" if math.isnan(hi) else repr(hi)))
             count += 1
     return count

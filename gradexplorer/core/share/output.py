@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
-from gradexplorer.core.atomic_file import check_writable_file, current_umask
+from gradexplorer.core.atomic_file import check_replaceable, check_writable_file, current_umask
 from gradexplorer.core.errors import UserError
 
 # the optional extra (pyproject) that installs each package an export needs
@@ -39,6 +39,7 @@ def atomic_output(path: str | os.PathLike) -> Iterator[Path]:
     os.close(fd)
     try:
         yield Path(tmp)
+        check_replaceable(path)  # (nothing put a device or folder there meanwhile)
         os.chmod(tmp, 0o666 & ~current_umask())
         os.replace(tmp, path)
     except OSError as exc:

@@ -11,7 +11,6 @@ spike events ``gradexplorer spikes`` lists: step, layer first to move, batch ids
 
 from __future__ import annotations
 
-import html
 import json
 import math
 from pathlib import Path
@@ -21,6 +20,7 @@ import numpy as np
 from gradexplorer._version import __version__
 from gradexplorer.core.atomic_file import write_atomic
 from gradexplorer.core.diagnose.spikes import factor_text, ids_text
+from gradexplorer.core.printable import html_text
 from gradexplorer.core.recorder.run import Run
 from gradexplorer.core.share.png import data_uri, heat_image, png_bytes
 from gradexplorer.core.share.report_data import ReportData, TopParameter, gather, rank_by_largest
@@ -32,7 +32,7 @@ from gradexplorer.core.stats.histogram import rebin_rows
 from gradexplorer.core.stats.records import whole_figure
 
 SECTIONS = ("summary", "curves", "modules", "parameters", "top", "spikes", "events", "hooks")
-E = html.escape
+E = html_text
 
 
 def _json_list(values) -> list:
@@ -260,7 +260,8 @@ def report_html(d: ReportData) -> str:
     nav = "".join(f'<a href="#{s}">{s}</a>' for s in SECTIONS)
     body = (summary_section(d) + curves_section(d, data) + modules_section(d) + parameters_section(d)
             + top_section(d, data) + spikes_section(d) + events_section(d) + hooks_section(d))
-    payload = json.dumps({"curves": data}, separators=(",", ":")).replace("</", "<\\/")
+    # every "<" as \u003c: no markup (a name such as "<img …>", a "</script>") in the page raw
+    payload = json.dumps({"curves": data}, separators=(",", ":")).replace("<", "\\u003c")
     return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" '
             f'content="width=device-width, initial-scale=1"><title>gradexplorer report: '
             f'{E(Path(d.path).name)}</title><style>{style}</style></head><body><header><h1>Gradient report: '

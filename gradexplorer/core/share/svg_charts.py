@@ -4,12 +4,13 @@ axes and ticks; each chart carries its data range so the page's script can redra
 
 from __future__ import annotations
 
-import html
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+
+from gradexplorer.core.printable import html_text
 
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2")
 BAND_FILLS = (("min", "max", 0.15), ("p5", "p95", 0.25), ("p25", "p75", 0.4))
@@ -103,9 +104,9 @@ class Frame:
                          f'class="grid"/><text x="{self.left - 4}" y="{y + 4:.1f}" class="tl" '
                          f'text-anchor="end">{label}</text>')
         parts.append(f'<text x="{w - self.right}" y="{h - 2}" class="al" text-anchor="end">'
-                     f'{html.escape(xlabel)}</text>')
+                     f'{html_text(xlabel)}</text>')
         if ylabel:
-            parts.append(f'<text x="{self.left}" y="{self.top - 5}" class="al">{html.escape(ylabel)}</text>')
+            parts.append(f'<text x="{self.left}" y="{self.top - 5}" class="al">{html_text(ylabel)}</text>')
         return "".join(parts)
 
 
@@ -157,7 +158,7 @@ def marks(frame: Frame, steps: Sequence[int], label: str) -> str:
     """Red vertical lines at event steps (NaN/Inf), each with a tooltip."""
     return "".join(
         f'<line x1="{float(frame.px(s)):.1f}" y1="{frame.top}" x2="{float(frame.px(s)):.1f}" '
-        f'y2="{frame.height - frame.bottom}" class="event"><title>{html.escape(label)} at step {s}'
+        f'y2="{frame.height - frame.bottom}" class="event"><title>{html_text(label)} at step {s}'
         f'</title></line>' for s in steps)
 
 
@@ -175,9 +176,9 @@ def line_chart(series: Sequence[tuple[str, np.ndarray, np.ndarray]], *, log: boo
     for i, (label, x, y) in enumerate(series):
         colour = PALETTE[i % len(PALETTE)]
         body.append(f'<path d="{path_data(frame, x, y)}" stroke="{colour}" class="curve" '
-                    f'data-series="{i}"><title>{html.escape(label)}</title></path>')
-        legend.append(f'<span class="lg"><i style="background:{colour}"></i>{html.escape(label)}</span>')
-    data_key = f' data-key="{html.escape(key)}"' if key else ""
+                    f'data-series="{i}"><title>{html_text(label)}</title></path>')
+        legend.append(f'<span class="lg"><i style="background:{colour}"></i>{html_text(label)}</span>')
+    data_key = f' data-key="{html_text(key)}"' if key else ""
     return (f'<div class="chart"><svg viewBox="0 0 {width} {height}" width="{width}" height="{height}" '
             f'{frame.attributes()}{data_key} role="img">{"".join(body)}</svg>'
             f'<div class="legend">{"".join(legend)}</div></div>')

@@ -1,14 +1,14 @@
 """The folder a run exports snapshots to: checked before step 1, owned by one run at a time.
 
 ``ExportFolder.claim()`` runs before training: it refuses a path under a file or not writable,
-a folder that holds another run's snapshots (unless ``overwrite``), and a folder another live
-run is exporting to (``core/folder_lock.py``: an advisory ``flock`` on the folder itself,
-released by the kernel however the owner dies, leaving no file behind); it removes the
-hidden ``.partial``/``.old`` folders that runs killed mid-write left behind. ``release()``
-gives the folder up and tidies what this process itself may have left mid-write (an
-interrupt can land inside a writer's own clean-up); ``remove_own_leftovers()`` does the same
-for every folder this process claimed, from the main thread once a command has ended,
-however it ended.
+a run directory or snapshot folder or a path inside one (``core/output_path.py``), a folder
+that holds another run's snapshots (unless ``overwrite``), and a folder another live run is
+exporting to (``core/folder_lock.py``: an advisory ``flock`` on the folder itself, released by
+the kernel however the owner dies, leaving no file behind); it removes the hidden
+``.partial``/``.old`` folders that runs killed mid-write left behind. ``release()`` gives the
+folder up and tidies what this process itself may have left mid-write (an interrupt can land
+inside a writer's own clean-up); ``remove_own_leftovers()`` does the same for every folder this
+process claimed, from the main thread once a command has ended, however it ended.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from pathlib import Path
 
 from gradexplorer.core.errors import UserError
 from gradexplorer.core.folder_lock import FolderLock
+from gradexplorer.core.output_path import refuse_inside_runs
 from gradexplorer.core.snapshot import format as F
 
 LEFTOVER = re.compile(
@@ -96,6 +97,7 @@ class ExportFolder:
     def claim(self) -> ExportFolder:
         """Check, create and lock the folder; a one-line UserError when it cannot be used."""
         directory = self.directory
+        refuse_inside_runs(directory, "export to")
         existing = next((f for f in (directory, *directory.parents) if f.exists()), Path("."))
         if not existing.is_dir():
             raise UserError(f"cannot export to {str(directory)!r}: {str(existing)!r} is a file, "

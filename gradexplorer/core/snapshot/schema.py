@@ -14,6 +14,7 @@ import re
 from typing import Any
 
 from gradexplorer.core.errors import UserError
+from gradexplorer.core.printable import CONTROL, printable
 from gradexplorer.core.snapshot import format as F
 from gradexplorer.core.stats.records import STAT_FIELDS
 
@@ -21,14 +22,8 @@ MAX_COUNT = 2**63 - 1  # counts and sizes must fit an int64
 MAX_BINS = 1 << 20
 COUNT_FIELDS = ("nan_count", "inf_count")
 NONFINITE = ("nan", "inf", "-inf")
-CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 TEXT_FIELDS = ("model", "model_description", "device", "dtype", "torch_version",
                "gradexplorer_version", "created")
-
-
-def printable(text: str) -> str:
-    """``text`` with control characters (ESC, BEL, newlines, C1 codes) written as ``\\x1b``."""
-    return CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 
 class _Checker:

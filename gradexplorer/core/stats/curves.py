@@ -8,6 +8,8 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from gradexplorer.core.printable import spreadsheet_cell
+
 
 def ema_smooth(values: Sequence[float] | np.ndarray, weight: float) -> np.ndarray:
     """TensorBoard's debiased exponential moving average, ``weight`` in [0, 1).
@@ -67,13 +69,15 @@ def thin_steps(steps: Sequence[int], max_count: int) -> list[int]:
 
 
 def csv_text(header: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
-    """A curve or table as CSV (floats written with ``repr``: exact on reading back)."""
+    """A curve or table as CSV (floats written with ``repr``: exact on reading back; text a
+    spreadsheet would evaluate gets a leading ``'``: ``core.printable.spreadsheet_cell``)."""
+
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(header)
     for row in rows:
-        writer.writerow(["" if v is None else float.__repr__(v) if isinstance(v, float) else v
-                         for v in row])
+        writer.writerow(["" if v is None else float.__repr__(v) if isinstance(v, float)
+                         else spreadsheet_cell(v) for v in row])
     return out.getvalue()
 
 

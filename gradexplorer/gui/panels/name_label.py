@@ -1,13 +1,22 @@
 """A bold label showing one dotted parameter or module name shortened to its width by whole
 components from the left (``…h.10.attn.c_attn.weight``, see ``name_elide``), re-shortened when
-resized; the full name in its tooltip. A long name never widens the dock that holds it."""
+resized; the full name in its tooltip. A long name never widens the dock that holds it. The
+name is text, never markup: ``<img src=x>.weight`` shows as written (``core.printable``)."""
 
 from __future__ import annotations
 
 from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import QLabel, QSizePolicy, QWidget
 
+from gradexplorer.core.printable import html_text
 from gradexplorer.gui.text.name_elide import elide_to_width
+
+
+def plain_tooltip(text: str) -> str:
+    """``text`` as a tooltip that shows it as written (Qt renders a tooltip that looks like
+    markup as rich text): unchanged when it holds nothing to escape, else escaped markup."""
+    escaped = html_text(text)
+    return text if escaped == text else f"<p>{escaped}</p>"
 
 
 class NameLabel(QLabel):
@@ -29,10 +38,10 @@ class NameLabel(QLabel):
             bold = self.font()
             bold.setBold(True)
             advance = QFontMetrics(bold).horizontalAdvance
-            self.setText(f"<b>{elide_to_width(self.name, advance, self.width() - 4)}</b>")
+            self.setText(f"<b>{html_text(elide_to_width(self.name, advance, self.width() - 4))}</b>")
         else:
             self.setText(self.placeholder)
-        self.setToolTip(self.name or "")
+        self.setToolTip(plain_tooltip(self.name or ""))
 
     def resizeEvent(self, event) -> None:  # noqa: N802 - Qt API
         super().resizeEvent(event)

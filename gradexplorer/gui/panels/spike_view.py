@@ -61,6 +61,7 @@ class SpikePanel(QWidget):
         self.shown = None  # the SpikeEvent or Divergence shown
         self.heading = QLabel("Click a spike marker (▲) on the loss or norm curve.")
         self.heading.setWordWrap(True)
+        self.heading.setTextFormat(Qt.PlainText)  # parameter names shown as written, never markup
         self.heading.setTextInteractionFlags(Qt.TextSelectableByMouse)
         self.live_button = QPushButton("Live tint")
         self.live_button.setToolTip("Tint the graph by the latest gradient norms again")

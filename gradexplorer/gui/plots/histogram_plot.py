@@ -10,6 +10,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QFont, QFontMetrics, QTextOption
 from PySide6.QtWidgets import QWidget
 
+from gradexplorer.core.printable import html_text
 from gradexplorer.gui.plots.hover import HoverReadout, corner_readout
 from gradexplorer.gui.text.name_elide import elide_to_width
 from gradexplorer.gui.text.number_text import format_number
@@ -52,7 +53,7 @@ def titled(plot, title: str, name: str | None) -> str:
     owner = name.split(".")[-2:-1]  # the layer a parameter belongs to ("conv1" of conv1.weight)
     if advance(short) > room or (owner and f"{owner[0]}." not in short):
         return title  # no room for a name that says which layer: the dock's header names it
-    return f"{title} · {short}"
+    return f"{title} · {html_text(short)}"  # (a rich-text title: the name shown as written)
 
 
 class NamedTitle:

@@ -56,6 +56,7 @@ class RunStatusBar(QStatusBar):
         self.rate_label = QLabel("— steps/s")
         for label in (self.model_label, self.state_label, self.step_label, self.loss_label,
                       self.rate_label):
+            label.setTextFormat(Qt.PlainText)  # a spec or name shown as written, never markup
             self.addPermanentWidget(label)
         self._run_state: str | None = None
         self.refresh_soon = throttled(self.show_latest, timeout=REDRAW_MS, parent=self)
