@@ -79,3 +79,22 @@ def test_the_deep_stack_worker_falls_back_to_this_thread(capsys, no_thread_named
         threading.current_thread().name
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "cannot start a thread with a 2048 MB stack" in err[0]
+
+
+def test_a_run_that_cannot_be_followed_says_so_in_a_dialog(qtbot, make_window, tmp_path,
+                                                           monkeypatch, no_thread_named):
+    from gradexplorer.gui import errors
+
+    shown = []
+    monkeypatch.setattr(errors.QMessageBox, "critical", lambda parent, title, text: shown.append(text))
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 3))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with gx.watch(model, opt, tmp_path / "run", bins=8) as rec:
+        train(model, opt, 2, rec)
+    window = make_window()
+    no_thread_named("run follower")
+    follower = window.file_actions.open_run(str(tmp_path / "run"))
+    assert follower is not None and window.controller.timeline.latest.step == 2  # shown
+    assert len(shown) == 1 and "cannot follow the run" in shown[0] and "\n" not in shown[0]
+    assert not follower.following
