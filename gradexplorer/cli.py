@@ -75,7 +75,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     named = argv[0] in COMMAND_MODULES
     parser = build_parser([argv[0]] if named else COMMAND_MODULES)
     parser.help_prog = f"gradexplorer {argv[0]}" if named else None
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        if exc.code == 2:  # a usage error, its one line printed: the status, as any error's
+            return 2
+        raise
     if getattr(args, "func", None) is None:
         parser.print_help()
         return 2

@@ -66,4 +66,4 @@ def test_diverge_command(runs, run_cli):
     code, out, _ = run_cli("diverge", runs["plain"], runs["hooked"], "--tol", "0.6")
     assert "no divergence" in out  # halved gradients are a gap of 0.5: within 0.6
     code, _, err = run_cli("diverge", runs["plain"], runs["hooked"], "--tol", "-1")
-    assert code == 2 and "tolerance" in err
+    assert code == 2 and "argument --tol: must be at least 0" in err

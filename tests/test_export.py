@@ -177,6 +177,6 @@ def test_exports_old_every_flag_is_stride_with_a_note_and_not_with_stride(run_di
                                          "will go in a later release")
     code, _, _ = run_cli("export", run_dir, "--to", "csv", tmp_path / "b.csv", "--stride", "4")
     assert code == 0 and (tmp_path / "a.csv").read_bytes() == (tmp_path / "b.csv").read_bytes()
-    with pytest.raises(SystemExit) as exited:
-        run_cli("export", run_dir, "--to", "csv", tmp_path / "c.csv", "--every", "4", "--stride", "2")
-    assert exited.value.code == 2 and not (tmp_path / "c.csv").exists()
+    code, _, _ = run_cli("export", run_dir, "--to", "csv", tmp_path / "c.csv", "--every", "4",
+                         "--stride", "2")
+    assert code == 2 and not (tmp_path / "c.csv").exists()

@@ -113,7 +113,7 @@ def test_graph_command_collapses_hides_hooks_and_takes_user_files(run_cli, tmp_p
     ("extra", "message"),
     [
         (["--out", "g.pdf"], "cannot tell the format"),
-        (["--out", "g.svg", "--collapse", "0"], "--collapse must be at least 1"),
+        (["--out", "g.svg", "--collapse", "0"], "argument --collapse: must be at least 1"),
         (["--out", "g.svg", "--model", "example:deep:blocks=200", "--layout", "spring"], "spring layout"),
     ],
 )

@@ -58,7 +58,7 @@ def test_run_options_reach_the_session(run_cli):
         (["--model", f"{DATA / 'my_model.py'}:build_module", "--input-shape", "a,b"], r"bad shape 'a,b'"),
         (["--model", f"{DATA / 'my_model.py'}:build_wrong"], r"returned dict"),
         (["--model", "example:lenet", "--device", "cuda:7"], r"device 'cuda:7' is not available"),
-        (["--model", "example:lenet", "--steps", "0"], r"--steps must be at least 1"),
+        (["--model", "example:lenet", "--steps", "0"], r"argument --steps: must be at least 1"),
         (["--model", "example:lenet", "--weights", "nowhere.pt"], r"weights file not found"),
     ],
 )

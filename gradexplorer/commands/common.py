@@ -6,6 +6,7 @@ import argparse
 import os
 from typing import TYPE_CHECKING
 
+from gradexplorer.commands.flag_values import non_empty, real_number, shape, whole_number
 from gradexplorer.core.errors import UserError
 from gradexplorer.core.model.options import DEFAULT_SPEC, ModelOptions, parse_shape
 from gradexplorer.core.session.config import OPTIMIZERS, SessionConfig
@@ -41,10 +42,13 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
         help="example:NAME[:k=v,...], path/to/file.py:callable or package.module:callable "
         f"(default {DEFAULT_SPEC})",
     )
-    g.add_argument("--input-shape", metavar="N,C,H,W", help="input shape when SPEC returns an nn.Module")
+    g.add_argument("--input-shape", type=shape, metavar="N,C,H,W",
+                   help="input shape when SPEC returns an nn.Module")
     g.add_argument("--loss", help="loss for a bare nn.Module: mse (default), l1, huber, cross_entropy, sum")
-    g.add_argument("--weights", metavar="FILE", help="state dict to load (.safetensors, .pt, .pth)")
-    g.add_argument("--batch-size", type=int, metavar="N", help="batch size (examples and --input-shape)")
+    g.add_argument("--weights", type=non_empty, metavar="FILE",
+                   help="state dict to load (.safetensors, .pt, .pth)")
+    g.add_argument("--batch-size", type=whole_number(1), metavar="N",
+                   help="batch size (examples and --input-shape)")
     g.add_argument("--seed", type=int, default=0, help="seed for initialisation and data (default 0)")
 
 
@@ -53,9 +57,11 @@ def add_training_arguments(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("training")
     g.add_argument("--device", default="auto", help="auto (default), cpu, cuda, cuda:N or mps")
     g.add_argument("--optimizer", default="sgd", choices=OPTIMIZERS)
-    g.add_argument("--lr", type=float, help="learning rate (default: the example's suggestion, "
+    g.add_argument("--lr", type=real_number(0, with_lo=False),
+                   help="learning rate (default: the example's suggestion, "
                    "else 0.05 for sgd, 0.001 for adam)")
-    g.add_argument("--momentum", type=float, help="SGD momentum (default: the example's suggestion, else 0)")
+    g.add_argument("--momentum", type=real_number(0, 1),
+                   help="SGD momentum (default: the example's suggestion, else 0)")
 
 
 def model_options(args: argparse.Namespace) -> ModelOptions:
@@ -68,8 +74,6 @@ def model_options(args: argparse.Namespace) -> ModelOptions:
                         f"{SEED_RANGE[0]} to {SEED_RANGE[1]}")
     if getattr(args, "device", "auto") is not None and not str(getattr(args, "device", "auto")).strip():
         raise UserError("--device is empty; give auto, cpu, cuda, cuda:N or mps")
-    if args.batch_size is not None and args.batch_size <= 0:
-        raise UserError(f"--batch-size must be positive, got {args.batch_size}")
     return ModelOptions(
         input_shape=parse_shape(args.input_shape) if args.input_shape else None,
         loss=args.loss,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from gradexplorer.commands.flag_values import whole_number
 from gradexplorer.commands.table_text import number, table
 from gradexplorer.core.errors import UserError
 from gradexplorer.core.printable import printable
@@ -22,7 +23,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("a", metavar="A", help="first snapshot or run directory")
     parser.add_argument("b", metavar="B", nargs="?", default=None,
                         help="second snapshot or run directory (omit with --steps for one run)")
-    parser.add_argument("--steps", type=int, nargs=2, metavar=("K", "L"), default=None,
+    parser.add_argument("--steps", type=whole_number(0), nargs=2, metavar=("K", "L"), default=None,
                         help="runs: step K of A against step L of B (or of A when B is omitted); "
                              "default the last step of each")
     parser.set_defaults(func=compare_command)

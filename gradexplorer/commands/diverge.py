@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from gradexplorer.commands.flag_values import real_number, whole_number
 from gradexplorer.commands.table_text import number, table
 from gradexplorer.core.recorder.divergence import DEFAULT_TOL
 
@@ -13,9 +14,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                                             "figures differ, and the parameters that differ most")
     parser.add_argument("a", metavar="RUN_A", help="a run directory")
     parser.add_argument("b", metavar="RUN_B", help="another run directory")
-    parser.add_argument("--tol", type=float, default=DEFAULT_TOL, metavar="REL",
+    parser.add_argument("--tol", type=real_number(0), default=DEFAULT_TOL, metavar="REL",
                         help=f"relative gap a figure may have (default {DEFAULT_TOL:g})")
-    parser.add_argument("--top", type=int, default=8, metavar="N",
+    parser.add_argument("--top", type=whole_number(1), default=8, metavar="N",
                         help="parameters listed at the divergence (default 8)")
     parser.set_defaults(func=diverge_command)
 

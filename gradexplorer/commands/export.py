@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from gradexplorer.commands.flag_values import name_list, whole_number
+from gradexplorer.commands.progress import ProgressLines
 from gradexplorer.commands.renamed_flags import add_renamed
 from gradexplorer.core.errors import UserError
 from gradexplorer.core.stats import STAT_FIELDS
@@ -23,12 +25,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--to", required=True, choices=TARGETS, dest="target",
                         help="what to write")
     parser.add_argument("dest", metavar="DEST", help="where to write it")
-    add_renamed(parser, "--every", "--stride", "stride", type=int, default=1, metavar="K",
+    add_renamed(parser, "--every", "--stride", "stride", type=whole_number(1), default=1, metavar="K",
                 help="every K-th recorded step, the last, and every flagged step: spike events, "
                 "NaN/Inf steps, skipped steps (default: every step)")
     parser.add_argument("--params", action="append", metavar="GLOB",
                         help="only parameters matching GLOB, e.g. 'layer1.*' (repeatable)")
-    parser.add_argument("--figures", metavar="LIST",
+    parser.add_argument("--figures", type=name_list, metavar="LIST",
                         help=f"per-parameter figures, comma-separated (default all: {','.join(STAT_FIELDS)})")
     parser.add_argument("--histograms", action=argparse.BooleanOptionalAction, default=None,
                         help="the histograms too (default: yes for tensorboard and wandb; "
@@ -73,22 +75,28 @@ def export_command(args: argparse.Namespace) -> int:
         selection = select(run, args.stride, args.params, figures, histograms, keep)
         if args.stride > 1:
             print(flagged_line(selection.flagged, args.stride))
+        progress = ProgressLines("export", len(selection.steps))
         count = f"{len(selection.steps)} steps x {len(selection.params or run.parameters)} parameters"
         if args.target == "tensorboard":
             from gradexplorer.core.share.tensorboard_events import export_tensorboard
 
-            folder = export_tensorboard(history, selection, args.dest, overwrite=args.overwrite)
+            folder = export_tensorboard(history, selection, args.dest, overwrite=args.overwrite,
+                                        progress=progress)
+            progress.close()
             print(f"TensorBoard events of {count} in {folder}; view: tensorboard --logdir {args.dest}")
         elif args.target == "wandb":
             from gradexplorer.core.share.wandb_run import export_wandb
 
-            folder = export_wandb(history, selection, args.dest, project=args.project)
+            folder = export_wandb(history, selection, args.dest, project=args.project, progress=progress)
+            progress.close()
             print(f"offline wandb run of {count} in {folder}; upload: wandb sync {folder}")
         else:
             from gradexplorer.core.share.long_form import long_rows, write_csv_long, write_parquet_long
 
-            rows = long_rows(history, selection.steps, selection.params, histograms, selection.figures)
+            rows = long_rows(history, selection.steps, selection.params, histograms, selection.figures,
+                             progress)
             write = write_csv_long if args.target == "csv" else write_parquet_long
             written = write(rows, args.dest)
+            progress.close()
             print(f"{written:,} rows ({count}) in {args.dest}")
     return 0

@@ -6,6 +6,7 @@ import argparse
 import shutil
 from typing import TYPE_CHECKING
 
+from gradexplorer.commands.flag_values import whole_number
 from gradexplorer.commands.renamed_flags import add_renamed
 from gradexplorer.core.errors import UserError
 
@@ -22,9 +23,10 @@ def add_export_arguments(group: argparse._ArgumentGroup) -> None:
     group.add_argument("--export", metavar="DIR",
                        help="write gradient snapshots to DIR/step-NNNNNN (at the last step, "
                        "and every --snapshot-every steps)")
-    add_renamed(group, "--export-every", "--snapshot-every", "snapshot_every", type=int, metavar="K",
+    add_renamed(group, "--export-every", "--snapshot-every", "snapshot_every",
+                type=whole_number(1), metavar="K",
                 help="also snapshot every K steps (default: the last step only)")
-    add_renamed(group, "--keep-last", "--keep-snapshots", "keep_snapshots", type=int, metavar="N",
+    add_renamed(group, "--keep-last", "--keep-snapshots", "keep_snapshots", type=whole_number(1), metavar="N",
                 help="keep only the newest N snapshots of this run (default: all)")
     group.add_argument("--overwrite", action="store_true",
                        help="replace the snapshots an earlier run left in DIR (default: refuse)")
@@ -36,8 +38,6 @@ def check_export_arguments(args: argparse.Namespace) -> None:
         raise UserError("--snapshot-every needs --export DIR")
     if args.keep_snapshots is not None and not args.export:
         raise UserError("--keep-snapshots needs --export DIR")
-    if args.keep_snapshots is not None and args.keep_snapshots < 1:
-        raise UserError(f"--keep-snapshots must be at least 1, got {args.keep_snapshots}")
 
 
 def attach_exporter(session, args: argparse.Namespace, stack, say) -> ExportFolder:

@@ -12,8 +12,8 @@ from gradexplorer.commands.export_options import (
     attach_exporter,
     check_export_arguments,
 )
+from gradexplorer.commands.flag_values import whole_number
 from gradexplorer.commands.renamed_flags import add_renamed
-from gradexplorer.core.errors import UserError
 
 if TYPE_CHECKING:  # (torch and numpy: imported when a run starts, not for --help)
     from gradexplorer.core.snapshot.export_dir import ExportFolder
@@ -28,26 +28,16 @@ def add_gradient_arguments(parser: argparse.ArgumentParser) -> None:
     ``--hist-range``."""
     g = parser.add_argument_group("gradients")
     add_export_arguments(g)
-    add_renamed(g, "--every", "--histogram-every", "histogram_every", type=int, metavar="K",
+    add_renamed(g, "--every", "--histogram-every", "histogram_every", type=whole_number(1), metavar="K",
                 help="compute histograms every K steps (default 1; statistics every step)")
-    g.add_argument("--bins", type=int, metavar="N", help="histogram bins (default 64)")
+    g.add_argument("--bins", type=whole_number(1, 4096), metavar="N", help="histogram bins (default 64)")
     g.add_argument("--hist-range", metavar="auto|symmetric|LO,HI",
                    help="histogram range: each gradient's finite min..max (auto, default), "
                    "±max|g| (symmetric) or fixed LO,HI (write --hist-range=-0.1,0.1)")
 
 
-def _positive(args: argparse.Namespace, name: str, lo: int = 1, hi: int = 1 << 30) -> None:
-    value = getattr(args, name)
-    if value is not None and not lo <= value <= hi:
-        flag = "--" + name.replace("_", "-")
-        raise UserError(f"{flag} must be between {lo} and {hi}, got {value}")
-
-
 def monitor_from_args(args: argparse.Namespace) -> GradientMonitor | None:
     """A GradientMonitor when any gradient option was given, else None."""
-    for name in ("snapshot_every", "histogram_every"):
-        _positive(args, name)
-    _positive(args, "bins", 1, 4096)
     check_export_arguments(args)
     wanted = (args.export, args.histogram_every, args.bins, args.hist_range)
     if all(v is None for v in wanted):

@@ -8,6 +8,7 @@ from collections import Counter
 from pathlib import Path
 
 from gradexplorer.commands.common import add_model_arguments, load_from_args
+from gradexplorer.commands.flag_values import whole_number
 from gradexplorer.commands.gui import display_problem
 from gradexplorer.commands.hook_options import add_hook_arguments, attach_hooks_from_args
 from gradexplorer.core.deep_stack import run_with_deep_stack
@@ -32,7 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help=f"output file: {', '.join(FORMATS)} (.png is drawn by the app's renderer)")
     g.add_argument("--overwrite", action="store_true", help="replace --out if it exists (default: refuse)")
     g.add_argument("--layout", default="layered", choices=LAYOUTS, help="node placement (default layered)")
-    g.add_argument("--collapse", type=int, metavar="DEPTH",
+    g.add_argument("--collapse", type=whole_number(1), metavar="DEPTH",
                    help="fold modules deeper than DEPTH into one node each (1 = top-level modules)")
     g.add_argument("--collapse-module", action="append", default=[], metavar="PATH",
                    help="fold this module into one node (repeatable)")
@@ -50,8 +51,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def graph_command(args: argparse.Namespace) -> int:
-    if args.collapse is not None and args.collapse < 1:
-        raise UserError(f"--collapse must be at least 1, got {args.collapse}")
     png = Path(args.out).suffix.lower() == ".png"
     if Path(args.out).suffix.lower() not in FORMATS:
         raise UserError(f"cannot tell the format of {args.out!r}: use one of {', '.join(FORMATS)}")

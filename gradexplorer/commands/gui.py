@@ -13,6 +13,7 @@ from gradexplorer.commands.common import (
     capped_steps,
     model_options,
 )
+from gradexplorer.commands.flag_values import whole_number
 from gradexplorer.commands.hook_options import add_hook_arguments, parse_hook_option
 from gradexplorer.commands.overlay_options import add_live_overlay_arguments, check_live_overlay
 from gradexplorer.core.errors import UserError
@@ -25,7 +26,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_model_arguments(parser)
     add_training_arguments(parser)
     parser.set_defaults(model=None)  # None: the model opened last, else the default example
-    parser.add_argument("--steps", type=int, default=0, metavar="N",
+    parser.add_argument("--steps", type=whole_number(0), default=0, metavar="N",
                         help="run N steps after opening (with --screenshot: then save and exit)")
     parser.add_argument("--screenshot", type=Path, metavar="FILE.png",
                         help="save a picture of the window after the steps, then exit")
@@ -87,8 +88,6 @@ def prepare_window(screenshot: Path | None, overwrite: bool = False) -> None:
 
 
 def gui_command(args: argparse.Namespace) -> int:
-    if args.steps < 0:
-        raise UserError(f"--steps must be at least 0, got {args.steps}")
     args.steps = capped_steps(args.steps)
     check_live_overlay(args)
     prepare_window(args.screenshot, args.overwrite)

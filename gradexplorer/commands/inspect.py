@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from gradexplorer.commands.flag_values import whole_number
 from gradexplorer.commands.table_text import number, table
 from gradexplorer.core.errors import UserError
 from gradexplorer.core.graph.style import format_shape
@@ -18,9 +19,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser("inspect", help="print the gradients of a snapshot or a run as a table")
     parser.add_argument("snapshot", metavar="PATH",
                         help="a snapshot directory (DIR/step-NNNNNN) or a run directory")
-    parser.add_argument("--step", type=int, default=None, metavar="K",
+    parser.add_argument("--step", type=whole_number(0), default=None, metavar="K",
                         help="for a run: the step to show (default: the last complete one)")
-    parser.add_argument("--width", type=int, default=16, metavar="N",
+    parser.add_argument("--width", type=whole_number(4, 1000), default=16, metavar="N",
                         help="characters of each histogram sparkline (default 16)")
     parser.set_defaults(func=inspect_command)
 
@@ -58,7 +59,7 @@ def inspect_command(args: argparse.Namespace) -> int:
     if is_run_dir(args.snapshot):
         from gradexplorer.commands.run_tables import inspect_run
 
-        return inspect_run(args.snapshot, args.step, max(4, args.width))
+        return inspect_run(args.snapshot, args.step, args.width)
     from gradexplorer.core.snapshot import read_snapshot
 
     if args.step is not None:
@@ -66,7 +67,7 @@ def inspect_command(args: argparse.Namespace) -> int:
     snap = read_snapshot(args.snapshot)
     print(header(snap))
     headers = ["parameter", "shape", "norm", "max |g|", "NaN/Inf", "histogram"]
-    print(table(headers, parameter_rows(snap, max(4, args.width)), left=2))
+    print(table(headers, parameter_rows(snap, args.width), left=2))
     extras = snap.manifest.get("extra_tensors", [])
     if extras:
         print("captured tensors: " + ", ".join(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from gradexplorer.commands.flag_values import real_number, whole_number
 from gradexplorer.commands.gui import add_overwrite_argument, app_module, prepare_window, window_size
 from gradexplorer.commands.overlay_options import add_overlay_arguments, check_overlay
 
@@ -25,13 +26,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_overwrite_argument(parser)
     parser.add_argument("--window-size", metavar="WxH", type=window_size,
                         help="open the window at this size in pixels, e.g. 1024x700 (screenshots)")
-    parser.add_argument("--spike", type=int, metavar="STEP",
+    parser.add_argument("--spike", type=whole_number(0), metavar="STEP",
                         help="run directory: open the spike event that begins at STEP (its onset "
                              "ranking, the graph tinted by onset), as clicking its marker does")
     parser.add_argument("--diverge", type=Path, metavar="OTHER",
                         help="run directory: show where run OTHER parts from it (first step "
                              "and parameters ranked by gap), as File → Compare runs does")
-    parser.add_argument("--tol", type=float, default=None,
+    parser.add_argument("--tol", type=real_number(0), default=None,
                         help="with --diverge: relative tolerance (default as gradexplorer diverge)")
     parser.add_argument("--dock", choices=("curves", "events", "ledger", "optimizer", "spikes"),
                         help="run directory: bring this bottom tab to the front")

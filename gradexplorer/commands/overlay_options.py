@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from gradexplorer.commands.flag_values import whole_number
 from gradexplorer.core.errors import UserError
 
 X_AXES = {"step": "step", "relative": "relative time", "wall": "wall time"}
@@ -21,7 +22,7 @@ def add_overlay_arguments(parser: argparse.ArgumentParser) -> None:
                              "(each step on its own range) or log (log10 |g|)")
     parser.add_argument("--select", metavar="NAME",
                         help="run directory: parameter to select at start, e.g. h.0.attn.c_attn.weight")
-    parser.add_argument("--reference", type=int, default=None, metavar="N",
+    parser.add_argument("--reference", type=whole_number(1), default=None, metavar="N",
                         help="with several runs: the reference run, 1 for the first (drawn in full, "
                              "its heat map shown)")
     parser.add_argument("--theme", choices=("system", "light", "dark"),

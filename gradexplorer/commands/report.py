@@ -6,6 +6,8 @@ import argparse
 import contextlib
 import time
 
+from gradexplorer.commands.flag_values import whole_number
+from gradexplorer.commands.progress import ProgressLines
 from gradexplorer.core.errors import UserError
 from gradexplorer.core.output_path import check_output_file
 
@@ -22,7 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--out", required=True, metavar="FILE", help="the HTML file to write")
     parser.add_argument("--overwrite", action="store_true",
                         help="replace --out if it exists (default: refuse)")
-    parser.add_argument("--top", type=int, default=6, metavar="N",
+    parser.add_argument("--top", type=whole_number(0), default=6, metavar="N",
                         help="parameters drawn in full: NaN/Inf ones first, then the largest norms "
                         "(default 6)")
     parser.set_defaults(func=report_command)
@@ -32,8 +34,6 @@ def report_command(args: argparse.Namespace) -> int:
     from gradexplorer.core.recorder.run import open_run
     from gradexplorer.core.share.report_html import write_report
 
-    if args.top < 0:
-        raise UserError(f"--top must be 0 or more, got {args.top}")
     out = check_output_file(args.out, overwrite=args.overwrite)
     start = time.perf_counter()
     with contextlib.ExitStack() as stack:
@@ -42,7 +42,9 @@ def report_command(args: argparse.Namespace) -> int:
         for r in (run, *others):
             if r.last_step is None:
                 raise UserError(f"run {str(r.path)!r} has no complete step yet")
-        size = write_report(run, out, args.top, others)
+        progress = ProgressLines("report", len(run.steps))
+        size = write_report(run, out, args.top, others, progress.stage)
+        progress.close()
         steps, params = len(run.steps), len(run.parameters)
     also = f", {len(others)} more run(s) overlaid" if others else ""
     print(f"report of {steps:,} steps x {params} parameters{also}: {out} ({size / 1e6:.2f} MB, "

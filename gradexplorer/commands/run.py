@@ -11,6 +11,7 @@ from gradexplorer.commands.common import (
     capped_steps,
     session_from_args,
 )
+from gradexplorer.commands.flag_values import whole_number
 from gradexplorer.commands.gradient_options import add_gradient_arguments, attach_gradient_options
 from gradexplorer.commands.hook_options import (
     DetachedHooks,
@@ -19,14 +20,14 @@ from gradexplorer.commands.hook_options import (
 )
 from gradexplorer.commands.progress import StepReporter
 from gradexplorer.commands.spike_lines import SpikeLines
-from gradexplorer.core.errors import UserError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser("run", help="run training steps headless and print each step")
     add_model_arguments(parser)
     add_training_arguments(parser)
-    parser.add_argument("--steps", type=int, default=10, metavar="N", help="steps to run (default 10)")
+    parser.add_argument("--steps", type=whole_number(1), default=10, metavar="N",
+                        help="steps to run (default 10)")
     add_hook_arguments(parser)
     add_gradient_arguments(parser)
     add_ab_argument(parser)
@@ -34,8 +35,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_command(args: argparse.Namespace) -> int:
-    if args.steps < 1:
-        raise UserError(f"--steps must be at least 1, got {args.steps}")
     args.steps = capped_steps(args.steps)
     if args.ab:
         return run_ab(args)

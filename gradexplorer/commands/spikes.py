@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from gradexplorer.commands.flag_values import whole_number
 from gradexplorer.commands.table_text import table
 from gradexplorer.core.errors import UserError
 from gradexplorer.core.printable import printable
@@ -13,9 +14,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser("spikes", help="list a run's loss and gradient spikes: which layer "
                                            "moved first, and on which batch")
     parser.add_argument("run", metavar="RUN", help="a run directory (gradexplorer.watch)")
-    parser.add_argument("--top", type=int, default=3, metavar="N",
+    parser.add_argument("--top", type=whole_number(1), default=3, metavar="N",
                         help="parameters listed per event, first to move first (default 3)")
-    parser.add_argument("--step", type=int, default=None, metavar="K",
+    parser.add_argument("--step", type=whole_number(0), default=None, metavar="K",
                         help="show the event that begins at step K in full")
     parser.set_defaults(func=spikes_command)
 

@@ -9,14 +9,19 @@ from gradexplorer.core.errors import UserError
 from gradexplorer.core.hooks.actions import ACTIONS, Action, Block, Clip, Noise, Observe, Once, Scale
 from gradexplorer.core.hooks.user_hook import UserHook
 
+MAX_ACTION_NUMBER = 1e6  # |K|, NORM, STD: past this a hook only wrecks the run (inf/NaN)
 
-def _number(spec: str, arg: str, what: str) -> float:
+
+def _number(spec: str, arg: str, what: str, bound: float = MAX_ACTION_NUMBER) -> float:
     try:
         value = float(arg)
     except ValueError:
         raise UserError(f"bad hook action {spec!r}: {what} must be a number, got {arg!r}") from None
     if not math.isfinite(value):
         raise UserError(f"bad hook action {spec!r}: {what} must be finite")
+    if abs(value) > bound:
+        raise UserError(f"bad hook action {spec!r}: {what} must be at most {bound:g} in size, "
+                        f"got {arg}")
     return value
 
 
@@ -63,7 +68,7 @@ def _parse_noise(spec: str, arg: str, module: str, seed: int) -> Noise:
     if std < 0:
         raise UserError(f"bad hook action {spec!r}: STD must not be negative")
     if seed_text:
-        noise_seed = int(_number(spec, seed_text, "SEED in noise:STD:SEED"))
+        noise_seed = int(_number(spec, seed_text, "SEED in noise:STD:SEED", 2.0**63))
     else:  # distinct, reproducible streams per module
         noise_seed = (seed * 1_000_003 + zlib.crc32(module.encode())) % 2**63
     return Noise(spec, std, noise_seed)

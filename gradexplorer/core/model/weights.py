@@ -14,8 +14,10 @@ from gradexplorer.core.errors import UserError, first_line
 def read_state_dict(path: str | Path) -> dict[str, torch.Tensor]:
     """Tensors from ``.safetensors``, or ``.pt``/``.pth`` read with ``weights_only=True``."""
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise UserError(f"weights file not found: {path}")
+    if not path.is_file():
+        raise UserError(f"{path} is not a weights file (not a regular file)")
     suffix = path.suffix.lower()
     if suffix == ".safetensors":
         from safetensors import SafetensorError

@@ -111,7 +111,7 @@ class RunWriter:
         except BaseException:
             self._lock.release()
             raise
-        self._writes = WriteThread(self._conn, self._fail)
+        self._writes = WriteThread(self._conn, self._fail, report=self._report)
         _OPEN[self.run_dir.resolve()] = self
 
     def _open(self, overwrite: bool, resume: bool) -> None:

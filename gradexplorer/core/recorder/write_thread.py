@@ -9,7 +9,9 @@ When the queue is full (``CAPACITY`` writes: the disk is slower than the trainin
 training thread waits for room: nothing is dropped or merged. A ``kill -9`` loses at most the
 writes not yet committed: ``CAPACITY`` waiting plus ``BATCH`` in the transaction under way
 (in practice those of the last ``PERIOD``). A write that fails is reported once (``on_error``)
-and no later write is attempted.
+and no later write is attempted. Where no thread can be started (a process or address-space
+limit), that is said in one line (``report``) and the writes are committed on the training
+thread instead, ``BATCH`` at a time and on ``flush()``/``close()``.
 """
 
 from __future__ import annotations
@@ -36,7 +38,8 @@ class WriteThread:
     """
 
     def __init__(self, db: sqlite3.Connection, on_error: Callable[[str, BaseException], None],
-                 name: str = "gradexplorer-run-writer") -> None:
+                 name: str = "gradexplorer-run-writer",
+                 report: Callable[[str], None] = print) -> None:
         self.db = db
         self._on_error = on_error
         self.failed = False
@@ -45,13 +48,25 @@ class WriteThread:
         self._wake = threading.Event()
         self._submitted = self._done = 0
         self._stopping = False
-        self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
-        self._thread.start()
+        self._thread: threading.Thread | None = threading.Thread(target=self._loop, name=name,
+                                                                 daemon=True)
+        try:
+            self._thread.start()
+        except RuntimeError as exc:  # "can't start new thread": write on the caller's instead
+            self._thread = None
+            report(f"gradexplorer: cannot start the run's writer thread ({exc}); writing on the "
+                   "training thread instead")
 
     def submit(self, what: str, work: Work) -> bool:
         """Queue a write (waiting while the queue is full); False once writing has failed."""
         if self.failed or self._stopping:
             return False
+        if self._thread is None:  # no writer thread: commit here, a batch at a time
+            self._pending.append((what, work))
+            self._submitted += 1
+            if len(self._pending) >= BATCH:
+                self._drain()
+            return True
         if len(self._pending) >= CAPACITY:
             self._wake.set()
             with self._changed:
@@ -63,6 +78,9 @@ class WriteThread:
 
     def flush(self) -> None:
         """Return once every write submitted so far is committed (or has failed)."""
+        if self._thread is None:
+            self._drain()
+            return
         target = self._submitted
         self._wake.set()
         with self._changed:
@@ -71,6 +89,9 @@ class WriteThread:
     def close(self) -> None:
         """Commit every write submitted, then end the thread."""
         self._stopping = True
+        if self._thread is None:
+            self._drain()
+            return
         self._wake.set()
         self._thread.join()
 
@@ -80,18 +101,22 @@ class WriteThread:
             self._wake.wait(PERIOD)
             self._wake.clear()
             stopping = self._stopping
-            while self._pending:
-                batch = []
-                while self._pending and len(batch) < BATCH:
-                    batch.append(self._pending.popleft())
-                try:
-                    self._commit(batch)
-                finally:
-                    with self._changed:
-                        self._done += len(batch)
-                        self._changed.notify_all()
+            self._drain()
             if stopping:
                 return
+
+    def _drain(self) -> None:
+        """Commit every write waiting, ``BATCH`` at a time."""
+        while self._pending:
+            batch = []
+            while self._pending and len(batch) < BATCH:
+                batch.append(self._pending.popleft())
+            try:
+                self._commit(batch)
+            finally:
+                with self._changed:
+                    self._done += len(batch)
+                    self._changed.notify_all()
 
     def _commit(self, batch: list) -> None:
         if self.failed or not batch:

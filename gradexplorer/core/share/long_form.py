@@ -28,8 +28,9 @@ Row = tuple[int, float, str, str, float, float, float]
 
 def long_rows(history: RunHistory, steps: Sequence[int] | None = None,
               params: Sequence[str] | None = None, histograms: bool = False,
-              figures: Sequence[str] = STAT_FIELDS) -> Iterator[Row]:
-    """Every figure of the run as rows, step by step (one step in memory at a time)."""
+              figures: Sequence[str] = STAT_FIELDS, progress=None) -> Iterator[Row]:
+    """Every figure of the run as rows, step by step (one step in memory at a time);
+    ``progress(step)`` is called after each step's rows."""
     all_steps, times, step_figures = history.step_figures()
     wanted = set(all_steps.tolist() if steps is None else steps)
     keep = None if params is None else set(params)
@@ -57,6 +58,8 @@ def long_rows(history: RunHistory, steps: Sequence[int] | None = None,
                 yield step, t, name, "hist_count", float(count), edges[k], edges[k + 1]
             yield step, t, name, "hist_below", float(h.below), nan, nan
             yield step, t, name, "hist_above", float(h.above), nan, nan
+        if progress is not None:
+            progress(step)
 
 
 def write_csv_long(rows: Iterator[Row], path: str | Path) -> int:

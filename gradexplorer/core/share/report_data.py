@@ -178,17 +178,21 @@ def run_labels(runs: list[Run]) -> list[str]:
     return [str(r.path) if names.count(n) > 1 else n for r, n in zip(runs, names, strict=True)]
 
 
-def gather(run: Run, top: int = 6, others: list[Run] = ()) -> ReportData:
+def gather(run: Run, top: int = 6, others: list[Run] = (), stage=None) -> ReportData:
     """Everything the report draws, from ``run`` (which must hold a complete step); the step
-    curves of ``others`` are overlaid on its own."""
+    curves of ``others`` are overlaid on its own. ``stage(text)`` is told what it reads next."""
+    stage = stage or (lambda text: None)
     history = RunHistory(run)
+    stage(f"reading the figures of {len(run.steps):,} steps")
     steps, wall, curves = history.step_figures()
     steps_list = steps.tolist()
     last = steps_list[-1]
     last_record = run.step_gradients(last)
+    stage("finding NaN/Inf events")
     events = history.nonfinite_events(limit=EVENT_LIMIT)
     bad = nonfinite_summaries(events)
     stats_last = {n: whole_figures(s.stats_dict()) for n, s in last_record.params.items() if s.has_grad}
+    stage(f"summing up {len(run.parameters):,} parameters over the run")
     largest = largest_figures(history.parameter_summaries(), bad)
     params = [(n, stats_last.get(n, {}), bad.get(n)) for n in run.parameters
               if n in stats_last or n in bad or n in largest]
@@ -199,7 +203,8 @@ def gather(run: Run, top: int = 6, others: list[Run] = ()) -> ReportData:
     chosen = pick_top(params, top, largest)
     _, norms = whole_norms(history, [n for n, _ in chosen], curve_steps)
     tops = []
-    for name, why in chosen:
+    for i, (name, why) in enumerate(chosen):
+        stage(f"histograms of {name} ({i + 1} of {len(chosen)} parameters drawn in full)")
         matrix = histogram_columns(history, name, steps_list)
         bands = distribution_bands(matrix.edges, matrix.counts) if len(matrix.steps) else {}
         tops.append(TopParameter(name, shapes.get(name, []), why, np.asarray(curve_steps),
@@ -207,6 +212,7 @@ def gather(run: Run, top: int = 6, others: list[Run] = ()) -> ReportData:
     labels = run_labels([run, *others])
     overlays = []
     for label, other in zip(labels[1:], others, strict=True):
+        stage(f"the curves of {label}")
         other_steps, _, other_curves = RunHistory(other).step_figures()
         overlays.append((label, other_steps.tolist(), other_curves))
     settings = run.settings

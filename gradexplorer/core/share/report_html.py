@@ -271,9 +271,13 @@ def report_html(d: ReportData) -> str:
             f'<script>{script}</script></body></html>')
 
 
-def write_report(run: Run, out: str | Path, top: int = 6, others: list[Run] = ()) -> int:
+def write_report(run: Run, out: str | Path, top: int = 6, others: list[Run] = (),
+                 stage=None) -> int:
     """Write the report of ``run`` to ``out`` atomically (the step curves of ``others``
-    overlaid on its own); returns its size in bytes."""
-    text = report_html(gather(run, top, list(others))).encode("utf-8")
+    overlaid on its own); returns its size in bytes. ``stage(text)``: as ``gather``'s."""
+    data = gather(run, top, list(others), stage)
+    if stage is not None:
+        stage("drawing the page")
+    text = report_html(data).encode("utf-8")
     write_atomic(Path(out), text)
     return len(text)

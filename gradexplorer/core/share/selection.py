@@ -30,7 +30,7 @@ def select(run: Run, every: int = 1, patterns: Sequence[str] | None = None,
     run's flagged steps, ``RunHistory.flagged_steps``), the parameters matching any of the
     glob ``patterns``, the named figures; each checked, with one line when wrong."""
     if every < 1:
-        raise UserError(f"--every must be a positive number of steps, got {every}")
+        raise UserError(f"--stride must be a positive number of steps, got {every}")
     steps = run.steps
     if not steps:
         raise UserError(f"run {str(run.path)!r} has no complete step yet")

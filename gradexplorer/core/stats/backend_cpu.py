@@ -82,7 +82,11 @@ def in_parallel(fn: Callable[[Any], Any], items: list[Any],
     if _POOL is None or _POOL._max_workers != workers:
         _POOL = ThreadPoolExecutor(workers, thread_name_prefix="gradexplorer-stats")
     order = sorted(range(len(items)), key=lambda i: -sizes[i])  # biggest first
-    results = dict(zip(order, _POOL.map(fn, [items[i] for i in order]), strict=True))
+    try:
+        mapped = _POOL.map(fn, [items[i] for i in order])
+    except RuntimeError:  # no thread to be had (a process or address-space limit): here
+        return [fn(x) for x in items]
+    results = dict(zip(order, mapped, strict=True))
     return [results[i] for i in range(len(items))]
 
 

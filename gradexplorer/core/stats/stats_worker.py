@@ -24,6 +24,7 @@ dropped. The copy costs one buffer the size of the gradients, so steps of more t
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -77,6 +78,19 @@ def _pool() -> ThreadPoolExecutor:
         if _POOL is None:
             _POOL = ThreadPoolExecutor(1, thread_name_prefix="gradexplorer-stats")
         return _POOL
+
+
+def _hand_over(fn, *args) -> None:
+    """``fn(*args)`` to the worker; where no thread can be started, left to the training
+    thread (``PendingWork`` is done by whoever asks first), said once, and not offloaded again."""
+    global ENABLED
+    try:
+        _pool().submit(fn, *args)
+    except RuntimeError as exc:  # "can't start new thread" (a process or address-space limit)
+        if ENABLED:
+            ENABLED = False
+            print(f"gradexplorer: cannot start the statistics worker thread ({exc}); "
+                  "computing statistics on the training thread", file=sys.stderr)
 
 
 def worth_offloading(at: BA.Addresses) -> bool:
@@ -154,7 +168,7 @@ class OffloadedStats:
 
         work = (copied, PendingWork(moments), [])
         self._last = work
-        _pool().submit(self._on_worker, _run_all, work)
+        _hand_over(self._on_worker, _run_all, work)
         return work[:2]
 
     def wanted(self) -> bool:
@@ -184,7 +198,7 @@ class OffloadedStats:
             return None
         later = PendingWork(job)
         self._last[2].append(later)  # done by the next step's copy at the latest
-        _pool().submit(self._on_worker, PendingWork.run, later)
+        _hand_over(self._on_worker, PendingWork.run, later)
         return later
 
     def wait(self) -> None:

@@ -122,7 +122,12 @@ class RunFollower(QObject):
                 target=follow_run, args=(self.run.path, self.last_step, self.poll_ms / 1000,
                                          self._stop, self._read.emit, self._unreadable.emit),
                 name="gradexplorer run follower", daemon=True)
-            self._thread.start()
+            try:
+                self._thread.start()
+            except RuntimeError as exc:  # "can't start new thread": say so, never wait
+                self._thread = None
+                self._fail(f"cannot follow the run {str(self.run.path)!r}: no thread could be "
+                           f"started ({exc}); reopen it to see newer steps")
 
     def _take(self, read: StepsRead) -> int:
         """On the GUI thread: feed the timeline what a poll read."""

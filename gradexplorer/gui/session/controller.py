@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from PySide6.QtCore import QObject
 
 from gradexplorer.core.deep_stack import DEEP_STACK_BYTES
+from gradexplorer.core.errors import UserError
 from gradexplorer.core.model.options import ModelOptions
 from gradexplorer.core.session.config import SessionConfig
 from gradexplorer.core.stats.history import GradientHistory
@@ -71,6 +72,12 @@ class SessionController(QObject):
         self._worker.run_failed.connect(self._on_failed)
         self._worker.setStackSize(DEEP_STACK_BYTES)  # deep autograd graphs recurse natively
         self._worker.start()
+        if not self._worker.isRunning():  # "QThread::start: Thread creation error"
+            self._worker.setStackSize(0)  # the default stack: room for all but the deepest graphs
+            self._worker.start()
+        if not self._worker.isRunning():  # one line, never a window waiting on no thread
+            raise UserError("cannot start the app's worker thread (a process or address-space "
+                            "limit? see ulimit -u and ulimit -v)")
 
     # -- the session model, re-exported -------------------------------------------------
     live = property(lambda self: self.session.live, doc="The LiveSession, or None.")
