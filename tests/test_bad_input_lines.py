@@ -12,17 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli_helpers import one_line_error
+
 MODEL = ("--model", "example:mlp")
 DATA = Path(__file__).parent / "data"
-
-
-def one_line_error(code: int, out: str, err: str, *words: str) -> None:
-    assert code == 2, (code, out, err)
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("gradexplorer: error: "), err
-    assert "Traceback" not in out + err
-    for word in words:
-        assert word in lines[0], (word, lines[0])
 
 
 def test_negative_momentum(run_cli):

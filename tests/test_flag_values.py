@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.cli_helpers import one_line_error
+
 MLP = ("--model", "example:mlp")
 RUN = ("run", *MLP)
 REFUSED = [  # (argv, the flag the line must name)
@@ -64,15 +66,6 @@ def test_a_bad_value_is_refused_naming_its_flag(run_cli, argv, flag):
     assert len(lines) in (1, 2), err  # an old name first says it is renamed, in a line of its own
     assert lines[-1].startswith(f"gradexplorer: error: argument {flag}: "), err
     assert "Traceback" not in out + err
-
-
-def one_line_error(code: int, out: str, err: str, *words: str) -> None:
-    assert code == 2, (code, out, err)
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("gradexplorer: error: "), err
-    assert "Traceback" not in out + err
-    for word in words:
-        assert word in lines[0], (word, lines[0])
 
 
 @pytest.mark.parametrize("action", ["noise:1e26", "noise:1:1e26", "scale:1e7", "scale:-1e7",

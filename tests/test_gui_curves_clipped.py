@@ -14,23 +14,15 @@ from torch import nn
 import gradexplorer as gx
 from gradexplorer.gui.models.timeline import StepPoint, TimelineModel
 from gradexplorer.gui.plots.curves import TrainingCurves
+from tests import watched_loop
 from tests.gui_helpers import TIMEOUT_MS
 
 STEPS = 8
 
 
 def clipped_run(path) -> None:
-    """A plain loop clipping every step to max_norm=1.0, under watch."""
-    torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(6, 12), nn.ReLU(), nn.Linear(12, 2))
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    with gx.watch(model, opt, path, bins=8):
-        for step in range(STEPS):
-            x = torch.randn(16, 6, generator=torch.Generator().manual_seed(step))
-            opt.zero_grad()
-            (model(x).square().mean() * 100).backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)
-            opt.step()
+    """A plain SGD loop clipping every step to max_norm=1.0, under watch."""
+    watched_loop.clipped_run(path, STEPS, 1.0, torch.optim.SGD)
 
 
 def tick_labels(plot) -> list[str]:

@@ -13,23 +13,9 @@ from gradexplorer.core.session.engine import SessionConfig
 from gradexplorer.gui.plots.spike_markers import SIZE
 from tests.gui_helpers import TIMEOUT_MS, wait_idle  # noqa: F401
 from tests.spike_helpers import train as spike_train
+from tests.watched_loop import clipped_run
 
 INJECT = 50
-
-
-def clipped_run(path, steps: int = 6, max_norm: float = 0.1):
-    """A plain loop clipping every step, under watch."""
-    torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(6, 12), nn.ReLU(), nn.Linear(12, 2))
-    opt = torch.optim.Adam(model.parameters(), lr=0.01)
-    with gx.watch(model, opt, path, bins=8):
-        for step in range(steps):
-            x = torch.randn(16, 6, generator=torch.Generator().manual_seed(step))
-            opt.zero_grad()
-            (model(x).square().mean() * 100).backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
-            opt.step()
-    return model, opt
 
 
 def click_marker(qtbot, window, plot, step: int) -> None:
