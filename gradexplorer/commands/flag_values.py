@@ -70,12 +70,24 @@ def name_list(text: str) -> str:
     return text
 
 
-def shape(text: str) -> str:
-    """A ``type=`` for ``--input-shape``: positive whole numbers such as ``1,1,32,32``."""
-    from gradexplorer.core.model.options import parse_shape
+def checked_by(check: Callable[[str], object]) -> Callable[[str], str]:
+    """A ``type=`` keeping the text when ``check(text)`` accepts it; its one-line UserError
+    becomes argparse's error naming the flag."""
 
-    try:
-        parse_shape(text)
-    except UserError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    return text
+    def parse(text: str) -> str:
+        try:
+            check(text)
+        except UserError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+        return text
+
+    return parse
+
+
+def _parse_shape(text: str) -> object:
+    from gradexplorer.core.model.options import parse_shape  # imports torch: on use only
+
+    return parse_shape(text)
+
+
+shape = checked_by(_parse_shape)  # --input-shape: positive whole numbers such as 1,1,32,32

@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, TextIO
 
+from gradexplorer.commands.flag_values import checked_by
 from gradexplorer.core.errors import UserError
 from gradexplorer.core.hooks import ACTION_HELP
 
@@ -18,19 +19,11 @@ def add_hook_arguments(parser: argparse.ArgumentParser) -> None:
     """The repeatable ``--hook`` option."""
     actions = "; ".join(ACTION_HELP.values())
     parser.add_argument(
-        "--hook", action="append", default=[], metavar="MODULE=ACTION", type=hook_option,
+        "--hook", action="append", default=[], metavar="MODULE=ACTION",
+        type=checked_by(parse_hook_option),
         help="attach a full backward hook to MODULE (dotted path, <root> for the model; see "
         f"'gradexplorer hooks'); repeatable. ACTION is one of: {actions}",
     )
-
-
-def hook_option(text: str) -> str:
-    """``--hook``'s ``type=``: a malformed MODULE=ACTION is refused as the line is read."""
-    try:
-        parse_hook_option(text)
-    except UserError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    return text
 
 
 def parse_hook_option(text: str) -> tuple[str, str]:
