@@ -46,88 +46,79 @@ def _workload(model: nn.Module, make_batch, name: str, loss_fn=None) -> gx.Workl
     return gx.Workload(model=model, make_batch=make_batch, loss_fn=loss_fn, name=name)
 
 
-def _lm(model_cls, config) -> Callable[[], gx.Workload]:
+def _lm(model_cls, config) -> gx.Workload:
     """A causal or masked language model called as its docs do: ``model(input_ids=, labels=)``."""
-    def build():
-        torch.manual_seed(0)
-        model = model_cls(config())
-        return _workload(model, lambda step: {"input_ids": _ids(step), "labels": _ids(step)},
-                         model_cls.__name__)
-    return build
+    torch.manual_seed(0)
+    return _workload(model_cls(config), lambda step: {"input_ids": _ids(step), "labels": _ids(step)},
+                     model_cls.__name__)
 
 
-def _seq2seq(model_cls, config) -> Callable[[], gx.Workload]:
-    def build():
-        torch.manual_seed(0)
-        model = model_cls(config())
-        return _workload(model, lambda step: {"input_ids": _ids(step), "labels": _ids(step + 500, 6)},
-                         model_cls.__name__)
-    return build
+def _seq2seq(model_cls, config) -> gx.Workload:
+    torch.manual_seed(0)
+    return _workload(model_cls(config),
+                     lambda step: {"input_ids": _ids(step), "labels": _ids(step + 500, 6)},
+                     model_cls.__name__)
+
+
+def _decoder(model_cls, config_cls, **extra) -> gx.Workload:
+    """A Llama-shaped decoder (grouped-query attention, rotary positions) from a tiny config."""
+    return _lm(model_cls, config_cls(
+        vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=32, **extra))
 
 
 def gpt2():
     from transformers import GPT2Config, GPT2LMHeadModel
-    return _lm(GPT2LMHeadModel, lambda: GPT2Config(
+    return _lm(GPT2LMHeadModel, GPT2Config(
         n_layer=2, n_embd=32, n_head=2, vocab_size=VOCAB, n_positions=32,
-        bos_token_id=0, eos_token_id=0))()
+        bos_token_id=0, eos_token_id=0))
 
 
 def bert():
     from transformers import BertConfig, BertForMaskedLM
-    return _lm(BertForMaskedLM, lambda: BertConfig(
+    return _lm(BertForMaskedLM, BertConfig(
         vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-        intermediate_size=64, max_position_embeddings=32))()
+        intermediate_size=64, max_position_embeddings=32))
 
 
 def llama():
     from transformers import LlamaConfig, LlamaForCausalLM
-    return _lm(LlamaForCausalLM, lambda: LlamaConfig(
-        vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=32))()
+    return _decoder(LlamaForCausalLM, LlamaConfig)
 
 
 def mistral():
     from transformers import MistralConfig, MistralForCausalLM
-    return _lm(MistralForCausalLM, lambda: MistralConfig(
-        vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=32))()
+    return _decoder(MistralForCausalLM, MistralConfig)
 
 
 def mixtral():
     from transformers import MixtralConfig, MixtralForCausalLM
-    return _lm(MixtralForCausalLM, lambda: MixtralConfig(
-        vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=32,
-        num_local_experts=4, num_experts_per_tok=2))()
+    return _decoder(MixtralForCausalLM, MixtralConfig, num_local_experts=4, num_experts_per_tok=2)
 
 
 def qwen2():
     from transformers import Qwen2Config, Qwen2ForCausalLM
-    return _lm(Qwen2ForCausalLM, lambda: Qwen2Config(
-        vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=32))()
+    return _decoder(Qwen2ForCausalLM, Qwen2Config)
 
 
 def gemma():
     from transformers import GemmaConfig, GemmaForCausalLM
-    return _lm(GemmaForCausalLM, lambda: GemmaConfig(
-        vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, head_dim=8, max_position_embeddings=32))()
+    return _decoder(GemmaForCausalLM, GemmaConfig, head_dim=8)
 
 
 def t5():
     from transformers import T5Config, T5ForConditionalGeneration
-    return _seq2seq(T5ForConditionalGeneration, lambda: T5Config(
+    return _seq2seq(T5ForConditionalGeneration, T5Config(
         vocab_size=VOCAB, d_model=32, d_kv=16, d_ff=64, num_layers=2, num_heads=2,
-        decoder_start_token_id=0, pad_token_id=0))()
+        decoder_start_token_id=0, pad_token_id=0))
 
 
 def bart():
     from transformers import BartConfig, BartForConditionalGeneration
-    return _seq2seq(BartForConditionalGeneration, lambda: BartConfig(
+    return _seq2seq(BartForConditionalGeneration, BartConfig(
         vocab_size=VOCAB, d_model=32, encoder_layers=1, decoder_layers=1,
         encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=64,
-        decoder_ffn_dim=64, max_position_embeddings=32))()
+        decoder_ffn_dim=64, max_position_embeddings=32))
 
 
 def vit():
