@@ -46,6 +46,9 @@ import torch
 from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import workloads as W  # noqa: E402 - bench/workloads.py: the standard workloads
 
 import gradexplorer as gx  # noqa: E402
 
@@ -72,59 +75,16 @@ def example(spec: str):
     return workload.model, workload.make_batch, workload.loss_fn
 
 
-def mlp256():
-    """The issue's MLP: 4x(Linear 256->256, ReLU) + Linear(256, 1), batch 64, MSE (9 parameters)."""
-    torch.manual_seed(0)
-    layers = []
-    for _ in range(4):
-        layers += [nn.Linear(256, 256), nn.ReLU()]
-    model = nn.Sequential(*layers, nn.Linear(256, 1))
-
-    def batch(step):
-        g = torch.Generator().manual_seed(step)
-        return torch.randn(64, 256, generator=g), torch.randn(64, 1, generator=g)
-    return model, batch, nn.functional.mse_loss
-
-
-def gpt2_tiny():
-    """GPT-2 from a small config (2 layers, 128 wide, 1000 tokens), batch 8x32 tokens."""
-    from transformers import GPT2Config, GPT2LMHeadModel
-
-    torch.manual_seed(0)
-    model = GPT2LMHeadModel(GPT2Config(n_layer=2, n_head=2, n_embd=128, vocab_size=1000,
-                                       n_positions=64, bos_token_id=0, eos_token_id=0))
-
-    def batch(step):
-        g = torch.Generator().manual_seed(step)
-        ids = torch.randint(0, 1000, (8, 32), generator=g)
-        return {"input_ids": ids, "labels": ids}, None
-    return model, batch, None
-
-
 def build(name: str):
     if name == "mlp":
         model, batch = mlp()
         return model, batch, nn.functional.cross_entropy
-    if name == "mlp256":
-        return mlp256()
-    if name == "gpt2":
-        return gpt2_tiny()
+    if name in W.STANDARD or name == "gpt2":
+        return W.build(name)
     return example(f"example:{name}")
 
 
-def loss_of(model, inputs, target, loss_fn):
-    if isinstance(inputs, dict):
-        out = model(**inputs)
-        return out.loss if loss_fn is None else loss_fn(out, target)
-    return loss_fn(model(*inputs) if isinstance(inputs, tuple) else model(inputs), target)
-
-
-def to(value, device):
-    if isinstance(value, dict):
-        return {k: to(v, device) for k, v in value.items()}
-    if isinstance(value, tuple):
-        return tuple(to(v, device) for v in value)
-    return value.to(device) if isinstance(value, torch.Tensor) else value
+loss_of, to = W.loss_of, W.to  # bench/workloads.py: one batch's loss, a batch moved
 
 
 def wandb_style(model: nn.Module) -> list:

@@ -1,5 +1,6 @@
-"""The floor benchmark runs end to end (the issue's MLP, one short round): every method timed,
-the watch without an update ratio really records none, the passes' hooks are taken off."""
+"""The per-step cost benchmark runs end to end (the issue's MLP, one short round): every arm
+timed, the watch without an update ratio really records none, the passes' hooks are taken off,
+the targets printed beside their figures; its ResNet-18 is torchvision's."""
 
 import pytest
 
@@ -11,12 +12,18 @@ def test_floor_benchmark_reports_every_method():
     result = bench.measure("mlp256", rounds=1, steps=3)
     assert result["numel"] == 263_425
     assert set(result["median"]) == set(bench.METHODS) == set(result["cpu"])
+    assert set(result["above"]) == set(bench.METHODS) - {bench.BARE}
     assert all(seconds > 0 for seconds in result["median"].values())
-    assert result["ratios"] == {bench.WATCH: True, bench.WATCH_NO_RATIO: False}
+    assert result["ratios"] == {bench.WATCH: True, bench.WATCH_RUN: True, bench.WATCH_NO_RATIO: False}
+    assert result["threads"][bench.WATCH_RUN] > 0  # the run directory's writer thread, counted
+    assert result["read"] > 0
     text = bench.report(result)
-    for method in bench.METHODS:
+    for method in bench.METHODS[1:]:
         assert method in text
-    assert "watch above the floor" in text
+    assert text.count("(target ≤") == 2  # above the floor, in memory and with a run directory
+    assert "share of the bare step" not in text  # the +5% target is ResNet-18's alone
+    result["model"] = bench.SHARE_WORKLOAD
+    assert bench.report(result).count("(target ≤") == 6
 
 
 def test_the_passes_hooks_measure_the_step_and_come_off():
@@ -43,3 +50,27 @@ def test_the_passes_hooks_measure_the_step_and_come_off():
     for handle in handles:
         handle.remove()
     assert not opt._optimizer_step_pre_hooks and not opt._optimizer_step_post_hooks
+
+
+def test_the_standard_resnet18_is_torchvisions():
+    """torchvision's resnet18(): 11,689,512 numbers in 62 parameters under its names, a 7×7
+    stride-2 stem and a max-pool (a 64×64 input is 16×16 at layer1), 1000 logits."""
+    import torch
+
+    workloads = load_script("bench", "workloads.py")
+    model, batch, loss_fn = workloads.build("resnet18")
+    names = [n for n, _ in model.named_parameters()]
+    assert sum(p.numel() for p in model.parameters()) == 11_689_512 and len(names) == 62
+    assert names[:3] == ["conv1.weight", "bn1.weight", "bn1.bias"]
+    assert "layer2.0.downsample.0.weight" in names and names[-2:] == ["fc.weight", "fc.bias"]
+    inputs, target = batch(0)
+    assert inputs.shape == (8, 3, 64, 64) and target.shape == (8,)
+    seen = {}
+
+    def note(_module, _inputs, output):
+        seen["layer1"] = output.shape
+    model.layer1.register_forward_hook(note)
+    with torch.no_grad():
+        logits = model(inputs)
+    assert seen["layer1"] == (8, 64, 16, 16) and logits.shape == (8, 1000)
+    assert torch.isfinite(loss_fn(logits, target))
