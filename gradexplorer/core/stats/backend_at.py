@@ -86,6 +86,7 @@ class KeptAddresses:
 
 
 ALL = slice(None)  # the one share of a single kernel call: every row
+SHARED_MIN = 1 << 20  # weights: fewer, the update norms are not worth sharing with the worker
 
 
 def shares(at: Addresses) -> list[np.ndarray | slice]:
@@ -94,11 +95,16 @@ def shares(at: Addresses) -> list[np.ndarray | slice]:
     workers = torch.get_num_threads()
     if workers == 1 or at.sizes.size < 2 or at.total < PARALLEL_MIN:
         return [ALL]
-    loads, rows = [0] * workers, [[] for _ in range(workers)]
-    for i in np.argsort(-at.sizes, kind="stable").tolist():  # biggest first, to the least loaded
+    return balanced(at.sizes, workers)
+
+
+def balanced(sizes: np.ndarray, parts: int) -> list[np.ndarray]:
+    """Row indices of ``sizes`` in (at most) ``parts`` shares of about equal total size."""
+    loads, rows = [0] * parts, [[] for _ in range(parts)]
+    for i in np.argsort(-sizes, kind="stable").tolist():  # biggest first, to the least loaded
         k = loads.index(min(loads))
         rows[k].append(i)
-        loads[k] += int(at.sizes[i])
+        loads[k] += int(sizes[i])
     return [np.array(r, np.int64) for r in rows if r]
 
 
@@ -217,8 +223,12 @@ class UpdateCopies:
             return np.zeros(part.sizes.size)
         in_shares(at, copy, np.zeros(at.sizes.size))
 
-    def update_norms(self, params: list[torch.Tensor]) -> np.ndarray:
-        """``(P, 2)``: ‖θ_now − θ_copy‖ and ‖θ_copy‖ per parameter (float64)."""
+    def update_norms(self, params: list[torch.Tensor], helper=None) -> np.ndarray:
+        """``(P, 2)``: ‖θ_now − θ_copy‖ and ‖θ_copy‖ per parameter (float64). ``helper(job)``:
+        where given, a ``stats_worker.PendingWork`` of ``job`` on the statistics worker (or
+        None): with ``SHARED_MIN`` weights or more and a single share, half of them (by size)
+        are measured there while this thread measures the other half, then waited for (the
+        same kernel on each tensor: the same figures bit for bit)."""
         if self._packed is not None:
             return self._packed.update_norms(params)
         at = self._where.of(params)
@@ -231,4 +241,12 @@ class UpdateCopies:
             KA.update_norms_at(part.addresses, part.sizes, part.like, buffer.flat,
                                buffer.starts[rows], out)
             return out
-        return in_shares(at, norms, np.zeros((at.sizes.size, 2)))
+        out = np.zeros((at.sizes.size, 2))
+        halves = balanced(at.sizes, 2) if helper is not None and at.total >= SHARED_MIN \
+            and at.sizes.size > 1 and len(shares(at)) == 1 else []
+        other = helper(lambda: norms(at.part(halves[1]), halves[1])) if len(halves) == 2 else None
+        if other is None:
+            return in_shares(at, norms, out)
+        out[halves[0]] = norms(at.part(halves[0]), halves[0])
+        out[halves[1]] = other.result()  # done on the worker, or here if it has not begun
+        return out

@@ -80,7 +80,10 @@ class NumbaBackend:
         return bool(raw.moments[:, NANS].any() or raw.moments[:, INFS].any()), raw
 
     def finish(self, raw, params, optimizer=None):
-        update = self._tracker.after(params, optimizer) if params is not None else None
+        if params is None or self._offloaded is None:
+            update = None if params is None else self._tracker.after(params, optimizer)
+        else:  # the worker may take half of the update norms (``UpdateCopies.update_norms``)
+            update = self._tracker.after(params, optimizer, self._offloaded.then)
         raw = self._settled(raw)
         if params is not None:
             raw.update = update

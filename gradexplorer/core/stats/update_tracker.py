@@ -24,6 +24,7 @@ class UpdateTracker:
         """Copy the weights as they are before the optimizer step."""
         self.copies.take(params)
 
-    def after(self, params: list[torch.Tensor], optimizer=None) -> np.ndarray:
-        """``(P, 2)``: ‖θ_now − θ_before‖ and ‖θ_before‖ per parameter (float64)."""
-        return self.copies.update_norms(params)
+    def after(self, params: list[torch.Tensor], optimizer=None, helper=None) -> np.ndarray:
+        """``(P, 2)``: ‖θ_now − θ_before‖ and ‖θ_before‖ per parameter (float64); ``helper``:
+        the statistics worker's (``UpdateCopies.update_norms``), which may take half."""
+        return self.copies.update_norms(params, helper)
