@@ -156,7 +156,7 @@ def measure(name: str, rounds: int, steps: int, quick: bool = False) -> dict:
     step = 0
     for round_ in range(rounds + 1):  # the first round warms up (kernels, caches) and is dropped
         if round_ == 1:
-            others = {method: R.worker_cpu(rec) + R.writer_cpu(rec)
+            others = {method: (R.worker_cpu(rec), R.writer_cpu(rec))
                       for method, (_, _, rec, _) in setups.items() if rec is not None}
         for _ in range(steps):
             for method, (m, opt, _, _) in setups.items():
@@ -173,7 +173,9 @@ def measure(name: str, rounds: int, steps: int, quick: bool = False) -> dict:
             reads.append(time.thread_time() - start)
             step += 1
     counted = rounds * steps
-    threads = {method: (R.worker_cpu(rec) + R.writer_cpu(rec) - others[method]) / counted
+    writer = {method: (R.writer_cpu(rec) - others[method][1]) / counted
+              for method, (_, _, rec, _) in setups.items() if rec is not None}
+    threads = {method: (R.worker_cpu(rec) - others[method][0]) / counted + writer[method]
                for method, (_, _, rec, _) in setups.items() if rec is not None}
     ratios = {}  # whether each watch recorded update ratios (the last step's)
     for method, (_, _, rec, handles) in setups.items():
@@ -185,6 +187,7 @@ def measure(name: str, rounds: int, steps: int, quick: bool = False) -> dict:
     bare = cpu[BARE][steps:]
     return {"model": name, "numel": sum(p.numel() for p in model.parameters()),
             "params": len(list(model.parameters())), "ratios": ratios, "threads": threads,
+            "writer": writer,
             "median": {k: statistics.median(t[steps:]) for k, t in times.items()},
             "cpu": {k: statistics.median(t[steps:]) for k, t in cpu.items()},
             "above": {k: statistics.median(a - b for a, b in zip(t[steps:], bare, strict=True))
@@ -220,7 +223,7 @@ def report(result: dict) -> str:
     lines = [f"{result['model']}{' (quick)' if result['quick'] else ''} ({result['numel']:,} numbers "
              f"in {result['params']} parameters): bare step {bare * 1e3:.2f} ms, CPU "
              f"{bare_cpu * 1e3:.2f} ms; one read pass {read * 1e3:.3f} ms CPU",
-             f"  {'method':<26} {'median step':>12} {'in hooks':>9} {'other threads':>14} "
+             f"  {'method':<26} {'median step':>12} {'in hooks':>9} {'worker+writer':>14} "
              f"{'cost (CPU)':>11} {'of bare':>8} {'read passes':>12} {'end to end':>11}"]
     for method in METHODS[1:]:
         lines.append(f"  {method:<26} {result['median'][method] * 1e3:9.2f} ms "
@@ -228,6 +231,9 @@ def report(result: dict) -> str:
                      f"{result['threads'].get(method, 0.0) * 1e3:11.2f} ms "
                      f"{cost[method] * 1e3:8.2f} ms {cost[method] / bare_cpu:+8.1%} "
                      f"{cost[method] / read:11.1f}× {whole[method] / bare_cpu:+10.1%}")
+    writer = result["writer"].get(WATCH_RUN, 0.0)
+    lines.append(f"  of watch's threads, the run directory's writer: {writer * 1e3:.2f} ms a step "
+                 f"({writer / bare_cpu:.1%} of the bare step)")
     for what, figure, target, met in targets(result):
         shown = (f"{figure:+.1%} (target ≤ +{target:.0%})" if "share" in what
                  else f"{figure:.1f} (target ≤ {target:.0f})")

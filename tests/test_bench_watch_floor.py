@@ -15,11 +15,13 @@ def test_floor_benchmark_reports_every_method():
     assert set(result["above"]) == set(bench.METHODS) - {bench.BARE}
     assert all(seconds > 0 for seconds in result["median"].values())
     assert result["ratios"] == {bench.WATCH: True, bench.WATCH_RUN: True, bench.WATCH_NO_RATIO: False}
-    assert result["threads"][bench.WATCH_RUN] > 0  # the run directory's writer thread, counted
+    assert result["threads"][bench.WATCH_RUN] >= result["writer"][bench.WATCH_RUN] > 0  # counted
+    assert result["writer"][bench.WATCH] == 0  # in memory: no writer
     assert result["read"] > 0
     text = bench.report(result)
     for method in bench.METHODS[1:]:
         assert method in text
+    assert "the run directory's writer" in text
     assert text.count("(target ≤") == 2  # above the floor, in memory and with a run directory
     assert "share of the bare step" not in text  # the +5% target is ResNet-18's alone
     result["model"] = bench.SHARE_WORKLOAD
