@@ -25,6 +25,7 @@ import numpy as np
 
 from gradexplorer.core.errors import UserError
 from gradexplorer.core.recorder.run_history import RunHistory
+from gradexplorer.core.share import event_records as ER
 from gradexplorer.core.share.output import optional_import
 from gradexplorer.core.share.selection import ExportSelection
 from gradexplorer.core.share.staged_folder import staged_folder
@@ -58,8 +59,7 @@ def export_tensorboard(history: RunHistory, selection: ExportSelection, director
                        overwrite: bool = False, progress=None) -> Path:
     """Write the run's event file into ``directory/RUN_NAME`` (several runs exported into one
     folder show as several runs in TensorBoard); returns that folder."""
-    optional_import("tensorboard", "--to tensorboard")
-    from tensorboard.compat.proto import event_pb2, summary_pb2
+    optional_import("tensorboard", "--to tensorboard")  # what reads the files
 
     target = Path(directory) / history.run.path.resolve().name
     if target.is_file() or Path(directory).is_file():
@@ -71,7 +71,7 @@ def export_tensorboard(history: RunHistory, selection: ExportSelection, director
     with staged_folder(directory, target.name, "TensorBoard events") as staging:
         partial = staging / "events.partial"  # no reader takes it for events until renamed
         with open(partial, "wb") as file:
-            _write_events(history, selection, file, event_pb2, summary_pb2, progress)
+            _write_events(history, selection, file, progress)
             file.flush()
             os.fsync(file.fileno())
         target.mkdir(parents=True, exist_ok=True)
@@ -82,42 +82,38 @@ def export_tensorboard(history: RunHistory, selection: ExportSelection, director
     return target
 
 
-def _write_events(history: RunHistory, selection: ExportSelection, file, event_pb2, summary_pb2,
-                  progress) -> None:
-    """The event records, one per step after the file-version event, into ``file``."""
-    from tensorboard.summary.writer.record_writer import RecordWriter
-
-    writer = RecordWriter(file)
-    writer.write(event_pb2.Event(wall_time=time.time(), file_version="brain.Event:2")
-                 .SerializeToString())
+def _write_events(history: RunHistory, selection: ExportSelection, file, progress) -> None:
+    """The event records, one per step after the file-version event, into ``file``: each
+    event's bytes written directly (``event_records.py``), the steps read a block at a time."""
+    file.write(ER.record(ER.file_version_event(time.time())))
     steps, times, figures = history.step_figures()
-    wanted = set(selection.steps)
-    keep = None if selection.params is None else set(selection.params)
-
-    def scalar(tag: str, value: float):
-        return summary_pb2.Summary.Value(tag=tag, simple_value=float(value))
-
-    for i, step in enumerate(steps.tolist()):
-        if step not in wanted:
-            continue
-        values = [scalar(f"run/{figure}", v[i]) for figure, v in figures.items() if v[i] is not None]
-        _, stats, hists = next(history.each_step([step]))
+    index = {s: i for i, s in enumerate(steps.tolist())}
+    run_tags = {f: f"run/{f}".encode() for f in figures}
+    tags: dict[tuple[str, str], bytes] = {}
+    encoded: dict[bytes, tuple[bytes, bytes]] = {}
+    for step, stats, hists in history.step_blocks([s for s in selection.steps if s in index],
+                                                  selection.params, selection.histograms):
+        i = index[step]
+        names = [run_tags[f] for f, v in figures.items() if v[i] is not None]
+        numbers = [v[i] for v in figures.values() if v[i] is not None]
+        histos = []
         for name, figs in stats.items():
-            if keep is not None and name not in keep:
-                continue
             whole = whole_figures(figs)  # a NaN/Inf gradient's norm: nan/inf (histogram: finite)
-            values += [scalar(f"{field}/{name}", whole[field])
-                       for field in selection.figures if whole.get(field) is not None]
-            h = hists.get(name) if selection.histograms else None
+            for field in selection.figures:
+                value = whole.get(field)
+                if value is not None:
+                    tag = tags.get((field, name))
+                    if tag is None:
+                        tag = tags[(field, name)] = f"{field}/{name}".encode()
+                    names.append(tag)
+                    numbers.append(value)
+            h = hists.get(name)
             if h is not None and h.counts.sum() + h.below + h.above > 0:
                 b = tensorboard_buckets(h, figs)
-                histo = summary_pb2.HistogramProto(
-                    min=b["min"], max=b["max"], num=b["num"], sum=b["sum"],
-                    sum_squares=b["sum_squares"], bucket_limit=b["bucket_limits"],
-                    bucket=b["bucket_counts"])
-                values.append(summary_pb2.Summary.Value(tag=f"grad/{name}", histo=histo))
-        event = event_pb2.Event(wall_time=float(times[i]), step=int(step),
-                                summary=summary_pb2.Summary(value=values))
-        writer.write(event.SerializeToString())
+                histos.append(ER.histogram_value(f"grad/{name}".encode(), b["min"], b["max"], b["num"],
+                                                 b["sum"], b["sum_squares"], b["bucket_limits"],
+                                                 b["bucket_counts"]))
+        values = ER.scalar_values(names, np.array(numbers, np.float64), encoded)
+        file.write(ER.record(ER.event(float(times[i]), int(step), [values, *histos])))
         if progress is not None:
             progress(step)
