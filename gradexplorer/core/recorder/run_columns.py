@@ -21,7 +21,8 @@ import numpy as np
 from gradexplorer.core.errors import UserError
 from gradexplorer.core.recorder import schema as S
 from gradexplorer.core.recorder import validate as V
-from gradexplorer.core.snapshot.schema import MAX_BINS
+from gradexplorer.core.recorder.figure_block import FigureBlock, figure_block
+from gradexplorer.core.snapshot.schema import MAX_BINS, MAX_COUNT
 from gradexplorer.core.stats.ledger import LEDGER_FIELDS
 from gradexplorer.core.stats.records import STAT_FIELDS, Histogram
 
@@ -42,6 +43,9 @@ def decode_histograms(rows: Sequence[tuple], where: Callable[[int], str]
     the block's checks is read alone by ``validate.histogram_arrays``, whose one-line error names
     it (``where(i)``: where row ``i`` is)."""
     n = len(rows)
+    uniform = _uniform(rows)
+    if uniform is not None:
+        return uniform
     edges: list[Any] = [None] * n
     counts: list[Any] = [None] * n
     extras = np.zeros((n, 4), np.int64)
@@ -68,6 +72,29 @@ def decode_histograms(rows: Sequence[tuple], where: Callable[[int], str]
         for k, i in enumerate(index):
             edges[i], counts[i] = e[k], c[k]
     return edges, counts, extras
+
+
+def _uniform(rows: Sequence[tuple]):
+    """``decode_histograms`` of rows that are all sound and of one bin count (as a run writes
+    them), checked column by column; None when any is not (then each group is read apart)."""
+    if not rows:
+        return [], [], np.zeros((0, 4), np.int64)
+    e_col, c_col, *more = zip(*rows, strict=True)
+    if set(map(type, e_col)) != {bytes} or set(map(type, c_col)) != {bytes}:
+        return None
+    e_len, c_len = set(map(len, e_col)), set(map(len, c_col))
+    if len(e_len) != 1 or len(c_len) != 1 or not all(set(map(type, m)) == {int} for m in more):
+        return None
+    bins = c_len.pop() // 8
+    if e_len.pop() != 8 * (bins + 1) or not 1 <= bins <= MAX_BINS:
+        return None
+    extras = np.array(more, np.int64).T
+    e = np.frombuffer(b"".join(e_col), "<f8").astype(np.float64).reshape(len(rows), bins + 1)
+    c = np.frombuffer(b"".join(c_col), "<i8").astype(np.int64).reshape(len(rows), bins)
+    if not (np.isfinite(e[:, [0, -1]]).all() and (e[:, 1:] >= e[:, :-1]).all() and (c >= 0).all()
+            and (extras >= 0).all() and (extras <= MAX_COUNT).all()):
+        return None
+    return list(e), list(c), extras
 
 
 def _one(rows, i, where, edges, counts, extras) -> None:
@@ -193,60 +220,66 @@ def parameter_figures(run, steps: Sequence[int], names: set[str] | None = None
     """``{step: {name: figures}}`` of ``steps`` in one query per table: what ``Run.figures``
     gives one step (STAT_FIELDS and PARAM_STEP_FIELDS, parameters with a gradient, model
     order); only ``names``' when given."""
-    wanted = _json_steps(steps)
-    out: dict[int, dict[str, dict[str, Any]]] = {int(s): {} for s in steps}
-    extra: dict[tuple[int, str], dict] = {}
-    if S.PARAM_STEPS_TABLE in run._optional:
-        for step, name, *values in run._rows(
-                f"SELECT step, name, {', '.join(S.PARAM_STEP_FIELDS)} FROM {S.PARAM_STEPS_TABLE} "
-                "WHERE step IN (SELECT value FROM json_each(?))", (wanted,)):
-            if names is None or name in names:
-                extra[(step, name)] = V.param_step_values(step, name, tuple(values), run.where)
-    empty = dict.fromkeys(S.PARAM_STEP_FIELDS)
-    for step, name, numel, has_grad, *figures in run._rows(
-            f"SELECT step, name, numel, has_grad, {', '.join(STAT_FIELDS)} FROM stats "
-            "WHERE step IN (SELECT value FROM json_each(?))", (wanted,)):
-        if names is not None and name not in names:
-            continue
-        name, _, grad, values = V.stat_row(step, name, numel, has_grad, figures, run.where)
-        if grad:
-            out[step][name] = {**values, **extra.get((step, name), empty)}
-    order = {n: i for i, n in enumerate(run.parameters)}
-    last = len(order)
-    return {s: dict(sorted(by_name.items(), key=lambda kv: order.get(kv[0], last)))
-            for s, by_name in out.items()}
+    block = figure_block(run, steps, names)
+    return {s: block.rows(k) for k, s in enumerate(block.steps.tolist())}
 
 
-def histograms_at(run, steps: Sequence[int], names: set[str] | None = None
-                  ) -> dict[int, dict[str, Histogram]]:
-    """``{step: {name: Histogram}}`` of ``steps`` in one query (only ``names``' when given)."""
-    out: dict[int, dict[str, Histogram]] = {int(s): {} for s in steps}
-    rows = [r for r in run._rows(
-        f"SELECT step, name, {', '.join(HISTOGRAM_COLUMNS)} FROM histograms "
-        "WHERE step IN (SELECT value FROM json_each(?))", (_json_steps(steps),))
-        if names is None or r[1] in names]
-    for step, name, *_ in rows:
-        if type(name) is not str:  # noqa: E721
-            raise UserError(f"{run.where}, table histograms at step {step} holds a parameter name "
-                            f"of type {type(name).__name__}")
+@dataclass(frozen=True)
+class HistogramRows:
+    """Histograms rows of a block of steps: row ``i`` is ``names[i]`` at ``steps[i]``, its
+    ``edges[i]`` and ``counts[i]`` (views into one array per bin count) and ``extras[i]`` (NaN,
+    Inf, below, above)."""
+
+    steps: list[int]
+    names: list[str]
+    edges: list[np.ndarray]
+    counts: list[np.ndarray]
+    extras: np.ndarray
+
+    def by_step(self) -> dict[int, dict[str, Histogram]]:
+        """``{step: {name: Histogram}}``, as ``Run.histograms`` gives a step."""
+        out: dict[int, dict[str, Histogram]] = {}
+        for step, name, e, c, more in zip(self.steps, self.names, self.edges, self.counts,
+                                          self.extras.tolist(), strict=True):
+            out.setdefault(step, {})[name] = Histogram(e, c, *more)
+        return out
+
+
+def histogram_rows(run, steps: Sequence[int], names: set[str] | None = None) -> HistogramRows:
+    """The histograms of ``steps`` in one query (only ``names``' when given), by step."""
+    rows = run._rows(f"SELECT step, name, {', '.join(HISTOGRAM_COLUMNS)} FROM histograms "
+                     "WHERE step IN (SELECT value FROM json_each(?)) ORDER BY step", (_json_steps(steps),))
+    if names is not None:
+        rows = [r for r in rows if r[1] in names]
+    if rows and set(map(type, (r[1] for r in rows))) != {str}:
+        step, name = next((r[0], r[1]) for r in rows if type(r[1]) is not str)  # noqa: E721
+        raise UserError(f"{run.where}, table histograms at step {step} holds a parameter name "
+                        f"of type {type(name).__name__}")
     edges, counts, extras = decode_histograms(
         [r[2:] for r in rows], lambda i: V.row_where(run.where, "histograms", rows[i][0], rows[i][1]))
-    for (step, name, *_), e, c, more in zip(rows, edges, counts, extras.tolist(), strict=True):
-        out[step][name] = Histogram(e, c, *more)
-    return out
+    return HistogramRows([r[0] for r in rows], [r[1] for r in rows], edges, counts, extras)
+
+
+def figure_blocks(run, steps: Sequence[int], names: Sequence[str] | None = None,
+                  histograms: bool = True, chunk: int = STEP_CHUNK, optimizer: bool = True
+                  ) -> Iterator[tuple[FigureBlock, HistogramRows | None]]:
+    """``(FigureBlock, HistogramRows)`` of ``steps`` (None without ``histograms``), ``chunk`` steps at a time
+    (one query per table per chunk; a chunk's rows in memory at a time): what an export reads
+    (without ``optimizer``, no optimizer figures: what reads only STAT_FIELDS skips)."""
+    keep = None if names is None else set(names)
+    steps = [int(s) for s in steps]
+    for start in range(0, len(steps), chunk):
+        block = steps[start:start + chunk]
+        yield (figure_block(run, block, keep, optimizer),
+               histogram_rows(run, block, keep) if histograms else None)
 
 
 def step_blocks(run, steps: Sequence[int], names: Sequence[str] | None = None,
                 histograms: bool = True, chunk: int = STEP_CHUNK
                 ) -> Iterator[tuple[int, dict[str, dict[str, Any]], dict[str, Histogram]]]:
     """``(step, figures, histograms)`` for each of ``steps`` in order, as ``Run.figures`` and
-    ``Run.histograms`` give them, read ``chunk`` steps at a time (one query per table per chunk;
-    a chunk's rows in memory at a time): what an export streams."""
-    keep = None if names is None else set(names)
-    steps = [int(s) for s in steps]
-    for start in range(0, len(steps), chunk):
-        block = steps[start:start + chunk]
-        figures = parameter_figures(run, block, keep)
-        hists = histograms_at(run, block, keep) if histograms else {}
-        for step in block:
-            yield step, figures[step], hists.get(step, {})
+    ``Run.histograms`` give them, read ``chunk`` steps at a time (``figure_blocks``)."""
+    for block, rows in figure_blocks(run, steps, names, histograms, chunk):
+        hists = {} if rows is None else rows.by_step()
+        for k, step in enumerate(block.steps.tolist()):
+            yield step, block.rows(k), hists.get(step, {})

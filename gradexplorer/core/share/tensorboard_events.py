@@ -24,12 +24,13 @@ from pathlib import Path
 import numpy as np
 
 from gradexplorer.core.errors import UserError
+from gradexplorer.core.recorder.run_columns import figure_blocks
 from gradexplorer.core.recorder.run_history import RunHistory
 from gradexplorer.core.share import event_records as ER
 from gradexplorer.core.share.output import optional_import
 from gradexplorer.core.share.selection import ExportSelection
 from gradexplorer.core.share.staged_folder import staged_folder
-from gradexplorer.core.stats.records import Histogram, whole_figures
+from gradexplorer.core.stats.records import Histogram
 
 EVENTS = "events.out.tfevents."
 
@@ -83,37 +84,88 @@ def export_tensorboard(history: RunHistory, selection: ExportSelection, director
 
 
 def _write_events(history: RunHistory, selection: ExportSelection, file, progress) -> None:
-    """The event records, one per step after the file-version event, into ``file``: each
-    event's bytes written directly (``event_records.py``), the steps read a block at a time."""
+    """The event records, one per step after the file-version event, into ``file``: the
+    figures and histograms of a block of steps read as arrays (``figure_blocks``), each event's
+    bytes written directly (``event_records.py``), whole arrays encoded at a time."""
     file.write(ER.record(ER.file_version_event(time.time())))
     steps, times, figures = history.step_figures()
     index = {s: i for i, s in enumerate(steps.tolist())}
-    run_tags = {f: f"run/{f}".encode() for f in figures}
-    tags: dict[tuple[str, str], bytes] = {}
-    encoded: dict[bytes, tuple[bytes, bytes]] = {}
-    for step, stats, hists in history.step_blocks([s for s in selection.steps if s in index],
-                                                  selection.params, selection.histograms):
-        i = index[step]
-        names = [run_tags[f] for f, v in figures.items() if v[i] is not None]
-        numbers = [v[i] for v in figures.values() if v[i] is not None]
-        histos = []
-        for name, figs in stats.items():
-            whole = whole_figures(figs)  # a NaN/Inf gradient's norm: nan/inf (histogram: finite)
-            for field in selection.figures:
-                value = whole.get(field)
-                if value is not None:
-                    tag = tags.get((field, name))
-                    if tag is None:
-                        tag = tags[(field, name)] = f"{field}/{name}".encode()
-                    names.append(tag)
-                    numbers.append(value)
-            h = hists.get(name)
-            if h is not None and h.counts.sum() + h.below + h.above > 0:
-                b = tensorboard_buckets(h, figs)
-                histos.append(ER.histogram_value(f"grad/{name}".encode(), b["min"], b["max"], b["num"],
-                                                 b["sum"], b["sum_squares"], b["bucket_limits"],
-                                                 b["bucket_counts"]))
-        values = ER.scalar_values(names, np.array(numbers, np.float64), encoded)
-        file.write(ER.record(ER.event(float(times[i]), int(step), [values, *histos])))
-        if progress is not None:
-            progress(step)
+    encoded: dict = {}
+    layout = ER.ScalarLayout()
+    chosen = list(selection.figures)
+    run_tags = [f"run/{f}".encode() for f in figures]
+    columns = list(figures.values())
+    for block, rows in figure_blocks(history.run, [s for s in selection.steps if s in index],
+                                     selection.params, selection.histograms, optimizer=False):
+        whole, known = _whole(block, chosen)
+        names = block.names
+        hists = {} if rows is None else _histograms(rows, block, encoded)
+        for k, step in enumerate(block.steps.tolist()):
+            i = index[step]
+            present = [j for j, v in enumerate(columns) if v[i] is not None]
+            values = [ER.scalar_values([run_tags[j] for j in present],
+                                       np.array([columns[j][i] for j in present]), encoded)]
+            slots = known[k] & block.grad[k][:, None]  # (parameter, figure) with a value
+            values.append(layout.encode(slots.tobytes() + b"%d" % len(names), lambda s=slots: [
+                f"{chosen[f]}/{names[p]}".encode() for p, f in zip(*np.nonzero(s), strict=True)],
+                whole[k][slots]))
+            file.write(ER.record(ER.event(float(times[i]), int(step), values + hists.get(step, []))))
+            if progress is not None:
+                progress(step)
+
+
+def _whole(block, chosen: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """``(values, known)`` (steps, parameters, figures) of the chosen figures as exports state
+    them (``whole_figure``: norm and max |g| NaN/inf where the gradient held NaN/Inf)."""
+    nan = block.known["nan_count"] & (np.nan_to_num(block.values["nan_count"]) > 0)
+    inf = block.known["inf_count"] & (np.nan_to_num(block.values["inf_count"]) > 0) & ~nan
+    values, known = [], []
+    for f in chosen:
+        v, kn = block.values[f], block.known[f]
+        if f in ("norm", "abs_max"):
+            v = np.where(nan, np.nan, np.where(inf, np.inf, v))
+            kn = kn | nan | inf
+        values.append(v)
+        known.append(kn)
+    return np.stack(values, axis=2), np.stack(known, axis=2)
+
+
+def _histograms(rows, block, cache: dict) -> dict[int, list[bytes]]:
+    """Each step's encoded histograms (``tensorboard_buckets``' buckets; a parameter without a
+    gradient at the step, or a histogram that counts nothing, left out), those of one bin
+    count and nothing outside its range encoded at once."""
+    at_step = {s: k for k, s in enumerate(block.steps.tolist())}
+    at_name = {n: p for p, n in enumerate(block.names)}
+    ks = np.array([at_step[s] for s in rows.steps], np.int64)
+    ps = np.array([at_name.get(n, -1) for n in rows.names], np.int64)
+    keep = (ps >= 0) & block.grad[ks, ps.clip(0)] if len(ks) else np.zeros(0, bool)
+    known_mean, known_norm = block.known["mean"][ks, ps], block.known["norm"][ks, ps]
+    mean, norm = block.values["mean"][ks, ps], block.values["norm"][ks, ps]
+    out: dict[int, list[bytes]] = {}
+    plain = (rows.extras[:, 2] == 0) & (rows.extras[:, 3] == 0)
+    sizes = np.array([c.size for c in rows.counts], np.int64)
+    for bins in np.unique(sizes[keep & plain]).tolist():
+        pick = np.flatnonzero(keep & plain & (sizes == bins))
+        edges = np.stack([rows.edges[i] for i in pick.tolist()])
+        counts = np.stack([rows.counts[i] for i in pick.tolist()]).astype(np.float64)
+        num = counts.sum(axis=1)
+        m, nm = mean[pick], norm[pick]
+        total = np.where(known_mean[pick] & np.isfinite(m), m * num, 0.0)
+        squares = np.where(known_norm[pick] & np.isfinite(nm), nm**2, 0.0)
+        header = np.stack([edges[:, 0], edges[:, -1], num, total, squares], axis=1)
+        full = np.flatnonzero(num > 0)
+        encoded = ER.histogram_values([f"grad/{rows.names[pick[j]]}".encode() for j in full.tolist()],
+                                      header[full], edges[full, 1:], counts[full], cache)
+        for j, value in zip(full.tolist(), encoded, strict=True):
+            out.setdefault(rows.steps[pick[j]], []).append(value)
+    for i in np.flatnonzero(keep & ~plain).tolist():  # values outside a fixed range: rare
+        h = Histogram(rows.edges[i], rows.counts[i], *rows.extras[i].tolist())
+        k, p = ks[i], ps[i]
+        stats = {f: block.values[f][k, p] if block.known[f][k, p] else None
+                 for f in ("min", "max", "mean", "norm")}
+        b = tensorboard_buckets(h, stats)
+        if b["num"] > 0:
+            out.setdefault(rows.steps[i], []).append(ER.histogram_value(
+                f"grad/{rows.names[i]}".encode(), b["min"], b["max"], b["num"], b["sum"],
+                b["sum_squares"], b["bucket_limits"], b["bucket_counts"]))
+    return out
