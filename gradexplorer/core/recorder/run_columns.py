@@ -24,7 +24,7 @@ from gradexplorer.core.recorder import validate as V
 from gradexplorer.core.recorder.figure_block import FigureBlock, figure_block
 from gradexplorer.core.snapshot.schema import MAX_BINS, MAX_COUNT
 from gradexplorer.core.stats.ledger import LEDGER_FIELDS
-from gradexplorer.core.stats.records import STAT_FIELDS, Histogram
+from gradexplorer.core.stats.records import Histogram
 
 # The columns ``decode_histograms`` reads, in its order (a histograms row's stored form).
 HISTOGRAM_COLUMNS = ("edges", "counts", "nan_count", "inf_count", "below", "above")
@@ -138,7 +138,9 @@ def _checked_column(values: tuple, test, explain: Callable[[int], Any], nan: boo
         types = set(map(type, out))
     if types <= {float, type(None)}:
         return out
-    return list(map(float, out)) if type(None) not in types else [None if v is None else float(v) for v in out]
+    if type(None) not in types:
+        return list(map(float, out))
+    return [None if v is None else float(v) for v in out]
 
 
 _LEDGER_READ = (*LEDGER_FIGURES[1:], "skipped", "clipped")  # the ledger columns a step table reads
@@ -170,7 +172,8 @@ def step_table(run) -> StepTable:
     times = np.array([math.nan if t is None else t for t in figures.pop("time")])
     n = len(steps)
     fallback: dict[str, list] = {  # a step without a ledger row: what step_ledger makes for it
-        "optimizer_step": steps.astype(np.float64).tolist(), "grad_norm_applied": list(figures["global_norm"]),
+        "optimizer_step": steps.astype(np.float64).tolist(),
+        "grad_norm_applied": list(figures["global_norm"]),
         "nan_count": [0.0] * n, "inf_count": [0.0] * n}
     found = dict.fromkeys(LEDGER_FIGURES[1:], [None] * n) | fallback
     skipped = clipped = np.zeros(n, bool)

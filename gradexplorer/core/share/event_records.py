@@ -165,7 +165,8 @@ def histogram_values(tags: list[bytes], header: np.ndarray, limits: np.ndarray, 
     them."""
     n, m = limits.shape
     packed = varint(8 * m)
-    kind = np.dtype([*((f"h{j}", [("k", "u1"), ("v", "<f8")]) for j in range(5)), ("lk", "u1"), ("ll", f"V{len(packed)}"), ("limits", "<f8", (m,)),
+    kind = np.dtype([*((f"h{j}", [("k", "u1"), ("v", "<f8")]) for j in range(5)), ("lk", "u1"),
+                     ("ll", f"V{len(packed)}"), ("limits", "<f8", (m,)),
                      ("ck", "u1"), ("cl", f"V{len(packed)}"), ("counts", "<f8", (m,))])
     body = np.empty(n, kind)
     for j, key in enumerate((0x09, 0x11, 0x19, 0x21, 0x29)):

@@ -99,6 +99,7 @@ def _write_events(history: RunHistory, selection: ExportSelection, file, progres
                                      selection.params, selection.histograms, optimizer=False):
         whole, known = _whole(block, chosen)
         names = block.names
+        named = "\0".join(names).encode() + b"\0\0"  # the layout's key: these names, these slots
         hists = {} if rows is None else _histograms(rows, block, encoded)
         for k, step in enumerate(block.steps.tolist()):
             i = index[step]
@@ -106,8 +107,8 @@ def _write_events(history: RunHistory, selection: ExportSelection, file, progres
             values = [ER.scalar_values([run_tags[j] for j in present],
                                        np.array([columns[j][i] for j in present]), encoded)]
             slots = known[k] & block.grad[k][:, None]  # (parameter, figure) with a value
-            values.append(layout.encode(slots.tobytes() + b"%d" % len(names), lambda s=slots: [
-                f"{chosen[f]}/{names[p]}".encode() for p, f in zip(*np.nonzero(s), strict=True)],
+            values.append(layout.encode(named + slots.tobytes(), lambda s=slots, n=names: [
+                f"{chosen[f]}/{n[p]}".encode() for p, f in zip(*np.nonzero(s), strict=True)],
                 whole[k][slots]))
             file.write(ER.record(ER.event(float(times[i]), int(step), values + hists.get(step, []))))
             if progress is not None:
