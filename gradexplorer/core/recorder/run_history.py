@@ -2,8 +2,9 @@
 
 ``Run`` answers one step at a time; a 10,000-step run read that way is 10,000 queries of every
 parameter. ``RunHistory`` asks the run's database for a run-wide figure in one query each
-(curves of chosen parameters, per-parameter summaries, NaN/Inf events) and for histograms only
-at the steps a view shows. It reads through the Run's own read-only connection and checks
+(the step figures and ledger, curves of chosen parameters, per-parameter summaries, NaN/Inf
+events), for histograms only at the steps a view shows, and streams a block of steps per query to
+an export (``run_columns.py``). It reads through the Run's own read-only connection and checks
 every value it takes as the Run does (``validate.py``): a damaged run is the same one-line
 UserError, never a traceback or a figure read from garbage.
 """
