@@ -7,6 +7,7 @@ value by value with ``validate.py``'s checks, whose one-line error names the row
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from gradexplorer.core.stats.records import STAT_FIELDS
 
 FIELDS = (*STAT_FIELDS, *S.PARAM_STEP_FIELDS)  # Run.figures' keys, in its order
 _NUMBERS, _WHOLE = {float, int, type(None)}, {int, type(None)}
+SQL_NAMES = 64  # up to this many parameters asked for are picked by the query, more after it
 
 
 @dataclass(frozen=True)
@@ -69,11 +71,14 @@ def figure_block(run, steps: Sequence[int], names: set[str] | None = None,
     (without ``optimizer``, PARAM_STEP_FIELDS are left unknown and not read)."""
     steps = [int(s) for s in steps]
     wanted = "[" + ",".join(map(str, steps)) + "]"
+    where, args = "WHERE step IN (SELECT value FROM json_each(?))", [wanted]
+    if names is not None and len(names) <= SQL_NAMES:  # a few parameters: (step, name) lookups
+        where += " AND name IN (SELECT value FROM json_each(?))"
+        args.append(json.dumps(sorted(names)))
     stats = run._rows(f"SELECT step, name, numel, has_grad, {', '.join(STAT_FIELDS)} FROM stats "
-                      "WHERE step IN (SELECT value FROM json_each(?))", (wanted,))
+                      f"{where}", tuple(args))
     extra = run._rows(f"SELECT step, name, {', '.join(S.PARAM_STEP_FIELDS)} FROM {S.PARAM_STEPS_TABLE} "
-                      "WHERE step IN (SELECT value FROM json_each(?))",
-                      (wanted,)) if optimizer and S.PARAM_STEPS_TABLE in run._optional else []
+                      f"{where}", tuple(args)) if optimizer and S.PARAM_STEPS_TABLE in run._optional else []
     if names is not None:
         stats = [r for r in stats if r[1] in names]
         extra = [r for r in extra if r[1] in names]
