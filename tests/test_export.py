@@ -141,31 +141,25 @@ def test_long_form_without_histograms_by_default_and_bad_destinations(run_dir, t
     assert not list(tmp_path.glob(".c.csv*")) and not (tmp_path / "c.csv").exists()
 
 
-def test_step_figures_take_whatever_the_run_records_per_step(run_dir, monkeypatch, tmp_path):
-    """A step ledger flows through: every number the step rows and ``step_info`` hold, nested
-    ones named a/b, into the step figures and every export."""
-    from gradexplorer.core.recorder.run import Run
+def test_step_figures_take_whatever_the_run_records_per_step(run_dir):
+    """A step ledger flows through: every number the step rows and ``step_info`` hold, at every
+    step, into the step figures (read in one query) and every export."""
     from gradexplorer.core.share.long_form import long_rows
 
     run = gx.open_run(run_dir)
     steps, times, figures = RunHistory(run).step_figures()
     assert steps.tolist() == run.steps
     assert times.tolist() == [r["time"] for r in run.step_rows()]
-    for key, value in run.step_info(run.steps[0]).items():
-        if key != "time" and isinstance(value, (int, float)) and not isinstance(value, bool):
-            assert figures[key][0] == value
+    for i, step in enumerate(run.steps):
+        for key, value in run.step_info(step).items():
+            if key != "time" and isinstance(value, (int, float)) and not isinstance(value, bool):
+                assert figures[key][i] == value or value != value and figures[key][i] != figures[key][i]
     assert "step" not in figures and "time" not in figures
-    plain = Run.step_info
-
-    def with_ledger(self, step):
-        return {**plain(self, step), "ledger": {"lr": 0.1 * step, "skipped": False, "note": "x"}}
-
-    monkeypatch.setattr(Run, "step_info", with_ledger)
-    _, _, figures = RunHistory(run).step_figures()
-    assert figures["ledger/lr"] == [0.1 * s for s in run.steps]
-    assert "ledger/skipped" not in figures and "ledger/note" not in figures
-    rows = [r for r in long_rows(RunHistory(run)) if r[3] == "ledger/lr"]
-    assert [(r[0], r[4]) for r in rows] == [(s, 0.1 * s) for s in run.steps]
+    assert "grad_norm_accumulated" in figures and "skipped" not in figures
+    rows = [r for r in long_rows(RunHistory(run)) if r[3] == "grad_norm_accumulated"]
+    ledgers = [run.step_ledger(s) for s in run.steps]
+    assert [(r[0], r[4]) for r in rows] == [(led.optimizer_step, led.grad_norm_accumulated)
+                                            for led in ledgers if led.grad_norm_accumulated is not None]
 
 
 def test_exports_old_every_flag_is_stride_with_a_note_and_not_with_stride(run_dir, tmp_path, run_cli):

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from gradexplorer.core.recorder.figure_block import figure_block
 from gradexplorer.core.recorder.run import Run
 from gradexplorer.core.recorder.run_history import NonFiniteEvent, ParameterSummary, RunHistory
 from gradexplorer.core.stats.bands import distribution_bands
@@ -118,14 +119,23 @@ def pick_top(params, count: int, largest: dict[str, tuple[float, float]] | None 
 
 
 def whole_norms(history: RunHistory, names: list[str], steps: list[int]):
-    """``stat_series("norm", …)`` with NaN at a step whose gradient held a NaN and inf at one
-    that held ±Inf (the curves leave a gap there, never the finite part's norm)."""
-    steps_out, norms = history.stat_series("norm", names, steps)
-    _, nans = history.stat_series("nan_count", names, steps)
-    _, infs = history.stat_series("inf_count", names, steps)
+    """``(steps, {name: norms})``: the norm of each of ``names`` at ``steps`` (NaN where a step
+    has none), NaN at a step whose gradient held a NaN and inf at one that held ±Inf (the curves
+    leave a gap there, never the finite part's norm); one query (``figure_block``)."""
+    block = figure_block(history.run, steps, set(names), optimizer=False)
+    at = {n: p for p, n in enumerate(block.names)}
+    out = {}
     for n in names:
-        norms[n] = np.where(nans[n] > 0, np.nan, np.where(infs[n] > 0, np.inf, norms[n]))
-    return steps_out, norms
+        if n not in at:
+            out[n] = np.full(len(steps), np.nan)
+            continue
+        p = at[n]
+        grad = block.grad[:, p]
+        norm = np.where(grad & block.known["norm"][:, p], block.values["norm"][:, p], np.nan)
+        nan = grad & (np.nan_to_num(block.values["nan_count"][:, p]) > 0)
+        inf = grad & (np.nan_to_num(block.values["inf_count"][:, p]) > 0)
+        out[n] = np.where(nan, np.nan, np.where(inf, np.inf, norm))
+    return block.steps, out
 
 
 def snapshot_origins(run: Run, steps: list[int]) -> dict[int, str]:
