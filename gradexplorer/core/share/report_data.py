@@ -117,17 +117,6 @@ def pick_top(params, count: int, largest: dict[str, tuple[float, float]] | None 
             for n, _, s in ranked]
 
 
-def whole_norms(history: RunHistory, names: list[str], steps: list[int]):
-    """``stat_series("norm", …)`` with NaN at a step whose gradient held a NaN and inf at one
-    that held ±Inf (the curves leave a gap there, never the finite part's norm)."""
-    steps_out, norms = history.stat_series("norm", names, steps)
-    _, nans = history.stat_series("nan_count", names, steps)
-    _, infs = history.stat_series("inf_count", names, steps)
-    for n in names:
-        norms[n] = np.where(nans[n] > 0, np.nan, np.where(infs[n] > 0, np.inf, norms[n]))
-    return steps_out, norms
-
-
 def snapshot_origins(run: Run, steps: list[int]) -> dict[int, str]:
     """What a snapshot of an event step says about where its NaN/Inf was born."""
     out = {}
@@ -201,7 +190,7 @@ def gather(run: Run, top: int = 6, others: list[Run] = (), stage=None) -> Report
     shapes = {p["name"]: p["shape"] for p in run.structure.get("parameters", [])}
     curve_steps = thin_steps(steps_list, CURVE_POINTS)
     chosen = pick_top(params, top, largest)
-    _, norms = whole_norms(history, [n for n, _ in chosen], curve_steps)
+    _, norms = history.stat_series("norm", [n for n, _ in chosen], curve_steps)  # NaN/inf: a gap
     tops = []
     for i, (name, why) in enumerate(chosen):
         stage(f"histograms of {name} ({i + 1} of {len(chosen)} parameters drawn in full)")
