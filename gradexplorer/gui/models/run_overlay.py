@@ -36,6 +36,7 @@ class RunSource(Protocol):
     def step_times(self) -> tuple[np.ndarray, np.ndarray]: ...  # (steps, wall times)
     def figure(self, figure: str) -> tuple[np.ndarray, np.ndarray]: ...  # FIGURES, ledger fields
     def clips_or_scales(self) -> bool: ...  # a step clipped or had a GradScaler
+    def spike_events(self) -> list: ...  # SpikeEvent, oldest first
     def parameter(self, field: str, name: str) -> tuple[np.ndarray, np.ndarray]: ...
     def histograms(self, name: str, max_steps: int) -> HistogramMatrix: ...
 
@@ -91,6 +92,9 @@ class HistorySource:
         return any(v is not None for v in figures.get("scale", ())) or not np.array_equal(
             headline_series(figures, len(steps)), applied, equal_nan=True)
 
+    def spike_events(self) -> list:
+        return self._read(("spikes",), self.run.spike_events)
+
     def parameter(self, field: str, name: str) -> tuple[np.ndarray, np.ndarray]:
         def read():
             steps, values = self.history.stat_series(field, [name])
@@ -138,6 +142,9 @@ class TimelineSource:
 
     def clips_or_scales(self) -> bool:
         return self.timeline.clips_or_scales
+
+    def spike_events(self) -> list:
+        return self.timeline.ledger.events()
 
     def parameter(self, field: str, name: str) -> tuple[np.ndarray, np.ndarray]:
         if self._whole is not None:
