@@ -94,3 +94,15 @@ def test_grid_csv_writes_nan_and_inf(panel, tmp_path, monkeypatch):
     params = panel.timeline.latest_gradients.params
     assert df.loc["0.weight", "norm"] == params["0.weight"].norm  # healthy: exact
     assert "nan" in target.read_text().splitlines()[1].split(",")  # written as ``nan``
+
+
+def test_the_details_pane_says_an_all_nan_gradient_has_no_finite_element(qtbot):
+    """The details pane wrote "NaN (finite elements: NaN)" for max |g| of an all-NaN gradient:
+    there is no finite element to give a figure of."""
+    from gradexplorer.gui.panels.details_pane import stats_rows
+
+    params = nan_history().latest().params
+    text = "".join(stats_rows(params["1.weight"]))
+    assert "NaN</b> (no finite element)" in text and "finite elements:" not in text
+    text = "".join(stats_rows(params["2.bias"]))  # one Inf: its finite part's figures
+    assert f"inf</b> (finite elements: {params['2.bias'].norm:.4g})" in text
