@@ -204,3 +204,19 @@ def test_stat_series_says_nan_or_inf_where_the_gradient_held_them(run_dir):
             assert math.isfinite(series["0.weight"][3])  # the mean is over finite elements, as stored
     _, at = RunHistory(run).stat_series("norm", names, [4])
     assert math.isnan(at["0.weight"][0]) and at["2.bias"][0] == math.inf
+
+
+def test_a_live_history_series_says_nan_where_the_gradient_held_nan():
+    """The live session's per-parameter series (the Runs dock's figure) as a run's: the norm
+    and max |g| of layer 3's weight at its NaN step are NaN, its mean the finite part's."""
+    from tests.share_helpers import recorded_history
+
+    history = recorded_history(layers=4, steps=3, nan_layer=3)
+    last = history.latest().params["3.weight"]
+    assert last.nan_count == 1 and math.isfinite(last.norm)  # the record keeps the finite part's
+    for field in ("norm", "abs_max"):
+        steps, values = history.series("3.weight", field)
+        assert len(steps) == 3
+        assert math.isnan(values[-1]) and np.isfinite(values[:-1]).all()
+    assert history.series("3.weight", "mean")[1][-1] == last.mean
+    assert history.series("2.weight", "norm")[1][-1] == history.latest().params["2.weight"].norm
