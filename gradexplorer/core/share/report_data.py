@@ -10,7 +10,6 @@ from typing import Any
 
 import numpy as np
 
-from gradexplorer.core.recorder.figure_block import figure_block
 from gradexplorer.core.recorder.run import Run
 from gradexplorer.core.recorder.run_history import NonFiniteEvent, ParameterSummary, RunHistory
 from gradexplorer.core.stats.bands import distribution_bands
@@ -118,26 +117,6 @@ def pick_top(params, count: int, largest: dict[str, tuple[float, float]] | None 
             for n, _, s in ranked]
 
 
-def whole_norms(history: RunHistory, names: list[str], steps: list[int]):
-    """``(steps, {name: norms})``: the norm of each of ``names`` at ``steps`` (NaN where a step
-    has none), NaN at a step whose gradient held a NaN and inf at one that held ±Inf (the curves
-    leave a gap there, never the finite part's norm); one query (``figure_block``)."""
-    block = figure_block(history.run, steps, set(names), optimizer=False)
-    at = {n: p for p, n in enumerate(block.names)}
-    out = {}
-    for n in names:
-        if n not in at:
-            out[n] = np.full(len(steps), np.nan)
-            continue
-        p = at[n]
-        grad = block.grad[:, p]
-        norm = np.where(grad & block.known["norm"][:, p], block.values["norm"][:, p], np.nan)
-        nan = grad & (np.nan_to_num(block.values["nan_count"][:, p]) > 0)
-        inf = grad & (np.nan_to_num(block.values["inf_count"][:, p]) > 0)
-        out[n] = np.where(nan, np.nan, np.where(inf, np.inf, norm))
-    return block.steps, out
-
-
 def snapshot_origins(run: Run, steps: list[int]) -> dict[int, str]:
     """What a snapshot of an event step says about where its NaN/Inf was born."""
     out = {}
@@ -211,7 +190,7 @@ def gather(run: Run, top: int = 6, others: list[Run] = (), stage=None) -> Report
     shapes = {p["name"]: p["shape"] for p in run.structure.get("parameters", [])}
     curve_steps = thin_steps(steps_list, CURVE_POINTS)
     chosen = pick_top(params, top, largest)
-    _, norms = whole_norms(history, [n for n, _ in chosen], curve_steps)
+    _, norms = history.stat_series("norm", [n for n, _ in chosen], curve_steps)  # NaN/inf: a gap
     tops = []
     for i, (name, why) in enumerate(chosen):
         stage(f"histograms of {name} ({i + 1} of {len(chosen)} parameters drawn in full)")

@@ -34,7 +34,9 @@ class RunSource(Protocol):
     """Where one overlaid run's figures come from."""
 
     def step_times(self) -> tuple[np.ndarray, np.ndarray]: ...  # (steps, wall times)
-    def figure(self, figure: str) -> tuple[np.ndarray, np.ndarray]: ...  # loss, global_norm
+    def figure(self, figure: str) -> tuple[np.ndarray, np.ndarray]: ...  # FIGURES, ledger fields
+    def clips_or_scales(self) -> bool: ...  # a step clipped or had a GradScaler
+    def spike_events(self) -> list: ...  # SpikeEvent, oldest first
     def parameter(self, field: str, name: str) -> tuple[np.ndarray, np.ndarray]: ...
     def histograms(self, name: str, max_steps: int) -> HistogramMatrix: ...
 
@@ -82,6 +84,17 @@ class HistorySource:
         values = figures.get(figure, [None] * len(steps))
         return steps, np.array([math.nan if v is None else v for v in values], dtype=np.float64)
 
+    def clips_or_scales(self) -> bool:
+        """Whether a step had a GradScaler or its applied norm differs from the accumulated
+        one (clipped), as ``TimelineModel.clips_or_scales`` says of the window's own run."""
+        steps, _, figures = self._figures()
+        applied = self.figure("global_norm")[1]
+        return any(v is not None for v in figures.get("scale", ())) or not np.array_equal(
+            headline_series(figures, len(steps)), applied, equal_nan=True)
+
+    def spike_events(self) -> list:
+        return self._read(("spikes",), self.run.spike_events)
+
     def parameter(self, field: str, name: str) -> tuple[np.ndarray, np.ndarray]:
         def read():
             steps, values = self.history.stat_series(field, [name])
@@ -120,9 +133,18 @@ class TimelineSource:
         return times.x.astype(np.int64), times.y.copy()
 
     def figure(self, figure: str) -> tuple[np.ndarray, np.ndarray]:
+        """A curve of the timeline, or a StepLedger field over the steps its ledger holds."""
         t = self.timeline
-        curve = {"loss": t.loss, "global_norm": t.applied, "headline_norm": t.norm}[figure]
+        curve = {"loss": t.loss, "global_norm": t.applied, "headline_norm": t.norm}.get(figure)
+        if curve is None:
+            return t.ledger.figure(figure)
         return curve.x.astype(np.int64), curve.y.copy()
+
+    def clips_or_scales(self) -> bool:
+        return self.timeline.clips_or_scales
+
+    def spike_events(self) -> list:
+        return self.timeline.ledger.events()
 
     def parameter(self, field: str, name: str) -> tuple[np.ndarray, np.ndarray]:
         if self._whole is not None:

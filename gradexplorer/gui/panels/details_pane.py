@@ -47,11 +47,13 @@ def stats_rows(stats: Any) -> list[str]:
     if not stats.has_grad:
         return [_row("gradient", "<b style='color:#d32f2f'>none this step</b> (no gradient reached it)")]
     word = nonfinite_word(stats)  # the figures below cover only the finite elements
-    rows = [_row(STAT_LABELS.get(f, f), f"<b style='color:#d32f2f'>{word}</b> (finite elements: "
-                 f"{format_number(getattr(stats, f, None))})" if word and f in ("norm", "abs_max")
+    bad = (stats.nan_count or 0) + (stats.inf_count or 0)
+    rows = [_row(STAT_LABELS.get(f, f), f"<b style='color:#d32f2f'>{word}</b> ("
+                 + ("no finite element" if bad >= stats.numel else
+                    f"finite elements: {format_number(getattr(stats, f, None))}") + ")"
+                 if word and f in ("norm", "abs_max")
                  else FORMATS.get(f, format_number)(getattr(stats, f, None)))
             for f in SHOWN_FIELDS]
-    bad = (stats.nan_count or 0) + (stats.inf_count or 0)
     flag = (f"<b style='color:#d32f2f'>⚠ {stats.nan_count} NaN, {stats.inf_count} Inf</b>"
             if bad else "none")
     return rows + [_row("NaN / Inf", flag)]

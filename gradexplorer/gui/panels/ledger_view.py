@@ -71,8 +71,9 @@ def rolling_text(summary: dict) -> str:
 
 
 class LedgerPanel(QWidget):
-    """Observes the timeline (throttled); ``show_step(n)`` pins the details to step ``n``,
-    ``show_step(None)`` follows the newest step again."""
+    """Observes the timeline, or the reference run's figures (a ReferenceFigures), throttled;
+    ``show_step(n)`` pins the details to step ``n``, ``show_step(None)`` follows the newest
+    step again."""
 
     def __init__(self, timeline: TimelineModel, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -146,6 +147,9 @@ class LedgerPanel(QWidget):
         lines = ledger_lines(ledger, track.summary(WINDOW))
         if ledger is None and self.pinned is not None:
             lines = [f"step {self.pinned}: not in the ledger the app holds"]
+        run = getattr(self.timeline, "run_name", None)  # runs overlaid: the reference run's
+        if run is not None:
+            lines.insert(0, f"run: {run} (the reference run)")
         self.details.setText("\n".join(lines))
         steps, acc, applied = (np.asarray(v, dtype=float) for v in track.series())
         self.accumulated.setData(steps, acc, connect="finite")

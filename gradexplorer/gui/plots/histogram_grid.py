@@ -181,7 +181,10 @@ class HistogramGrid(QWidget):
         histograms = recorded[-1].histograms if recorded else {}
         names = rank_parameters(params, self.ranking.currentText(), self.filter.text())
         self.model.show(names, params, histograms)
-        self.count.setText(f"{len(names)} of {len(params)}")
+        run = getattr(self.timeline, "run_name", None)  # runs overlaid: the reference run's
+        self.count.setText(f"{len(names)} of {len(params)}" + (f" · {run}" if run else ""))
+        self.count.setToolTip(f"the tiles show run {run}, the reference run (Runs dock)" if run
+                              else "parameters shown of all")
         self.show_selection(self.selection.current)
 
     def save_csv(self) -> str | None:

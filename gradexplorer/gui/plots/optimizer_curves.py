@@ -179,6 +179,9 @@ class OptimizerCurves(QWidget):
         fit_range(item, steps, np.where(new, floor, shown), log=log)
         self.name_label.set_name(name)
         self.note = self._note(name, field, steps, values, new)
+        run = getattr(self.timeline, "run_name", None)  # runs overlaid: the reference run's
+        if run is not None:
+            self.note = f"run {run} · {self.note}"
         self.readout.setText(self.note)
 
     @staticmethod

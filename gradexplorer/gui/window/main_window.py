@@ -384,7 +384,7 @@ class MainWindow(QMainWindow):
         self.graph_panel.layouts.wait(5000)
         for window in self.file_actions.snapshot_windows:
             window.close()
-        overlay = () if self._plots is None else (self._plots.overlay,)
+        overlay = () if self._plots is None else (self._plots.overlay, self._plots.reference)
         disconnect_observers(self.selection, self.controller.session, self.controller.timeline,
                              self.graph_panel.view_state, *overlay)  # no view of it is called again
         super().closeEvent(event)
