@@ -20,6 +20,7 @@ from psygnal import Signal
 from gradexplorer.core.recorder.run_history import RunHistory
 from gradexplorer.core.stats.curves import thin_steps
 from gradexplorer.core.stats.history import HistogramMatrix
+from gradexplorer.core.stats.ledger import headline_series
 
 # distinct on light and dark backgrounds; the window's own run takes the first
 PALETTE = ("#1e88e5", "#e53935", "#43a047", "#fb8c00", "#8e24aa", "#00acc1", "#6d4c41", "#d81b60")
@@ -104,19 +105,6 @@ class HistorySource:
     def histograms(self, name: str, max_steps: int) -> HistogramMatrix:
         return self._read(("histograms", name, max_steps), lambda: self.history.histogram_matrix(
             name, thin_steps(self.history.histogram_steps(), max_steps)))
-
-
-def headline_series(figures: dict, size: int) -> np.ndarray:
-    """A run's global norm as accumulated ÷ the GradScaler's scale at each step where its
-    ledger has it, else as applied (``ledger.headline_norm`` on a run's step figures); NaN
-    where neither is known."""
-    out = np.full(size, math.nan)
-    columns = (figures.get(k, [None] * size) for k in ("grad_norm_accumulated", "scale", "global_norm"))
-    for i, (acc, scale, applied) in enumerate(zip(*columns, strict=True)):
-        value = applied if acc is None else acc / scale if scale else acc
-        if value is not None:
-            out[i] = value
-    return out
 
 
 class TimelineSource:
