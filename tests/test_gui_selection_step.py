@@ -159,8 +159,8 @@ def test_a_heat_map_column_older_than_the_history_shows_that_steps_histogram(
         qtbot, make_window, tmp_path, monkeypatch):
     from gradexplorer.gui.runs import run_view
 
-    monkeypatch.setattr(run_view, "HISTORY", 8)  # the views hold steps 33..40; the heat map all
-    spike_train(tmp_path / "run", 40)
+    monkeypatch.setattr(run_view, "HISTORY", 8)  # the views hold steps 13..20; the heat map all
+    spike_train(tmp_path / "run", 20)
     run = gx.open_run(tmp_path / "run")
     window = make_window()
     assert window.file_actions.open_run(str(tmp_path / "run")) is not None
@@ -175,7 +175,7 @@ def test_a_heat_map_column_older_than_the_history_shows_that_steps_histogram(
     expected = run.histograms(5)["body.weight"]
     assert np.array_equal(histogram.current.counts, expected.counts)
     assert np.array_equal(histogram.current.edges, expected.edges)
-    assert "step 5 of 40" in histogram.plotItem.titleLabel.text
+    assert "step 5 of 20" in histogram.plotItem.titleLabel.text
     table = window.table.table
     assert table.stats["body.weight"].norm == run.figures(5)["body.weight"]["norm"]
     # a click on a point of the loss curve: the window at that step

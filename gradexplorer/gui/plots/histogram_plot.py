@@ -93,6 +93,8 @@ class NamedTitle:
 class HistogramPlot(NamedTitle, pg.PlotWidget):
     """Draws with two existing step-curves; ``show`` only calls ``setData``."""
 
+    drawn: tuple = (None, None)  # (parameter, step) of the histogram drawn now
+
     def __init__(self, parent: QWidget | None = None, title: str = "gradient histogram") -> None:
         super().__init__(parent)
         self.log = False

@@ -5,15 +5,16 @@ A click on a spike, a heat-map column, a ledger point or a curve point sets the 
 step; every view then reads that step by one route, ``TimelineModel.gradients_at`` (the live
 session's history and pinned spike steps, or a run directory's own read of the step). Here:
 the table, tree, details pane and graph tint redrawn at that step, "viewing step 401 of 1600"
-in the status bar and above the table, and the toolbar's "Live" action (End) that returns
-every view to the newest step. A new model or run starts live.
+in the status bar and above the table, and the "Live" action (End, and a button beside that
+line in the status bar: a toolbar's end is cut off in a 1024-px window) that returns every view
+to the newest step. A new model or run starts live.
 """
 
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QLabel
+from PySide6.QtWidgets import QLabel, QToolButton
 
 from gradexplorer.gui.models.selection import step_caption
 from gradexplorer.gui.theme import SELECTION
@@ -33,10 +34,13 @@ class StepFollow:
         self.live_action.setToolTip(f"Every view back to the newest step ({LIVE_KEY})")
         self.live_action.setEnabled(False)
         self.live_action.triggered.connect(lambda: selection.go_live("live"))
-        window.run_controls.addSeparator()
-        window.run_controls.addAction(self.live_action)
+        window.addAction(self.live_action)  # End whatever has focus in the window
         self.status_label = self._label()  # in the status bar, left of its permanent labels
+        self.live_button = QToolButton()
+        self.live_button.setDefaultAction(self.live_action)
+        self.live_button.hide()
         window.status.insertPermanentWidget(0, self.status_label)
+        window.status.insertPermanentWidget(1, self.live_button)
         self.table_label = self._label()  # above the table: its figures are of this step
         window.model_filter.layout().addWidget(self.table_label)
         selection.step_changed.connect(self._step_changed)
@@ -70,7 +74,8 @@ class StepFollow:
     def _say_step(self) -> None:
         caption = self.caption() if self.step is not None else ""
         self.live_action.setEnabled(self.step is not None)
-        for label, text in ((self.status_label, f"viewing {caption} · {LIVE_KEY}: live"),
+        self.live_button.setVisible(bool(caption))
+        for label, text in ((self.status_label, f"viewing {caption} · {LIVE_KEY}:"),
                             (self.table_label, f"@ {caption}")):
             label.setText(text if caption else "")
             label.setVisible(bool(caption))
