@@ -188,3 +188,22 @@ def test_a_heat_map_column_older_than_the_history_shows_that_steps_histogram(
     assert histogram.drawn == ("body.weight", 12)
     assert table.stats["body.weight"].norm == run.figures(12)["body.weight"]["norm"]
     run.close()
+
+
+def test_traced_gradients_say_their_step_once_training_moves_on(qtbot, make_window):
+    from gradexplorer.gui.graph.trace_tint import is_traced
+    from tests.gui_helpers import click_node, node_index
+
+    window = make_window()
+    open_model(qtbot, window, "example:digits", batch_size=16)
+    panel = window.graph_panel
+    panel.trace_grads_action.setChecked(True)
+    qtbot.waitUntil(lambda: panel.drawing is not None and is_traced(panel.drawing), timeout=TIMEOUT_MS)
+    wait_idle(qtbot, window)
+    click_node(qtbot, window, node_index(panel.drawing, "AddmmBackward0", "fc1"))
+    text = window.details.toPlainText()
+    assert "gradient out ‖g‖" in text and "traced\tstep 1 (Trace gradients)" in text.replace("\n", "\t")
+    window.controller.run(3)
+    qtbot.waitUntil(lambda: window.controller.timeline.newest_step == 3, timeout=TIMEOUT_MS)
+    wait_idle(qtbot, window)
+    assert "step 1 (Trace gradients); the figures below are step 3's" in window.details.toPlainText()
