@@ -190,7 +190,7 @@ def test_a_heat_map_column_older_than_the_history_shows_that_steps_histogram(
     run.close()
 
 
-def test_traced_gradients_say_their_step_once_training_moves_on(qtbot, make_window):
+def test_traced_gradients_and_sparse_histograms_say_their_step(qtbot, make_window):
     from gradexplorer.gui.graph.trace_tint import is_traced
     from tests.gui_helpers import click_node, node_index
 
@@ -207,3 +207,15 @@ def test_traced_gradients_say_their_step_once_training_moves_on(qtbot, make_wind
     qtbot.waitUntil(lambda: window.controller.timeline.newest_step == 3, timeout=TIMEOUT_MS)
     wait_idle(qtbot, window)
     assert "step 1 (Trace gradients); the figures below are step 3's" in window.details.toPlainText()
+    # histograms every 5: the tiles show one step's figures with that step's histograms, said
+    window.controller.set_histogram_every(5)
+    wait_idle(qtbot, window)
+    window.controller.run(5)
+    qtbot.waitUntil(lambda: window.controller.timeline.newest_step == 8, timeout=TIMEOUT_MS)
+    wait_idle(qtbot, window)
+    grid = window.distributions.grid
+    record = next(g for g in window.controller.timeline.gradients if g.step == 5)
+    assert grid.model.step == 5 and grid.model.params is record.params
+    assert grid.model.histograms is record.histograms and "step 5 of 8" in grid.count.text()
+    assert window.gradients.histogram.drawn[1] == 5
+    assert "step 5 of 8" in window.gradients.histogram.plotItem.titleLabel.text
