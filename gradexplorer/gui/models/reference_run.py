@@ -44,12 +44,38 @@ class RunFigures:
             time=float(newest["time"]))
         self.latest_gradients = None if newest is None else run.step_gradients(newest["step"])
         self.gradients = [] if self.latest_gradients is None else [self.latest_gradients]
-        if self.latest_gradients is not None and not self.latest_gradients.histograms:
+        self._histogram_steps: list[int] = []
+        if self.latest_gradients is not None:
             from gradexplorer.core.recorder.run_history import RunHistory
 
-            held = RunHistory(run).histogram_steps()  # histograms on a cadence: the newest kept
-            if held:
+            self._histogram_steps = RunHistory(run).histogram_steps()
+            held = self._histogram_steps  # histograms on a cadence: the newest kept
+            if not self.latest_gradients.histograms and held:
                 self.gradients.insert(0, run.step_gradients(held[-1]))
+
+    @property
+    def newest_step(self) -> int | None:
+        """The run's newest step read, or None."""
+        return None if self.latest is None else self.latest.step
+
+    def gradients_at(self, step: int | None):
+        """As ``TimelineModel.gradients_at``: the run's own read of ``step`` (the newest step
+        at or before it that the run holds; None: the newest)."""
+        if self.run is None or self.latest is None:
+            return None
+        if step is None or step >= self.latest.step:
+            return self.latest_gradients
+        held = [s for s in self.run.steps if s <= step]
+        return self.run.step_gradients(held[-1]) if held else None
+
+    def histogram_steps_at(self, step: int | None = None, count: int = 2) -> list:
+        """As ``TimelineModel.histogram_steps_at``: the last ``count`` steps' records with
+        histograms at or before the step shown at ``step``, oldest first."""
+        at = self.gradients_at(step)
+        if at is None:
+            return []
+        before = [s for s in self._histogram_steps if s <= at.step][-count:]
+        return [at if s == at.step else self.run.step_gradients(s) for s in before]
 
 
 class ReferenceFigures:
@@ -80,6 +106,15 @@ class ReferenceFigures:
     latest = property(lambda self: self.shown.latest)
     latest_gradients = property(lambda self: self.shown.latest_gradients)
     gradients = property(lambda self: self.shown.gradients)
+    newest_step = property(lambda self: self.shown.newest_step)
+
+    def gradients_at(self, step: int | None):
+        """The shown run's record at ``step`` (None: the newest)."""
+        return self.shown.gradients_at(step)
+
+    def histogram_steps_at(self, step: int | None = None, count: int = 2) -> list:
+        """The shown run's last ``count`` histogram records at or before ``step``."""
+        return self.shown.histogram_steps_at(step, count)
 
     def _timeline_changed(self) -> None:
         if self._figures is None:

@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -46,8 +46,11 @@ class TrainingCurves(QWidget):
     the value under the mouse; ``refresh`` pushes the timeline's data into the existing items.
 
     Observes ``timeline.changed`` through its own throttle (``refresh_soon``); long curves are
-    drawn peak-downsampled and clipped to the view by pyqtgraph.
+    drawn peak-downsampled and clipped to the view by pyqtgraph. A click on a plot (not on a
+    spike marker): ``step_clicked(step)`` of the step nearest it.
     """
+
+    step_clicked = Signal(int)
 
     def __init__(self, timeline: TimelineModel, parent: QWidget | None = None,
                  overlay: RunOverlay | None = None) -> None:
@@ -115,6 +118,24 @@ class TrainingCurves(QWidget):
         layout.addWidget(self.plots, 1)
         self.hover = HoverReadout(self.plots.scene(), [self.loss_plot, self.norm_plot],
                                   self.describe_point, self.readout.setText)
+        self.plots.scene().sigMouseClicked.connect(self._clicked)
+
+    def _clicked(self, event) -> None:
+        """A left click in a plot that no item took (a spike marker takes its own): its step."""
+        if event.button() != Qt.LeftButton or event.isAccepted():
+            return
+        for plot in (self.loss_plot, self.norm_plot):
+            if plot.vb.sceneBoundingRect().contains(event.scenePos()):
+                step = self.step_near(plot, plot.vb.mapSceneToView(event.scenePos()).x())
+                if step is not None:
+                    self.step_clicked.emit(step)
+                return
+
+    def step_near(self, plot: pg.PlotItem, x: float) -> int | None:
+        """The step of the own run's point nearest ``x`` (in the x axis' units), or None."""
+        curve = self.timeline.loss if plot is self.loss_plot else self.timeline.norm
+        index = nearest_point(self.overlay.x_of(self.overlay.runs[0], curve.x), curve.y, x)
+        return None if index is None else int(curve.x[index])
 
     @staticmethod
     def _curves(plot: pg.PlotItem, colour: str) -> tuple[pg.PlotDataItem, pg.PlotDataItem]:

@@ -45,6 +45,13 @@ class StepForensics:
             window.tabifyDockWidget(window.events_dock, dock)
         window.curves_dock.raise_()
         self.spike_markers.clicked.connect(self.show_spike)
+        selection = window.selection  # the ledger and the curves' line at the step shown
+        selection.step_changed.connect(self.spike_markers.mark_step)
+        selection.step_changed.connect(self.ledger_panel.show_step)
+        for view in (curves, self.ledger_panel):  # a click on a point: the window at its step
+            view.step_clicked.connect(lambda step, v=view: selection.select_step(
+                step, "curves" if v is curves else "ledger"))
+        self.ledger_panel.show_step(selection.current.step)
         table = window.table.table
         self.optimizer_columns_soon = throttled(
             lambda: table.set_optimizer_state(timeline.ledger.optimizer_state),
