@@ -24,7 +24,7 @@ from gradexplorer.core.stats.histogram import HistRange, parse_hist_range
 from gradexplorer.core.stats.history import GradientHistory, HistogramMatrix
 from gradexplorer.core.stats.ledger import fill_session_ledger
 from gradexplorer.core.stats.measured import measured_tensor, measured_tensors  # noqa: F401 - re-exported
-from gradexplorer.core.stats.monitor_backends import BACKENDS, make_backend
+from gradexplorer.core.stats.monitor_backends import BACKENDS, make_backend, until_numba
 from gradexplorer.core.stats.records import (
     STAT_FIELDS,
     Histogram,
@@ -160,7 +160,7 @@ class GradientMonitor:
         present = [p.grad is not None for _, p in named]
         owners = [p for _, p in named if p.grad is not None]
         params = measured_tensors(owners)  # what is measured (complex: its parts)
-        if self._backend is None:
+        if self._backend is None or until_numba(self._backend):  # torch until Numba loads
             self._backend = make_backend(self.backend_name, params or [p for _, p in named],
                                          self.overlap, self.offload)
         try:

@@ -1,0 +1,59 @@
+"""The statistics kernels made ready off the training thread (``core/kernel_warmup.py``).
+
+Until ``ready()`` is True, every caller of the Numba statistics kernels takes its exact
+fallback: ``make_backend("auto")`` the torch backend (``monitor_backends``; a GradientMonitor
+moves to the Numba backend at the first step after ``ready()``), the accumulated norms and the
+optimizer's figures torch's float64 ops, a step's figures numpy's column by column
+(``records``). The figures equal an independent float64 computation either way and each other
+to the tolerance tests/test_stats_exactness.py holds the two backends to (histograms: the same
+counts and edges); ``tests/test_stats_warmup.py`` checks the first steps of a fresh
+environment compile nothing on the training thread.
+"""
+
+from __future__ import annotations
+
+from gradexplorer.core.kernel_warmup import KernelWarmup, compiling, index_files_exist
+
+BINS = 64
+
+
+def _cached() -> bool:
+    from gradexplorer.core.stats import kernels as K
+    from gradexplorer.core.stats import kernels_at as KA
+    from gradexplorer.core.stats import kernels_rows as KR
+
+    return index_files_exist((KA.moments_at, KA.histograms_at, KA.edges_of, KA.norms_at,
+                              KA.copy_at, KA.update_norms_at, KA.second_moments_at,
+                              KR.stat_columns, K.segment_moments, K.segment_histograms))
+
+
+STATS = KernelWarmup(__name__, "statistics", _cached)
+ready, wait = STATS.ready, STATS.wait
+
+
+def compile_kernels() -> bool:
+    """Every statistics kernel compiled (or loaded from Numba's cache) for the argument types
+    real steps pass: float32 and float64 gradients read in place and packed (not contiguous),
+    with histograms, NaN and Inf, the update ratio and SGD's and Adam's state. True."""
+    import torch
+    from torch import nn
+
+    from gradexplorer.core.stats.monitor import GradientMonitor
+    from gradexplorer.core.stats.optimizer_state import optimizer_state
+
+    with compiling(), torch.no_grad():
+        for dtype in (torch.float32, torch.float64):
+            model = nn.Linear(8, 4).to(dtype)
+            named = list(model.named_parameters())
+            for optimizer in (torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9),
+                              torch.optim.Adam(model.parameters(), lr=0.1)):
+                for contiguous in (True, False):
+                    grad = torch.linspace(-1.0, 1.0, 32, dtype=dtype)
+                    model.weight.grad = grad.reshape(4, 8) if contiguous else grad.reshape(8, 4).t()
+                    model.bias.grad = torch.tensor([float("nan"), float("inf"), 1.0, 0.0], dtype=dtype)
+                    monitor = GradientMonitor(bins=BINS, history=1, backend="numba")
+                    monitor.begin(named, optimizer, 1)
+                    optimizer.step()
+                    monitor.finish(optimizer, 1)
+                optimizer_state(optimizer, named)
+    return True
