@@ -38,22 +38,15 @@ def compile_kernels() -> bool:
     import torch
     from torch import nn
 
-    from gradexplorer.core.stats.monitor import GradientMonitor
+    from gradexplorer.core.stats.monitor import monitor_pass
     from gradexplorer.core.stats.optimizer_state import optimizer_state
 
-    with compiling(), torch.no_grad():
+    with compiling():
         for dtype in (torch.float32, torch.float64):
             model = nn.Linear(8, 4).to(dtype)
-            named = list(model.named_parameters())
             for optimizer in (torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9),
                               torch.optim.Adam(model.parameters(), lr=0.1)):
                 for contiguous in (True, False):
-                    grad = torch.linspace(-1.0, 1.0, 32, dtype=dtype)
-                    model.weight.grad = grad.reshape(4, 8) if contiguous else grad.reshape(8, 4).t()
-                    model.bias.grad = torch.tensor([float("nan"), float("inf"), 1.0, 0.0], dtype=dtype)
-                    monitor = GradientMonitor(bins=BINS, history=1, backend="numba")
-                    monitor.begin(named, optimizer, 1)
-                    optimizer.step()
-                    monitor.finish(optimizer, 1)
-                optimizer_state(optimizer, named)
+                    monitor_pass(model, optimizer, BINS, "numba", contiguous)
+                optimizer_state(optimizer, list(model.named_parameters()))
     return True
