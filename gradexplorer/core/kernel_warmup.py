@@ -45,12 +45,14 @@ _HERE = threading.local()  # .compiling: this thread runs a compile_kernels
 
 class KernelWarmup:
     """The warm-up of the kernels ``module.compile_kernels()`` readies (it returns what the
-    callers use, None where Numba cannot load); ``cached()``, on the warm-up thread: whether
-    Numba's cache already holds them (else a helper process compiles them first)."""
+    callers use, None where Numba cannot load) on a thread named ``thread_name``; ``cached()``,
+    on that thread: whether Numba's cache already holds them (else a helper process compiles
+    them first); ``fallback``: what a failed warm-up's warning says goes on instead."""
 
-    def __init__(self, module: str, what: str, cached: Callable[[], bool]) -> None:
+    def __init__(self, module: str, what: str, cached: Callable[[], bool], thread_name: str,
+                 fallback: str) -> None:
         self.module, self.what, self.cached = module, what, cached
-        self.thread_name = f"gradexplorer-{module.rsplit('.', 1)[-1]}"
+        self.thread_name, self.fallback = thread_name, fallback  # fallback: the warning's end
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._done = threading.Event()
@@ -104,8 +106,7 @@ class KernelWarmup:
             kernels = import_module(self.module).compile_kernels()
         except Exception as exc:  # noqa: BLE001 - the fallback goes on
             warnings.warn(f"gradexplorer: the {self.what} kernels could not be compiled "
-                          f"({first_line(exc)}); the exact fallback goes on", RuntimeWarning,
-                          stacklevel=1)
+                          f"({first_line(exc)}); {self.fallback}", RuntimeWarning, stacklevel=1)
         finally:
             self.kernels = kernels
             self._done.set()

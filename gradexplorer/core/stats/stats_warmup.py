@@ -27,7 +27,8 @@ def _cached() -> bool:
                               KR.stat_columns, K.segment_moments, K.segment_histograms))
 
 
-STATS = KernelWarmup(__name__, "statistics", _cached)
+STATS = KernelWarmup(__name__, "statistics", _cached, "gradexplorer-stats-kernels",
+                     "the torch backend and numpy measure instead")
 ready, wait = STATS.ready, STATS.wait
 
 
