@@ -93,3 +93,12 @@ def test_the_fallback_measures_what_numba_measures_and_hands_over(monkeypatch):
                 assert x == pytest.approx(y, rel=1e-12, abs=1e-14 * q.abs_max, nan_ok=True), field
             assert np.array_equal(a.histograms[name].counts, b.histograms[name].counts)
             assert np.array_equal(a.histograms[name].edges, b.histograms[name].edges)
+
+
+def test_the_warm_up_draws_none_of_the_users_random_numbers():
+    """It runs beside a seeded loop: the loop's random numbers stay the same."""
+    torch.manual_seed(3)
+    expected = torch.rand(4)
+    torch.manual_seed(3)
+    stats_warmup.compile_kernels()
+    assert torch.equal(torch.rand(4), expected)

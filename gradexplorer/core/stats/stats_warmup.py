@@ -38,13 +38,16 @@ def compile_kernels() -> bool:
     with histograms, NaN and Inf, the update ratio and SGD's and Adam's state. True."""
     import torch
     from torch import nn
+    from torch.nn.utils import skip_init
 
     from gradexplorer.core.stats.monitor import monitor_pass
     from gradexplorer.core.stats.optimizer_state import optimizer_state
 
     with compiling():
         for dtype in (torch.float32, torch.float64):
-            model = nn.Linear(8, 4).to(dtype)
+            model = skip_init(nn.Linear, 8, 4, dtype=dtype)  # torch's random numbers untouched:
+            for p in model.parameters():  # this thread runs beside the user's seeded loop
+                p.data = torch.linspace(-1.0, 1.0, p.numel(), dtype=dtype).reshape(p.shape)
             for optimizer in (torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9),
                               torch.optim.Adam(model.parameters(), lr=0.1)):
                 for contiguous in (True, False):
