@@ -85,7 +85,8 @@ def test_architecture_doc_names_only_modules_that_exist():
 
 def core_part_imports() -> dict[str, set[str]]:
     """For each core subpackage, the other core subpackages its modules import."""
-    shared = {"errors", "atomic_file", "output_path", "printable", "bounded_json", "folder_lock"}
+    shared = {"errors", "atomic_file", "output_path", "printable", "bounded_json", "folder_lock",
+              "kernel_warmup"}
     found: dict[str, set[str]] = {}
     for path in (ROOT / "gradexplorer" / "core").glob("*/**/*.py"):
         part = path.relative_to(ROOT / "gradexplorer" / "core").parts[0]

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 
 import torch
 
+from gradexplorer.core.stats import stats_warmup
 from gradexplorer.core.stats.raw import INFS, NANS
 
 BACKENDS = ("auto", "numba", "torch")
@@ -92,6 +93,7 @@ class TorchBackend:
 
     name = "torch"
     worker_seconds = 0.0  # no worker thread: the device works beside the host
+    until_numba = False  # make_backend: True where it stands in while Numba's kernels load
 
     def __init__(self, triton: bool = True, overlap: bool = False) -> None:
         from gradexplorer.core.stats.backend_torch import FusedTorch
@@ -118,17 +120,22 @@ class TorchBackend:
 
 
 def numba_available() -> bool:
-    """True when the Numba kernels can be imported."""
-    try:
-        import gradexplorer.core.stats.kernels  # noqa: F401
-    except Exception:  # noqa: BLE001 - not installed, or no writable kernel cache: use torch
-        return False
-    return True
+    """True when the Numba kernels are loaded; never waits: the first call starts loading
+    them off this thread (``stats_warmup``), False until then (and for good where Numba cannot
+    load)."""
+    return stats_warmup.ready()
+
+
+def until_numba(backend) -> bool:
+    """Whether ``backend`` stands in for the Numba one until its kernels are loaded and they
+    now are: the caller makes its backend again (between steps)."""
+    return getattr(backend, "until_numba", False) and numba_available()
 
 
 def make_backend(name: str, tensors: Iterable[torch.Tensor], overlap: bool = False,
                  offload: bool = False):
-    """The backend ``name`` asks for; ``auto`` takes Numba for CPU tensors when installed;
+    """The backend ``name`` asks for; ``auto`` takes Numba for CPU tensors once its kernels
+    are loaded (torch until then: ``until_numba``);
     ``overlap``: the torch backend's CUDA statistics on a side stream; ``offload``: Numba's
     histograms on a worker thread where a core is spare."""
     if name not in BACKENDS:
@@ -136,4 +143,6 @@ def make_backend(name: str, tensors: Iterable[torch.Tensor], overlap: bool = Fal
     on_cpu = all(t.device.type == "cpu" for t in tensors)
     if name == "numba" or (name == "auto" and on_cpu and numba_available()):
         return NumbaBackend(offload)
-    return TorchBackend(overlap=overlap)
+    backend = TorchBackend(overlap=overlap)
+    backend.until_numba = name == "auto" and on_cpu  # the exact fallback while Numba loads
+    return backend

@@ -16,6 +16,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from gradexplorer.core.stats import stats_warmup
 from gradexplorer.core.stats.measured import measured_tensor
 from gradexplorer.core.stats.optimizer_fields import (  # noqa: F401 - re-exported
     STATE_FIELDS,
@@ -77,7 +78,10 @@ def _figures(m: _SecondMoment) -> dict[str, torch.Tensor]:
 def _cpu_second_moments(moments: list[_SecondMoment]) -> np.ndarray | None:
     """``(P, 2)``: RMS √v̂ and the effective lr of each, by the Numba kernel reading the CPU
     states in place (the same float64 terms as ``_figures``, summed in another order); None
-    where it cannot (another device or dtype, no Numba)."""
+    where it cannot (another device or dtype, no Numba, its kernels not loaded yet:
+    ``stats_warmup``)."""
+    if not stats_warmup.ready():
+        return None
     try:
         from gradexplorer.core.stats import kernels_at as KA
         from gradexplorer.core.stats.backend_at import addresses_of

@@ -10,7 +10,7 @@ from operator import itemgetter
 import numpy as np
 
 from gradexplorer.core.errors import first_line, warn_not_recorded
-from gradexplorer.core.stats import STAT_FIELDS
+from gradexplorer.core.stats import STAT_FIELDS, stats_warmup
 from gradexplorer.core.stats import raw as C
 from gradexplorer.core.stats.histogram import HistRange
 from gradexplorer.core.stats.raw import RawStats
@@ -138,9 +138,12 @@ _ROW_KERNEL: tuple | None = None  # (stat_columns, COLUMNS), or () where Numba c
 
 def _row_kernel() -> tuple:
     """``kernels_rows.stat_columns`` imported on first use (not at import: the app and a run's
-    readers import this module without Numba); () when it cannot load."""
+    readers import this module without Numba); () when it cannot load, or is not loaded yet
+    (``stats_warmup``: numpy meanwhile)."""
     global _ROW_KERNEL
     if _ROW_KERNEL is None:
+        if not stats_warmup.ready():
+            return ()
         try:
             from gradexplorer.core.stats.kernels_rows import COLUMNS, stat_columns
             _ROW_KERNEL = (stat_columns, COLUMNS)
