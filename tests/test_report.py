@@ -226,3 +226,4 @@ def test_a_nan_at_the_last_step_reads_nan_in_the_module_and_parameter_tables(tmp
     params = {r[0]: r for r in page.tables["parameter-table"][1:]}
     assert params["0.weight"][1:4] == ["nan", "nan", "nan"] and params["2.bias"][1:4] == ["inf", "inf", "inf"]
     assert [r[0] for r in page.tables["parameter-table"][1:3]] == ["0.weight", "2.bias"]
+

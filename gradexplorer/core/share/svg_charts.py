@@ -12,8 +12,8 @@ import numpy as np
 
 from gradexplorer.core.number_text import format_number
 from gradexplorer.core.printable import html_text
+from gradexplorer.core.share.colours import RUN_COLOURS
 
-PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2")
 BAND_FILLS = (("min", "max", 0.15), ("p5", "p95", 0.25), ("p25", "p75", 0.4))
 FLAT = 1e-6  # a curve whose values differ by less than this (relative) is drawn flat
 
@@ -168,7 +168,7 @@ def line_chart(series: Sequence[tuple[str, np.ndarray, np.ndarray]], *, log: boo
     body = [frame.axes("step", ylabel), marks(frame, events, "NaN/Inf")]
     legend = []
     for i, (label, x, y) in enumerate(series):
-        colour = PALETTE[i % len(PALETTE)]
+        colour = RUN_COLOURS[i % len(RUN_COLOURS)]
         body.append(f'<path d="{path_data(frame, x, y)}" stroke="{colour}" class="curve" '
                     f'data-series="{i}"><title>{html_text(label)}</title></path>')
         legend.append(f'<span class="lg"><i style="background:{colour}"></i>{html_text(label)}</span>')
