@@ -87,7 +87,7 @@ def core_part_imports() -> dict[str, set[str]]:
     """For each core subpackage, the other core subpackages its modules import."""
     # used everywhere: the files and messages helpers (loose modules before issue 41's rooms)
     shared = {"errors", "atomic_file", "output_path", "printable", "bounded_json", "folder_lock",
-              "files", "messages"}
+              "number_text", "files", "messages"}
     found: dict[str, set[str]] = {}
     for path in (ROOT / "gradexplorer" / "core").glob("*/**/*.py"):
         part = path.relative_to(ROOT / "gradexplorer" / "core").parts[0]
