@@ -31,9 +31,9 @@ from gradexplorer.core.stats.records import (
     Histogram,
     ParamStats,
     StepGradients,
-    build_step_gradients,
     global_norm,
 )
+from gradexplorer.core.stats.step_arrays import build_step_gradients
 
 COLLECTIVE_TIMEOUT = timedelta(seconds=120)
 

@@ -20,12 +20,13 @@ import numpy as np
 from gradexplorer._version import __version__
 from gradexplorer.core.atomic_file import write_atomic
 from gradexplorer.core.diagnose.spikes import factor_text, ids_text
+from gradexplorer.core.number_text import format_number
 from gradexplorer.core.printable import html_text
 from gradexplorer.core.recorder.run import Run
 from gradexplorer.core.share.png import data_uri, heat_image, png_bytes
 from gradexplorer.core.share.report_data import ReportData, TopParameter, gather, rank_by_largest
 from gradexplorer.core.share.report_page import page_assets
-from gradexplorer.core.share.svg_charts import band_chart, fmt, heatmap_chart, line_chart
+from gradexplorer.core.share.svg_charts import band_chart, heatmap_chart, line_chart
 from gradexplorer.core.stats.bands import BAND_NAMES
 from gradexplorer.core.stats.curves import downsample_peaks
 from gradexplorer.core.stats.histogram import rebin_rows
@@ -46,7 +47,7 @@ def _cell(value, bad: bool = False) -> str:
     if isinstance(value, str):
         return f"<td>{E(value)}</td>"
     v = float(value)
-    text = ("NaN" if math.isnan(v) else fmt(v)) if isinstance(value, float) else str(value)
+    text = format_number(v) if isinstance(value, float) else str(value)
     return f'<td data-v="{v!r}"{" class=bad" if bad else ""}>{E(text)}</td>'
 
 
@@ -231,7 +232,7 @@ def top_section(d: ReportData, data: dict) -> str:
             parts.append(heat_map(t, d.event_steps))
             parts.append(band_chart(t.matrix.steps, t.bands, events=d.event_steps))
             parts.append('<p class="note">at step ' + str(int(t.matrix.steps[-1])) + ": "
-                         + ", ".join(f"{n} {fmt(v)}" for n, v in last.items()) + "</p>")
+                         + ", ".join(f"{n} {format_number(v)}" for n, v in last.items()) + "</p>")
         else:
             parts.append('<p class="note">no histogram recorded</p>')
         parts.append("</div>")

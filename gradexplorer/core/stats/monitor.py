@@ -30,9 +30,9 @@ from gradexplorer.core.stats.records import (
     Histogram,
     ParamStats,
     StepGradients,
-    build_step_gradients,
     global_norm,
 )
+from gradexplorer.core.stats.step_arrays import build_step_gradients
 
 __all__ = [
     "BACKENDS", "STAT_FIELDS", "GradientHistory", "GradientMonitor", "Histogram",

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+import numpy as np
 import torch
 
 from gradexplorer.core.stats import stats_warmup
@@ -130,6 +131,32 @@ def until_numba(backend) -> bool:
     """Whether ``backend`` stands in for the Numba one until its kernels are loaded and they
     now are: the caller makes its backend again (between steps)."""
     return getattr(backend, "until_numba", False) and numba_available()
+
+
+def cpu_second_moments(vs: list[torch.Tensor], ws: list[torch.Tensor], bc: list[float],
+                       lr: list[float], eps: list[float]) -> np.ndarray | None:
+    """``(P, 2)``: RMS √v̂ and the effective lr of each optimizer state (``v``, ``w``: the
+    second moments and their denominators), by the Numba kernel reading the CPU states in place
+    (the same float64 terms as ``optimizer_state``'s torch ops, summed in another order); None
+    where it cannot (another device or dtype, no Numba, its kernels not loaded yet:
+    ``stats_warmup``)."""
+    from gradexplorer.core.stats import stats_warmup
+
+    if not stats_warmup.ready():
+        return None
+    try:
+        from gradexplorer.core.stats import kernels_at as KA
+        from gradexplorer.core.stats.backend_at import addresses_of
+    except Exception:  # noqa: BLE001 - no Numba, or no kernel cache: the torch ops
+        return None
+    v_at, w_at = addresses_of(vs), addresses_of(ws)
+    if v_at is None or w_at is None or v_at.like.dtype != w_at.like.dtype or \
+            v_at.sizes.tobytes() != w_at.sizes.tobytes():
+        return None
+    out = np.empty((len(vs), 2))
+    KA.second_moments_at(v_at.addresses, w_at.addresses, v_at.sizes, v_at.like, np.array(bc),
+                         np.array(lr), np.array(eps), out)
+    return out
 
 
 def make_backend(name: str, tensors: Iterable[torch.Tensor], overlap: bool = False,

@@ -18,12 +18,13 @@ import numpy as np
 from psygnal import Signal
 
 from gradexplorer.core.recorder.run_history import RunHistory
+from gradexplorer.core.share.colours import RUN_COLOURS
 from gradexplorer.core.stats.curves import thin_steps
 from gradexplorer.core.stats.history import HistogramMatrix
 from gradexplorer.core.stats.ledger import headline_series
 
 # distinct on light and dark backgrounds; the window's own run takes the first
-PALETTE = ("#1e88e5", "#e53935", "#43a047", "#fb8c00", "#8e24aa", "#00acc1", "#6d4c41", "#d81b60")
+PALETTE = RUN_COLOURS  # the report draws runs in the same colours
 X_MODES = ("step", "relative time", "wall time")
 X_LABELS = {"step": "step", "relative time": "seconds since the run's first step",
             "wall time": "wall clock"}

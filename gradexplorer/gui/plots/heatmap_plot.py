@@ -9,6 +9,7 @@ from PySide6.QtCore import QRectF, Qt, Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QWidget
 
+from gradexplorer.core.share.colours import VIRIDIS
 from gradexplorer.gui.graph.tint import NONFINITE
 from gradexplorer.gui.plots.axes import ReadableAxis
 from gradexplorer.gui.plots.heatmap_axes import heatmap_rows
@@ -95,7 +96,8 @@ class HistogramHeatmap(NamedTitle, pg.PlotWidget):
         steady_axes(self.plotItem, steps=True)
         self.image = pg.ImageItem(axisOrder="row-major")
         self.addItem(self.image)
-        self.colour_bar = pg.ColorBarItem(colorMap=pg.colormap.get("viridis"), interactive=False,
+        viridis = pg.ColorMap(np.linspace(0, 1, len(VIRIDIS)), VIRIDIS)  # the report's map too
+        self.colour_bar = pg.ColorBarItem(colorMap=viridis, interactive=False,
                                           values=(0, 1), width=12, label=self._bar_label())
         self.colour_bar.setImageItem(self.image, insert_in=self.plotItem)
         bar_axis(self.colour_bar, self._bar_label())
