@@ -180,7 +180,7 @@ OLDER_CASES = {  # damage at step 1 only: the newest step is whole, the run-wide
 
 def read_history(path):
     with gx.open_run(path) as run:
-        history = gx.RunHistory(run)
+        history = gx.runs.RunHistory(run)
         history.step_figures()
         history.nonfinite_events()
         history.parameter_summaries()
@@ -195,7 +195,7 @@ def test_an_older_damaged_step_is_one_line_from_export_report_and_run_history(ru
                                                                               tmp_path, case):
     sql, words = OLDER_CASES[case]
     bad = crafted(good_run, tmp_path / "bad", sql)
-    one_line(*run_cli("export", bad, "--to", "csv", tmp_path / "out.csv"), words)
+    one_line(*run_cli("export", bad, "--to", "csv", tmp_path / "out.csv", "--histograms"), words)
     one_line(*run_cli("report", bad, "--out", tmp_path / "out.html"), words)
     with pytest.raises(gx.UserError) as caught:
         read_history(bad)

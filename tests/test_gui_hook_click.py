@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from gradexplorer.core.graph.style import NODE_H, NODE_W
 from gradexplorer.gui.graph.panel import RELAYOUT_MOST
 from gradexplorer.gui.models.session import GraphTraced
 from tests.gui_helpers import TIMEOUT_MS, open_model, wait_idle
@@ -76,6 +77,10 @@ def test_a_big_graph_gets_hook_nodes_in_place(qtbot, make_window):
     assert len(hooks) == 2 and len(after) == len(before) + 2 and not traces
     kept = np.array([after.index[n] for n in before.ids])
     assert np.array_equal(after.xy[kept], before.xy)  # every other node stays where it was
+    for h in hooks:  # and no box is drawn over another's
+        others = np.delete(after.xy, h, axis=0)
+        apart = np.abs(others - after.xy[h])
+        assert not ((apart[:, 0] < NODE_W) & (apart[:, 1] < NODE_H)).any()
     assert set(np.flatnonzero(np.isin(np.arange(len(after)), panel.view.canvas.marked))) >= set(hooks)
     with qtbot.waitSignal(controller.hooks_changed, timeout=TIMEOUT_MS):
         controller.detach_hook("blocks.3")

@@ -26,6 +26,29 @@ def _raise_in(thread: threading.Thread, kind: type[BaseException]) -> None:
         ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident), ctypes.py_object(kind))
 
 
+def stack_that_starts(preferred: int = DEEP_STACK_BYTES) -> int | None:
+    """The stack size a new thread can have now: ``preferred``, else 0 (the default), else None.
+
+    Under an address-space limit (``ulimit -v``) a thread with a 2 GiB stack cannot be created,
+    and a thread pool asked for one waits forever for a thread that never started. A short-lived
+    probe thread tells which size starts (an address-space reservation, freed when it ends).
+    """
+    previous = threading.stack_size()
+    try:
+        for size in (preferred, 0):
+            try:
+                threading.stack_size(size)
+                probe = threading.Thread(target=lambda: None, name="gradexplorer-stack-probe")
+                probe.start()
+            except (RuntimeError, ValueError, MemoryError):
+                continue
+            probe.join()
+            return size
+        return None
+    finally:
+        threading.stack_size(previous)
+
+
 def run_with_deep_stack(fn: Callable[[], T], stack_bytes: int = DEEP_STACK_BYTES) -> T:
     """``fn()`` on a thread with a ``stack_bytes`` stack; its result, or its exception re-raised.
 

@@ -61,7 +61,10 @@ def preload_torch_library() -> threading.Thread | None:
     if path is None:
         return None
     thread = threading.Thread(target=_load, args=(path,), name="torch-preload", daemon=True)
-    thread.start()
+    try:
+        thread.start()
+    except RuntimeError:  # "can't start new thread": torch's own import loads it, later
+        return None
     return thread
 
 

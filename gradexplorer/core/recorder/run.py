@@ -14,7 +14,7 @@ from gradexplorer.core.errors import UserError
 from gradexplorer.core.folder_lock import writer_present
 from gradexplorer.core.recorder import schema as S
 from gradexplorer.core.recorder import validate as V
-from gradexplorer.core.recorder.store import flush_writer_of
+from gradexplorer.core.recorder.open_writers import flush_writer_of
 from gradexplorer.core.stats.ledger import LEDGER_FIELDS, StepLedger, ledger_from_row
 from gradexplorer.core.stats.optimizer_fields import STATE_FIELDS, ParamOptimState, state_from_row
 from gradexplorer.core.stats.records import STAT_FIELDS, Histogram, ParamStats, StepGradients
@@ -171,8 +171,17 @@ class Run:
 
     def ledger(self, after: int = -1) -> list[StepLedger]:
         """The StepLedger of every step after ``after``, oldest first (skipped ones included)."""
-        rows = self._ledger_rows("step > ?", (max(-1, min(int(after), V.MAX_STEP)),))
-        return [rows[s] if s in rows else self.step_ledger(s) for s in self.steps if s > after]
+        after = max(-1, min(int(after), V.MAX_STEP))
+        rows = self._ledger_rows("step > ?", (after,))
+        out = []  # a step without a ledger row: step_ledger's, from the same one query
+        for row in self._rows(f"SELECT {', '.join(V.STEP_COLUMNS)} FROM steps WHERE step > ? "
+                              "ORDER BY step", (after,)):
+            if row[0] in rows:
+                out.append(rows[row[0]])
+            else:
+                info = V.step_row(row, self.where)
+                out.append(StepLedger(row[0], loss=info["loss"], grad_norm_applied=info["global_norm"]))
+        return out
 
     def optimizer_state(self, step: int) -> dict[str, ParamOptimState]:
         """``{name: ParamOptimState}`` after ``step`` ({} when not recorded)."""

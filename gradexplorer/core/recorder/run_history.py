@@ -2,8 +2,9 @@
 
 ``Run`` answers one step at a time; a 10,000-step run read that way is 10,000 queries of every
 parameter. ``RunHistory`` asks the run's database for a run-wide figure in one query each
-(curves of chosen parameters, per-parameter summaries, NaN/Inf events) and for histograms only
-at the steps a view shows. It reads through the Run's own read-only connection and checks
+(the step figures and ledger, curves of chosen parameters, per-parameter summaries, NaN/Inf
+events), for histograms only at the steps a view shows, and streams a block of steps per query to
+an export (``run_columns.py``). It reads through the Run's own read-only connection and checks
 every value it takes as the Run does (``validate.py``): a damaged run is the same one-line
 UserError, never a traceback or a figure read from garbage.
 """
@@ -20,27 +21,20 @@ import numpy as np
 from gradexplorer.core.recorder import schema as S
 from gradexplorer.core.recorder import validate as V
 from gradexplorer.core.recorder.run import Run
+from gradexplorer.core.recorder.run_columns import (
+    HISTOGRAM_COLUMNS,
+    StepTable,
+    decode_histograms,
+    step_blocks,
+    step_table,
+)
 from gradexplorer.core.stats.history import HistogramMatrix
-from gradexplorer.core.stats.records import STAT_FIELDS
+from gradexplorer.core.stats.records import STAT_FIELDS, whole_figure
 
 
 def _real(value: float | int | str | None) -> float:
     """A checked figure as a float (no value: NaN; SQLite keeps NaN as the text 'nan')."""
     return math.nan if value is None else float(value)
-
-
-def flat_numbers(values: dict[str, Any], prefix: str = "") -> dict[str, float]:
-    """Every number in ``values`` (nested dicts joined with ``/``), bools and text left out."""
-    out: dict[str, float] = {}
-    for key, value in values.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, dict):
-            out.update(flat_numbers(value, f"{name}/"))
-        elif isinstance(value, (int, float)) and not isinstance(value, bool):
-            out[name] = float(value)
-        elif isinstance(value, str) and value == "nan":
-            out[name] = math.nan
-    return out
 
 
 @dataclass(frozen=True)
@@ -80,42 +74,20 @@ class RunHistory:
         seconds … and whatever else the run's step rows and step information hold (numbers
         only, nested ones named ``a/b``); None where a step has no value (NaN where the
         recorded value was NaN)."""
-        table = self._rows(f"SELECT {', '.join(V.STEP_COLUMNS)} FROM steps ORDER BY step")
-        if not table:
-            return np.zeros(0, np.int64), np.zeros(0), {}
-        by_column = dict(zip(V.STEP_COLUMNS, zip(*table, strict=True), strict=True))
-        for key, values in by_column.items():  # each column tested at once, the first bad row explained
-            test = V.is_count if key in ("total_numel", "ranks") else V.is_figure  # as step_row
-            if not all(map(test, values)):
-                V.step_row(table[next(i for i, v in enumerate(values) if not test(v))], self.run.where)
-        steps = np.array(by_column.pop("step"), dtype=np.int64)
-        times = np.array([_real(t) for t in by_column.pop("time")])  # 'nan' is float('nan')
-        figures: dict[str, list[float | None]] = {
-            key: [None if v is None else _real(v) for v in values]
-            for key, values in by_column.items()}
-        extra = self._step_info_beyond(steps.tolist(), set(V.STEP_COLUMNS))
-        for i, more in enumerate(extra):
-            for key, value in more.items():
-                figures.setdefault(key, [None] * len(steps))[i] = value
-        return steps, times, figures
+        table = step_table(self.run)  # one query per table (run_columns.py)
+        return table.steps, table.times, table.figures
 
-    def _step_info_beyond(self, steps: list[int], known: set[str]) -> list[dict[str, float]]:
-        """Per step, the numbers ``Run.step_info`` holds beyond the step table's columns (a step
-        ledger); nothing when it adds none (then no step is read twice)."""
-        if not steps:
-            return []
-
-        def more(step: int) -> dict[str, float]:
-            return flat_numbers({k: v for k, v in self.run.step_info(step).items() if k not in known})
-
-        first = more(steps[0])
-        return [first, *(more(s) for s in steps[1:])] if first else []
+    def step_table(self) -> StepTable:
+        """Every step's figures and ledger as columns, with its skipped and clipped flags."""
+        return step_table(self.run)
 
     # -- parameters ----------------------------------------------------------------
     def stat_series(self, field: str, names: Sequence[str],
                     steps: Sequence[int] | None = None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         """``(steps, {name: values})`` of one STAT_FIELDS figure of ``names`` (NaN where a step
-        has none), at ``steps`` (default: every step), in one query."""
+        has none), at ``steps`` (default: every step), in one query. ``norm`` and ``abs_max``
+        are the whole gradient's (``whole_figure``): NaN at a step whose gradient held a NaN,
+        inf at one that held ±Inf, never the finite part's figure."""
         if field not in STAT_FIELDS:
             raise ValueError(f"unknown figure {field!r}; one of {', '.join(STAT_FIELDS)}")
         held = self.run.steps
@@ -125,19 +97,23 @@ class RunHistory:
         if not len(names) or not len(steps):
             return steps, out
         marks = ",".join("?" * len(names))
-        query = f"SELECT step, name, has_grad, {field} FROM stats WHERE name IN ({marks})"
+        query = (f"SELECT step, name, has_grad, {field}, nan_count, inf_count FROM stats "
+                 f"WHERE name IN ({marks})")
         args: list[Any] = list(names)
         if len(steps) < len(held):
             query += " AND step IN (SELECT value FROM json_each(?))"
             args.append("[" + ",".join(str(int(s)) for s in steps) + "]")
         test = V.is_count if field in V.COUNT_FIELDS else V.is_figure
-        for step, name, has_grad, value in self._rows(query, args):
-            if not (type(has_grad) is int and has_grad in (0, 1) and test(value)):  # noqa: E721
+        for step, name, has_grad, value, nan, inf in self._rows(query, args):
+            if not (type(has_grad) is int and has_grad in (0, 1) and test(value)  # noqa: E721
+                    and V.is_count(nan) and V.is_count(inf)):
                 V.stat_value(step, name, "has_grad", has_grad, self.run.where)
                 V.stat_value(step, name, field, value, self.run.where)
+                V.stat_value(step, name, "nan_count", nan, self.run.where)
+                V.stat_value(step, name, "inf_count", inf, self.run.where)
             i = position.get(step)
             if i is not None and has_grad:
-                out[name][i] = _real(value)
+                out[name][i] = _real(whole_figure(field, value, nan, inf))
         return steps, out
 
     def optimizer_series(self, name: str, after: int = -1,
@@ -179,6 +155,33 @@ class RunHistory:
     def parameter_summaries(self) -> dict[str, ParameterSummary]:
         """Every parameter's largest norm and |g| over the run and its NaN/Inf steps, in the
         model's order (one pass over the run's figures, which checks each value it takes)."""
+        rows = self._plain_summaries()
+        if rows is None:
+            rows = self._checked_summaries()
+        found = {r[0]: ParameterSummary(r[0], r[1], _real(r[2]), _real(r[3]), int(r[4] or 0), r[5])
+                 for r in rows if r[1]}
+        order = self.run.parameters
+        return {n: found[n] for n in [*order, *sorted(set(found) - set(order))] if n in found}
+
+    def _plain_summaries(self) -> list[tuple] | None:
+        """``_checked_summaries``' rows when every parameter had a gradient at every step and
+        every figure is a number (as a run's are; SQLite's MIN/MAX tell: text and blobs sort
+        above numbers), a third cheaper; None otherwise."""
+        rows = self._rows(
+            "SELECT name, SUM(has_grad), MAX(norm), MAX(abs_max), SUM(nan_count > 0 OR inf_count > 0), "
+            "MIN(CASE WHEN nan_count > 0 OR inf_count > 0 THEN step END), MIN(has_grad), MAX(has_grad), "
+            "MIN(nan_count), MAX(nan_count), MIN(inf_count), MAX(inf_count), "
+            "SUM(typeof(nan_count) = 'real' OR typeof(inf_count) = 'real') FROM stats GROUP BY name")
+        for name, _, norm, abs_max, _, _, low, high, *counts, reals in rows:
+            if type(name) is not str or low != 1 or high != 1 or type(low) is not int or reals \
+                    or not all(V.is_figure(v) for v in (norm, abs_max)) \
+                    or not all(V.is_count(v) for v in counts):  # noqa: E721
+                return None
+        return [r[:6] for r in rows]
+
+    def _checked_summaries(self) -> list[tuple]:
+        """Per parameter: name, steps with a gradient, largest norm and |g|, NaN/Inf steps and
+        the first of them, each value checked (the first damaged row named)."""
         columns = ("has_grad", "norm", "abs_max", "nan_count", "inf_count")
         sound = " AND ".join(["typeof(name) = 'text' AND typeof(has_grad) = 'integer' AND "
                               "has_grad IN (0, 1)", *(V.sql_test(c) for c in columns[1:])])
@@ -196,10 +199,7 @@ class RunHistory:
                 V.stat_name(step, name, self.run.where)
                 for column, value in zip(columns, values, strict=True):
                     V.stat_value(step, name, column, value, self.run.where)
-        found = {r[0]: ParameterSummary(r[0], r[1], _real(r[2]), _real(r[3]), int(r[4] or 0), r[5])
-                 for r in rows if r[1]}
-        order = self.run.parameters
-        return {n: found[n] for n in [*order, *sorted(set(found) - set(order))] if n in found}
+        return [r[:6] for r in rows]
 
     def flagged_steps(self) -> dict[int, list[str]]:
         """Steps a thinned export or view keeps whatever its stride, ``{step: [why, …]}`` in step
@@ -216,16 +216,16 @@ class RunHistory:
         for event in self.run.spike_events():
             flag(event.step, "spike")
             flag(event.until, "spike")
-        steps, _, figures = self.step_figures()
+        table = step_table(self.run)
+        steps = table.steps.tolist()
         for key in ("loss", "global_norm"):
-            for step, value in zip(steps.tolist(), figures.get(key, ()), strict=False):
+            for step, value in zip(steps, table.figures.get(key, ()), strict=False):
                 if value is not None and not math.isfinite(value):
                     flag(step, "NaN/Inf")
         for event in self.nonfinite_events():
             flag(event.step, "NaN/Inf")
-        for step, ledger in zip(self.run.steps, self.run.ledger(), strict=True):  # one per step
-            if ledger.skipped:
-                flag(step, "skipped")
+        for step in table.steps[table.skipped].tolist():
+            flag(step, "skipped")
         return dict(sorted(out.items()))
 
     def nonfinite_events(self, limit: int = 20_000) -> list[NonFiniteEvent]:
@@ -256,22 +256,25 @@ class RunHistory:
         """``name``'s histograms at those of ``steps`` that hold one, oldest first (each row
         checked: whole float64/int64 blobs, one more edge than counts)."""
         wanted = "[" + ",".join(str(int(s)) for s in steps) + "]"
-        rows = [(step, *V.histogram_arrays(e, c, tuple(extras), lambda s=step: V.row_where(
-                    self.run.where, "histograms", s, name)))
-                for step, e, c, *extras in self._rows(
-                    "SELECT step, edges, counts, nan_count, inf_count, below, above FROM histograms "
-                    "WHERE name = ? AND step IN (SELECT value FROM json_each(?)) ORDER BY step",
-                    (name, wanted))]
+        rows = self._rows(f"SELECT step, {', '.join(HISTOGRAM_COLUMNS)} FROM histograms WHERE name = ? "
+                          "AND step IN (SELECT value FROM json_each(?)) ORDER BY step", (name, wanted))
         if not rows:
             return HistogramMatrix(np.zeros(0, np.int64), np.zeros((0, 0)), np.zeros((0, 0)))
-        bins = rows[-1][2].size  # bins changed mid-run: keep the steps with the last step's count
-        rows = [r for r in rows if r[2].size == bins]
-        return HistogramMatrix(np.array([r[0] for r in rows], dtype=np.int64),
-                               np.stack([r[1] for r in rows]), np.stack([r[2] for r in rows]),
-                               np.array([r[3] + r[4] for r in rows], dtype=np.int64))
+        edges, counts, extras = decode_histograms(
+            [r[1:] for r in rows], lambda i: V.row_where(self.run.where, "histograms", rows[i][0], name))
+        bins = counts[-1].size  # bins changed mid-run: keep the steps with the last step's count
+        kept = [i for i, c in enumerate(counts) if c.size == bins]
+        return HistogramMatrix(np.array([rows[i][0] for i in kept], dtype=np.int64),
+                               np.stack([edges[i] for i in kept]), np.stack([counts[i] for i in kept]),
+                               extras[kept, 0] + extras[kept, 1])
 
     def each_step(self, steps: Sequence[int] | None = None) -> Iterator[tuple[int, dict, dict]]:
         """``(step, stats, histograms)`` for each step (default all), oldest first: what an
         export streams, one step in memory at a time."""
-        for step in self.run.steps if steps is None else steps:
-            yield step, self.run.figures(step), self.run.histograms(step)
+        yield from self.step_blocks(steps)
+
+    def step_blocks(self, steps: Sequence[int] | None = None, names: Sequence[str] | None = None,
+                    histograms: bool = True) -> Iterator[tuple[int, dict, dict]]:
+        """``each_step`` of only ``names``' figures (default all), with or without histograms:
+        a block of steps read in one query per table (``run_columns.step_blocks``)."""
+        yield from step_blocks(self.run, self.run.steps if steps is None else steps, names, histograms)

@@ -32,25 +32,22 @@ def long_rows(history: RunHistory, steps: Sequence[int] | None = None,
     """Every figure of the run as rows, step by step (one step in memory at a time);
     ``progress(step)`` is called after each step's rows."""
     all_steps, times, step_figures = history.step_figures()
-    wanted = set(all_steps.tolist() if steps is None else steps)
-    keep = None if params is None else set(params)
+    wanted = all_steps.tolist() if steps is None else sorted(set(steps))
+    index = {s: i for i, s in enumerate(all_steps.tolist())}
     nan = math.nan
-    for i, step in enumerate(all_steps.tolist()):
-        if step not in wanted:
-            continue
+    blocks = history.step_blocks([s for s in wanted if s in index], params, histograms)
+    for step, stats, hists in blocks:  # a block of steps read per query
+        i = index[step]
         t = float(times[i])
         for figure, values in step_figures.items():
             if values[i] is not None:
                 yield step, t, "", figure, values[i], nan, nan
-        _, stats, hists = next(history.each_step([step]))
         for name, figs in stats.items():
-            if keep is not None and name not in keep:
-                continue
             figs = whole_figures(figs)  # a NaN/Inf gradient's norm: nan/inf, not its finite part's
             for field in figures:
                 value = figs.get(field)
                 yield step, t, name, field, nan if value is None else float(value), nan, nan
-            h = hists.get(name) if histograms else None
+            h = hists.get(name)
             if h is None:
                 continue
             edges = h.edges.tolist()

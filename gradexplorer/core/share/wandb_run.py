@@ -47,26 +47,22 @@ def _log_run(wandb, history: RunHistory, selection: ExportSelection, staging: Pa
     """The offline run logged under ``staging/wandb/``; returns its folder there."""
     run_path = history.run.path.resolve()
     steps, times, figures = history.step_figures()
-    wanted = set(selection.steps)
-    keep = None if selection.params is None else set(selection.params)
     run = wandb.init(mode="offline", dir=str(staging), project=project, name=run_path.name,
                      config={"gradexplorer_run": str(run_path),
                              **history.run.settings},
                      settings=wandb.Settings(silent=True, console="off", save_code=False))
     try:
-        for i, step in enumerate(steps.tolist()):
-            if step not in wanted:
-                continue
+        index = {s: i for i, s in enumerate(steps.tolist())}
+        for step, stats, hists in history.step_blocks([s for s in selection.steps if s in index],
+                                                      selection.params, selection.histograms):
+            i = index[step]
             row = {f"run/{f}": v[i] for f, v in figures.items() if v[i] is not None}
             row["_timestamp"] = float(times[i])  # the step's own wall time
-            _, stats, hists = next(history.each_step([step]))
             for name, figs in stats.items():
-                if keep is not None and name not in keep:
-                    continue
                 whole = whole_figures(figs)  # a NaN/Inf gradient's norm: nan/inf
                 row.update({f"{f}/{name}": float(whole[f]) for f in selection.figures
                             if whole.get(f) is not None})
-                h = hists.get(name) if selection.histograms else None
+                h = hists.get(name)
                 if h is not None and h.counts.sum() > 0:
                     row[f"gradients/{name}"] = wandb.Histogram(
                         np_histogram=(np.asarray(h.counts), np.asarray(h.edges)))

@@ -79,10 +79,17 @@ class GraphDrawing:
         new.labels = list(compress(self.labels, keep)) + fresh.labels
         new.modules = list(compress(self.modules, keep)) + fresh.modules
         new.params = list(compress(self.params, keep)) + fresh.params
-        for node in added:  # between the nodes it links, as a hook node sits on the edges it splits
-            near = [new.index[n] for n in (*graph.successors(node), *graph.predecessors(node))
-                    if n in self.index]
-            new.xy[new.index[node]] = new.xy[near].mean(axis=0) if near else self.xy.mean(axis=0)
+        placed = np.ones(len(new.ids), dtype=bool)
+        placed[len(kept_ids):] = False
+        for node in added:  # beside the node it feeds, as a hook node sits on the edges it splits
+            below = [new.index[n] for n in graph.successors(node) if placed[new.index[n]]]
+            near = below + [new.index[n] for n in graph.predecessors(node) if placed[new.index[n]]]
+            want = new.xy[near].mean(axis=0) if near else self.xy.mean(axis=0)
+            if below:  # on the row of the node it feeds
+                want[1] = new.xy[below[0], 1]
+            i = new.index[node]
+            new.xy[i] = free_spot(new.xy[placed], want)
+            placed[i] = True
         index = new.index
         new.edges = np.array([(index[u], index[v]) for u, nbrs in graph._adj.items() for v in nbrs],
                              dtype=np.int64).reshape(-1, 2)
@@ -155,6 +162,18 @@ class GraphDrawing:
         """Nodes produced by module ``path`` or its submodules (and its parameters)."""
         return [i for i, (module, param) in enumerate(zip(self.modules, self.params, strict=True))
                 if in_module(module if param is None else owner_of(param), path)]
+
+
+def free_spot(taken: np.ndarray, want: np.ndarray, gap: float = 0.1 * NODE_W) -> np.ndarray:
+    """The point nearest ``want`` on its row (alternating right, left) where a node box keeps
+    ``gap`` from every box centred on ``taken``: nothing is drawn over another node."""
+    row = taken[np.abs(taken[:, 1] - want[1]) < NODE_H + gap, 0]
+    step = NODE_W + gap
+    for k in range(len(row) + 1):  # the row's nodes can block at most that many candidates
+        for x in ((want[0] + k * step, want[0] - k * step) if k else (want[0],)):
+            if not np.any(np.abs(row - x) < step):
+                return np.array([x, want[1]])
+    return np.array([row.max() + step, want[1]])
 
 
 def normalise_positions(raw: np.ndarray, layered: bool, root: int | None) -> np.ndarray:

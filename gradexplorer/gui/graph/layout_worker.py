@@ -10,7 +10,7 @@ from typing import Any
 
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
 
-from gradexplorer.core.deep_stack import DEEP_STACK_BYTES
+from gradexplorer.core.deep_stack import stack_that_starts
 from gradexplorer.gui.graph.canvas import overview_scale
 from gradexplorer.gui.graph.drawing import GraphDrawing
 from gradexplorer.gui.graph.painting import base_fills, render_overview
@@ -65,7 +65,6 @@ class BackgroundQueue(QObject):
         super().__init__(parent)
         self._pool = QThreadPool(self)
         self._pool.setMaxThreadCount(1)
-        self._pool.setStackSize(DEEP_STACK_BYTES)
         self._pending: tuple[int, Callable[[], Any]] | None = None
         self._running = False
         self._number = 0
@@ -115,8 +114,16 @@ class BackgroundQueue(QObject):
         self._pending = None
         self._running = True
         self.busy_changed.emit(True)
-        self._pool.start(_Task(fn, lambda r: self._done.emit(number, r),
-                               lambda m: self._broke.emit(number, m)))
+        task = _Task(fn, lambda r: self._done.emit(number, r), lambda m: self._broke.emit(number, m))
+        # a pool whose thread cannot be created waits for it forever: ask for a stack that starts
+        stack = stack_that_starts()
+        if stack is None:  # no thread at all (an address-space or process limit): on this one
+            print("gradexplorer: cannot start a thread (ulimit -v / -u?); laying out on the GUI "
+                  "thread", file=sys.stderr)
+            task.run()
+            return
+        self._pool.setStackSize(stack)  # for the thread it creates next (an idle one is reused)
+        self._pool.start(task)
 
     def _next(self) -> None:
         self._running = False

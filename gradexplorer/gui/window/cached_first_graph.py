@@ -62,9 +62,13 @@ class CachedFirstGraph(QObject):
         entry = drawing_entry(self.window.graph_panel.drawing)
         if entry is not None and entry != self.found:  # written off the GUI thread, atomically
             path, key = entry_file(self.folder, self.key), self.key
-            self.writer = threading.Thread(target=write_entry, args=(path, key, entry),
-                                           name="graph-cache", daemon=True)
-            self.writer.start()
+            writer = threading.Thread(target=write_entry, args=(path, key, entry),
+                                      name="graph-cache", daemon=True)
+            try:
+                writer.start()
+            except RuntimeError:  # "can't start new thread": a cache can wait for another start
+                return
+            self.writer = writer
 
     def _failed(self, _text: str) -> None:
         """The model did not open: its cached drawing goes (it is no model's any more)."""

@@ -150,15 +150,17 @@ def transpose(pos: np.ndarray, layer: np.ndarray, src: np.ndarray, dst: np.ndarr
 
 
 def reduce_crossings(pos: np.ndarray, layer: np.ndarray, src: np.ndarray, dst: np.ndarray,
-                     rounds: int = 6) -> np.ndarray:
+                     rounds: int = 6, patience: int = 2) -> np.ndarray:
     """Median/barycenter sweeps down and up, each round polished by transposition.
 
-    Returns the order with the fewest crossings seen.
+    Returns the order with the fewest crossings seen; stops early after ``patience`` rounds
+    in a row (a median and a barycenter round) found no better one.
     """
     pos = transpose(pos, layer, src, dst)
     best, best_crossings = pos, count_crossings(pos, layer, src, dst)
+    since_better = 0
     for r in range(rounds):
-        if best_crossings == 0:
+        if best_crossings == 0 or since_better >= patience:
             break
         use_median = r % 2 == 0
         for downward in (True, False):
@@ -167,6 +169,7 @@ def reduce_crossings(pos: np.ndarray, layer: np.ndarray, src: np.ndarray, dst: n
         pos = transpose(pos, layer, src, dst, allow_equal=r % 2 == 1)
         pos = transpose(pos, layer, src, dst)
         crossings = count_crossings(pos, layer, src, dst)
+        since_better += 1
         if crossings < best_crossings:
-            best, best_crossings = pos, crossings
+            best, best_crossings, since_better = pos, crossings, 0
     return best

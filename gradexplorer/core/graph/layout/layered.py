@@ -136,25 +136,39 @@ def _lower_sources(layer: np.ndarray, src: np.ndarray, dst: np.ndarray, roots: l
 
 
 def add_dummies(n: int, layer: np.ndarray, src: np.ndarray, dst: np.ndarray):
-    """Split edges spanning k > 1 layers into chains through k - 1 dummy nodes."""
+    """Split edges spanning k > 1 layers into chains of dummy nodes, one chain per lower end.
+
+    The long edges into one node share its chain: each joins it in the layer below its upper
+    end and follows it down (drawn as one bundled line). Dense skip connections (DenseNet's
+    concatenations: every block output feeds every later one) then cost a chain per node, not
+    one per edge, which would grow with the cube of a block's depth.
+    """
     span = layer[dst] - layer[src]
     long = np.flatnonzero(span > 1)
-    k = span[long] - 1
+    if len(long) == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return layer, src.copy(), dst.copy(), (long, empty, empty)
+    ends, group = np.unique(dst[long], return_inverse=True)
+    upper = layer[src[long]]
+    top = np.full(len(ends), np.iinfo(np.int64).max)
+    np.minimum.at(top, group, upper)
+    k = layer[ends] - top - 1  # dummies in each chain (one per layer between its ends)
     total = int(k.sum())
-    offset = (np.cumsum(k) - k).astype(np.int64)
-    owner = np.repeat(np.arange(len(long)), k)  # which long edge each dummy serves
-    j = np.arange(total) - np.repeat(offset, k)  # its index along that edge
+    start = n + (np.cumsum(k) - k).astype(np.int64)  # the chain's first (highest) dummy
+    j = np.arange(total) - np.repeat(start - n, k)  # a dummy's index along its chain
     dummy = n + np.arange(total)
+    first = start[group] + (upper - top[group])  # where each long edge joins its chain
+    count = layer[dst[long]] - upper - 1
     # Each edge's first hop keeps the edge's place in the list (so slot order survives);
-    # the hops further down the dummy chains follow.
+    # the hops down the chains follow.
     first_hop = dst.copy()
-    first_hop[long] = n + offset
+    first_hop[long] = first
     inner = j > 0
-    last = n + offset + k - 1
+    last = start + k - 1
     psrc = np.concatenate((src, dummy[inner] - 1, last))
-    pdst = np.concatenate((first_hop, dummy[inner], dst[long]))
-    dummy_layer = layer[src[long]][owner] + 1 + j
-    return np.concatenate((layer, dummy_layer)), psrc, pdst, (long, n + offset, k)
+    pdst = np.concatenate((first_hop, dummy[inner], ends))
+    dummy_layer = np.repeat(top, k) + 1 + j
+    return np.concatenate((layer, dummy_layer)), psrc, pdst, (long, first, count)
 
 
 def dfs_preorder(n: int, src: np.ndarray, dst: np.ndarray, roots: list[int],

@@ -59,8 +59,12 @@ def graph_roots(G: nx.DiGraph) -> list:
     return [v for v, d in G.in_degree() if d == 0]
 
 
-def layered_drawing(G: nx.DiGraph, *, rounds: int = 6, with_crossings: bool = False) -> PlacedGraph:
-    """Top-down layered layout: loss on top, leaves below their consumers, few crossings."""
+def layered_drawing(G: nx.DiGraph, *, rounds: int = 6, with_crossings: bool = False,
+                    bends: bool = True) -> PlacedGraph:
+    """Top-down layered layout: loss on top, leaves below their consumers, few crossings.
+
+    ``bends=False`` leaves ``edge_points`` empty: a long edge's points are one per layer it
+    spans, which on a wide graph whose edges span thousands of layers is most of the work."""
     nodes, src, dst = graph_arrays(G)
     if not nodes:
         return PlacedGraph({})
@@ -71,8 +75,10 @@ def layered_drawing(G: nx.DiGraph, *, rounds: int = 6, with_crossings: bool = Fa
     d = layered_layout(len(nodes), src, dst, widths, roots, layer_step=LAYER_STEP, rounds=rounds)
     n = len(nodes)
     positions = dict(zip(nodes, zip(d.x[:n].tolist(), d.y[:n].tolist(), strict=True), strict=True))
+    if not bends:
+        return PlacedGraph(positions, {}, d.crossings() if with_crossings else None)
     flipped = set(d.reversed_edges.tolist())
-    bends: dict[tuple[Hashable, Hashable], list[Position]] = {}
+    points_of: dict[tuple[Hashable, Hashable], list[Position]] = {}
     xs, ys = d.x[n:].tolist(), d.y[n:].tolist()  # dummy nodes only
     ends = zip(src[d.long_edges].tolist(), dst[d.long_edges].tolist(), strict=True)
     for e, (u, v), first, count in zip(d.long_edges.tolist(), ends, (d.first_dummy - n).tolist(),
@@ -80,21 +86,21 @@ def layered_drawing(G: nx.DiGraph, *, rounds: int = 6, with_crossings: bool = Fa
         points = [(xs[c], ys[c]) for c in range(first, first + count)]
         if e in flipped:
             points.reverse()
-        bends[(nodes[u], nodes[v])] = points
-    return PlacedGraph(positions, bends, d.crossings() if with_crossings else None)
+        points_of[(nodes[u], nodes[v])] = points
+    return PlacedGraph(positions, points_of, d.crossings() if with_crossings else None)
 
 
 def layout_graph(G: nx.DiGraph, name: str = "layered") -> dict[Hashable, Position]:
     """``{node: (x, y)}`` by the layout ``name`` (one of ``LAYOUTS``)."""
-    return layout_drawing(G, name).positions
+    return layout_drawing(G, name, bends=False).positions
 
 
-def layout_drawing(G: nx.DiGraph, name: str = "layered") -> PlacedGraph:
-    """Like ``layout_graph`` but keeps the layered layout's edge bends."""
+def layout_drawing(G: nx.DiGraph, name: str = "layered", bends: bool = True) -> PlacedGraph:
+    """Like ``layout_graph`` but keeps the layered layout's edge bends (unless ``bends=False``)."""
     if name not in LAYOUTS:
         raise UserError(f"unknown layout {name!r}; choose one of: {', '.join(LAYOUTS)}")
     if name == "layered":
-        return layered_drawing(G)
+        return layered_drawing(G, bends=bends)
     check_size(name, G.number_of_nodes())
     if G.number_of_nodes() == 0:
         return PlacedGraph({})

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import torch
 
 from gradexplorer.core.errors import UserError
-from gradexplorer.core.model.examples import deep, digits, lenet, mlp, resnet, transformer
+from gradexplorer.core.model.examples import deep, dense, digits, lenet, mlp, resnet, transformer
 from gradexplorer.core.model.examples.options import parse_options
 from gradexplorer.core.model.options import DEFAULT_EXAMPLE
 from gradexplorer.core.model.workload import Workload
@@ -35,6 +35,8 @@ EXAMPLES: dict[str, Example] = {
         Example("resnet18", "ResNet-18 sized residual CNN (11.7M parameters)", resnet.build_resnet18),
         Example("transformer", "small transformer encoder reversing sequences", transformer.build),
         Example("deep", "deep residual MLP: blocks=N makes graphs of any size", deep.build),
+        Example("dense", "DenseNet-121-shaped CNN (depth=169|201): the densest skip connections",
+                dense.build),
     )
 }
 
