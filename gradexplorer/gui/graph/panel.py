@@ -5,15 +5,7 @@ from __future__ import annotations
 import numpy as np
 from PySide6.QtCore import QPoint, Qt, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
-from PySide6.QtWidgets import (
-    QHBoxLayout,
-    QLabel,
-    QLineEdit,
-    QProgressBar,
-    QToolBar,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QLineEdit, QProgressBar, QToolBar, QVBoxLayout, QWidget
 
 from gradexplorer.core.model.membership import owner_of
 from gradexplorer.gui.graph.drawing import KIND_CODES
@@ -22,7 +14,7 @@ from gradexplorer.gui.graph.legend import legend_label
 from gradexplorer.gui.graph.painting import base_fills, render_overview
 from gradexplorer.gui.graph.search import GraphSearch
 from gradexplorer.gui.graph.tint import node_nonfinite, node_norms, params_behind, tinted_fills
-from gradexplorer.gui.graph.trace_tint import is_traced, origin_index, traced_fills
+from gradexplorer.gui.graph.trace_tint import is_traced, origin_index, traced_caption, traced_fills
 from gradexplorer.gui.graph.view import GraphView
 from gradexplorer.gui.graph.view_controls import GraphViewControls, act_on_settings, shown_depth
 from gradexplorer.gui.models.graph_view import GraphViewState
@@ -266,7 +258,8 @@ class GraphPanel(GraphSearch, QWidget):
             self._auto_depth = False
             depth = result.drawing.graph.graph.get("collapsed", {}).get("depth")
             self.view_state.show_chosen_detail(shown_depth(depth))
-        self.busy_label.setText(f"{len(result.drawing):,} nodes · laid out in {result.seconds:.2f} s")
+        self.busy_label.setText(f"{len(result.drawing):,} nodes · laid out in {result.seconds:.2f} s"
+                                + traced_caption(result.drawing))
         self._show(result.drawing, result.overview, result.scale)
 
     def _show(self, drawing, overview, scale: float, previous=None) -> None:

@@ -14,12 +14,19 @@ import numpy as np
 from gradexplorer.gui.graph.drawing import GraphDrawing
 from gradexplorer.gui.graph.tint import NONFINITE, tinted_fills
 
-__all__ = ["NONFINITE", "is_traced", "origin_index", "traced_fills", "traced_norms"]
+__all__ = ["NONFINITE", "is_traced", "origin_index", "traced_caption", "traced_fills", "traced_norms"]
 
 
 def is_traced(drawing: GraphDrawing) -> bool:
     """Whether the drawn graph carries per-node gradient figures."""
     return bool(drawing.graph.graph.get("grad_traced"))
+
+
+def traced_caption(drawing: GraphDrawing) -> str:
+    """`` · gradients of step N`` for a traced drawing (the colours and the figures on its
+    nodes are that step's, however many steps the session takes after it), else ""."""
+    step = drawing.graph.graph.get("step") if is_traced(drawing) else None
+    return "" if step is None else f" · gradients of step {step + 1} (Trace gradients)"
 
 
 def traced_norms(drawing: GraphDrawing) -> tuple[np.ndarray, np.ndarray]:
