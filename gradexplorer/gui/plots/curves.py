@@ -28,7 +28,7 @@ from gradexplorer.gui.graph.legend import reads_whole
 from gradexplorer.gui.models.run_overlay import X_LABELS, X_MODES, RunOverlay, TimelineSource
 from gradexplorer.gui.models.timeline import TimelineModel
 from gradexplorer.gui.plots.axes import padded_range
-from gradexplorer.gui.plots.hover import HoverReadout, nearest_point
+from gradexplorer.gui.plots.hover import HoverReadout, ReadoutLabel, nearest_point
 from gradexplorer.gui.plots.overlay_lines import Line, OverlayLines, set_x_axis, shared_range
 from gradexplorer.gui.text.number_text import format_number
 from gradexplorer.gui.theme import PLOT_PENS, steady_axes, value_ticks
@@ -93,7 +93,7 @@ class TrainingCurves(QWidget):
         self.csv_button = QPushButton("CSV…")
         self.csv_button.setToolTip("Save the loss and gradient-norm curves (every step, raw) as CSV")
         self.csv_button.clicked.connect(self.save_csv)
-        self.readout = QLabel("")
+        self.readout = ReadoutLabel()  # asks for no width: the docks stay as they are
         self.log_box.toggled.connect(self.set_log)
         self.smooth_box.toggled.connect(lambda _on: self.refresh())
         self.smooth_slider.valueChanged.connect(self.set_smoothing)
