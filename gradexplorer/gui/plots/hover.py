@@ -53,12 +53,21 @@ class ReadoutLabel(QLabel):
 
 def corner_readout(widget: pg.PlotWidget) -> tuple[pg.TextItem, Callable[[str], None]]:
     """A text in ``widget``'s top-left corner, above the data and outside its range, and the
-    function that writes it (the ``show`` of a ``HoverReadout``)."""
+    function that writes it (the ``show`` of a ``HoverReadout``): the theme's ink on a box of
+    the plot's background, readable over any image (it was grey on the heat map's purple, and
+    kept the first theme's colours after a switch)."""
+    from gradexplorer.gui.theme import PLOT_COLOURS, current_theme
+
     item = pg.TextItem("", anchor=(0, 0))
     item.setZValue(11)
     widget.addItem(item, ignoreBounds=True)
 
     def show(text: str) -> None:
+        background, ink = PLOT_COLOURS[current_theme()]
+        box = pg.mkColor(background)
+        box.setAlpha(225)
+        item.fill = pg.mkBrush(box)
+        item.setColor(ink)
         item.setText(text)
         if text:
             (x0, _x1), (_y0, y1) = widget.plotItem.vb.viewRange()
