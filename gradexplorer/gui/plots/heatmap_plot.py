@@ -194,7 +194,7 @@ class HistogramHeatmap(NamedTitle, pg.PlotWidget):
                               height=height)
         self.unbinned.setVisible(bool(len(steps)))
         self.unbinned_key.setVisible(bool(len(steps)))
-        if len(steps):  # the title's row as tall as the key: the key above the image, never on it
+        if len(steps):  # the title row as tall as the key: above the image, never on it
             self.plotItem.layout.setRowFixedHeight(0, max(30.0, self.unbinned_key.height() + 1))
             self.plotItem.layout.activate()  # its box in the plot's colours (of the theme now), readable over the image
             background, ink = PLOT_COLOURS[current_theme()]
