@@ -196,7 +196,8 @@ class HistogramHeatmap(NamedTitle, pg.PlotWidget):
         self.unbinned_key.setVisible(bool(len(steps)))
         if len(steps):  # the title row as tall as the key: above the image, never on it
             self.plotItem.layout.setRowFixedHeight(0, max(30.0, self.unbinned_key.height() + 1))
-            self.plotItem.layout.activate()  # its box in the plot's colours (of the theme now), readable over the image
+            self.plotItem.layout.activate()
+            # its box in the plot's colours (of the theme now), readable over the image
             background, ink = PLOT_COLOURS[current_theme()]
             self.unbinned_key.setBrush(background)  # (the row is back to 30 with the next title)
             for _sample, label in self.unbinned_key.items:
