@@ -13,8 +13,8 @@ from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QStyle, QStyledIte
 from gradexplorer.core.graph.style import format_shape
 from gradexplorer.gui.graph.tint import table_tints
 from gradexplorer.gui.models.selection import Selection, SelectionModel
-from gradexplorer.gui.panels.column_priority import ColumnPriority
-from gradexplorer.gui.text.name_elide import elide_to_width, shared_forms
+from gradexplorer.gui.panels.column_priority import NAME_LEAST, ColumnPriority
+from gradexplorer.gui.text.name_elide import elide_to_width, shared_forms, shortest_form
 from gradexplorer.gui.text.number_text import WIDEST_FIGURES, gradient_number, update_ratio_text
 from gradexplorer.gui.text.optimizer_columns import (
     OPTIMIZER_COLUMNS,
@@ -254,7 +254,12 @@ class ParameterTable(QTableView):
             width = max([bold.horizontalAdvance(title) + 18]
                         + [metrics.horizontalAdvance(t) + 8 for t in texts])
             widths[column] = min(NAME_WIDTH, width + 8) if column == 0 else width
-        self.columns.remember(widths)  # then shown by priority as the width allows
+        # the name column never narrower than the names' shortest distinct forms (up to NAME_WIDTH):
+        # the figures beyond it a sideways scroll away, rather than names cut to read alike
+        distinct = max((metrics.horizontalAdvance(shortest_form(row[0], model.shared))
+                        for row in model.rows), default=0)
+        self.columns.name_least = min(NAME_WIDTH, max(NAME_LEAST, distinct + 16))
+        self.columns.remember(widths)  # the name, norm and max |g| in view where they fit
 
     def show_optimizer_columns(self, show: bool = True) -> None:
         """Show or hide the optimizer's columns (lr, ‖m‖, RMS √v̂, eff. lr, ‖momentum‖)."""

@@ -63,6 +63,13 @@ def shared_forms(names: Iterable[str]) -> frozenset[str]:
     return frozenset(shared)
 
 
+def shortest_form(name: str, shared: frozenset[str] = frozenset()) -> str:
+    """The shortest form of ``name`` that no other name in view shares: what a view must have
+    room for to tell its names apart without cutting one (``…h.0.attn.c_proj.weight``: GPT-2's
+    ``h.0…c_proj.weight`` is the MLP's too)."""
+    return [text for text in name_candidates(name) if text not in shared][-1]
+
+
 def elide_name(name: str, fits: Callable[[str], bool], shared: frozenset[str] = frozenset()) -> str:
     """The longest form of ``name`` for which ``fits(text)``, never one in ``shared`` (see
     ``shared_forms``); when none fits, the shortest left cut on the right (``h.10…c_at…``,
