@@ -51,8 +51,9 @@ class ColumnPriority(QObject):
 
     def fit(self) -> None:
         """Show the chosen columns at their natural widths; the name column as wide as its
-        names where the view allows, never so wide that norm and max |g| leave the view (nor
-        narrower than ``name_least``): the rest is a sideways scroll away."""
+        names where norm and max |g| stay in view beside it, and never narrower than
+        ``name_least`` (names that read alike) while norm stays in view: the rest is a sideways
+        scroll away."""
         width = self.view.viewport().width()
         shown = self.shown_columns()
         header = self.header()
@@ -62,8 +63,11 @@ class ColumnPriority(QObject):
                 header.resizeSection(column, self.widths.get(column, 60))
         name = self.priority[0]
         beside = sum(self.widths.get(c, 60) for c in shown[1:1 + ESSENTIAL])
+        first = self.widths.get(shown[1], 60) if len(shown) > 1 else 0
         natural = self.widths.get(name, self.name_least)
-        header.resizeSection(name, max(min(natural, width - beside), min(natural, self.name_least)))
+        # the names get at least name_least while the first figure (norm) stays in view
+        least = max(min(self.name_least, width - first), NAME_LEAST)
+        header.resizeSection(name, min(natural, max(width - beside, least)))
 
     def eventFilter(self, _obj, event) -> bool:  # noqa: N802 - Qt API
         if event.type() == QEvent.Resize:
