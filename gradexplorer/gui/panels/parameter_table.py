@@ -258,7 +258,7 @@ class ParameterTable(QTableView):
         # the figures beyond it a sideways scroll away, rather than names cut to read alike
         distinct = max((metrics.horizontalAdvance(shortest_form(row[0], model.shared))
                         for row in model.rows), default=0)
-        self.columns.name_least = min(NAME_WIDTH, max(NAME_LEAST, distinct + 16))
+        self.columns.name_least = min(NAME_WIDTH, max(NAME_LEAST, distinct + 8))  # text margins
         self.columns.remember(widths)  # the name, norm and max |g| in view where they fit
 
     def show_optimizer_columns(self, show: bool = True) -> None:
