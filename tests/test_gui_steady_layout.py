@@ -92,3 +92,19 @@ def test_no_legend_covers_a_plot_and_no_plot_is_squeezed(make_window, request, s
     runs_plot = window.run_compare.runs_panel.plot
     assert runs_plot.isVisible()  # just added: the Runs dock on show (a tab in a short window)
     assert runs_plot.plotItem.vb.height() >= 40  # a readable plot, not squeezed to nothing
+
+
+def test_the_ledger_reads_at_1024x700(make_window, request):
+    """Its explanation was cut and its plot ~60 pixels wide beside 240 of details."""
+    runs = request.getfixturevalue("three_runs")
+    window = make_window()
+    window.resize(1024, 700)
+    assert window.file_actions.open_run(str(runs[1])) is not None
+    ledger = window.forensics
+    ledger.ledger_dock.show()
+    ledger.ledger_dock.raise_()
+    window.settle()
+    panel = ledger.ledger_panel
+    assert panel.plot.width() >= 120
+    heading = panel.heading
+    assert heading.height() >= heading.heightForWidth(heading.width())  # every word of it shown
