@@ -22,6 +22,9 @@ def test_small_window_shows_name_norm_and_max_g(qtbot, make_window):
     visible = [c for c in range(header.count()) if not header.isSectionHidden(c)]
     right = header.sectionViewportPosition(NORM) + header.sectionSize(NORM)
     assert right <= table.viewport().width()  # the norm in view beside names that read apart
+    left = header.sectionViewportPosition(MAX)  # max |g| whole in view, or wholly beyond it:
+    assert left + header.sectionSize(MAX) <= table.viewport().width() or left >= table.viewport().width()
+    # (half a figure reads as another number: "0.13" for 0.132)
     assert header.sectionSize(NAME) >= 100
     metrics, model = table.fontMetrics(), table.model()
     texts = [model.index(row, NORM).data() for row in range(model.rowCount())]

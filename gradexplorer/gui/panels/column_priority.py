@@ -65,9 +65,11 @@ class ColumnPriority(QObject):
         beside = sum(self.widths.get(c, 60) for c in shown[1:1 + ESSENTIAL])
         first = self.widths.get(shown[1], 60) if len(shown) > 1 else 0
         natural = self.widths.get(name, self.name_least)
-        # the names get at least name_least while the first figure (norm) stays in view
-        least = max(min(self.name_least, width - first), NAME_LEAST)
-        header.resizeSection(name, min(natural, max(width - beside, least)))
+        least = min(natural, self.name_least)  # names that read apart
+        size = min(natural, width - beside)
+        if size < least:  # not beside norm and max |g|: beside norm, the next column wholly out
+            size = width - first if least <= width - first else least  # of view, never half in it
+        header.resizeSection(name, max(size, min(natural, NAME_LEAST)))
 
     def eventFilter(self, _obj, event) -> bool:  # noqa: N802 - Qt API
         if event.type() == QEvent.Resize:
