@@ -147,3 +147,27 @@ def visible_name_in(tree, item, column: int) -> str:
     margin = tree.style().pixelMetric(QStyle.PM_FocusFrameHMargin, None, tree) + 1
     room = rect.width() - 2 * margin - (tree.iconSize().width() + 4 if not item.icon(column).isNull() else 0)
     return tree.fontMetrics().elidedText(item.text(column), tree.textElideMode(), room)
+
+
+def test_shortened_names_never_take_a_form_a_sibling_shares():
+    """GPT-2's c_attn and c_proj both read ``h.0…weight``, ResNet's layer2.1 and layer3.1 convs
+    ``…1.conv2.weight``, T5's encoder and decoder weights the same: a form two names share is
+    never shown, and a name that fits none of its own is cut on the right of its shortest."""
+    from gradexplorer.core.model.examples.resnet import build_resnet18
+    from gradexplorer.gui.text.name_elide import shared_forms
+    from tests.zoo_models import gpt2, t5
+
+    for workload in (gpt2(), t5(), build_resnet18({}, 0)):
+        names = [name for name, _ in workload.model.named_parameters()]
+        shared = shared_forms(names)
+        for chars in (12, 16, 20, 24, 30):
+            texts = [elide_chars(name, chars, shared) for name in names]
+            whole = [t for t in texts if not t.endswith("…")]  # a form of its own, not cut
+            assert len(set(whole)) == len(whole), chars
+            assert all(t not in shared for t in texts)
+    shared = shared_forms(["transformer.h.0.attn.c_attn.weight", "transformer.h.0.attn.c_proj.weight",
+                           "transformer.h.0.ln_1.weight"])
+    assert elide_chars("transformer.h.0.attn.c_attn.weight", 14, shared) == "h.0…c_attn.we…"
+    assert elide_chars("transformer.h.0.attn.c_attn.weight", 18, shared) == "h.0…c_attn.weight"
+    resnet = shared_forms(["layer2.1.conv2.weight", "layer3.1.conv2.weight"])
+    assert elide_chars("layer3.1.conv2.weight", 18, resnet) == "layer3.1.conv2.we…"

@@ -98,13 +98,15 @@ def test_a_step_not_binned_never_reads_as_an_empty_column(qtbot, make_window):
     assert np.isnan(image[:, 1]).all() and np.isfinite(image[:, 0]).all()
     assert heat.unbinned.isVisible() and heat.unbinned_key.isVisible()
     assert "NaN/Inf: not binned" in [label.text for _, label in heat.unbinned_key.items]
+    # the key outside the image (inside the view box it hid the distribution from step 27 on)
+    assert not heat.unbinned_key.sceneBoundingRect().intersects(heat.plotItem.vb.sceneBoundingRect())
     (bottom, top) = heat.shown[0].rows[[0, -1]]
     middle = (bottom + top) / 2
     assert heat.describe_cell(2, middle) == "step 2: not binned (NaN/Inf) · 64 values"
     assert "not binned" not in heat.describe_cell(1, middle)
     heat.plotItem.vb.setRange(xRange=(0.5, 2.5), yRange=(bottom, top), padding=0)
     heat.repaint()
-    upper = top - (top - bottom) / 8  # (the key lies over the bottom right corner)
+    upper = top - (top - bottom) / 8
     at = heat.mapFromScene(heat.plotItem.vb.mapViewToScene(QPointF(2, upper)))
     assert heat.grab().toImage().pixelColor(at).name() == QColor.fromRgba(NONFINITE).name()
     # the key's box follows a runtime theme switch (it stayed white on the dark plot)
@@ -113,6 +115,9 @@ def test_a_step_not_binned_never_reads_as_an_empty_column(qtbot, make_window):
     for theme in ("dark", "light"):
         window.set_theme(theme)
         assert heat.unbinned_key.opts["brush"].color().name() == QColor(PLOT_COLOURS[theme][0]).name()
+        heat.show_readout("step 2 · [0, 1): 3 values")  # the theme's ink on the plot's colour
+        assert heat.readout.color.name() == QColor(PLOT_COLOURS[theme][1]).name()
+        assert heat.readout.fill.color().name() == QColor(PLOT_COLOURS[theme][0]).name()
 
 
 def test_a_run_directory_keeps_each_steps_nan_inf_count_for_the_heat_map(tmp_path):

@@ -8,7 +8,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor
 
 import gradexplorer as gx
-from tests.gui_helpers import TIMEOUT_MS, open_model
+from tests.gui_helpers import TIMEOUT_MS, open_model, wait_idle
 from tests.test_gui_theme import contrast
 from tests.watched_loop import make, train
 
@@ -57,6 +57,22 @@ def test_a_run_folder_not_written_yet_is_waited_for(qtbot, make_window, tmp_path
                         and window.controller.timeline.latest.step == 2, timeout=TIMEOUT_MS)
     assert [r[0] for r in window.table.table.rows] == [n for n, _ in model.named_parameters()]
     assert window.status.model_label.text() == "run later"
+
+
+def test_an_empty_run_folder_shows_nothing_of_the_model_before(qtbot, make_window, tmp_path):
+    """It kept the last model's parameters, modules and curves under the new run's name."""
+    window = make_window()
+    open_model(qtbot, window)
+    window.controller.run(2)
+    wait_idle(qtbot, window)
+    assert window.table.table.rows and len(window.controller.timeline.loss.x) == 2
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert window.file_actions.open_run(str(empty)) is None  # waited for
+    window.settle()
+    assert window.status.model_label.text() == "run empty"
+    assert window.table.table.rows == [] and window.tree.topLevelItemCount() == 0
+    assert len(window.controller.timeline.loss.x) == 0 and window.controller.timeline.latest is None
 
 
 def text_ink(spin) -> float:

@@ -1,5 +1,6 @@
 """A 1024×700 window is usable: the parameter table and the module tree show the name, norm
-and max |g| whole (columns by priority, the rest from the header's menu)."""
+and max |g| whole in view, and every other column a sideways scroll away (the header's menu
+hides or shows any)."""
 
 from __future__ import annotations
 
@@ -19,18 +20,27 @@ def test_small_window_shows_name_norm_and_max_g(qtbot, make_window):
     for column in (NAME, NORM, MAX):
         assert not header.isSectionHidden(column)
     visible = [c for c in range(header.count()) if not header.isSectionHidden(c)]
-    right = max(header.sectionViewportPosition(c) + header.sectionSize(c) for c in (NORM, MAX))
-    assert right <= table.viewport().width()  # both figures in view, no scrolling
+    right = header.sectionViewportPosition(NORM) + header.sectionSize(NORM)
+    assert right <= table.viewport().width()  # the norm in view beside names that read apart
+    left = header.sectionViewportPosition(MAX)  # max |g| whole in view, or wholly beyond it:
+    assert left + header.sectionSize(MAX) <= table.viewport().width() or left >= table.viewport().width()
+    # (half a figure reads as another number: "0.13" for 0.132)
     assert header.sectionSize(NAME) >= 100
     metrics, model = table.fontMetrics(), table.model()
     texts = [model.index(row, NORM).data() for row in range(model.rowCount())]
     for column in (NORM, MAX):  # every figure whole: ResNet-18's norms after 3 steps read "0.0003…"
         for text in [*texts, "0.000982", "1.23e-05"]:  # 3-digit figures at their widest
             assert metrics.horizontalAdvance(text) + 8 <= header.sectionSize(column), (column, text)
-    assert len(visible) < header.count()  # the rest waits for a wider table...
-    hidden = next(c for c in range(header.count()) if header.isSectionHidden(c))
-    table.columns.choose(hidden, True)  # ...or the header's menu
-    assert not header.isSectionHidden(hidden)
+    assert set(visible) == set(table.columns.priority)  # every column, the optimizer's aside...
+    reachable(qtbot, table, header)  # ...a sideways scroll away (it was hidden by width: unreachable)
+    table.columns.choose(4, False)  # the header's menu hides one...
+    assert header.isSectionHidden(4)
+    table.columns.choose(4, True)  # ...and shows it again
+    assert not header.isSectionHidden(4)
+    shown = displayed_names(table)
+    assert len(set(shown.values())) == len(shown)  # every name tells its parameter apart...
+    for block in ("layer2.1", "layer3.1", "layer4.1"):  # ...its layer's index readable
+        assert block in shown[f"{block}.conv2.weight"], shown[f"{block}.conv2.weight"]
     tree_header = window.tree.header()
     for column in (0, 4, 5):  # module, norm, max |g|
         assert not tree_header.isSectionHidden(column)
@@ -43,19 +53,48 @@ def test_small_window_shows_name_norm_and_max_g(qtbot, make_window):
                      ["0", "conv2", "shortcut"])  # ResNet-18's deepest rows, names whole
 
 
-def test_optional_columns_wait_until_names_are_readable(qtbot):
-    from gradexplorer.gui.models.selection import SelectionModel
-    from gradexplorer.gui.panels.column_priority import NAME_LEAST, NAME_ROOMY
-    from gradexplorer.gui.panels.parameter_table import ParameterTable
+def reachable(qtbot, view, header) -> None:
+    """The view scrolls sideways far enough to show its last column whole."""
+    shown = [c for c in range(header.count()) if not header.isSectionHidden(c)]
+    total = sum(header.sectionSize(c) for c in shown)
+    bar = view.horizontalScrollBar()
+    qtbot.waitUntil(lambda: bar.maximum() + view.viewport().width() >= total - 1, timeout=5_000)
 
-    table = ParameterTable(SelectionModel())
-    qtbot.addWidget(table)
-    columns = table.columns
-    columns.widths = {0: 220, 1: 70, 2: 70, 3: 70, 4: 70, 5: 90, 6: 60, 7: 50}
-    assert columns.shown_columns(NAME_LEAST + 140) == [0, 1, 2]  # narrow: name, norm, max |g|
-    assert columns.shown_columns(220 + 140 + 60) == [0, 1, 2]  # the names get room first
-    assert columns.shown_columns(220 + 140 + 70) == [0, 1, 2, 4]
-    assert NAME_ROOMY >= 220
+
+def test_hook_column_stays_on_show_when_a_hook_is_attached(qtbot, make_window):
+    """At 1024 wide a badge widened the Hook column past what the tree's width allowed, and the
+    column was hidden: the hook just attached could not be seen."""
+    window = make_window()
+    window.resize(1024, 700)
+    open_model(qtbot, window, GPT2_SMALL, batch_size=2)
+    tree = window.tree
+    header = tree.header()
+    assert not header.isSectionHidden(3)
+    tree.set_hooks({"transformer.h.0.attn": "file:/home/someone/hooks/my_hooks.py:halve_grads"})
+    assert not header.isSectionHidden(3) and header.sectionSize(3) > 40
+    assert [c for c in range(header.count()) if header.isSectionHidden(c)] == []
+    reachable(qtbot, tree, header)
+    shown = displayed_names(window.table)  # the name column as wide as the Model dock allows
+    assert len(set(shown.values())) == len(shown)
+    for block in range(4):
+        attn, proj = (shown[f"transformer.h.{block}.attn.{layer}.weight"] for layer in ("c_attn", "c_proj"))
+        assert f"h.{block}" in attn and "c_attn" in attn and "c_proj" in proj, (attn, proj)
+
+
+def displayed_names(table) -> dict[str, str]:
+    """Each parameter's name as the table's name column draws it now."""
+    from PySide6.QtCore import QRect
+    from PySide6.QtWidgets import QStyleOptionViewItem
+
+    delegate, model, texts = table.itemDelegateForColumn(0), table.model(), {}
+    for row in range(model.rowCount()):
+        index = model.index(row, 0)
+        option = QStyleOptionViewItem()
+        option.initFrom(table)
+        option.rect = QRect(0, 0, table.columnWidth(0), 20)
+        delegate.initStyleOption(option, index)
+        texts[index.data()] = option.text
+    return texts
 
 
 def visible_name(tree, item) -> str:

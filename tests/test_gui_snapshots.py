@@ -40,7 +40,7 @@ def test_blocked_run_exports_a_snapshot_that_opens_without_the_model(qtbot, make
     assert counts.sum() == 64 * 512
 
 
-def test_export_every_k_steps_and_compare(qtbot, make_window, tmp_path):
+def test_export_every_k_steps_and_compare(qtbot, make_window, tmp_path, monkeypatch):
     from gradexplorer.gui.snapshots.snapshot_window import SnapshotWindow
 
     window = make_window()
@@ -67,6 +67,12 @@ def test_export_every_k_steps_and_compare(qtbot, make_window, tmp_path):
     a_peaks = viewer.flow.peak_bars.opts["width"]
     b_peaks = viewer.flow_b.peak_bars.opts["width"]
     assert len(a_peaks) == len(b_peaks) == 8 and list(a_peaks) != list(b_peaks)
+    # on a real screen smaller than its 1200×760, the window opens within it
+    monkeypatch.setattr("gradexplorer.gui.window.window_fit.screen_is_real", lambda: True)
+    small = SnapshotWindow(folder / "step-000002", folder / "step-000004")
+    qtbot.addWidget(small)
+    screen = small.screen().availableGeometry()
+    assert screen.width() < 1200 and small.width() <= screen.width() and small.height() <= screen.height()
 
 
 def test_open_command_refuses_a_foreign_folder(run_cli, tmp_path):

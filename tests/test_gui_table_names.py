@@ -1,6 +1,7 @@
 """At a laptop size the parameter table says which block and which parameter a row is:
 GPT-2's ``transformer.h.0.attn.c_attn.weight`` reads ``h.0…c_attn.weight`` (or longer), never
-``…h.0.…weight`` (which of the block's weights?) nor ``…c_attn.weight`` (which block?)."""
+``…h.0.…weight`` (which of the block's weights?) nor ``…c_attn.weight`` (which block?); its
+``attn.c_proj`` never ``h.0…c_proj.weight`` (the MLP's reads the same), nor cut."""
 
 from __future__ import annotations
 
@@ -38,6 +39,9 @@ def test_gpt2_rows_name_their_block_and_parameter(qtbot, make_window, size):
         if parts[:2] != ["transformer", "h"]:
             continue
         text = drawn_name(table, row)
+        if text == name:
+            checked += 1
+            continue
         block, leaf = f"h.{parts[2]}", ".".join(parts[-2:])
         assert text.lstrip("…").startswith(block + ".") or text.startswith(block + "…"), (name, text)
         assert text.endswith(leaf) and (text.endswith("." + leaf) or text.endswith("…" + leaf)), (name, text)

@@ -10,7 +10,7 @@ from dataclasses import replace
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QSize, Qt
 from PySide6.QtWidgets import QInputDialog, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from gradexplorer.core.errors import UserError, first_line
@@ -22,6 +22,7 @@ from gradexplorer.gui.models.ab_series import ABSeries
 from gradexplorer.gui.plots.curves import fit_range
 from gradexplorer.gui.theme import PLOT_PENS, steady_axes
 from gradexplorer.gui.throttle import throttled
+from gradexplorer.gui.window.window_fit import screen_size
 
 HOOKED_PEN = "#fb8c00"
 DEFAULT_STEPS = 50
@@ -86,7 +87,7 @@ class ABWindow(QWidget):
                  device=None, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setWindowTitle("gradexplorer — A/B of a hook")
-        self.resize(900, 620)
+        self.resize(screen_size(self, QSize(900, 620)))  # shrunk to a small screen
         self.series = ABSeries()
         self.header = QLabel("building both arms…")
         self.latest = QLabel("")

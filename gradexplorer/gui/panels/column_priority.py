@@ -1,6 +1,8 @@
-"""Columns by priority: a narrow table or tree shows its most useful columns whole (name,
-norm, max |g| first) instead of squeezing all of them; the header's right-click menu shows or
-hides any column, and that choice wins over the width."""
+"""Columns by priority: a narrow table or tree shows its most useful columns whole in view (name,
+norm, max |g| first) and every other column after them, reached by scrolling sideways (hiding
+them by width left a 1024×700 window no way to the update ratio, NaN/Inf, shape or numel, and a
+hook badge's growth hid the Hook column); the header's right-click menu shows or hides any
+column."""
 
 from __future__ import annotations
 
@@ -8,14 +10,14 @@ from PySide6.QtCore import QEvent, QObject, Qt
 from PySide6.QtWidgets import QAbstractItemView, QMenu
 
 NAME_LEAST = 96  # the first (name) column never narrower than this while others are shown
-NAME_ROOMY = 240  # ...and as wide as its names (up to this) before the optional columns show
-ESSENTIAL = 2  # columns after the name shown beside a narrow name (norm and max |g|)
+ESSENTIAL = 2  # columns after the name kept in view beside a narrow name (norm and max |g|)
 
 
 class ColumnPriority(QObject):
-    """Hides and shows ``view``'s columns as it is resized; ``priority`` lists the columns
-    most useful first (the first one, the name, always shown); ``widths`` is each column's
-    natural width, set by ``remember`` after the view sized its columns to their contents."""
+    """Sizes ``view``'s columns as it is resized; ``priority`` lists the columns most useful
+    first (the first one, the name, always shown; the next ``ESSENTIAL`` kept in view beside
+    it); ``widths`` is each column's natural width, set by ``remember`` after the view sized its
+    columns to their contents. The user hides or shows the others from the header's menu."""
 
     def __init__(self, view: QAbstractItemView, priority: list[int], titles: list[str]) -> None:
         super().__init__(view)
@@ -27,6 +29,9 @@ class ColumnPriority(QObject):
         header = self.header()
         header.setContextMenuPolicy(Qt.CustomContextMenu)
         header.customContextMenuRequested.connect(self._menu)
+        view.setHorizontalScrollMode(QAbstractItemView.ScrollPerPixel)  # a sideways scroll, smooth
+        for place, column in enumerate(priority[:1 + ESSENTIAL]):  # in view: right after the name
+            header.moveSection(header.visualIndex(column), place)
         view.viewport().installEventFilter(self)
 
     def header(self):
@@ -40,38 +45,31 @@ class ColumnPriority(QObject):
                                  for c in self.priority}
         self.fit()
 
-    def shown_columns(self, width: int) -> list[int]:
-        """The columns that fit ``width`` pixels, by priority (and the user's choices)."""
-        name, *rest = self.priority
-        natural = self.widths.get(name, self.name_least)
-        used = min(natural, self.name_least)
-        shown = [name]
-        fits = True
-        for rank, column in enumerate(rest):
-            wanted = self.chosen.get(column)
-            if wanted is False:
-                continue
-            if rank == ESSENTIAL:  # the optional columns only once the names are readable
-                used += max(0, min(natural, NAME_ROOMY) - min(natural, self.name_least))
-            fits = fits and used + self.widths.get(column, 60) <= width
-            if fits or wanted:
-                shown.append(column)
-                used += self.widths.get(column, 60)
-        return shown
+    def shown_columns(self) -> list[int]:
+        """The columns on show, by priority: all but those the user hid."""
+        return [c for c in self.priority if self.chosen.get(c) is not False]
 
     def fit(self) -> None:
-        """Show the columns that fit the view's width; the name column takes what is left."""
+        """Show the chosen columns at their natural widths; the name column as wide as its
+        names where norm and max |g| stay in view beside it, and never narrower than
+        ``name_least`` (names that read alike) while norm stays in view: the rest is a sideways
+        scroll away."""
         width = self.view.viewport().width()
-        shown = set(self.shown_columns(width))
+        shown = self.shown_columns()
         header = self.header()
         for column in self.priority:
             header.setSectionHidden(column, column not in shown)
             if column in shown and column != self.priority[0]:
                 header.resizeSection(column, self.widths.get(column, 60))
         name = self.priority[0]
-        others = sum(self.widths.get(c, 60) for c in shown if c != name)
+        beside = sum(self.widths.get(c, 60) for c in shown[1:1 + ESSENTIAL])
+        first = self.widths.get(shown[1], 60) if len(shown) > 1 else 0
         natural = self.widths.get(name, self.name_least)
-        header.resizeSection(name, max(min(natural, width - others), min(natural, self.name_least)))
+        least = min(natural, self.name_least)  # names that read apart
+        size = min(natural, width - beside)
+        if size < least:  # not beside norm and max |g|: beside norm, the next column wholly out
+            size = width - first if least <= width - first else least  # of view, never half in it
+        header.resizeSection(name, max(size, min(natural, NAME_LEAST)))
 
     def eventFilter(self, _obj, event) -> bool:  # noqa: N802 - Qt API
         if event.type() == QEvent.Resize:

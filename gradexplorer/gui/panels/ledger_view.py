@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QScrollArea, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QLabel, QScrollArea, QSplitter, QVBoxLayout, QWidget
 
 from gradexplorer.gui.models.selection import step_caption
 from gradexplorer.gui.models.step_ledger import WINDOW
@@ -88,7 +88,8 @@ class LedgerPanel(QWidget):
         self.legend = QLabel(LEGEND)  # above the curves, never over them (a short window's plot
         self.legend.setWordWrap(True)  # is too small for an in-plot legend); wraps when narrow
         self.legend.setMinimumWidth(1)
-        self.heading.setMinimumWidth(1)  # cut off when narrow, never widening the dock
+        self.heading.setMinimumWidth(1)  # never widening the dock: wrapped when narrow (at
+        self.heading.setWordWrap(True)  # 1024×700 the Ledger is ~400 px wide: it was cut)
         self.details = QLabel("no step yet")
         self.details.setTextInteractionFlags(Qt.TextSelectableByMouse)
         self.details.setAlignment(Qt.AlignTop | Qt.AlignLeft)
@@ -96,7 +97,7 @@ class LedgerPanel(QWidget):
         details_area.setWidget(self.details)
         details_area.setWidgetResizable(True)
         details_area.setFrameShape(QScrollArea.NoFrame)
-        details_area.setMinimumWidth(240)  # the window still fits 800 px beside the side docks
+        details_area.setMinimumWidth(150)  # the window still fits 800 px beside the side docks
         self.plot = pg.PlotWidget()
         item = self.plot.getPlotItem()
         item.showGrid(x=True, y=True, alpha=0.2)
@@ -109,15 +110,19 @@ class LedgerPanel(QWidget):
         self.step_line = pg.InfiniteLine(angle=90, pen=pg.mkPen("#ff6f00", width=1))
         self.step_line.setVisible(False)
         item.addItem(self.step_line, ignoreBounds=True)
-        row = QWidget()
-        split = QHBoxLayout(row)
-        split.setContentsMargins(4, 0, 0, 0)
-        split.addWidget(details_area)
-        curves = QVBoxLayout()
+        row = QSplitter(Qt.Horizontal)  # details | curves, the plot the wider (it was ~60 px at
+        row.setChildrenCollapsible(False)  # 1024×700 beside 240 px of details); drag to change
+        row.addWidget(details_area)
+        right = QWidget()
+        curves = QVBoxLayout(right)
+        curves.setContentsMargins(0, 0, 0, 0)
         curves.setSpacing(0)
         curves.addWidget(self.legend)
         curves.addWidget(self.plot, 1)
-        split.addLayout(curves, 1)
+        row.addWidget(right)
+        row.setStretchFactor(0, 2)
+        row.setStretchFactor(1, 3)
+        self.plot.setMinimumWidth(120)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 2, 4, 2)
         layout.addWidget(self.heading)

@@ -13,8 +13,8 @@ from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QStyle, QStyledIte
 from gradexplorer.core.graph.style import format_shape
 from gradexplorer.gui.graph.tint import table_tints
 from gradexplorer.gui.models.selection import Selection, SelectionModel
-from gradexplorer.gui.panels.column_priority import ColumnPriority
-from gradexplorer.gui.text.name_elide import elide_to_width
+from gradexplorer.gui.panels.column_priority import NAME_LEAST, ColumnPriority
+from gradexplorer.gui.text.name_elide import elide_to_width, shared_forms, shortest_form
 from gradexplorer.gui.text.number_text import WIDEST_FIGURES, gradient_number, update_ratio_text
 from gradexplorer.gui.text.optimizer_columns import (
     OPTIMIZER_COLUMNS,
@@ -53,6 +53,7 @@ class ParameterTableModel(QAbstractTableModel):
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
         self.rows: list[tuple[str, str, int, bool]] = []
+        self.shared: frozenset[str] = frozenset()  # shortened forms two names share: never shown
         self.stats: dict[str, Any] = {}
         self._live: dict[int, tuple[str, ...]] = {}  # a row's formatted live cells, once shown
         self._bad: list[bool] = []
@@ -65,6 +66,7 @@ class ParameterTableModel(QAbstractTableModel):
         self.beginResetModel()
         self.rows = [(n, format_shape(p.shape), p.numel(), p.requires_grad)
                      for n, p in model.named_parameters()]
+        self.shared = shared_forms(row[0] for row in self.rows)
         self.stats = {}
         self._live = {}
         self._bad = [False] * len(self.rows)
@@ -209,8 +211,12 @@ class ParameterFilter(QSortFilterProxyModel):
 
 
 class NameDelegate(QStyledItemDelegate):
-    """Draws a dotted name shortened by whole components from the left (``…h.10.attn.c_attn.
-    weight``), never cut in the middle; the tooltip has it whole."""
+    """Draws a dotted name shortened by whole components (``…h.10.attn.c_attn.weight``), never
+    to a form another parameter shares (``h.0…weight``); the tooltip has it whole."""
+
+    def __init__(self, table: ParameterTableModel, parent=None) -> None:
+        super().__init__(parent)
+        self.table = table
 
     def initStyleOption(self, option, index) -> None:  # noqa: N802 - Qt API
         super().initStyleOption(option, index)
@@ -218,7 +224,8 @@ class NameDelegate(QStyledItemDelegate):
             style = option.widget.style() if option.widget is not None else None
             margin = style.pixelMetric(QStyle.PM_FocusFrameHMargin, None, option.widget) + 1 if style else 3
             room = option.rect.width() - 2 * margin  # as the style lays the text out: no pixel lost
-            option.text = elide_to_width(option.text, option.fontMetrics.horizontalAdvance, room)
+            option.text = elide_to_width(option.text, option.fontMetrics.horizontalAdvance, room,
+                                         self.table.shared)
 
 
 class ParameterTable(QTableView):
@@ -247,7 +254,12 @@ class ParameterTable(QTableView):
             width = max([bold.horizontalAdvance(title) + 18]
                         + [metrics.horizontalAdvance(t) + 8 for t in texts])
             widths[column] = min(NAME_WIDTH, width + 8) if column == 0 else width
-        self.columns.remember(widths)  # then shown by priority as the width allows
+        # the name column never narrower than the names' shortest distinct forms (up to NAME_WIDTH):
+        # the figures beyond it a sideways scroll away, rather than names cut to read alike
+        distinct = max((metrics.horizontalAdvance(shortest_form(row[0], model.shared))
+                        for row in model.rows), default=0)
+        self.columns.name_least = min(NAME_WIDTH, max(NAME_LEAST, distinct + 8))  # text margins
+        self.columns.remember(widths)  # the name, norm and max |g| in view where they fit
 
     def show_optimizer_columns(self, show: bool = True) -> None:
         """Show or hide the optimizer's columns (lr, ‖m‖, RMS √v̂, eff. lr, ‖momentum‖)."""
@@ -267,7 +279,7 @@ class ParameterTable(QTableView):
         self.sortByColumn(-1, Qt.AscendingOrder)
         self.setAlternatingRowColors(True)
         self.setTextElideMode(Qt.ElideRight)
-        self.setItemDelegateForColumn(0, NameDelegate(self))  # whole components, from the left
+        self.setItemDelegateForColumn(0, NameDelegate(self.table, self))  # whole components, from the left
         self.setSelectionBehavior(QAbstractItemView.SelectRows)
         self.setSelectionMode(QAbstractItemView.SingleSelection)
         self.verticalHeader().setVisible(False)

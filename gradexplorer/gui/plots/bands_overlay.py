@@ -1,5 +1,5 @@
 """Other runs' distributions on the bands plot: each run's p25–p75 shaded and its median drawn
-in the run's colour over the reference run's full bands, named in a legend."""
+in the run's colour over the reference run's full bands, named in a legend above the plot."""
 
 from __future__ import annotations
 
@@ -10,19 +10,20 @@ import pyqtgraph as pg
 
 from gradexplorer.core.stats.bands import distribution_bands
 from gradexplorer.core.stats.history import HistogramMatrix
+from gradexplorer.gui.plots.legend_row import LegendRow
 
 ALPHA = 70  # the p25–p75 shade of an overlaid run
 
 
 class BandsOverlay:
     """Pools of items on ``bands`` (a BandsPlot): ``show(runs)`` with ``(name, colour, x,
-    matrix)`` of each other run; ``own_name`` names the reference run's median in the legend."""
+    matrix)`` of each other run; ``own_name`` names the reference run's median in the legend
+    (``legend``, which its owner places outside the plot)."""
 
-    def __init__(self, bands) -> None:
+    def __init__(self, bands, legend: LegendRow) -> None:
         self.bands = bands
         self.items: list[tuple[pg.PlotDataItem, pg.PlotDataItem, pg.FillBetweenItem, pg.PlotDataItem]] = []
-        self.legend = bands.plotItem.addLegend(offset=(-8, 8), labelTextSize="8pt")
-        self.legend.hide()
+        self.legend = legend
         self.medians: dict[str, np.ndarray] = {}  # name -> the median drawn (tests, readouts)
 
     def _item(self, index: int):
@@ -65,7 +66,4 @@ class BandsOverlay:
                 item.setVisible(False)
             for item in (group[0], group[1], group[3]):
                 item.setData([], [])
-        self.legend.clear()
-        for item, name in named:
-            self.legend.addItem(item, name)
-        self.legend.setVisible(len(named) > 1)
+        self.legend.show_entries([(name, item.opts["pen"].color().name(), False) for item, name in named])

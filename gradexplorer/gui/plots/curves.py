@@ -28,7 +28,8 @@ from gradexplorer.gui.graph.legend import reads_whole
 from gradexplorer.gui.models.run_overlay import X_LABELS, X_MODES, RunOverlay, TimelineSource
 from gradexplorer.gui.models.timeline import TimelineModel
 from gradexplorer.gui.plots.axes import padded_range
-from gradexplorer.gui.plots.hover import HoverReadout, nearest_point
+from gradexplorer.gui.plots.hover import HoverReadout, ReadoutLabel, nearest_point
+from gradexplorer.gui.plots.legend_row import LegendRow
 from gradexplorer.gui.plots.overlay_lines import Line, OverlayLines, set_x_axis, shared_range
 from gradexplorer.gui.text.number_text import format_number
 from gradexplorer.gui.theme import PLOT_PENS, steady_axes, value_ticks
@@ -72,8 +73,9 @@ class TrainingCurves(QWidget):
                                                              style=Qt.DashLine))
         self.applied_item.setDownsampling(auto=True, method="peak")
         self.applied_item.setClipToView(True)
-        self.loss_lines = OverlayLines(self.loss_plot, legend=True)  # the other runs' curves
-        self.norm_lines = OverlayLines(self.norm_plot, legend=True)  # (its legend: the applied
+        self.loss_key, self.norm_key = LegendRow(), LegendRow()  # above the plots, never over them
+        self.loss_lines = OverlayLines(self.loss_plot, self.loss_key)  # the other runs' curves
+        self.norm_lines = OverlayLines(self.norm_plot, self.norm_key)  # (its legend: the applied
         # norm's line too, where the run clips or scales)
         self.x_box = QComboBox()  # short labels: the dock's least width stays as it was
         for mode in X_MODES:
@@ -96,7 +98,7 @@ class TrainingCurves(QWidget):
         self.csv_button = QPushButton("CSV…")
         self.csv_button.setToolTip("Save the loss and gradient-norm curves (every step, raw) as CSV")
         self.csv_button.clicked.connect(self.save_csv)
-        self.readout = QLabel("")
+        self.readout = ReadoutLabel()  # asks for no width: the docks stay as they are
         self.log_box.toggled.connect(self.set_log)
         self.smooth_box.toggled.connect(lambda _on: self.refresh())
         self.smooth_slider.valueChanged.connect(self.set_smoothing)
@@ -115,6 +117,11 @@ class TrainingCurves(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(0)
         layout.addLayout(header)
+        keys = QHBoxLayout()  # each key over its own plot
+        keys.setContentsMargins(0, 0, 0, 0)
+        keys.addWidget(self.loss_key, 1)
+        keys.addWidget(self.norm_key, 1)
+        layout.addLayout(keys)
         layout.addWidget(self.plots, 1)
         self.hover = HoverReadout(self.plots.scene(), [self.loss_plot, self.norm_plot],
                                   self.describe_point, self.readout.setText)

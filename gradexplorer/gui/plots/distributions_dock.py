@@ -8,13 +8,14 @@ overlay's x axis."""
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QSplitter, QWidget
+from PySide6.QtWidgets import QSplitter, QVBoxLayout, QWidget
 
 from gradexplorer.core.stats.curves import thin_steps
 from gradexplorer.gui.models.run_overlay import X_LABELS
 from gradexplorer.gui.plots.bands_overlay import BandsOverlay
 from gradexplorer.gui.plots.bands_plot import BandsPlot
 from gradexplorer.gui.plots.histogram_grid import HistogramGrid
+from gradexplorer.gui.plots.legend_row import LegendRow
 from gradexplorer.gui.plots.overlay_lines import set_x_axis
 from gradexplorer.gui.throttle import throttled
 
@@ -33,9 +34,16 @@ class DistributionsPanel(QSplitter):
         self.selection, self.timeline, self.overlay = selection, timeline, overlay
         self.run_history = None  # a core.recorder RunHistory: a followed run's whole history
         self.bands = BandsPlot()
-        self.other_bands = BandsOverlay(self.bands)
+        self.bands_key = LegendRow()  # the runs' medians named above the bands, not over them
+        self.other_bands = BandsOverlay(self.bands, self.bands_key)
         self.grid = HistogramGrid(selection, timeline if figures is None else figures)
-        self.addWidget(self.bands)
+        top = QWidget()
+        column = QVBoxLayout(top)
+        column.setContentsMargins(0, 0, 0, 0)
+        column.setSpacing(0)
+        column.addWidget(self.bands_key)
+        column.addWidget(self.bands, 1)
+        self.addWidget(top)
         self.addWidget(self.grid)
         self.setSizes([220, 480])
         self._redraw = throttled(self.refresh, timeout=REDRAW_MS, leading=False, parent=self)

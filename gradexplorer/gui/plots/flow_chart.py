@@ -12,7 +12,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QScrollBar, QVBoxLayout, QWidget
 
 from gradexplorer.gui.graph.legend import reads_whole
-from gradexplorer.gui.text.name_elide import elide_chars
+from gradexplorer.gui.text.name_elide import elide_chars, shared_forms
 from gradexplorer.gui.theme import ALARM, PLOT_PENS
 
 ROW_PX = 17  # pixels per parameter row: every label fits, none overlaps
@@ -51,10 +51,11 @@ def row_order(names: list[str], rms: np.ndarray, peak: np.ndarray, order: str) -
     return index
 
 
-def elide(name: str, chars: int = LABEL_CHARS) -> str:
+def elide(name: str, chars: int = LABEL_CHARS, shared: frozenset[str] = frozenset()) -> str:
     """``name`` in at most ``chars`` characters, whole components dropped from the left (the
-    block index kept: ``…h.11.attn.c_attn.weight``; see ``name_elide``)."""
-    return elide_chars(name, chars)
+    block index kept: ``…h.11.attn.c_attn.weight``), never to a form in ``shared`` (one two
+    rows would read the same; see ``name_elide``)."""
+    return elide_chars(name, chars, shared)
 
 
 def flow_legend() -> str:
@@ -149,10 +150,12 @@ class GradientFlowChart(pg.PlotWidget):
         if chars == self._label_chars and not force:
             return
         self._label_chars = chars
-        longest = max((len(elide(n, chars)) for n in self.shown), default=chars)
+        shared = shared_forms(self.shown)
+        labels = [elide(n, chars, shared) for n in self.shown]
+        longest = max((len(text) for text in labels), default=chars)
         axis = self.plotItem.getAxis("left")
         axis.setWidth(int(min(longest, chars) * char * 1.08) + 14)
-        axis.setTicks([[(i, elide(n, chars)) for i, n in enumerate(self.shown)]])
+        axis.setTicks([list(enumerate(labels))])
         self.plotItem.layout.activate()  # the new axis width now, not at the next event loop
 
     def wheelEvent(self, event) -> None:  # noqa: N802 - Qt API

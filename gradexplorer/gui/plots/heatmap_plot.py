@@ -44,8 +44,9 @@ def unbinned_marks(plot: pg.PlotWidget) -> tuple[pg.BarGraphItem, pg.LegendItem]
     bars = pg.BarGraphItem(x0=[], y0=0.0, width=1.0, height=1.0, brush=violet, pen=None)
     bars.setZValue(5)
     plot.addItem(bars, ignoreBounds=True)
-    key = pg.LegendItem(offset=(-4, -4), labelTextSize="8pt")  # bottom right: the readout is top left
-    key.setParentItem(plot.plotItem.vb)
+    key = pg.LegendItem(labelTextSize="8pt")  # in the title's row, right: never over the image
+    key.setParentItem(plot.plotItem)  # (inside the view box it hid the steps from 27 on)
+    key.anchor(itemPos=(1, 0), parentPos=(1, 0), offset=(-4, 0))
     key.addItem(bars, "NaN/Inf: not binned")
     key.items[0][0].setAcceptedMouseButtons(Qt.NoButton)  # a click on it hid the marks
     key.layout.setContentsMargins(2, 0, 4, 0)  # compact: it lies over the image
@@ -229,9 +230,12 @@ class HistogramHeatmap(NamedTitle, pg.PlotWidget):
                               height=height)
         self.unbinned.setVisible(bool(len(steps)))
         self.unbinned_key.setVisible(bool(len(steps)))
-        if len(steps):  # its box in the plot's colours (of the theme now), readable over the image
+        if len(steps):  # the title row as tall as the key: above the image, never on it
+            self.plotItem.layout.setRowFixedHeight(0, max(30.0, self.unbinned_key.height() + 1))
+            self.plotItem.layout.activate()
+            # its box in the plot's colours (of the theme now), readable over the image
             background, ink = PLOT_COLOURS[current_theme()]
-            self.unbinned_key.setBrush(background)
+            self.unbinned_key.setBrush(background)  # (the row is back to 30 with the next title)
             for _sample, label in self.unbinned_key.items:
                 label.setText(label.text, color=ink)
 

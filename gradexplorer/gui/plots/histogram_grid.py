@@ -31,7 +31,7 @@ from PySide6.QtWidgets import (
 from gradexplorer.core.stats.ranking import RANKINGS, rank_parameters
 from gradexplorer.gui.graph.legend import reads_whole
 from gradexplorer.gui.models.selection import step_caption
-from gradexplorer.gui.text.name_elide import elide_to_width
+from gradexplorer.gui.text.name_elide import elide_to_width, shared_forms
 from gradexplorer.gui.text.number_text import gradient_number, update_ratio_text
 from gradexplorer.gui.theme import ACCENT, ALARM, SELECTION
 
@@ -46,6 +46,7 @@ class GridModel(QAbstractListModel):
     def __init__(self) -> None:
         super().__init__()
         self.names: list[str] = []
+        self.shared: frozenset[str] = frozenset()  # shortened forms two tiles share: never drawn
         self.params: dict = {}
         self.histograms: dict = {}
         self.step: int | None = None  # the step they are of
@@ -78,6 +79,7 @@ class GridModel(QAbstractListModel):
             return
         self.beginResetModel()
         self.names, self.params, self.histograms = names, params, histograms
+        self.shared = shared_forms(names)
         self.endResetModel()
 
 
@@ -112,7 +114,8 @@ class TileDelegate(QStyledItemDelegate):
         line = painter.fontMetrics().height()
         top = QRect(r.left() + 4, r.top() + 2, r.width() - 8, line)
         painter.drawText(top, Qt.AlignLeft | Qt.AlignVCenter,
-                         elide_to_width(name, painter.fontMetrics().horizontalAdvance, top.width()))
+                         elide_to_width(name, painter.fontMetrics().horizontalAdvance, top.width(),
+                                        self.model.shared))
         bottom = QRect(r.left() + 4, r.bottom() - line - 1, r.width() - 8, line)
         painter.drawText(bottom, Qt.AlignLeft | Qt.AlignVCenter, index.data(NORM_ROLE))
         if s is not None and s.has_grad:

@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 import numpy as np
 import pyqtgraph as pg
+from PySide6.QtWidgets import QLabel, QSizePolicy
 
 HOVER_RATE = 30  # readouts per second at most (pyqtgraph SignalProxy rateLimit)
 
@@ -31,14 +32,42 @@ class HoverReadout:
         self.show("")
 
 
+class ReadoutLabel(QLabel):
+    """A one-line text in a place of its own: however long the text, the label asks for no
+    width (its layout gave it its room), so that nothing around it moves as the mouse does (a
+    readout that asked for its text's width widened the Training dock, and the Model dock beside
+    it shrank from 290 to 175 pixels under the pointer); cut on the right, whole in its tooltip."""
+
+    def __init__(self, text: str = "") -> None:
+        super().__init__("")
+        self.setIndent(4)
+        self.setMinimumWidth(1)
+        self.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Fixed)
+        self.setFixedHeight(self.fontMetrics().height() + 4)  # empty or not: the same height
+        self.setText(text)
+
+    def setText(self, text: str) -> None:  # noqa: N802 - Qt API
+        super().setText(text)
+        self.setToolTip(text)
+
+
 def corner_readout(widget: pg.PlotWidget) -> tuple[pg.TextItem, Callable[[str], None]]:
     """A text in ``widget``'s top-left corner, above the data and outside its range, and the
-    function that writes it (the ``show`` of a ``HoverReadout``)."""
+    function that writes it (the ``show`` of a ``HoverReadout``): the theme's ink on a box of
+    the plot's background, readable over any image (it was grey on the heat map's purple, and
+    kept the first theme's colours after a switch)."""
+    from gradexplorer.gui.theme import PLOT_COLOURS, current_theme
+
     item = pg.TextItem("", anchor=(0, 0))
     item.setZValue(11)
     widget.addItem(item, ignoreBounds=True)
 
     def show(text: str) -> None:
+        background, ink = PLOT_COLOURS[current_theme()]
+        box = pg.mkColor(background)
+        box.setAlpha(225)
+        item.fill = pg.mkBrush(box)
+        item.setColor(ink)
         item.setText(text)
         if text:
             (x0, _x1), (_y0, y1) = widget.plotItem.vb.viewRange()

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QSizePolicy, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QVBoxLayout, QWidget
 
 from gradexplorer.core.errors import UserError
 from gradexplorer.core.model.membership import module_parameters
@@ -20,7 +20,7 @@ from gradexplorer.gui.graph.legend import reads_whole
 from gradexplorer.gui.models.optimizer_track import SERIES_FIELDS
 from gradexplorer.gui.panels.name_label import NameLabel
 from gradexplorer.gui.plots.curves import fit_range
-from gradexplorer.gui.plots.hover import HoverReadout, nearest_point
+from gradexplorer.gui.plots.hover import HoverReadout, ReadoutLabel, nearest_point
 from gradexplorer.gui.text.number_text import format_number, update_ratio_text
 from gradexplorer.gui.theme import ACCENT, ALARM, SELECTION, steady_axes, value_ticks
 from gradexplorer.gui.throttle import throttled
@@ -64,10 +64,7 @@ class OptimizerCurves(QWidget):
         self.figure_box.activated.connect(lambda _i: self.choose(self.figure_box.currentData()))
         self.log_box = QCheckBox("log y")
         self.log_box.toggled.connect(self.set_log)
-        self.readout = QLabel("")
-        self.readout.setIndent(4)
-        self.readout.setMinimumWidth(1)
-        self.readout.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
+        self.readout = ReadoutLabel()
         self.plot = pg.PlotWidget()
         item = self.plot.getPlotItem()
         item.showGrid(x=True, y=True, alpha=0.2)

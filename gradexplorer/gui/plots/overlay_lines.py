@@ -8,8 +8,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyqtgraph as pg
+from PySide6.QtCore import Qt
 
 from gradexplorer.gui.plots.axes import padded_range
+from gradexplorer.gui.plots.legend_row import LegendRow
 
 
 @dataclass(frozen=True)
@@ -25,15 +27,14 @@ class Line:
 
 class OverlayLines:
     """The extra runs' lines of ``plot`` (the plot's own items are left alone), kept in a pool
-    of PlotDataItems re-fed with ``setData``; with ``legend`` a legend names every line shown
-    (``legend_extra``: lines drawn by the plot's owner, named first)."""
+    of PlotDataItems re-fed with ``setData``; with ``legend`` (a ``LegendRow`` its owner places
+    outside the plot) every line shown is named (``legend_extra``: lines drawn by the plot's
+    owner, named first)."""
 
-    def __init__(self, plot: pg.PlotItem, legend: bool = False) -> None:
+    def __init__(self, plot: pg.PlotItem, legend: LegendRow | None = None) -> None:
         self.plot = plot
         self.items: list[pg.PlotDataItem] = []
-        self.legend = plot.addLegend(offset=(-8, 8), labelTextSize="8pt") if legend else None
-        if self.legend is not None:
-            self.legend.hide()
+        self.legend = legend
         self._named: tuple = ()
 
     def show(self, lines: Sequence[Line], legend_extra: Sequence[tuple[pg.PlotDataItem, str]] = (),
@@ -56,7 +57,7 @@ class OverlayLines:
             item.setVisible(False)
         if self.legend is not None and not named:
             self._named = ()
-            self.legend.hide()
+            self.legend.show_entries([])
         elif self.legend is not None:
             self._name(list(legend_extra) + [(i, ln.name) for i, ln in zip(self.items, lines, strict=False)])
 
@@ -65,16 +66,12 @@ class OverlayLines:
         if key == self._named:  # a legend rebuilt only when its lines change
             return
         self._named = key
-        self.legend.clear()
-        for item, name in named:
-            self.legend.addItem(item, name)
-        self.legend.setVisible(len(named) > 1)
+        self.legend.show_entries([(name, item.opts["pen"].color().name(),
+                                   item.opts["pen"].style() != Qt.SolidLine) for item, name in named])
 
     def names(self) -> list[str]:
         """The names the legend shows now (tests)."""
-        if self.legend is None or not self.legend.isVisible():
-            return []
-        return [label.text for _sample, label in self.legend.items]
+        return [] if self.legend is None else self.legend.names()
 
 
 def set_x_axis(plot: pg.PlotItem, mode: str, label: str) -> None:

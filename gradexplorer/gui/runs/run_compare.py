@@ -18,6 +18,8 @@ from gradexplorer.gui.runs.runs_panel import RunsPanel
 from gradexplorer.gui.window.run_controls import make_action
 
 GROWTH_MS = 2000  # how often added runs are asked whether their writer added steps
+SPLIT_LEAST = 880  # a window shorter than this (pixels) shows the Runs dock as a tab beside the
+# Model dock: split below it, at 1024×700, its plot was squeezed to a few pixels
 
 
 class RunCompare:
@@ -78,9 +80,21 @@ class RunCompare:
         name = path.name if path.name not in names else f"{path.parent.name}/{path.name}"
         added = self.overlay.add(HistorySource(RunHistory(run)), name, path)
         self.run_growth.start()
+        if not self.runs_dock.isVisible():
+            self.place_runs_dock()
         self.runs_dock.show()
         self.runs_dock.raise_()
         return added
+
+    def place_runs_dock(self) -> None:
+        """Below the Model dock where the window is tall enough for both, else a tab beside it."""
+        window = self.window
+        if window.dockWidgetArea(self.runs_dock) != window.dockWidgetArea(window.model_dock):
+            return  # the user moved it: it stays where they put it
+        if window.height() < SPLIT_LEAST:
+            window.tabifyDockWidget(window.model_dock, self.runs_dock)
+        else:
+            window.splitDockWidget(window.model_dock, self.runs_dock, Qt.Vertical)
 
     def show_reference_heatmap(self) -> None:
         """The Gradients dock's heat map shows the reference run (the window's own by default)."""

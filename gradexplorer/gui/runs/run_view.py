@@ -87,9 +87,24 @@ def enter_run_view(window, path: Path) -> None:
     window.graph_panel.clear()
     window.setWindowTitle(f"gradexplorer — run {path.name} ({path})")
     window.status.reset()
+    clear_model_views(window)  # an empty folder waited for showed the last model's figures
     window.status.show_run(path.name, "following")
     window.events.add(f"showing run {path} (the model's training controls are off until a "
                       "model is opened)")
+
+
+def clear_model_views(window) -> None:
+    """No module, parameter, curve or figure of what was shown before (the run fills them)."""
+    from torch import nn
+
+    from gradexplorer.core.stats.history import GradientHistory
+
+    empty = nn.Module()
+    window.tree.clear_model()
+    window.table.table.set_model(empty)
+    window.details.reset(empty)
+    window.gradients.set_model(empty)
+    window.controller.timeline.reset(GradientHistory(1))
 
 
 def _follow(window, run, model) -> RunFollower:

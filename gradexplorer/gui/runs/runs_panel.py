@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
 from gradexplorer.core.stats.records import STAT_LABELS
 from gradexplorer.gui.models.run_overlay import X_LABELS, RunOverlay
 from gradexplorer.gui.plots.histogram_plot import NamedTitle
+from gradexplorer.gui.plots.legend_row import LegendRow
 from gradexplorer.gui.plots.overlay_lines import Line, OverlayLines, set_x_axis, shared_range
 from gradexplorer.gui.theme import steady_axes
 from gradexplorer.gui.throttle import throttled
@@ -136,11 +137,13 @@ class RunsPanel(QSplitter):
         steady_axes(self.plot.plotItem)
         self.plot.plotItem.showGrid(x=True, y=True, alpha=0.2)
         self.plot.plotItem.disableAutoRange()
-        self.lines = OverlayLines(self.plot.plotItem, legend=True)
+        self.key = LegendRow()  # over the plot, never on its curves
+        self.lines = OverlayLines(self.plot.plotItem, self.key)
         right = QWidget()
         column = QVBoxLayout(right)
         column.setContentsMargins(0, 0, 0, 0)
         column.addWidget(self.figure_box, 0, Qt.AlignLeft)
+        column.addWidget(self.key)
         column.addWidget(self.plot, 1)
         left = QWidget()
         left_column = QVBoxLayout(left)

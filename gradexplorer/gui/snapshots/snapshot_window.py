@@ -5,13 +5,14 @@ from __future__ import annotations
 from html import escape
 from pathlib import Path
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QSize, Qt
 from PySide6.QtWidgets import QLabel, QMainWindow, QSplitter, QVBoxLayout, QWidget
 
 from gradexplorer.core.snapshot import compare_snapshots, read_snapshot
 from gradexplorer.gui.plots.flow_chart import FlowPanel, share_span
 from gradexplorer.gui.plots.histogram_plot import HistogramPlot
 from gradexplorer.gui.snapshots.snapshot_table import SnapshotTable
+from gradexplorer.gui.window.window_fit import screen_size
 
 
 def describe(snapshot) -> str:
@@ -56,7 +57,7 @@ class SnapshotWindow(QMainWindow):
             a_bar.valueChanged.connect(b_bar.setValue)  # the same rows side by side
             b_bar.valueChanged.connect(a_bar.setValue)
         self.show_selected()
-        self.resize(1200, 760)
+        self.resize(screen_size(self, QSize(1200, 760)))  # shrunk to a small screen
 
     def _build(self) -> None:
         header = QLabel(describe(self.a) + ("<br>vs " + describe(self.b) if self.b else ""))

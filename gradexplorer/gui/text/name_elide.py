@@ -9,11 +9,18 @@ the block's name goes (``layer1.0.conv1.weight`` → ``…0.conv1.weight``, not 
 which of the block's weights?). A number is never cut, nor separated from the name before it
 (``h.10``) while that name is kept, and the middle of a name is never cut out. Every view shows
 the full name in its tooltip.
+
+What a view shows together decides which forms are readable: a form that two of its names share
+(``h.0…weight`` for GPT-2's ``h.0.attn.c_attn.weight`` and ``h.0.attn.c_proj.weight``;
+``…1.conv2.weight`` for ResNet's ``layer2.1`` and ``layer3.1``; T5's encoder and decoder weights
+without ``encoder.``/``decoder.``) is never shown: the view passes ``shared_forms`` of its names,
+and a name that fits none of its own forms is cut on the right of its shortest distinct one, so
+that what tells it from its siblings is read first.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 ELLIPSIS = "…"
 
@@ -45,10 +52,29 @@ def name_candidates(name: str) -> list[str]:
     return shorter
 
 
-def elide_name(name: str, fits: Callable[[str], bool]) -> str:
-    """The longest form of ``name`` for which ``fits(text)``; when even ``…last`` does not fit,
-    the last component cut on the right (``…wei…``: still read from its start)."""
-    candidates = name_candidates(name)
+def shared_forms(names: Iterable[str]) -> frozenset[str]:
+    """The shortened forms that more than one of ``names`` (what a view shows together) takes:
+    read alone, such a form does not say which name it is."""
+    seen: set[str] = set()
+    shared: set[str] = set()
+    for name in names:
+        for text in set(name_candidates(name)[1:]):
+            (shared if text in seen else seen).add(text)
+    return frozenset(shared)
+
+
+def shortest_form(name: str, shared: frozenset[str] = frozenset()) -> str:
+    """The shortest form of ``name`` that no other name in view shares: what a view must have
+    room for to tell its names apart without cutting one (``…h.0.attn.c_proj.weight``: GPT-2's
+    ``h.0…c_proj.weight`` is the MLP's too)."""
+    return [text for text in name_candidates(name) if text not in shared][-1]
+
+
+def elide_name(name: str, fits: Callable[[str], bool], shared: frozenset[str] = frozenset()) -> str:
+    """The longest form of ``name`` for which ``fits(text)``, never one in ``shared`` (see
+    ``shared_forms``); when none fits, the shortest left cut on the right (``h.10…c_at…``,
+    ``…wei…``: still read from its start)."""
+    candidates = [text for text in name_candidates(name) if text not in shared]
     for text in candidates:
         if fits(text):
             return text
@@ -60,12 +86,13 @@ def elide_name(name: str, fits: Callable[[str], bool]) -> str:
     return ELLIPSIS
 
 
-def elide_chars(name: str, chars: int) -> str:
+def elide_chars(name: str, chars: int, shared: frozenset[str] = frozenset()) -> str:
     """``name`` in at most ``chars`` characters (see ``elide_name``)."""
-    return elide_name(name, lambda text: len(text) <= chars)
+    return elide_name(name, lambda text: len(text) <= chars, shared)
 
 
-def elide_to_width(name: str, advance: Callable[[str], float], width: float) -> str:
+def elide_to_width(name: str, advance: Callable[[str], float], width: float,
+                   shared: frozenset[str] = frozenset()) -> str:
     """``name`` shortened to ``width`` pixels as measured by ``advance`` (a font's
-    ``horizontalAdvance``)."""
-    return elide_name(name, lambda text: advance(text) <= width)
+    ``horizontalAdvance``), never to a form in ``shared``."""
+    return elide_name(name, lambda text: advance(text) <= width, shared)

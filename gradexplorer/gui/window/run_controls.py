@@ -60,9 +60,9 @@ class RunControls(QToolBar):
         self.setObjectName("run_toolbar")
         self.controller = controller
         self.run_view = False  # a followed run is shown: nothing here may train the hidden model
-        self.step_action = make_action(self, "Step", "step", "F6", controller.step)
+        self.step_action = make_action(self, "Step", "step", "F6", self._typed_first(controller.step))
         self.run_n_action = make_action(self, "Run N", "run-n", "F7", self._run_n)
-        self.run_action = make_action(self, "Run", "run", "F5", controller.toggle_pause)
+        self.run_action = make_action(self, "Run", "run", "F5", self._typed_first(controller.toggle_pause))
         self.stop_action = make_action(self, "Stop", "stop", "Shift+F5", controller.stop)
         self.steps_spin = self._spin(1, 1_000_000, 20, " steps", "steps for Run N")
         self.every_spin = self._spin(1, 10_000, 1, "", "record histograms every K steps")
@@ -119,7 +119,22 @@ class RunControls(QToolBar):
         self.lr_spin.valueChanged.connect(c.set_lr)
         self.every_spin.valueChanged.connect(c.set_histogram_every)
 
+    def commit_typed(self) -> None:
+        """Take what is typed in the spin boxes (steps, lr, cadence) as their values: a key
+        (F7) or a click on a tool button leaves the focus in the box, so nothing committed it
+        and typing 8 then F7 ran the 20 shown before."""
+        for spin in (self.steps_spin, self.lr_spin, self.every_spin):
+            if spin.isEnabled() and spin.hasAcceptableInput():
+                spin.interpretText()  # emits valueChanged (lr, cadence) when it differs
+
+    def _typed_first(self, slot):
+        def run(*_args) -> None:
+            self.commit_typed()
+            slot()
+        return run
+
     def _run_n(self) -> None:
+        self.commit_typed()
         self.controller.run(self.steps_spin.value())
 
     def _optimizer_chosen(self) -> None:

@@ -42,6 +42,19 @@ def trace_notes(attrs: dict) -> tuple[str, str] | None:
     return (" · ".join(short), " · ".join(full)) if short else None
 
 
+class SteadyLabel(QLabel):
+    """A status label that only grows: a figure that gets shorter (step 10 · 3 of 20 · ~2 s left
+    → step 20) keeps its place, so the labels left of it do not jump as steps arrive."""
+
+    def setText(self, text: str) -> None:  # noqa: N802 - Qt API
+        super().setText(text)
+        self.setMinimumWidth(max(self.minimumWidth(), self.sizeHint().width()))
+
+    def forget(self) -> None:
+        """A new model: sized afresh."""
+        self.setMinimumWidth(0)
+
+
 class RunStatusBar(QStatusBar):
     """Observes the controller; shows numbers, never stores them."""
 
@@ -50,10 +63,10 @@ class RunStatusBar(QStatusBar):
         self.controller = controller
         self.model_label = QLabel("no model")
         self.model_label.setMaximumWidth(MODEL_TEXT_PX)  # a long spec never widens the window
-        self.state_label = QLabel("idle")
-        self.step_label = QLabel("step 0")
-        self.loss_label = QLabel("loss —")
-        self.rate_label = QLabel("— steps/s")
+        self.state_label = SteadyLabel("idle")
+        self.step_label = SteadyLabel("step 0")
+        self.loss_label = SteadyLabel("loss —")
+        self.rate_label = SteadyLabel("— steps/s")
         for label in (self.model_label, self.state_label, self.step_label, self.loss_label,
                       self.rate_label):
             label.setTextFormat(Qt.PlainText)  # a spec or name shown as written, never markup
@@ -95,6 +108,8 @@ class RunStatusBar(QStatusBar):
 
     def reset(self, _live=None) -> None:
         """A new model: no step, loss or rate of the last one."""
+        for label in (self.state_label, self.step_label, self.loss_label, self.rate_label):
+            label.forget()
         self.step_label.setText("step 0")
         self.loss_label.setText("loss —")
         self.rate_label.setText("— steps/s")

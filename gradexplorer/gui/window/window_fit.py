@@ -34,6 +34,12 @@ def first_size(window: QMainWindow) -> QSize:
     return fitted_size(FIRST_SIZE, available(window)) if screen_is_real() else QSize(FIRST_SIZE)
 
 
+def screen_size(window, wanted: QSize) -> QSize:
+    """The size a secondary window (snapshot, A/B, compare) opens at: ``wanted``, shrunk to the
+    screen it is on (a 1200×760 snapshot window overflowed a 1024×700 screen)."""
+    return fitted_size(wanted, available(window)) if screen_is_real() else QSize(wanted)
+
+
 def available(window: QMainWindow) -> QRect:
     """The available geometry of the screen the window is on (the primary one before it shows)."""
     screen = window.screen() or QGuiApplication.primaryScreen()
