@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from gradexplorer.core.recorder import histogram_rows as H
 from gradexplorer.core.recorder import schema as S
 from gradexplorer.core.recorder import validate as V
 from gradexplorer.core.recorder.run import Run
@@ -256,7 +257,7 @@ class RunHistory:
         """``name``'s histograms at those of ``steps`` that hold one, oldest first (each row
         checked: whole float64/int64 blobs, one more edge than counts)."""
         wanted = "[" + ",".join(str(int(s)) for s in steps) + "]"
-        rows = [(step, *V.histogram_arrays(e, c, tuple(extras), lambda s=step: V.row_where(
+        rows = [(step, *H.decode(e, c, tuple(extras), self.run.version, lambda s=step: V.row_where(
                     self.run.where, "histograms", s, name)))
                 for step, e, c, *extras in self._rows(
                     "SELECT step, edges, counts, nan_count, inf_count, below, above FROM histograms "
