@@ -138,14 +138,16 @@ def decode(edges: object, counts: object, extras: tuple, version: int,
     return (e, c, *(v or 0 for v in extras))
 
 
-def decode_block(rows: Sequence[tuple], version: int) -> list[tuple] | None:
+def decode_block(rows: Sequence[tuple], version: int, key: type = str) -> list[tuple] | None:
     """``(key, edges, counts, nan, inf, below, above)`` of many ``(key, edges, counts, nan, inf,
-    below, above)`` rows (a step's, or a parameter's over steps) decoded and checked at once
-    (numpy) when all hold the same bin count, as a run writes them; None when any row needs
-    ``decode`` one by one (the check that names what is wrong)."""
+    below, above)`` rows — a step's (``key``: the parameter's name, text) or a parameter's over
+    steps (``key=int``: the step) — decoded and checked at once (numpy) when all hold the same
+    bin count, as a run writes them; None when any row needs ``decode`` one by one (the check
+    that names what is wrong)."""
     if version < S.LEAN:
-        return V.histogram_block(list(rows))
-    if not rows or any(type(r[1]) is not bytes or type(r[2]) is not bytes  # noqa: E721
+        return V.histogram_block(list(rows)) if key is str else None
+    if not rows or any(type(r[0]) is not key or type(r[1]) is not bytes  # noqa: E721
+                       or type(r[2]) is not bytes  # noqa: E721
                        or not r[2] or not all(map(V.is_count, r[3:])) for r in rows):
         return None
     buf = np.frombuffer(b"".join(r[2] for r in rows), np.uint8)
