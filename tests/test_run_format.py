@@ -81,10 +81,10 @@ def test_histograms_read_back_bit_for_bit_and_rows_are_lean(tmp_path, bins):
     for name, h in records[-1].histograms.items():  # (lo, hi) wherever they give every edge back
         same = bits(H.equal_width(h.edges[[0]], h.edges[[-1]], bins)) == bits([h.edges])
         assert sizes[name][0] == (16 if same or bins == 1 else 8 * (bins + 1)), name
-        numel = int(np.asarray(h.counts).sum())
-        assert sizes[name][1] <= bins * max(1, math.ceil(numel.bit_length() / 7)), name
+        top = int(np.max(h.counts))  # counts in the narrowest of 1, 2, 4, 8 bytes, after it
+        assert sizes[name][1] == 1 + bins * next(w for w in (1, 2, 4, 8) if top < 2 ** (8 * w))
     assert sizes["wide"][0] == (16 if bins == 1 else 8 * (bins + 1))
-    assert sizes["huge"] == sizes["still"] == (16, bins)  # equal-width; one byte a count
+    assert sizes["huge"] == sizes["still"] == (16, 1 + bins)  # equal-width; one byte a count
 
 
 def test_figures_read_back_from_rows_that_name_parameters_by_id(tmp_path):
@@ -105,12 +105,13 @@ def test_counts_and_edges_encode_exactly():
     rng = np.random.default_rng(0)
     counts = rng.integers(0, 2**63 - 1, (6, 9), dtype=np.int64) >> rng.integers(0, 63, (6, 9))
     counts[0] = [0, 1, 127, 128, 16383, 16384, 2**56, 2**63 - 1, 0]
+    counts[1], counts[3], counts[4] = counts[1] % 256, counts[3] % 65536, counts[4] % 2**32
     lo = rng.standard_normal(6) * 10.0 ** rng.integers(-300, 300, 6)
     edges = H.equal_width(lo, lo + np.abs(lo) + 1e-300, 9)
     edges[2] = np.sort(rng.standard_normal(10))  # edges of no equal width: kept whole
     rows = H.encode_rows(edges, counts)
     assert [len(e) for e, _ in rows] == [16, 16, 80, 16, 16, 16]
-    assert [len(c) for c, _ in [(r[1], 0) for r in rows]][0] == 1 + 1 + 1 + 2 + 2 + 3 + 9 + 9 + 1
+    assert [c[0] for _, c in rows] == [8, 1, 8, 2, 4, 8] and counts[1].max() > 127
     block = H.decode_block([(i, e, c, 0, 0, 0, 0) for i, (e, c) in enumerate(rows)], 3, int)
     for i, (e, c) in enumerate(rows):
         one = H.decode(e, c, (0, 0, 0, 0), 3, "here")
@@ -121,13 +122,15 @@ def test_counts_and_edges_encode_exactly():
 
 
 @pytest.mark.parametrize("edges, counts, words", [
-    (bits([0, 1]), b"\x01\x80", "counts is 2 bytes, not whole counts"),
-    (bits([0, 1]), b"\xff" * 9 + b"\x01", "counts is 10 bytes"),
+    (bits([0, 1]), b"\x02\x01\x00\x02", "counts is 4 bytes, not counts"),
+    (bits([0, 1]), b"\x03\x01\x02\x03", "counts is 4 bytes"),
+    (bits([0, 1]), b"\x08" + b"\xff" * 8, "none negative"),
     (bits([0, 1]), b"", "counts is 0 bytes"),
-    (bits([0, 1, 2]), b"\x01\x02\x03", "24 bytes of edges for 3 counts"),
-    (bits([1, 0]), b"\x01\x02", "not finite and increasing"),
-    (bits([0, math.inf]), b"\x01\x02", "not finite and increasing"),
-    ("abc", b"\x01", "column edges holds str"),
+    (bits([0, 1]), b"\x01", "for 0 counts"),
+    (bits([0, 1, 2]), b"\x01\x02\x03\x04", "24 bytes of edges for 3 counts"),
+    (bits([1, 0]), b"\x01\x02\x03", "not finite and increasing"),
+    (bits([0, math.inf]), b"\x01\x02\x03", "not finite and increasing"),
+    ("abc", b"\x01\x01", "column edges holds str"),
 ])
 def test_a_damaged_row_is_one_line(edges, counts, words):
     with pytest.raises(gx.UserError, match=None) as caught:

@@ -7,12 +7,13 @@ ranges of ``histogram_edges``, a histogram made elsewhere) as every edge in floa
 (``8 * (bins + 1)`` bytes). The writer keeps the pair only where rebuilding gives back every
 edge, bit for bit. With one bin both forms are the 16 bytes ``lo, hi``.
 
-``counts``: each count as an unsigned LEB128 varint (seven bits a byte, the lowest first, the
-high bit set on every byte of a count but its last): a count below 128 takes one byte, below
-16,384 two, any count of an int64 at most nine; ``bins`` is the number of bytes below 0x80.
-Measured on the gradients of an MLP, GPT-2 tiny and ResNet-18 (946 histograms of 64 bins):
-73 bytes a histogram on average, against 512 as int64, 90 in the narrowest whole dtype, 75 for
-zlib of that, 64 for the smaller of the varints and zlib of them (``bench/run_size.py``).
+``counts``: one byte, the width ``w`` of the narrowest whole type holding every count (1, 2 or
+4: unsigned; 8: int64), then each count in it, little-endian (``1 + w * bins`` bytes).
+Measured on the gradients of an MLP, GPT-2 tiny and ResNet-18 (946 histograms of 64 bins, mean
+bytes a histogram): 512 as int64, 90 so, 75 for zlib of that, 73 as LEB128 varints, 64 for
+the smaller of the varints and zlib of them. The narrow type is read by one ``frombuffer``
+(a whole step: one per width), where varints took four times the CPU of version 2's blobs to
+decode, and its few more bytes are 5% of a run (``bench/run_size.py``).
 
 Runs of formats 1 and 2 hold float64 edges and int64 counts (``validate.histogram_arrays``);
 ``decode`` and ``decode_block`` read either, every value checked: a damaged row is one line.
@@ -21,6 +22,7 @@ Runs of formats 1 and 2 hold float64 edges and int64 counts (``validate.histogra
 from __future__ import annotations
 
 import math
+import struct
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -28,10 +30,10 @@ import numpy as np
 from gradexplorer.core.errors import UserError
 from gradexplorer.core.recorder import schema as S
 from gradexplorer.core.recorder import validate as V
-from gradexplorer.core.snapshot.schema import MAX_BINS
+from gradexplorer.core.snapshot.schema import MAX_BINS, MAX_COUNT
 
 BOUNDS = 16  # bytes of a stored (lo, hi)
-MAX_BYTES = 9  # bytes of the largest count's varint (63 bits)
+WIDTHS = {1: "<u1", 2: "<u2", 4: "<u4", 8: "<i8"}  # a counts blob's first byte: its type
 
 
 def equal_width(lo: np.ndarray, hi: np.ndarray, bins: int) -> np.ndarray:
@@ -43,22 +45,10 @@ def equal_width(lo: np.ndarray, hi: np.ndarray, bins: int) -> np.ndarray:
     return edges
 
 
-def varints(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(bytes, lengths)``: every value (not negative, < 2**63) as LEB128, one after another,
-    and each value's byte count."""
-    v = np.ascontiguousarray(values, np.int64).ravel().view(np.uint64)
-    lengths = np.ones(v.size, np.int64)
-    rest = v >> np.uint64(7)
-    while rest.any():
-        lengths += rest > 0
-        rest >>= np.uint64(7)
-    out = np.empty(int(lengths.sum()), np.uint8)
-    starts = np.cumsum(lengths) - lengths
-    for k in range(int(lengths.max(initial=1))):
-        at = lengths > k
-        byte = (v[at] >> np.uint64(7 * k)) & np.uint64(127)
-        out[starts[at] + k] = byte | ((lengths[at] > k + 1).astype(np.uint64) << np.uint64(7))
-    return out, lengths
+def width(counts: np.ndarray) -> np.ndarray:
+    """Each row's narrowest width (``WIDTHS``) for its counts (not negative)."""
+    top = np.asarray(counts).max(axis=-1, initial=0)
+    return np.select([top < 2**8, top < 2**16, top < 2**32], [1, 2, 4], 8)
 
 
 def encode_rows(edges: np.ndarray, counts: np.ndarray) -> list[tuple[bytes, bytes]]:
@@ -72,11 +62,15 @@ def encode_rows(edges: np.ndarray, counts: np.ndarray) -> list[tuple[bytes, byte
     bounds = np.ascontiguousarray(edges[:, [0, -1]])
     same = (equal_width(bounds[:, 0], bounds[:, 1], bins).view(np.int64)
             == edges.view(np.int64)).all(1)  # bit for bit (−0.0 and 0.0 apart)
-    data, lengths = varints(counts)
-    ends = np.cumsum(lengths.reshape(rows, bins).sum(1))
-    blob = data.tobytes()
-    return [(bounds[i].tobytes() if same[i] else edges[i].tobytes(),
-             blob[ends[i - 1] if i else 0:ends[i]]) for i in range(rows)]
+    widths = width(counts)
+    blobs = [b""] * rows
+    for w in np.unique(widths).tolist():
+        at = np.flatnonzero(widths == w)
+        data = counts[at].astype(WIDTHS[w]).tobytes()
+        size = w * bins
+        for j, i in enumerate(at.tolist()):
+            blobs[i] = bytes([w]) + data[j * size:(j + 1) * size]
+    return [(bounds[i].tobytes() if same[i] else edges[i].tobytes(), blobs[i]) for i in range(rows)]
 
 
 def encode(edges: np.ndarray, counts: np.ndarray) -> tuple[bytes, bytes]:
@@ -84,32 +78,40 @@ def encode(edges: np.ndarray, counts: np.ndarray) -> tuple[bytes, bytes]:
     return encode_rows(np.asarray(edges)[None, :], np.asarray(counts)[None, :])[0]
 
 
-def _values(buf: np.ndarray) -> np.ndarray | None:
-    """The counts of concatenated varints (whole ones), or None where a count would take more
-    than ``MAX_BYTES`` bytes."""
-    ends = buf < 128
-    starts = np.flatnonzero(np.r_[True, ends[:-1]])
-    position = np.arange(buf.size) - np.repeat(starts, np.diff(np.r_[starts, buf.size]))
-    if position.size and position.max() >= MAX_BYTES:
+def _counts(blob: bytes) -> np.ndarray | None:
+    """A counts blob's counts (int64), or None where it is not one (a width ``WIDTHS`` knows,
+    whole counts after it, none negative)."""
+    w = blob[0] if blob else 0
+    if w not in WIDTHS or (len(blob) - 1) % w:
         return None
-    parts = (buf & 127).astype(np.uint64) << (7 * position).astype(np.uint64)
-    return np.add.reduceat(parts, starts).view(np.int64) if buf.size else np.zeros(0, np.int64)
+    c = np.frombuffer(blob, WIDTHS[w], offset=1).astype(np.int64)
+    return None if w == 8 and c.size and c.min() < 0 else c
 
 
 def _edges(blob: bytes, bins: int) -> np.ndarray | None:
-    """A row's edges from its blob (None: neither form for ``bins``)."""
+    """A row's edges from its blob (None: neither form for ``bins``; NaN where ``lo``, ``hi``
+    or the width is not finite)."""
     if len(blob) == 8 * (bins + 1):
         return np.frombuffer(blob, "<f8").astype(np.float64)
-    if len(blob) == BOUNDS:
-        lo, hi = np.frombuffer(blob, "<f8").astype(np.float64)
+    if len(blob) != BOUNDS:
+        return None
+    lo, hi = struct.unpack("<2d", blob)
+    step = (hi - lo) / bins  # float64 arithmetic, as ``equal_width``'s
+    if not (math.isfinite(step) and math.isfinite(lo) and math.isfinite(hi)):
+        return np.full(bins + 1, math.nan)
+    if max(abs(lo), abs(hi)) > 2.0**1000:  # an edge may round past the largest float
         return equal_width(np.array([lo]), np.array([hi]), bins)[0]
-    return None
+    edges = np.arange(bins + 1, dtype=np.float64) * step + lo
+    edges[-1] = hi
+    return edges
 
 
 def _in_order(e: np.ndarray) -> bool:
     """Finite ends, no decrease (a NaN fails ``>=``): every edge finite and in order."""
-    return bool(math.isfinite(e[..., 0].min()) and math.isfinite(e[..., -1].max())
-                and (e[..., 1:] >= e[..., :-1]).all()) if e.size else True
+    if e.ndim == 1:
+        return bool(math.isfinite(e[0]) and math.isfinite(e[-1]) and (e[1:] >= e[:-1]).all())
+    return bool(math.isfinite(e[:, 0].min()) and math.isfinite(e[:, -1].max())
+                and (e[:, 1:] >= e[:, :-1]).all()) if e.size else True
 
 
 def decode(edges: object, counts: object, extras: tuple, version: int,
@@ -121,11 +123,10 @@ def decode(edges: object, counts: object, extras: tuple, version: int,
     for column, blob in (("edges", edges), ("counts", counts)):
         if type(blob) is not bytes:  # noqa: E721
             raise UserError(f"{V._at(where)}, column {column} holds {type(blob).__name__}, not a blob")
-    buf = np.frombuffer(counts, np.uint8)
-    c = _values(buf) if buf.size and buf[-1] < 128 else None
+    c = _counts(counts)
     if c is None:
-        raise UserError(f"{V._at(where)}, column counts is {len(counts)} bytes, not whole counts "
-                        f"(varints of at most {MAX_BYTES} bytes)")
+        raise UserError(f"{V._at(where)}, column counts is {len(counts)} bytes, not counts (a "
+                        "width of 1, 2, 4 or 8 bytes, then whole counts, none negative)")
     e = _edges(edges, c.size) if 1 <= c.size <= MAX_BINS else None
     if e is None:
         raise UserError(f"{V._at(where)}: {len(edges)} bytes of edges for {c.size} counts ((lo, hi) "
@@ -147,19 +148,23 @@ def decode_block(rows: Sequence[tuple], version: int, key: type = str) -> list[t
     if version < S.LEAN:
         return V.histogram_block(list(rows)) if key is str else None
     if not rows or any(type(r[0]) is not key or type(r[1]) is not bytes  # noqa: E721
-                       or type(r[2]) is not bytes  # noqa: E721
-                       or not r[2] or not all(map(V.is_count, r[3:])) for r in rows):
+                       or type(r[2]) is not bytes or not r[2] for r in rows):  # noqa: E721
         return None
-    buf = np.frombuffer(b"".join(r[2] for r in rows), np.uint8)
-    ends = np.cumsum([len(r[2]) for r in rows]) - 1
-    if (buf[ends] >= 128).any():
+    extras = [v for r in rows for v in r[3:]]  # counts (NULL: row by row, as 0)
+    if not all(type(v) is int for v in extras) or min(extras) < 0 or max(extras) > MAX_COUNT:  # noqa: E721
         return None
-    values = _values(buf)
-    per_row = np.diff(np.r_[0, np.cumsum(buf < 128)[ends]])
-    bins = int(per_row[0])
-    if values is None or (per_row != bins).any() or not 1 <= bins <= MAX_BINS:
+    widths = [r[2][0] for r in rows]
+    bins = (len(rows[0][2]) - 1) // max(1, widths[0])
+    if not 1 <= bins <= MAX_BINS or any(w not in WIDTHS or len(r[2]) != 1 + w * bins
+                                        for w, r in zip(widths, rows, strict=True)):
         return None
-    counts = values.reshape(len(rows), bins)
+    counts = np.empty((len(rows), bins), np.int64)
+    for w in set(widths):
+        at = [i for i, v in enumerate(widths) if v == w]
+        data = np.frombuffer(b"".join(rows[i][2] for i in at), np.uint8).reshape(len(at), -1)
+        counts[at] = np.ascontiguousarray(data[:, 1:]).view(WIDTHS[w])
+    if 8 in widths and counts.min() < 0:
+        return None
     edges = np.empty((len(rows), bins + 1))
     whole = [i for i, r in enumerate(rows) if len(r[1]) == 8 * (bins + 1)]  # one bin: (lo, hi)
     pairs = [i for i, r in enumerate(rows) if len(r[1]) == BOUNDS and bins > 1]
@@ -172,4 +177,4 @@ def decode_block(rows: Sequence[tuple], version: int, key: type = str) -> list[t
         edges[whole] = np.frombuffer(b"".join(rows[i][1] for i in whole), "<f8").reshape(-1, bins + 1)
     if not _in_order(edges):
         return None
-    return [(r[0], edges[i], counts[i], *(v or 0 for v in r[3:])) for i, r in enumerate(rows)]
+    return [(r[0], e, c, *r[3:]) for r, e, c in zip(rows, edges, counts, strict=True)]

@@ -257,12 +257,12 @@ class RunHistory:
         """``name``'s histograms at those of ``steps`` that hold one, oldest first (each row
         checked: whole float64/int64 blobs, one more edge than counts)."""
         wanted = "[" + ",".join(str(int(s)) for s in steps) + "]"
-        rows = [(step, *H.decode(e, c, tuple(extras), self.run.version, lambda s=step: V.row_where(
-                    self.run.where, "histograms", s, name)))
-                for step, e, c, *extras in self._rows(
-                    "SELECT step, edges, counts, nan_count, inf_count, below, above FROM histograms "
-                    "WHERE name = ? AND step IN (SELECT value FROM json_each(?)) ORDER BY step",
-                    (name, wanted))]
+        found = self._rows(
+            "SELECT step, edges, counts, nan_count, inf_count, below, above FROM histograms "
+            "WHERE name = ? AND step IN (SELECT value FROM json_each(?)) ORDER BY step", (name, wanted))
+        rows = H.decode_block(found, self.run.version, int) if len(found) > 1 else None
+        rows = rows or [(step, *H.decode(e, c, tuple(extras), self.run.version, lambda s=step: V.row_where(
+                    self.run.where, "histograms", s, name))) for step, e, c, *extras in found]
         if not rows:
             return HistogramMatrix(np.zeros(0, np.int64), np.zeros((0, 0)), np.zeros((0, 0)))
         bins = rows[-1][2].size  # bins changed mid-run: keep the steps with the last step's count
