@@ -31,8 +31,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-import gradexplorer as gx  # noqa: E402
 import recorder as R  # noqa: E402
+
+import gradexplorer as gx  # noqa: E402
 from gradexplorer.core.recorder import histogram_rows as H  # noqa: E402
 from tests.legacy_runs import legacy_run  # noqa: E402
 
