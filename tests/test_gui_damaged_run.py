@@ -41,8 +41,8 @@ def test_open_run_in_the_app_shows_one_line_for_a_damaged_run(qtbot, make_window
     shown = []
     monkeypatch.setattr(errors.QMessageBox, "critical", lambda parent, title, text: shown.append(text))
     window = make_window()
-    cases = {"DROP TABLE stats": "no stats table",
-             "UPDATE histograms SET counts = x'0102'": "column counts is 2 bytes",
+    cases = {"DROP VIEW stats": "no stats table",
+             "UPDATE histogram_rows SET counts = x'0201'": "column counts is 2 bytes",
              "UPDATE meta SET value = '{bad' WHERE key = 'structure'": "not valid JSON",
              "UPDATE meta SET value = '[1]' WHERE key = 'graph'": "meta 'graph'"}
     for i, (sql, words) in enumerate(cases.items()):
@@ -86,10 +86,10 @@ def test_the_app_opening_a_damaged_run_does_not_abort(tmp_path):
     """It aborted (SIGABRT, exit 134): the read failed after the window's training thread
     started, and the exception destroyed that QThread while it ran."""
     bad = write_run(tmp_path / "bad")
-    damage(bad, "DROP TABLE histograms")
+    damage(bad, "DROP TABLE histogram_rows")
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen", PYTHONPATH=os.getcwd())
     done = subprocess.run([sys.executable, "-c", APP, str(bad), str(tmp_path / "shot.png")],
                           env=env, capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
-    assert "dialog: run" in done.stdout and "no histograms table" in done.stdout
+    assert "dialog: run" in done.stdout and "no histogram_rows table" in done.stdout
     assert "Traceback" not in done.stderr

@@ -224,7 +224,7 @@ def test_a_damaged_figure_is_one_line_in_the_tab(qtbot, make_window, tmp_path):
 
     clipped_run(tmp_path / "run", "adam")
     with sqlite3.connect(tmp_path / "run" / "run.sqlite") as db:
-        db.execute("UPDATE param_steps SET exp_avg_norm = 'garbage' WHERE step = 2")
+        db.execute("UPDATE param_step_rows SET exp_avg_norm = 'garbage' WHERE step = 2")
     from gradexplorer.core.errors import UserError
 
     with gx.open_run(tmp_path / "run") as run, pytest.raises(UserError, match="garbage"):

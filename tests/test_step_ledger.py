@@ -13,6 +13,7 @@ import torch
 from torch import nn
 
 import gradexplorer as gx
+from tests.legacy_runs import legacy_run
 from tests.stats_reference import reference_state
 
 
@@ -207,7 +208,7 @@ def test_optimizer_state_equals_float64_reference(tmp_path, kind):
 def test_a_run_written_before_the_ledger_still_opens(tmp_path):
     model = make_model()
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    with gx.watch(model, opt, tmp_path / "run") as rec:
+    with gx.watch(model, opt, legacy_run(tmp_path / "run"), resume=True) as rec:  # format 2
         for step in range(2):
             x, y = batch(step)
             loss = nn.functional.mse_loss(model(x), y)

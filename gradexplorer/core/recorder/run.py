@@ -12,6 +12,7 @@ import numpy as np
 
 from gradexplorer.core.errors import UserError
 from gradexplorer.core.folder_lock import writer_present
+from gradexplorer.core.recorder import histogram_rows as H
 from gradexplorer.core.recorder import schema as S
 from gradexplorer.core.recorder import validate as V
 from gradexplorer.core.recorder.open_writers import flush_writer_of
@@ -37,7 +38,7 @@ class Run:
         except sqlite3.Error as exc:
             raise UserError(f"cannot read {self.where}: {exc}") from None
         try:
-            self._optional = V.check_database(self._db, self.where)
+            self._optional, self.version = V.check_database(self._db, self.where)  # format
         except BaseException:
             self._db.close()
             raise
@@ -301,7 +302,7 @@ class Run:
         query = "SELECT name, edges, counts, nan_count, inf_count, below, above FROM histograms " \
                 "WHERE step = ?" + (" AND name = ?" if name else "")
         rows = self._rows(query, (step, name) if name else (step,))
-        block = V.histogram_block(rows) if len(rows) > 1 else None  # a whole step at once
+        block = H.decode_block(rows, self.version) if len(rows) > 1 else None  # a whole step at once
         if block is not None:
             return {n: Histogram(e, c, *extras) for n, e, c, *extras in block}
         out = {}
@@ -309,7 +310,7 @@ class Run:
             if not isinstance(n, str):
                 raise UserError(f"{self.where}, table histograms at step {step} holds a "
                                 f"parameter name of type {type(n).__name__}")
-            out[n] = Histogram(*V.histogram_arrays(e, c, tuple(extras), lambda n=n: V.row_where(
+            out[n] = Histogram(*H.decode(e, c, tuple(extras), self.version, lambda n=n: V.row_where(
                 self.where, "histograms", step, n)))
         return out
 

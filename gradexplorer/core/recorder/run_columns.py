@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from gradexplorer.core.errors import UserError
+from gradexplorer.core.recorder import histogram_rows as H
 from gradexplorer.core.recorder import schema as S
 from gradexplorer.core.recorder import validate as V
 from gradexplorer.core.recorder.figure_block import FigureBlock, figure_block
@@ -35,13 +36,16 @@ LEDGER_FIGURES = ("optimizer_step", "iteration", "micro_batches", "grad_norm_acc
 STEP_CHUNK = 256  # steps whose figures and histograms an export reads in one query per table
 
 
-def decode_histograms(rows: Sequence[tuple], where: Callable[[int], str]
+def decode_histograms(rows: Sequence[tuple], where: Callable[[int], str], version: int = 0
                       ) -> tuple[list[np.ndarray], list[np.ndarray], np.ndarray]:
     """``(edges, counts, extras)`` of histograms rows (HISTOGRAM_COLUMNS each): float64 edges
     and int64 counts per row (views into one array per bin count: rows of one size are decoded
     and checked at once) and ``extras`` (n, 4) int64 (NaN, Inf, below, above). A row that fails
     the block's checks is read alone by ``validate.histogram_arrays``, whose one-line error names
-    it (``where(i)``: where row ``i`` is)."""
+    it (``where(i)``: where row ``i`` is). ``version``: the run's format (``Run.version``; a
+    lean run's rows are read by ``histogram_rows``)."""
+    if version >= S.LEAN:
+        return _decode_lean(rows, where, version)
     n = len(rows)
     uniform = _uniform(rows)
     if uniform is not None:
@@ -72,6 +76,18 @@ def decode_histograms(rows: Sequence[tuple], where: Callable[[int], str]
         for k, i in enumerate(index):
             edges[i], counts[i] = e[k], c[k]
     return edges, counts, extras
+
+
+def _decode_lean(rows: Sequence[tuple], where: Callable[[int], str], version: int):
+    """``decode_histograms`` of a lean run's rows: at once where they allow it
+    (``histogram_rows.decode_block``), else row by row, each checked."""
+    keyed = [(i, *row) for i, row in enumerate(rows)]
+    block = H.decode_block(keyed, version, int) if keyed else []
+    if block is None:
+        block = [(i, *H.decode(row[0], row[1], tuple(row[2:]), version, lambda i=i: where(i)))
+                 for i, row in enumerate(rows)]
+    extras = np.array([[v or 0 for v in b[3:]] for b in block], np.int64).reshape(len(block), 4)
+    return [b[1] for b in block], [b[2] for b in block], extras
 
 
 def _uniform(rows: Sequence[tuple]):
@@ -259,7 +275,8 @@ def histogram_rows(run, steps: Sequence[int], names: set[str] | None = None) -> 
         raise UserError(f"{run.where}, table histograms at step {step} holds a parameter name "
                         f"of type {type(name).__name__}")
     edges, counts, extras = decode_histograms(
-        [r[2:] for r in rows], lambda i: V.row_where(run.where, "histograms", rows[i][0], rows[i][1]))
+        [r[2:] for r in rows], lambda i: V.row_where(run.where, "histograms", rows[i][0], rows[i][1]),
+        run.version)
     return HistogramRows([r[0] for r in rows], [r[1] for r in rows], edges, counts, extras)
 
 

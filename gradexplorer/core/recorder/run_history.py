@@ -261,7 +261,8 @@ class RunHistory:
         if not rows:
             return HistogramMatrix(np.zeros(0, np.int64), np.zeros((0, 0)), np.zeros((0, 0)))
         edges, counts, extras = decode_histograms(
-            [r[1:] for r in rows], lambda i: V.row_where(self.run.where, "histograms", rows[i][0], name))
+            [r[1:] for r in rows], lambda i: V.row_where(self.run.where, "histograms", rows[i][0], name),
+            self.run.version)
         bins = counts[-1].size  # bins changed mid-run: keep the steps with the last step's count
         kept = [i for i, c in enumerate(counts) if c.size == bins]
         return HistogramMatrix(np.array([rows[i][0] for i in kept], dtype=np.int64),

@@ -12,27 +12,18 @@ from __future__ import annotations
 from pathlib import Path
 
 FORMAT = "gradexplorer.run"
-VERSION = 2  # 2: the step ledger and per-parameter accumulated norms / optimizer state
+VERSION = 3  # 2: the step ledger and per-parameter accumulated norms / optimizer state;
+# 3: lean rows (parameter names once, in ``param_names``; histograms as ``histogram_rows.py``
+# encodes them), read through views of the version-2 tables' names and columns
+LEAN = 3  # the first version written lean; 1 and 2 are read (and resumed) as they were written
 DATABASE = "run.sqlite"
 SNAPSHOTS = "snapshots"
 
-SCHEMA = """
+SHARED = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS steps (
     step INTEGER PRIMARY KEY, time REAL NOT NULL, global_norm REAL, total_numel INTEGER,
     loss REAL, seconds REAL, ranks INTEGER NOT NULL DEFAULT 1
-);
-CREATE TABLE IF NOT EXISTS stats (
-    step INTEGER NOT NULL, name TEXT NOT NULL, numel INTEGER NOT NULL, has_grad INTEGER NOT NULL,
-    norm REAL, mean REAL, std REAL, min REAL, max REAL, abs_max REAL, zero_fraction REAL,
-    nan_count INTEGER, inf_count INTEGER, update_ratio REAL,
-    PRIMARY KEY (step, name)
-);
-CREATE TABLE IF NOT EXISTS histograms (
-    step INTEGER NOT NULL, name TEXT NOT NULL, edges BLOB NOT NULL, counts BLOB NOT NULL,
-    nan_count INTEGER NOT NULL, inf_count INTEGER NOT NULL, below INTEGER NOT NULL,
-    above INTEGER NOT NULL,
-    PRIMARY KEY (step, name)
 );
 CREATE TABLE IF NOT EXISTS rank_norms (
     step INTEGER NOT NULL, rank INTEGER NOT NULL, name TEXT NOT NULL, norm REAL,
@@ -45,11 +36,6 @@ CREATE TABLE IF NOT EXISTS ledger (
     scale REAL, skipped INTEGER NOT NULL DEFAULT 0, skip_reason TEXT,
     nan_count INTEGER, inf_count INTEGER, lr TEXT
 );
-CREATE TABLE IF NOT EXISTS param_steps (
-    step INTEGER NOT NULL, name TEXT NOT NULL, grad_norm_accumulated REAL, lr REAL,
-    exp_avg_norm REAL, exp_avg_sq_rms REAL, effective_lr REAL, momentum_norm REAL,
-    PRIMARY KEY (step, name)
-);
 CREATE TABLE IF NOT EXISTS not_recorded (
     step INTEGER NOT NULL, name TEXT NOT NULL, cause TEXT NOT NULL, PRIMARY KEY (step, name)
 );
@@ -58,6 +44,45 @@ CREATE TABLE IF NOT EXISTS spike_events (
     step INTEGER PRIMARY KEY, until INTEGER NOT NULL, event TEXT NOT NULL
 );
 """
+# The per-parameter tables: their columns after (step, parameter). Versions 1 and 2 name the
+# parameter in every row (``name TEXT``, again in the primary key's index); version 3 by
+# ``param_names.id`` (a name is stored once), in a table of its own under a view that gives the
+# version-2 table's name and columns back (``name`` from ``param_names``, ``rowid`` the row's),
+# so a query of ``stats``, ``histograms`` or ``param_steps`` reads both layouts. Version 3's
+# histogram ``edges`` and ``counts`` blobs are ``histogram_rows.py``'s.
+PER_PARAMETER = {
+    "stats": "numel INTEGER NOT NULL, has_grad INTEGER NOT NULL, norm REAL, mean REAL, std REAL, "
+             "min REAL, max REAL, abs_max REAL, zero_fraction REAL, nan_count INTEGER, "
+             "inf_count INTEGER, update_ratio REAL",
+    "histograms": "edges BLOB NOT NULL, counts BLOB NOT NULL, nan_count INTEGER NOT NULL, "
+                  "inf_count INTEGER NOT NULL, below INTEGER NOT NULL, above INTEGER NOT NULL",
+    "param_steps": "grad_norm_accumulated REAL, lr REAL, exp_avg_norm REAL, exp_avg_sq_rms REAL, "
+                   "effective_lr REAL, momentum_norm REAL",
+}
+LEAN_TABLES = {"stats": "stat_rows", "histograms": "histogram_rows",
+               "param_steps": "param_step_rows"}  # version 3: view -> the table under it
+NAMES_TABLE = "param_names"
+LEGACY_SCHEMA = SHARED + "".join(
+    f"CREATE TABLE IF NOT EXISTS {table} (step INTEGER NOT NULL, name TEXT NOT NULL, {columns}, "
+    "PRIMARY KEY (step, name));\n" for table, columns in PER_PARAMETER.items())
+LEAN_SCHEMA = SHARED + f"""
+CREATE TABLE IF NOT EXISTS {NAMES_TABLE} (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
+""" + "".join(  # stats keeps a rowid (a run-wide read finds a damaged row by it); the others are
+    # stored in their primary key's order, without one (and without an index beside them)
+    f"CREATE TABLE IF NOT EXISTS {LEAN_TABLES[view]} (step INTEGER NOT NULL, "
+    f"param INTEGER NOT NULL, {columns}, PRIMARY KEY (step, param))"
+    + ("" if view == "stats" else " WITHOUT ROWID") + ";\n"
+    f"CREATE VIEW IF NOT EXISTS {view} AS SELECT "
+    + ("r.rowid AS rowid, " if view == "stats" else "") + "r.step AS step, n.name AS name, "
+    + ", ".join(f"r.{c} AS {c}" for c in (c.split()[0] for c in columns.split(", ")))
+    + f" FROM {LEAN_TABLES[view]} AS r LEFT JOIN {NAMES_TABLE} AS n ON n.id = r.param;\n"
+    for view, columns in PER_PARAMETER.items())  # LEFT JOIN: a lost name reads NULL (damage)
+
+def schema(version: int) -> str:
+    """The tables (and views) of a run of format ``version``."""
+    return LEAN_SCHEMA if version >= LEAN else LEGACY_SCHEMA
+
+
 LEDGER_TABLE, PARAM_STEPS_TABLE = "ledger", "param_steps"  # absent from version-1 runs
 PARAM_STEP_FIELDS = ("grad_norm_accumulated", "lr", "exp_avg_norm", "exp_avg_sq_rms",
                      "effective_lr", "momentum_norm")

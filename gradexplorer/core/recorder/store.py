@@ -17,6 +17,7 @@ from gradexplorer.core.errors import UserError, first_line
 from gradexplorer.core.folder_lock import FolderLock
 from gradexplorer.core.recorder import schema as S
 from gradexplorer.core.recorder.open_writers import OPEN
+from gradexplorer.core.recorder.param_rows import ParamRows
 from gradexplorer.core.recorder.run_place import RunDirectoryGone, RunPlace, refuse_linked_snapshots
 from gradexplorer.core.recorder.write_thread import WriteThread
 from gradexplorer.core.snapshot.retention import steps_to_remove
@@ -112,20 +113,23 @@ class RunWriter:
             except OSError as exc:
                 raise UserError(f"cannot replace the run in {str(self.run_dir)!r}: "
                                 f"{exc.strerror or exc}") from None
+        version = S.VERSION
         if db_path.exists():  # resume: a run this gradexplorer reads, continued after its last step
             from gradexplorer.core.recorder.run import Run
 
-            with Run(self.run_dir) as run:
+            with Run(self.run_dir) as run:  # continued in the format it was written in
                 self.first_step = (run.last_step or 0) + 1
                 self.recorded = run.structure
+                version = run.version
         else:
             self._create(db_path)
+        self._param_rows = ParamRows(version)
         try:
             # opened here, then used by the writer thread alone (and by flush()ed callers)
             self._conn = sqlite3.connect(db_path, isolation_level=None, check_same_thread=False)
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=NORMAL")  # a committed step survives kill -9
-            self._conn.executescript(S.SCHEMA)  # a resumed older run gets the tables it lacks
+            self._conn.executescript(S.schema(version))  # a resumed older run: the tables it lacks
             self._place = RunPlace(self.run_dir)  # checked once a step: deleted or replaced?
         except (OSError, sqlite3.Error) as exc:
             raise UserError(f"cannot create run directory {str(self.run_dir)!r}: {exc}") from None
@@ -138,7 +142,7 @@ class RunWriter:
         try:
             db = sqlite3.connect(new, isolation_level=None)
             try:
-                db.executescript(S.SCHEMA)
+                db.executescript(S.schema(S.VERSION))
                 db.execute(f"PRAGMA user_version = {S.VERSION}")
                 db.execute("BEGIN IMMEDIATE")
                 db.executemany("INSERT INTO meta VALUES (?, ?)", [
@@ -224,9 +228,8 @@ class RunWriter:
                               optimizer_state, batch, time.time())
         return self._submit(f"step {record.step}", work)
 
-    @staticmethod
-    def _insert_step(db, record, loss, ranks, rank_norms, ledger, accumulated, optimizer_state,
-                     batch, wall) -> None:
+    def _insert_step(self, db, record, loss, ranks, rank_norms, ledger, accumulated,
+                     optimizer_state, batch, wall) -> None:
         names, (numel, has_grad, *figures) = record.columns("numel", "has_grad", *STAT_FIELDS)
         # no ParamStats built; NaN kept as 'nan' (``_real``: v != v only for a NaN here)
         figures = [["nan" if v != v else v for v in column] for column in figures]
@@ -243,10 +246,8 @@ class RunWriter:
         db.execute("INSERT OR REPLACE INTO steps VALUES (?, ?, ?, ?, ?, ?, ?)",
                    (record.step, wall, _real(record.global_norm), record.total_numel,
                     _real(loss), record.seconds, ranks))
-        db.executemany(f"INSERT OR REPLACE INTO stats VALUES ({','.join('?' * 14)})",
-                       stat_rows)
-        db.executemany("INSERT OR REPLACE INTO histograms VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                       hist_rows)
+        self._param_rows.insert(db, "stats", stat_rows)
+        self._param_rows.insert(db, "histograms", hist_rows)
         db.executemany("INSERT OR REPLACE INTO rank_norms VALUES (?, ?, ?, ?)",
                        [(record.step, rank, name, _real(norm))
                         for rank, norms in (rank_norms or {}).items()
@@ -254,8 +255,7 @@ class RunWriter:
         if ledger is not None:
             db.execute(f"INSERT OR REPLACE INTO ledger VALUES ({','.join('?' * 14)})",
                        ledger_row(ledger))
-        db.executemany(f"INSERT OR REPLACE INTO param_steps VALUES ({','.join('?' * 8)})",
-                       param_rows)
+        self._param_rows.insert(db, "param_steps", param_rows)
         if batch is not None:
             db.execute("INSERT OR REPLACE INTO batches VALUES (?, ?)", (record.step, batch))
 

@@ -43,6 +43,9 @@ OPTIONAL_TABLES: dict[str, tuple[str, ...]] = {
     "batches": ("step", "ids"),
     "spike_events": ("step", "until", "event"),
 }
+LEAN_TABLES: dict[str, tuple[str, ...]] = {  # version 3: the names, the tables under the views
+    S.NAMES_TABLE: ("id", "name"), **{table: ("step", "param", *{**READER_TABLES, **OPTIONAL_TABLES}[
+        view][2:]) for view, table in S.LEAN_TABLES.items()}}
 COUNT_FIELDS = ("nan_count", "inf_count")
 
 
@@ -67,12 +70,14 @@ def check_version(db: sqlite3.Connection, where: str) -> int:
     return version
 
 
-def check_tables(db: sqlite3.Connection, where: str) -> set[str]:
-    """Every table and column the reader needs; returns the optional tables present."""
-    present = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    for table, columns in {**READER_TABLES, **OPTIONAL_TABLES}.items():
+def check_tables(db: sqlite3.Connection, where: str, version: int = S.VERSION) -> set[str]:
+    """Every table (or view) and column the reader needs; returns the optional ones present."""
+    present = {name for (name,) in db.execute(
+        "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
+    needed = {**(LEAN_TABLES if version >= S.LEAN else {}), **READER_TABLES}
+    for table, columns in {**needed, **OPTIONAL_TABLES}.items():
         if table not in present:
-            if table in READER_TABLES:
+            if table in needed:
                 raise UserError(f"{where} is damaged: its database has no {table} table")
             continue
         have = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
@@ -92,15 +97,15 @@ def check_steps(db: sqlite3.Connection, where: str) -> None:
                         f"(steps are whole numbers 0..{MAX_STEP})")
 
 
-def check_database(db: sqlite3.Connection, where: str) -> set[str]:
-    """All of the above, once, when a run is opened; returns the optional tables present."""
+def check_database(db: sqlite3.Connection, where: str) -> tuple[set[str], int]:
+    """All of the above, once, when a run is opened: ``(optional tables present, version)``."""
     try:
-        check_version(db, where)
-        optional = check_tables(db, where)
+        version = check_version(db, where)
+        optional = check_tables(db, where, version)
         check_steps(db, where)
     except sqlite3.Error as exc:
         raise UserError(f"cannot read {where}: {exc}") from None
-    return optional
+    return optional, version
 
 
 def step_number(step: Any, where: str) -> int:
