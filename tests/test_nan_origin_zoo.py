@@ -291,7 +291,8 @@ def test_a_compiled_model_is_replayed_eagerly_and_names_the_users_module():
     assert where_op_module(found) == ("backward", "SqrtBackward0", "act")
     lines, first = inspect.getsourcelines(script.RootAct.forward)  # the eager replay's own line
     line = first + next(i for i, text in enumerate(lines) if "torch.sqrt" in text)
-    assert found["text"] == f"first non-finite gradient: SqrtBackward0 in module act at nan_sqrt_model.py:{line}"
+    assert found["text"] == ("first non-finite gradient: SqrtBackward0 in module act at "
+                             f"nan_sqrt_model.py:{line}")
 
 
 class MaskedAttention(nn.Module):

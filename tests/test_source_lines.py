@@ -118,7 +118,8 @@ def test_exports_carry_source_and_code(run_cli, user_file, tmp_path):
     assert all(n.get("source") and n.get("code") for n in nodes if n["kind"] == "op")
     H = nx.read_graphml(tmp_path / "g.graphml")
     fc1 = [d for _, d in H.nodes(data=True) if d["name"] == "AddmmBackward0" and d["module"] == "fc1"]
-    assert [(d["source"], d["code"], d["function"]) for d in fc1] == [(expected, "x = self.fc1(x)", "forward")]
+    assert [(d["source"], d["code"], d["function"]) for d in fc1] == [
+        (expected, "x = self.fc1(x)", "forward")]
 
 
 def test_trace_grads_and_the_nan_origin_name_the_line(run_cli, tmp_path):
