@@ -4,6 +4,7 @@ backward graph.
 
     python bench/gui.py [--model example:digits] [--steps 300] [--graph-blocks 2000]
     python bench/gui.py --startup [--runs 5]   # process start -> window painted -> first graph
+                                               # (ready to step: bench/cold_start.py)
 
 Runs offscreen (QT_QPA_PLATFORM=offscreen) unless a display is set.
 """
@@ -247,68 +248,21 @@ def _frames(app, view, kind: str, count: int = 40) -> tuple[float, float]:
     return float(np.mean(times) * 1e3), float(np.max(times) * 1e3)
 
 
-def startup_times(model: str | None, runs: int) -> dict:
+def startup_times(runs: int) -> dict:
     """Median seconds from starting ``gradexplorer gui`` (a new process, fresh settings and
-    cache) to its window's first paint, to the first graph drawn (the default example's from the
-    shipped graph cache) and to the live traced graph drawn, over ``runs`` launches, and the CPU
-    seconds the process had used by then (``*_cpu``); ``preloaded``: in how many launches
-    torch's library was loaded on a spare core (``gui/native_preload.py``)."""
-    import tempfile
+    cache: ``cold_start.launch``) to its window's first paint, to the first graph drawn (the
+    default example's from the shipped graph cache) and to the live traced graph drawn, over
+    ``runs`` launches, and the CPU seconds the process had used by then (``*_cpu``)."""
+    from cold_start import compile_package, launch
 
-    marks: dict[str, list[float]] = {name: [] for name in ("window", "graph", "live", "window_cpu",
-                                                           "graph_cpu", "live_cpu")}
-    preloaded = 0
     compile_package()
-    for _ in range(runs):
-        folder = Path(tempfile.mkdtemp(prefix="gradexplorer-startup-"))
-        log = folder / "startup.log"
-        env = {**os.environ, "GRADEXPLORER_STARTUP_LOG": str(log), "XDG_CONFIG_HOME": str(folder),
-               "XDG_CACHE_HOME": str(folder / "cache"),  # a first launch: the shipped graph cache
-               "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
-        command = [sys.executable, "-m", "gradexplorer", "gui"] + (["--model", model] if model else [])
-        start = time.time()
-        run_until_graph(command, env, log)
-        seen = {name: rest for name, *rest in map(str.split, log.read_text().splitlines())
-                } if log.exists() else {}
-        for name in ("window", "graph", "live"):
-            if name in seen:
-                marks[name].append(float(seen[name][0]) - start)
-                marks[f"{name}_cpu"].append(float(seen[name][1]))
-        preloaded += "preload" in seen
-    return {**{name: float(np.median(times)) if times else float("nan") for name, times in marks.items()},
-            "preloaded": preloaded}
-
-
-def run_until_graph(command: list[str], env: dict, log: Path, timeout: float = 600) -> None:
-    """Run the app until it has noted its live graph (or exited): then stop it, rather than
-    wait while it closes."""
-    import subprocess
-
-    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)
-    deadline = time.time() + timeout
-    try:
-        while process.poll() is None and time.time() < deadline:
-            if log.exists() and "live " in log.read_text():
-                break
-            time.sleep(0.05)  # polling a file another process writes: no event to wait on
-    finally:
-        if process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-
-
-def compile_package() -> None:
-    """Write the package's bytecode first, as installing it does (pip compiles a wheel's
-    modules): else, with PYTHONDONTWRITEBYTECODE set, every launch compiles gradexplorer's
-    ~75 window modules from source again, about a tenth of a second the user never pays."""
-    import compileall
-
-    compileall.compile_dir(str(Path(__file__).resolve().parents[1] / "gradexplorer"), quiet=1)
+    seen = [launch({}, until="live") for _ in range(runs)]
+    out = {}
+    for name in ("window", "graph", "live"):
+        found = [run[name] for run in seen if name in run]
+        out[name] = float(np.median([t for t, _ in found])) if found else float("nan")
+        out[f"{name}_cpu"] = float(np.median([c for _, c in found])) if found else float("nan")
+    return out
 
 
 def main() -> int:
@@ -325,13 +279,12 @@ def main() -> int:
     args = parser.parse_args()
     if args.startup:
         load = os.getloadavg()[0]
-        times = startup_times(None, args.runs)
+        times = startup_times(args.runs)
         print(f"start-up of the default example, median of {args.runs}: window painted "
               f"{times['window']:.2f} s (bar: <= 1.0 s), first graph drawn {times['graph']:.2f} s "
               f"(bar: <= 2.5 s), live traced graph drawn {times['live']:.2f} s; CPU used by then "
               f"{times['window_cpu']:.2f}, {times['graph_cpu']:.2f} and {times['live_cpu']:.2f} s; "
-              f"load average {load:.1f} -> {os.getloadavg()[0]:.1f}; "
-              f"torch's library preloaded on a spare core in {times['preloaded']} of {args.runs}")
+              f"load average {load:.1f} -> {os.getloadavg()[0]:.1f}")
         return 0
     fv = first_view(args.graph_blocks)
     print(f"open example:deep:blocks={args.graph_blocks} to its first view: {fv['seconds']:.2f} s, "

@@ -36,7 +36,7 @@ from gradexplorer.core.stats import kernels_at as KA  # noqa: E402
 from gradexplorer.core.stats.accumulated import grad_norms  # noqa: E402
 from gradexplorer.core.stats.optimizer_state import optimizer_state  # noqa: E402
 from gradexplorer.core.stats.raw import MOMENT_COLUMNS  # noqa: E402
-from gradexplorer.core.stats.records import build_step_gradients  # noqa: E402
+from gradexplorer.core.stats.step_arrays import build_step_gradients  # noqa: E402
 
 
 def model_and_optimizer(width: int, adam: bool = False):

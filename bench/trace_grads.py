@@ -34,7 +34,7 @@ def _untraced(session: gx.TrainingSession) -> None:
     with preserved_state(session.model, session.device):
         with ModuleAttribution(session.model) as attribution:
             loss = session.forward_loss()
-        gx.extract_graph(loss, session.model, attribution, saved=True)
+        gx.graph.extract_graph(loss, session.model, attribution, saved=True)
         leaves = [p for p in session.model.parameters() if p.requires_grad]
         torch.autograd.grad(loss, leaves, allow_unused=True)
 
@@ -46,7 +46,7 @@ def _anomaly_step(session: gx.TrainingSession) -> None:
 
 METHODS: dict[str, Callable[[gx.TrainingSession], object]] = {
     "bare step": lambda s: s.step(),
-    "trace_gradients": gx.trace_gradients,
+    "trace_gradients": gx.diagnose.trace_gradients,
     "same without hooks": _untraced,
     "detect_anomaly step": _anomaly_step,
 }
@@ -55,9 +55,9 @@ METHODS: dict[str, Callable[[gx.TrainingSession], object]] = {
 def measure(spec: str, rounds: int = 3, device: str = "cpu") -> dict:
     """Median seconds per method for ``spec``, and the graph's size."""
     # a tiny learning rate: every round sees (almost) the same, finite model
-    session = gx.TrainingSession(gx.load_workload(spec), gx.SessionConfig(device=device, lr=1e-7))
+    session = gx.TrainingSession(gx.load_workload(spec), gx.session.SessionConfig(device=device, lr=1e-7))
     session.step()  # warm-up
-    G = gx.trace_gradients(session)
+    G = gx.diagnose.trace_gradients(session)
     times: dict[str, list[float]] = {name: [] for name in METHODS}
     for _ in range(rounds):
         for name, method in METHODS.items():

@@ -10,7 +10,7 @@ import torch
 from torch import nn
 from transformers import GPT2Config, GPT2LMHeadModel
 
-from gradexplorer import Workload
+from gradexplorer.session import Workload
 
 
 class NextTokenLoss(nn.Module):

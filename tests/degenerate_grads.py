@@ -17,8 +17,8 @@ import numpy as np
 import torch
 from stats_reference import Holder
 
-from gradexplorer import gradient_stats
 from gradexplorer.core.stats.histogram import histogram_edges
+from gradexplorer.session import gradient_stats
 
 MAX = float(np.finfo(np.float64).max)
 MAGNITUDES = [5e-324, 1e-310, 1e-300, 1.4e-45, 6e-8, 1.0, 1 + 2**-23, 65504.0, 2.0**24,

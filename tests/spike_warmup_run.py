@@ -20,6 +20,7 @@ from torch import nn
 
 import gradexplorer as gx
 from gradexplorer.core.diagnose import spike_warmup
+from gradexplorer.core.stats import stats_warmup
 
 WARMUP_THREAD = "gradexplorer-spike-kernels"
 compiled: list[str] = []  # the threads that compiled a spike kernel
@@ -92,6 +93,7 @@ def main():
     torch.set_num_threads(1)  # the machine may be busy: no waiting on a second intra-op thread
     numba_event.register("numba:compile", Compiles())
     loop(None, steps=3)  # the statistics kernels, from the cache they have
+    stats_warmup.wait()  # (loaded off the loop's thread: waited for before the cache moves)
     numba.config.CACHE_DIR = os.environ["NUMBA_CACHE_DIR"] = cold
     first = loop(root / "first", first_steps=3)
     again = loop(root / "again")

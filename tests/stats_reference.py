@@ -8,7 +8,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from gradexplorer import GradientMonitor
+from gradexplorer.session import GradientMonitor
 
 
 class Holder(nn.Module):

@@ -22,10 +22,10 @@ if os.environ.get("TRITON_INTERPRET") != "1":
     pytest.skip("needs TRITON_INTERPRET=1 before triton is imported (tests/test_stats_triton.py)",
                 allow_module_level=True)
 
-from gradexplorer import GradientMonitor, gradient_stats  # noqa: E402
 from gradexplorer.core.stats import fused, fused_bins, triton_stats  # noqa: E402
 from gradexplorer.core.stats import raw as C  # noqa: E402
 from gradexplorer.core.stats.backend_torch import FusedTorch  # noqa: E402
+from gradexplorer.session import GradientMonitor, gradient_stats  # noqa: E402
 
 EXACT = [C.MIN, C.MAX, C.ZEROS, C.NANS, C.INFS, C.FINITE, C.SCALE, C.SHIFT]
 SQUARES = [C.DSQ, C.NSQ]

@@ -61,12 +61,12 @@ def test_watch_every_is_stats_every_and_warns_once(tmp_path):
 
 def test_monitor_every_is_histogram_every_and_warns_once():
     with pytest.warns(FutureWarning, match="GradientMonitor: every is now called histogram_every"):
-        monitor = gx.GradientMonitor(every=3)
+        monitor = gx.session.GradientMonitor(every=3)
     assert monitor.histogram_every == 3
     assert [s for s in range(1, 10) if monitor.wants_histogram(s)] == [3, 6, 9]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert gx.GradientMonitor(every=2).histogram_every == 2
+        assert gx.session.GradientMonitor(every=2).histogram_every == 2
         monitor.every = 5  # the old attribute too
         assert monitor.histogram_every == 5 and monitor.every == 5
 
@@ -111,12 +111,12 @@ def test_the_cli_refuses_a_flag_with_its_old_name_as_python_does(run_cli, capsys
 
 
 def test_the_session_stack_is_public_and_assembles_what_the_app_does():
-    """``gx.SessionStack.on`` (docs/api.md's example): the session's one observer runs the
+    """``gx.session.SessionStack.on`` (docs/api.md's example): the session's one observer runs the
     monitor, the hooks and the NaN origin; each step's result carries their figures."""
-    session = gx.TrainingSession(gx.load_workload("example:lenet"), gx.SessionConfig(device="cpu"))
-    hooks = gx.HookRegistry(session.model)
+    session = gx.TrainingSession(gx.load_workload("example:lenet"), gx.session.SessionConfig(device="cpu"))
+    hooks = gx.hooks.HookRegistry(session.model)
     hooks.attach("fc1", "scale:0.5")
-    stack = gx.SessionStack.on(session, gx.GradientMonitor(bins=32), hooks)
+    stack = gx.session.SessionStack.on(session, gx.session.GradientMonitor(bins=32), hooks)
     result = session.step()
     assert session.observers == [stack] and stack.origin is not None
     assert result.hooks == [{"module": "fc1", "action": "scale:0.5", "calls": 1}]

@@ -94,7 +94,7 @@ def frozen():
 def sparse():
     model = nn.Sequential(nn.Embedding(10, 4, sparse=True), nn.Flatten(), nn.Linear(12, 1))
     tokens = torch.randint(0, 10, (8, 3), generator=torch.Generator().manual_seed(0))
-    return gradexplorer.Workload(model=model, make_batch=lambda step: (tokens, torch.zeros(8, 1)),
+    return gradexplorer.session.Workload(model=model, make_batch=lambda step: (tokens, torch.zeros(8, 1)),
                                  loss_fn=nn.functional.mse_loss)
 '''
 

@@ -38,7 +38,7 @@ def gradients():
     torch.manual_seed(3)
     model = nn.Sequential(nn.Linear(40, 30), nn.ReLU(), nn.Linear(30, 10))
     model(torch.randn(64, 40)).logsumexp(1).mean().backward()
-    return model, gx.gradient_stats(model, bins=32)
+    return model, gx.session.gradient_stats(model, bins=32)
 
 
 def test_bands_of_the_monitors_histograms_follow_the_stated_rule(gradients):

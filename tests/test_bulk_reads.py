@@ -239,23 +239,6 @@ def test_event_records_are_tensorboards_own():
     assert first == event_pb2.Event(wall_time=5.0, file_version="brain.Event:2")
 
 
-def test_the_reports_norm_curves_are_the_stat_series(runs):
-    """``whole_norms`` (one block read) is ``stat_series`` of norm with NaN/inf where the
-    gradient held NaN/Inf, at the steps asked for."""
-    from gradexplorer.core.share.report_data import whole_norms
-
-    run = gx.open_run(runs["nan"])
-    history = RunHistory(run)
-    names, steps = ["2.bias", "0.weight"], [1, 3, 5, 6]
-    got_steps, got = whole_norms(history, names, steps)
-    assert got_steps.tolist() == steps
-    _, norms = history.stat_series("norm", names, steps)
-    for name, at_three in (("0.weight", math.nan), ("2.bias", math.inf)):
-        want = norms[name].copy()
-        want[1] = at_three  # step 3: a NaN in 0.weight's gradient, an Inf in 2.bias's
-        assert np.array_equal(got[name], want, equal_nan=True)
-
-
 def test_the_ledger_of_every_step_is_each_steps_ledger(runs):
     """``Run.ledger()`` (one query for the steps without a ledger row) is ``step_ledger`` of
     each step, on a run some of whose steps have no ledger row."""

@@ -9,9 +9,9 @@ import pytest
 import torch
 from torch import nn
 
-from gradexplorer import Workload
 from gradexplorer.core.session.engine import SessionConfig, TrainingSession
 from gradexplorer.core.snapshot import compare_snapshots, write_snapshot
+from gradexplorer.session import Workload
 
 MEASURE = """
 import sys

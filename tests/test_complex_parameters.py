@@ -32,7 +32,7 @@ class ComplexNet(nn.Module):
 def build():
     torch.manual_seed(0)
     x, y = torch.randn(16, 4), torch.randn(16, 1)
-    return gradexplorer.Workload(model=ComplexNet(), make_batch=lambda step: (x, y),
+    return gradexplorer.session.Workload(model=ComplexNet(), make_batch=lambda step: (x, y),
                                  loss_fn=nn.functional.mse_loss)
 '''
 
@@ -128,7 +128,7 @@ def test_the_session_global_norm_counts_both_parts(tmp_path):
     sys.modules[spec.name] = module
     try:
         spec.loader.exec_module(module)
-        session = gx.TrainingSession(module.build(), gx.SessionConfig(device="cpu", optimizer="sgd"))
+        session = gx.TrainingSession(module.build(), gx.session.SessionConfig(device="cpu", optimizer="sgd"))
         result = session.step()
         expected = norm64(p.grad for p in session.model.parameters())  # left by the step's backward
         assert float(result.grad_norm) == pytest.approx(expected, rel=1e-12)

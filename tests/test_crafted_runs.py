@@ -180,7 +180,7 @@ OLDER_CASES = {  # damage at step 1 only: the newest step is whole, the run-wide
 
 def read_history(path):
     with gx.open_run(path) as run:
-        history = gx.RunHistory(run)
+        history = gx.runs.RunHistory(run)
         history.step_figures()
         history.nonfinite_events()
         history.parameter_summaries()

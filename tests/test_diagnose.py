@@ -19,7 +19,7 @@ RESNET = "example:resnet:width=4,batch=2,size=16"  # BatchNorm buffers
 
 
 def cpu_session(spec: str) -> gx.TrainingSession:
-    return gx.TrainingSession(gx.load_workload(spec), gx.SessionConfig(device="cpu"))
+    return gx.TrainingSession(gx.load_workload(spec), gx.session.SessionConfig(device="cpu"))
 
 
 def float64_norm(t: torch.Tensor) -> float:
@@ -28,7 +28,7 @@ def float64_norm(t: torch.Tensor) -> float:
 
 def test_lenet_every_op_traced_with_exact_figures():
     session = cpu_session("example:lenet")
-    G = gx.trace_gradients(session)
+    G = gx.diagnose.trace_gradients(session)
     assert G.graph["grad_traced"] == G.number_of_nodes() == 26
     assert all("grad_norm" in a and a["grad_finite"] for _, a in G.nodes(data=True))
     assert all(p.grad is None for p in session.model.parameters())  # .grad untouched
@@ -51,7 +51,7 @@ def test_lenet_every_op_traced_with_exact_figures():
 
 def test_tracing_leaves_training_unchanged():
     traced, plain = cpu_session(RESNET), cpu_session(RESNET)
-    gx.trace_gradients(traced)
+    gx.diagnose.trace_gradients(traced)
     assert [traced.step().loss for _ in range(2)] == [plain.step().loss for _ in range(2)]
 
 
@@ -66,17 +66,17 @@ class DropoutNet(nn.Module):
         return self.out(self.drop(torch.relu(self.fc(x))))
 
 
-def dropout_workload() -> gx.Workload:
+def dropout_workload() -> gx.session.Workload:
     torch.manual_seed(3)
     x, y = torch.randn(16, 6), torch.randn(16, 3)
-    return gx.Workload(DropoutNet(), lambda step: (x + step, y), nn.MSELoss(), name="dropout")
+    return gx.session.Workload(DropoutNet(), lambda step: (x + step, y), nn.MSELoss(), name="dropout")
 
 
 def test_replay_with_the_steps_random_state_is_bit_identical():
     """The NaN-origin replay draws the same dropout masks as the step it diagnoses."""
     from gradexplorer.core.model.training_state import rng_snapshot
 
-    session = gx.TrainingSession(dropout_workload(), gx.SessionConfig(device="cpu"))
+    session = gx.TrainingSession(dropout_workload(), gx.session.SessionConfig(device="cpu"))
     seen = []
 
     class Check:
@@ -84,7 +84,7 @@ def test_replay_with_the_steps_random_state_is_bit_identical():
             self.rng = rng_snapshot()
 
         def after_backward(self, s, step):
-            G = gx.trace_gradients(s, step, rng_state=self.rng)
+            G = gx.diagnose.trace_gradients(s, step, rng_state=self.rng)
             norms = {a["param"]: a["grad_norm"] for _, a in G.nodes(data=True) if a["kind"] == "param"}
             seen.append(all(norms[n] == pytest.approx(float64_norm(p.grad), rel=1e-12)
                             for n, p in s.model.named_parameters()))
@@ -94,14 +94,14 @@ def test_replay_with_the_steps_random_state_is_bit_identical():
 
     session.add_observer(Check())
     losses = [session.step().loss for _ in range(3)]
-    plain = gx.TrainingSession(dropout_workload(), gx.SessionConfig(device="cpu"))
+    plain = gx.TrainingSession(dropout_workload(), gx.session.SessionConfig(device="cpu"))
     assert seen == [True, True, True]
     assert losses == [plain.step().loss for _ in range(3)]
 
 
 def test_nan_origin_is_the_square_root_and_only_it():
-    G = gx.trace_gradients(cpu_session(NAN_MODEL))
-    origin = gx.nonfinite_origin(G)
+    G = gx.diagnose.trace_gradients(cpu_session(NAN_MODEL))
+    origin = gx.diagnose.nonfinite_origin(G)
     assert G.nodes[origin]["name"] == "SqrtBackward0" and G.nodes[origin]["module"] == "act"
     assert [n for n, flag in G.nodes(data="nonfinite_origin") if flag] == [origin]
     assert G.nodes[origin]["grad_in_finite"] and not G.nodes[origin]["grad_finite"]
@@ -119,7 +119,7 @@ def test_run_alarm_and_snapshot_name_the_origin(run_cli, tmp_path):
 
 
 def test_forward_nan_is_traced_to_the_op_that_made_it(run_cli):
-    found = gx.diagnose_step(cpu_session(LOG_MODEL))
+    found = gx.diagnose.diagnose_step(cpu_session(LOG_MODEL))
     assert (found["where"], found["op"], found["module"]) == ("forward", "log", "head")
     code, out, _ = run_cli("run", "--model", LOG_MODEL, "--steps", "2", "--device", "cpu")
     assert code == 0
@@ -128,8 +128,8 @@ def test_forward_nan_is_traced_to_the_op_that_made_it(run_cli):
 
 
 def test_a_nan_loss_marks_no_backward_node(run_cli, tmp_path):
-    G = gx.trace_gradients(cpu_session(LOG_MODEL))
-    assert math.isnan(G.graph["loss"]) and gx.nonfinite_origin(G) is None
+    G = gx.diagnose.trace_gradients(cpu_session(LOG_MODEL))
+    assert math.isnan(G.graph["loss"]) and gx.diagnose.nonfinite_origin(G) is None
     assert not any(flag for _, flag in G.nodes(data="nonfinite_origin"))
     code, out, _ = run_cli("graph", "--model", LOG_MODEL, "--trace-grads", "--out", tmp_path / "g.json")
     assert code == 0 and "first non-finite value in the forward pass: log in module head" in out
@@ -173,7 +173,7 @@ def gpt2_graph():
     torch.manual_seed(0)
     model = transformers.GPT2LMHeadModel(config)
     ids = torch.randint(0, 50, (2, 8))
-    return gx.explain_graph(gx.extract_graph(model(ids, labels=ids).loss, model))
+    return gx.diagnose.explain_graph(gx.graph.extract_graph(model(ids, labels=ids).loss, model))
 
 
 def test_gpt2_every_op_has_its_own_explanation():
@@ -195,7 +195,7 @@ def test_gpt2_every_op_has_its_own_explanation():
 
 def test_unknown_op_gets_an_honest_generic_text():
     x = torch.randn(5, requires_grad=True)
-    G = gx.extract_graph(torch.cumsum(x, 0).sum())
+    G = gx.graph.extract_graph(torch.cumsum(x, 0).sum())
     cumsum = next(n for n, a in G.nodes(data=True) if a["name"].startswith("Cumsum"))
     assert "no op-specific text" in explain_node(G, cumsum)
 
@@ -205,7 +205,7 @@ def ab_lines(out: str) -> list[str]:
 
 
 def test_ab_scale_one_is_bit_identical(run_cli):
-    ab = gx.ABRun(dropout_workload, gx.SessionConfig(device="cpu"), "out", "scale:1.0")
+    ab = gx.session.ABRun(dropout_workload, gx.session.SessionConfig(device="cpu"), "out", "scale:1.0")
     results = list(ab.run(3))
     assert all(r.identical and r.divergence == 0.0 and r.grad_cosine == 1.0 for r in results)
     code, out, _ = run_cli("run", "--model", "example:lenet", "--ab", "fc1=scale:1.0", "--steps", "2")
@@ -214,7 +214,7 @@ def test_ab_scale_one_is_bit_identical(run_cli):
 
 
 def test_ab_scale_half_diverges(run_cli):
-    ab = gx.ABRun(dropout_workload, gx.SessionConfig(device="cpu"), "out", "scale:0.5")
+    ab = gx.session.ABRun(dropout_workload, gx.session.SessionConfig(device="cpu"), "out", "scale:0.5")
     results = list(ab.run(3))
     assert results[0].plain.loss == results[0].hooked.loss  # same start, same batch
     assert 0 < results[0].divergence < results[1].divergence < results[2].divergence
@@ -228,7 +228,7 @@ def test_ab_arms_are_each_observed_by_a_session_stack():
     the hooked arm's holding the hook registry, which observes nothing by itself."""
     from gradexplorer.core.stack.assembly import SessionStack
 
-    ab = gx.ABRun(dropout_workload, gx.SessionConfig(device="cpu"), "out", "scale:0.5")
+    ab = gx.session.ABRun(dropout_workload, gx.session.SessionConfig(device="cpu"), "out", "scale:0.5")
     plain, hooked = ab.plain.observers, ab.hooked.observers
     assert [type(o) for o in plain] == [SessionStack] and plain[0].hooks is None
     assert [type(o) for o in hooked] == [SessionStack] and hooked[0].hooks is ab.hooks
@@ -244,16 +244,16 @@ def test_ab_bad_module_is_one_line(run_cli):
 def test_collapsed_modules_carry_their_largest_traced_gradient():
     """A folded module is tinted by its operations' largest gradient, and marked non-finite as
     soon as one of them sent NaN/Inf (it is drawn in the alarm colour)."""
-    G = gx.trace_gradients(cpu_session("example:lenet"))
-    H = gx.collapse_by_module(G, depth=1)
+    G = gx.diagnose.trace_gradients(cpu_session("example:lenet"))
+    H = gx.graph.collapse_by_module(G, depth=1)
     for module in ("fc1", "conv2"):
         members = [a for _, a in G.nodes(data=True) if (a["module"] or "").split(".")[0] == module
                    and a["kind"] != "loss"]
         attrs = H.nodes[module_node_id(module)]
         assert attrs["grad_norm"] == max(a["grad_norm"] for a in members)
         assert attrs["grad_max"] == max(a["grad_max"] for a in members) and attrs["grad_finite"]
-    G = gx.trace_gradients(cpu_session(NAN_MODEL))
-    H = gx.collapse_by_module(G, depth=1)
+    G = gx.diagnose.trace_gradients(cpu_session(NAN_MODEL))
+    H = gx.graph.collapse_by_module(G, depth=1)
     folded = [a for _, a in H.nodes(data=True) if a["kind"] == "module"]
     assert any(not a["grad_finite"] for a in folded)
     assert all(a["grad_finite"] == all(m["grad_finite"] for _, m in G.nodes(data=True)

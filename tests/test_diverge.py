@@ -30,7 +30,7 @@ def runs(tmp_path_factory):
 
 
 def test_a_hook_from_step_k_parts_the_runs_at_k_upstream_first(runs):
-    result = gx.find_divergence(runs["plain"], runs["hooked"])
+    result = gx.runs.find_divergence(runs["plain"], runs["hooked"])
     assert result.step == K and result.compared == [1, 2, 3, 4]
     named = [r["name"] for r in result.ranking]
     assert named[:4] == UPSTREAM  # the hook halves what flows to fc1's inputs
@@ -40,12 +40,12 @@ def test_a_hook_from_step_k_parts_the_runs_at_k_upstream_first(runs):
 
 
 def test_bit_identical_runs_never_part(runs):
-    result = gx.find_divergence(runs["plain"], runs["again"])
+    result = gx.runs.find_divergence(runs["plain"], runs["again"])
     assert not result.diverged and result.compared == [1, 2, 3, 4, 5, 6]
 
 
 def test_runs_of_different_strides_align_by_step(runs):
-    result = gx.find_divergence(runs["plain"], runs["every2"])
+    result = gx.runs.find_divergence(runs["plain"], runs["every2"])
     assert result.compared == [2, 4] and result.step == K
 
 

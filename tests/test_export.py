@@ -174,3 +174,43 @@ def test_exports_old_every_flag_is_stride_with_a_note_and_not_with_stride(run_di
     code, _, _ = run_cli("export", run_dir, "--to", "csv", tmp_path / "c.csv", "--every", "4",
                          "--stride", "2")
     assert code == 2 and not (tmp_path / "c.csv").exists()
+
+
+def test_stat_series_says_nan_or_inf_where_the_gradient_held_them(run_dir):
+    """At step 4 one element of 0.weight's gradient was NaN and one of 2.bias's +Inf: the
+    series of norm and max |g| say nan and inf there (the run stores the finite part's), as the
+    tiles and CSV do; other figures and the finite steps are the stored ones."""
+    run = gx.open_run(run_dir)
+    names = ["0.weight", "2.bias", "0.bias"]
+    stored = {step: run.figures(step) for step in run.steps}
+    assert math.isfinite(stored[4]["0.weight"]["norm"]) and stored[4]["0.weight"]["nan_count"] == 1
+    for field in ("norm", "abs_max", "mean"):
+        steps, series = RunHistory(run).stat_series(field, names)
+        assert steps.tolist() == run.steps
+        for name in names:
+            want = [whole_figure(field, stored[s][name][field], stored[s][name]["nan_count"],
+                                 stored[s][name]["inf_count"]) for s in run.steps]
+            assert series[name].tolist() == pytest.approx(want, nan_ok=True)
+        if field != "mean":
+            assert math.isnan(series["0.weight"][3]) and series["2.bias"][3] == math.inf
+            assert math.isfinite(series["0.bias"][3])
+        else:
+            assert math.isfinite(series["0.weight"][3])  # the mean is over finite elements, as stored
+    _, at = RunHistory(run).stat_series("norm", names, [4])
+    assert math.isnan(at["0.weight"][0]) and at["2.bias"][0] == math.inf
+
+
+def test_a_live_history_series_says_nan_where_the_gradient_held_nan():
+    """The live session's per-parameter series (the Runs dock's figure) as a run's: the norm
+    and max |g| of layer 3's weight at its NaN step are NaN, its mean the finite part's."""
+    from tests.share_helpers import recorded_history
+
+    history = recorded_history(layers=4, steps=3, nan_layer=3)
+    last = history.latest().params["3.weight"]
+    assert last.nan_count == 1 and math.isfinite(last.norm)  # the record keeps the finite part's
+    for field in ("norm", "abs_max"):
+        steps, values = history.series("3.weight", field)
+        assert len(steps) == 3
+        assert math.isnan(values[-1]) and np.isfinite(values[:-1]).all()
+    assert history.series("3.weight", "mean")[1][-1] == last.mean
+    assert history.series("2.weight", "norm")[1][-1] == history.latest().params["2.weight"].norm

@@ -132,7 +132,10 @@ def test_an_overlaid_clipped_run_draws_its_accumulated_norm(tmp_path):
     source.close()
 
 
-def test_a_scaled_run_s_norm_is_divided_by_its_scale(tmp_path):
+def test_a_scaled_run_s_norm_is_divided_by_its_scale(qtbot, tmp_path, monkeypatch):
+    import pandas as pd
+    from PySide6.QtWidgets import QFileDialog
+
     from gradexplorer.core.recorder.run_history import RunHistory
     from gradexplorer.gui.models.run_overlay import HistorySource
 
@@ -159,3 +162,52 @@ def test_a_scaled_run_s_norm_is_divided_by_its_scale(tmp_path):
                      for led in ledgers], 1.0)
     assert timeline.norm.y.tolist() == expected and timeline.clips_or_scales
     assert timeline.applied.y.tolist() == [led.grad_norm_applied for led in ledgers]
+    curves = TrainingCurves(timeline)  # its CSV: the scale beside the norm as accumulated
+    qtbot.addWidget(curves)
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *a, **k: (str(tmp_path / "c.csv"), ""))
+    curves.save_csv()
+    table = pd.read_csv(tmp_path / "c.csv")
+    assert list(table.columns) == ["step", "loss", "global_norm", "grad_norm_accumulated", "scale"]
+    assert table["grad_norm_accumulated"].tolist() == [led.grad_norm_accumulated for led in ledgers]
+    assert table["scale"].tolist() == [1024.0] * len(ledgers)
+
+
+def test_the_curves_csv_of_a_clipped_run_holds_both_norms(qtbot, make_window, tmp_path, monkeypatch):
+    """CSV… beside the curves: the norm as applied (``global_norm``) and as accumulated
+    (``grad_norm_accumulated``, the Ledger's and the exports' name), each as the run stores
+    it; overlaid with a run that does not clip, that run's accumulated norm is its applied one."""
+    import pandas as pd
+    from PySide6.QtWidgets import QFileDialog
+
+    from tests.watched_loop import make, train
+
+    clipped_run(tmp_path / "clipped")
+    model, opt = make()
+    with gx.watch(model, opt, tmp_path / "plain", bins=8):
+        train(model, opt, 3)
+    window = make_window()
+    assert window.file_actions.open_run(str(tmp_path / "clipped")) is not None
+    timeline = window.controller.timeline
+    qtbot.waitUntil(lambda: timeline.latest is not None and timeline.latest.step == STEPS,
+                    timeout=TIMEOUT_MS)
+    target = tmp_path / "curves.csv"
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *a, **k: (str(target), ""))
+    window.curves.csv_button.click()
+    table = pd.read_csv(target)
+    assert list(table.columns) == ["step", "loss", "global_norm", "grad_norm_accumulated"]
+    run = gx.open_run(tmp_path / "clipped")
+    ledgers = list(run.ledger())
+    assert table["step"].tolist() == [led.optimizer_step for led in ledgers]
+    assert table["global_norm"].tolist() == [run.step_info(s)["global_norm"] for s in run.steps]
+    assert table["grad_norm_accumulated"].tolist() == [led.grad_norm_accumulated for led in ledgers]
+    assert (table["grad_norm_accumulated"] > 5 * table["global_norm"]).all()  # clipped to 1.0
+    assert window.run_compare.add_run(tmp_path / "plain") is not None
+    window.curves.csv_button.click()
+    table = pd.read_csv(target)
+    assert list(table.columns) == ["run", "step", "loss", "global_norm", "grad_norm_accumulated"]
+    plain = table[table["run"] == "plain"]
+    stored = gx.open_run(tmp_path / "plain")
+    assert plain["grad_norm_accumulated"].tolist() == [led.grad_norm_accumulated for led in stored.ledger()]
+    assert plain["grad_norm_accumulated"].tolist() == plain["global_norm"].tolist()
+    assert table[table["run"] == "clipped"]["grad_norm_accumulated"].tolist() == \
+        [led.grad_norm_accumulated for led in ledgers]

@@ -94,3 +94,34 @@ def test_grid_csv_writes_nan_and_inf(panel, tmp_path, monkeypatch):
     params = panel.timeline.latest_gradients.params
     assert df.loc["0.weight", "norm"] == params["0.weight"].norm  # healthy: exact
     assert "nan" in target.read_text().splitlines()[1].split(",")  # written as ``nan``
+
+
+def test_the_details_pane_says_an_all_nan_gradient_has_no_finite_element(qtbot):
+    """The details pane wrote "NaN (finite elements: NaN)" for max |g| of an all-NaN gradient:
+    there is no finite element to give a figure of."""
+    from gradexplorer.gui.panels.details_pane import stats_rows
+
+    params = nan_history().latest().params
+    text = "".join(stats_rows(params["1.weight"]))
+    assert "NaN</b> (no finite element)" in text and "finite elements:" not in text
+    text = "".join(stats_rows(params["2.bias"]))  # one Inf: its finite part's figures
+    assert f"inf</b> (finite elements: {params['2.bias'].norm:.4g})" in text
+
+
+def test_open_dock_distributions_shows_a_run_s_nan_tiles(make_window, tmp_path):
+    """``gradexplorer open RUN --dock distributions``: the tiles in front, the last step's NaN
+    and Inf gradients read as such (a run directory written by watch)."""
+    from gradexplorer.cli import build_parser
+    from gradexplorer.gui.window.step_forensics import run_opener
+    from tests.share_helpers import write_run
+
+    path = write_run(tmp_path / "run", steps=3, nan_at=3)
+    args = build_parser().parse_args(["open", str(path), "--dock", "distributions"])
+    window = make_window()
+    run_opener(dock=args.dock)(window, path)
+    window.settle()
+    assert not window.distributions_dock.visibleRegion().isEmpty()
+    assert window.gradients_dock.visibleRegion().isEmpty()  # its tab is behind
+    grid = window.distributions.grid
+    texts = {n: grid.model.index(i).data(NORM_ROLE) for i, n in enumerate(grid.model.names)}
+    assert texts["0.weight"] == "‖g‖ NaN" and texts["2.bias"] == "‖g‖ inf"

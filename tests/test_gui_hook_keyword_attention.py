@@ -27,7 +27,7 @@ def build():
         ids = torch.randint(3, 64, (2, 8), generator=torch.Generator().manual_seed(step))
         return {"input_ids": ids, "labels": ids}
 
-    return gradexplorer.Workload(model=model, make_batch=make_batch, loss_fn=None)
+    return gradexplorer.session.Workload(model=model, make_batch=make_batch, loss_fn=None)
 '''
 ATTENTION = "model.layers.1.self_attn"
 

@@ -228,7 +228,7 @@ def test_a_damaged_figure_is_one_line_in_the_tab(qtbot, make_window, tmp_path):
     from gradexplorer.core.errors import UserError
 
     with gx.open_run(tmp_path / "run") as run, pytest.raises(UserError, match="garbage"):
-        gx.RunHistory(run).optimizer_series("0.weight")
+        gx.runs.RunHistory(run).optimizer_series("0.weight")
     window = make_window()
     assert window.file_actions.open_run(str(tmp_path / "run")) is not None
     window.settle()

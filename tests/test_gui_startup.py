@@ -44,7 +44,7 @@ print(json.dumps([heavy, made, "pyqtgraph" in sys.modules]))
 
 # `gradexplorer gui` as launched, noting when and on which thread torch's import starts;
 # GRADEXPLORER_STARTUP_LOG makes the app note its first paints (window, first graph: the cached
-# one, live graph) and close after the live graph.
+# one, live graph), when Step is enabled (ready: it steps once) and that step done, then close.
 LAUNCH = r"""
 import json, sys, threading, time
 from importlib.abc import MetaPathFinder
@@ -101,7 +101,8 @@ def test_the_window_is_painted_before_the_training_thread_imports_torch(tmp_path
     report = json.loads(done.stdout.strip().splitlines()[-1])
     marks = {name: float(at) for name, at, _cpu in map(str.split, log.read_text().splitlines())}
     assert ("preload" in marks) is preload and marks.pop("preload", 0) <= marks["window"]
-    assert report["status"] == 0 and set(marks) == {"window", "graph", "live"}  # the real graph, drawn
+    assert report["status"] == 0 and set(marks) == {"window", "graph", "live", "ready", "stepped"}
+    assert marks["window"] <= marks["ready"] <= marks["stepped"]  # Step enabled, then one step done
     torch = report["torch"]
     assert torch and torch["main"] is False  # imported by the training thread, not the GUI's
     assert marks["window"] <= torch["time"] <= marks["live"]

@@ -134,7 +134,9 @@ def test_clicking_a_spike_marker_opens_its_onset_ranking(qtbot, make_window, tmp
     assert node_fill(window, first) != node_fill(window, coolest)
     heat = {n: s.norm for n, s in window.graph_panel._stats.items()}
     assert heat[first] == max(heat.values()) > heat[coolest]
-    window.forensics.spike_panel.live_tint()
+    window.forensics.spike_panel.live_tint()  # the tint of the step shown: the spike's
+    assert window.graph_panel._stats[first].norm == run.figures(INJECT)[first]["norm"]
+    window.step_follow.live_action.trigger()  # End: every view back to the newest step
     assert window.graph_panel._stats[first].norm == run.figures(60)[first]["norm"]
     click_marker(qtbot, window, window.curves.loss_plot, INJECT)  # the loss curve's marker too
     assert window.forensics.spike_panel.shown is not None and window.forensics.spike_panel._held

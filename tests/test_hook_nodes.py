@@ -5,9 +5,12 @@ from __future__ import annotations
 import networkx as nx
 import pytest
 
-from gradexplorer import HookRegistry, SessionConfig, TrainingSession, load_workload, trace_backward_graph
+from gradexplorer import TrainingSession, load_workload
 from gradexplorer.core.errors import UserError
 from gradexplorer.core.graph.hook_nodes import add_hook_nodes, remove_hook_nodes
+from gradexplorer.graph import trace_backward_graph
+from gradexplorer.hooks import HookRegistry
+from gradexplorer.session import SessionConfig
 
 pytestmark = pytest.mark.filterwarnings("ignore:The hashes produced for directed graphs")
 

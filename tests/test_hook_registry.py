@@ -223,7 +223,7 @@ def _tiny_and_grads(registry_hooks):
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(4, 3), nn.Tanh(), nn.Linear(3, 2))
     x = torch.randn(5, 4)
-    registry = gx.HookRegistry(model, sample_inputs=(x,))
+    registry = gx.hooks.HookRegistry(model, sample_inputs=(x,))
     for path, action in registry_hooks.items():
         registry.attach(path, action)
     model(x).square().sum().backward()

@@ -7,7 +7,7 @@ import textwrap
 INPLACE_MODEL = textwrap.dedent("""
     import torch
     from torch import nn
-    from gradexplorer import Workload
+    from gradexplorer.session import Workload
 
     class Body(nn.Module):
         def __init__(self):

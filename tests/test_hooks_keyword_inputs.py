@@ -11,9 +11,10 @@ import pytest
 import torch
 from torch import nn
 
-from gradexplorer import HookRegistry, hookable_modules, trace
+from gradexplorer import trace
 from gradexplorer.core.errors import UserError
 from gradexplorer.core.hooks.hookable import NO_GRAD_INPUTS
+from gradexplorer.hooks import HookRegistry, hookable_modules
 
 NAMES = ("a", "b", "c", "g")
 

@@ -14,10 +14,11 @@ import textwrap
 import pytest
 import torch
 
-from gradexplorer import HookRegistry, hookable_modules, read_snapshot, watch
+from gradexplorer import read_snapshot, watch
 from gradexplorer.core.hooks.hookable import NO_GRAD_INPUTS
 from gradexplorer.core.model.workload import Workload
 from gradexplorer.core.session.engine import SessionConfig, TrainingSession
+from gradexplorer.hooks import HookRegistry, hookable_modules
 from tests.hooks_helpers import GradRecorder
 
 transformers = pytest.importorskip("transformers")
@@ -28,7 +29,7 @@ TINY = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_
 SPEC = """\
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
-from gradexplorer import Workload
+from gradexplorer.session import Workload
 
 def build():
     torch.manual_seed(0)

@@ -1,5 +1,6 @@
 """``gradexplorer inspect`` of a run's step or of a snapshot: a gradient holding NaN reads norm
-and max |g| ``nan``, one holding +Inf ``inf``, never the finite part's figures."""
+and max |g| ``NaN`` (as the app and the report write it), one holding +Inf ``inf``, never the
+finite part's figures."""
 
 from __future__ import annotations
 
@@ -21,10 +22,10 @@ def test_inspect_of_a_nan_step_writes_nan_and_inf(tmp_path, run_cli):
     code, out, err = run_cli("inspect", path, "--step", "4")
     assert code == 0, err
     weight, bias = cells(out, "0.weight"), cells(out, "2.bias")
-    assert weight[2:5] == ["nan", "nan", "1/0"]  # shape, norm, max |g|, NaN/Inf
+    assert weight[2:5] == ["NaN", "NaN", "1/0"]  # shape, norm, max |g|, NaN/Inf
     assert bias[2:5] == ["inf", "inf", "0/1"]
     assert cells(out, "0.bias")[2] == f"{figs['0.bias']['norm']:.4g}"  # a healthy one as before
     # the snapshot the NaN step left: the same words
     code, out, err = run_cli("inspect", gx.open_run(path).snapshots[4])
     assert code == 0, err
-    assert cells(out, "0.weight")[2:4] == ["nan", "nan"] and cells(out, "2.bias")[2:4] == ["inf", "inf"]
+    assert cells(out, "0.weight")[2:4] == ["NaN", "NaN"] and cells(out, "2.bias")[2:4] == ["inf", "inf"]

@@ -6,7 +6,8 @@ import pytest
 import torch
 from torch import nn
 
-from gradexplorer import SessionConfig, TrainingSession, UserError, Workload
+from gradexplorer import TrainingSession, UserError
+from gradexplorer.session import SessionConfig, Workload
 
 
 @dataclass
@@ -104,7 +105,7 @@ def test_bad_batch_shape_is_refused():
 
 
 def test_hooks_probe_keyword_inputs():
-    from gradexplorer import HookRegistry
+    from gradexplorer.hooks import HookRegistry
 
     model = TinyLM()
     session = TrainingSession(Workload(model, batch, None), SessionConfig(device="cpu"))

@@ -7,11 +7,11 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
-from gradexplorer import Workload
 from gradexplorer.core.errors import UserError
 from gradexplorer.core.model.examples.lenet import LeNet
 from gradexplorer.core.model.spec import ModelOptions, load_workload, parse_shape
 from gradexplorer.core.session.engine import SessionConfig, TrainingSession
+from gradexplorer.session import Workload
 
 DATA = __import__("pathlib").Path(__file__).parent / "data"
 MY_MODEL = DATA / "my_model.py"

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from gradexplorer import SessionConfig, TrainingSession, load_workload, trace_backward_graph
+from gradexplorer import TrainingSession, load_workload
 from gradexplorer.core.graph.collapse import collapse_by_module, module_members
 from gradexplorer.core.graph.layout.positions import layout_graph
 from gradexplorer.core.model.membership import in_module, module_parameters
+from gradexplorer.graph import trace_backward_graph
 from gradexplorer.gui.graph.drawing import GraphDrawing
 from gradexplorer.gui.graph.tint import params_behind
 from gradexplorer.gui.models.selection import Selection, parameter_for
+from gradexplorer.session import SessionConfig
 
 
 def test_in_module():

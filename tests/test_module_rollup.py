@@ -2,8 +2,9 @@
 
 import torch
 
-from gradexplorer import GradientMonitor, SessionConfig, TrainingSession, load_workload
+from gradexplorer import TrainingSession, load_workload
 from gradexplorer.core.stats.module_rollup import module_gradients, owners
+from gradexplorer.session import GradientMonitor, SessionConfig
 
 
 def test_module_figures_match_float64_over_their_parameters():

@@ -119,7 +119,7 @@ def test_each_backend_names_the_parameter_that_failed(monkeypatch, backend):
     model = Model()
     model(torch.randn(8, 4)).backward()
     cause = break_histograms(monkeypatch, backend)
-    monitor = gx.GradientMonitor(backend=backend)
+    monitor = gx.session.GradientMonitor(backend=backend)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     with pytest.warns(RuntimeWarning, match=f"the gradient of temperature .*{cause[:10]}"):
         (record,) = monitored_step(model, optimizer, [monitor])
@@ -140,7 +140,7 @@ def test_a_failing_update_ratio_leaves_the_figures_recorded(monkeypatch):
     model = Model()
     model(torch.randn(8, 4)).backward()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
-    monitor = gx.GradientMonitor()
+    monitor = gx.session.GradientMonitor()
     with pytest.warns(RuntimeWarning, match=r"the update ratios \(RuntimeError: out of memory\)"):
         (record,) = monitored_step(model, optimizer, [monitor])
     assert record.not_recorded == {"": "RuntimeError: out of memory"}
@@ -157,7 +157,7 @@ def test_watch_survives_a_monitor_that_raises_with_one_warning(monkeypatch, tmp_
     def broken(self, optimizer, step):
         raise KeyError("nobody expected this")
 
-    monkeypatch.setattr(gx.GradientMonitor, "finish", broken)
+    monkeypatch.setattr(gx.session.GradientMonitor, "finish", broken)
     torch.manual_seed(0)
     plain, watched = Model(), Model()
     watched.load_state_dict(plain.state_dict())

@@ -18,7 +18,7 @@ NAN_MODEL = f"{DATA / 'nan_sqrt_model.py'}:build"
 
 
 def cpu_session(spec: str) -> gx.TrainingSession:
-    return gx.TrainingSession(gx.load_workload(spec), gx.SessionConfig(device="cpu"))
+    return gx.TrainingSession(gx.load_workload(spec), gx.session.SessionConfig(device="cpu"))
 
 
 @pytest.fixture
@@ -38,7 +38,7 @@ def own_checks(monkeypatch) -> list[int]:
 @pytest.mark.parametrize("backend", ["numba", "torch"])
 def test_a_healthy_step_takes_no_check_of_its_own(own_checks, backend):
     session = cpu_session("example:digits")
-    SessionStack.on(session, gx.GradientMonitor(backend=backend))
+    SessionStack.on(session, gx.session.GradientMonitor(backend=backend))
     results = [session.step() for _ in range(3)]
     assert own_checks == []
     assert all(r.nonfinite_origin is None and r.gradients.nonfinite() == {} for r in results)
@@ -46,7 +46,7 @@ def test_a_healthy_step_takes_no_check_of_its_own(own_checks, backend):
 
 def test_without_a_monitor_or_a_session_norm_it_checks_by_itself(own_checks):
     session = gx.TrainingSession(gx.load_workload("example:digits"),
-                                 gx.SessionConfig(device="cpu", grad_norm=False))
+                                 gx.session.SessionConfig(device="cpu", grad_norm=False))
     SessionStack.on(session, None)
     for _ in range(3):
         session.step()
@@ -56,7 +56,7 @@ def test_without_a_monitor_or_a_session_norm_it_checks_by_itself(own_checks):
 @pytest.mark.parametrize("backend", ["numba", "torch"])
 def test_the_monitors_counts_find_the_nan_step_and_its_origin(own_checks, backend):
     session = cpu_session(NAN_MODEL)
-    monitor = gx.GradientMonitor(backend=backend)
+    monitor = gx.session.GradientMonitor(backend=backend)
     SessionStack.on(session, monitor)
     result = session.step()
     assert own_checks == []
@@ -67,7 +67,7 @@ def test_the_monitors_counts_find_the_nan_step_and_its_origin(own_checks, backen
 
 def test_a_failed_measurement_falls_back_to_its_own_check(own_checks, monkeypatch):
     session = cpu_session(NAN_MODEL)
-    monitor = gx.GradientMonitor(backend="torch")
+    monitor = gx.session.GradientMonitor(backend="torch")
     SessionStack.on(session, monitor)
     session.step()  # the backend is chosen on the first step
     own_checks.clear()
@@ -133,14 +133,14 @@ def test_the_first_replayed_step_keeps_its_weights_for_a_later_trace():
 
     session = cpu_session(NAN_MODEL)
     before = {n: p.detach().clone() for n, p in session.model.named_parameters()}
-    stack = SessionStack.on(session, gx.GradientMonitor())
+    stack = SessionStack.on(session, gx.session.GradientMonitor())
     session.step()
     assert not torch.isfinite(session.model.fc.weight).all()  # the update spoilt them
     step, kept, _rng = stack.origin.replayed
     assert step == 0 and all(torch.equal(k, before[n]) for k, (n, _) in
                              zip(kept, session.model.named_parameters(), strict=True))
     with nan_origin.weights_before(session.model, stack.origin.replayed):
-        G = gx.trace_gradients(session, 0)
+        G = gx.diagnose.trace_gradients(session, 0)
         assert torch.equal(session.model.fc.weight, before["fc.weight"])
-    assert G.nodes[gx.nonfinite_origin(G)]["name"] == "SqrtBackward0"
+    assert G.nodes[gx.diagnose.nonfinite_origin(G)]["name"] == "SqrtBackward0"
     assert not torch.isfinite(session.model.fc.weight).all()  # its own again

@@ -17,7 +17,7 @@ def test_a_non_finite_value_made_mid_network_names_its_module(zoo, value):
     workload = zoo.build()
     workload.model.get_submodule(zoo.middle).register_forward_hook(
         lambda module, args, output: output * value)
-    session = gx.TrainingSession(workload, gx.SessionConfig(device="cpu"))
-    gx.SessionStack.on(session, gx.GradientMonitor())
+    session = gx.TrainingSession(workload, gx.session.SessionConfig(device="cpu"))
+    gx.session.SessionStack.on(session, gx.session.GradientMonitor())
     found = session.step().nonfinite_origin
     assert (found["where"], found["op"], found["module"]) == ("forward", "mul", zoo.middle)

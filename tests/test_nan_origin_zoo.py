@@ -19,14 +19,14 @@ from torch import nn
 import gradexplorer as gx
 from gradexplorer.core.stack.assembly import SessionStack
 
-CPU = gx.SessionConfig(device="cpu")
+CPU = gx.session.SessionConfig(device="cpu")
 
 
 def first_step(model: nn.Module, batch, loss_fn=nn.MSELoss()) -> dict:
     """The NaN origin the session's stack reports for the first step of ``model`` on ``batch``."""
     torch.manual_seed(0)
-    session = gx.TrainingSession(gx.Workload(model, lambda step: batch, loss_fn, name="zoo"), CPU)
-    SessionStack.on(session, gx.GradientMonitor())
+    session = gx.TrainingSession(gx.session.Workload(model, lambda step: batch, loss_fn, name="zoo"), CPU)
+    SessionStack.on(session, gx.session.GradientMonitor())
     result = session.step()
     assert result.gradients.nonfinite()  # the step really went bad
     return result.nonfinite_origin

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 import gradexplorer
-from gradexplorer import Workload
 from gradexplorer.core.model.workload import Workload as CoreWorkload
+from gradexplorer.session import Workload
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -56,7 +56,7 @@ def test_the_readme_is_short_and_every_block_is_accounted_for():
         "a set-up block changed: update SET_UP_BLOCKS (and check .ci/run still finds the test command)"
     assert len(runnable_blocks()) == 2, "a new bash block in the README: the walkthrough below runs it"
     python = blocks("python")
-    assert [("gradexplorer.Workload(" in b, "gx.watch(" in b) for b in python] == \
+    assert [("gradexplorer.session.Workload(" in b, "gx.watch(" in b) for b in python] == \
         [(True, False), (False, True)], "the README's Python blocks: my_model.py, then train.py"
 
 

@@ -15,11 +15,11 @@ import gradexplorer as gx
 from gradexplorer.core.diagnose.nan_origin import NonFiniteOrigin
 from gradexplorer.core.session.ab import ABRun
 
-CPU = gx.SessionConfig(device="cpu")
+CPU = gx.session.SessionConfig(device="cpu")
 GPT2_FILE = Path(__file__).parent / "data" / "gpt2_nan_model.py"
 
 
-def gpt2_nan() -> gx.Workload:
+def gpt2_nan() -> gx.session.Workload:
     return gx.load_workload(f"{GPT2_FILE}:build")
 
 
@@ -69,9 +69,9 @@ class Stream:
         return next(self._it)
 
 
-def stream_workload(stream: Stream, head=None, seed: int = 3) -> gx.Workload:
+def stream_workload(stream: Stream, head=None, seed: int = 3) -> gx.session.Workload:
     torch.manual_seed(seed)
-    return gx.Workload(DropoutNet(head), stream, nn.MSELoss(), name="stream")
+    return gx.session.Workload(DropoutNet(head), stream, nn.MSELoss(), name="stream")
 
 
 def test_a_trace_sees_the_steps_batch_and_leaves_training_unchanged():
@@ -81,7 +81,7 @@ def test_a_trace_sees_the_steps_batch_and_leaves_training_unchanged():
     traced = gx.TrainingSession(stream_workload(traced_stream), CPU)
     losses = []
     for _ in range(4):
-        G = gx.trace_gradients(traced)
+        G = gx.diagnose.trace_gradients(traced)
         result = traced.step()
         assert G.graph["loss"] == result.loss  # the trace's forward is the step's
         losses.append(result.loss)
@@ -122,7 +122,7 @@ def observed(session) -> list[dict]:
 def test_the_nan_replay_uses_the_steps_own_batch_from_a_stream():
     stream = Stream(bad=1)  # step 2's batch makes log(negative); the one after is fine
     torch.manual_seed(0)
-    session = gx.TrainingSession(gx.Workload(LogInput(), stream, nn.MSELoss()), CPU)
+    session = gx.TrainingSession(gx.session.Workload(LogInput(), stream, nn.MSELoss()), CPU)
     found = observed(session)
     session.step()
     assert found == []
@@ -165,7 +165,7 @@ def test_gpt2_keyword_inputs_nan_names_its_forward_op(run_cli):
     assert (origin["where"], origin["op"], origin["module"]) == \
         ("forward", "log", "transformer.h.1.mlp.act")
     assert found == [origin]
-    assert gx.diagnose_step(gx.TrainingSession(gpt2_nan(), CPU))["op"] == "log"
+    assert gx.diagnose.diagnose_step(gx.TrainingSession(gpt2_nan(), CPU))["op"] == "log"
     code, out, err = run_cli("run", "--model", f"{GPT2_FILE}:build", "--steps", "1",
                              "--device", "cpu")
     assert code == 0, err

@@ -226,3 +226,21 @@ def test_a_nan_at_the_last_step_reads_nan_in_the_module_and_parameter_tables(tmp
     params = {r[0]: r for r in page.tables["parameter-table"][1:]}
     assert params["0.weight"][1:4] == ["nan", "nan", "nan"] and params["2.bias"][1:4] == ["inf", "inf", "inf"]
     assert [r[0] for r in page.tables["parameter-table"][1:3]] == ["0.weight", "2.bias"]
+
+
+def test_a_clipped_runs_norm_curve_is_the_accumulated_norm_with_the_applied_beside(tmp_path):
+    """Clipped every step, the applied norm sits at max_norm whatever the gradient did: the
+    report's global-norm curve is the norm as accumulated (the ledger's), the applied beside."""
+    from tests.watched_loop import clipped_run
+
+    clipped_run(tmp_path / "run", steps=5, max_norm=0.1)
+    run = gx.open_run(tmp_path / "run")
+    gx.write_report(run, tmp_path / "report.html")
+    html = (tmp_path / "report.html").read_text()
+    data = json.loads(re.search(r'id="gx-data">(.*?)</script>', html, re.S).group(1))
+    series = {s["label"].rsplit(" · ", 1)[-1]: s["y"] for s in data["curves"]["global_norm"]["series"]}
+    ledger = run.ledger()
+    assert series["accumulated"] == [led.grad_norm_accumulated for led in ledger]
+    assert series["applied"] == pytest.approx([led.grad_norm_applied for led in ledger], rel=1e-6)
+    assert min(series["accumulated"]) > 1.0 > 0.1 * 1.01 > max(series["applied"])  # clipping acted
+    assert "as accumulated (before clipping" in html

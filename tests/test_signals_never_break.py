@@ -18,9 +18,9 @@ def broken(*args) -> None:
 
 
 def stacked(spec: str, tmp_path, **kwargs) -> tuple[gx.TrainingSession, SessionStack]:
-    session = gx.TrainingSession(gx.load_workload(spec), gx.SessionConfig(device="cpu"))
-    hooks = gx.HookRegistry(session.model)
-    stack = SessionStack.on(session, gx.GradientMonitor(), hooks, **kwargs)
+    session = gx.TrainingSession(gx.load_workload(spec), gx.session.SessionConfig(device="cpu"))
+    hooks = gx.hooks.HookRegistry(session.model)
+    stack = SessionStack.on(session, gx.session.GradientMonitor(), hooks, **kwargs)
     stack.exporter(tmp_path / "snaps", snapshot_every=1, keep_snapshots=2)
     return session, stack
 

@@ -27,7 +27,7 @@ def test_the_newest_by_step_stay():
 
 def exporter_keeps(tmp_path) -> list[int]:
     s = session()
-    stack = SessionStack.on(s, gx.GradientMonitor())
+    stack = SessionStack.on(s, gx.session.GradientMonitor())
     exporter = stack.exporter(tmp_path / "export", 1, keep_snapshots=KEEP)
     for _ in range(STEPS):
         s.step()

@@ -8,13 +8,13 @@ import math
 import os
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
 
 from gradexplorer.core.diagnose import spike_band, spike_warmup
 from gradexplorer.core.diagnose.spikes import SpikeDetector
+from gradexplorer.core.kernel_warmup import WAIT_VARIABLE, KernelWarmup
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -24,6 +24,7 @@ def test_a_cold_cache_compiles_the_spike_kernels_off_the_training_thread(tmp_pat
     cold.mkdir()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("NUMBA_CACHE_DIR", None)  # the statistics kernels' own cache (the script's first loop)
+    env.pop(WAIT_VARIABLE, None)  # as a user's process: the first steps do not wait
     proc = subprocess.run([sys.executable, str(ROOT / "tests" / "spike_warmup_run.py"), str(cold),
                            str(tmp_path / "runs")], cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=600)
@@ -41,9 +42,12 @@ def test_a_cold_cache_compiles_the_spike_kernels_off_the_training_thread(tmp_pat
 
 
 def test_a_failed_warm_up_is_one_warning_and_numpy_goes_on(monkeypatch):
-    monkeypatch.setattr(spike_warmup, "_STATE", {"thread": None, "kernels": None,
-                                                 "done": threading.Event()})
-    monkeypatch.setattr(spike_warmup, "_compile_in_helper", lambda: None)
+    fresh = KernelWarmup(spike_warmup.__name__, "spike", spike_warmup._cached, "spike-test",
+                         spike_warmup.WARMUP.fallback)
+    monkeypatch.setattr(spike_warmup, "WARMUP", fresh)
+    monkeypatch.setattr(spike_warmup, "wait", fresh.wait)
+    monkeypatch.setattr(fresh, "_compile_in_helper", lambda: None)
+    monkeypatch.delenv(WAIT_VARIABLE, raising=False)
 
     def broken(kernels=None):
         raise RuntimeError("no LLVM today")

@@ -131,7 +131,8 @@ def test_the_apps_session_tells_spikes_to_the_event_log():
     from gradexplorer.core.diagnose.spike_observer import SpikeObserver
     from gradexplorer.gui.training.live_session import open_live_session
 
-    live = open_live_session("example:mlp", gx.ModelOptions(), gx.SessionConfig(device="cpu", lr=1e30))
+    live = open_live_session("example:mlp", gx.session.ModelOptions(),
+                             gx.session.SessionConfig(device="cpu", lr=1e30))
     told = []
     live.hooks.event.connect(lambda *event: told.append(event))
     assert live.session.observers == [live.stack]  # the one observer: its phases in order

@@ -7,10 +7,11 @@ import json
 import torch
 from torch import nn
 
-from gradexplorer import ModelOptions, load_workload
+from gradexplorer import load_workload
 from gradexplorer.core.hooks import HookRegistry
 from gradexplorer.core.model.workload import Workload
 from gradexplorer.core.session.engine import SessionConfig, TrainingSession
+from gradexplorer.session import ModelOptions
 
 
 def bn_dropout_inplace_workload() -> Workload:

@@ -4,8 +4,10 @@ import numpy as np
 import pytest
 import torch
 
-from gradexplorer import compare_snapshots, gradient_stats, read_snapshot, write_snapshot
+from gradexplorer import compare_snapshots, read_snapshot
 from gradexplorer.core.hooks.grad_summary import as_floats, summarize_tuple
+from gradexplorer.runs import write_snapshot
+from gradexplorer.session import gradient_stats
 
 
 def test_observe_hook_std_is_the_statistics_std():

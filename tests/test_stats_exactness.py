@@ -9,7 +9,7 @@ from grad_helpers import make_session
 from stats_reference import Holder, assert_matches, monitored_step
 from torch import nn
 
-from gradexplorer import GradientMonitor, gradient_stats
+from gradexplorer.session import GradientMonitor, gradient_stats
 
 BACKENDS = ["numba", "torch"]
 

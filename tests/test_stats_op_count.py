@@ -8,7 +8,7 @@ import torch
 from test_bench_histograms import load_bench
 from torch import nn
 
-from gradexplorer import GradientMonitor
+from gradexplorer.session import GradientMonitor
 
 MAX_OPS = 199  # 190 with histograms and update ratio (docs/gradients.md)
 

@@ -9,7 +9,7 @@ import torch
 from degenerate_grads import MAGNITUDES, _values
 
 from gradexplorer.core.stats import backend_cpu
-from gradexplorer.core.stats import records as R
+from gradexplorer.core.stats import step_arrays as R
 from gradexplorer.core.stats.records import ParamStats
 
 

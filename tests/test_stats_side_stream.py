@@ -13,7 +13,7 @@ import torch
 from stats_reference import assert_matches, monitored_step
 from torch import nn
 
-from gradexplorer import GradientMonitor
+from gradexplorer.session import GradientMonitor
 
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 SLEEP_CYCLES = 50_000_000  # torch.cuda._sleep: tens of milliseconds of one stream's time

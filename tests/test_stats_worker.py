@@ -196,7 +196,7 @@ def test_worth_offloading_only_with_a_spare_core_and_enough_values(one_thread, m
 
 def test_only_watch_offloads(one_thread):
     model = mlp()
-    monitor = gx.GradientMonitor()
+    monitor = gx.session.GradientMonitor()
     assert not monitor.offload
     with gx.watch(model, torch.optim.SGD(model.parameters(), lr=0.1)) as rec:
         assert rec.monitor.offload

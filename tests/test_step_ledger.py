@@ -234,7 +234,7 @@ def test_a_run_written_before_the_ledger_still_opens(tmp_path):
 
 def test_training_session_steps_carry_their_ledger():
     workload = gx.load_workload("example:mlp")
-    session = gx.TrainingSession(workload, gx.SessionConfig(seed=0))
+    session = gx.TrainingSession(workload, gx.session.SessionConfig(seed=0))
     result = session.step()
     grads = [p.grad for p in session.model.parameters() if p.grad is not None]
     led = result.ledger

@@ -32,7 +32,7 @@ def test_trace_names_modules_and_parameters_and_leaves_the_model_as_it_was():
 
     with ModuleAttribution(model) as attribution:
         loss = nn.functional.cross_entropy(model(x), target)
-    H = gx.extract_graph(loss, model, attribution)
+    H = gx.graph.extract_graph(loss, model, attribution)
     assert sorted(G.nodes(data="name")) == sorted(H.nodes(data="name"))
     assert sorted(G.nodes(data="module")) == sorted(H.nodes(data="module"))
 

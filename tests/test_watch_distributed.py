@@ -102,5 +102,5 @@ def test_inspect_flags_ranks_that_disagree(two_rank_runs, capsys):
 
 @pytest.mark.parametrize("mode", MODES)
 def test_two_ranks_and_one_process_do_not_diverge(mode, reference, two_rank_runs):
-    result = gx.find_divergence(two_rank_runs / mode, reference)  # at the default tolerance
+    result = gx.runs.find_divergence(two_rank_runs / mode, reference)  # at the default tolerance
     assert not result.diverged and result.compared == list(range(1, STEPS + 1))

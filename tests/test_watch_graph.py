@@ -60,7 +60,7 @@ def test_a_watched_gpt2_runs_graph_is_the_loss_with_its_modules(tmp_path):
     assert node_modules(G) == node_modules(live)
     assert G.graph["module_types"] == live.graph["module_types"]
     for depth in (None, 1, 2, 3, 4):  # every collapse the graph panel offers, and its first view
-        ours, theirs = gx.collapse_by_module(G, depth), gx.collapse_by_module(live, depth)
+        ours, theirs = gx.graph.collapse_by_module(G, depth), gx.graph.collapse_by_module(live, depth)
         assert set(ours.nodes) == set(theirs.nodes) and set(ours.edges) == set(theirs.edges)
     first, live_first = readable_view(G), readable_view(live)
     assert first.graph["collapsed"] == live_first.graph["collapsed"]

@@ -33,9 +33,9 @@ def norm64(tensors) -> float:
 
 @pytest.mark.parametrize("zoo", ZOO, ids=ZOO_IDS)
 def test_graph_modules_layout_and_every_op_gradient(zoo):
-    session = gx.TrainingSession(zoo.build(), gx.SessionConfig(device="cpu", optimizer="sgd"))
+    session = gx.TrainingSession(zoo.build(), gx.session.SessionConfig(device="cpu", optimizer="sgd"))
     session.step()
-    G = gx.trace_backward_graph(session)
+    G = gx.graph.trace_backward_graph(session)
     roots = [n for n, d in G.nodes(data=True) if d["kind"] == "loss"]
     assert len(roots) == 1 and G.in_degree(roots[0]) == 0  # the loss, at the top
     ops = [d for _, d in G.nodes(data=True) if d["kind"] == "op"]
@@ -43,11 +43,11 @@ def test_graph_modules_layout_and_every_op_gradient(zoo):
     assert len(attributed) >= 0.9 * len(ops), f"{len(attributed)} of {len(ops)} ops tied to a module"
     names = dict(session.model.named_modules())
     assert {d["module"] for d in attributed} <= set(names)
-    collapsed = gx.collapse_by_module(G, depth=1)
+    collapsed = gx.graph.collapse_by_module(G, depth=1)
     assert len(collapsed) < len(G) / 3
-    assert set(gx.layout_graph(collapsed)) == set(collapsed)
+    assert set(gx.graph.layout_graph(collapsed)) == set(collapsed)
 
-    traced = gx.trace_gradients(session)  # the next step, a hook on every node
+    traced = gx.diagnose.trace_gradients(session)  # the next step, a hook on every node
     result = session.step()  # ... which is that step: the same batch, RNG and weights
     assert math.isfinite(result.loss)
     params = dict(session.model.named_parameters())
@@ -91,7 +91,7 @@ def test_watch_in_a_hand_written_loop(zoo, tmp_path):
     live = gx.trace(model, batch) if isinstance(batch, dict) else gx.trace(
         model, batch[0], lambda out: torch.nn.functional.cross_entropy(out, batch[1]))
     assert dict(graph.nodes(data="module")) == dict(live.nodes(data="module"))
-    assert set(gx.collapse_by_module(graph, 1)) == set(gx.collapse_by_module(live, 1))
+    assert set(gx.graph.collapse_by_module(graph, 1)) == set(gx.graph.collapse_by_module(live, 1))
 
 
 def _param_grads(model) -> dict[str, torch.Tensor]:
@@ -139,7 +139,7 @@ def test_a_hook_on_an_attention_module_acts_as_on_its_inputs(zoo, action):
     expected = _reference_grads(workload, zoo.attention, change)
     untouched = _reference_grads(workload, zoo.attention, lambda x: x)
 
-    registry = gx.HookRegistry(workload.model)
+    registry = gx.hooks.HookRegistry(workload.model)
     registry.attach(zoo.attention, action)
     try:
         workload.model.zero_grad(set_to_none=True)
@@ -160,5 +160,5 @@ def test_hooks_advice_calls_every_attention_module_safe(zoo):
     """`gradexplorer hooks` (``hookable_modules``) says a hook on the attention acts: its
     keyword input needs a gradient."""
     workload = zoo.build()
-    rows = {row.path: row for row in gx.hookable_modules(workload.model, workload.make_batch(0))}
+    rows = {row.path: row for row in gx.hooks.hookable_modules(workload.model, workload.make_batch(0))}
     assert rows[zoo.attention].safe, rows[zoo.attention].reason

@@ -2,7 +2,7 @@
 architectures from tiny configs, called with keyword arguments and their own ``labels=`` loss,
 and CNN families in the shape of torchvision's (BatchNorm, ``ReLU(inplace=True)``, depthwise
 convolutions, squeeze-and-excitation, residual adds). Each builder returns a
-``gradexplorer.Workload`` whose batches are fixed by the step number, and names one attention
+``gradexplorer.session.Workload`` whose batches are fixed by the step number, and names one attention
 (or block) module to hook and one module to break.
 
 Everything is built from code, nothing downloaded.
@@ -27,7 +27,7 @@ class ZooModel:
     without one) and a module mid-network whose output a test may make non-finite."""
 
     name: str
-    build: Callable[[], gx.Workload]
+    build: Callable[[], gx.session.Workload]
     attention: str | None
     middle: str
 
@@ -42,25 +42,25 @@ def _pixels(step: int, size: int = 16, channels: int = 3) -> torch.Tensor:
     return torch.randn(BATCH, channels, size, size, generator=g)
 
 
-def _workload(model: nn.Module, make_batch, name: str, loss_fn=None) -> gx.Workload:
-    return gx.Workload(model=model, make_batch=make_batch, loss_fn=loss_fn, name=name)
+def _workload(model: nn.Module, make_batch, name: str, loss_fn=None) -> gx.session.Workload:
+    return gx.session.Workload(model=model, make_batch=make_batch, loss_fn=loss_fn, name=name)
 
 
-def _lm(model_cls, config) -> gx.Workload:
+def _lm(model_cls, config) -> gx.session.Workload:
     """A causal or masked language model called as its docs do: ``model(input_ids=, labels=)``."""
     torch.manual_seed(0)
     return _workload(model_cls(config), lambda step: {"input_ids": _ids(step), "labels": _ids(step)},
                      model_cls.__name__)
 
 
-def _seq2seq(model_cls, config) -> gx.Workload:
+def _seq2seq(model_cls, config) -> gx.session.Workload:
     torch.manual_seed(0)
     return _workload(model_cls(config),
                      lambda step: {"input_ids": _ids(step), "labels": _ids(step + 500, 6)},
                      model_cls.__name__)
 
 
-def _decoder(model_cls, config_cls, **extra) -> gx.Workload:
+def _decoder(model_cls, config_cls, **extra) -> gx.session.Workload:
     """A Llama-shaped decoder (grouped-query attention, rotary positions) from a tiny config."""
     return _lm(model_cls, config_cls(
         vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
@@ -254,7 +254,7 @@ class TinyMobileNet(nn.Module):
         return self.classifier(torch.flatten(self.avgpool(self.features(x)), 1))
 
 
-def _cnn(model_cls, name: str) -> Callable[[], gx.Workload]:
+def _cnn(model_cls, name: str) -> Callable[[], gx.session.Workload]:
     def build():
         torch.manual_seed(0)
         return _workload(model_cls(), lambda step: (_pixels(step), torch.arange(BATCH) % 5), name,

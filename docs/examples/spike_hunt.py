@@ -61,7 +61,7 @@ def lenet(run_dir: Path, hook_from: int | None = None, steps: int = 8, every: in
     with gx.watch(model, opt, run_dir, bins=16, stats_every=every) as rec:
         for step in range(1, steps + 1):
             if step == hook_from:
-                gx.HookRegistry(model).attach("fc1", "scale:0.5")
+                gx.hooks.HookRegistry(model).attach("fc1", "scale:0.5")
             x, y = torch.randn(4, 1, 32, 32, generator=data), torch.randn(4, 10, generator=data)
             opt.zero_grad()
             loss = nn.functional.mse_loss(model(x), y)

@@ -34,8 +34,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                              "and parameters ranked by gap), as File → Compare runs does")
     parser.add_argument("--tol", type=real_number(0), default=None,
                         help="with --diverge: relative tolerance (default as gradexplorer diverge)")
-    parser.add_argument("--dock", choices=("curves", "events", "ledger", "optimizer", "spikes"),
-                        help="run directory: bring this bottom tab to the front")
+    parser.add_argument("--dock", choices=("curves", "events", "ledger", "optimizer", "spikes",
+                                           "distributions"),
+                        help="run directory: bring this tab to the front (distributions: the "
+                             "tiles and bands beside the heat map)")
     add_overlay_arguments(parser)
     parser.set_defaults(func=open_command)
 

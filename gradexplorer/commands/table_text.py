@@ -5,18 +5,16 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from gradexplorer.core.number_text import format_number
 from gradexplorer.core.printable import printable
 
 
 def number(value: float | int | None, digits: int = 4) -> str:
-    """Compact figure: ``0.0123``, ``1.2e-07``, ``nan``, ``—`` for None."""
-    if value is None:
-        return "—"
-    if isinstance(value, int):
+    """Compact figure as every view writes it (``format_number``: ``0.0123``, ``1.2e-07``,
+    ``NaN``, ``inf``), ``—`` for None; a count (an int) whole, with thousands separators."""
+    if isinstance(value, int) and not isinstance(value, bool):
         return f"{value:,}"
-    if not math.isfinite(value):
-        return str(value)
-    return f"{value:.{digits}g}"
+    return format_number(value, digits, none="—")
 
 
 def update_ratio(value: float | None) -> str:

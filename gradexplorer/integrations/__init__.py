@@ -8,8 +8,7 @@ Each is imported only when used, so neither Lightning nor transformers is needed
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from gradexplorer._lazy import lazy_names
 
 _ADAPTERS = {
     "GradexplorerLightningCallback": "gradexplorer.integrations.lightning",
@@ -18,8 +17,4 @@ _ADAPTERS = {
 __all__ = sorted(_ADAPTERS)
 
 
-def __getattr__(name: str) -> Any:
-    module = _ADAPTERS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'gradexplorer.integrations' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__getattr__, __dir__ = lazy_names(__name__, _ADAPTERS)

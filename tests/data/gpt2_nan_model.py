@@ -5,7 +5,7 @@ is a log, of negative pre-activations (for the NaN-origin replay tests)."""
 import torch
 from torch import nn
 
-from gradexplorer import Workload
+from gradexplorer.session import Workload
 
 
 class Log(nn.Module):

@@ -1,4 +1,4 @@
-"""A user's model file returning a gradexplorer.Workload."""
+"""A user's model file returning a gradexplorer.session.Workload."""
 
 import torch
 from torch import nn
@@ -20,7 +20,7 @@ def build():
     gen = torch.Generator().manual_seed(7)
     x = torch.randn(32, 4, generator=gen)
     y = x.sum(dim=1, keepdim=True)
-    return gradexplorer.Workload(
+    return gradexplorer.session.Workload(
         model=TwoLayer(),
         make_batch=lambda step: (x, y),
         loss_fn=nn.functional.mse_loss,

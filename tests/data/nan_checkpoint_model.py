@@ -10,7 +10,7 @@ import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from gradexplorer import Workload
+from gradexplorer.session import Workload
 
 
 class Log(nn.Module):

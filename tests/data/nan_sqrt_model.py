@@ -9,7 +9,7 @@ gradient is born non-finite in ``SqrtBackward0`` (its input gradient is finite, 
 import torch
 from torch import nn
 
-from gradexplorer import Workload
+from gradexplorer.session import Workload
 
 
 class RootAct(nn.Module):

@@ -10,8 +10,9 @@ parameter gradients without any module hook. Names load on first use, so the act
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from gradexplorer._lazy import lazy_names
 
 _NAMES = {
     "ACTIONS": "action_names",
@@ -40,13 +41,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _NAMES.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = lazy_names(__name__, {n: f"{__name__}.{m}" for n, m in _NAMES.items()})
 
 
 if TYPE_CHECKING:

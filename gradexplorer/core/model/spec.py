@@ -64,7 +64,7 @@ def workload_from_module(model: nn.Module, label: str, opts: ModelOptions) -> Wo
     if opts.input_shape is None:
         raise UserError(
             f"{label} returned an nn.Module: give --input-shape (e.g. --input-shape 1,1,32,32) "
-            "or return a gradexplorer.Workload"
+            "or return a gradexplorer.session.Workload"
         )
     shape = opts.input_shape
     if opts.batch_size:
@@ -83,7 +83,7 @@ def workload_from_module(model: nn.Module, label: str, opts: ModelOptions) -> Wo
     if not isinstance(output, torch.Tensor):
         raise UserError(
             f"{label}'s model returns {type(output).__name__}, not a tensor: return a "
-            "gradexplorer.Workload with a loss_fn that handles it"
+            "gradexplorer.session.Workload with a loss_fn that handles it"
         )
     target = random_target(loss, output, gen)
     return Workload(
@@ -118,7 +118,7 @@ def load_workload(spec: str | None = None, opts: ModelOptions | None = None) -> 
         else:
             raise UserError(
                 f"{label}() returned {type(result).__name__}; expected an nn.Module "
-                "or a gradexplorer.Workload(model=..., make_batch=..., loss_fn=...)"
+                "or a gradexplorer.session.Workload(model=..., make_batch=..., loss_fn=...)"
             )
     if opts.weights:
         load_weights(workload.model, opts.weights)

@@ -14,7 +14,7 @@ from gradexplorer.core.errors import UserError
 from gradexplorer.core.folder_lock import writer_present
 from gradexplorer.core.recorder import schema as S
 from gradexplorer.core.recorder import validate as V
-from gradexplorer.core.recorder.store import flush_writer_of
+from gradexplorer.core.recorder.open_writers import flush_writer_of
 from gradexplorer.core.stats.ledger import LEDGER_FIELDS, StepLedger, ledger_from_row
 from gradexplorer.core.stats.optimizer_fields import STATE_FIELDS, ParamOptimState, state_from_row
 from gradexplorer.core.stats.records import STAT_FIELDS, Histogram, ParamStats, StepGradients

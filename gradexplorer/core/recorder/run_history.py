@@ -29,7 +29,7 @@ from gradexplorer.core.recorder.run_columns import (
     step_table,
 )
 from gradexplorer.core.stats.history import HistogramMatrix
-from gradexplorer.core.stats.records import STAT_FIELDS
+from gradexplorer.core.stats.records import STAT_FIELDS, whole_figure
 
 
 def _real(value: float | int | str | None) -> float:
@@ -85,7 +85,9 @@ class RunHistory:
     def stat_series(self, field: str, names: Sequence[str],
                     steps: Sequence[int] | None = None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         """``(steps, {name: values})`` of one STAT_FIELDS figure of ``names`` (NaN where a step
-        has none), at ``steps`` (default: every step), in one query."""
+        has none), at ``steps`` (default: every step), in one query. ``norm`` and ``abs_max``
+        are the whole gradient's (``whole_figure``): NaN at a step whose gradient held a NaN,
+        inf at one that held ±Inf, never the finite part's figure."""
         if field not in STAT_FIELDS:
             raise ValueError(f"unknown figure {field!r}; one of {', '.join(STAT_FIELDS)}")
         held = self.run.steps
@@ -95,19 +97,23 @@ class RunHistory:
         if not len(names) or not len(steps):
             return steps, out
         marks = ",".join("?" * len(names))
-        query = f"SELECT step, name, has_grad, {field} FROM stats WHERE name IN ({marks})"
+        query = (f"SELECT step, name, has_grad, {field}, nan_count, inf_count FROM stats "
+                 f"WHERE name IN ({marks})")
         args: list[Any] = list(names)
         if len(steps) < len(held):
             query += " AND step IN (SELECT value FROM json_each(?))"
             args.append("[" + ",".join(str(int(s)) for s in steps) + "]")
         test = V.is_count if field in V.COUNT_FIELDS else V.is_figure
-        for step, name, has_grad, value in self._rows(query, args):
-            if not (type(has_grad) is int and has_grad in (0, 1) and test(value)):  # noqa: E721
+        for step, name, has_grad, value, nan, inf in self._rows(query, args):
+            if not (type(has_grad) is int and has_grad in (0, 1) and test(value)  # noqa: E721
+                    and V.is_count(nan) and V.is_count(inf)):
                 V.stat_value(step, name, "has_grad", has_grad, self.run.where)
                 V.stat_value(step, name, field, value, self.run.where)
+                V.stat_value(step, name, "nan_count", nan, self.run.where)
+                V.stat_value(step, name, "inf_count", inf, self.run.where)
             i = position.get(step)
             if i is not None and has_grad:
-                out[name][i] = _real(value)
+                out[name][i] = _real(whole_figure(field, value, nan, inf))
         return steps, out
 
     def optimizer_series(self, name: str, after: int = -1,

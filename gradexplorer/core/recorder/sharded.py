@@ -31,9 +31,9 @@ from gradexplorer.core.stats.records import (
     Histogram,
     ParamStats,
     StepGradients,
-    build_step_gradients,
     global_norm,
 )
+from gradexplorer.core.stats.step_arrays import build_step_gradients
 
 COLLECTIVE_TIMEOUT = timedelta(seconds=120)
 
@@ -166,7 +166,7 @@ class ShardedMeasure:
         self.history: list[StepGradients] = []
 
     def begin(self, optimizer, step: int) -> None:
-        from gradexplorer.core.stats.monitor_backends import make_backend
+        from gradexplorer.core.stats.monitor_backends import make_backend, until_numba
 
         if self.failed:
             return
@@ -175,7 +175,7 @@ class ShardedMeasure:
         has = [g is not None for g in grads]
         local = [g if g is not None else _local(p)[:0] for g, (_, p) in zip(grads, named, strict=True)]
         params = [_local(p) for _, p in named]
-        if self._backend is None:
+        if self._backend is None or until_numba(self._backend):  # torch until Numba loads
             self._backend = make_backend("auto", local or params)
         try:
             pending = self._backend.begin(local, params if self.update_ratio else None, False,

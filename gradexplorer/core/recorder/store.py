@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import atexit
 import json
 import math
 import os
@@ -17,6 +16,7 @@ from typing import Any
 from gradexplorer.core.errors import UserError, first_line
 from gradexplorer.core.folder_lock import FolderLock
 from gradexplorer.core.recorder import schema as S
+from gradexplorer.core.recorder.open_writers import OPEN
 from gradexplorer.core.recorder.run_place import RunDirectoryGone, RunPlace, refuse_linked_snapshots
 from gradexplorer.core.recorder.write_thread import WriteThread
 from gradexplorer.core.snapshot.retention import steps_to_remove
@@ -56,25 +56,6 @@ def leftover_files(run_dir: Path) -> list[Path]:
             run_dir / S.SNAPSHOTS]
 
 
-_OPEN: dict[Path, RunWriter] = {}  # this process's open writers, by resolved run directory
-
-
-@atexit.register
-def _flush_open_writers() -> None:
-    """At interpreter exit, commit what open writers were given (a script that never called
-    ``rec.close()`` keeps every step, as when each step was committed at once)."""
-    for writer in list(_OPEN.values()):
-        writer.flush()
-
-
-def flush_writer_of(run_dir: str | Path) -> None:
-    """Wait until this process's writer of ``run_dir`` (if any) has committed what it was
-    given, so a reader in the same process sees every step written so far."""
-    writer = _OPEN.get(Path(run_dir).resolve())
-    if writer is not None:
-        writer.flush()
-
-
 class RunWriter:
     """Owns the run database; a write that fails (a full disk) is reported once and recording
     stops, while training goes on.
@@ -112,7 +93,7 @@ class RunWriter:
             self._lock.release()
             raise
         self._writes = WriteThread(self._conn, self._fail, report=self._report)
-        _OPEN[self.run_dir.resolve()] = self
+        OPEN[self.run_dir.resolve()] = self
 
     def _open(self, overwrite: bool, resume: bool) -> None:
         db_path = S.database_path(self.run_dir)
@@ -315,8 +296,8 @@ class RunWriter:
         except sqlite3.Error:
             pass
         finally:
-            if _OPEN.get(self.run_dir.resolve()) is self:
-                del _OPEN[self.run_dir.resolve()]
+            if OPEN.get(self.run_dir.resolve()) is self:
+                del OPEN[self.run_dir.resolve()]
             if self._place is not None:
                 self._place.close()
             self._lock.release()

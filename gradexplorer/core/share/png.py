@@ -1,4 +1,4 @@
-"""A tiny PNG encoder (zlib, no imaging library) and the colour map of the report's heat maps."""
+"""A tiny PNG encoder (zlib, no imaging library) and the report's heat-map images (in ``colours.VIRIDIS``)."""
 
 from __future__ import annotations
 
@@ -8,11 +8,7 @@ import zlib
 
 import numpy as np
 
-# viridis at 9 stops (matplotlib's), interpolated to 256 entries
-_STOPS = np.array([[68, 1, 84], [71, 44, 122], [59, 81, 139], [44, 113, 142], [33, 144, 141],
-                   [39, 173, 129], [92, 200, 99], [170, 220, 50], [253, 231, 37]], dtype=np.float64)
-COLOURS = np.stack([np.interp(np.linspace(0, 8, 256), np.arange(9), _STOPS[:, c]) for c in range(3)],
-                   axis=1).round().astype(np.uint8)
+from gradexplorer.core.share.colours import VIRIDIS
 
 
 def _chunk(kind: bytes, data: bytes) -> bytes:
@@ -36,7 +32,7 @@ def heat_image(counts: np.ndarray) -> np.ndarray:
     counts = np.asarray(counts, dtype=np.float64)
     top = counts.max(axis=0, keepdims=True)
     level = np.where(top > 0, np.log1p(counts) / np.log1p(np.where(top > 0, top, 1.0)), 0.0)
-    rgb = COLOURS[np.clip((level * 255).round().astype(np.int64), 0, 255)]
+    rgb = VIRIDIS[np.clip((level * 255).round().astype(np.int64), 0, 255)]
     rgb[:, (top[0] <= 0)] = (40, 40, 40)
     return rgb[::-1]
 

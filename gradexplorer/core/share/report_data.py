@@ -10,12 +10,12 @@ from typing import Any
 
 import numpy as np
 
-from gradexplorer.core.recorder.figure_block import figure_block
 from gradexplorer.core.recorder.run import Run
 from gradexplorer.core.recorder.run_history import NonFiniteEvent, ParameterSummary, RunHistory
 from gradexplorer.core.stats.bands import distribution_bands
 from gradexplorer.core.stats.curves import thin_steps
 from gradexplorer.core.stats.history import HistogramMatrix
+from gradexplorer.core.stats.ledger import headline_series
 from gradexplorer.core.stats.module_rollup import ModuleGradients, module_gradients, owners
 from gradexplorer.core.stats.records import whole_figure, whole_figures
 
@@ -118,26 +118,6 @@ def pick_top(params, count: int, largest: dict[str, tuple[float, float]] | None 
             for n, _, s in ranked]
 
 
-def whole_norms(history: RunHistory, names: list[str], steps: list[int]):
-    """``(steps, {name: norms})``: the norm of each of ``names`` at ``steps`` (NaN where a step
-    has none), NaN at a step whose gradient held a NaN and inf at one that held ±Inf (the curves
-    leave a gap there, never the finite part's norm); one query (``figure_block``)."""
-    block = figure_block(history.run, steps, set(names), optimizer=False)
-    at = {n: p for p, n in enumerate(block.names)}
-    out = {}
-    for n in names:
-        if n not in at:
-            out[n] = np.full(len(steps), np.nan)
-            continue
-        p = at[n]
-        grad = block.grad[:, p]
-        norm = np.where(grad & block.known["norm"][:, p], block.values["norm"][:, p], np.nan)
-        nan = grad & (np.nan_to_num(block.values["nan_count"][:, p]) > 0)
-        inf = grad & (np.nan_to_num(block.values["inf_count"][:, p]) > 0)
-        out[n] = np.where(nan, np.nan, np.where(inf, np.inf, norm))
-    return block.steps, out
-
-
 def snapshot_origins(run: Run, steps: list[int]) -> dict[int, str]:
     """What a snapshot of an event step says about where its NaN/Inf was born."""
     out = {}
@@ -188,13 +168,26 @@ def run_labels(runs: list[Run]) -> list[str]:
     return [str(r.path) if names.count(n) > 1 else n for r, n in zip(runs, names, strict=True)]
 
 
+def with_headline(steps, wall, curves: dict) -> tuple:
+    """A run's step figures with ``headline_norm`` (the global norm as accumulated ÷ scale,
+    ``ledger.headline_series``) added where it differs from the applied ``global_norm``: a
+    clipped or scaled run's headline curve is the gradient backward made, the applied one
+    beside it."""
+    headline = headline_series(curves, len(steps))
+    applied = np.array([np.nan if v is None else v for v in curves.get("global_norm", [None] * len(steps))],
+                       dtype=np.float64)
+    if not np.array_equal(headline, applied, equal_nan=True):
+        curves = {**curves, "headline_norm": [None if np.isnan(v) else float(v) for v in headline]}
+    return steps, wall, curves
+
+
 def gather(run: Run, top: int = 6, others: list[Run] = (), stage=None) -> ReportData:
     """Everything the report draws, from ``run`` (which must hold a complete step); the step
     curves of ``others`` are overlaid on its own. ``stage(text)`` is told what it reads next."""
     stage = stage or (lambda text: None)
     history = RunHistory(run)
     stage(f"reading the figures of {len(run.steps):,} steps")
-    steps, wall, curves = history.step_figures()
+    steps, wall, curves = with_headline(*history.step_figures())
     steps_list = steps.tolist()
     last = steps_list[-1]
     last_record = run.step_gradients(last)
@@ -211,7 +204,7 @@ def gather(run: Run, top: int = 6, others: list[Run] = (), stage=None) -> Report
     shapes = {p["name"]: p["shape"] for p in run.structure.get("parameters", [])}
     curve_steps = thin_steps(steps_list, CURVE_POINTS)
     chosen = pick_top(params, top, largest)
-    _, norms = whole_norms(history, [n for n, _ in chosen], curve_steps)
+    _, norms = history.stat_series("norm", [n for n, _ in chosen], curve_steps)  # NaN/inf: a gap
     tops = []
     for i, (name, why) in enumerate(chosen):
         stage(f"histograms of {name} ({i + 1} of {len(chosen)} parameters drawn in full)")
@@ -223,7 +216,7 @@ def gather(run: Run, top: int = 6, others: list[Run] = (), stage=None) -> Report
     overlays = []
     for label, other in zip(labels[1:], others, strict=True):
         stage(f"the curves of {label}")
-        other_steps, _, other_curves = RunHistory(other).step_figures()
+        other_steps, _, other_curves = with_headline(*RunHistory(other).step_figures())
         overlays.append((label, other_steps.tolist(), other_curves))
     settings = run.settings
     return ReportData(

@@ -20,12 +20,13 @@ import numpy as np
 from gradexplorer._version import __version__
 from gradexplorer.core.atomic_file import write_atomic
 from gradexplorer.core.diagnose.spikes import factor_text, ids_text
+from gradexplorer.core.number_text import format_number
 from gradexplorer.core.printable import html_text
 from gradexplorer.core.recorder.run import Run
 from gradexplorer.core.share.png import data_uri, heat_image, png_bytes
 from gradexplorer.core.share.report_data import ReportData, TopParameter, gather, rank_by_largest
 from gradexplorer.core.share.report_page import page_assets
-from gradexplorer.core.share.svg_charts import band_chart, fmt, heatmap_chart, line_chart
+from gradexplorer.core.share.svg_charts import band_chart, heatmap_chart, line_chart
 from gradexplorer.core.stats.bands import BAND_NAMES
 from gradexplorer.core.stats.curves import downsample_peaks
 from gradexplorer.core.stats.histogram import rebin_rows
@@ -46,7 +47,7 @@ def _cell(value, bad: bool = False) -> str:
     if isinstance(value, str):
         return f"<td>{E(value)}</td>"
     v = float(value)
-    text = ("NaN" if math.isnan(v) else fmt(v)) if isinstance(value, float) else str(value)
+    text = format_number(v) if isinstance(value, float) else str(value)
     return f'<td data-v="{v!r}"{" class=bad" if bad else ""}>{E(text)}</td>'
 
 
@@ -74,9 +75,22 @@ def summary_section(d: ReportData) -> str:
 
 
 def step_series(d: ReportData, key: str) -> list[tuple[str, list[int], list[float | None]]]:
-    """``(label, steps, values)`` of one step figure: the run's, then each overlaid run's."""
-    out = [(d.label or key.replace("_", " "), d.steps, d.curves[key])] if key in d.curves else []
-    out += [(label, steps, curves[key]) for label, steps, curves in d.overlays if key in curves]
+    """``(label, steps, values)`` of one step figure: the run's, then each overlaid run's. The
+    global norm of a run that clips or scales is its headline (as accumulated), the run's own
+    applied norm beside it."""
+    def own(curves: dict) -> str:
+        return "headline_norm" if key == "global_norm" and "headline_norm" in curves else key
+
+    label = d.label or key.replace("_", " ")
+    out = []
+    if own(d.curves) in d.curves:
+        if own(d.curves) != key:
+            out += [(f"{label} · accumulated", d.steps, d.curves["headline_norm"]),
+                    (f"{label} · applied", d.steps, d.curves[key])]
+        else:
+            out.append((label, d.steps, d.curves[key]))
+    out += [(other, steps, curves[own(curves)]) for other, steps, curves in d.overlays
+            if own(curves) in curves]
     return [s for s in out if any(v is not None for v in s[2])]
 
 
@@ -108,7 +122,9 @@ def curves_section(d: ReportData, data: dict) -> str:
              '<input id="smoothing" type="range" min="0" max="0.999" step="0.001" value="0"> '
              '<span id="smoothing-value">0.000</span></label><span class="note">TensorBoard\'s '
              'debiased exponential moving average; red dashes: steps with NaN/Inf</span></div>']
-    for key, title, log in (("loss", "loss", False), ("global_norm", "global gradient norm", True)):
+    norm_title = ("global gradient norm, as accumulated (before clipping and unscaled) and as applied"
+                  if "headline_norm" in d.curves else "global gradient norm")
+    for key, title, log in (("loss", "loss", False), ("global_norm", norm_title, True)):
         if key not in data:
             continue
         series = [(label, *_drawn(steps, values)) for label, steps, values in step_series(d, key)]
@@ -118,7 +134,7 @@ def curves_section(d: ReportData, data: dict) -> str:
         parts.append('<p class="note">spike events at step ' + ", ".join(
             f'<a href="#spike-{e.step}">{e.step}</a>' for e in d.spikes) + ' — see <a href="#spikes">'
             'spikes</a> for the layer first to move and the batch</p>')
-    others = [k for k, v in d.curves.items() if k not in ("loss", "global_norm")
+    others = [k for k, v in d.curves.items() if k not in ("loss", "global_norm", "headline_norm")
               and len({x for x in v if x is not None}) > 1]
     for key in others:
         series = [(label, *_drawn(steps, values)) for label, steps, values in step_series(d, key)]
@@ -216,7 +232,7 @@ def top_section(d: ReportData, data: dict) -> str:
             parts.append(heat_map(t, d.event_steps))
             parts.append(band_chart(t.matrix.steps, t.bands, events=d.event_steps))
             parts.append('<p class="note">at step ' + str(int(t.matrix.steps[-1])) + ": "
-                         + ", ".join(f"{n} {fmt(v)}" for n, v in last.items()) + "</p>")
+                         + ", ".join(f"{n} {format_number(v)}" for n, v in last.items()) + "</p>")
         else:
             parts.append('<p class="note">no histogram recorded</p>')
         parts.append("</div>")

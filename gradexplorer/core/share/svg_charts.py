@@ -10,18 +10,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gradexplorer.core.number_text import format_number
 from gradexplorer.core.printable import html_text
+from gradexplorer.core.share.colours import RUN_COLOURS
 
-PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2")
 BAND_FILLS = (("min", "max", 0.15), ("p5", "p95", 0.25), ("p25", "p75", 0.4))
 FLAT = 1e-6  # a curve whose values differ by less than this (relative) is drawn flat
-
-
-def fmt(value: float) -> str:
-    """A tick or readout number: 4 significant digits."""
-    if value is None or not math.isfinite(value):
-        return str(value)
-    return f"{value:.4g}"
 
 
 def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
@@ -93,7 +87,7 @@ class Frame:
             x = float(self.px(t))
             parts.append(f'<line x1="{x:.1f}" y1="{inner_b}" x2="{x:.1f}" y2="{inner_b + 4}" class="tick"/>'
                          f'<text x="{x:.1f}" y="{inner_b + 16}" class="tl" text-anchor="middle">'
-                         f'{fmt(t)}</text>')
+                         f'{format_number(t)}</text>')
         if self.log:
             yticks = log_ticks(self.y0, self.y1)
         else:
@@ -174,7 +168,7 @@ def line_chart(series: Sequence[tuple[str, np.ndarray, np.ndarray]], *, log: boo
     body = [frame.axes("step", ylabel), marks(frame, events, "NaN/Inf")]
     legend = []
     for i, (label, x, y) in enumerate(series):
-        colour = PALETTE[i % len(PALETTE)]
+        colour = RUN_COLOURS[i % len(RUN_COLOURS)]
         body.append(f'<path d="{path_data(frame, x, y)}" stroke="{colour}" class="curve" '
                     f'data-series="{i}"><title>{html_text(label)}</title></path>')
         legend.append(f'<span class="lg"><i style="background:{colour}"></i>{html_text(label)}</span>')

@@ -8,7 +8,7 @@ digests) and ``stats.csv``. It is written to a temporary directory and renamed i
 
 from __future__ import annotations
 
-import importlib
+from gradexplorer._lazy import lazy_names
 
 # each name from its module when first asked for: a run's reader imports ``snapshot.schema``
 # without the reading and writing code (torch, safetensors)
@@ -23,13 +23,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):
-    if name not in _HOMES:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{_HOMES[name]}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_names(__name__, {n: f"{__name__}.{m}" for n, m in _HOMES.items()})

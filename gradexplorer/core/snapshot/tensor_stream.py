@@ -4,6 +4,12 @@ The safetensors layout is public and simple: an 8-byte little-endian header leng
 header naming each tensor's dtype, shape and byte range, then the raw little-endian data.
 ``compare`` reads two gradients side by side through this, so its memory stays a few chunks
 whatever the size of the gradients.
+
+Why not safetensors' own reader (``snapshot/read.py`` uses it for whole tensors): ``safe_open``
+memory-maps the file, and every page a slice touches stays resident, so reading two large
+gradients through it grows the process by both files (``tests/test_compare_memory.py`` measures
+the peak); its public API gives no byte offsets to read from instead. This module reads with
+plain ``read()`` calls, chunk by chunk.
 """
 
 from __future__ import annotations

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from gradexplorer.core.stats import stats_warmup
 from gradexplorer.core.stats.measured import measured_tensors
 
 
@@ -61,9 +62,12 @@ _CPU_KERNELS: tuple | None = None  # (addresses_of, norms_at, flat_array, norm_o
 
 
 def _cpu_kernels() -> tuple:
-    """The Numba norm kernels, imported once; () when Numba is not available."""
+    """The Numba norm kernels, imported once; () when Numba is not available, or not yet
+    loaded (``stats_warmup``: torch's float64 norms meanwhile)."""
     global _CPU_KERNELS
     if _CPU_KERNELS is None:
+        if not stats_warmup.ready():
+            return ()
         try:
             from gradexplorer.core.stats.backend_at import addresses_of, norms_at
             from gradexplorer.core.stats.backend_cpu import flat_array

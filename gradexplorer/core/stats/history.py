@@ -96,7 +96,8 @@ class GradientHistory:
         return [item.step for item in list(self._items)]
 
     def series(self, param: str, field: str) -> tuple[np.ndarray, np.ndarray]:
-        """``(steps, values)`` of one ParamStats field (``global_norm`` with param ``""``)."""
+        """``(steps, values)`` of one ParamStats field (``global_norm`` with param ``""``); a
+        gradient's norm and max |g| NaN/inf where it held NaN/Inf (``whole_figure``)."""
         items = list(self._items)
         if field == "global_norm":
             values = [item.global_norm for item in items]
@@ -128,4 +129,4 @@ class GradientHistory:
 
 def _field(item: StepGradients, param: str, field: str):
     stats = item.params.get(param)
-    return None if stats is None else getattr(stats, field)
+    return None if stats is None else stats.whole(field)  # NaN/inf where the gradient held them

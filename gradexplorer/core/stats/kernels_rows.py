@@ -1,6 +1,6 @@
 """The Numba kernel turning a step's raw moments into every parameter's figures in one call.
 
-``stat_columns`` does, row by row, the float64 operations ``records._stats_rows`` does with
+``stat_columns`` does, row by row, the float64 operations ``step_arrays._stats_rows`` does with
 numpy column by column (the same operations on the same numbers in the same order, no fast
 math, so the same figures bit for bit), in one call instead of some thirty numpy calls, which
 cost more than the arithmetic on a step's few rows, most of all with the caches cold after a

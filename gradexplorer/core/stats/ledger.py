@@ -140,3 +140,24 @@ def headline_norm(ledger: StepLedger | None, applied: float | None = None) -> fl
     if ledger.grad_norm_accumulated is None:
         return applied if ledger.grad_norm_applied is None else ledger.grad_norm_applied
     return ledger.grad_norm_accumulated / ledger.scale if ledger.scale else ledger.grad_norm_accumulated
+
+
+def _column(values, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """A step figure's values (a list with None where a step has none) as floats, and which
+    steps have one."""
+    if values is None:
+        return np.full(size, math.nan), np.zeros(size, dtype=bool)
+    known = np.fromiter((v is not None for v in values), dtype=bool, count=size)
+    return np.fromiter((math.nan if v is None else v for v in values), dtype=np.float64, count=size), known
+
+
+def headline_series(figures: dict, size: int) -> np.ndarray:
+    """``headline_norm`` of every step of a run's step figures (``RunHistory.step_figures``):
+    as accumulated ÷ the GradScaler's scale where the step's ledger has it, else as applied;
+    NaN where neither is known."""
+    accumulated, has_accumulated = _column(figures.get("grad_norm_accumulated"), size)
+    scale, has_scale = _column(figures.get("scale"), size)
+    applied, _ = _column(figures.get("global_norm"), size)
+    scaled = has_scale & (scale != 0)
+    divided = np.divide(accumulated, scale, out=accumulated.copy(), where=scaled)
+    return np.where(has_accumulated, divided, applied)

@@ -24,15 +24,15 @@ from gradexplorer.core.stats.histogram import HistRange, parse_hist_range
 from gradexplorer.core.stats.history import GradientHistory, HistogramMatrix
 from gradexplorer.core.stats.ledger import fill_session_ledger
 from gradexplorer.core.stats.measured import measured_tensor, measured_tensors  # noqa: F401 - re-exported
-from gradexplorer.core.stats.monitor_backends import BACKENDS, make_backend
+from gradexplorer.core.stats.monitor_backends import BACKENDS, make_backend, until_numba
 from gradexplorer.core.stats.records import (
     STAT_FIELDS,
     Histogram,
     ParamStats,
     StepGradients,
-    build_step_gradients,
     global_norm,
 )
+from gradexplorer.core.stats.step_arrays import build_step_gradients
 
 __all__ = [
     "BACKENDS", "STAT_FIELDS", "GradientHistory", "GradientMonitor", "Histogram",
@@ -160,7 +160,7 @@ class GradientMonitor:
         present = [p.grad is not None for _, p in named]
         owners = [p for _, p in named if p.grad is not None]
         params = measured_tensors(owners)  # what is measured (complex: its parts)
-        if self._backend is None:
+        if self._backend is None or until_numba(self._backend):  # torch until Numba loads
             self._backend = make_backend(self.backend_name, params or [p for _, p in named],
                                          self.overlap, self.offload)
         try:
@@ -263,8 +263,11 @@ def nonfinite_counts(model: nn.Module) -> dict[str, tuple[int, int]]:
     return out
 
 
-def warm_up(bins: int = 64) -> None:
-    """Load (or JIT-compile) the statistics kernels now rather than during the first real step.
+def warm_up(bins: int = 64, backend: str = "auto") -> None:
+    """Set up now, rather than during the first real step, what a monitored step needs the
+    first time: torch's first optimizers and the ``backend``'s first calls (``auto`` on the CPU:
+    the torch backend while ``stats_warmup`` readies Numba's kernels off this thread, which
+    this starts).
 
     A tiny model takes two SGD-with-momentum steps and one Adam step with a NaN and an Inf in
     its gradients, so the fast, careful and update-ratio paths all run once.
@@ -273,16 +276,20 @@ def warm_up(bins: int = 64) -> None:
     for optimizer in (torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9),
                       torch.optim.Adam(model.parameters(), lr=0.1)):
         for _ in range(2):
-            monitor_pass(model, optimizer, bins)
+            monitor_pass(model, optimizer, bins, backend)
 
 
-def monitor_pass(model: nn.Module, optimizer: torch.optim.Optimizer, bins: int) -> StepGradients:
-    """One monitored optimizer step of ``model`` on made-up gradients (see ``warm_up``)."""
-    for p in model.parameters():
-        p.grad = torch.linspace(-1.0, 1.0, p.numel()).reshape(p.shape)
+def monitor_pass(model: nn.Module, optimizer: torch.optim.Optimizer, bins: int,
+                 backend: str = "auto", contiguous: bool = True) -> StepGradients:
+    """One monitored optimizer step of ``model`` (an ``nn.Linear``) on made-up gradients of its
+    dtype, the weight's laid out transposed unless ``contiguous`` (see ``warm_up``)."""
+    weight = model.weight
+    grad = torch.linspace(-1.0, 1.0, weight.numel(), dtype=weight.dtype)
+    weight.grad = grad.reshape(weight.shape) if contiguous else grad.reshape(weight.shape[::-1]).t()
+    model.bias.grad = torch.linspace(-1.0, 1.0, model.bias.numel(), dtype=model.bias.dtype)
     model.bias.grad[0], model.bias.grad[1] = float("nan"), float("inf")
 
-    monitor = GradientMonitor(bins=bins, history=1)
+    monitor = GradientMonitor(bins=bins, history=1, backend=backend)
     monitor.begin(_named(model), optimizer, 1)
     with torch.no_grad():
         optimizer.step()

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+import numpy as np
 import torch
 
+from gradexplorer.core.stats import stats_warmup
 from gradexplorer.core.stats.raw import INFS, NANS
 
 BACKENDS = ("auto", "numba", "torch")
@@ -92,6 +94,7 @@ class TorchBackend:
 
     name = "torch"
     worker_seconds = 0.0  # no worker thread: the device works beside the host
+    until_numba = False  # make_backend: True where it stands in while Numba's kernels load
 
     def __init__(self, triton: bool = True, overlap: bool = False) -> None:
         from gradexplorer.core.stats.backend_torch import FusedTorch
@@ -118,17 +121,48 @@ class TorchBackend:
 
 
 def numba_available() -> bool:
-    """True when the Numba kernels can be imported."""
+    """True when the Numba kernels are loaded; never waits: the first call starts loading
+    them off this thread (``stats_warmup``), False until then (and for good where Numba cannot
+    load)."""
+    return stats_warmup.ready()
+
+
+def until_numba(backend) -> bool:
+    """Whether ``backend`` stands in for the Numba one until its kernels are loaded and they
+    now are: the caller makes its backend again (between steps)."""
+    return getattr(backend, "until_numba", False) and numba_available()
+
+
+def cpu_second_moments(vs: list[torch.Tensor], ws: list[torch.Tensor], bc: list[float],
+                       lr: list[float], eps: list[float]) -> np.ndarray | None:
+    """``(P, 2)``: RMS √v̂ and the effective lr of each optimizer state (``v``, ``w``: the
+    second moments and their denominators), by the Numba kernel reading the CPU states in place
+    (the same float64 terms as ``optimizer_state``'s torch ops, summed in another order); None
+    where it cannot (another device or dtype, no Numba, its kernels not loaded yet:
+    ``stats_warmup``)."""
+    from gradexplorer.core.stats import stats_warmup
+
+    if not stats_warmup.ready():
+        return None
     try:
-        import gradexplorer.core.stats.kernels  # noqa: F401
-    except Exception:  # noqa: BLE001 - not installed, or no writable kernel cache: use torch
-        return False
-    return True
+        from gradexplorer.core.stats import kernels_at as KA
+        from gradexplorer.core.stats.backend_at import addresses_of
+    except Exception:  # noqa: BLE001 - no Numba, or no kernel cache: the torch ops
+        return None
+    v_at, w_at = addresses_of(vs), addresses_of(ws)
+    if v_at is None or w_at is None or v_at.like.dtype != w_at.like.dtype or \
+            v_at.sizes.tobytes() != w_at.sizes.tobytes():
+        return None
+    out = np.empty((len(vs), 2))
+    KA.second_moments_at(v_at.addresses, w_at.addresses, v_at.sizes, v_at.like, np.array(bc),
+                         np.array(lr), np.array(eps), out)
+    return out
 
 
 def make_backend(name: str, tensors: Iterable[torch.Tensor], overlap: bool = False,
                  offload: bool = False):
-    """The backend ``name`` asks for; ``auto`` takes Numba for CPU tensors when installed;
+    """The backend ``name`` asks for; ``auto`` takes Numba for CPU tensors once its kernels
+    are loaded (torch until then: ``until_numba``);
     ``overlap``: the torch backend's CUDA statistics on a side stream; ``offload``: Numba's
     histograms on a worker thread where a core is spare."""
     if name not in BACKENDS:
@@ -136,4 +170,6 @@ def make_backend(name: str, tensors: Iterable[torch.Tensor], overlap: bool = Fal
     on_cpu = all(t.device.type == "cpu" for t in tensors)
     if name == "numba" or (name == "auto" and on_cpu and numba_available()):
         return NumbaBackend(offload)
-    return TorchBackend(overlap=overlap)
+    backend = TorchBackend(overlap=overlap)
+    backend.until_numba = name == "auto" and on_cpu  # the exact fallback while Numba loads
+    return backend

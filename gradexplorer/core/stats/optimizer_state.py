@@ -74,30 +74,15 @@ def _figures(m: _SecondMoment) -> dict[str, torch.Tensor]:
     return {"exp_avg_sq_rms": v_hat.mean().sqrt(), "effective_lr": (m.lr / (denom.sqrt_() + m.eps)).mean()}
 
 
-def _cpu_second_moments(moments: list[_SecondMoment]) -> np.ndarray | None:
-    """``(P, 2)``: RMS √v̂ and the effective lr of each, by the Numba kernel reading the CPU
-    states in place (the same float64 terms as ``_figures``, summed in another order); None
-    where it cannot (another device or dtype, no Numba)."""
-    try:
-        from gradexplorer.core.stats import kernels_at as KA
-        from gradexplorer.core.stats.backend_at import addresses_of
-    except Exception:  # noqa: BLE001 - no Numba, or no kernel cache: the torch ops
-        return None
-    vs, ws = addresses_of([m.v for m in moments]), addresses_of([m.w for m in moments])
-    if vs is None or ws is None or vs.like.dtype != ws.like.dtype or \
-            vs.sizes.tobytes() != ws.sizes.tobytes():
-        return None
-    out = np.empty((len(moments), 2))
-    KA.second_moments_at(vs.addresses, ws.addresses, vs.sizes, vs.like,
-                         np.array([m.bc for m in moments]), np.array([m.lr for m in moments]),
-                         np.array([m.eps for m in moments]), out)
-    return out
-
-
 def _set_second_moments(states: dict[str, ParamOptimState], moments: list[_SecondMoment]) -> None:
     """RMS √v̂ and the effective lr into ``states``: one kernel call on the CPU, else the
     torch ops queued on each device and one transfer per device."""
-    found = _cpu_second_moments(moments) if moments else None
+    found = None
+    if moments:
+        from gradexplorer.core.stats.monitor_backends import cpu_second_moments
+        found = cpu_second_moments([m.v for m in moments], [m.w for m in moments],
+                                   [m.bc for m in moments], [m.lr for m in moments],
+                                   [m.eps for m in moments])
     if found is not None:
         for m, (rms, effective) in zip(moments, found.tolist(), strict=True):
             states[m.name].exp_avg_sq_rms, states[m.name].effective_lr = rms, effective

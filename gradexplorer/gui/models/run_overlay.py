@@ -18,11 +18,13 @@ import numpy as np
 from psygnal import Signal
 
 from gradexplorer.core.recorder.run_history import RunHistory
+from gradexplorer.core.share.colours import RUN_COLOURS
 from gradexplorer.core.stats.curves import thin_steps
 from gradexplorer.core.stats.history import HistogramMatrix
+from gradexplorer.core.stats.ledger import headline_series
 
 # distinct on light and dark backgrounds; the window's own run takes the first
-PALETTE = ("#1e88e5", "#e53935", "#43a047", "#fb8c00", "#8e24aa", "#00acc1", "#6d4c41", "#d81b60")
+PALETTE = RUN_COLOURS  # the report draws runs in the same colours
 X_MODES = ("step", "relative time", "wall time")
 X_LABELS = {"step": "step", "relative time": "seconds since the run's first step",
             "wall time": "wall clock"}
@@ -34,7 +36,9 @@ class RunSource(Protocol):
     """Where one overlaid run's figures come from."""
 
     def step_times(self) -> tuple[np.ndarray, np.ndarray]: ...  # (steps, wall times)
-    def figure(self, figure: str) -> tuple[np.ndarray, np.ndarray]: ...  # loss, global_norm
+    def figure(self, figure: str) -> tuple[np.ndarray, np.ndarray]: ...  # FIGURES, ledger fields
+    def clips_or_scales(self) -> bool: ...  # a step clipped or had a GradScaler
+    def spike_events(self) -> list: ...  # SpikeEvent, oldest first
     def parameter(self, field: str, name: str) -> tuple[np.ndarray, np.ndarray]: ...
     def histograms(self, name: str, max_steps: int) -> HistogramMatrix: ...
 
@@ -82,6 +86,17 @@ class HistorySource:
         values = figures.get(figure, [None] * len(steps))
         return steps, np.array([math.nan if v is None else v for v in values], dtype=np.float64)
 
+    def clips_or_scales(self) -> bool:
+        """Whether a step had a GradScaler or its applied norm differs from the accumulated
+        one (clipped), as ``TimelineModel.clips_or_scales`` says of the window's own run."""
+        steps, _, figures = self._figures()
+        applied = self.figure("global_norm")[1]
+        return any(v is not None for v in figures.get("scale", ())) or not np.array_equal(
+            headline_series(figures, len(steps)), applied, equal_nan=True)
+
+    def spike_events(self) -> list:
+        return self._read(("spikes",), self.run.spike_events)
+
     def parameter(self, field: str, name: str) -> tuple[np.ndarray, np.ndarray]:
         def read():
             steps, values = self.history.stat_series(field, [name])
@@ -91,19 +106,6 @@ class HistorySource:
     def histograms(self, name: str, max_steps: int) -> HistogramMatrix:
         return self._read(("histograms", name, max_steps), lambda: self.history.histogram_matrix(
             name, thin_steps(self.history.histogram_steps(), max_steps)))
-
-
-def headline_series(figures: dict, size: int) -> np.ndarray:
-    """A run's global norm as accumulated ÷ the GradScaler's scale at each step where its
-    ledger has it, else as applied (``ledger.headline_norm`` on a run's step figures); NaN
-    where neither is known."""
-    out = np.full(size, math.nan)
-    columns = (figures.get(k, [None] * size) for k in ("grad_norm_accumulated", "scale", "global_norm"))
-    for i, (acc, scale, applied) in enumerate(zip(*columns, strict=True)):
-        value = applied if acc is None else acc / scale if scale else acc
-        if value is not None:
-            out[i] = value
-    return out
 
 
 class TimelineSource:
@@ -120,9 +122,18 @@ class TimelineSource:
         return times.x.astype(np.int64), times.y.copy()
 
     def figure(self, figure: str) -> tuple[np.ndarray, np.ndarray]:
+        """A curve of the timeline, or a StepLedger field over the steps its ledger holds."""
         t = self.timeline
-        curve = {"loss": t.loss, "global_norm": t.applied, "headline_norm": t.norm}[figure]
+        curve = {"loss": t.loss, "global_norm": t.applied, "headline_norm": t.norm}.get(figure)
+        if curve is None:
+            return t.ledger.figure(figure)
         return curve.x.astype(np.int64), curve.y.copy()
+
+    def clips_or_scales(self) -> bool:
+        return self.timeline.clips_or_scales
+
+    def spike_events(self) -> list:
+        return self.timeline.ledger.events()
 
     def parameter(self, field: str, name: str) -> tuple[np.ndarray, np.ndarray]:
         if self._whole is not None:

@@ -88,3 +88,28 @@ def lazy_step(run, row: dict, bins: int) -> StepGradients:
                            lambda: run.has_histograms(step))
     return StepGradients(step, row["global_norm"], row["total_numel"] or 0, params, histograms,
                          bins, "auto", row["seconds"] or 0.0)
+
+
+class StepReader:
+    """``step -> StepGradients`` of any step of ``run`` (lazy, as ``lazy_step``), or None for a
+    step the run does not hold: what the views show of a step the timeline's history no longer
+    holds (``TimelineModel.step_reader``). The last few steps read are kept."""
+
+    KEEP = 8
+
+    def __init__(self, run) -> None:
+        self.run = run
+        self._read: dict[int, StepGradients] = {}
+
+    def __call__(self, step: int) -> StepGradients | None:
+        if step in self._read:
+            return self._read[step]
+        try:
+            info = self.run.step_info(step)
+        except UserError:
+            return None
+        read = lazy_step(self.run, {"step": step, **info}, self.run.settings.get("bins", 64))
+        if len(self._read) >= self.KEEP:
+            self._read.pop(next(iter(self._read)))
+        self._read[step] = read
+        return read

@@ -13,6 +13,8 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from gradexplorer.core.stats.ledger import StepLedger, rolling_summary
 
 KEEP = 100_000  # ledgers kept (a few hundred bytes each)
@@ -63,6 +65,12 @@ class LedgerTrack:
         acc = [_value(led.grad_norm_accumulated) / (led.scale or 1.0) for led in self.ledgers]
         applied = [_value(led.grad_norm_applied) for led in self.ledgers]
         return steps, acc, applied
+
+    def figure(self, field: str) -> tuple[np.ndarray, np.ndarray]:
+        """``(steps, values)`` of one StepLedger field (``grad_norm_accumulated``, ``scale`` …)
+        as recorded, NaN where a step has none."""
+        steps = np.array([led.optimizer_step for led in self.ledgers], dtype=np.int64)
+        return steps, np.array([_value(getattr(led, field)) for led in self.ledgers], dtype=np.float64)
 
     def skipped_steps(self) -> list[int]:
         return [led.optimizer_step for led in self.ledgers if led.skipped]

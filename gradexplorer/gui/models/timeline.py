@@ -40,6 +40,9 @@ class StepPoint:
     gradients: Any = None  # the step's StepGradients (the monitor's record), or None
 
 
+PINNED = 64  # spike steps whose records are kept beside the (thinned) live history
+
+
 class Curve:
     """A growable float series with its step numbers, capped at ``limit`` points."""
 
@@ -83,6 +86,7 @@ class TimelineModel:
     """
 
     changed = Signal()
+    started = Signal()  # reset: a new model or run (before ``changed``)
 
     def __init__(self) -> None:
         self.loss = Curve()
@@ -95,6 +99,8 @@ class TimelineModel:
         self.optimizer = OptimizerTrack()  # each parameter's optimizer figures over the steps
         self.latest: StepPoint | None = None
         self.steps_per_second = 0.0
+        self.pinned: dict[int, Any] = {}  # spike steps' records, kept whatever the history drops
+        self.step_reader: Any = None  # step -> StepGradients or None: a run's per-step reads
 
     def reset(self, gradients: GradientHistory) -> None:
         """Start over (a new model): empty curves, and ``gradients`` as the history kept."""
@@ -104,6 +110,8 @@ class TimelineModel:
         self.ledger.clear()
         self.optimizer.clear()
         self.latest, self.steps_per_second = None, 0.0
+        self.pinned, self.step_reader = {}, None
+        self.started.emit()
         self.changed.emit()
 
     def extend(self, points: Sequence[StepPoint], steps_per_second: float) -> None:
@@ -126,6 +134,8 @@ class TimelineModel:
         for point in points:
             if point.gradients is not None:
                 self.gradients.append(point.gradients)
+                if any(e.step == point.step for e in point.spikes) and len(self.pinned) < PINNED:
+                    self.pinned[point.step] = point.gradients
         self.latest, self.steps_per_second = points[-1], steps_per_second
         self.changed.emit()
 
@@ -134,15 +144,55 @@ class TimelineModel:
         """The newest StepGradients, or None."""
         return self.gradients.latest()
 
-    def histograms_of(self, param: str) -> tuple[Any, Any]:
-        """``param``'s histogram at the newest recorded histogram step and at the one before.
+    @property
+    def newest_step(self) -> int | None:
+        """The newest step taken in, or None."""
+        return None if self.latest is None else self.latest.step
 
-        Either is None when that step recorded no histogram for ``param`` (no gradient).
-        """
-        recorded = [g for g in self.gradients if g.histograms]
-        current = recorded[-1].histograms.get(param) if recorded else None
-        previous = recorded[-2].histograms.get(param) if len(recorded) > 1 else None
-        return current, previous
+    def gradients_at(self, step: int | None) -> Any:
+        """The StepGradients every view shows at ``step`` (None: the newest): the record held
+        (the history, a pinned spike step), else the run's own read of that step
+        (``step_reader``), else the nearest held step before it (the live history keeps every
+        stride-th step: its record says which step it is). None before any step."""
+        if step is None or (self.latest is not None and step >= self.latest.step):
+            return self.gradients.latest()
+        held = {g.step: g for g in self.gradients}
+        found = held.get(step) or self.pinned.get(step)
+        if found is None and self.step_reader is not None:
+            found = self.step_reader(step)
+        if found is None:
+            before = [s for s in (*held, *self.pinned) if s <= step]
+            found = (held.get(max(before)) or self.pinned.get(max(before))) if before else None
+        return found
+
+    def histograms_of(self, param: str, step: int | None = None) -> tuple[Any, Any]:
+        """``param``'s histogram at the newest histogram step at or before ``step`` (None: the
+        newest) and at the histogram step before that. Either is None when that step recorded
+        no histogram for ``param`` (no gradient)."""
+        return tuple(None if pair is None else pair[1] for pair in self.histogram_records(param, step))
+
+    def histogram_records(self, param: str, step: int | None = None) -> tuple[Any, Any]:
+        """``histograms_of`` as ``(StepGradients, Histogram)`` pairs: each record says which
+        step drew its histogram (with histograms every 5, step 33's is step 30's)."""
+        recorded = self.histogram_steps_at(step)
+        pairs = [None] * (2 - len(recorded)) + [(g, g.histograms.get(param)) for g in recorded]
+        return tuple(None if pair is None or pair[1] is None else pair for pair in (pairs[1], pairs[0]))
+
+    def histogram_steps_at(self, step: int | None = None, count: int = 2) -> list:
+        """The last ``count`` records with histograms at or before the one shown at ``step``
+        (None: the newest), oldest first: the last is the histogram step every histogram view
+        shows."""
+        at = self.gradients_at(step)
+        if at is None:
+            return []
+        found = [at] if at.histograms else []
+        held = sorted({g.step: g for g in (*self.gradients, *self.pinned.values())}.items())
+        for s, g in reversed(held):
+            if len(found) >= count:
+                break
+            if s < at.step and g.histograms:
+                found.append(g)
+        return found[::-1]
 
 
 class TimelineSource(Protocol):

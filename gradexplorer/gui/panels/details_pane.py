@@ -60,11 +60,13 @@ def stats_rows(stats: Any) -> list[str]:
     if not stats.has_grad:
         return [_row("gradient", "<b style='color:#d32f2f'>none this step</b> (no gradient reached it)")]
     word = nonfinite_word(stats)  # the figures below cover only the finite elements
-    rows = [_row(STAT_LABELS.get(f, f), f"<b style='color:#d32f2f'>{word}</b> (finite elements: "
-                 f"{format_number(getattr(stats, f, None))})" if word and f in ("norm", "abs_max")
+    bad = (stats.nan_count or 0) + (stats.inf_count or 0)
+    rows = [_row(STAT_LABELS.get(f, f), f"<b style='color:#d32f2f'>{word}</b> ("
+                 + ("no finite element" if bad >= stats.numel else
+                    f"finite elements: {format_number(getattr(stats, f, None))}") + ")"
+                 if word and f in ("norm", "abs_max")
                  else FORMATS.get(f, format_number)(getattr(stats, f, None)))
             for f in SHOWN_FIELDS]
-    bad = (stats.nan_count or 0) + (stats.inf_count or 0)
     flag = (f"<b style='color:#d32f2f'>⚠ {stats.nan_count} NaN, {stats.inf_count} Inf</b>"
             if bad else "none")
     return rows + [_row("NaN / Inf", flag)]
@@ -97,14 +99,22 @@ class DetailsPane(QTextBrowser):
         self.stats: dict[str, Any] = {}
         self.hooks: dict[str, str] = {}
         self.observed: dict[str, Any] = {}  # module -> ObservedGrads
+        self.step: int | None = None  # the step the statistics are of
+        self.caption = ""  # "step 401 of 1600" while they are not the newest step's
         self._html: str | None = None  # what is shown, so an unchanged text is not set again
         self.setOpenLinks(False)
         self.anchorClicked.connect(self._link_clicked)
         selection.changed.connect(lambda _s: self.refresh())
         self.refresh()
 
-    def set_context(self, graph=None, model=None, stats=None, hooks=None, observed=None) -> None:
-        """Update whichever sources are given and redraw."""
+    def set_context(self, graph=None, model=None, stats=None, hooks=None, observed=None,
+                    step=None, caption=None) -> None:
+        """Update whichever sources are given and redraw (``step``: the step ``stats`` are of,
+        ``caption``: ``step 401 of 1600`` when it is not the newest, "" when it is)."""
+        if step is not None:
+            self.step = step
+        if caption is not None:
+            self.caption = caption
         if graph is not None:
             self.graph = graph
         if model is not None:
@@ -120,7 +130,7 @@ class DetailsPane(QTextBrowser):
     def reset(self, model) -> None:
         """A new model: forget the last one's graph, statistics and hooks."""
         self.graph, self.model, self.stats, self.hooks = None, model, {}, {}
-        self.observed = {}
+        self.observed, self.step, self.caption = {}, None, ""
         self.refresh()
 
     def refresh(self) -> None:
@@ -164,6 +174,9 @@ class DetailsPane(QTextBrowser):
         param = sel.param or parameter_for(sel, self.model)
         if param:
             rows.append(f"<tr><td colspan=2><b>{escape(param)}</b> {self._param_shape(param)}</td></tr>")
+            if self.caption:  # not the newest step: said above its figures
+                rows.append(f"<tr><td colspan=2><b style='color:#d32f2f'>at {escape(self.caption)}"
+                            "</b> (End: back to live)</td></tr>")
             rows += stats_rows(self.stats.get(param))
         return f"<h3 style='margin:2px'>{title}</h3>{subtitle}<table>{''.join(rows)}</table>"
 
@@ -179,6 +192,7 @@ class DetailsPane(QTextBrowser):
         if attrs.get("grad_norm") is not None:
             colour = "" if attrs.get("grad_finite", True) else " style='color:#d32f2f'"
             rows.append(_row("gradient", f"<span{colour}>{escape(grad_text(attrs))}</span>"))
+            rows.append(_row("traced", escape(self._traced_text())))
         if attrs.get("nonfinite_origin"):
             ins = ", ".join(self.graph.nodes[v].get("name", "?") for v in self.graph.successors(node))
             outs = ", ".join(self.graph.nodes[u].get("name", "?") for u in self.graph.predecessors(node))
@@ -191,6 +205,17 @@ class DetailsPane(QTextBrowser):
         rows.append(f"<tr><td colspan=2 style='padding-top:4px'>{escape(text).replace(chr(10), '<br>')}"
                     "</td></tr>")
         return rows
+
+    def _traced_text(self) -> str:
+        """Which step the traced figures are of (the trace replays the batch of the step after
+        the one the weights are at), and whether the figures below are of another step."""
+        at = self.graph.graph.get("step") if self.graph is not None else None
+        if at is None:
+            return "by Trace gradients"
+        text = f"step {at + 1} (Trace gradients)"
+        if self.step is not None and self.step != at + 1:
+            text += f"; the figures below are step {self.step}'s"
+        return text
 
     def _node_attrs(self, node) -> dict:
         if node is None or self.graph is None or node not in self.graph:

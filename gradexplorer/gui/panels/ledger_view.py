@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QScrollArea, QVBoxLayout, QWidget
 
+from gradexplorer.gui.models.selection import step_caption
 from gradexplorer.gui.models.step_ledger import WINDOW
 from gradexplorer.gui.models.timeline import TimelineModel
 from gradexplorer.gui.plots.curves import fit_range
@@ -71,8 +72,12 @@ def rolling_text(summary: dict) -> str:
 
 
 class LedgerPanel(QWidget):
-    """Observes the timeline (throttled); ``show_step(n)`` pins the details to step ``n``,
-    ``show_step(None)`` follows the newest step again."""
+    """Observes the timeline, or the reference run's figures (a ReferenceFigures), throttled;
+    ``show_step(n)`` pins the details to step ``n``, ``show_step(None)`` follows the newest
+    step again (the window's selection step calls it: step_forensics.py). A click on the
+    curves: ``step_clicked(step)`` of the nearest step."""
+
+    step_clicked = Signal(int)
 
     def __init__(self, timeline: TimelineModel, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -119,6 +124,16 @@ class LedgerPanel(QWidget):
         layout.addWidget(row, 1)
         self.refresh_soon = throttled(self.refresh, timeout=REDRAW_MS, parent=self)
         timeline.changed.connect(self.refresh_soon)
+        self.plot.scene().sigMouseClicked.connect(self._clicked)
+
+    def _clicked(self, event) -> None:
+        vb = self.plot.getPlotItem().vb
+        if event.button() != Qt.LeftButton or not vb.sceneBoundingRect().contains(event.scenePos()):
+            return
+        steps = [led.optimizer_step for led in self.timeline.ledger.ledgers]
+        if steps:
+            x = vb.mapSceneToView(event.scenePos()).x()
+            self.step_clicked.emit(int(min(steps, key=lambda s: abs(s - x))))
 
     def _mark_skipped(self, steps: list[int]) -> None:
         item = self.plot.getPlotItem()
@@ -146,6 +161,12 @@ class LedgerPanel(QWidget):
         lines = ledger_lines(ledger, track.summary(WINDOW))
         if ledger is None and self.pinned is not None:
             lines = [f"step {self.pinned}: not in the ledger the app holds"]
+        caption = step_caption(self.pinned, self.timeline.newest_step)
+        if caption:
+            lines.insert(0, f"at {caption} (End: back to live)")
+        run = getattr(self.timeline, "run_name", None)  # runs overlaid: the reference run's
+        if run is not None:
+            lines.insert(0, f"run: {run} (the reference run)")
         self.details.setText("\n".join(lines))
         steps, acc, applied = (np.asarray(v, dtype=float) for v in track.series())
         self.accumulated.setData(steps, acc, connect="finite")

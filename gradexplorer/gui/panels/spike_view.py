@@ -4,8 +4,9 @@
 onset: the first parameter to leave its band first, ties by excursion) or of the divergence
 of two runs (by relative gap). Showing one (``show_event``/``show_divergence``): the step is
 picked (a line on the curves, the ledger's details of that step), the graph is tinted by rank
-(first to move = hottest; the live gradient tint is held until "Live tint"), and the first
-parameter is selected everywhere. Clicking a row selects that parameter.
+(first to move = hottest; held until the window leaves that step), and the first parameter is
+selected everywhere at that step (the selection's ``step``: every view shows it). Clicking a
+row selects that parameter; "Live" (End) returns every view to the newest step.
 """
 
 from __future__ import annotations
@@ -63,10 +64,11 @@ class SpikePanel(QWidget):
         self.heading.setWordWrap(True)
         self.heading.setTextFormat(Qt.PlainText)  # parameter names shown as written, never markup
         self.heading.setTextInteractionFlags(Qt.TextSelectableByMouse)
-        self.live_button = QPushButton("Live tint")
-        self.live_button.setToolTip("Tint the graph by the latest gradient norms again")
+        self.live_button = QPushButton("Live")
+        self.live_button.setToolTip("Every view back to the newest step, the graph tinted by its "
+                                    "gradient norms again (End)")
         self.live_button.setEnabled(False)
-        self.live_button.clicked.connect(self.live_tint)
+        self.live_button.clicked.connect(lambda: window.selection.go_live("spikes"))
         self.ranking = QTreeWidget()
         self.ranking.setRootIsDecorated(False)
         self.ranking.setMinimumHeight(48)
@@ -86,8 +88,10 @@ class SpikePanel(QWidget):
         layout.addLayout(top)
         layout.addWidget(self.ranking, 1)
         self._held = False
+        self._step: int | None = None  # the step of what is shown
         self._generation = None  # the timeline's ledger generation of what is shown
         window.controller.timeline.changed.connect(self._forget_if_new_run)
+        window.selection.step_changed.connect(self._step_changed)
 
     # -- what is shown ------------------------------------------------------------------
     def show_event(self, event) -> None:
@@ -141,18 +145,29 @@ class SpikePanel(QWidget):
         for column in range(5):
             self.ranking.resizeColumnToContents(column)
         w = self.window
-        w.forensics.spike_markers.mark_step(step)
-        w.forensics.ledger_panel.show_step(step)
+        self._step = step
         ranked = [row[0] for row in rows]
         if ranked:
             self.hold_tint(rank_heat([r[0] for r in w.table.table.rows], ranked, heat))
-            first = ranked[0]
-            w.selection.select(param=first, module=owner(first), source="spikes")
+            first = ranked[0]  # the whole window at the event's step
+            w.selection.select(param=first, module=owner(first), source="spikes", step=step)
             if w.graph_panel.drawing is not None:
                 w.graph_panel.zoom_to_selection()
             self.ranking.setCurrentItem(self.ranking.topLevelItem(0))
+        else:
+            w.selection.select_step(step, "spikes")
+
+    def _step_changed(self, step) -> None:
+        """The window moved to another step (or back to live): the ranking's tint goes."""
+        self.live_button.setEnabled(step is not None)
+        if self._held and step != self._step:
+            self.live_tint()
 
     # -- the graph's tint -----------------------------------------------------------------
+    def holds_tint(self) -> bool:
+        """Whether the graph shows the ranking's tint (held against the step's norms)."""
+        return self._held
+
     def hold_tint(self, stats: dict) -> None:
         """Tint the graph with ``stats`` and hold it against the live redraws."""
         w = self.window
@@ -164,14 +179,12 @@ class SpikePanel(QWidget):
         self.live_button.setEnabled(True)
 
     def live_tint(self) -> None:
-        """Back to the latest gradient norms."""
+        """The graph tinted by the gradient norms of the step shown again."""
         w = self.window
         if self._held:
             w.controller.timeline.changed.connect(w._throttles[1])
             self._held = False
-        self.live_button.setEnabled(False)
-        w.forensics.spike_markers.mark_step(None)
-        w.forensics.ledger_panel.show_step(None)
+        self.live_button.setEnabled(w.selection.current.step is not None)
         w._redraw_graph_tint()
 
     def _row_clicked(self, item: QTreeWidgetItem, _column: int) -> None:

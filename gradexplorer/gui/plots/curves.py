@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -46,8 +46,11 @@ class TrainingCurves(QWidget):
     the value under the mouse; ``refresh`` pushes the timeline's data into the existing items.
 
     Observes ``timeline.changed`` through its own throttle (``refresh_soon``); long curves are
-    drawn peak-downsampled and clipped to the view by pyqtgraph.
+    drawn peak-downsampled and clipped to the view by pyqtgraph. A click on a plot (not on a
+    spike marker): ``step_clicked(step)`` of the step nearest it.
     """
+
+    step_clicked = Signal(int)
 
     def __init__(self, timeline: TimelineModel, parent: QWidget | None = None,
                  overlay: RunOverlay | None = None) -> None:
@@ -115,6 +118,24 @@ class TrainingCurves(QWidget):
         layout.addWidget(self.plots, 1)
         self.hover = HoverReadout(self.plots.scene(), [self.loss_plot, self.norm_plot],
                                   self.describe_point, self.readout.setText)
+        self.plots.scene().sigMouseClicked.connect(self._clicked)
+
+    def _clicked(self, event) -> None:
+        """A left click in a plot that no item took (a spike marker takes its own): its step."""
+        if event.button() != Qt.LeftButton or event.isAccepted():
+            return
+        for plot in (self.loss_plot, self.norm_plot):
+            if plot.vb.sceneBoundingRect().contains(event.scenePos()):
+                step = self.step_near(plot, plot.vb.mapSceneToView(event.scenePos()).x())
+                if step is not None:
+                    self.step_clicked.emit(step)
+                return
+
+    def step_near(self, plot: pg.PlotItem, x: float) -> int | None:
+        """The step of the own run's point nearest ``x`` (in the x axis' units), or None."""
+        curve = self.timeline.loss if plot is self.loss_plot else self.timeline.norm
+        index = nearest_point(self.overlay.x_of(self.overlay.runs[0], curve.x), curve.y, x)
+        return None if index is None else int(curve.x[index])
 
     @staticmethod
     def _curves(plot: pg.PlotItem, colour: str) -> tuple[pg.PlotDataItem, pg.PlotDataItem]:
@@ -140,25 +161,29 @@ class TrainingCurves(QWidget):
         self.refresh()
 
     def save_csv(self) -> str | None:
-        """Ask for a file and write ``step, loss, global_norm`` of every step shown; with runs
-        overlaid, ``run, step, loss, global_norm`` of every run shown (long form, one row per
-        run and step, as pandas reads it), exactly as recorded."""
+        """Ask for a file and write ``step, loss, global_norm`` (as applied: what the optimizer
+        used) of every step shown, exactly as recorded; where a run clips or scales, its norm as
+        accumulated beside it (``grad_norm_accumulated``: ``.grad`` after backward, before
+        unscale and clip; the curve is it ÷ ``scale``, a column where a GradScaler was used).
+        With runs overlaid, one row per shown run and step, its name in a ``run`` column (long
+        form, as pandas reads it)."""
         from gradexplorer.gui.csv_export import save_csv
 
-        if not self.overlay.overlaid:
-            t = self.timeline  # global_norm: as applied, as the run records it
-            norms = dict(zip(t.applied.x.tolist(), t.applied.y.tolist(), strict=True))
-            rows = [(int(x), y, norms.get(x))
-                    for x, y in zip(t.loss.x.tolist(), t.loss.y.tolist(), strict=True)]
-            return save_csv(self, "curves", ["step", "loss", "global_norm"], rows)
+        overlay = self.overlay
+        runs = overlay.shown() if overlay.overlaid else [overlay.runs[0]]
+        extra = ["grad_norm_accumulated"] if any(r.source.clips_or_scales() for r in runs) else []
+        if extra and any(np.isfinite(r.source.figure("scale")[1]).any() for r in runs):
+            extra.append("scale")
         rows = []
-        for run in self.overlay.shown():
+        for run in runs:
             steps, losses = run.source.figure("loss")
-            norm_steps, norms = run.source.figure("global_norm")
-            norm_at = dict(zip(norm_steps.tolist(), norms.tolist(), strict=True))
-            rows += [(run.name, int(step), loss, norm_at.get(step))
+            columns = [dict(zip(*(v.tolist() for v in run.source.figure(f)), strict=True))
+                       for f in ("global_norm", *extra)]
+            name = (run.name,) if overlay.overlaid else ()
+            rows += [(*name, int(step), loss, *(c.get(step) for c in columns))
                      for step, loss in zip(steps.tolist(), losses.tolist(), strict=True)]
-        return save_csv(self, "curves", ["run", "step", "loss", "global_norm"], rows)
+        header = ["run"] * overlay.overlaid + ["step", "loss", "global_norm", *extra]
+        return save_csv(self, "curves", header, rows)
 
     @property
     def smoothing(self) -> float:

@@ -25,13 +25,16 @@ BAND_STEPS = 400  # steps of a whole run drawn in the bands (evenly spread, firs
 class DistributionsPanel(QSplitter):
     """Bands (top) and the small-multiples grid (bottom)."""
 
-    def __init__(self, selection, timeline, parent: QWidget | None = None, overlay=None) -> None:
+    def __init__(self, selection, timeline, parent: QWidget | None = None, overlay=None,
+                 figures=None) -> None:
+        """``figures``: what the grid's tiles show (a ReferenceFigures: the reference run's;
+        None: the timeline's)."""
         super().__init__(Qt.Vertical, parent)
         self.selection, self.timeline, self.overlay = selection, timeline, overlay
         self.run_history = None  # a core.recorder RunHistory: a followed run's whole history
         self.bands = BandsPlot()
         self.other_bands = BandsOverlay(self.bands)
-        self.grid = HistogramGrid(selection, timeline)
+        self.grid = HistogramGrid(selection, timeline if figures is None else figures)
         self.addWidget(self.bands)
         self.addWidget(self.grid)
         self.setSizes([220, 480])
@@ -40,6 +43,8 @@ class DistributionsPanel(QSplitter):
         selection.changed.connect(lambda _s: self.refresh_bands())
         if overlay is not None:
             overlay.changed.connect(self._redraw)
+        if figures is not None:
+            figures.changed.connect(self._redraw)
 
     def flush(self) -> None:
         """Draw now what the throttle holds back (end of a run, screenshots)."""

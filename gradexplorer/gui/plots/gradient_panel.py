@@ -11,6 +11,7 @@ from PySide6.QtWidgets import (
     QComboBox,
     QFrame,
     QHBoxLayout,
+    QLabel,
     QScrollArea,
     QSplitter,
     QVBoxLayout,
@@ -20,7 +21,7 @@ from PySide6.QtWidgets import (
 from gradexplorer.core.recorder.run_history import RunHistory
 from gradexplorer.core.stats.curves import thin_steps
 from gradexplorer.gui.graph.legend import reads_whole
-from gradexplorer.gui.models.selection import Selection, SelectionModel, parameter_for
+from gradexplorer.gui.models.selection import Selection, SelectionModel, parameter_for, step_caption
 from gradexplorer.gui.models.timeline import TimelineModel
 from gradexplorer.gui.panels.name_label import NameLabel
 from gradexplorer.gui.plots.alarm_banner import AlarmBanner
@@ -28,6 +29,7 @@ from gradexplorer.gui.plots.flow_chart import FlowPanel
 from gradexplorer.gui.plots.heatmap_axes import AXIS_MODES, AXIS_TIPS
 from gradexplorer.gui.plots.heatmap_plot import HistogramHeatmap
 from gradexplorer.gui.plots.histogram_plot import HistogramPlot
+from gradexplorer.gui.theme import SELECTION
 from gradexplorer.gui.throttle import throttled
 
 HISTOGRAM_MS = 50  # the histogram and the alarm redraw at most 20 times a second
@@ -52,6 +54,7 @@ class GradientPanel(QWidget):
         self.model = None
         self.param: str | None = None
         self.run_history: RunHistory | None = None  # a run directory: the heat map covers it all
+        self._step: int | None = None  # the selection's step drawn (None: live)
         self._throttles = (throttled(self.refresh_histogram, timeout=HISTOGRAM_MS, parent=self),
                            throttled(self.refresh_heatmap, timeout=HEATMAP_MS, leading=False,
                                       parent=self),
@@ -60,6 +63,10 @@ class GradientPanel(QWidget):
             timeline.changed.connect(throttle)
         self.alarm = AlarmBanner()
         self.param_label = NameLabel("no parameter selected", minimum=60)  # never widens the dock
+        self.step_label = QLabel("")  # "step 401 of 1600" while the window is not live
+        self.step_label.setStyleSheet(f"color: {SELECTION}; font-weight: bold")
+        self.step_label.setToolTip("the step every view shows; End (or Live in the toolbar): newest")
+        self.step_label.hide()
         self.log_box = QCheckBox("log counts")
         self.log_box.setToolTip("On: counts on a log scale. Off: linear counts, except a histogram "
                                 "whose tallest bin holds a quarter of the values and 3× the next "
@@ -71,6 +78,7 @@ class GradientPanel(QWidget):
         self.observed_plot = HistogramPlot(title="observed grad_output[0] (filled), grad_input[0]")
         self.observed_plot.hide()  # shown while the selected module has an observe hook's data
         self.heatmap = HistogramHeatmap()
+        self.heatmap.step_clicked.connect(lambda step: selection.select_step(step, "heatmap"))
         self.axis_box = QComboBox()  # the heat map's value axis
         self.axis_box.addItems(AXIS_MODES)
         for index, mode in enumerate(AXIS_MODES):
@@ -85,6 +93,7 @@ class GradientPanel(QWidget):
             lambda name: selection.select(param=name, module=name.rpartition(".")[0], source="flow"))
         header = QHBoxLayout()
         header.addWidget(self.param_label, 1)
+        header.addWidget(self.step_label)
         header.addWidget(self.log_box)
         heatmap_box = QWidget()  # the heat map under its value-axis chooser (the header keeps its
         heat_column = QVBoxLayout(heatmap_box)  # width: the dock's least width is unchanged)
@@ -156,9 +165,13 @@ class GradientPanel(QWidget):
     def _selection_changed(self, selection: Selection) -> None:
         self.refresh_observed()
         param = parameter_for(selection, self.model)
-        if param and param != self.param:
+        if param and param != self.param:  # now: never another parameter's data under its name
             self.param = param
             self.refresh()
+        elif selection.step != self._step:  # another step: its histogram, flow and marker
+            self.refresh_histogram()
+            self.refresh_flow()
+            self.heatmap.mark_step(selection.step)
 
     def refresh(self) -> None:
         """Redraw every plot now."""
@@ -173,14 +186,24 @@ class GradientPanel(QWidget):
             throttle.flush()
 
     def refresh_histogram(self) -> None:
-        """Redraw the alarm and the selected parameter's histogram."""
-        latest = self.timeline.latest_gradients
-        self.alarm.show_gradients(latest)
+        """Redraw the alarm and the selected parameter's histogram at the selection's step (the
+        newest histogram step at or before it), its step said when it is not the newest."""
+        self._step = step = self.selection.current.step
+        shown = self.timeline.gradients_at(step)
+        newest = self.timeline.newest_step
+        self.alarm.show_gradients(shown)
         name = self.param
-        stats = latest.params.get(name) if latest is not None and name else None
+        current, previous = self.timeline.histogram_records(name, step) if name else (None, None)
+        drawn = current[0] if current is not None else shown  # the step the histogram is of
+        stats = drawn.params.get(name) if drawn is not None and name else None
         self.param_label.set_name(self.param)
-        current, previous = self.timeline.histograms_of(name) if name else (None, None)
-        self.histogram.show_histograms(name, current, previous, stats)
+        caption = step_caption(shown.step if shown is not None else None, newest)
+        self.step_label.setText(caption)
+        self.step_label.setVisible(bool(caption))
+        self.histogram.show_histograms(
+            name, current and current[1], previous and previous[1], stats,
+            step=drawn.step if drawn is not None else None,
+            caption=step_caption(drawn.step if drawn is not None else None, newest))
 
     def set_heatmap_axis(self, mode: str) -> None:
         """The heat map's value axis: ``fixed``, ``per step`` or ``log |g|``."""
@@ -203,8 +226,9 @@ class GradientPanel(QWidget):
         else:
             matrix = self.timeline.gradients.histogram_matrix(name)
         self.heatmap.show_matrix(name, matrix)
+        self.heatmap.mark_step(self.selection.current.step)
 
     def refresh_flow(self) -> None:
-        """Redraw the gradient flow of the latest step."""
-        latest = self.timeline.latest_gradients
-        self.flow.show_stats(latest.params if latest is not None else {})
+        """Redraw the gradient flow of the step shown (the newest while live)."""
+        shown = self.timeline.gradients_at(self.selection.current.step)
+        self.flow.show_stats(shown.params if shown is not None else {})

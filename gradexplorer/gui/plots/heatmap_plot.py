@@ -5,17 +5,18 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QRectF, Qt
+from PySide6.QtCore import QRectF, Qt, Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QWidget
 
+from gradexplorer.core.share.colours import VIRIDIS
 from gradexplorer.gui.graph.tint import NONFINITE
 from gradexplorer.gui.plots.axes import ReadableAxis
 from gradexplorer.gui.plots.heatmap_axes import heatmap_rows
 from gradexplorer.gui.plots.histogram_plot import NamedTitle
 from gradexplorer.gui.plots.hover import HoverReadout, corner_readout
 from gradexplorer.gui.text.number_text import format_number
-from gradexplorer.gui.theme import ALARM, PLOT_COLOURS, current_theme, steady_axes, value_ticks
+from gradexplorer.gui.theme import ALARM, PLOT_COLOURS, SELECTION, current_theme, steady_axes, value_ticks
 
 
 def bar_axis(bar: pg.ColorBarItem, label: str) -> None:
@@ -77,7 +78,11 @@ def step_columns(steps: np.ndarray) -> tuple[np.ndarray | None, float]:
 
 
 class HistogramHeatmap(NamedTitle, pg.PlotWidget):
-    """An ImageItem re-fed with ``setImage``; x is the step, y the gradient value."""
+    """An ImageItem re-fed with ``setImage``; x is the step, y the gradient value. A click on
+    a column: ``step_clicked(step)`` (the step drawn there); ``mark_step`` draws a line at the
+    step the window shows."""
+
+    step_clicked = Signal(int)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -91,7 +96,8 @@ class HistogramHeatmap(NamedTitle, pg.PlotWidget):
         steady_axes(self.plotItem, steps=True)
         self.image = pg.ImageItem(axisOrder="row-major")
         self.addItem(self.image)
-        self.colour_bar = pg.ColorBarItem(colorMap=pg.colormap.get("viridis"), interactive=False,
+        viridis = pg.ColorMap(np.linspace(0, 1, len(VIRIDIS)), VIRIDIS)  # the report's map too
+        self.colour_bar = pg.ColorBarItem(colorMap=viridis, interactive=False,
                                           values=(0, 1), width=12, label=self._bar_label())
         self.colour_bar.setImageItem(self.image, insert_in=self.plotItem)
         bar_axis(self.colour_bar, self._bar_label())
@@ -103,6 +109,34 @@ class HistogramHeatmap(NamedTitle, pg.PlotWidget):
         self.addItem(self.note, ignoreBounds=True)
         self.has_data = False
         self.unbinned, self.unbinned_key = unbinned_marks(self)
+        self.step_line = pg.InfiniteLine(angle=90, pen=pg.mkPen(SELECTION, width=1.5))
+        self.step_line.setZValue(6)
+        self.step_line.setVisible(False)
+        self.addItem(self.step_line, ignoreBounds=True)
+        self.marked: int | None = None  # the step the line marks (None: live, no line)
+        self.scene().sigMouseClicked.connect(self._clicked)
+
+    def step_at(self, x: float) -> int | None:
+        """The step drawn in the column under ``x`` (a view coordinate), or None."""
+        if self.shown is None:
+            return None
+        steps = self.shown[1]
+        return int(steps[int(np.argmin(np.abs(steps - x)))])
+
+    def _clicked(self, event) -> None:
+        vb = self.plotItem.vb
+        if event.button() != Qt.LeftButton or not vb.sceneBoundingRect().contains(event.scenePos()):
+            return
+        step = self.step_at(vb.mapSceneToView(event.scenePos()).x())
+        if step is not None:
+            self.step_clicked.emit(step)
+
+    def mark_step(self, step: int | None) -> None:
+        """A line at ``step`` (None: none: live)."""
+        self.marked = step
+        self.step_line.setVisible(step is not None and self.has_data)
+        if step is not None:
+            self.step_line.setValue(step)
 
     def set_log(self, log: bool) -> None:
         """Colour by log10(1 + count) or by count."""
@@ -162,6 +196,7 @@ class HistogramHeatmap(NamedTitle, pg.PlotWidget):
         if matrix is None or not len(matrix.steps):
             self.image.clear()
             self.has_data, self.shown, self.matrix = False, None, None
+            self.step_line.setVisible(False)
             self._mark_unbinned(np.zeros(0), 1.0, 0.0, 1.0)
             self._show_note("no gradient recorded yet" if name else "select a parameter")
             return
@@ -186,6 +221,7 @@ class HistogramHeatmap(NamedTitle, pg.PlotWidget):
         self.image.setRect(QRectF(float(steps[0]) - pitch / 2, float(edges[0]), span, height))
         self._mark_unbinned(steps[unknown], pitch, float(edges[0]), height)
         self.has_data = True
+        self.mark_step(self.marked)
 
     def _mark_unbinned(self, steps: np.ndarray, pitch: float, bottom: float, height: float) -> None:
         """Violet columns (named by the key) over the steps whose values were all NaN/Inf."""

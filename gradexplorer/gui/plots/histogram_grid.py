@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
 
 from gradexplorer.core.stats.ranking import RANKINGS, rank_parameters
 from gradexplorer.gui.graph.legend import reads_whole
+from gradexplorer.gui.models.selection import step_caption
 from gradexplorer.gui.text.name_elide import elide_to_width
 from gradexplorer.gui.text.number_text import gradient_number, update_ratio_text
 from gradexplorer.gui.theme import ACCENT, ALARM, SELECTION
@@ -47,6 +48,7 @@ class GridModel(QAbstractListModel):
         self.names: list[str] = []
         self.params: dict = {}
         self.histograms: dict = {}
+        self.step: int | None = None  # the step they are of
 
     def rowCount(self, parent=QModelIndex()) -> int:  # noqa: N802 - Qt API
         return 0 if parent.isValid() else len(self.names)
@@ -172,16 +174,31 @@ class HistogramGrid(QWidget):
         self.ranking.currentTextChanged.connect(self.refresh)
         self.view.clicked.connect(self._clicked)
         selection.changed.connect(self.show_selection)
+        selection.step_changed.connect(self.refresh)
+
+    def shown_step(self):
+        """The StepGradients the tiles show: the newest histogram step at or before the
+        selection's step (figures and histograms of one step, never step 33's norm over step
+        30's histogram), else the selection's step itself."""
+        step = self.selection.current.step
+        recorded = self.timeline.histogram_steps_at(step, count=1)
+        return recorded[-1] if recorded else self.timeline.gradients_at(step)
 
     def refresh(self, *_args) -> None:
-        """Redraw from the timeline's latest step, in the chosen order and filter."""
-        latest = self.timeline.latest_gradients
-        params = latest.params if latest is not None else {}
-        recorded = [g for g in self.timeline.gradients if g.histograms]
-        histograms = recorded[-1].histograms if recorded else {}
+        """Redraw from the step shown (``shown_step``), in the chosen order and filter; its
+        step said when it is not the newest."""
+        shown = self.shown_step()
+        params = shown.params if shown is not None else {}
+        histograms = shown.histograms if shown is not None else {}
         names = rank_parameters(params, self.ranking.currentText(), self.filter.text())
         self.model.show(names, params, histograms)
-        self.count.setText(f"{len(names)} of {len(params)}")
+        self.model.step = None if shown is None else shown.step
+        caption = step_caption(self.model.step, self.timeline.newest_step)
+        run = getattr(self.timeline, "run_name", None)  # runs overlaid: the reference run's
+        said = [text for text in (caption, run) if text]
+        self.count.setText(f"{len(names)} of {len(params)}" + "".join(f" · {t}" for t in said))
+        self.count.setToolTip(f"the tiles show run {run}, the reference run (Runs dock)" if run
+                              else "parameters shown of all")
         self.show_selection(self.selection.current)
 
     def save_csv(self) -> str | None:
@@ -190,8 +207,7 @@ class HistogramGrid(QWidget):
         from gradexplorer.core.stats.records import STAT_FIELDS
         from gradexplorer.gui.csv_export import save_csv
 
-        params, latest = self.model.params, self.timeline.latest_gradients
-        step = latest.step if latest is not None else None
+        params, step = self.model.params, self.model.step  # the step the tiles show
         rows = [(step, n, *(params[n].whole(f) for f in STAT_FIELDS)) for n in self.model.names]
         return save_csv(self, "parameters", ["step", "parameter", *STAT_FIELDS], rows)
 

@@ -93,6 +93,8 @@ class NamedTitle:
 class HistogramPlot(NamedTitle, pg.PlotWidget):
     """Draws with two existing step-curves; ``show`` only calls ``setData``."""
 
+    drawn: tuple = (None, None)  # (parameter, step) of the histogram drawn now
+
     def __init__(self, parent: QWidget | None = None, title: str = "gradient histogram") -> None:
         super().__init__(parent)
         self.log = False
@@ -146,10 +148,14 @@ class HistogramPlot(NamedTitle, pg.PlotWidget):
         self.log = log
         self._set_axis_label()
 
-    def show_histograms(self, name: str | None, current: Any, previous: Any, stats: Any) -> None:
-        """Draw ``current`` (and ``previous`` ghosted); explain when there is nothing to draw."""
-        self.set_named_title(self.title, name)
+    def show_histograms(self, name: str | None, current: Any, previous: Any, stats: Any,
+                        step: int | None = None, caption: str = "") -> None:
+        """Draw ``current`` (and ``previous`` ghosted); explain when there is nothing to draw.
+        ``step``: the step ``current`` is of (``drawn`` says what is drawn: ``(name, step)``),
+        ``caption``: ``step 401 of 1600`` when it is not the newest (in the title)."""
+        self.set_named_title(f"{self.title} · {caption}" if caption else self.title, name)
         shown, self.current = [], current
+        self.drawn = (name, step if current is not None else None)
         auto = self.auto_log and not self.log and current is not None and spiky(current.counts)
         if auto != self.auto_shown:
             self._set_axis_label(auto)

@@ -22,7 +22,7 @@ from gradexplorer.gui.panels.name_label import NameLabel
 from gradexplorer.gui.plots.curves import fit_range
 from gradexplorer.gui.plots.hover import HoverReadout, nearest_point
 from gradexplorer.gui.text.number_text import format_number, update_ratio_text
-from gradexplorer.gui.theme import ACCENT, ALARM, steady_axes, value_ticks
+from gradexplorer.gui.theme import ACCENT, ALARM, SELECTION, steady_axes, value_ticks
 from gradexplorer.gui.throttle import throttled
 
 REDRAW_MS = 140  # about 7 times a second, on its own timer
@@ -76,6 +76,9 @@ class OptimizerCurves(QWidget):
         self.curve = item.plot(pen=pg.mkPen(ACCENT, width=1.5))
         self.curve.setDownsampling(auto=True, method="peak")
         self.curve.setClipToView(True)
+        self.step_line = pg.InfiniteLine(angle=90, pen=pg.mkPen(SELECTION, width=1.5))
+        self.step_line.setVisible(False)  # the step the window shows (none while live)
+        item.addItem(self.step_line, ignoreBounds=True)
         self.new_marks = item.plot(pen=None, symbol="t1", symbolSize=11, symbolBrush=ALARM,
                                    symbolPen=None)  # steps where θ was 0 (ratio infinite)
         header = QHBoxLayout()
@@ -178,7 +181,14 @@ class OptimizerCurves(QWidget):
         value_ticks(item, bool(finite.size))
         fit_range(item, steps, np.where(new, floor, shown), log=log)
         self.name_label.set_name(name)
+        at = self.selection.current.step
+        self.step_line.setVisible(at is not None)
+        if at is not None:
+            self.step_line.setValue(at)
         self.note = self._note(name, field, steps, values, new)
+        run = getattr(self.timeline, "run_name", None)  # runs overlaid: the reference run's
+        if run is not None:
+            self.note = f"run {run} · {self.note}"
         self.readout.setText(self.note)
 
     @staticmethod

@@ -24,7 +24,7 @@ from gradexplorer.core.folder_lock import writer_present
 from gradexplorer.core.recorder.run import Run
 from gradexplorer.core.stats.history import GradientHistory
 from gradexplorer.core.stats.records import StepGradients
-from gradexplorer.gui.models.run_steps import lazy_step
+from gradexplorer.gui.models.run_steps import StepReader, lazy_step
 from gradexplorer.gui.models.step_ledger import FollowedStep, followed_steps
 from gradexplorer.gui.models.timeline import StepPoint, TimelineModel
 
@@ -85,6 +85,7 @@ class RunFollower(QObject):
         self.last_step = -1
         self.poll_ms = poll_ms
         timeline.reset(GradientHistory(history))  # the timeline's own, fed by extend
+        timeline.step_reader = StepReader(run)  # a step older than the history: the run's read
         timeline.optimizer.follow(run)  # the optimizer curves read the run's series
         self._times: list[float] = []
         self.is_finished = False

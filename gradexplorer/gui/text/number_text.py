@@ -1,18 +1,13 @@
-"""How every view writes a number: compact significant digits, exact zero as plain ``0``."""
+"""How every view writes a number: ``format_number`` (the one formatter, ``core/number_text.py``),
+and the words for a gradient holding NaN/Inf and for a weight that was zero."""
 
 from __future__ import annotations
 
+from gradexplorer.core.number_text import format_number
+
+__all__ = ["WIDEST_FIGURES", "format_number", "gradient_number", "nonfinite_word", "update_ratio_text"]
+
 WIDEST_FIGURES = ("1.23e-05", "0.000123")  # a 3-digit figure at its widest: columns fit both
-
-
-def format_number(value: float | None, digits: int = 4) -> str:
-    """``digits`` significant digits; "" for None; 0 (and -0) as ``0``, never ``0e+00``/``-0``;
-    NaN as ``NaN`` (as the norm columns write it), ±inf as ``inf``/``-inf``."""
-    if value is None:
-        return ""
-    if value != value:
-        return "NaN"
-    return "0" if value == 0 else f"{value:.{digits}g}"
 
 
 def nonfinite_word(stats) -> str | None:

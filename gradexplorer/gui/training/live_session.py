@@ -82,9 +82,10 @@ _THREADS: dict[str, Any] = {"before": None, "holders": set()}  # torch's count, 
 
 
 def prepare_training_thread(holder: object = None) -> None:
-    """On the training thread: leave the GUI a core (for ``holder``), load the stats kernels
-    (Numba's, compiled the first time, cached on disk after) and build torch's first
-    optimizers (``warm_up``), while a model opens instead of during the first step.
+    """On the training thread: leave the GUI a core (for ``holder``) and build torch's first
+    optimizers and statistics (``warm_up``), while a model opens instead of during the first
+    step. Numba's statistics kernels are readied off the training thread from the first step
+    on (``stats_warmup``; the torch backend measures meanwhile), not while the app starts.
 
     With every core busy in torch's intra-op pool the GUI thread waits for CPU time and the
     window stutters.
@@ -95,7 +96,7 @@ def prepare_training_thread(holder: object = None) -> None:
 
 @cache
 def _warm_up_once() -> None:
-    warm_up()
+    warm_up(backend="torch")  # Numba's kernels readied from the first step on (stats_warmup)
 
 
 def leave_gui_a_core(holder: object = None) -> None:

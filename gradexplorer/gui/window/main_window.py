@@ -31,6 +31,7 @@ from gradexplorer.gui.window.menus import WindowMenus
 from gradexplorer.gui.window.run_controls import RunControls
 from gradexplorer.gui.window.shortcuts import WindowShortcutsFirst
 from gradexplorer.gui.window.status_bar import RunStatusBar, trace_notes
+from gradexplorer.gui.window.step_follow import StepFollow
 from gradexplorer.gui.window.window_fit import DockShares, clamp_to_screen, first_size
 
 if TYPE_CHECKING:
@@ -83,6 +84,7 @@ class MainWindow(QMainWindow):
         if not plots_later:
             self.build_plots()  # with the ledger, spike markers, divergence and the Runs dock
         self.shortcuts_first = WindowShortcutsFirst(self)
+        self.step_follow = StepFollow(self)  # every view at the selection's step; End: live
         self._connect()
         self._restore()
 
@@ -282,17 +284,17 @@ class MainWindow(QMainWindow):
                 self.status.show_note(*notes)
                 self.events.add(notes[1])
 
-    def _redraw_parameters(self) -> None:
-        latest = self.controller.timeline.latest_gradients
-        if latest is not None:
-            self.table.table.set_stats(latest.params)
-            self.tree.set_stats(latest.params)
-            self.details.set_context(stats=latest.params)
+    def _redraw_parameters(self) -> None:  # at the selection's step (step_follow.py)
+        shown = self.step_follow.shown()
+        if shown is not None:
+            self.table.table.set_stats(shown.params)
+            self.tree.set_stats(shown.params)
+            self.details.set_context(stats=shown.params, step=shown.step, caption=self.step_follow.caption())
 
     def _redraw_graph_tint(self) -> None:
-        latest = self.controller.timeline.latest_gradients
-        if latest is not None:
-            self.graph_panel.set_stats(latest.params)
+        shown = self.step_follow.shown()
+        if shown is not None:
+            self.graph_panel.set_stats(shown.params)
 
     def _redraw_observed(self) -> None:
         observed = self.controller.session.observed
@@ -384,7 +386,7 @@ class MainWindow(QMainWindow):
         self.graph_panel.layouts.wait(5000)
         for window in self.file_actions.snapshot_windows:
             window.close()
-        overlay = () if self._plots is None else (self._plots.overlay,)
+        overlay = () if self._plots is None else (self._plots.overlay, self._plots.reference)
         disconnect_observers(self.selection, self.controller.session, self.controller.timeline,
                              self.graph_panel.view_state, *overlay)  # no view of it is called again
         super().closeEvent(event)

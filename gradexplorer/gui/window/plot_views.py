@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from gradexplorer.gui.models.reference_run import ReferenceFigures
 from gradexplorer.gui.models.run_overlay import RunOverlay, TimelineSource
 from gradexplorer.gui.plots.curves import TrainingCurves
 from gradexplorer.gui.plots.distributions_dock import DistributionsPanel
@@ -23,6 +24,7 @@ class PlotViews(NamedTuple):
     distributions: DistributionsPanel
     curves: TrainingCurves
     overlay: RunOverlay
+    reference: ReferenceFigures  # the figures the Ledger, Optimizer and tiles show
     forensics: StepForensics
     compare: RunCompare
 
@@ -40,8 +42,9 @@ def make_plot_views(window) -> PlotViews:
     configure_plots(current_theme())  # pyqtgraph's defaults in the app's theme
     timeline = window.controller.timeline
     overlay = RunOverlay(TimelineSource(timeline))  # runs compared (run_compare)
+    reference = ReferenceFigures(timeline, overlay)  # the reference run's
     gradients = GradientPanel(window.selection, timeline)
-    distributions = DistributionsPanel(window.selection, timeline, overlay=overlay)
+    distributions = DistributionsPanel(window.selection, timeline, overlay=overlay, figures=reference)
     curves = TrainingCurves(timeline, overlay=overlay)
     curves.setMinimumHeight(130)  # axes stay readable
     for dock, view in zip((window.gradients_dock, window.distributions_dock, window.curves_dock),
@@ -50,8 +53,8 @@ def make_plot_views(window) -> PlotViews:
         dock.setWidget(view)
         if placeholder is not None:
             placeholder.deleteLater()
-    views = PlotViews(gradients, distributions, curves, overlay,
-                      StepForensics(window, curves),  # ledger, spike markers and divergence
+    views = PlotViews(gradients, distributions, curves, overlay, reference,
+                      StepForensics(window, curves, reference),  # ledger, spike markers, divergence
                       RunCompare(window, overlay, gradients))  # File → Add run to compare…, Runs dock
     live = window.controller.live
     if live is not None and not window.shown_run.showing:  # opened before the plots were made

@@ -27,15 +27,16 @@ OPTIMIZER_MS = 130  # the parameter table's optimizer columns, as often as its o
 class StepForensics:
     """The ledger, spike and optimizer views of a main window and the commands that show them."""
 
-    def __init__(self, window, curves) -> None:
+    def __init__(self, window, curves, reference) -> None:
         """Add the views to ``window`` (a MainWindow, after its menus); ``curves``: its
-        TrainingCurves, which the spike markers mark."""
+        TrainingCurves, which the spike markers mark (every shown run's); ``reference``: the
+        ReferenceFigures the ledger and the optimizer curves show."""
         self.window = window
         timeline = window.controller.timeline
-        self.ledger_panel = LedgerPanel(timeline)
+        self.ledger_panel = LedgerPanel(reference)
         self.spike_markers = SpikeMarkers(curves, window)
         self.spike_panel = SpikePanel(window)
-        self.optimizer_curves = OptimizerCurves(window.selection, timeline)
+        self.optimizer_curves = OptimizerCurves(window.selection, reference)
         self.ledger_dock = window._dock("Ledger", self.ledger_panel, Qt.BottomDockWidgetArea)
         self.optimizer_dock = window._dock("Optimizer", self.optimizer_curves, Qt.BottomDockWidgetArea)
         self.spikes_dock = window._dock("Spikes", self.spike_panel, Qt.BottomDockWidgetArea)
@@ -44,11 +45,18 @@ class StepForensics:
             window.tabifyDockWidget(window.events_dock, dock)
         window.curves_dock.raise_()
         self.spike_markers.clicked.connect(self.show_spike)
+        selection = window.selection  # the ledger and the curves' line at the step shown
+        selection.step_changed.connect(self.spike_markers.mark_step)
+        selection.step_changed.connect(self.ledger_panel.show_step)
+        for view in (curves, self.ledger_panel):  # a click on a point: the window at its step
+            view.step_clicked.connect(lambda step, v=view: selection.select_step(
+                step, "curves" if v is curves else "ledger"))
+        self.ledger_panel.show_step(selection.current.step)
         table = window.table.table
         self.optimizer_columns_soon = throttled(
             lambda: table.set_optimizer_state(timeline.ledger.optimizer_state),
-            timeout=OPTIMIZER_MS, leading=False, parent=window)
-        timeline.changed.connect(self.optimizer_columns_soon)
+            timeout=OPTIMIZER_MS, leading=False, parent=window)  # the window's own run, as the
+        timeline.changed.connect(self.optimizer_columns_soon)  # table's other figures
         self.compare_runs_action, self.optimizer_columns_action = self._add_actions()
 
     def flush(self) -> None:
