@@ -13,15 +13,15 @@ import pytest
 import torch
 
 import gradexplorer as gx
-from gradexplorer.core.graph.extract import trace_backward_graph
-from gradexplorer.core.model.spec import load_workload
+from gradexplorer.graph import trace_backward_graph
+from gradexplorer.session import SessionConfig, TrainingSession, load_workload
 
 DATA = Path(__file__).parent / "data"
 USER_MODEL = '''\
 import torch
 from torch import nn
 
-from gradexplorer import Workload
+from gradexplorer.session import Workload
 
 
 class Net(nn.Module):
@@ -62,7 +62,7 @@ def user_file(tmp_path) -> Path:
 
 
 def test_a_user_files_ops_name_its_lines(user_file):
-    G = trace_backward_graph(gx.TrainingSession(load_workload(f"{user_file}:build"), gx.SessionConfig()))
+    G = trace_backward_graph(TrainingSession(load_workload(f"{user_file}:build"), SessionConfig()))
     fc1 = op(G, "AddmmBackward0", "fc1")
     assert fc1["source"] == f"{user_file}:{line_of(USER_MODEL, 'x = self.fc1(x)')}"
     assert (fc1["code"], fc1["function"]) == ("x = self.fc1(x)", "forward")
@@ -70,15 +70,15 @@ def test_a_user_files_ops_name_its_lines(user_file):
     assert op(G, "TBackward0", "fc2")["code"] == "return self.fc2(x)"
     for _, attrs in G.nodes(data=True):  # leaves have none; the loss gradexplorer's own
         assert ("source" in attrs) == (attrs["kind"] == "op"), attrs  # loss_fn computed: none
-    untraced = trace_backward_graph(gx.TrainingSession(load_workload(f"{user_file}:build"),
-                                                       gx.SessionConfig()), sources=False)
+    untraced = trace_backward_graph(TrainingSession(load_workload(f"{user_file}:build"),
+                                                       SessionConfig()), sources=False)
     assert not any("source" in a for _, a in untraced.nodes(data=True))
 
 
 def test_example_lenet_fc1_names_the_examples_file_and_line():
     from gradexplorer.core.model.examples.lenet import LeNet
 
-    G = trace_backward_graph(gx.TrainingSession(load_workload("example:lenet"), gx.SessionConfig()))
+    G = trace_backward_graph(TrainingSession(load_workload("example:lenet"), SessionConfig()))
     lines, first = inspect.getsourcelines(LeNet.forward)
     expected = first + next(i for i, line in enumerate(lines) if "self.fc1(x)" in line)
     fc1 = op(G, "AddmmBackward0", "fc1")
