@@ -23,6 +23,7 @@ from gradexplorer.core.errors import UserError
 from gradexplorer.core.graph.attribution import ROOT, ModuleAttribution, parameter_names
 from gradexplorer.core.graph.source_lines import annotate_sources
 from gradexplorer.core.model.training_state import preserved_state
+from gradexplorer.core.recorder.graph_capture import compiled
 
 if TYPE_CHECKING:
     from gradexplorer.core.session.engine import TrainingSession
@@ -253,11 +254,12 @@ def trace_backward_graph(session: TrainingSession, step: int | None = None, *,
     No backward pass, no optimizer step; buffers (BatchNorm statistics) and random state are
     restored afterwards, so training continues exactly as if this had not run. Call it
     between steps (the app posts it as a job to its training thread), never during one.
-    ``sources``: note each op's source line (``source``, ``code``, ``function``).
+    ``sources``: note each op's source line (``source``, ``code``, ``function``); not for a
+    compiled model (its ops are compiled nodes, and the noting would break its graph).
     """
     model = session.model
     with preserved_state(model, session.device), \
-            ModuleAttribution(model, sources=sources) as attribution:
+            ModuleAttribution(model, sources=sources and not compiled(model)) as attribution:
         loss = session.forward_loss(step)
     graph = extract_graph(loss, model, attribution, saved=saved)
     graph.graph["step"] = session.step_count if step is None else step
@@ -279,6 +281,7 @@ def trace(model: nn.Module, inputs, loss_fn=None, *, saved: bool = True,
 
     if not isinstance(model, nn.Module):
         raise UserError(f"trace needs an nn.Module, got {type(model).__name__}")
+    sources = sources and not compiled(model)
     with preserved_state(model), ModuleAttribution(model, sources=sources) as attribution, \
             torch.enable_grad():
         output = call_model(model, as_model_inputs(inputs))

@@ -89,6 +89,8 @@ class SourceLines(TorchFunctionMode):
         self._lines: dict[tuple[str, int, str], SourceLine] = {}
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
+        if torch.compiler.is_compiling():  # a compiled function: its nodes are compiled ones
+            return func(*args, **(kwargs or {}))
         start = _next_sequence_nr()
         result = func(*args, **(kwargs or {}))
         end = _next_sequence_nr()
