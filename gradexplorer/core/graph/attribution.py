@@ -50,6 +50,14 @@ def parameter_names(model: nn.Module) -> dict[int, str]:
     return names
 
 
+def compiled(model: nn.Module) -> bool:
+    """Whether ``torch.compile`` runs the model or one of its modules (``torch.compile(m)``,
+    ``m.compile()``): their operations are compiled nodes, in no module, and a hook on a module
+    would break its compiled graph (and compile it again once removed)."""
+    return any(type(m).__name__ == "OptimizedModule" or getattr(m, "_compiled_call_impl", None)
+               is not None for m in model.modules())
+
+
 class ModuleAttribution:
     """Context manager that records module calls during a forward pass.
 

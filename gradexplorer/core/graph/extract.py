@@ -20,10 +20,9 @@ import torch
 from torch import nn
 
 from gradexplorer.core.errors import UserError
-from gradexplorer.core.graph.attribution import ROOT, ModuleAttribution, parameter_names
+from gradexplorer.core.graph.attribution import ROOT, ModuleAttribution, compiled, parameter_names
 from gradexplorer.core.graph.source_lines import annotate_sources
 from gradexplorer.core.model.training_state import preserved_state
-from gradexplorer.core.recorder.graph_capture import compiled
 
 if TYPE_CHECKING:
     from gradexplorer.core.session.engine import TrainingSession
