@@ -135,3 +135,17 @@ def test_trace_grads_and_the_nan_origin_name_the_line(run_cli, tmp_path):
     sqrt = next(n for n in nodes if n["name"] == "SqrtBackward0")
     assert sqrt["source"] == f"{DATA / 'nan_sqrt_model.py'}:{line}"
     assert sqrt["code"] == "return torch.sqrt(x * (x > 0))" and "grad_norm" in sqrt
+
+
+def test_a_compiled_models_plain_trace_notes_no_lines_and_breaks_nothing():
+    from torch._dynamo.utils import counters
+
+    torch.manual_seed(0)
+    model = torch.compile(torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.Tanh()), backend="aot_eager")
+    x = torch.randn(4, 6)
+    model(x).sum().backward()
+    counters.clear()
+    G = gx.trace(model, (x,), loss_fn=lambda out: out.sum())
+    assert not counters["graph_break"] and not counters["stats"]  # no break, nothing compiled again
+    assert "CompiledFunctionBackward" in {a["name"] for _, a in G.nodes(data=True)}
+    assert not any("source" in a for _, a in G.nodes(data=True) if a["name"] != "SumBackward0")
