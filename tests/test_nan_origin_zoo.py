@@ -287,7 +287,8 @@ def test_a_compiled_model_is_replayed_eagerly_and_names_the_users_module():
     torch.manual_seed(0)
     found = first_step(torch.compile(SqrtNet(), backend="aot_eager"), (x, y))
     assert where_op_module(found) == ("backward", "SqrtBackward0", "act")
-    assert found["text"] == "first non-finite gradient: SqrtBackward0 in module act"
+    assert found["text"] == "first non-finite gradient: SqrtBackward0 in module act at nan_sqrt_model.py:17"
+    assert found["code"] == "return torch.sqrt(x * (x > 0))"  # line 17, the eager replay's own line
 
 
 class MaskedAttention(nn.Module):

@@ -33,6 +33,7 @@ from gradexplorer.core.diagnose.eager_replay import user_path
 from gradexplorer.core.diagnose.nonfinite_flow import NonFiniteFlow, Source
 from gradexplorer.core.diagnose.trace_grads import step_replay, to_host, trace_gradients
 from gradexplorer.core.errors import emit_guarded, first_line
+from gradexplorer.core.graph.source_lines import short_source
 from gradexplorer.core.model.training_state import KeptBuffers, SavedState, rng_snapshot
 from gradexplorer.core.stats.measured import measured_tensor
 
@@ -84,8 +85,10 @@ def where_text(module: str) -> str:
 
 
 def origin_text(attrs: dict[str, Any]) -> str:
-    """``SqrtBackward0 in module fc`` (or ``at the model's top level``)."""
-    return f"{attrs['name']} {where_text(attrs.get('module') or '')}"
+    """``SqrtBackward0 in module fc at model.py:17`` (or ``at the model's top level``; the
+    source line where the graph trace noted one)."""
+    text = f"{attrs['name']} {where_text(attrs.get('module') or '')}"
+    return f"{text} at {short_source(attrs['source'])}" if attrs.get("source") else text
 
 
 def describe_backward_origin(G: nx.DiGraph, node: int) -> dict[str, Any]:
@@ -94,6 +97,7 @@ def describe_backward_origin(G: nx.DiGraph, node: int) -> dict[str, Any]:
     return {
         "where": "backward", "node": node, "op": attrs["name"],
         "module": user_path(attrs.get("module") or ""),
+        "source": attrs.get("source"), "code": attrs.get("code"),
         "text": f"first non-finite gradient: {origin_text(attrs)}",
         "received_norm": attrs["grad_in_norm"], "sent_norm": attrs["grad_norm"],
         "inputs": [G.nodes[v]["name"] for v in G.successors(node)],

@@ -216,7 +216,7 @@ def step_replay(session, step: int, rng_state: dict | None = None,
     model = session.model
     batch = session.batch(step) if step == session.step_count else None
     with preserved_state(model, session.device), eager_replay(), \
-            ModuleAttribution(model) as attribution:
+            ModuleAttribution(model, sources=True) as attribution:
         batch = session.batch(step) if batch is None else batch
         if buffers is not None:
             buffers.restore()

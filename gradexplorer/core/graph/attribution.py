@@ -15,6 +15,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from gradexplorer.core.graph.source_lines import SourceLines
 from gradexplorer.core.hooks.all_inputs_hook import has_all_inputs_hook
 
 ROOT = ""
@@ -49,15 +50,26 @@ def parameter_names(model: nn.Module) -> dict[int, str]:
     return names
 
 
+def compiled(model: nn.Module) -> bool:
+    """Whether ``torch.compile`` runs the model or one of its modules (``torch.compile(m)``,
+    ``m.compile()``): their operations are compiled nodes, in no module, and a hook on a module
+    would break its compiled graph (and compile it again once removed)."""
+    return any(type(m).__name__ == "OptimizedModule" or getattr(m, "_compiled_call_impl", None)
+               is not None for m in model.modules())
+
+
 class ModuleAttribution:
     """Context manager that records module calls during a forward pass.
 
     ``with ModuleAttribution(model) as attribution: loss = ...`` then pass it to
-    ``extract_graph``. Hooks are removed on exit; the object is then read-only.
+    ``extract_graph``. Hooks are removed on exit; the object is then read-only. With
+    ``sources=True`` it also notes the user's source line of every node (``SourceLines``, in
+    ``sources``): for graph traces only, never an ordinary training step.
     """
 
-    def __init__(self, model: nn.Module) -> None:
+    def __init__(self, model: nn.Module, *, sources: bool = False) -> None:
         self.model = model
+        self.sources = SourceLines() if sources else None
         self.module_types: dict[str, str] = {
             path: type(m).__name__ for path, m in model.named_modules()
         }
@@ -79,9 +91,13 @@ class ModuleAttribution:
             self._handles.append(
                 module.register_forward_hook(self._post_hook(path, module), always_call=True)
             )
+        if self.sources is not None:
+            self.sources.__enter__()
         return self
 
     def __exit__(self, *exc_info) -> None:
+        if self.sources is not None:
+            self.sources.__exit__(*exc_info)
         for handle in self._handles:
             handle.remove()
         self._handles.clear()

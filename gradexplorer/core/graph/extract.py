@@ -20,7 +20,8 @@ import torch
 from torch import nn
 
 from gradexplorer.core.errors import UserError
-from gradexplorer.core.graph.attribution import ROOT, ModuleAttribution, parameter_names
+from gradexplorer.core.graph.attribution import ROOT, ModuleAttribution, compiled, parameter_names
+from gradexplorer.core.graph.source_lines import annotate_sources
 from gradexplorer.core.model.training_state import preserved_state
 
 if TYPE_CHECKING:
@@ -139,7 +140,9 @@ def extract_graph(
     "" for the root or unknown), ``param`` (dotted name or None), ``shape`` and ``dtype`` (a
     leaf's tensor; for an op its forward output, i.e. the gradient it receives; None with
     ``shapes=False``), ``saved`` (attribute → shape of each saved tensor; empty with
-    ``saved=False``).
+    ``saved=False``); where ``attribution`` noted source lines (``sources=True``), each op's
+    ``source`` (``path:line``), ``code`` (that line) and ``function`` (leaves, hook nodes, ops
+    made by gradexplorer's own code: none).
     Graph attributes: ``root`` (the loss node), ``module_types`` (path → class name).
     """
     root = getattr(loss, "grad_fn", None) if isinstance(loss, torch.Tensor) else loss
@@ -157,6 +160,8 @@ def extract_graph(
         ops, seqs = _add_nodes(G, fns, names, saved, shapes)
         if attribution is not None:
             _attribute(G._node, ops, seqs, attribution)
+            if attribution.sources is not None:
+                annotate_sources(G._node, ops, seqs, attribution.sources)
         _add_edges(G, edges)
     G.nodes[0]["kind"] = "loss"
     return G
@@ -242,15 +247,18 @@ def hide_hook_nodes(G: nx.DiGraph) -> nx.DiGraph:
 
 
 def trace_backward_graph(session: TrainingSession, step: int | None = None, *,
-                         saved: bool = True) -> nx.DiGraph:
+                         saved: bool = True, sources: bool = True) -> nx.DiGraph:
     """Run the session's forward pass and loss with module attribution; return its graph.
 
     No backward pass, no optimizer step; buffers (BatchNorm statistics) and random state are
     restored afterwards, so training continues exactly as if this had not run. Call it
     between steps (the app posts it as a job to its training thread), never during one.
+    ``sources``: note each op's source line (``source``, ``code``, ``function``); not for a
+    compiled model (its ops are compiled nodes, and the noting would break its graph).
     """
     model = session.model
-    with preserved_state(model, session.device), ModuleAttribution(model) as attribution:
+    with preserved_state(model, session.device), \
+            ModuleAttribution(model, sources=sources and not compiled(model)) as attribution:
         loss = session.forward_loss(step)
     graph = extract_graph(loss, model, attribution, saved=saved)
     graph.graph["step"] = session.step_count if step is None else step
@@ -258,19 +266,23 @@ def trace_backward_graph(session: TrainingSession, step: int | None = None, *,
 
 
 def trace(model: nn.Module, inputs, loss_fn=None, *, saved: bool = True,
-          shapes: bool = True) -> nx.DiGraph:
+          shapes: bool = True, sources: bool = True) -> nx.DiGraph:
     """The attributed backward graph of one forward pass, in one call (torchlens style).
 
     Runs ``model(inputs)`` (a dict: keyword inputs; a tuple or list: positional ones) with
     module attribution, then ``loss_fn(output)``; without a ``loss_fn``, the loss the model
     reports (``output.loss``, ``output["loss"]``) or the output tensor itself. No backward; the
     model's buffers and the random state are restored, so training goes on as if it had not run.
+    Each op carries the source line that made it (``source``, ``code``, ``function``) unless
+    ``sources=False``.
     """
     from gradexplorer.core.model.workload import as_model_inputs, call_model, loss_from_output
 
     if not isinstance(model, nn.Module):
         raise UserError(f"trace needs an nn.Module, got {type(model).__name__}")
-    with preserved_state(model), ModuleAttribution(model) as attribution, torch.enable_grad():
+    sources = sources and not compiled(model)
+    with preserved_state(model), ModuleAttribution(model, sources=sources) as attribution, \
+            torch.enable_grad():
         output = call_model(model, as_model_inputs(inputs))
         if loss_fn is not None:
             loss = loss_fn(output)

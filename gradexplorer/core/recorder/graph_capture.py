@@ -25,7 +25,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from gradexplorer.core.graph.attribution import ModuleAttribution
+from gradexplorer.core.graph.attribution import ModuleAttribution, compiled
 
 # torch's one entry to the engine for backward() and grad(), and the local naming its roots
 _ENTRY = getattr(torch.autograd.graph, "_engine_run_backward", None)
@@ -68,14 +68,6 @@ def backward_root():
                   and (e := _outermost_entry(top)) is not None]
         entry = others[0] if len(others) == 1 else None
     return None if entry is None else _first_node(entry.f_locals.get(ENTRY_ROOTS))
-
-
-def compiled(model: nn.Module) -> bool:
-    """Whether ``torch.compile`` runs the model or one of its modules (``torch.compile(m)``,
-    ``m.compile()``): their operations are compiled nodes, in no module, and a hook on a module
-    would break its compiled graph (and compile it again once removed)."""
-    return any(type(m).__name__ == "OptimizedModule" or getattr(m, "_compiled_call_impl", None)
-               is not None for m in model.modules())
 
 
 class GraphCapture:

@@ -5,8 +5,11 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
+from PySide6.QtCore import QUrl
+from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QTextBrowser, QWidget
 
+from gradexplorer.core.graph.source_lines import short_source
 from gradexplorer.core.graph.style import format_shape, grad_text
 from gradexplorer.core.stats.records import STAT_FIELDS, STAT_LABELS
 from gradexplorer.gui.models.selection import Selection, SelectionModel, parameter_for
@@ -16,6 +19,16 @@ from gradexplorer.gui.theme import current_theme
 # the labels' grey and the alarm red as written below are for the light pane (5.5:1 and 5:1);
 # on the dark pane (#161b1e) they read 2.4:1 and 3.5:1, so there they are lighter (WCAG 4.5:1)
 DARK_TEXT = {"#546e7a": "#9aabb4", "#d32f2f": "#ef9a9a"}
+COPY_SOURCE = "copy-source"  # the link that copies the selected op's path:line
+
+
+def source_html(attrs: dict) -> str:
+    """``fc1 · my_model.py:42 `x = self.fc1(x)` copy path:line`` for an op with a source line."""
+    where = escape(attrs.get("module") or "(model)")
+    code = escape(attrs.get("code") or "")
+    return (f"<p style='margin:2px'>{where} · <span title='{escape(attrs['source'])}'>"
+            f"{escape(short_source(attrs['source']))}</span> <code>{code}</code> "
+            f"<a href='{COPY_SOURCE}'>copy path:line</a></p>")
 
 
 def themed(html: str, theme: str) -> str:
@@ -90,6 +103,7 @@ class DetailsPane(QTextBrowser):
         self.caption = ""  # "step 401 of 1600" while they are not the newest step's
         self._html: str | None = None  # what is shown, so an unchanged text is not set again
         self.setOpenLinks(False)
+        self.anchorClicked.connect(self._link_clicked)
         selection.changed.connect(lambda _s: self.refresh())
         self.refresh()
 
@@ -136,10 +150,12 @@ class DetailsPane(QTextBrowser):
             return ("<p style='color:#546e7a'>Click a node in the graph, a module in the tree or a "
                     "parameter in the table. Right-click a module to attach a hook.</p>")
         rows: list[str] = []
-        title = "selection"
+        title, subtitle = "selection", ""
         attrs = self._node_attrs(sel.node)
         if attrs:
             title = escape(str(attrs.get("name") or attrs.get("module") or "node"))
+            if attrs.get("source"):
+                subtitle = source_html(attrs)
             rows += [_row("kind", escape(str(attrs.get("kind", "")))),
                      _row("module", escape(attrs.get("module") or "(model)"))]
             saved = attrs.get("saved") or {}
@@ -162,7 +178,13 @@ class DetailsPane(QTextBrowser):
                 rows.append(f"<tr><td colspan=2><b style='color:#d32f2f'>at {escape(self.caption)}"
                             "</b> (End: back to live)</td></tr>")
             rows += stats_rows(self.stats.get(param))
-        return f"<h3 style='margin:2px'>{title}</h3><table>{''.join(rows)}</table>"
+        return f"<h3 style='margin:2px'>{title}</h3>{subtitle}<table>{''.join(rows)}</table>"
+
+    def _link_clicked(self, url: QUrl) -> None:
+        """The source line's link copies its ``path:line`` (nothing is opened)."""
+        attrs = self._node_attrs(self.selection.current.node)
+        if url.toString() == COPY_SOURCE and attrs.get("source"):
+            QGuiApplication.clipboard().setText(attrs["source"])
 
     def _diagnosis_rows(self, node, attrs: dict) -> list[str]:
         """The traced gradient, NaN/Inf origin, inputs and outputs, and what the op computes."""

@@ -1,0 +1,151 @@
+"""Every backward op names the line of the user's code that made it (issue 34): a user's
+file, an example, transformers' GPT-2; in the graph's attributes, its JSON/GraphML export,
+``graph --trace-grads`` and the NaN-origin line."""
+
+from __future__ import annotations
+
+import inspect
+import json
+from pathlib import Path
+
+import networkx as nx
+import pytest
+import torch
+
+import gradexplorer as gx
+from gradexplorer.graph import trace_backward_graph
+from gradexplorer.session import SessionConfig, TrainingSession, load_workload
+
+DATA = Path(__file__).parent / "data"
+USER_MODEL = '''\
+import torch
+from torch import nn
+
+from gradexplorer.session import Workload
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(6, 5)
+        self.fc2 = nn.Linear(5, 3)
+
+    def forward(self, x):
+        x = self.fc1(x)
+        x = torch.tanh(x)
+        return self.fc2(x)
+
+
+def build():
+    torch.manual_seed(0)
+    x, y = torch.randn(4, 6), torch.randn(4, 3)
+    return Workload(model=Net(), make_batch=lambda step: (x, y), loss_fn=nn.MSELoss())
+'''
+
+
+def line_of(text: str, code: str) -> int:
+    """The 1-based number of the one line of ``text`` that is ``code`` (stripped)."""
+    found = [i for i, line in enumerate(text.splitlines(), 1) if line.strip() == code]
+    assert len(found) == 1, found
+    return found[0]
+
+
+def op(G: nx.DiGraph, name: str, module: str) -> dict:
+    return next(a for _, a in G.nodes(data=True) if a["name"] == name and a["module"] == module)
+
+
+@pytest.fixture
+def user_file(tmp_path) -> Path:
+    path = tmp_path / "my_model.py"
+    path.write_text(USER_MODEL)
+    return path
+
+
+def test_a_user_files_ops_name_its_lines(user_file):
+    G = trace_backward_graph(TrainingSession(load_workload(f"{user_file}:build"), SessionConfig()))
+    fc1 = op(G, "AddmmBackward0", "fc1")
+    assert fc1["source"] == f"{user_file}:{line_of(USER_MODEL, 'x = self.fc1(x)')}"
+    assert (fc1["code"], fc1["function"]) == ("x = self.fc1(x)", "forward")
+    assert op(G, "TanhBackward0", "")["source"] == f"{user_file}:{line_of(USER_MODEL, 'x = torch.tanh(x)')}"
+    assert op(G, "TBackward0", "fc2")["code"] == "return self.fc2(x)"
+    for _, attrs in G.nodes(data=True):  # leaves have none; the loss gradexplorer's own
+        assert ("source" in attrs) == (attrs["kind"] == "op"), attrs  # loss_fn computed: none
+    untraced = trace_backward_graph(TrainingSession(load_workload(f"{user_file}:build"),
+                                                       SessionConfig()), sources=False)
+    assert not any("source" in a for _, a in untraced.nodes(data=True))
+
+
+def test_example_lenet_fc1_names_the_examples_file_and_line():
+    from gradexplorer.core.model.examples.lenet import LeNet
+
+    G = trace_backward_graph(TrainingSession(load_workload("example:lenet"), SessionConfig()))
+    lines, first = inspect.getsourcelines(LeNet.forward)
+    expected = first + next(i for i, line in enumerate(lines) if "self.fc1(x)" in line)
+    fc1 = op(G, "AddmmBackward0", "fc1")
+    assert fc1["source"] == f"{inspect.getsourcefile(LeNet)}:{expected}"
+    assert fc1["code"] == "x = F.relu(self.fc1(x))"
+
+
+def test_gpt2_attention_ops_point_into_modeling_gpt2():
+    transformers = pytest.importorskip("transformers")
+    from transformers.models.gpt2 import modeling_gpt2
+
+    config = transformers.GPT2Config(n_layer=1, n_head=2, n_embd=16, vocab_size=50, n_positions=16,
+                                     bos_token_id=0, eos_token_id=0)
+    torch.manual_seed(0)
+    model = transformers.GPT2LMHeadModel(config)
+    ids = torch.randint(0, 50, (2, 8))
+    G = gx.trace(model, {"input_ids": ids, "labels": ids})
+    lines, first = inspect.getsourcelines(modeling_gpt2.GPT2Attention.forward)
+    split = first + next(i for i, line in enumerate(lines) if "self.c_attn(hidden_states).split" in line)
+    node = op(G, "SplitBackward0", "transformer.h.0.attn")
+    assert node["source"] == f"{inspect.getsourcefile(modeling_gpt2)}:{split}"
+    assert node["code"].endswith("= self.c_attn(hidden_states).split(self.split_size, dim=2)")
+    assert node["function"] == "forward"
+    attention = [a for _, a in G.nodes(data=True) if a["module"] == "transformer.h.0.attn"]
+    assert sum(Path(a["source"].rpartition(":")[0]).name == "modeling_gpt2.py" for a in attention) >= 6
+    assert all("source" in a for _, a in G.nodes(data=True) if a["kind"] in ("op", "loss"))
+
+
+def test_exports_carry_source_and_code(run_cli, user_file, tmp_path):
+    expected = f"{user_file}:{line_of(USER_MODEL, 'x = self.fc1(x)')}"
+    for name in ("g.json", "g.graphml"):
+        code, _, err = run_cli("graph", "--model", f"{user_file}:build", "--out", tmp_path / name)
+        assert code == 0, err
+    nodes = json.loads((tmp_path / "g.json").read_text())["nodes"]
+    assert {(n["source"], n["code"]) for n in nodes if n["name"] == "AddmmBackward0"
+            and n["module"] == "fc1"} == {(expected, "x = self.fc1(x)")}
+    assert all(n.get("source") and n.get("code") for n in nodes if n["kind"] == "op")
+    H = nx.read_graphml(tmp_path / "g.graphml")
+    fc1 = [d for _, d in H.nodes(data=True) if d["name"] == "AddmmBackward0" and d["module"] == "fc1"]
+    assert [(d["source"], d["code"], d["function"]) for d in fc1] == [
+        (expected, "x = self.fc1(x)", "forward")]
+
+
+def test_trace_grads_and_the_nan_origin_name_the_line(run_cli, tmp_path):
+    from tests.data.nan_sqrt_model import RootAct
+
+    lines, first = inspect.getsourcelines(RootAct.forward)
+    line = first + next(i for i, text in enumerate(lines) if "torch.sqrt" in text)
+    code, out, err = run_cli("graph", "--model", f"{DATA / 'nan_sqrt_model.py'}:build", "--trace-grads",
+                             "--out", tmp_path / "g.json")
+    assert code == 0, err
+    assert f"first non-finite gradient: SqrtBackward0 in module act at nan_sqrt_model.py:{line}" in out
+    nodes = json.loads((tmp_path / "g.json").read_text())["nodes"]
+    sqrt = next(n for n in nodes if n["name"] == "SqrtBackward0")
+    assert sqrt["source"] == f"{DATA / 'nan_sqrt_model.py'}:{line}"
+    assert sqrt["code"] == "return torch.sqrt(x * (x > 0))" and "grad_norm" in sqrt
+
+
+def test_a_compiled_models_plain_trace_notes_no_lines_and_breaks_nothing():
+    from torch._dynamo.utils import counters
+
+    torch.manual_seed(0)
+    model = torch.compile(torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.Tanh()), backend="aot_eager")
+    x = torch.randn(4, 6)
+    model(x).sum().backward()
+    counters.clear()
+    G = gx.trace(model, (x,), loss_fn=lambda out: out.sum())
+    assert not counters["graph_break"] and not counters["stats"]  # no break, nothing compiled again
+    assert "CompiledFunctionBackward" in {a["name"] for _, a in G.nodes(data=True)}
+    assert not any("source" in a for _, a in G.nodes(data=True) if a["name"] != "SumBackward0")
