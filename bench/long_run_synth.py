@@ -17,12 +17,13 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from gradexplorer.core.recorder.schema import LEAN_TABLES  # noqa: E402
 from gradexplorer.core.recorder.store import RunWriter  # noqa: E402
 from gradexplorer.core.stats.ledger import StepLedger  # noqa: E402
 from gradexplorer.core.stats.records import Histogram, ParamStats, StepGradients  # noqa: E402
 
 BLOCK = 100  # steps written by the writer; a multiple of every ``hist_every`` used here
-COPIED = ("steps", "stats", "histograms", "ledger", "param_steps")
+COPIED = ("steps", *LEAN_TABLES.values(), "ledger")  # format 3: the tables under the views
 
 
 def _first_block(path: Path, params: int, bins: int, hist_every: int, steps: int) -> None:

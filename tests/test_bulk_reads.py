@@ -132,9 +132,14 @@ def test_histograms_decode_as_the_stored_bytes_say(runs):
     run = gx.open_run(runs["scaler"])
     stored = run._rows("SELECT step, name, edges, counts, nan_count, inf_count, below, above "
                        "FROM histograms ORDER BY step, name")
-    edges, counts, extras = decode_histograms([r[2:] for r in stored], lambda i: "row")
-    for (_, _, e, c, *more), de, dc, dx in zip(stored, edges, counts, extras.tolist(), strict=True):
-        assert np.array_equal(de, np.frombuffer(e, "<f8")) and np.array_equal(dc, np.frombuffer(c, "<i8"))
+    edges, counts, extras = decode_histograms([r[2:] for r in stored], lambda i: "row", run.version)
+    for (step, name, e, c, *more), de, dc, dx in zip(stored, edges, counts, extras.tolist(), strict=True):
+        # format 3: counts after a byte giving their width; edges whole, or (lo, hi) of equal bins
+        assert np.array_equal(dc, np.frombuffer(c[1:], f"<u{c[0]}")) and len(de) == len(dc) + 1
+        stored_edges = np.frombuffer(e, "<f8")
+        assert (de[0], de[-1]) == (stored_edges[0], stored_edges[-1])
+        assert len(stored_edges) == 2 or np.array_equal(de, stored_edges)
+        assert np.array_equal(de, run.histogram(step, name)[0])  # as the one-row read decodes it
         assert dx == more
     rows = histogram_rows(run, [1, 2, 3, 4], None)
     assert sorted(set(rows.steps)) == [2, 4]  # steps 1 and 3 hold none

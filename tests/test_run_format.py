@@ -61,7 +61,7 @@ def test_histograms_read_back_bit_for_bit_and_rows_are_lean(tmp_path, bins):
     records = watched(tmp_path / "run", bins=bins)
     with gx.open_run(tmp_path / "run") as run:
         assert run.version == S.VERSION == 3
-        history = gx.RunHistory(run)
+        history = gx.runs.RunHistory(run)
         for record in records:
             read = run.histograms(record.step)
             assert list(read) == sorted(record.histograms)  # the order version 2 read them in

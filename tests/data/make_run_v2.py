@@ -43,7 +43,7 @@ def histogram(h) -> list:
 
 def read(path: Path) -> dict:
     with gx.open_run(path) as run:
-        history = gx.RunHistory(run)
+        history = getattr(gx, "runs", gx).RunHistory(run)  # gradexplorer.runs since issue 41
         steps = run.steps
         matrices = {}
         for name in run.parameters:
