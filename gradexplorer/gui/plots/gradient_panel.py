@@ -66,6 +66,7 @@ class GradientPanel(QWidget):
         self.step_label = QLabel("")  # "step 401 of 1600" while the window is not live
         self.step_label.setStyleSheet(f"color: {SELECTION}; font-weight: bold")
         self.step_label.setToolTip("the step every view shows; End (or Live in the toolbar): newest")
+        self.step_label.setMinimumWidth(60)  # may be cut: its appearing never widens the dock
         self.step_label.hide()
         self.log_box = QCheckBox("log counts")
         self.log_box.setToolTip("On: counts on a log scale. Off: linear counts, except a histogram "

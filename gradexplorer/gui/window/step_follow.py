@@ -22,6 +22,9 @@ from gradexplorer.gui.theme import SELECTION
 LIVE_KEY = "End"
 
 
+MIN_LABEL_WIDTH = 60  # px: what the step labels keep when the window is narrow
+
+
 class StepFollow:
     """Made by the main window; ``shown()`` is the record every window-level view draws."""
 
@@ -53,6 +56,7 @@ class StepFollow:
         label.setTextFormat(Qt.PlainText)
         label.setStyleSheet(f"color: {SELECTION}; font-weight: bold")
         label.setToolTip(f"the step every view shows; {LIVE_KEY} or Live (toolbar): the newest")
+        label.setMinimumWidth(MIN_LABEL_WIDTH)  # may be cut, never widens the window it appears in
         label.hide()
         return label
 
