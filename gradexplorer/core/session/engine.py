@@ -314,9 +314,11 @@ class TrainingSession:
         self._observers.after_step(self, result)
         return result
 
-    def run(self, steps: int | None, control: RunControl | None = None) -> Iterator[StepResult]:
-        """Yield ``steps`` results (forever if None), honouring pause/stop between steps."""
-        return run_steps(self.step, steps, control)
+    def run(self, steps: int | None, control: RunControl | None = None,
+            between: Callable[[], bool] | None = None) -> Iterator[StepResult]:
+        """Yield ``steps`` results (forever if None), honouring pause/stop between steps;
+        ``between``: ``run_steps``'s callback before each step (True ends the run)."""
+        return run_steps(self.step, steps, control, between)
 
     def parameter_count(self) -> int:
         """Number of scalar parameters in the model."""
@@ -328,11 +330,24 @@ def step_failure(exc: BaseException) -> UserError:
     return UserError(f"backward pass failed: {first_line(exc)}")
 
 
-def run_steps(step: Callable[[], T], steps: int | None, control: RunControl | None = None) -> Iterator[T]:
-    """Yield ``step()`` ``steps`` times (forever if None), honouring pause/stop between steps."""
+def run_steps(step: Callable[[], T], steps: int | None, control: RunControl | None = None,
+              between: Callable[[], bool] | None = None) -> Iterator[T]:
+    """Yield ``step()`` ``steps`` times (forever if None), honouring pause/stop between steps.
+
+    ``between()`` (the app's queued jobs) runs before each step and, while ``control`` is
+    paused, again and again instead of the wait (it may wait a little itself); it returns True
+    to end the run. The one step loop of the command line, the app's worker and A/B runs."""
     done = 0
     while steps is None or done < steps:
-        if control is not None and (control.stopped or not control.wait_while_paused()):
+        if between is not None and between():
             return
+        if control is not None:
+            if control.stopped:
+                return
+            if control.paused:
+                if between is not None:
+                    continue  # between() waits while paused, running what is posted meanwhile
+                if not control.wait_while_paused():
+                    return
         yield step()
         done += 1

@@ -208,6 +208,11 @@ class SessionController(QObject):
         self._jobs_pending += 1
         self._worker.post(job)
 
+    def between_steps(self, control) -> Callable[[], bool]:
+        """For a job's own step loop (an A/B run's ``run_steps``): the jobs posted while it
+        steps run between its steps (``SessionWorker.between_steps``)."""
+        return self._worker.between_steps(control)
+
     @property
     def busy(self) -> bool:
         """Whether a run, a load or a posted job is still under way."""
