@@ -67,3 +67,22 @@ def test_a_run_executes_the_jobs_posted_with_it_before_its_first_step(qtbot):
         assert worker.shutdown()
     assert order == [("job", 0), ("between", 0), ("after", 3)]
     assert session.step_count == 3 and worker.buffer.drain().latest.step == 3
+
+
+def test_a_hook_that_takes_itself_off_publishes_the_hooks_through_the_mailbox(qtbot, make_window):
+    from gui_helpers import open_model, wait_idle
+
+    from gradexplorer.gui.models.session import HooksChanged
+
+    window = make_window()
+    open_model(qtbot, window, "example:lenet")
+    controller, tables, job_tables = window.controller, [], []
+    controller.session.hooks_changed.connect(tables.append)
+    controller.session.job_finished.connect(
+        lambda result: job_tables.append(result.hooks) if isinstance(result, HooksChanged) else None)
+    controller.attach_hook("fc1", "once:scale:0.5")
+    wait_idle(qtbot, window)
+    controller.run(1)  # the hook acts once and detaches itself on the training thread
+    wait_idle(qtbot, window)
+    assert tables == [{"fc1": "once:scale:0.5"}, {}] and controller.session.hooks == {}
+    assert job_tables == [{"fc1": "once:scale:0.5"}]  # the attach's job; no re-sync job after it

@@ -123,7 +123,7 @@ class SessionController(QObject):
             if self._closing.is_set():  # the window closed while the model opened: nobody
                 return None  # would train it (the set-up costs seconds at a first open)
             live = open_live_session(spec, options, config, holder=self, session=session)
-            live.hooks.event.connect(push)  # hook events reach the GUI through the mailbox
+            live.hooks.event.connect(hook_publisher(live, push))  # through the mailbox
             return SessionOpened(live, fresh=True)
 
         def build() -> ModelBuilt | None:
@@ -286,9 +286,8 @@ class SessionController(QObject):
         for kind, _module, text in update.events:
             self.session.message.emit(text)
             self.session.event.emit(kind, text)
-        live = self.live
-        if live is not None and any(kind in ("detached", "failed") for kind, _, _ in update.events):
-            self.post(lambda: _hook_state(live))  # a hook took itself off
+        if update.hooks is not None:  # published with the event of a hook that took itself off
+            self.session.set_hooks(update.hooks)
         if update.observed:
             self.session.set_observed(update.observed)
         self.timeline.extend(update.points, update.steps_per_second)
@@ -358,6 +357,20 @@ class SessionController(QObject):
             give_cores_back(self)
 
 
+def hook_publisher(live: LiveSession, push: Callable[..., None]) -> Callable[[str, str, str], None]:
+    """The subscriber of ``live``'s hook events (on the training thread): each event into the
+    mailbox (``push``: ``RunBuffer.push_event``), with the hooks attached after it when a hook
+    took itself off (detached, failed), so the views learn of it as of a step: no job."""
+    def publish(kind: str, module: str, text: str) -> None:
+        push(kind, module, text, hook_table(live) if kind in ("detached", "failed") else None)
+    return publish
+
+
+def hook_table(live: LiveSession) -> dict[str, str]:
+    """The hooks attached now, module -> action (on the training thread)."""
+    return {path: hook.action for path, hook in live.hooks.attached().items()}
+
+
 def _hook_state(live: LiveSession) -> HooksChanged:
-    """The hooks attached now (on the training thread)."""
-    return HooksChanged({path: hook.action for path, hook in live.hooks.attached().items()})
+    """The hooks attached now (on the training thread), as a job's result."""
+    return HooksChanged(hook_table(live))
