@@ -84,7 +84,7 @@ def heartbeat_during_run(model: str, steps: int) -> dict:
     window.show()
     controller = window.controller
     controller.open_model(model, ModelOptions(), SessionConfig(device="cpu"))
-    while controller.live is None or window.busy():
+    while controller.session.live is None or window.busy():
         app.processEvents()
         time.sleep(0.01)
     gaps: list[float] = []
@@ -99,21 +99,21 @@ def heartbeat_during_run(model: str, steps: int) -> dict:
 
     counters = {name: PaintCounter(widget) for name, widget in plot_viewports(window).items()}
     clock_steps = StepClock()
-    session = controller.live.session
+    session = controller.session.live.session
     controller.post(lambda: session.add_observer(clock_steps))  # jobs change core objects
     timer = QTimer()
     timer.setInterval(HEARTBEAT_MS)
     timer.timeout.connect(beat)
     timer.start()
     start = time.perf_counter()
-    first_step = controller.live.session.step_count
+    first_step = controller.session.live.session.step_count
     controller.run(steps)
     while controller.busy:
         app.processEvents()
         time.sleep(0.001)
     seconds = time.perf_counter() - start
     timer.stop()
-    done = controller.live.session.step_count - first_step
+    done = controller.session.live.session.step_count - first_step
     window.close()
     stalls = np.array(gaps[1:]) - HEARTBEAT_MS
     latency = step_to_frame_ms(clock_steps.times, counters["histogram"].times)

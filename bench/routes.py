@@ -132,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         window = build_window(settings)
         window.show()
         window.controller.open_model(args.model, ModelOptions(batch_size=16), SessionConfig(device="cpu"))
-        wait(lambda: window.controller.live is not None and window.graph_panel.drawing is not None)
+        wait(lambda: window.controller.session.live is not None and window.graph_panel.drawing is not None)
         wait(lambda: not window.busy())
         print(show(f"one step of {args.model}", step_route(window, wait), STEP_HOPS))
         print(show(f"one hook click ({args.module}: block)", click_route(window, args.module, wait),

@@ -40,7 +40,7 @@ def scenario_hook_nodes(w):
     """Item 3: README step 3, Block on fc1 of digits: the hook nodes laid out, not on top."""
     yield from open_and_run(w, "example:digits", 2)
     w.controller.attach_hook("fc1", "block")
-    yield lambda: "fc1" in w.controller.hooks and not w.busy()
+    yield lambda: "fc1" in w.controller.session.hooks and not w.busy()
     w.selection.select(module="fc1", source="script")
 
 
@@ -105,7 +105,7 @@ def open_and_run(w, spec: str, steps: int, **options):
 
     options.setdefault("batch_size", 16)
     w.controller.open_model(spec, ModelOptions(**options), SessionConfig(device="cpu"))
-    yield lambda: w.controller.live is not None and w.graph_panel.drawing is not None and not w.busy()
+    yield lambda: w.controller.session.live is not None and w.graph_panel.drawing is not None and not w.busy()
     if steps:
         w.controller.run(steps)
         yield lambda: (w.controller.timeline.latest is not None

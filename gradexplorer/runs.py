@@ -14,6 +14,7 @@ __all__ = [
     "Divergence",
     "Run",
     "RunHistory",
+    "RunStep",
     "Snapshot",
     "compare_snapshots",
     "distribution_bands",
@@ -29,6 +30,7 @@ __getattr__, __dir__ = lazy_names(__name__, {
     "Run": "gradexplorer.core.recorder.run",
     "open_run": "gradexplorer.core.recorder.run",
     "RunHistory": "gradexplorer.core.recorder.run_history",
+    "RunStep": "gradexplorer.core.recorder.run_step",
     "find_divergence": "gradexplorer.core.recorder.divergence",
     "Divergence": "gradexplorer.core.recorder.divergence",
     "distribution_bands": "gradexplorer.core.stats.bands",
@@ -44,6 +46,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time names load lazily a
     from gradexplorer.core.recorder.divergence import Divergence, find_divergence
     from gradexplorer.core.recorder.run import Run, open_run
     from gradexplorer.core.recorder.run_history import RunHistory
+    from gradexplorer.core.recorder.run_step import RunStep
     from gradexplorer.core.share.report_html import write_report
     from gradexplorer.core.snapshot.compare import compare_snapshots
     from gradexplorer.core.snapshot.read import Snapshot, read_snapshot

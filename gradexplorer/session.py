@@ -16,6 +16,7 @@ __all__ = [
     "ModelOptions",
     "ParamOptimState",
     "SessionConfig",
+    "SessionObserver",
     "SessionStack",
     "StepResult",
     "TrainingSession",
@@ -32,6 +33,7 @@ __getattr__, __dir__ = lazy_names(__name__, {
     "load_workload": "gradexplorer.core.model.spec",
     "TrainingSession": "gradexplorer.core.session.engine",
     "SessionStack": "gradexplorer.core.stack.assembly",
+    "SessionObserver": "gradexplorer.core.stack.observer",
     "SessionConfig": "gradexplorer.core.session.engine",
     "StepResult": "gradexplorer.core.session.engine",
     "available_devices": "gradexplorer.core.session.devices",
@@ -49,5 +51,6 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time names load lazily a
     from gradexplorer.core.session.devices import available_devices, unavailable_devices
     from gradexplorer.core.session.engine import SessionConfig, StepResult, TrainingSession
     from gradexplorer.core.stack.assembly import SessionStack
+    from gradexplorer.core.stack.observer import SessionObserver
     from gradexplorer.core.stats.monitor import GradientMonitor, gradient_stats
     from gradexplorer.core.stats.optimizer_state import ParamOptimState

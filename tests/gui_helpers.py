@@ -25,7 +25,7 @@ def open_model(qtbot, window, spec: str = "example:digits", **options) -> None:
     """Open ``spec`` (batch size 16 unless given) and wait for its graph to be laid out."""
     options.setdefault("batch_size", 16)
     window.controller.open_model(spec, ModelOptions(**options), SessionConfig(device="cpu"))
-    qtbot.waitUntil(lambda: window.controller.live is not None
+    qtbot.waitUntil(lambda: window.controller.session.live is not None
                     and window.graph_panel.drawing is not None, timeout=TIMEOUT_MS)
     wait_idle(qtbot, window)
 
@@ -51,7 +51,7 @@ def export(qtbot, window, folder):
     """Export a snapshot now into ``folder`` and wait for it: its path."""
     from gradexplorer.gui.models.session import SnapshotWritten
 
-    with qtbot.waitSignal(window.controller.job_finished, timeout=TIMEOUT_MS,
+    with qtbot.waitSignal(window.controller.session.job_finished, timeout=TIMEOUT_MS,
                           check_params_cb=lambda r: isinstance(r, SnapshotWritten)) as blocker:
         window.controller.export_snapshot(str(folder))
     return blocker.args[0].path

@@ -90,11 +90,11 @@ def test_the_apps_every_k_spin_is_histogram_every(qtbot, make_window):
     window = make_window()
     open_model(qtbot, window)
     window.run_controls.every_spin.setValue(3)  # applied on the training thread, between steps
-    qtbot.waitUntil(lambda: window.controller.live.monitor.histogram_every == 3, timeout=10_000)
+    qtbot.waitUntil(lambda: window.controller.session.live.monitor.histogram_every == 3, timeout=10_000)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the app uses the new name only
         window.run_controls.every_spin.setValue(4)
-        qtbot.waitUntil(lambda: window.controller.live.monitor.histogram_every == 4, timeout=10_000)
+        qtbot.waitUntil(lambda: window.controller.session.live.monitor.histogram_every == 4, timeout=10_000)
 
 
 @pytest.mark.parametrize("old, new", [("--every", "--histogram-every"),

@@ -9,7 +9,7 @@ import torch
 from gradexplorer.core.errors import UserError
 from gradexplorer.core.model.spec import ModelOptions, load_workload
 from gradexplorer.core.session.devices import available_devices, resolve_device, unavailable_devices
-from gradexplorer.core.session.engine import RunControl, SessionConfig, TrainingSession
+from gradexplorer.core.session.engine import RunControl, SessionConfig, TrainingSession, run_steps
 
 
 def lenet_session(seed=0, **config):
@@ -115,3 +115,17 @@ def test_absent_device_kinds_come_with_a_reason():
     if "cuda" in reasons:
         with pytest.raises(UserError, match=re.escape(reasons["cuda"])):
             resolve_device("cuda")
+
+
+def test_run_steps_calls_between_before_each_step_and_while_paused():
+    control, calls, steps = RunControl(), [], []
+    control.pause()
+
+    def between() -> bool:  # the app's queued jobs: here, resume after three calls while paused
+        calls.append((len(steps), control.paused))
+        if len(calls) == 3:
+            control.resume()
+        return len(steps) == 2  # True: end the run before a third step
+
+    assert list(run_steps(lambda: steps.append(1) or len(steps), 5, control, between)) == [1, 2]
+    assert calls == [(0, True), (0, True), (0, True), (1, False), (2, False)]

@@ -124,19 +124,19 @@ def test_the_app_refuses_a_folder_of_an_earlier_run_in_a_dialog_line(qtbot, make
     (folder / "step-000007" / "manifest.json").write_text("{}")
     window = make_window()
     open_model(qtbot, window)
-    window.controller.error.disconnect(window.show_error)  # the dialog, as text
-    window.controller.error.connect(shown.append)
+    window.controller.session.error.disconnect(window.show_error)  # the dialog, as text
+    window.controller.session.error.connect(shown.append)
     window.controller.export_every(str(folder), 2)
     qtbot.waitUntil(lambda: bool(shown), timeout=30_000)
     assert "already holds 1 snapshot" in shown[0] and "move them first" in shown[0]
-    assert window.controller.exporter is None
+    assert window.controller.session.exporter is None
     window.controller.export_every(str(tmp_path / "fresh"), 1)
     window.controller.run(1)
     wait_idle(qtbot, window)
     with pytest.raises(UserError, match="another gradexplorer run"):
         ExportFolder(tmp_path / "fresh").claim()
     window.controller.export_every(None)
-    qtbot.waitUntil(lambda: window.controller.exporter is None, timeout=30_000)
+    qtbot.waitUntil(lambda: window.controller.session.exporter is None, timeout=30_000)
     with pytest.raises(UserError, match="already holds 1 snapshot"):  # unlocked: the next check
         ExportFolder(tmp_path / "fresh").claim()
 

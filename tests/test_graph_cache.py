@@ -104,8 +104,8 @@ def test_the_cached_graph_is_drawn_while_the_model_loads_then_the_live_one_keeps
     colours = {image.pixel(x, y) for x in range(0, image.width(), 7) for y in range(0, image.height(), 7)}
     assert panel.cached is not None and panel.drawing is panel.cached and panel.graph is None
     assert len(colours) > 3  # nodes, edges and labels painted, not an empty view
-    assert panel.live_drawing is None and window.controller.live is None
-    assert window.controller.state == LOADING and not window.run_controls.step_action.isEnabled()
+    assert panel.live_drawing is None and window.controller.session.live is None
+    assert window.controller.session.state == LOADING and not window.run_controls.step_action.isEnabled()
     assert "loading" in window.statusBar().currentMessage() and "loading" in panel.busy_label.text()
     # a click on the cached graph selects; its hook menu waits for the model
     index = panel.drawing.params.index("fc1.weight")
@@ -125,7 +125,7 @@ def test_the_cached_graph_is_drawn_while_the_model_loads_then_the_live_one_keeps
     assert panel.view.transform() == transform  # the view kept: zoom and scroll
     assert panel.drawing.ids[int(panel.selected_nodes()[0])] == ids[index]  # and the selection
     wait_idle(qtbot, window)
-    assert window.controller.live is not None and window.run_controls.step_action.isEnabled()
+    assert window.controller.session.live is not None and window.run_controls.step_action.isEnabled()
     assert cached.writer is None  # the cache was right: nothing rewritten
 
 
@@ -162,7 +162,7 @@ def test_a_cached_graph_whose_model_fails_to_open_goes(qtbot, make_window, cache
     window.scripted = True  # the error to stderr, not a dialog
     assert window.graph_panel.cached is not None
     qtbot.waitUntil(lambda: window.graph_panel.drawing is None, timeout=TIMEOUT_MS)
-    assert window.graph_panel.cached is None and window.controller.live is None
+    assert window.graph_panel.cached is None and window.controller.session.live is None
 
 
 def test_the_users_cache_keeps_only_the_newest_entries(tmp_path):

@@ -44,9 +44,9 @@ def test_hook_from_the_menu_reaches_the_registry_and_blocks(qtbot, make_window):
     menu = HookMenu("fc1", None, None, window)
     menu.attach_requested.connect(window.controller.attach_hook)
     block = next(a for a in menu.actions() if a.text() == "Block")
-    with qtbot.waitSignal(window.controller.hooks_changed, timeout=TIMEOUT_MS):
+    with qtbot.waitSignal(window.controller.session.hooks_changed, timeout=TIMEOUT_MS):
         block.trigger()
-    attached = window.controller.live.hooks.attached()
+    attached = window.controller.session.live.hooks.attached()
     assert list(attached) == ["fc1"] and attached["fc1"].action == "block"
     assert window.tree._items["fc1"].text(3) == "block"
     wait_idle(qtbot, window)  # the graph is traced again with the hook in it
@@ -61,9 +61,9 @@ def test_hook_from_the_menu_reaches_the_registry_and_blocks(qtbot, make_window):
     window.selection.select(param="conv1.weight", module="conv1")
     window.gradients.refresh()
     assert "no gradient" in window.gradients.histogram.note.toPlainText()
-    with qtbot.waitSignal(window.controller.hooks_changed, timeout=TIMEOUT_MS):
+    with qtbot.waitSignal(window.controller.session.hooks_changed, timeout=TIMEOUT_MS):
         window.controller.detach_hook("fc1")
-    assert window.controller.live.hooks.attached() == {}
+    assert window.controller.session.live.hooks.attached() == {}
 
 
 def test_runs_in_the_worker_feed_every_plot(qtbot, make_window):
@@ -96,10 +96,10 @@ def test_shortcuts_step_and_close_stops_the_worker(qtbot, make_window):
     open_model(qtbot, window)
     window.run_controls.step_action.trigger()
     wait_idle(qtbot, window)
-    assert window.controller.live.session.step_count == 1
+    assert window.controller.session.live.session.step_count == 1
     assert window.run_controls.step_action.shortcut().toString() == "F6"
     window.controller.run(None)  # run until stopped
-    qtbot.waitUntil(lambda: window.controller.live.session.step_count > 2, timeout=TIMEOUT_MS)
+    qtbot.waitUntil(lambda: window.controller.session.live.session.step_count > 2, timeout=TIMEOUT_MS)
     window.close()
     assert not window.controller._worker.isRunning()
 
@@ -109,21 +109,21 @@ def test_pause_and_resume(qtbot, make_window):
     open_model(qtbot, window)
     controller = window.controller
     controller.run(None)
-    qtbot.waitUntil(lambda: controller.live.session.step_count >= 1, timeout=TIMEOUT_MS)
+    qtbot.waitUntil(lambda: controller.session.live.session.step_count >= 1, timeout=TIMEOUT_MS)
     controller.toggle_pause()
-    assert controller.state == "paused" and window.run_controls.run_action.text() == "Resume"
+    assert controller.session.state == "paused" and window.run_controls.run_action.text() == "Resume"
     # Jobs run between steps, paused or not: each round trip is a turn of the training loop,
     # which steps unless the pause holds (the first may follow a step already under way).
     counts = []
     for turn in range(1, 6):
-        controller.post(lambda: counts.append(controller.live.session.step_count))
+        controller.post(lambda: counts.append(controller.session.live.session.step_count))
         qtbot.waitUntil(lambda turn=turn: len(counts) == turn, timeout=TIMEOUT_MS)
     paused_at = counts[0]
-    assert counts == [paused_at] * 5 and controller.live.session.step_count == paused_at
+    assert counts == [paused_at] * 5 and controller.session.live.session.step_count == paused_at
     controller.toggle_pause()
-    qtbot.waitUntil(lambda: controller.live.session.step_count > paused_at, timeout=TIMEOUT_MS)
+    qtbot.waitUntil(lambda: controller.session.live.session.step_count > paused_at, timeout=TIMEOUT_MS)
     controller.stop()
-    qtbot.waitUntil(lambda: controller.state == "idle", timeout=TIMEOUT_MS)
+    qtbot.waitUntil(lambda: controller.session.state == "idle", timeout=TIMEOUT_MS)
 
 
 def test_a_bad_model_file_shows_an_error_and_the_app_keeps_going(qtbot, make_window, tmp_path,
@@ -140,11 +140,11 @@ def test_a_bad_model_file_shows_an_error_and_the_app_keeps_going(qtbot, make_win
     window.controller.open_model(f"{bad}:build")
     qtbot.waitUntil(lambda: bool(shown), timeout=TIMEOUT_MS)
     assert shown == [f"syntax error in {bad}:1: invalid syntax"] or "syntax error" in shown[0]
-    assert window.controller.state == "idle"
-    assert window.controller.live.spec == "example:digits"  # the old model stays
+    assert window.controller.session.state == "idle"
+    assert window.controller.session.live.spec == "example:digits"  # the old model stays
     window.controller.run(1)
     wait_idle(qtbot, window)
-    assert window.controller.live.session.step_count == 1
+    assert window.controller.session.live.session.step_count == 1
 
 
 def test_open_model_dialog_builds_specs(qtbot, tmp_path):
@@ -176,18 +176,18 @@ def test_switching_optimizer_keeps_model_hooks_and_step_count(qtbot, make_window
     window = make_window()
     open_model(qtbot, window)
     controller = window.controller
-    with qtbot.waitSignal(controller.hooks_changed, timeout=TIMEOUT_MS):
+    with qtbot.waitSignal(controller.session.hooks_changed, timeout=TIMEOUT_MS):
         controller.attach_hook("fc2", "scale:0.5")
     controller.run(2)
     wait_idle(qtbot, window)
-    model = controller.live.session.model
+    model = controller.session.live.session.model
     controller.reconfigure(optimizer="adam", lr=1e-3)
     wait_idle(qtbot, window)
-    session = controller.live.session
+    session = controller.session.live.session
     assert session.model is model and session.step_count == 2
     assert type(session.optimizer).__name__ == "Adam"
     assert window.run_controls.optimizer_box.currentText() == "adam"
-    assert list(controller.live.hooks.attached()) == ["fc2"]
+    assert list(controller.session.live.hooks.attached()) == ["fc2"]
     controller.run(1)
     wait_idle(qtbot, window)
     assert controller.timeline.loss.x.tolist() == [1.0, 2.0, 3.0]

@@ -47,11 +47,12 @@ def test_hook_nodes_go_where_a_fresh_layout_puts_them(qtbot, make_window, spec, 
     panel, controller = window.graph_panel, window.controller
     show_every_operation(qtbot, window)
     traces = []
-    controller.job_finished.connect(lambda r: traces.append(r) if isinstance(r, GraphTraced) else None)
+    controller.session.job_finished.connect(
+        lambda r: traces.append(r) if isinstance(r, GraphTraced) else None)
     assert len(panel.graph) <= RELAYOUT_MOST
     for change, attached in ((lambda: controller.attach_hook(module, "block"), True),
                              (lambda: controller.detach_hook(module), False)):
-        with qtbot.waitSignal(controller.hooks_changed, timeout=TIMEOUT_MS):
+        with qtbot.waitSignal(controller.session.hooks_changed, timeout=TIMEOUT_MS):
             change()
         wait_idle(qtbot, window)
         assert shown_positions(panel) == fresh_positions(panel)  # no node drawn over another
@@ -68,8 +69,9 @@ def test_a_big_graph_gets_hook_nodes_in_place(qtbot, make_window):
     assert len(panel.graph) > RELAYOUT_MOST
     before = panel.drawing
     traces = []
-    controller.job_finished.connect(lambda r: traces.append(r) if isinstance(r, GraphTraced) else None)
-    with qtbot.waitSignal(controller.hooks_changed, timeout=TIMEOUT_MS):
+    controller.session.job_finished.connect(
+        lambda r: traces.append(r) if isinstance(r, GraphTraced) else None)
+    with qtbot.waitSignal(controller.session.hooks_changed, timeout=TIMEOUT_MS):
         controller.attach_hook("blocks.3", "observe")
     wait_idle(qtbot, window)
     after = panel.drawing
@@ -82,7 +84,7 @@ def test_a_big_graph_gets_hook_nodes_in_place(qtbot, make_window):
         apart = np.abs(others - after.xy[h])
         assert not ((apart[:, 0] < NODE_W) & (apart[:, 1] < NODE_H)).any()
     assert set(np.flatnonzero(np.isin(np.arange(len(after)), panel.view.canvas.marked))) >= set(hooks)
-    with qtbot.waitSignal(controller.hooks_changed, timeout=TIMEOUT_MS):
+    with qtbot.waitSignal(controller.session.hooks_changed, timeout=TIMEOUT_MS):
         controller.detach_hook("blocks.3")
     wait_idle(qtbot, window)
     assert len(panel.drawing) == len(before) and not traces
@@ -97,8 +99,9 @@ def test_hook_click_in_the_module_view_lays_out_without_a_trace(qtbot, make_wind
     wait_idle(qtbot, window)
     before = dict(zip(panel.drawing.modules, panel.drawing.labels, strict=True))["fc1"][1]
     traces = []
-    controller.job_finished.connect(lambda r: traces.append(r) if isinstance(r, GraphTraced) else None)
-    with qtbot.waitSignal(controller.hooks_changed, timeout=TIMEOUT_MS):
+    controller.session.job_finished.connect(
+        lambda r: traces.append(r) if isinstance(r, GraphTraced) else None)
+    with qtbot.waitSignal(controller.session.hooks_changed, timeout=TIMEOUT_MS):
         controller.attach_hook("fc1", "observe")
     wait_idle(qtbot, window)
     fc1 = next(i for i, m in enumerate(panel.drawing.modules) if m == "fc1")

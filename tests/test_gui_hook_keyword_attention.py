@@ -62,14 +62,14 @@ def test_block_on_a_keyword_called_attention_in_the_app(qtbot, make_window, tmp_
     window = make_window()
     open_model(qtbot, window, f"{path}:build")
     controller = window.controller
-    with qtbot.waitSignal(controller.hooks_changed, timeout=TIMEOUT_MS):
+    with qtbot.waitSignal(controller.session.hooks_changed, timeout=TIMEOUT_MS):
         controller.attach_hook(ATTENTION, "block")  # what the graph's right-click → Block does
-    step = controller.live.session.step_count
+    step = controller.session.live.session.step_count
     controller.step()
-    qtbot.waitUntil(lambda: controller.live.session.step_count == step + 1 and not controller.busy,
+    qtbot.waitUntil(lambda: controller.session.live.session.step_count == step + 1 and not controller.busy,
                     timeout=TIMEOUT_MS)
     wait_idle(qtbot, window)
-    got = {n: p.grad.clone() for n, p in controller.live.session.model.named_parameters()
+    got = {n: p.grad.clone() for n, p in controller.session.live.session.model.named_parameters()
            if p.grad is not None}
     blocked, free = reference_grads(path, step, True), reference_grads(path, step, False)
     assert set(got) == set(blocked)

@@ -18,7 +18,7 @@ def test_block_fc1_and_watch_conv1_lose_its_gradient(qtbot, make_window, tmp_pat
     window.graph_panel.hook_action.trigger()  # the toolbar's "Hook…" on the selected module
     menu = window.hook_actions.menu
     assert menu.module == "fc1" and menu.isVisible()
-    with qtbot.waitSignal(window.controller.hooks_changed, timeout=TIMEOUT_MS):
+    with qtbot.waitSignal(window.controller.session.hooks_changed, timeout=TIMEOUT_MS):
         next(a for a in menu.actions() if a.text() == "Block").trigger()
     window.controller.run(5)
     wait_idle(qtbot, window)
@@ -32,7 +32,7 @@ def test_block_fc1_and_watch_conv1_lose_its_gradient(qtbot, make_window, tmp_pat
     previous = gradients.histogram.previous_item.getData()[1]
     counts = np.round(10 ** current - 1) if gradients.histogram.auto_shown else current  # auto log
     assert counts.sum() == 640 and not np.array_equal(current, previous)  # the others move
-    with qtbot.waitSignal(window.controller.job_finished, timeout=TIMEOUT_MS,
+    with qtbot.waitSignal(window.controller.session.job_finished, timeout=TIMEOUT_MS,
                           check_params_cb=lambda r: isinstance(r, SnapshotWritten)) as blocker:
         window.controller.export_snapshot(str(tmp_path))
     viewer = window.file_actions.open_snapshot(str(blocker.args[0].path))

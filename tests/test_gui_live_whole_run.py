@@ -17,7 +17,7 @@ def test_the_live_heat_map_covers_step_one_after_2000_steps(qtbot, make_window):
                     timeout=TIMEOUT_MS)
     wait_idle(qtbot, window)
     history = timeline.gradients
-    bound = window.controller.live.monitor.history.maxlen
+    bound = window.controller.session.live.monitor.history.maxlen
     assert len(history) <= bound < STEPS  # memory: at most the bound's columns
     name = history.latest().columns()[0][0]
     window.selection.select(param=name, source="test")
@@ -26,7 +26,7 @@ def test_the_live_heat_map_covers_step_one_after_2000_steps(qtbot, make_window):
     shown = window.gradients.heatmap.shown[1].tolist()
     assert shown[0] == 1 and shown[-1] == STEPS and len(shown) <= bound
     assert shown == history.steps()  # the columns are the steps held, labelled by number
-    assert len(window.controller.live.monitor.history) == bound  # the monitor's own ring: full
+    assert len(window.controller.session.live.monitor.history) == bound  # the monitor's own ring: full
 
 
 def test_unevenly_spaced_steps_are_drawn_under_their_own_numbers(qtbot):

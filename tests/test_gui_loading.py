@@ -18,7 +18,7 @@ def test_a_click_on_the_first_graph_survives_the_model_opening(qtbot, make_windo
     qtbot.waitUntil(lambda: window.graph_panel.drawing is not None and not window.graph_panel.busy(),
                     timeout=TIMEOUT_MS)
     qtbot.waitUntil(lambda: bool(held), timeout=TIMEOUT_MS)  # its training set up, not yet shown
-    assert window.controller.live is None
+    assert window.controller.session.live is None
     drawing = window.graph_panel.drawing
     fc1 = next(i for i, m in enumerate(drawing.modules) if m == "fc1" and drawing.params[i] is None)
     click_node(qtbot, window, fc1)
@@ -35,8 +35,8 @@ def test_the_lr_box_names_no_rate_before_a_model(qtbot, make_window):
     spin = window.run_controls.lr_spin
     assert spin.text() == "—"  # not 0.000001, its minimum, as if it were set
     window.open_model("example:digits", ModelOptions(batch_size=16), SessionConfig(device="cpu"))
-    qtbot.waitUntil(lambda: window.controller.live is not None, timeout=TIMEOUT_MS)
-    lr = window.controller.live.session.optimizer.param_groups[0]["lr"]
+    qtbot.waitUntil(lambda: window.controller.session.live is not None, timeout=TIMEOUT_MS)
+    lr = window.controller.session.live.session.optimizer.param_groups[0]["lr"]
     assert spin.value() == lr and spin.text() == spin.textFromValue(lr) != "—"
     spin.setValue(spin.minimum())  # the smallest rate, once set, reads as a figure
     assert spin.text() == "0.000001"
@@ -61,7 +61,7 @@ def test_closing_while_the_model_opens_skips_its_training_set_up(qtbot, make_win
     qtbot.waitUntil(lambda: window.graph_panel.drawing is not None, timeout=TIMEOUT_MS)
     window.close()
     assert not window.controller._worker.isRunning()
-    assert set_up == [] and window.controller.live is None  # no training set up for nobody
+    assert set_up == [] and window.controller.session.live is None  # no training set up for nobody
 
 
 def test_closing_during_start_up_imports_nothing_and_lays_out_nothing(qtbot, make_window, monkeypatch):

@@ -86,8 +86,9 @@ def test_run_n_shows_step_k_of_n_with_time_left(qtbot, make_window):
     window = make_window()
     open_model(qtbot, window, "example:digits")
     window.controller.run(5)
-    qtbot.waitUntil(lambda: window.controller.state == "idle" and window.controller.live.session
-                    .step_count == 5, timeout=TIMEOUT_MS)
+    model = window.controller.session
+    qtbot.waitUntil(lambda: model.state == "idle" and model.live.session.step_count == 5,
+                    timeout=TIMEOUT_MS)
     wait_idle(qtbot, window)
     window.flush_redraws()
     assert window.controller.run_span == (0, 5)
@@ -97,17 +98,17 @@ def test_run_n_shows_step_k_of_n_with_time_left(qtbot, make_window):
 def test_reset_model_starts_the_same_model_again(qtbot, make_window):
     window = make_window()
     open_model(qtbot, window, "example:digits")
-    first = [p.detach().clone() for p in window.controller.live.session.model.parameters()]
+    first = [p.detach().clone() for p in window.controller.session.live.session.model.parameters()]
     window.controller.run(3)
-    qtbot.waitUntil(lambda: window.controller.live.session.step_count == 3
-                    and window.controller.state == "idle", timeout=TIMEOUT_MS)
+    qtbot.waitUntil(lambda: window.controller.session.live.session.step_count == 3
+                    and window.controller.session.state == "idle", timeout=TIMEOUT_MS)
     wait_idle(qtbot, window)
-    before = window.controller.live
+    before = window.controller.session.live
     window.menus.reset_action.trigger()
-    qtbot.waitUntil(lambda: window.controller.live is not before
-                    and window.controller.state == "idle", timeout=TIMEOUT_MS)
+    qtbot.waitUntil(lambda: window.controller.session.live is not before
+                    and window.controller.session.state == "idle", timeout=TIMEOUT_MS)
     wait_idle(qtbot, window)
-    live = window.controller.live
+    live = window.controller.session.live
     assert live.spec == "example:digits" and live.session.step_count == 0
     assert live.options == before.options
     again = list(live.session.model.parameters())

@@ -164,7 +164,7 @@ def test_trace_gradients_after_a_bad_step_replays_that_step(qtbot, make_window):
     assert G.graph["nonfinite_origin"] is not None
     out = [a for _, a in G.nodes(data=True) if (a.get("param") or "") == "out.weight"]
     assert out and all(a["grad_finite"] for a in out)
-    assert not torch.isfinite(window.controller.live.session.model.fc.weight).all()  # own again
+    assert not torch.isfinite(window.controller.session.live.session.model.fc.weight).all()  # own again
 
 
 def test_the_replay_note_reads_whole_in_a_1024x700_window(qtbot, make_window):

@@ -14,7 +14,7 @@ def test_observed_module_shows_grad_statistics_and_histograms(qtbot, make_window
     window = make_window()
     open_model(qtbot, window)
     controller = window.controller
-    with qtbot.waitSignal(controller.hooks_changed, timeout=TIMEOUT_MS):
+    with qtbot.waitSignal(controller.session.hooks_changed, timeout=TIMEOUT_MS):
         controller.attach_hook("fc1", "observe")
     wait_idle(qtbot, window)
     window.selection.select(module="fc1", source="test")
@@ -40,7 +40,7 @@ def test_observed_module_shows_grad_statistics_and_histograms(qtbot, make_window
     assert np.array_equal(ys, drawn) and np.array_equal(xs, hist.edges)
     window.selection.select(module="fc2", source="test")  # not observed: plot hidden, no rows
     assert not plot.isVisible() and "observed" not in window.details.toPlainText()
-    with qtbot.waitSignal(controller.hooks_changed, timeout=TIMEOUT_MS):
+    with qtbot.waitSignal(controller.session.hooks_changed, timeout=TIMEOUT_MS):
         controller.detach_hook("fc1")
     wait_idle(qtbot, window)
     assert controller.session.observed == {}

@@ -86,11 +86,11 @@ def assert_curves_equal(window, name: str, expected: list[dict[str, dict[str, fl
 def live_window(qtbot, make_window, config: SessionConfig):
     window = make_window()
     window.controller.open_model("example:digits", ModelOptions(batch_size=16), config)
-    qtbot.waitUntil(lambda: window.controller.live is not None
+    qtbot.waitUntil(lambda: window.controller.session.live is not None
                     and window.graph_panel.drawing is not None, timeout=TIMEOUT_MS)
     wait_idle(qtbot, window)
     observer = ReferenceObserver()
-    window.controller.live.session.add_observer(observer)  # idle: the worker is not stepping
+    window.controller.session.live.session.add_observer(observer)  # idle: the worker is not stepping
     window.controller.run(STEPS)
     qtbot.waitUntil(lambda: window.controller.timeline.latest is not None
                     and window.controller.timeline.latest.step == STEPS, timeout=TIMEOUT_MS)
@@ -104,7 +104,7 @@ def test_live_optimizer_curves_equal_the_optimizers_own_state(qtbot, make_window
         SessionConfig(device="cpu", optimizer="sgd", lr=0.05, momentum=0.9)
     window, observer = live_window(qtbot, make_window, config)
     assert len(observer.steps) == STEPS
-    names = [n for n, _ in window.controller.live.session.model.named_parameters()]
+    names = [n for n, _ in window.controller.session.live.session.model.named_parameters()]
     window.forensics.optimizer_dock.raise_()
     for name in (names[0], names[-1]):
         assert_curves_equal(window, name, observer.steps, list(range(1, STEPS + 1)))

@@ -135,7 +135,7 @@ def test_ab_window_draws_both_arms_on_one_axis_with_a_legend(qtbot, make_window)
 
     window = make_window()
     open_model(qtbot, window)
-    ab = ABWindow(ab_run_factory(window.controller.live, "fc1", "scale:0.5"), 3,
+    ab = ABWindow(ab_run_factory(window.controller.session.live, "fc1", "scale:0.5"), 3,
                   window.controller)
     qtbot.addWidget(ab)
     qtbot.waitUntil(lambda: ab.finished, timeout=120_000)

@@ -21,9 +21,9 @@ def test_recent_models_are_remembered_and_open_from_the_file_menu(qtbot, make_wi
     assert _entries(window.menus.recent_models_menu) == ["example:mlp", "example:digits"]
     chosen = next(a for a in window.menus.recent_models_menu.actions() if a.text() == "example:digits")
     chosen.trigger()  # back to digits from the menu
-    qtbot.waitUntil(lambda: window.controller.live is not None, timeout=TIMEOUT_MS)
+    qtbot.waitUntil(lambda: window.controller.session.live is not None, timeout=TIMEOUT_MS)
     wait_idle(qtbot, window)
-    assert window.controller.live.spec == "example:digits"
+    assert window.controller.session.live.spec == "example:digits"
     assert _entries(window.menus.recent_models_menu) == ["example:digits", "example:mlp"]  # newest first
     for i in range(RECENT_MAX + 3):
         window.settings.add_recent("models", f"m{i}")

@@ -16,7 +16,7 @@ def test_broken_remembered_model_falls_back_to_the_default(qtbot, make_window, m
     window = make_window()
     fall_back_to_default(window.controller, SessionConfig(device="cpu"))
     window.controller.open_model(f"{tmp_path}/deleted.py:build", ModelOptions(), SessionConfig(device="cpu"))
-    qtbot.waitUntil(lambda: window.controller.live is not None, timeout=TIMEOUT_MS)
+    qtbot.waitUntil(lambda: window.controller.session.live is not None, timeout=TIMEOUT_MS)
     wait_idle(qtbot, window)
-    assert window.controller.live.spec == DEFAULT_SPEC
+    assert window.controller.session.live.spec == DEFAULT_SPEC
     assert len(dialogs) == 1 and dialogs[0].startswith("model file not found")

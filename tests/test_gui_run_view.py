@@ -20,7 +20,7 @@ def test_opening_a_run_turns_training_off_and_clears_the_model(qtbot, make_windo
     window = make_window()
     open_model(qtbot, window)
     window.selection.select(param="fc1.weight", module="fc1", source="test")
-    steps_before = window.controller.live.session.step_count
+    steps_before = window.controller.session.live.session.step_count
     assert window.file_actions.open_run(str(tmp_path / "run")) is not None
     controls = window.run_controls
     for action in (controls.step_action, controls.run_n_action, controls.run_action):
@@ -29,7 +29,7 @@ def test_opening_a_run_turns_training_off_and_clears_the_model(qtbot, make_windo
                     and not controls.lr_spin.isVisible(), timeout=TIMEOUT_MS)
     qtbot.keyClick(window, Qt.Key_F6)  # would train the hidden model
     window.settle()
-    assert window.controller.live.session.step_count == steps_before
+    assert window.controller.session.live.session.step_count == steps_before
     assert window.controller.timeline.latest.step == 3  # the run's steps only
     assert window.selection.current.param is None
     assert "run" in window.windowTitle() and "digits" not in window.windowTitle()

@@ -13,12 +13,12 @@ def test_blocked_run_exports_a_snapshot_that_opens_without_the_model(qtbot, make
     window = make_window()
     open_model(qtbot, window)
     shown = []
-    window.controller.error.disconnect(window.show_error)
-    window.controller.error.connect(shown.append)
+    window.controller.session.error.disconnect(window.show_error)
+    window.controller.session.error.connect(shown.append)
     window.controller.export_snapshot(str(tmp_path))  # nothing to export before a step
     qtbot.waitUntil(lambda: bool(shown), timeout=TIMEOUT_MS)
     assert "run at least one step" in shown[0]
-    with qtbot.waitSignal(window.controller.hooks_changed, timeout=TIMEOUT_MS):
+    with qtbot.waitSignal(window.controller.session.hooks_changed, timeout=TIMEOUT_MS):
         window.controller.attach_hook("fc1", "block")
     window.controller.run(2)
     wait_idle(qtbot, window)
@@ -58,7 +58,7 @@ def test_export_every_k_steps_and_compare(qtbot, make_window, tmp_path, monkeypa
     viewer = SnapshotWindow(folder / "step-000002", folder / "step-000004")
     qtbot.addWidget(viewer)
     names = [viewer.table.item(r, 0).text() for r in range(viewer.table.rowCount())]
-    assert names[:8] == [n for n, _ in window.controller.live.session.model.named_parameters()]
+    assert names[:8] == [n for n, _ in window.controller.session.live.session.model.named_parameters()]
     assert names[8] == "(all gradients)"
     cosine = float(viewer.table.item(0, 4).text())
     assert -1.0 <= cosine <= 1.0
@@ -100,7 +100,7 @@ def test_every_plot_saves_as_png_and_svg(qtbot, make_window, tmp_path):
     window.controller.run(2)
     wait_idle(qtbot, window)
     errors = []
-    window.controller.error.connect(errors.append)
+    window.controller.session.error.connect(errors.append)
     for label, plot in window.file_actions.plots().items():
         for suffix in (".png", ".svg"):
             path = tmp_path / (label.replace(" ", "-") + suffix)

@@ -12,7 +12,7 @@ def test_startup_hooks_and_selection_apply_before_the_first_run(qtbot, make_wind
     open_model(qtbot, window)
     window.controller.run(2)
     wait_idle(qtbot, window)
-    live = window.controller.live
+    live = window.controller.session.live
     assert {path: hook.action for path, hook in live.hooks.attached().items()} == {"fc1": "block"}
     assert window.selection.current.param == "conv1.weight"
     assert live.session.model.conv1.weight.grad is None  # blocked from the very first step
@@ -26,7 +26,7 @@ def test_unknown_selection_is_reported(qtbot, make_window, monkeypatch):
     monkeypatch.setattr(error_dialogs.QMessageBox, "critical", lambda *args: dialogs.append(args[2]))
     window = make_window()
     errors = []
-    window.controller.error.connect(errors.append)
+    window.controller.session.error.connect(errors.append)
     StartupActions(window, [], "conv9.weight")
     open_model(qtbot, window)
     assert errors == ["--select 'conv9.weight': no such parameter or module"]

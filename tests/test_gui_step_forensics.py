@@ -32,7 +32,7 @@ def trained_window(qtbot, make_window, spec, options, config, steps: int = 3):
     """A window that opened ``spec`` and trained ``steps`` steps in its live session, idle."""
     window = make_window()
     window.controller.open_model(spec, options, config)
-    qtbot.waitUntil(lambda: window.controller.live is not None
+    qtbot.waitUntil(lambda: window.controller.session.live is not None
                     and window.graph_panel.drawing is not None, timeout=TIMEOUT_MS)
     wait_idle(qtbot, window)
     window.controller.run(steps)
@@ -93,7 +93,7 @@ def test_live_session_fills_the_ledger_and_the_optimizer_state(qtbot, make_windo
     assert latest.grad_norm_applied == timeline.norm.y[-1]
     assert "optimizer step: 3" in window.forensics.ledger_panel.details.text()
     assert "scale: none (no GradScaler)" in window.forensics.ledger_panel.details.text()
-    session = window.controller.live.session
+    session = window.controller.session.live.session
     name, param = next(iter(session.model.named_parameters()))
     buf = session.optimizer.state[param]["momentum_buffer"]
     expected = float(np.linalg.norm(buf.detach().double().numpy()))

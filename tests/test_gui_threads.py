@@ -53,11 +53,11 @@ ran = []
 
 def poll():
     controller = window.controller
-    if controller.live is not None and not window.busy():
+    if controller.session.live is not None and not window.busy():
         if not ran:
-            ran.append(controller.live.session.step_count)
+            ran.append(controller.session.live.session.step_count)
             controller.run(3)
-        elif controller.live.session.step_count >= ran[0] + 3:
+        elif controller.session.live.session.step_count >= ran[0] + 3:
             window.close()
             app.quit()
             return

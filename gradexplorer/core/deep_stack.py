@@ -9,8 +9,8 @@ touched as they are used) removes that limit for every size the examples accept.
 from __future__ import annotations
 
 import ctypes
-import sys
 import threading
+import warnings
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -73,8 +73,9 @@ def run_with_deep_stack(fn: Callable[[], T], stack_bytes: int = DEEP_STACK_BYTES
         worker = threading.Thread(target=target, name="gradexplorer-deep-stack", daemon=True)
         worker.start()
     except RuntimeError as exc:  # "can't start new thread": no room for the big stack
-        print(f"gradexplorer: cannot start a thread with a {stack_bytes >> 20} MB stack ({exc}); "
-              "working on this thread (a very deep graph may not fit its stack)", file=sys.stderr)
+        warnings.warn(f"gradexplorer: cannot start a thread with a {stack_bytes >> 20} MB stack "
+                      f"({exc}); working on this thread (a very deep graph may not fit its "
+                      "stack)", RuntimeWarning, stacklevel=2)
         return fn()
     finally:
         threading.stack_size(previous)

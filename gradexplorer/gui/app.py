@@ -160,15 +160,15 @@ def fall_back_to_default(controller, config: SessionConfig) -> None:
 
     def failed(_text: str) -> None:
         forget()
-        if controller.live is None:
+        if controller.session.live is None:
             controller.open_model(DEFAULT_SPEC, ModelOptions(), config)
 
     def forget(*_args) -> None:
-        controller.error.disconnect(failed)
-        controller.session_opened.disconnect(forget)
+        controller.session.error.disconnect(failed)
+        controller.session.opened.disconnect(forget)
 
-    controller.error.connect(failed)
-    controller.session_opened.connect(forget)
+    controller.session.error.connect(failed)
+    controller.session.opened.connect(forget)
 
 
 def open_snapshot_window(path: Path, other: Path | None = None, screenshot: Path | None = None) -> int:

@@ -8,7 +8,7 @@ put in ``result.spike`` (the app's mailbox carries it) and emitted by ``spike``.
 
 from __future__ import annotations
 
-import sys
+import warnings
 
 from psygnal import Signal
 
@@ -26,7 +26,7 @@ class SpikeObserver:
     def __init__(self, settings: SpikeSettings | None = None, report=None) -> None:
         self.detector = SpikeDetector(settings)
         self.failed = False
-        self._report = report or (lambda line: print(line, file=sys.stderr))
+        self._report = report or (lambda line: warnings.warn(line, RuntimeWarning, stacklevel=3))
 
     @classmethod
     def telling(cls, signal, settings: SpikeSettings | None = None) -> SpikeObserver:

@@ -16,8 +16,9 @@ from gradexplorer.core.recorder import histogram_rows as H
 from gradexplorer.core.recorder import schema as S
 from gradexplorer.core.recorder import validate as V
 from gradexplorer.core.recorder.open_writers import flush_writer_of
+from gradexplorer.core.recorder.run_step import RunStep
 from gradexplorer.core.stats.ledger import LEDGER_FIELDS, StepLedger, ledger_from_row
-from gradexplorer.core.stats.optimizer_fields import STATE_FIELDS, ParamOptimState, state_from_row
+from gradexplorer.core.stats.optimizer_fields import ParamOptimState
 from gradexplorer.core.stats.records import STAT_FIELDS, Histogram, ParamStats, StepGradients
 
 
@@ -45,7 +46,7 @@ class Run:
         self._structure = None
         self._shapes: dict[str, tuple] | None = None
         self._graph = None
-        self._read: tuple[int, StepGradients] | None = None  # the step read last, kept
+        self._read: RunStep | None = None  # the step read last, kept
 
     def _rows(self, sql: str, args: tuple = ()) -> list[tuple]:
         """All rows of a query; a database error (damaged, locked, gone) is one line."""
@@ -184,11 +185,16 @@ class Run:
                 out.append(StepLedger(row[0], loss=info["loss"], grad_norm_applied=info["global_norm"]))
         return out
 
+    def step(self, step: int) -> RunStep:
+        """Step ``step`` as one record: its figures, histograms, ledger and optimizer state
+        (``RunStep``; each part read when first asked for; the step read last is kept)."""
+        if self._read is None or self._read.step != step:
+            self._read = RunStep(self, step)
+        return self._read
+
     def optimizer_state(self, step: int) -> dict[str, ParamOptimState]:
-        """``{name: ParamOptimState}`` after ``step`` ({} when not recorded)."""
-        extra = self._param_steps(step)
-        return {n: state_from_row(n, row) for n, row in extra.items()
-                if any(row.get(f) is not None for f in STATE_FIELDS)}
+        """``{name: ParamOptimState}`` after ``step`` ({} when not recorded): ``step(n)``'s."""
+        return self.step(step).optimizer_state
 
     def _param_steps(self, step: int) -> dict[str, dict[str, Any]]:
         if S.PARAM_STEPS_TABLE not in self._optional:
@@ -200,8 +206,8 @@ class Run:
 
     def stats(self, step: int) -> dict[str, ParamStats]:
         """``{name: ParamStats}`` at ``step``, of the gradient as applied, as the monitor
-        reported it (parameters without a gradient are left out)."""
-        return {n: s for n, s in self.param_stats(step).items() if s.has_grad}
+        reported it (parameters without a gradient are left out): ``step(n).stats``."""
+        return self.step(step).stats
 
     def figures(self, step: int) -> dict[str, dict[str, Any]]:
         """``{name: {norm, mean, std, min, max, abs_max, zero_fraction, nan_count, inf_count,
@@ -210,12 +216,8 @@ class Run:
         and exports (parameters without a gradient left out). ``norm`` and the rest of the first
         ten describe the gradient as applied; ``grad_norm_accumulated`` the gradient as the last
         backward left it; the optimizer's figures are read after the step (None where it keeps
-        no such state, or the run predates them)."""
-        rows = self._stat_rows(step)  # checks the step first
-        extra = self._param_steps(step)
-        empty = dict.fromkeys(S.PARAM_STEP_FIELDS)
-        return {name: {**values, **extra.get(name, empty)}
-                for name, (_, has_grad, values) in rows.items() if has_grad}
+        no such state, or the run predates them): ``step(n).figures``."""
+        return self.step(step).figures
 
     def _stat_rows(self, step: int, name: str | None = None) -> dict[str, tuple[int, bool, dict]]:
         """``{name: (numel, has_grad, figures)}`` at ``step`` (only ``name``'s when given),
@@ -317,7 +319,14 @@ class Run:
     def param_stats(self, step: int, name: str | None = None,
                     missing: dict[str, str] | None = None) -> dict[str, ParamStats]:
         """``{name: ParamStats}`` at ``step`` as the monitor reported them (only ``name``'s when
-        given: one indexed read, what a view of one parameter over many steps asks for)."""
+        given: one indexed read, what a view of one parameter over many steps asks for; all of
+        them: ``step(n).params``)."""
+        if name is None and missing is None:
+            return dict(self.step(step).params)
+        return self._param_stats(step, name, missing)
+
+    def _param_stats(self, step: int, name: str | None,
+                     missing: dict[str, str] | None) -> dict[str, ParamStats]:
         if self._shapes is None or not self._shapes:
             self._shapes = {p["name"]: tuple(p["shape"]) for p in self.structure.get("parameters", [])}
         params = {n: ParamStats(n, self._shapes.get(n, (numel,)), numel, has_grad, **values)
@@ -333,18 +342,9 @@ class Run:
 
     def step_gradients(self, step: int) -> StepGradients:
         """The step as the monitor reported it (what the app's views draw; a committed step
-        never changes: the one read last is kept, ``check`` and a viewer's first read share it)."""
-        if self._read is not None and self._read[0] == step:
-            return self._read[1]
-        info = self.step_info(step)
-        missing = self.not_recorded(step)
-        params = self.param_stats(step, missing=missing)
-        read = StepGradients(step, info["global_norm"], info["total_numel"] or 0, params,
-                             self.histograms(step), self.settings.get("bins", 64), "auto",
-                             info["seconds"] or 0.0,
-                             not_recorded=missing)
-        self._read = (step, read)
-        return read
+        never changes: the one read last is kept, ``check`` and a viewer's first read share it):
+        ``step(n).gradients``."""
+        return self.step(step).gradients
 
     def check(self, last: int = 1) -> None:
         """Read what a viewer reads first (the structure, the graph, the newest ``last`` steps

@@ -76,9 +76,11 @@ class ABRun:
         return ABStep(plain.step, plain, hooked, parameter_distance(params), gradient_cosine(params),
                       identical)
 
-    def run(self, steps: int | None, control: RunControl | None = None) -> Iterator[ABStep]:
-        """Yield ``steps`` lockstep results (forever if None), honouring pause/stop."""
-        return run_steps(self.step, steps, control)
+    def run(self, steps: int | None, control: RunControl | None = None,
+            between: Callable[[], bool] | None = None) -> Iterator[ABStep]:
+        """Yield ``steps`` lockstep results (forever if None), honouring pause/stop;
+        ``between``: ``run_steps``'s callback before each step (True ends the run)."""
+        return run_steps(self.step, steps, control, between)
 
 
 def parameter_distance(pairs: list[tuple[torch.Tensor, torch.Tensor]]) -> float:

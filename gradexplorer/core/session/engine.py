@@ -24,6 +24,7 @@ from gradexplorer.core.model.workload import (
 )
 from gradexplorer.core.session.config import DEFAULT_LR, OPTIMIZERS, RunControl, SessionConfig
 from gradexplorer.core.session.devices import resolve_device
+from gradexplorer.core.stack.observer import ObserverHooks, SessionObserver
 from gradexplorer.core.stats.ledger import StepLedger, clip_coefficient
 from gradexplorer.core.stats.measured import measured_tensors
 from gradexplorer.core.stats.records import StepGradients
@@ -133,7 +134,7 @@ class TrainingSession:
         self._optimizer: torch.optim.Optimizer | None = None
         self.step_count = 0
         self._kept: tuple[int, tuple[ModelInputs, Any], dict | None] | None = None
-        self.observers: list[Any] = []
+        self._observers = ObserverHooks()
         self.backward_error_handlers: list[BackwardErrorHandler] = []
         # the step under way's global gradient norm as accumulated (a float64 tensor on the
         # device, queued after backward, before the observers' ``after_backward``); None
@@ -154,13 +155,17 @@ class TrainingSession:
         self._optimizer = optimizer
 
     # -- observers and commands -------------------------------------------------
-    def add_observer(self, observer: Any) -> None:
-        """Call ``observer.after_backward`` / ``after_step`` on every step."""
-        self.observers.append(observer)
+    @property
+    def observers(self) -> list[SessionObserver]:
+        """The observers, in the order added (a copy: ``add_observer`` / ``remove_observer``)."""
+        return list(self._observers.observers)
 
-    def remove_observer(self, observer: Any) -> None:
-        if observer in self.observers:
-            self.observers.remove(observer)
+    def add_observer(self, observer: SessionObserver) -> None:
+        """Call ``observer.after_backward`` / ``after_step`` (whichever it has) on every step."""
+        self._observers.add(observer)
+
+    def remove_observer(self, observer: SessionObserver) -> None:
+        self._observers.remove(observer)
 
     def set_lr(self, lr: float) -> None:
         """Change the learning rate of every parameter group."""
@@ -294,9 +299,7 @@ class TrainingSession:
         start = time.perf_counter()
         loss = self._forward_backward(timings)
         norm = self.accumulated_norm = self.global_grad_norm() if self.config.grad_norm else None
-        for obs in self.observers:
-            if hasattr(obs, "after_backward"):
-                obs.after_backward(self, self.step_count)
+        self._observers.after_backward(self, self.step_count)
         t0 = time.perf_counter()
         self.optimizer.step()
         timings["optimizer"] = time.perf_counter() - t0
@@ -308,14 +311,14 @@ class TrainingSession:
         ledger = StepLedger(self.step_count, self.step_count, 1, loss_value, norm, norm, coef,
                             clipped, lr=tuple(float(g["lr"]) for g in self.optimizer.param_groups))
         result = StepResult(self.step_count, loss_value, norm, timings, ledger=ledger)
-        for obs in self.observers:
-            if hasattr(obs, "after_step"):
-                obs.after_step(self, result)
+        self._observers.after_step(self, result)
         return result
 
-    def run(self, steps: int | None, control: RunControl | None = None) -> Iterator[StepResult]:
-        """Yield ``steps`` results (forever if None), honouring pause/stop between steps."""
-        return run_steps(self.step, steps, control)
+    def run(self, steps: int | None, control: RunControl | None = None,
+            between: Callable[[], bool] | None = None) -> Iterator[StepResult]:
+        """Yield ``steps`` results (forever if None), honouring pause/stop between steps;
+        ``between``: ``run_steps``'s callback before each step (True ends the run)."""
+        return run_steps(self.step, steps, control, between)
 
     def parameter_count(self) -> int:
         """Number of scalar parameters in the model."""
@@ -327,11 +330,24 @@ def step_failure(exc: BaseException) -> UserError:
     return UserError(f"backward pass failed: {first_line(exc)}")
 
 
-def run_steps(step: Callable[[], T], steps: int | None, control: RunControl | None = None) -> Iterator[T]:
-    """Yield ``step()`` ``steps`` times (forever if None), honouring pause/stop between steps."""
+def run_steps(step: Callable[[], T], steps: int | None, control: RunControl | None = None,
+              between: Callable[[], bool] | None = None) -> Iterator[T]:
+    """Yield ``step()`` ``steps`` times (forever if None), honouring pause/stop between steps.
+
+    ``between()`` (the app's queued jobs) runs before each step and, while ``control`` is
+    paused, again and again instead of the wait (it may wait a little itself); it returns True
+    to end the run. The one step loop of the command line, the app's worker and A/B runs."""
     done = 0
     while steps is None or done < steps:
-        if control is not None and (control.stopped or not control.wait_while_paused()):
+        if between is not None and between():
             return
+        if control is not None:
+            if control.stopped:
+                return
+            if control.paused:
+                if between is not None:
+                    continue  # between() waits while paused, running what is posted meanwhile
+                if not control.wait_while_paused():
+                    return
         yield step()
         done += 1

@@ -30,7 +30,9 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from gradexplorer.core.stack.observer import SessionObserver, guarded_call
 
 if TYPE_CHECKING:  # imported where used: ``watch`` needs neither the NaN origin nor exporters
     from torch import nn
@@ -46,13 +48,15 @@ if TYPE_CHECKING:  # imported where used: ``watch`` needs neither the NaN origin
 class SessionStack:
     """A session's monitor, hook registry, NaN-origin finder, reporters and publishers, run in
     the phase order above (every part optional; ``reporters`` and ``publishers`` are observers
-    with an ``after_step(session, result)``)."""
+    with an ``after_step(session, result)``: ``SessionObserver``s; one that raises is one
+    warning, and the parts after it still run)."""
 
     monitor: GradientMonitor | None = None
     hooks: HookRegistry | None = None
     origin: NonFiniteOrigin | None = None
-    reporters: list[Any] = field(default_factory=list)
-    publishers: list[Any] = field(default_factory=list)
+    reporters: list[SessionObserver] = field(default_factory=list)
+    publishers: list[SessionObserver] = field(default_factory=list)
+    _warned: set = field(default_factory=set, init=False, repr=False)
 
     @classmethod
     def on(cls, session, monitor: GradientMonitor | None = None, hooks: HookRegistry | None = None,
@@ -106,10 +110,9 @@ class SessionStack:
             self.hooks.after_step(session, result)
         if self.origin is not None:
             self.origin.after_step(session, result)
-        for reporter in list(self.reporters):
-            reporter.after_step(session, result)
-        for publisher in list(self.publishers):
-            publisher.after_step(session, result)
+        for part in [*self.reporters, *self.publishers]:  # one failing part: one warning
+            guarded_call(part, "after_step", part.after_step, session, result, result.step,
+                         self._warned)
 
     # -- snapshots -------------------------------------------------------------------
     def snapshot(self, directory: str | os.PathLike, source, record: StepGradients | None,

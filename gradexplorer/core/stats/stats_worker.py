@@ -24,9 +24,9 @@ dropped. The copy costs one buffer the size of the gradients, so steps of more t
 from __future__ import annotations
 
 import os
-import sys
 import threading
 import time
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 
 import torch
@@ -89,8 +89,9 @@ def _hand_over(fn, *args) -> None:
     except RuntimeError as exc:  # "can't start new thread" (a process or address-space limit)
         if ENABLED:
             ENABLED = False
-            print(f"gradexplorer: cannot start the statistics worker thread ({exc}); "
-                  "computing statistics on the training thread", file=sys.stderr)
+            warnings.warn(f"gradexplorer: cannot start the statistics worker thread ({exc}); "
+                          "computing statistics on the training thread", RuntimeWarning,
+                          stacklevel=2)
 
 
 def worth_offloading(at: BA.Addresses) -> bool:

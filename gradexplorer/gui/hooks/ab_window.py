@@ -50,9 +50,12 @@ def ask_ab(parent: QWidget, module: str | None) -> tuple[str, str, int] | None:
 
 
 def ab_job(make_run: Callable[[], ABRun], steps: int, control: RunControl, series: ABSeries,
-           push: Callable[..., None], device=None) -> Callable[[], None]:
-    """A job for the app's training thread: build both arms and step them, each step sent to
-    ``series`` through the mailbox (``push(series, kind, payload)``).
+           push: Callable[..., None], device=None,
+           between: Callable[[], bool] | None = None) -> Callable[[], None]:
+    """A job for the app's training thread: build both arms and step them with the core's step
+    loop, each step sent to ``series`` through the mailbox (``push(series, kind, payload)``);
+    ``between`` (the worker's ``between_steps``) runs the jobs posted meanwhile between its
+    steps.
 
     It runs where the app's own model trains, between its steps (a run pauses meanwhile), and
     puts the random state back afterwards, so the app's session goes on as if it had not run.
@@ -63,7 +66,7 @@ def ab_job(make_run: Callable[[], ABRun], steps: int, control: RunControl, serie
             ab = make_run()
             push(series, "ready", f"{ab.plain.workload.name}: {ab.module or '<root>'}={ab.action} "
                  "on the hooked arm; same batches and random numbers")
-            for result in ab.run(steps, control):
+            for result in ab.run(steps, control, between):
                 push(series, "steps", result)
         except Exception as exc:  # noqa: BLE001 - shown as one line
             push(series, "failed", first_line(exc))
@@ -115,7 +118,7 @@ class ABWindow(QWidget):
         self.series.ended.connect(self._ended)
         self.stop_button.clicked.connect(self.control.stop)
         controller.post(ab_job(make_run, steps, self.control, self.series, controller.push_ab,
-                               device))
+                               device, controller.between_steps(self.control)))
 
     @property
     def finished(self) -> bool:

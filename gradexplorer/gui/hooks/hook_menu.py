@@ -118,7 +118,7 @@ class HookActions:
                                            "in the app (File → Open model)", 8000)
             return None
         controller = window.controller
-        menu = HookMenu(module, controller.hooks.get(module), controller.hook_problem(module), window)
+        menu = HookMenu(module, controller.session.hooks.get(module), controller.hook_problem(module), window)
         menu.setAttribute(Qt.WA_DeleteOnClose)
         menu.attach_requested.connect(controller.attach_hook)
         menu.detach_requested.connect(controller.detach_hook)
@@ -140,7 +140,7 @@ class HookActions:
         """A/B of a hook on the current model in a window of its own (asks when not given)."""
         from gradexplorer.gui.hooks.ab_window import ABWindow, ab_run_factory, ask_ab
 
-        window, live = self.window, self.window.controller.live
+        window, live = self.window, self.window.controller.session.live
         if live is None:
             return None
         if action is None:

@@ -42,7 +42,7 @@ class RunCompare:
                                        "bands and the selected parameter's figures in its colour")
         window.menus.add_file_action(self.add_run_action, window.file_actions.run_action)
         overlay.changed.connect(self.show_reference_heatmap)
-        window.controller.session_opened.connect(
+        window.controller.session.opened.connect(
             lambda live: overlay.set_own(TimelineSource(window.controller.timeline), f"live: {live.spec}"))
         self.run_growth = QTimer(window, interval=GROWTH_MS)  # runs while runs are added
         self.run_growth.timeout.connect(self.notice_growth)

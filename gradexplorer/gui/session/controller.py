@@ -47,10 +47,9 @@ FIRST_VIEW_WAIT_S = 3.0  # the longest the set-up of an opening model waits for 
 
 
 class SessionController(QObject):
-    """Owns the worker; widgets call its methods and observe ``session`` and ``timeline``.
-
-    The event names (``state_changed``, ``hooks_changed``, ``session_opened``, ``model_opened``,
-    ``job_finished``, ``error``, ``message``, ``event``) are the session model's, re-exported.
+    """Owns the worker; widgets call its methods and observe ``session`` (the live session,
+    state, hooks, exporter and their events: ``session.state_changed``, ``session.opened``, …)
+    and ``timeline``.
     """
 
     def __init__(self, parent=None) -> None:
@@ -79,22 +78,15 @@ class SessionController(QObject):
             raise UserError("cannot start the app's worker thread (a process or address-space "
                             "limit? see ulimit -u and ulimit -v)")
 
-    # -- the session model, re-exported -------------------------------------------------
-    live = property(lambda self: self.session.live, doc="The LiveSession, or None.")
-    closing = property(lambda self: self._closing.is_set(), doc="``close`` has been called.")
-    opening = property(lambda self: self._opening, doc="How many models were asked for so far.")
-    state = property(lambda self: self.session.state, doc="idle, loading, running or paused.")
-    hooks = property(lambda self: self.session.hooks, doc="Attached hooks: module -> action.")
-    exporter = property(lambda self: self.session.exporter, doc="The periodic exporter, or None.")
-    session_opened = property(lambda self: self.session.opened)
-    model_opened = property(lambda self: self.session.model_opened)
-    state_changed = property(lambda self: self.session.state_changed)
-    observed_changed = property(lambda self: self.session.observed_changed)
-    hooks_changed = property(lambda self: self.session.hooks_changed)
-    job_finished = property(lambda self: self.session.job_finished)
-    error = property(lambda self: self.session.error)
-    message = property(lambda self: self.session.message)
-    event = property(lambda self: self.session.event)
+    @property
+    def closing(self) -> bool:
+        """``close`` has been called."""
+        return self._closing.is_set()
+
+    @property
+    def opening(self) -> int:
+        """How many models were asked for so far."""
+        return self._opening
 
     # -- models ------------------------------------------------------------------------
     def open_model(self, spec: str, options: ModelOptions | None = None,
@@ -111,7 +103,7 @@ class SessionController(QObject):
         """
         self.stop()
         options = options or ModelOptions()
-        config = config or (self.live.config if self.live else SessionConfig())
+        config = config or (self.session.live.config if self.session.live else SessionConfig())
         self.session.set_state(LOADING)
         push = self._worker.buffer.push_event
         self._opening += 1
@@ -123,7 +115,7 @@ class SessionController(QObject):
             if self._closing.is_set():  # the window closed while the model opened: nobody
                 return None  # would train it (the set-up costs seconds at a first open)
             live = open_live_session(spec, options, config, holder=self, session=session)
-            live.hooks.event.connect(push)  # hook events reach the GUI through the mailbox
+            live.hooks.event.connect(hook_publisher(live, push))  # through the mailbox
             return SessionOpened(live, fresh=True)
 
         def build() -> ModelBuilt | None:
@@ -138,11 +130,11 @@ class SessionController(QObject):
                 return open_(session)
             return ModelBuilt(first_view(session), finish, opening)
         shown = self._view_shown = threading.Event()
-        self.post(open_ if first_view is None or self.live is not None else build)
+        self.post(open_ if first_view is None or self.session.live is not None else build)
 
     def reconfigure(self, **changes: Any) -> None:
         """Switch device or optimizer (``device=``, ``optimizer=``, ``lr=``, ``momentum=``)."""
-        live = self.live
+        live = self.session.live
         if live is None:
             return
         self.stop()
@@ -155,7 +147,7 @@ class SessionController(QObject):
 
     def set_lr(self, lr: float) -> None:
         """Change the learning rate from the next step on."""
-        live = self.live
+        live = self.session.live
         if live is not None:
             def apply() -> SettingApplied:
                 live.session.set_lr(lr)
@@ -165,7 +157,7 @@ class SessionController(QObject):
 
     def set_histogram_every(self, every: int) -> None:
         """Record histograms every ``every`` steps."""
-        monitor = self.live.monitor if self.live else None
+        monitor = self.session.live.monitor if self.session.live else None
         if monitor is not None:
             every = max(1, int(every))
 
@@ -177,11 +169,11 @@ class SessionController(QObject):
     # -- running -------------------------------------------------------------------------
     def run(self, steps: int | None = None) -> None:
         """Run ``steps`` steps (None: until stopped) in the worker."""
-        if self.live is None or self.state in (RUNNING, PAUSED, LOADING):
+        if self.session.live is None or self.session.state in (RUNNING, PAUSED, LOADING):
             return
-        start = self.live.session.step_count  # idle: the worker is not stepping now
+        start = self.session.live.session.step_count  # idle: the worker is not stepping now
         self.run_span = (start, steps) if steps and steps > 1 else None
-        self._control = self._worker.start_run(self.live.session, steps)
+        self._control = self._worker.start_run(self.session.live.session, steps)
         self.session.set_state(RUNNING)
 
     def step(self) -> None:
@@ -190,10 +182,10 @@ class SessionController(QObject):
 
     def toggle_pause(self) -> None:
         """Pause a running run, resume a paused one, or start running until stopped."""
-        if self.state == RUNNING:
+        if self.session.state == RUNNING:
             self._control.pause()
             self.session.set_state(PAUSED)
-        elif self.state == PAUSED:
+        elif self.session.state == PAUSED:
             self._control.resume()
             self.session.set_state(RUNNING)
         else:
@@ -208,33 +200,38 @@ class SessionController(QObject):
         self._jobs_pending += 1
         self._worker.post(job)
 
+    def between_steps(self, control) -> Callable[[], bool]:
+        """For a job's own step loop (an A/B run's ``run_steps``): the jobs posted while it
+        steps run between its steps (``SessionWorker.between_steps``)."""
+        return self._worker.between_steps(control)
+
     @property
     def busy(self) -> bool:
         """Whether a run, a load or a posted job is still under way."""
-        return self.state != IDLE or self._jobs_pending > 0
+        return self.session.state != IDLE or self._jobs_pending > 0
 
     # -- hooks -----------------------------------------------------------------------------
     def attach_hook(self, module: str, action: str) -> None:
         """Attach ``action`` to ``module`` between steps."""
-        live = self.live
+        live = self.session.live
         if live is not None:
             self.post(lambda: (live.hooks.attach(module, action), _hook_state(live))[1])
 
     def detach_hook(self, module: str) -> None:
         """Detach whatever hook ``module`` has, between steps."""
-        live = self.live
+        live = self.session.live
         if live is not None:
             self.post(lambda: (live.hooks.detach(module), _hook_state(live))[1])
 
     def hook_problem(self, module: str) -> str | None:
         """Why a full backward hook on ``module`` would be unsafe or useless, if it would."""
-        hookable = (self.live.hookable if self.live else None) or {}
+        hookable = (self.session.live.hookable if self.session.live else None) or {}
         safe, reason = hookable.get(module, (True, ""))
         return reason or None
 
     def probe_hooks(self) -> None:
         """Find which modules take a hook safely, on the worker, after the jobs already posted."""
-        live = self.live
+        live = self.session.live
         if live is not None and live.hookable is None:
             def probe() -> HookableProbed:
                 from gradexplorer.gui.training.live_session import probe_hookable
@@ -246,7 +243,7 @@ class SessionController(QObject):
     # -- snapshots --------------------------------------------------------------------------
     def export_snapshot(self, directory: str) -> None:
         """Write a snapshot of the latest step; ``job_finished(SnapshotWritten)`` follows."""
-        live = self.live
+        live = self.session.live
         if live is not None:
             def write() -> SnapshotWritten:
                 from gradexplorer.gui.training.snapshot_jobs import export_now
@@ -256,7 +253,7 @@ class SessionController(QObject):
 
     def export_every(self, directory: str | None, every: int = 0) -> None:
         """Export every ``every`` steps into ``directory``; None stops exporting."""
-        live, old = self.live, self.exporter
+        live, old = self.session.live, self.session.exporter
         if live is None:
             return
         push = self._worker.buffer.push_event
@@ -281,9 +278,8 @@ class SessionController(QObject):
         for kind, _module, text in update.events:
             self.session.message.emit(text)
             self.session.event.emit(kind, text)
-        live = self.live
-        if live is not None and any(kind in ("detached", "failed") for kind, _, _ in update.events):
-            self.post(lambda: _hook_state(live))  # a hook took itself off
+        if update.hooks is not None:  # published with the event of a hook that took itself off
+            self.session.set_hooks(update.hooks)
         if update.observed:
             self.session.set_observed(update.observed)
         self.timeline.extend(update.points, update.steps_per_second)
@@ -295,7 +291,7 @@ class SessionController(QObject):
         self._worker.buffer.push_ab(series, kind, payload)
 
     def _on_run_started(self) -> None:
-        if self.state not in (RUNNING, PAUSED):
+        if self.session.state not in (RUNNING, PAUSED):
             self.session.set_state(RUNNING)
 
     def _on_run_finished(self, _done: int) -> None:
@@ -328,7 +324,7 @@ class SessionController(QObject):
 
     def _on_job_failed(self, text: str) -> None:
         self._jobs_pending -= 1
-        if self.state == LOADING:  # an open or a re-make failed: the old session stays
+        if self.session.state == LOADING:  # an open or a re-make failed: the old session stays
             self.session.set_state(IDLE)
         self._on_failed(text)
 
@@ -353,6 +349,20 @@ class SessionController(QObject):
             give_cores_back(self)
 
 
+def hook_publisher(live: LiveSession, push: Callable[..., None]) -> Callable[[str, str, str], None]:
+    """The subscriber of ``live``'s hook events (on the training thread): each event into the
+    mailbox (``push``: ``RunBuffer.push_event``), with the hooks attached after it when a hook
+    took itself off (detached, failed), so the views learn of it as of a step: no job."""
+    def publish(kind: str, module: str, text: str) -> None:
+        push(kind, module, text, hook_table(live) if kind in ("detached", "failed") else None)
+    return publish
+
+
+def hook_table(live: LiveSession) -> dict[str, str]:
+    """The hooks attached now, module -> action (on the training thread)."""
+    return {path: hook.action for path, hook in live.hooks.attached().items()}
+
+
 def _hook_state(live: LiveSession) -> HooksChanged:
-    """The hooks attached now (on the training thread)."""
-    return HooksChanged({path: hook.action for path, hook in live.hooks.attached().items()})
+    """The hooks attached now (on the training thread), as a job's result."""
+    return HooksChanged(hook_table(live))

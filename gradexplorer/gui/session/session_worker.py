@@ -67,6 +67,7 @@ class SessionWorker(QThread):
         self.buffer = RunBuffer(self.steps_ready.emit)
         self._queue: queue.Queue = queue.Queue()
         self._control: RunControl | None = None
+        self._deferred: list[_Run] = []  # runs posted during a step loop: queued after it
         self.finished.connect(self._release)  # queued: runs on the GUI thread
 
     def start(self, *args) -> None:  # noqa: D102 - QThread.start, kept alive until it ends
@@ -111,6 +112,9 @@ class SessionWorker(QThread):
                 self._run_steps(item)
             else:
                 self._execute(item)
+            for deferred in self._deferred:  # the loop is over: the runs posted meanwhile
+                self._queue.put(deferred)
+            self._deferred.clear()
 
     def _execute(self, job: Callable[[], Any]) -> None:
         try:
@@ -120,26 +124,27 @@ class SessionWorker(QThread):
         else:
             self.job_done.emit(result)
 
+    def between_steps(self, control: RunControl) -> Callable[[], bool]:
+        """The ``between`` of a step loop on this thread (``run_steps``: the app's runs and a
+        job's own loop, an A/B run's): it executes the jobs posted since the last step (waiting
+        a little while ``control`` is paused) and says True when the worker is asked to quit.
+        A run posted meanwhile starts after the loop."""
+        return lambda: self._jobs_between_steps(block=control.paused)
+
     def _run_steps(self, run: _Run) -> None:
         self.run_started.emit()
-        done, deferred = 0, []
-        try:
-            while (run.steps is None or done < run.steps) and not run.control.stopped:
-                if self._jobs_between_steps(deferred, block=run.control.paused):
-                    break
-                if run.control.paused or run.control.stopped:
-                    continue
-                self.buffer.push(run.session.step())
+        done = 0
+        try:  # the core's step loop, this thread's jobs between its steps
+            for result in run.session.run(run.steps, run.control, self.between_steps(run.control)):
+                self.buffer.push(result)
                 done += 1
         except Exception as exc:  # noqa: BLE001
             self._report(self.run_failed, exc)
         finally:
-            for item in deferred:
-                self._queue.put(item)
             self.run_finished.emit(done)
 
-    def _jobs_between_steps(self, deferred: list, block: bool) -> bool:
-        """Execute queued jobs; True when asked to quit. Waits a little when paused."""
+    def _jobs_between_steps(self, block: bool) -> bool:
+        """Execute queued jobs; True when asked to quit. Waits a little when ``block``."""
         while True:
             try:
                 item = self._queue.get(timeout=0.05) if block else self._queue.get_nowait()
@@ -150,7 +155,7 @@ class SessionWorker(QThread):
                 self._queue.put(_QUIT)
                 return True
             if isinstance(item, _Run):
-                deferred.append(item)
+                self._deferred.append(item)
             else:
                 self._execute(item)
 

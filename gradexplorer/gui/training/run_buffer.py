@@ -30,6 +30,7 @@ class RunUpdate:
     steps_per_second: float = 0.0
     observed: dict = field(default_factory=dict)  # module -> ObservedGrads (the newest)
     ab: list[tuple[Any, str, Any]] = field(default_factory=list)  # (ABSeries, kind, payload)
+    hooks: dict[str, str] | None = None  # module -> action attached after the newest change
 
     @property
     def latest(self) -> StepPoint | None:
@@ -67,11 +68,15 @@ class RunBuffer:
         if wake:
             self._notify()
 
-    def push_event(self, kind: str, module: str, message: str) -> None:
-        """Record a hook or run event (any thread)."""
+    def push_event(self, kind: str, module: str, message: str,
+                   hooks: dict[str, str] | None = None) -> None:
+        """Record a hook or run event (any thread); ``hooks``: the hooks attached after it
+        (module -> action), published with it (the newest table wins)."""
         with self._lock:
             wake = self._empty()
             self._pending.events.append((kind, module, message))
+            if hooks is not None:
+                self._pending.hooks = dict(hooks)
         if wake:
             self._notify()
 
@@ -91,7 +96,8 @@ class RunBuffer:
 
     def _empty(self) -> bool:
         pending = self._pending
-        return not (pending.points or pending.events or pending.observed or pending.ab)
+        return not (pending.points or pending.events or pending.observed or pending.ab
+                    or pending.hooks is not None)
 
     def drain(self) -> RunUpdate | None:
         """Take what arrived since the last drain, or None when nothing did."""

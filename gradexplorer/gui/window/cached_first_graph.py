@@ -43,7 +43,7 @@ class CachedFirstGraph(QObject):
         if drawing is not None:
             panel.show_cached(drawing)
         panel.laid_out.connect(self._laid_out)
-        window.controller.error.connect(self._failed)
+        window.controller.session.error.connect(self._failed)
 
     @property
     def shown(self) -> bool:
@@ -78,7 +78,7 @@ class CachedFirstGraph(QObject):
 
     def _stop(self) -> None:
         panel, controller = self.window.graph_panel, self.window.controller
-        for signal, slot in ((panel.laid_out, self._laid_out), (controller.error, self._failed)):
+        for signal, slot in ((panel.laid_out, self._laid_out), (controller.session.error, self._failed)):
             try:
                 signal.disconnect(slot)
             except (RuntimeError, TypeError, ValueError):  # (psygnal or Qt: already disconnected)

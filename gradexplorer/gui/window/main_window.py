@@ -170,23 +170,23 @@ class MainWindow(QMainWindow):
 
     def _connect(self) -> None:
         c = self.controller
-        c.model_opened.connect(self._model_opened)
-        c.session_opened.connect(self._session_opened)
+        c.session.model_opened.connect(self._model_opened)
+        c.session.opened.connect(self._session_opened)
         for throttle in self._throttles[:2]:
             c.timeline.changed.connect(throttle)
-        c.observed_changed.connect(self._throttles[2])
-        c.state_changed.connect(self._state_changed)
-        c.hooks_changed.connect(self._hooks_changed)
-        c.job_finished.connect(self._job_finished)
-        c.error.connect(self.show_error)
-        c.event.connect(lambda kind, text: self.events.add(text, kind))
+        c.session.observed_changed.connect(self._throttles[2])
+        c.session.state_changed.connect(self._state_changed)
+        c.session.hooks_changed.connect(self._hooks_changed)
+        c.session.job_finished.connect(self._job_finished)
+        c.session.error.connect(self.show_error)
+        c.session.event.connect(lambda kind, text: self.events.add(text, kind))
         self.tree.hook_menu_requested.connect(self.hook_actions.show_menu)
         self.graph_panel.hook_menu_requested.connect(self.hook_actions.show_menu)
         self.graph_panel.refresh_requested.connect(lambda: self.trace_graph(fit=False))
         self.graph_panel.laid_out.connect(lambda graph: self.details.set_context(graph=graph))
         self.graph_panel.laid_out.connect(self._fill_model_views)
-        c.error.connect(self._fill_model_views)  # a failed trace: fill them anyway
-        c.error.connect(self._open_failed)
+        c.session.error.connect(self._fill_model_views)  # a failed trace: fill them anyway
+        c.session.error.connect(self._open_failed)
         self.graph_panel.hook_selected_requested.connect(self.hook_actions.menu_for_selection)
 
     def set_theme(self, theme: str) -> None:
@@ -212,7 +212,7 @@ class MainWindow(QMainWindow):
         drawn failed to open: its graph goes too."""
         if self._plots is None:
             QTimer.singleShot(0, self, self._first_graph_shown)
-        if self._first_view and self.controller.state != LOADING:
+        if self._first_view and self.controller.session.state != LOADING:
             self._first_view = False
             self.graph_panel.clear()
 
@@ -252,12 +252,12 @@ class MainWindow(QMainWindow):
     def _fill_model_views(self, *_args) -> None:
         """The views that wait for the first graph view (or for an error that stops it)."""
         live, self._after_first_view = self._after_first_view, None
-        if live is None or live is not self.controller.live:
+        if live is None or live is not self.controller.session.live:
             return
         self.controller.probe_hooks()
         model = live.session.model
         self.tree.set_model(model)
-        self.tree.set_hooks(self.controller.hooks)
+        self.tree.set_hooks(self.controller.session.hooks)
         self.table.table.set_model(model)
         self.table.fit_columns()
         self.tree.show_selection(self.selection.current)  # chosen before the rows existed
@@ -267,7 +267,7 @@ class MainWindow(QMainWindow):
     def trace_graph(self, fit: bool = True) -> None:
         """Trace the backward graph on the training thread (with every op's gradient when the
         panel's "Trace gradients" is on); the panel lays it out."""
-        live = self.controller.live
+        live = self.controller.session.live
         grads = self.graph_panel.view_state.trace_grads
         if live is not None:
             self.controller.post(lambda: traced(live.session, grads, fit))
@@ -315,21 +315,21 @@ class MainWindow(QMainWindow):
     def _hooks_changed(self, hooks: dict) -> None:
         self.tree.set_hooks(hooks)
         self.details.set_context(hooks=hooks)
-        if not self.graph_panel.change_hooks(hooks, self.controller.live.session.model):
+        if not self.graph_panel.change_hooks(hooks, self.controller.session.live.session.model):
             self.trace_graph(fit=False)  # only a trace can tell where the hook nodes go
 
     def open_model_dialog(self) -> None:
         """Ask for a model and open it."""
         from gradexplorer.gui.dialogs.open_model_dialog import ask_model
 
-        current = self.controller.live.spec if self.controller.live else ""
+        current = self.controller.session.live.spec if self.controller.session.live else ""
         chosen = ask_model(self, current)
         if chosen is not None:
             self.controller.open_model(*chosen)
 
     def reset_model(self) -> None:
         """Open the current model again from scratch (same spec, options and settings)."""
-        live = self.controller.live
+        live = self.controller.session.live
         if live is not None:
             self.controller.open_model(live.spec, live.options, live.config)
 
@@ -372,7 +372,7 @@ class MainWindow(QMainWindow):
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt API
         """Remember the layout, stop the worker and wait for it (not as the first model opens)."""
         self.settings.save_window(self.saveGeometry(), self.saveState())
-        if self.quit_fast and self.controller.live is None:  # nothing to lose: first_view.leave_start
+        if self.quit_fast and self.controller.session.live is None:  # nothing to lose: first_view.leave_start
             return leave_start(self, lambda: super(MainWindow, self).closeEvent(event))
         self.hide()  # off the screen now (the training thread may still be importing torch or
         QApplication.sync()  # tracing a first graph, which the worker's shutdown waits for)

@@ -78,7 +78,7 @@ class RunControls(QToolBar):
         self._layout_toolbar()
         self._show_overflow()
         self._connect()
-        self.set_state(controller.state)
+        self.set_state(controller.session.state)
 
     @staticmethod
     def _spin(lo: int, hi: int, value: int, suffix: str, tip: str) -> QSpinBox:
@@ -112,8 +112,8 @@ class RunControls(QToolBar):
 
     def _connect(self) -> None:
         c = self.controller
-        c.state_changed.connect(self.set_state)
-        c.session_opened.connect(self.show_session)
+        c.session.state_changed.connect(self.set_state)
+        c.session.opened.connect(self.show_session)
         self.device_box.activated.connect(lambda: c.reconfigure(device=self.device_box.currentText()))
         self.optimizer_box.activated.connect(self._optimizer_chosen)
         self.lr_spin.valueChanged.connect(c.set_lr)
@@ -167,7 +167,7 @@ class RunControls(QToolBar):
         self.run_view = on
         for action in self.session_settings:
             action.setVisible(not on)
-        self.set_state(self.controller.state)
+        self.set_state(self.controller.session.state)
 
     def set_state(self, state: str) -> None:
         """Enable the controls that make sense in ``state``."""
@@ -180,8 +180,8 @@ class RunControls(QToolBar):
             return
         for widget in (self.lr_spin, self.every_spin):
             widget.setEnabled(True)
-        self.steps_spin.setEnabled(self.controller.live is not None)  # no model: off with Run N
-        idle = state == IDLE and self.controller.live is not None
+        self.steps_spin.setEnabled(self.controller.session.live is not None)  # no model: off with Run N
+        idle = state == IDLE and self.controller.session.live is not None
         busy = state in (RUNNING, PAUSED)
         for action in (self.step_action, self.run_n_action):
             action.setEnabled(idle)

@@ -29,13 +29,13 @@ class ScreenshotRun(QObject):
         self.window, self.steps, self.path = window, steps, path
         self._ran = False
         controller = window.controller
-        controller.state_changed.connect(self._state_changed)
-        controller.error.connect(self._failed)
+        controller.session.state_changed.connect(self._state_changed)
+        controller.session.error.connect(self._failed)
         window.run_script(self)
 
     def _state_changed(self, state: str) -> None:
         controller = self.window.controller
-        if state != IDLE or controller.live is None:
+        if state != IDLE or controller.session.live is None:
             return
         if not self._ran and self.steps:
             self._ran = True

@@ -11,10 +11,10 @@ class StartupActions(QObject):
     def __init__(self, window, hooks: list[tuple[str, str]], select: str | None) -> None:
         super().__init__(window)
         self.window, self.hooks, self.select = window, hooks, select
-        window.controller.session_opened.connect(self._apply)
+        window.controller.session.opened.connect(self._apply)
 
     def _apply(self, live) -> None:
-        self.window.controller.session_opened.disconnect(self._apply)
+        self.window.controller.session.opened.disconnect(self._apply)
         for module, action in self.hooks:
             self.window.controller.attach_hook(module, action)  # queued before any run
         if self.select:
@@ -28,4 +28,4 @@ class StartupActions(QObject):
         elif name in modules:
             self.window.selection.select(module=name, source="startup")
         else:
-            self.window.controller.error.emit(f"--select {name!r}: no such parameter or module")
+            self.window.controller.session.error.emit(f"--select {name!r}: no such parameter or module")

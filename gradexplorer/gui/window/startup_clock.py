@@ -34,8 +34,8 @@ class StartupClock(QObject):
         self.viewport = window.graph_panel.view.viewport()
         window.installEventFilter(self)
         self.viewport.installEventFilter(self)
-        window.controller.session_opened.connect(self._opened)
-        window.controller.state_changed.connect(self._state)
+        window.controller.session.opened.connect(self._opened)
+        window.controller.session.state_changed.connect(self._state)
 
     def note(self, what: str) -> None:
         if what not in self.noted:
@@ -60,7 +60,7 @@ class StartupClock(QObject):
             self.window.controller.step()  # a user clicking Step as soon as it is enabled
 
     def _state(self, state: str) -> None:
-        if state == IDLE and "ready" in self.noted and self.window.controller.live is not None:
+        if state == IDLE and "ready" in self.noted and self.window.controller.session.live is not None:
             self.note("stepped")
             self._close_when_done()
 

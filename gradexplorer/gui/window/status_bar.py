@@ -73,12 +73,12 @@ class RunStatusBar(QStatusBar):
             self.addPermanentWidget(label)
         self._run_state: str | None = None
         self.refresh_soon = throttled(self.show_latest, timeout=REDRAW_MS, parent=self)
-        controller.state_changed.connect(self.show_state)
+        controller.session.state_changed.connect(self.show_state)
         controller.timeline.changed.connect(self.refresh_soon)
-        controller.model_opened.connect(self.reset)
-        controller.session_opened.connect(self.show_session)
-        controller.message.connect(lambda text: self.showMessage(text, 8000))
-        controller.error.connect(lambda text: self.showMessage(f"error: {text}", 15000))
+        controller.session.model_opened.connect(self.reset)
+        controller.session.opened.connect(self.show_session)
+        controller.session.message.connect(lambda text: self.showMessage(text, 8000))
+        controller.session.error.connect(lambda text: self.showMessage(f"error: {text}", 15000))
 
     def message_room(self) -> int:
         """Pixels a message has: left of the first shown permanent label (as QStatusBar draws it)."""
@@ -155,7 +155,7 @@ class RunStatusBar(QStatusBar):
             return
         self.step_label.setText(run_progress(latest.step, self.controller.run_span,
                                              timeline.steps_per_second,
-                                             self.controller.state in (RUNNING, PAUSED)))
+                                             self.controller.session.state in (RUNNING, PAUSED)))
         self.loss_label.setText(f"loss {latest.loss:.4g}")
         rate = timeline.steps_per_second  # 0 until two steps fall in the rate window
         if self._run_state not in (None, "following"):
