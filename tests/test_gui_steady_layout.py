@@ -23,7 +23,7 @@ def test_hovering_a_curve_leaves_every_dock_as_it_was(qtbot, make_window):
     window.resize(1024, 700)
     open_model(qtbot, window, "example:digits")
     window.controller.run(12)
-    qtbot.waitUntil(lambda: window.controller.live.session.step_count == 12, timeout=TIMEOUT_MS)
+    qtbot.waitUntil(lambda: window.controller.session.live.session.step_count == 12, timeout=TIMEOUT_MS)
     wait_idle(qtbot, window)
     curves = window.curves
     qtbot.wait(200)

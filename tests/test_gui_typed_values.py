@@ -20,7 +20,7 @@ def test_typed_run_n_steps_and_lr_are_what_runs(qtbot, make_window):
     window.activateWindow()
     qtbot.waitUntil(window.isActiveWindow, timeout=30_000)
     open_model(qtbot, window, "example:digits")
-    controls, session = window.run_controls, window.controller.live.session
+    controls, session = window.run_controls, window.controller.session.live.session
     type_into(qtbot, controls.steps_spin, "8")
     assert controls.steps_spin.value() == 20  # not committed by typing alone
     qtbot.keyClick(controls.steps_spin.lineEdit(), Qt.Key_F7)
