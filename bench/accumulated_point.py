@@ -20,10 +20,10 @@ from functools import partial
 
 import torch
 
-from gradexplorer.core.recorder.step_points import accumulated_by_name
-from gradexplorer.core.stats.accumulated import grad_norms
-from gradexplorer.core.stats.accumulation_probe import AccumulationProbe
 from gradexplorer.core.stats.records import ParamStats, StepGradients
+from gradexplorer.core.steps.accumulated import grad_norms
+from gradexplorer.core.steps.points import accumulated_by_name
+from gradexplorer.core.steps.probe import AccumulationProbe
 
 
 class TimedProbe(AccumulationProbe):

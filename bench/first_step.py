@@ -10,7 +10,7 @@ loaded from it). The loop is issue 26's MLP, 4x(Linear 256->256, ReLU) + Linear(
 cost above step 10's in the training thread's CPU time, the process's CPU time (every thread:
 the kernels' warm-up included) and wall time, beside the target (<= 0.2 s more than a later
 step); the step from which the Numba kernels measure (the torch backend before:
-core/stats/stats_warmup.py) and the seconds until then; the median step before and after; the
+core/stats/backends/warmup.py) and the seconds until then; the median step before and after; the
 Numba compilations per thread and kernel module (top-level calls; a cache hit is none). The
 process then waits for the warm-up (a helper process compiles a cold cache), so the warm
 process finds the cache filled.
@@ -64,7 +64,7 @@ def child(mode: str, steps: int) -> None:
     from torch import nn
 
     import gradexplorer as gx
-    from gradexplorer.core.stats import stats_warmup
+    from gradexplorer.core.stats.backends import warmup as stats_warmup
 
     torch.set_num_threads(1)
     torch.manual_seed(0)

@@ -70,8 +70,8 @@ from gradexplorer import TrainingSession  # noqa: E402
 from gradexplorer import load_workload as _load  # noqa: E402
 from gradexplorer.core.model.spec import ModelOptions  # noqa: E402
 from gradexplorer.core.model.workload import Workload  # noqa: E402
-from gradexplorer.core.stats import triton_stats  # noqa: E402
-from gradexplorer.core.stats.monitor_backends import TorchBackend  # noqa: E402
+from gradexplorer.core.stats.backends.registry import TorchBackend  # noqa: E402
+from gradexplorer.core.stats.backends.triton import stats as triton_stats  # noqa: E402
 from gradexplorer.session import GradientMonitor, SessionConfig  # noqa: E402
 
 FUSED_CPU_LIMIT = 50_000_000  # gradient values: above this the fused path is skipped on CPU

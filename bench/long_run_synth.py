@@ -17,10 +17,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gradexplorer.core.recorder.schema import LEAN_TABLES  # noqa: E402
-from gradexplorer.core.recorder.store import RunWriter  # noqa: E402
-from gradexplorer.core.stats.ledger import StepLedger  # noqa: E402
+from gradexplorer.core.runs.schema import LEAN_TABLES  # noqa: E402
+from gradexplorer.core.runs.writer import RunWriter  # noqa: E402
 from gradexplorer.core.stats.records import Histogram, ParamStats, StepGradients  # noqa: E402
+from gradexplorer.core.steps.ledger import StepLedger  # noqa: E402
 
 BLOCK = 100  # steps written by the writer; a multiple of every ``hist_every`` used here
 COPIED = ("steps", *LEAN_TABLES.values(), "ledger")  # format 3: the tables under the views

@@ -65,7 +65,7 @@ def main() -> None:
     parser.add_argument("--big", type=int, default=100_000, help="steps of the big run (0: none)")
     args = parser.parse_args()
     import gradexplorer as gx
-    from gradexplorer.core.recorder.run_history import RunHistory
+    from gradexplorer.core.runs.history import RunHistory
     from gradexplorer.core.share.selection import select
     from gradexplorer.core.share.tensorboard_events import export_tensorboard
 

@@ -101,7 +101,7 @@ def time_open(run_dir: Path, runs: int, profile: str | None = None):
 
 
 def main() -> None:
-    from gradexplorer.core.recorder.schema import database_path
+    from gradexplorer.core.runs.schema import database_path
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--params", type=int, default=5000)

@@ -31,12 +31,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from gradexplorer.core.diagnose import spike_warmup  # noqa: E402
 from gradexplorer.core.diagnose.spikes import SpikeDetector  # noqa: E402
-from gradexplorer.core.stats import backend_at as A  # noqa: E402
-from gradexplorer.core.stats import kernels_at as KA  # noqa: E402
-from gradexplorer.core.stats.accumulated import grad_norms  # noqa: E402
+from gradexplorer.core.stats.backends.numba import in_place as A  # noqa: E402
+from gradexplorer.core.stats.backends.numba import kernels_in_place as KA  # noqa: E402
+from gradexplorer.core.stats.backends.raw import MOMENT_COLUMNS  # noqa: E402
+from gradexplorer.core.stats.backends.step_arrays import build_step_gradients  # noqa: E402
 from gradexplorer.core.stats.optimizer_state import optimizer_state  # noqa: E402
-from gradexplorer.core.stats.raw import MOMENT_COLUMNS  # noqa: E402
-from gradexplorer.core.stats.step_arrays import build_step_gradients  # noqa: E402
+from gradexplorer.core.steps.accumulated import grad_norms  # noqa: E402
 
 
 def model_and_optimizer(width: int, adam: bool = False):

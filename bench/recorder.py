@@ -13,7 +13,7 @@ cost, the watched median minus the bare one, by the wall clock and by the traini
 (``time.thread_time``: unmoved by other processes' load); ``writer CPU`` and ``worker CPU``: the
 CPU a step costs the run directory's writer thread and the statistics worker (which copies the
 gradients and computes their moments and histograms where a core is spare, during the optimizer
-step and the next forward and backward: ``core/stats/stats_worker.py``), thread clocks over the
+step and the next forward and backward: ``core/stats/backends/numba/worker.py``), thread clocks over the
 counted steps; add both to the training thread's for watch's whole CPU cost. The last line: spike
 detection's part (``SpikeLog.after_write``) per recorded step. Methods:
 
@@ -103,7 +103,7 @@ class Inside:
     detection (SpikeLog.after_write), by spike log."""
 
     def __init__(self) -> None:
-        from gradexplorer.core.recorder.spike_log import SpikeLog
+        from gradexplorer.core.watch.spike_log import SpikeLog
 
         self.seconds: dict[int, float] = {}
         self.timed = [(gx.Recorder, "before_optimizer_step"), (gx.Recorder, "after_optimizer_step"),
@@ -235,7 +235,7 @@ def _rank(rank: int, world: int, port: int, steps: int, out: str) -> None:
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import fully_shard
 
-    from gradexplorer.core.recorder import sharded
+    from gradexplorer.core.watch import sharded
 
     os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = "127.0.0.1", str(port)
     dist.init_process_group("gloo", rank=rank, world_size=world)

@@ -26,7 +26,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from gradexplorer.core.recorder.store import RunWriter  # noqa: E402
+from gradexplorer.core.runs.writer import RunWriter  # noqa: E402
 from gradexplorer.core.stats.records import Histogram, ParamStats, StepGradients  # noqa: E402
 
 

@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 import recorder as R  # noqa: E402
 
 import gradexplorer as gx  # noqa: E402
-from gradexplorer.core.recorder import histogram_rows as H  # noqa: E402
+from gradexplorer.core.runs import histogram_rows as H  # noqa: E402
 from tests.legacy_runs import legacy_run  # noqa: E402
 
 TARGET = 0.4  # format 3's bytes ≤ 0.4 × TensorBoard's event file

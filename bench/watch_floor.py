@@ -16,7 +16,7 @@ an update ratio, ~12 GB):
 - update ratio's passes: step hooks doing only what an exact update ratio ‖Δθ‖/‖θ‖ measured from
   the weights needs: the weights copied before ``optimizer.step()`` and differenced after it,
   before the loop may change them again (WGAN's ``p.data.clamp_`` right after the step, which no
-  version counter sees), by watch's own kernels (``backend_at.UpdateCopies``)
+  version counter sees), by watch's own kernels (``numba.in_place.UpdateCopies``)
 - floor: those and the gradients' copy that taking the statistics off the training thread
   needs (a loop may change ``.grad`` in place after the step): the least any monitor doing what
   watch does can cost
@@ -82,7 +82,7 @@ def passes(model: torch.nn.Module, optimizer, gradients: bool, found: list | Non
     """Step hooks doing only the passes an update ratio (and, with ``gradients``, a gradient
     copy) needs, as watch does them: kept flat copies, ‖Δθ‖ and ‖θ‖ of each parameter (put in
     ``found``, where given)."""
-    from gradexplorer.core.stats.backend_at import UpdateCopies
+    from gradexplorer.core.stats.backends.numba.in_place import UpdateCopies
 
     owners = [p for p in model.parameters() if p.requires_grad]
     params = [p.detach() for p in owners]

@@ -22,19 +22,19 @@ from gradexplorer._version import __version__
 
 # public name -> module that defines it
 _API = {
-    "watch": "gradexplorer.core.recorder.recorder",
-    "Recorder": "gradexplorer.core.recorder.recorder",
-    "open_run": "gradexplorer.core.recorder.run",
-    "Run": "gradexplorer.core.recorder.run",
+    "watch": "gradexplorer.core.watch.recorder",
+    "Recorder": "gradexplorer.core.watch.recorder",
+    "open_run": "gradexplorer.core.runs.run",
+    "Run": "gradexplorer.core.runs.run",
     "trace": "gradexplorer.core.graph.extract",
     "read_snapshot": "gradexplorer.core.snapshot.read",
     "compare_snapshots": "gradexplorer.core.snapshot.compare",
     "write_report": "gradexplorer.core.share.report_html",
-    "UserError": "gradexplorer.core.errors",
+    "UserError": "gradexplorer.core.messages.errors",
     "StepGradients": "gradexplorer.core.stats.records",
     "ParamStats": "gradexplorer.core.stats.records",
     "Histogram": "gradexplorer.core.stats.records",
-    "StepLedger": "gradexplorer.core.stats.ledger",
+    "StepLedger": "gradexplorer.core.steps.ledger",
     "load_workload": "gradexplorer.core.model.spec",
     "TrainingSession": "gradexplorer.core.session.engine",
 }
@@ -106,14 +106,14 @@ __all__ = [
 __getattr__, __dir__ = lazy_names(__name__, {**_API, **_NAMESPACES}, _MOVED)
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time names load lazily above
-    from gradexplorer.core.errors import UserError
     from gradexplorer.core.graph.extract import trace
+    from gradexplorer.core.messages.errors import UserError
     from gradexplorer.core.model.spec import load_workload
-    from gradexplorer.core.recorder.recorder import Recorder, watch
-    from gradexplorer.core.recorder.run import Run, open_run
+    from gradexplorer.core.runs.run import Run, open_run
     from gradexplorer.core.session.engine import TrainingSession
     from gradexplorer.core.share.report_html import write_report
     from gradexplorer.core.snapshot.compare import compare_snapshots
     from gradexplorer.core.snapshot.read import read_snapshot
-    from gradexplorer.core.stats.ledger import StepLedger
     from gradexplorer.core.stats.records import Histogram, ParamStats, StepGradients
+    from gradexplorer.core.steps.ledger import StepLedger
+    from gradexplorer.core.watch.recorder import Recorder, watch

@@ -16,8 +16,8 @@ import threading
 from collections.abc import Iterator, Sequence
 
 from gradexplorer._version import __version__
-from gradexplorer.core.deep_stack import run_with_deep_stack
-from gradexplorer.core.errors import UserError
+from gradexplorer.core.graph.deep_stack import run_with_deep_stack
+from gradexplorer.core.messages.errors import UserError
 
 # Each subcommand lives in gradexplorer/commands/<module>.py and defines
 # ``register(subparsers)`` which adds its parser and sets ``func(args) -> int``.

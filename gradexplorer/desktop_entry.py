@@ -12,7 +12,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from gradexplorer.core.atomic_file import write_atomic
+from gradexplorer.core.files.atomic_file import write_atomic
 from gradexplorer.resources import resource_path, resources_dir
 
 APP_ID = "io.github.gradexplorer.GradExplorer"

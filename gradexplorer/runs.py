@@ -27,12 +27,12 @@ __all__ = [
 ]
 
 __getattr__, __dir__ = lazy_names(__name__, {
-    "Run": "gradexplorer.core.recorder.run",
-    "open_run": "gradexplorer.core.recorder.run",
-    "RunHistory": "gradexplorer.core.recorder.run_history",
-    "RunStep": "gradexplorer.core.recorder.run_step",
-    "find_divergence": "gradexplorer.core.recorder.divergence",
-    "Divergence": "gradexplorer.core.recorder.divergence",
+    "Run": "gradexplorer.core.runs.run",
+    "open_run": "gradexplorer.core.runs.run",
+    "RunHistory": "gradexplorer.core.runs.history",
+    "RunStep": "gradexplorer.core.runs.run_step",
+    "find_divergence": "gradexplorer.core.runs.divergence",
+    "Divergence": "gradexplorer.core.runs.divergence",
     "distribution_bands": "gradexplorer.core.stats.bands",
     "ema_smooth": "gradexplorer.core.stats.curves",
     "Snapshot": "gradexplorer.core.snapshot.read",
@@ -43,10 +43,10 @@ __getattr__, __dir__ = lazy_names(__name__, {
 })
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time names load lazily above
-    from gradexplorer.core.recorder.divergence import Divergence, find_divergence
-    from gradexplorer.core.recorder.run import Run, open_run
-    from gradexplorer.core.recorder.run_history import RunHistory
-    from gradexplorer.core.recorder.run_step import RunStep
+    from gradexplorer.core.runs.divergence import Divergence, find_divergence
+    from gradexplorer.core.runs.history import RunHistory
+    from gradexplorer.core.runs.run import Run, open_run
+    from gradexplorer.core.runs.run_step import RunStep
     from gradexplorer.core.share.report_html import write_report
     from gradexplorer.core.snapshot.compare import compare_snapshots
     from gradexplorer.core.snapshot.read import Snapshot, read_snapshot

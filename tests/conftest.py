@@ -7,7 +7,8 @@ import sys
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("MPLBACKEND", "Agg")
-# the statistics kernels' first use waits for them (core/kernel_warmup.py): every test's figures
+# the statistics kernels' first use waits for them (core/stats/backends/kernel_warmup.py):
+# every test's figures
 # from Numba from its first step, as before; tests/test_stats_warmup.py checks the fallback
 os.environ.setdefault("GRADEXPLORER_KERNELS", "wait")
 

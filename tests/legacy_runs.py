@@ -7,7 +7,7 @@ import shutil
 import sqlite3
 from pathlib import Path
 
-from gradexplorer.core.recorder import schema as S
+from gradexplorer.core.runs import schema as S
 
 FIXTURE = Path(__file__).resolve().parent / "data" / "run_v2"  # tests/data/make_run_v2.py
 

@@ -20,7 +20,7 @@ from torch import nn
 
 import gradexplorer as gx
 from gradexplorer.core.diagnose import spike_warmup
-from gradexplorer.core.stats import stats_warmup
+from gradexplorer.core.stats.backends import warmup as stats_warmup
 
 WARMUP_THREAD = "gradexplorer-spike-kernels"
 compiled: list[str] = []  # the threads that compiled a spike kernel

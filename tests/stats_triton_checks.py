@@ -1,4 +1,4 @@
-"""The Triton kernels (``core/stats/triton_stats.py``) == the eager fused path == float64 numpy.
+"""The Triton kernels (``core/stats/backends/triton/stats.py``) == the eager fused path == float64 numpy.
 
 Run by ``tests/test_stats_triton.py`` in a subprocess started with ``TRITON_INTERPRET=1``:
 Triton builds its own library (``tl.sum``, ``tl.min``, ...) for one mode when it is imported,
@@ -22,9 +22,10 @@ if os.environ.get("TRITON_INTERPRET") != "1":
     pytest.skip("needs TRITON_INTERPRET=1 before triton is imported (tests/test_stats_triton.py)",
                 allow_module_level=True)
 
-from gradexplorer.core.stats import fused, fused_bins, triton_stats  # noqa: E402
-from gradexplorer.core.stats import raw as C  # noqa: E402
-from gradexplorer.core.stats.backend_torch import FusedTorch  # noqa: E402
+from gradexplorer.core.stats.backends import raw as C  # noqa: E402
+from gradexplorer.core.stats.backends.torch import fused, fused_bins  # noqa: E402
+from gradexplorer.core.stats.backends.torch.grouped import FusedTorch  # noqa: E402
+from gradexplorer.core.stats.backends.triton import stats as triton_stats  # noqa: E402
 from gradexplorer.session import GradientMonitor, gradient_stats  # noqa: E402
 
 EXACT = [C.MIN, C.MAX, C.ZEROS, C.NANS, C.INFS, C.FINITE, C.SCALE, C.SHIFT]

@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 import gradexplorer as gx
-from gradexplorer.core.stats import accumulation_probe as A
+from gradexplorer.core.steps import probe as A
 
 
 def make_model():

@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 import gradexplorer as gx
-from gradexplorer.core import errors
+from gradexplorer.core.messages import errors
 
 
 @pytest.fixture(autouse=True)

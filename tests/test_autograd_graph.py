@@ -8,9 +8,9 @@ import pytest
 import torch
 from torch import nn
 
-from gradexplorer.core.errors import UserError
 from gradexplorer.core.graph.attribution import ModuleAttribution
 from gradexplorer.core.graph.extract import extract_graph, hide_hook_nodes, trace_backward_graph
+from gradexplorer.core.messages.errors import UserError
 from gradexplorer.core.model.spec import ModelOptions, load_workload
 from gradexplorer.core.session.engine import SessionConfig, TrainingSession
 

@@ -4,7 +4,7 @@ steps read as the steps the recorder's writer wrote, shifted."""
 import numpy as np
 
 import gradexplorer as gx
-from gradexplorer.core.recorder.run_history import RunHistory
+from gradexplorer.core.runs.history import RunHistory
 from tests.script_helpers import load_script
 
 

@@ -9,8 +9,8 @@ import re
 
 import pytest
 
-from gradexplorer.core.bounded_json import load_bounded, nesting_depth
-from gradexplorer.core.errors import UserError
+from gradexplorer.core.files.bounded_json import load_bounded, nesting_depth
+from gradexplorer.core.messages.errors import UserError
 
 STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
 

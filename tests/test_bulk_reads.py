@@ -1,4 +1,4 @@
-"""Whole-run reads (``run_columns``, ``figure_block``) give what the per-step reads give, on
+"""Whole-run reads (``runs.columns``, ``figure_block``) give what the per-step reads give, on
 real runs: clipped, with a NaN/Inf step, with a skipped step, with histograms on a cadence, and
 written without a ledger; the TensorBoard events written directly read back equal."""
 
@@ -13,8 +13,8 @@ from torch import nn
 from watched_loop import clipped_run
 
 import gradexplorer as gx
-from gradexplorer.core.recorder.run_columns import decode_histograms, histogram_rows, step_blocks
-from gradexplorer.core.recorder.run_history import RunHistory
+from gradexplorer.core.runs.columns import decode_histograms, histogram_rows, step_blocks
+from gradexplorer.core.runs.history import RunHistory
 from gradexplorer.core.stats.records import whole_figure
 from tests.share_helpers import write_run
 

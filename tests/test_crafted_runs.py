@@ -14,8 +14,8 @@ import torch
 from torch import nn
 
 import gradexplorer as gx
-from gradexplorer.core.recorder import schema as S
-from gradexplorer.core.recorder.validate import LEAN_TABLES, OPTIONAL_TABLES, READER_TABLES
+from gradexplorer.core.runs import schema as S
+from gradexplorer.core.runs.validate import LEAN_TABLES, OPTIONAL_TABLES, READER_TABLES
 from tests.legacy_runs import legacy_run
 
 DEEP = "[" * 100_000 + "]" * 100_000
@@ -283,7 +283,7 @@ def test_an_older_damaged_step_is_one_line_from_export_report_and_run_history(
 def test_the_sql_check_of_a_stored_value_is_the_python_one(value, column):
     """The run-wide reads check values inside SQL (``validate.sql_test``); what it accepts is
     exactly what ``validate.figure``/``count`` accept for the same stored value."""
-    from gradexplorer.core.recorder import validate as V
+    from gradexplorer.core.runs import validate as V
 
     db = sqlite3.connect(":memory:")
     db.execute(f"CREATE TABLE t ({column})")

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from gradexplorer.core.deep_stack import DEEP_STACK_BYTES, run_with_deep_stack
+from gradexplorer.core.graph.deep_stack import DEEP_STACK_BYTES, run_with_deep_stack
 
 
 def test_the_issue_case_of_20000_blocks_is_drawn(tmp_path):

@@ -6,7 +6,7 @@ import functools
 import pytest
 
 import gradexplorer as gx
-from gradexplorer.core.recorder.divergence import relative_gap
+from gradexplorer.core.runs.divergence import relative_gap
 from tests.script_helpers import load_script
 
 K = 4

@@ -6,7 +6,7 @@ import threading
 import pytest
 import torch
 
-from gradexplorer.core.errors import UserError
+from gradexplorer.core.messages.errors import UserError
 from gradexplorer.core.model.spec import ModelOptions, load_workload
 from gradexplorer.core.session.devices import available_devices, resolve_device, unavailable_devices
 from gradexplorer.core.session.engine import RunControl, SessionConfig, TrainingSession, run_steps

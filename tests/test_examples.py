@@ -5,7 +5,7 @@ import dataclasses
 import pytest
 import torch
 
-from gradexplorer.core.errors import UserError
+from gradexplorer.core.messages.errors import UserError
 from gradexplorer.core.model.examples import EXAMPLES
 from gradexplorer.core.model.examples.digits import load_digits
 from gradexplorer.core.model.spec import load_workload

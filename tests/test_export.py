@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import gradexplorer as gx
-from gradexplorer.core.recorder.run_history import RunHistory
+from gradexplorer.core.runs.history import RunHistory
 from gradexplorer.core.share.tensorboard_events import tensorboard_buckets
 from gradexplorer.core.stats.records import STAT_FIELDS, Histogram, whole_figure
 from tests.share_helpers import write_run

@@ -10,7 +10,7 @@ from spike_helpers import train
 from torch import nn
 
 import gradexplorer as gx
-from gradexplorer.core.recorder.run_history import RunHistory
+from gradexplorer.core.runs.history import RunHistory
 from tests.test_export import tensorboard_reader
 
 INJECT = 120  # the spike's step; with --stride 10 the kept steps are 1, 11, …, 111, 121, …

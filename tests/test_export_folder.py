@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from gradexplorer.commands.export_options import WARN_BYTES, warn_about_size
-from gradexplorer.core.errors import UserError
+from gradexplorer.core.messages.errors import UserError
 from gradexplorer.core.model.spec import load_workload
 from gradexplorer.core.session.engine import SessionConfig, TrainingSession
 from gradexplorer.core.snapshot.export_dir import ExportFolder

@@ -164,7 +164,7 @@ def test_edges_match_linspace_and_sparkline():
 
 
 def test_auto_backend_is_numba_on_cpu_and_torch_without_it(monkeypatch):
-    from gradexplorer.core.stats import monitor_backends as grad_stats
+    from gradexplorer.core.stats.backends import registry as grad_stats
 
     session = make_session()
     monitor = GradientMonitor()

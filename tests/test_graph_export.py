@@ -9,10 +9,10 @@ from pathlib import Path
 import networkx as nx
 import pytest
 
-from gradexplorer.core.errors import UserError
 from gradexplorer.core.graph.export.files import export_graph
 from gradexplorer.core.graph.extract import trace_backward_graph
 from gradexplorer.core.graph.layout.positions import layout_drawing
+from gradexplorer.core.messages.errors import UserError
 from gradexplorer.core.model.spec import ModelOptions, load_workload
 from gradexplorer.core.session.engine import SessionConfig, TrainingSession
 

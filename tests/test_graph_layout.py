@@ -8,7 +8,6 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from gradexplorer.core.errors import UserError
 from gradexplorer.core.graph.collapse import (
     collapse_by_module,
     expansions_to_reveal,
@@ -28,6 +27,7 @@ from gradexplorer.core.graph.layout.positions import (
     layout_graph,
 )
 from gradexplorer.core.graph.style import node_width
+from gradexplorer.core.messages.errors import UserError
 from gradexplorer.core.model.spec import ModelOptions, load_workload
 from gradexplorer.core.session.engine import SessionConfig, TrainingSession
 

@@ -148,7 +148,7 @@ def test_a_bad_model_file_shows_an_error_and_the_app_keeps_going(qtbot, make_win
 
 
 def test_open_model_dialog_builds_specs(qtbot, tmp_path):
-    from gradexplorer.core.errors import UserError
+    from gradexplorer.core.messages.errors import UserError
     from gradexplorer.gui.dialogs.open_model_dialog import OpenModelDialog
 
     dialog = OpenModelDialog(None, "example:lenet")

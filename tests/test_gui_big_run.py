@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 import gradexplorer as gx
-from gradexplorer.core.recorder.run import Run
+from gradexplorer.core.runs.run import Run
 from tests.gui_helpers import TIMEOUT_MS
 
 STEPS = 12

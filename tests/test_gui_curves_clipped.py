@@ -118,7 +118,7 @@ def test_a_run_that_neither_clips_nor_scales_shows_one_norm_curve(qtbot, make_wi
 
 
 def test_an_overlaid_clipped_run_draws_its_accumulated_norm(tmp_path):
-    from gradexplorer.core.recorder.run_history import RunHistory
+    from gradexplorer.core.runs.history import RunHistory
     from gradexplorer.gui.models.run_overlay import HistorySource
 
     clipped_run(tmp_path / "run")
@@ -136,7 +136,7 @@ def test_a_scaled_run_s_norm_is_divided_by_its_scale(qtbot, tmp_path, monkeypatc
     import pandas as pd
     from PySide6.QtWidgets import QFileDialog
 
-    from gradexplorer.core.recorder.run_history import RunHistory
+    from gradexplorer.core.runs.history import RunHistory
     from gradexplorer.gui.models.run_overlay import HistorySource
 
     torch.manual_seed(0)

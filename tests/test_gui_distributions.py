@@ -108,7 +108,7 @@ def test_rankings_in_core():
 
 
 def test_bands_of_a_run_directory_cover_the_whole_run(qtbot, tmp_path):
-    from gradexplorer.core.recorder.run_history import RunHistory
+    from gradexplorer.core.runs.history import RunHistory
     from gradexplorer.core.stats.history import GradientHistory
     from tests.share_helpers import write_run
 

@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 import gradexplorer as gx
-from gradexplorer.core.recorder.run_history import RunHistory
+from gradexplorer.core.runs.history import RunHistory
 from gradexplorer.core.stats.history import GradientHistory
 from gradexplorer.gui.models.selection import SelectionModel
 from gradexplorer.gui.models.timeline import TimelineModel

@@ -123,7 +123,7 @@ def test_a_step_not_binned_never_reads_as_an_empty_column(qtbot, make_window):
 def test_a_run_directory_keeps_each_steps_nan_inf_count_for_the_heat_map(tmp_path):
     """A followed run's heat map reads the same NaN/Inf counts as the live history."""
     import gradexplorer as gx
-    from gradexplorer.core.recorder.run_history import RunHistory
+    from gradexplorer.core.runs.history import RunHistory
     from tests.data.nan_sqrt_model import build
 
     work = build()

@@ -225,7 +225,7 @@ def test_a_damaged_figure_is_one_line_in_the_tab(qtbot, make_window, tmp_path):
     clipped_run(tmp_path / "run", "adam")
     with sqlite3.connect(tmp_path / "run" / "run.sqlite") as db:
         db.execute("UPDATE param_step_rows SET exp_avg_norm = 'garbage' WHERE step = 2")
-    from gradexplorer.core.errors import UserError
+    from gradexplorer.core.messages.errors import UserError
 
     with gx.open_run(tmp_path / "run") as run, pytest.raises(UserError, match="garbage"):
         gx.runs.RunHistory(run).optimizer_series("0.weight")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 
 import gradexplorer as gx
-from gradexplorer.core.recorder.run import Run
+from gradexplorer.core.runs.run import Run
 from tests.gui_helpers import TIMEOUT_MS
 from tests.watched_loop import make, train
 

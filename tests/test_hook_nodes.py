@@ -6,8 +6,8 @@ import networkx as nx
 import pytest
 
 from gradexplorer import TrainingSession, load_workload
-from gradexplorer.core.errors import UserError
 from gradexplorer.core.graph.hook_nodes import add_hook_nodes, remove_hook_nodes
+from gradexplorer.core.messages.errors import UserError
 from gradexplorer.graph import trace_backward_graph
 from gradexplorer.hooks import HookRegistry
 from gradexplorer.session import SessionConfig

@@ -9,8 +9,8 @@ import pytest
 import torch
 from torch import nn
 
-from gradexplorer.core.errors import UserError
 from gradexplorer.core.hooks import HookRegistry, hookable_modules
+from gradexplorer.core.messages.errors import UserError
 from gradexplorer.core.session.engine import SessionConfig, TrainingSession
 from tests.hooks_helpers import (
     GradRecorder,

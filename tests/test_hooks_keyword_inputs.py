@@ -12,8 +12,8 @@ import torch
 from torch import nn
 
 from gradexplorer import trace
-from gradexplorer.core.errors import UserError
 from gradexplorer.core.hooks.hookable import NO_GRAD_INPUTS
+from gradexplorer.core.messages.errors import UserError
 from gradexplorer.hooks import HookRegistry, hookable_modules
 
 NAMES = ("a", "b", "c", "g")

@@ -7,7 +7,7 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
-from gradexplorer.core.errors import UserError
+from gradexplorer.core.messages.errors import UserError
 from gradexplorer.core.model.examples.lenet import LeNet
 from gradexplorer.core.model.spec import ModelOptions, load_workload, parse_shape
 from gradexplorer.core.session.engine import SessionConfig, TrainingSession

@@ -12,9 +12,10 @@ from stats_reference import assert_matches, monitored_step
 from torch import nn
 
 import gradexplorer as gx
-from gradexplorer.core.stats import backend_cpu, fused_bins
-from gradexplorer.core.stats import raw as C
-from gradexplorer.core.stats.update_tracker import UpdateTracker
+from gradexplorer.core.stats.backends import raw as C
+from gradexplorer.core.stats.backends.numba import cpu as backend_cpu
+from gradexplorer.core.stats.backends.numba.update_ratio import UpdateTracker
+from gradexplorer.core.stats.backends.torch import fused_bins
 
 BAD = 13.0  # the gradient of the parameter whose histogram fails
 

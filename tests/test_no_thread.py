@@ -11,8 +11,8 @@ import torch
 from torch import nn
 
 import gradexplorer as gx
-from gradexplorer.core.deep_stack import run_with_deep_stack
-from gradexplorer.core.stats import stats_worker
+from gradexplorer.core.graph.deep_stack import run_with_deep_stack
+from gradexplorer.core.stats.backends.numba import worker as stats_worker
 
 
 @pytest.fixture

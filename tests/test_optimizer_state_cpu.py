@@ -8,8 +8,8 @@ import pytest
 import torch
 from torch import nn
 
-from gradexplorer.core.stats import kernels_at
 from gradexplorer.core.stats import optimizer_state as S
+from gradexplorer.core.stats.backends.numba import kernels_in_place as kernels_at
 
 
 def trained(kind: str):

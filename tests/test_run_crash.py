@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 import gradexplorer as gx
-from gradexplorer.core.recorder.write_thread import BATCH, CAPACITY
+from gradexplorer.core.runs.write_thread import BATCH, CAPACITY
 
 ROOT = Path(__file__).resolve().parents[1]
 

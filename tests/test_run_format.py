@@ -13,8 +13,8 @@ import torch
 from torch import nn
 
 import gradexplorer as gx
-from gradexplorer.core.recorder import histogram_rows as H
-from gradexplorer.core.recorder import schema as S
+from gradexplorer.core.runs import histogram_rows as H
+from gradexplorer.core.runs import schema as S
 from tests.legacy_runs import FIXTURE, fixture_copy
 from tests.script_helpers import load_script
 

@@ -12,7 +12,7 @@ import torch
 from torch import nn
 
 import gradexplorer as gx
-from gradexplorer.core.recorder import histogram_rows as H
+from gradexplorer.core.runs import histogram_rows as H
 from tests.legacy_runs import legacy_run
 
 QUERY = "SELECT name, edges, counts, nan_count, inf_count, below, above FROM histograms WHERE step = ?"

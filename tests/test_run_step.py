@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 import gradexplorer as gx
-from gradexplorer.core.errors import UserError
+from gradexplorer.core.messages.errors import UserError
 
 
 def test_one_step_record_holds_the_steps_figures_ledger_and_optimizer_state(tmp_path):

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 import gradexplorer as gx
-from gradexplorer.core.errors import UserError
+from gradexplorer.core.messages.errors import UserError
 from gradexplorer.core.stack.assembly import SessionStack
 from gradexplorer.core.stack.observer import SessionObserver
 

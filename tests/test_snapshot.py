@@ -10,7 +10,7 @@ import torch
 from grad_helpers import make_session
 from safetensors.torch import load_file
 
-from gradexplorer.core.errors import UserError
+from gradexplorer.core.messages.errors import UserError
 from gradexplorer.core.snapshot import read_snapshot, write_snapshot
 from gradexplorer.core.snapshot import write as snapshot_write
 from gradexplorer.core.stats.monitor import GradientMonitor

@@ -14,7 +14,7 @@ import pytest
 
 from gradexplorer.core.diagnose import spike_band, spike_warmup
 from gradexplorer.core.diagnose.spikes import SpikeDetector
-from gradexplorer.core.kernel_warmup import WAIT_VARIABLE, KernelWarmup
+from gradexplorer.core.stats.backends.kernel_warmup import WAIT_VARIABLE, KernelWarmup
 
 ROOT = Path(__file__).resolve().parents[1]
 

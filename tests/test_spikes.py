@@ -11,7 +11,7 @@ from spike_helpers import sample_ids, train
 import gradexplorer as gx
 from gradexplorer.core.diagnose.spike_band import RollingBands, SpikeSettings, log_scale
 from gradexplorer.core.diagnose.spikes import SpikeDetector
-from gradexplorer.core.errors import UserError
+from gradexplorer.core.messages.errors import UserError
 
 INJECT = 120
 
@@ -146,7 +146,7 @@ def test_the_apps_session_tells_spikes_to_the_event_log():
 
 
 def test_per_sample_losses_leave_the_device_only_on_a_flagged_step(tmp_path, monkeypatch):
-    from gradexplorer.core.recorder import spike_log
+    from gradexplorer.core.watch import spike_log
 
     calls = []
     original = spike_log.top_samples

@@ -10,9 +10,9 @@ import pytest
 import torch
 from degenerate_grads import DTYPES, run_cases
 
-from gradexplorer.core.stats import triton_stats
-from gradexplorer.core.stats.backend_torch import FusedTorch
-from gradexplorer.core.stats.raw import DSQ, DSUM, NSQ
+from gradexplorer.core.stats.backends.raw import DSQ, DSUM, NSQ
+from gradexplorer.core.stats.backends.torch.grouped import FusedTorch
+from gradexplorer.core.stats.backends.triton import stats as triton_stats
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 

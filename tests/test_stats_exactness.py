@@ -220,7 +220,7 @@ def test_fused_bins_are_exact_at_every_edge(dtype):
 def test_a_device_without_float64_is_computed_on_host_copies(monkeypatch):
     """MPS has no float64: its gradients and weights go to the host in one copy per group and
     give the very figures the device path gives elsewhere."""
-    from gradexplorer.core.stats import backend_torch
+    from gradexplorer.core.stats.backends.torch import grouped as backend_torch
 
     def step():
         torch.manual_seed(3)

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 import torch
 
-from gradexplorer.core.stats import backend_at as A
-from gradexplorer.core.stats import backend_cpu as C
+from gradexplorer.core.stats.backends.numba import cpu as C
+from gradexplorer.core.stats.backends.numba import in_place as A
 
 SHAPES = [(256, 256), (256, 3), (1,), (0,), (70000,), (5,), (3, 3)]
 EXPONENTS = (0, 3, -30, 0, 0, 0, 0)  # each tensor's magnitude, 10**e

@@ -5,9 +5,9 @@ path gives (the same kernels, read as float64)."""
 import numpy as np
 import pytest
 
-from gradexplorer.core.stats import kernels as K
-from gradexplorer.core.stats import kernels32 as K32
-from gradexplorer.core.stats.raw import INFS, MOMENT_COLUMNS, NANS
+from gradexplorer.core.stats.backends.numba import kernels as K
+from gradexplorer.core.stats.backends.numba import kernels32 as K32
+from gradexplorer.core.stats.backends.raw import INFS, MOMENT_COLUMNS, NANS
 
 VALUES = np.array([0.0, -0.0, 1e-45, -1e-45, 1.0, -1.0, 2.5, -3e38, 3e38, 1e-38, -1e-38], np.float32)
 

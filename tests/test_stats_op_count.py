@@ -54,7 +54,7 @@ def test_overlap_adds_no_op_on_the_cpu():
 
 def test_device_count_equals_the_cpu_bincount():
     """The index_add_ count used on devices (bincount would sync there) equals bincount."""
-    from gradexplorer.core.stats.fused_bins import count_slots
+    from gradexplorer.core.stats.backends.torch.fused_bins import count_slots
 
     slot = torch.randint(0, 9, (40, 16), generator=torch.Generator().manual_seed(0))
     slot = (slot + torch.arange(40)[:, None] * 9).int()

@@ -8,8 +8,8 @@ import pytest
 import torch
 from degenerate_grads import MAGNITUDES, _values
 
-from gradexplorer.core.stats import backend_cpu
-from gradexplorer.core.stats import step_arrays as R
+from gradexplorer.core.stats.backends import step_arrays as R
+from gradexplorer.core.stats.backends.numba import cpu as backend_cpu
 from gradexplorer.core.stats.records import ParamStats
 
 

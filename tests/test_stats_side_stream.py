@@ -163,7 +163,7 @@ def test_side_stream_order_of_waits_without_a_gpu(monkeypatch):
     and the current stream waits for it at the handoff; the current stream comes back after."""
     from contextlib import contextmanager
 
-    from gradexplorer.core.stats.side_stream import SideStreams
+    from gradexplorer.core.stats.backends.torch.side_stream import SideStreams
 
     log: list[str] = []
     made = []
@@ -223,8 +223,9 @@ def test_every_copy_comes_before_the_handoff_and_every_statistic_after(monkeypat
     are copied after the statistics (the gradients' buffers are still in the CPU's caches)."""
     from contextlib import contextmanager
 
-    from gradexplorer.core.stats import backend_torch, fused
-    from gradexplorer.core.stats.blocks import Blocks
+    from gradexplorer.core.stats.backends.torch import fused
+    from gradexplorer.core.stats.backends.torch import grouped as backend_torch
+    from gradexplorer.core.stats.backends.torch.blocks import Blocks
 
     log: list[str] = []
 

@@ -20,8 +20,8 @@ from test_stats_op_count import OpCounter
 
 pytest.importorskip("triton", minversion="3.0")
 
-from gradexplorer.core.stats import triton_stats  # noqa: E402
-from gradexplorer.core.stats.backend_torch import FusedTorch  # noqa: E402
+from gradexplorer.core.stats.backends.torch.grouped import FusedTorch  # noqa: E402
+from gradexplorer.core.stats.backends.triton import stats as triton_stats  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -76,7 +76,7 @@ def test_the_torch_side_is_a_fixed_number_of_ops_with_no_sync(monkeypatch):
 
 
 def compiled(kernel, dtype: str, block: int, arch: int, bins: int | None = None):
-    """``kernel`` compiled for ``sm_{arch}`` with the options ``triton_stats`` launches it with."""
+    """``kernel`` compiled for ``sm_{arch}`` with the options ``triton.stats`` launches it with."""
     from triton import compile as compile_kernel
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource

@@ -15,8 +15,8 @@ import pytest
 import torch
 from torch import nn
 
-from gradexplorer.core.kernel_warmup import WAIT_VARIABLE
-from gradexplorer.core.stats import stats_warmup
+from gradexplorer.core.stats.backends import warmup as stats_warmup
+from gradexplorer.core.stats.backends.kernel_warmup import WAIT_VARIABLE
 from gradexplorer.core.stats.monitor import GradientMonitor
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -17,8 +17,8 @@ import torch
 from torch import nn
 
 import gradexplorer as gx
-from gradexplorer.core.stats import backend_at as BA
-from gradexplorer.core.stats import stats_worker as W
+from gradexplorer.core.stats.backends.numba import in_place as BA
+from gradexplorer.core.stats.backends.numba import worker as W
 from gradexplorer.core.stats.histogram import parse_hist_range
 
 pytestmark = pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2,

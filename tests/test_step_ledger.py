@@ -276,7 +276,7 @@ def test_accumulated_norms_device_path_is_flat_in_the_parameter_count_and_never_
     import importlib.util
     from pathlib import Path
 
-    from gradexplorer.core.stats.accumulated import grad_norms
+    from gradexplorer.core.steps.accumulated import grad_norms
 
     spec = importlib.util.spec_from_file_location(
         "bench_histograms", Path(__file__).resolve().parents[1] / "bench" / "histograms.py")

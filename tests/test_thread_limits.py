@@ -32,7 +32,7 @@ _SCRIPT = textwrap.dedent("""
     if sys.argv[2] == "queue":
         queue.request(lambda: sum(range(1000)))
     else:  # the training thread: its job's result comes back, or one line says why not
-        from gradexplorer.core.errors import UserError
+        from gradexplorer.core.messages.errors import UserError
         from gradexplorer.gui.session.controller import SessionController
 
         try:

@@ -154,9 +154,9 @@ def test_bad_arguments_are_one_line_errors(tmp_path):
 
 def test_shard_counts_agree_between_backends():
     """FSDP2's local histogram on the global edges: Numba and torch binning give the same."""
-    from gradexplorer.core.recorder.sharded import local_counts
+    from gradexplorer.core.stats.backends.registry import make_backend
     from gradexplorer.core.stats.histogram import histogram_edges
-    from gradexplorer.core.stats.monitor_backends import make_backend
+    from gradexplorer.core.watch.sharded import local_counts
 
     g = torch.Generator().manual_seed(3)
     local = [torch.randn(300, generator=g), torch.randn(0), torch.randn(7, 5, generator=g).reshape(-1)]

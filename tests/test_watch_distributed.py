@@ -9,7 +9,7 @@ import torch.multiprocessing as mp
 from distributed_helpers import STEPS, single_process, worker
 
 import gradexplorer as gx
-from gradexplorer.core.recorder.schema import PARAM_STEP_FIELDS
+from gradexplorer.core.runs.schema import PARAM_STEP_FIELDS
 
 BINS = 16
 
@@ -76,7 +76,7 @@ def attributed_ops(run):
 
 
 def test_per_rank_norms_catch_ranks_that_disagree(two_rank_runs):
-    from gradexplorer.core.recorder.per_rank import spread
+    from gradexplorer.core.watch.per_rank import spread
 
     run = gx.open_run(two_rank_runs / "per-rank")
     synced = run.rank_norms(STEPS - 1)

@@ -12,7 +12,7 @@ from torch import nn
 import gradexplorer as gx
 from gradexplorer.core.graph.collapse import readable_view
 from gradexplorer.core.graph.export.files import node_link_json
-from gradexplorer.core.recorder.schema import database_path
+from gradexplorer.core.runs.schema import database_path
 from gradexplorer.gui.runs.run_view import recorded_graph
 from tests.gui_helpers import TIMEOUT_MS
 
@@ -156,7 +156,7 @@ def test_backward_root_is_found_from_another_thread_as_from_a_devices_worker():
     that called backward waits in torch's entry point: the root is read from that thread."""
     import threading
 
-    from gradexplorer.core.recorder.graph_capture import backward_root
+    from gradexplorer.core.watch.graph_capture import backward_root
 
     x = torch.randn(4, requires_grad=True)
     loss = (x.sin() * 3).sum()

@@ -254,7 +254,7 @@ def test_complex_parameters_are_measured_over_both_parts(tmp_path):
 
 
 def test_a_run_that_will_pass_2_gb_says_so_once(tmp_path, monkeypatch):
-    from gradexplorer.core.recorder import store
+    from gradexplorer.core.runs import writer as store
 
     monkeypatch.setattr(store, "WARN_BYTES", 2 * 10**8)  # 0.2 GB: a byte a count, 0.3 MB a step
     big = nn.Sequential(*[nn.Linear(2, 2) for _ in range(40)])  # 80 tensors x 4096 bins

@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 import gradexplorer as gx
-from gradexplorer.core.errors import UserError
+from gradexplorer.core.messages.errors import UserError
 
 
 def train(run_dir, after_step3, steps: int = 8, **options) -> tuple[list[str], list[float]]:

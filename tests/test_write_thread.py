@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 import gradexplorer as gx
-from gradexplorer.core.recorder import write_thread as W
+from gradexplorer.core.runs import write_thread as W
 
 
 def make_model():

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from gradexplorer.commands.common import load_from_args
 from gradexplorer.commands.hook_options import parse_hook_option
-from gradexplorer.core.errors import UserError
+from gradexplorer.core.messages.errors import UserError
 from gradexplorer.core.session.config import SessionConfig
 
 if TYPE_CHECKING:

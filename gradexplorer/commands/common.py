@@ -7,7 +7,7 @@ import os
 from typing import TYPE_CHECKING
 
 from gradexplorer.commands.flag_values import non_empty, real_number, shape, whole_number
-from gradexplorer.core.errors import UserError
+from gradexplorer.core.messages.errors import UserError
 from gradexplorer.core.model.options import DEFAULT_SPEC, ModelOptions, parse_shape
 from gradexplorer.core.session.config import OPTIMIZERS, SessionConfig
 

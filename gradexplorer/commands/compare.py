@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING
 
 from gradexplorer.commands.flag_values import whole_number
 from gradexplorer.commands.table_text import number, table
-from gradexplorer.core.errors import UserError
-from gradexplorer.core.printable import printable
-from gradexplorer.core.recorder.schema import is_run_dir
+from gradexplorer.core.messages.errors import UserError
+from gradexplorer.core.messages.printable import printable
+from gradexplorer.core.runs.schema import is_run_dir
 
 if TYPE_CHECKING:
     from gradexplorer.core.snapshot import ParamComparison

@@ -6,7 +6,7 @@ import argparse
 
 from gradexplorer.commands.flag_values import real_number, whole_number
 from gradexplorer.commands.table_text import number, table
-from gradexplorer.core.recorder.divergence import DEFAULT_TOL
+from gradexplorer.core.runs.divergence import DEFAULT_TOL
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -22,9 +22,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def diverge_command(args: argparse.Namespace) -> int:
-    from gradexplorer.core.recorder.compare import compare_run_steps
-    from gradexplorer.core.recorder.divergence import find_divergence
-    from gradexplorer.core.recorder.run import open_run
+    from gradexplorer.core.runs.compare import compare_run_steps
+    from gradexplorer.core.runs.divergence import find_divergence
+    from gradexplorer.core.runs.run import open_run
 
     a, b = open_run(args.a), open_run(args.b)
     result = find_divergence(a, b, args.tol)

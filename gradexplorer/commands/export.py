@@ -7,7 +7,7 @@ import argparse
 from gradexplorer.commands.flag_values import name_list, whole_number
 from gradexplorer.commands.progress import ProgressLines
 from gradexplorer.commands.renamed_flags import add_renamed
-from gradexplorer.core.errors import UserError
+from gradexplorer.core.messages.errors import UserError
 from gradexplorer.core.stats import STAT_FIELDS
 
 TARGETS = ("tensorboard", "csv", "parquet", "wandb")
@@ -53,9 +53,9 @@ def flagged_line(flagged: dict[int, list[str]], stride: int, shown: int = 10) ->
 
 
 def export_command(args: argparse.Namespace) -> int:
-    from gradexplorer.core.output_path import check_output_file, check_output_folder
-    from gradexplorer.core.recorder.run import open_run
-    from gradexplorer.core.recorder.run_history import RunHistory
+    from gradexplorer.core.files.output_path import check_output_file, check_output_folder
+    from gradexplorer.core.runs.history import RunHistory
+    from gradexplorer.core.runs.run import open_run
     from gradexplorer.core.share.selection import select
 
     if args.target in ("csv", "parquet"):

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from gradexplorer.commands.flag_values import whole_number
 from gradexplorer.commands.renamed_flags import add_renamed
-from gradexplorer.core.errors import UserError
+from gradexplorer.core.messages.errors import UserError
 
 if TYPE_CHECKING:  # (torch: imported when a run exports, not for --help)
     from gradexplorer.core.snapshot.export_dir import ExportFolder

@@ -11,7 +11,7 @@ import argparse
 import math
 from collections.abc import Callable
 
-from gradexplorer.core.errors import UserError
+from gradexplorer.core.messages.errors import UserError
 
 MAX_WHOLE = 1 << 30  # no count, step or size a flag takes comes near this
 

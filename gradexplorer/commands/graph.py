@@ -11,11 +11,11 @@ from gradexplorer.commands.common import add_model_arguments, load_from_args
 from gradexplorer.commands.flag_values import whole_number
 from gradexplorer.commands.gui import display_problem
 from gradexplorer.commands.hook_options import add_hook_arguments, attach_hooks_from_args
-from gradexplorer.core.deep_stack import run_with_deep_stack
-from gradexplorer.core.errors import UserError
+from gradexplorer.core.files.output_path import check_output_file
+from gradexplorer.core.graph.deep_stack import run_with_deep_stack
 from gradexplorer.core.graph.export import EXPORT_FORMATS
 from gradexplorer.core.graph.layout import LAYOUTS
-from gradexplorer.core.output_path import check_output_file
+from gradexplorer.core.messages.errors import UserError
 
 FORMATS = (*EXPORT_FORMATS, ".png")
 

@@ -16,8 +16,8 @@ from gradexplorer.commands.common import (
 from gradexplorer.commands.flag_values import whole_number
 from gradexplorer.commands.hook_options import add_hook_arguments, parse_hook_option
 from gradexplorer.commands.overlay_options import add_live_overlay_arguments, check_live_overlay
-from gradexplorer.core.errors import UserError
-from gradexplorer.core.output_path import check_output_file
+from gradexplorer.core.files.output_path import check_output_file
+from gradexplorer.core.messages.errors import UserError
 from gradexplorer.core.session.config import SessionConfig
 
 

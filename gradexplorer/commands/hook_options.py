@@ -7,8 +7,8 @@ import sys
 from typing import TYPE_CHECKING, TextIO
 
 from gradexplorer.commands.flag_values import checked_by
-from gradexplorer.core.errors import UserError
 from gradexplorer.core.hooks import ACTION_HELP
+from gradexplorer.core.messages.errors import UserError
 
 if TYPE_CHECKING:
     from gradexplorer.core.hooks import HookRegistry

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 
 from gradexplorer.commands.common import add_model_arguments, load_from_args
-from gradexplorer.core.errors import UserError
 from gradexplorer.core.hooks import ACTION_HELP
+from gradexplorer.core.messages.errors import UserError
 
 
 def register(sub: argparse._SubParsersAction) -> None:

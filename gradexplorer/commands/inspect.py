@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING
 
 from gradexplorer.commands.flag_values import whole_number
 from gradexplorer.commands.table_text import number, table
-from gradexplorer.core.errors import UserError
 from gradexplorer.core.graph.style import format_shape
-from gradexplorer.core.recorder.schema import is_run_dir
+from gradexplorer.core.messages.errors import UserError
+from gradexplorer.core.runs.schema import is_run_dir
 
 if TYPE_CHECKING:
     from gradexplorer.core.snapshot import Snapshot

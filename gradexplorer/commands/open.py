@@ -43,8 +43,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def open_command(args: argparse.Namespace) -> int:
-    from gradexplorer.core.errors import UserError
-    from gradexplorer.core.recorder.schema import is_run_dir
+    from gradexplorer.core.messages.errors import UserError
+    from gradexplorer.core.runs.schema import is_run_dir
     from gradexplorer.core.snapshot import read_snapshot
 
     if is_run_dir(args.snapshot) or not_written_yet(args.snapshot):
@@ -68,7 +68,7 @@ def not_written_yet(path: Path) -> bool:
 
 def check_run(args: argparse.Namespace, read_run) -> None:
     """Refuse a damaged run, or a --spike step it has no event at, before any window opens."""
-    from gradexplorer.core.errors import UserError
+    from gradexplorer.core.messages.errors import UserError
 
     with read_run(args.snapshot) as run:
         run.check()
@@ -79,8 +79,8 @@ def check_run(args: argparse.Namespace, read_run) -> None:
 
 
 def open_run(args: argparse.Namespace) -> int:
-    from gradexplorer.core.errors import UserError
-    from gradexplorer.core.recorder.run import open_run as read_run
+    from gradexplorer.core.messages.errors import UserError
+    from gradexplorer.core.runs.run import open_run as read_run
 
     if args.compare is not None:
         raise UserError("--compare is for snapshots; compare runs with: gradexplorer compare A B "
@@ -93,7 +93,7 @@ def open_run(args: argparse.Namespace) -> int:
         check_run(args, read_run)
     check_overlay(args, read_run)
     if args.diverge is not None:
-        from gradexplorer.core.recorder.divergence import find_divergence
+        from gradexplorer.core.runs.divergence import find_divergence
 
         find_divergence(args.snapshot, args.diverge, 0.0 if args.tol is None else args.tol)
     prepare_window(args.screenshot, args.overwrite)

@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 
 from gradexplorer.commands.flag_values import whole_number
-from gradexplorer.core.errors import UserError
+from gradexplorer.core.messages.errors import UserError
 
 X_AXES = {"step": "step", "relative": "relative time", "wall": "wall time"}
 HEATMAP_AXES = {"fixed": "fixed", "per-step": "per step", "log": "log |g|"}
@@ -32,7 +32,7 @@ def add_overlay_arguments(parser: argparse.ArgumentParser) -> None:
 def check_overlay(args: argparse.Namespace, read_run) -> None:
     """Refuse, before any window opens, an added run that is not a readable run directory, a
     --select no run has, or a --reference out of range."""
-    from gradexplorer.core.recorder.schema import is_run_dir
+    from gradexplorer.core.runs.schema import is_run_dir
 
     names: set[str] = set()
     for path in [args.snapshot, *args.more]:
@@ -64,8 +64,8 @@ def add_live_overlay_arguments(parser: argparse.ArgumentParser) -> None:
 def check_live_overlay(args: argparse.Namespace) -> None:
     """Refuse an --overlay that is not a readable run directory before any window opens."""
     for path in args.overlay:
-        from gradexplorer.core.recorder.run import open_run  # (torch: only with --overlay)
-        from gradexplorer.core.recorder.schema import is_run_dir
+        from gradexplorer.core.runs.run import open_run  # (torch: only with --overlay)
+        from gradexplorer.core.runs.schema import is_run_dir
 
         if not is_run_dir(path):
             raise UserError(f"--overlay {str(path)!r}: not a run directory (no run.sqlite)")

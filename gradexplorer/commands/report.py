@@ -8,8 +8,8 @@ import time
 
 from gradexplorer.commands.flag_values import whole_number
 from gradexplorer.commands.progress import ProgressLines
-from gradexplorer.core.errors import UserError
-from gradexplorer.core.output_path import check_output_file
+from gradexplorer.core.files.output_path import check_output_file
+from gradexplorer.core.messages.errors import UserError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -31,7 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def report_command(args: argparse.Namespace) -> int:
-    from gradexplorer.core.recorder.run import open_run
+    from gradexplorer.core.runs.run import open_run
     from gradexplorer.core.share.report_html import write_report
 
     out = check_output_file(args.out, overwrite=args.overwrite)

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from gradexplorer.commands.table_text import number, table, update_ratio
-from gradexplorer.core.errors import UserError
 from gradexplorer.core.graph.style import format_shape
-from gradexplorer.core.printable import printable
-from gradexplorer.core.recorder.run import Run, open_run
+from gradexplorer.core.messages.errors import UserError
+from gradexplorer.core.messages.printable import printable
+from gradexplorer.core.runs.run import Run, open_run
 from gradexplorer.core.stats.histogram import sparkline
-from gradexplorer.core.stats.ledger import rolling_summary
 from gradexplorer.core.stats.optimizer_state import STATE_FIELDS, STATE_LABELS
 from gradexplorer.core.stats.records import whole_figures
+from gradexplorer.core.steps.ledger import rolling_summary
 
 
 def pick_step(run: Run, step: int | None) -> int:
@@ -74,7 +74,7 @@ def inspect_run(path: str, step: int | None, width: int) -> int:
               f"(gradexplorer spikes {run.path})")
     norms = run.rank_norms(step)
     if norms:
-        from gradexplorer.core.recorder.per_rank import spread
+        from gradexplorer.core.watch.per_rank import spread
 
         name, worst = max(spread(norms).items(), key=lambda kv: kv[1])
         print(f"per-rank norms of {len(norms)} ranks: largest spread {worst:.3g} ({printable(name)})"
@@ -106,7 +106,7 @@ def inspect_run(path: str, step: int | None, width: int) -> int:
 
 
 def compare_runs(path_a: str, path_b: str | None, steps: list[int] | None) -> int:
-    from gradexplorer.core.recorder.compare import compare_run_steps
+    from gradexplorer.core.runs.compare import compare_run_steps
 
     a = open_run(path_a)
     b = open_run(path_b) if path_b else a

@@ -6,8 +6,8 @@ import argparse
 
 from gradexplorer.commands.flag_values import whole_number
 from gradexplorer.commands.table_text import table
-from gradexplorer.core.errors import UserError
-from gradexplorer.core.printable import printable
+from gradexplorer.core.messages.errors import UserError
+from gradexplorer.core.messages.printable import printable
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -46,7 +46,7 @@ def event_lines(run, event, top: int) -> list[str]:
 
 
 def spikes_command(args: argparse.Namespace) -> int:
-    from gradexplorer.core.recorder.run import open_run
+    from gradexplorer.core.runs.run import open_run
 
     run = open_run(args.run)
     events = run.spike_events()

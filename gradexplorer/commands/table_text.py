@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from gradexplorer.core.number_text import format_number
-from gradexplorer.core.printable import printable
+from gradexplorer.core.messages.number_text import format_number
+from gradexplorer.core.messages.printable import printable
 
 
 def number(value: float | int | None, digits: int = 4) -> str:

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 
 from PySide6.QtWidgets import QFileDialog, QWidget
 
-from gradexplorer.core.errors import UserError
+from gradexplorer.core.messages.errors import UserError
 from gradexplorer.core.stats.curves import write_csv
 from gradexplorer.gui.errors import show_error
 

@@ -10,8 +10,8 @@ from PySide6.QtCore import QBuffer, QIODevice, QRectF, QSize, Qt
 from PySide6.QtGui import QImage, QPainter
 from PySide6.QtWidgets import QGraphicsScene
 
-from gradexplorer.core.atomic_file import write_atomic
-from gradexplorer.core.errors import UserError
+from gradexplorer.core.files.atomic_file import write_atomic
+from gradexplorer.core.messages.errors import UserError
 
 FORMATS = (".png", ".svg")
 MAX_SIDE = 8000
@@ -35,7 +35,7 @@ def image_bytes(image: QImage, suffix: str) -> bytes:
 
 
 def write_image(image: QImage, path: Path) -> Path:
-    """Save ``image`` atomically (``core.atomic_file``), its format chosen by the suffix."""
+    """Save ``image`` atomically (``core.files.atomic_file``), its format chosen by the suffix."""
     path = Path(path)
     write_atomic(path, image_bytes(image, path.suffix))
     return path

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from gradexplorer.core.errors import UserError
+from gradexplorer.core.messages.errors import UserError
 
 
 def check_qt_binding() -> None:

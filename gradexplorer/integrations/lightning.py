@@ -42,7 +42,7 @@ class GradexplorerLightningCallback(Callback):
 
     def on_fit_start(self, trainer, pl_module) -> None:
         if len(trainer.optimizers) != 1:
-            from gradexplorer.core.errors import UserError
+            from gradexplorer.core.messages.errors import UserError
 
             raise UserError("GradexplorerLightningCallback records one optimizer; "
                             f"this module has {len(trainer.optimizers)}")

@@ -26,7 +26,7 @@ class WatchSettings:
     @classmethod
     def of(cls, where: str, run_dir, stats_every: int, histogram_every: int, every, **kwargs):
         """The settings an adapter's arguments give (``every``: stats_every's old name)."""
-        from gradexplorer.core.errors import renamed
+        from gradexplorer.core.messages.errors import renamed
 
         stats_every = renamed(where, "every", "stats_every", every, stats_every, 1)
         return cls(run_dir, stats_every, histogram_every=histogram_every, **kwargs)
@@ -35,7 +35,7 @@ class WatchSettings:
         """A Recorder on the framework's torch optimizer: its step hooks (and the closure it is
         given) mark the two measuring points, as in a plain loop; ``step_number`` gives the
         trainer's number of the step under way; ``scaler``: the trainer's GradScaler."""
-        from gradexplorer.core.recorder.recorder import Recorder
+        from gradexplorer.core.watch.recorder import Recorder
 
         return Recorder(model, optimizer, self.run_dir, stats_every=self.stats_every,
                         histogram_every=self.histogram_every, bins=self.bins,

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gradexplorer.core.errors import UserError
+from gradexplorer.core.messages.errors import UserError
 
 MAD_TO_SIGMA = 1.4826  # σ of a normal distribution per unit of median absolute deviation
 

@@ -14,7 +14,7 @@ from psygnal import Signal
 
 from gradexplorer.core.diagnose.spike_band import SpikeSettings
 from gradexplorer.core.diagnose.spikes import SpikeDetector, SpikeEvent
-from gradexplorer.core.errors import emit_guarded, first_line
+from gradexplorer.core.messages.errors import emit_guarded, first_line
 
 
 class SpikeObserver:

@@ -6,7 +6,8 @@ installation or clone, a changed source — compiling them took 5.4 s on the 2-c
 a watched loop's first step with a run directory waited for it (loading them from a warm cache
 takes a fraction of a second, also on that step).
 
-Now a detector's first step starts the work on a thread (``core/kernel_warmup.py``; ``ready()``,
+Now a detector's first step starts the work on a thread
+(``core/stats/backends/kernel_warmup.py``; ``ready()``,
 which never waits, gives the kernels once they are ready, None until then) and does its steps
 with numpy's operations meanwhile: the same figures bit for bit (tests/test_spike_kernels.py),
 so no step is skipped or scored differently; the first steps cannot be flagged anyway while the
@@ -27,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from gradexplorer.core.diagnose.spike_band import RollingBands, SpikeSettings, spike_kernels
-from gradexplorer.core.kernel_warmup import KernelWarmup, index_files_exist
+from gradexplorer.core.stats.backends.kernel_warmup import KernelWarmup, index_files_exist
 
 
 def _cached() -> bool:

@@ -19,9 +19,9 @@ import networkx as nx
 import torch
 from torch import nn
 
-from gradexplorer.core.errors import UserError
 from gradexplorer.core.graph.attribution import ROOT, ModuleAttribution, compiled, parameter_names
 from gradexplorer.core.graph.source_lines import annotate_sources
+from gradexplorer.core.messages.errors import UserError
 from gradexplorer.core.model.training_state import preserved_state
 
 if TYPE_CHECKING:

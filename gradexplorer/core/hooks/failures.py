@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gradexplorer.core.errors import UserError
+from gradexplorer.core.messages.errors import UserError
 
 INPLACE_MARKERS = ("BackwardHookFunction", "inplace")
 

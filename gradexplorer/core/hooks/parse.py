@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 import zlib
 
-from gradexplorer.core.errors import UserError
 from gradexplorer.core.hooks.actions import ACTIONS, Action, Block, Clip, Noise, Observe, Once, Scale
 from gradexplorer.core.hooks.user_hook import UserHook
+from gradexplorer.core.messages.errors import UserError
 
 MAX_ACTION_NUMBER = 1e6  # |K|, NORM, STD: past this a hook only wrecks the run (inf/NaN)
 

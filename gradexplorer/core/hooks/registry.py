@@ -20,7 +20,6 @@ import torch
 from psygnal import Signal
 from torch import nn
 
-from gradexplorer.core.errors import UserError, emit_guarded, first_line
 from gradexplorer.core.hooks.actions import Action
 from gradexplorer.core.hooks.all_inputs_hook import AllInputsHookHandle, register_all_inputs_hook
 from gradexplorer.core.hooks.failures import (
@@ -41,6 +40,7 @@ from gradexplorer.core.hooks.hookable import (
 from gradexplorer.core.hooks.parse import parse_action
 from gradexplorer.core.hooks.probe import ModuleProbe, probe_modules
 from gradexplorer.core.hooks.user_hook import UserHook
+from gradexplorer.core.messages.errors import UserError, emit_guarded, first_line
 
 EVENT_KINDS = ("attached", "detached", "failed", "note")
 MAX_EVENTS = 1000

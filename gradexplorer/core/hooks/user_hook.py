@@ -8,10 +8,10 @@ from typing import Any
 
 import torch
 
-from gradexplorer.core.errors import UserError, first_line
 from gradexplorer.core.hooks.actions import Action
 from gradexplorer.core.hooks.failures import HookFailure
 from gradexplorer.core.hooks.hookable import display_name
+from gradexplorer.core.messages.errors import UserError, first_line
 from gradexplorer.core.model.user_code import find_callable, import_file, user_frame
 
 RETURN_RULE = "return None or a tuple with one entry (a tensor or None) per grad_input entry"

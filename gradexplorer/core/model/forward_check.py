@@ -7,7 +7,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from gradexplorer.core.errors import UserError, first_line
+from gradexplorer.core.messages.errors import UserError, first_line
 from gradexplorer.core.model.training_state import preserved_state
 from gradexplorer.core.model.workload import call_model
 

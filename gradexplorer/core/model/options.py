@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from gradexplorer.core.errors import UserError
+from gradexplorer.core.messages.errors import UserError
 
 DEFAULT_EXAMPLE = "digits"
 DEFAULT_SPEC = f"example:{DEFAULT_EXAMPLE}"

@@ -9,7 +9,7 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from gradexplorer.core.errors import UserError, first_line
+from gradexplorer.core.messages.errors import UserError, first_line
 from gradexplorer.core.model.examples import build_example
 from gradexplorer.core.model.forward_check import locate_forward_failure
 from gradexplorer.core.model.options import DEFAULT_SPEC, ModelOptions, parse_shape  # noqa: F401 - re-exported

@@ -12,7 +12,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from gradexplorer.core.errors import UserError, first_line
+from gradexplorer.core.messages.errors import UserError, first_line
 
 
 def user_frame(exc: BaseException) -> str:

@@ -8,7 +8,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from gradexplorer.core.errors import UserError, first_line
+from gradexplorer.core.messages.errors import UserError, first_line
 
 
 def read_state_dict(path: str | Path) -> dict[str, torch.Tensor]:

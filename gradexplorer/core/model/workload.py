@@ -9,7 +9,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from gradexplorer.core.errors import UserError
+from gradexplorer.core.messages.errors import UserError
 
 Batch = tuple[Any, Any]
 ModelInputs = tuple | dict  # positional arguments, or keyword arguments, of ``model(...)``

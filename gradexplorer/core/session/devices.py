@@ -6,7 +6,7 @@ import sys
 
 import torch
 
-from gradexplorer.core.errors import UserError
+from gradexplorer.core.messages.errors import UserError
 
 
 def mps_available() -> bool:

@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 import torch
 from torch import nn
 
-from gradexplorer.core.errors import UserError, first_line
+from gradexplorer.core.messages.errors import UserError, first_line
 from gradexplorer.core.model.forward_check import locate_forward_failure
 from gradexplorer.core.model.training_state import SavedState, rng_snapshot
 from gradexplorer.core.model.workload import (
@@ -25,9 +25,9 @@ from gradexplorer.core.model.workload import (
 from gradexplorer.core.session.config import DEFAULT_LR, OPTIMIZERS, RunControl, SessionConfig
 from gradexplorer.core.session.devices import resolve_device
 from gradexplorer.core.stack.observer import ObserverHooks, SessionObserver
-from gradexplorer.core.stats.ledger import StepLedger, clip_coefficient
 from gradexplorer.core.stats.measured import measured_tensors
 from gradexplorer.core.stats.records import StepGradients
+from gradexplorer.core.steps.ledger import StepLedger, clip_coefficient
 
 T = TypeVar("T")
 

@@ -17,8 +17,8 @@ import math
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from gradexplorer.core.printable import spreadsheet_cell
-from gradexplorer.core.recorder.run_history import RunHistory
+from gradexplorer.core.messages.printable import spreadsheet_cell
+from gradexplorer.core.runs.history import RunHistory
 from gradexplorer.core.share.output import atomic_output, optional_import
 from gradexplorer.core.stats.records import STAT_FIELDS, whole_figures
 
@@ -61,7 +61,7 @@ def long_rows(history: RunHistory, steps: Sequence[int] | None = None,
 
 def write_csv_long(rows: Iterator[Row], path: str | Path) -> int:
     """Write the rows as CSV (floats exact: ``repr``; a name a spreadsheet would evaluate,
-    such as ``=cmd|…``, gets a leading ``'``: ``core.printable.spreadsheet_cell``); returns
+    such as ``=cmd|…``, gets a leading ``'``: ``core.messages.printable.spreadsheet_cell``); returns
     how many."""
     count = 0
     with atomic_output(path) as tmp, open(tmp, "w", newline="", encoding="utf-8") as f:

@@ -11,8 +11,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
-from gradexplorer.core.atomic_file import check_replaceable, check_writable_file, current_umask
-from gradexplorer.core.errors import UserError
+from gradexplorer.core.files.atomic_file import check_replaceable, check_writable_file, current_umask
+from gradexplorer.core.messages.errors import UserError
 
 # the optional extra (pyproject) that installs each package an export needs
 EXTRAS = {"tensorboard": "tensorboard", "pyarrow": "parquet", "wandb": "wandb"}

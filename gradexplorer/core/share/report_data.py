@@ -10,14 +10,14 @@ from typing import Any
 
 import numpy as np
 
-from gradexplorer.core.recorder.run import Run
-from gradexplorer.core.recorder.run_history import NonFiniteEvent, ParameterSummary, RunHistory
+from gradexplorer.core.runs.history import NonFiniteEvent, ParameterSummary, RunHistory
+from gradexplorer.core.runs.run import Run
 from gradexplorer.core.stats.bands import distribution_bands
 from gradexplorer.core.stats.curves import thin_steps
 from gradexplorer.core.stats.history import HistogramMatrix
-from gradexplorer.core.stats.ledger import headline_series
 from gradexplorer.core.stats.module_rollup import ModuleGradients, module_gradients, owners
 from gradexplorer.core.stats.records import whole_figure, whole_figures
+from gradexplorer.core.steps.ledger import headline_series
 
 WHICH_GRADIENT = ("each parameter's .grad after backward and before optimizer.step(), as "
                   "gradexplorer.watch read it (figures over finite elements; NaN and ±Inf counted apart)")

@@ -18,11 +18,11 @@ from pathlib import Path
 import numpy as np
 
 from gradexplorer._version import __version__
-from gradexplorer.core.atomic_file import write_atomic
 from gradexplorer.core.diagnose.spikes import factor_text, ids_text
-from gradexplorer.core.number_text import format_number
-from gradexplorer.core.printable import html_text
-from gradexplorer.core.recorder.run import Run
+from gradexplorer.core.files.atomic_file import write_atomic
+from gradexplorer.core.messages.number_text import format_number
+from gradexplorer.core.messages.printable import html_text
+from gradexplorer.core.runs.run import Run
 from gradexplorer.core.share.png import data_uri, heat_image, png_bytes
 from gradexplorer.core.share.report_data import ReportData, TopParameter, gather, rank_by_largest
 from gradexplorer.core.share.report_page import page_assets

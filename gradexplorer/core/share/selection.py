@@ -7,8 +7,8 @@ import fnmatch
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from gradexplorer.core.errors import UserError
-from gradexplorer.core.recorder.run import Run
+from gradexplorer.core.messages.errors import UserError
+from gradexplorer.core.runs.run import Run
 from gradexplorer.core.stats.records import STAT_FIELDS
 
 

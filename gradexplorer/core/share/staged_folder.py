@@ -17,7 +17,7 @@ import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
-from gradexplorer.core.errors import UserError
+from gradexplorer.core.messages.errors import UserError
 from gradexplorer.core.snapshot.export_dir import LEFTOVER, process_alive
 
 

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gradexplorer.core.number_text import format_number
-from gradexplorer.core.printable import html_text
+from gradexplorer.core.messages.number_text import format_number
+from gradexplorer.core.messages.printable import html_text
 from gradexplorer.core.share.colours import RUN_COLOURS
 
 BAND_FILLS = (("min", "max", 0.15), ("p5", "p95", 0.25), ("p25", "p75", 0.4))

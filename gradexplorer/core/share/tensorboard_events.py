@@ -24,9 +24,9 @@ from pathlib import Path
 
 import numpy as np
 
-from gradexplorer.core.errors import UserError
-from gradexplorer.core.recorder.run_columns import figure_blocks
-from gradexplorer.core.recorder.run_history import RunHistory
+from gradexplorer.core.messages.errors import UserError
+from gradexplorer.core.runs.columns import figure_blocks
+from gradexplorer.core.runs.history import RunHistory
 from gradexplorer.core.share import event_records as ER
 from gradexplorer.core.share.output import optional_import
 from gradexplorer.core.share.selection import ExportSelection

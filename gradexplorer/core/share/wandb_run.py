@@ -13,8 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
-from gradexplorer.core.errors import UserError
-from gradexplorer.core.recorder.run_history import RunHistory
+from gradexplorer.core.messages.errors import UserError
+from gradexplorer.core.runs.history import RunHistory
 from gradexplorer.core.share.output import optional_import
 from gradexplorer.core.share.selection import ExportSelection
 from gradexplorer.core.share.staged_folder import staged_folder

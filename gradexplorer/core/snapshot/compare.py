@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from gradexplorer.core.errors import UserError
+from gradexplorer.core.messages.errors import UserError
 from gradexplorer.core.snapshot import format as F
 from gradexplorer.core.snapshot.read import Snapshot, read_snapshot
 from gradexplorer.core.snapshot.tensor_stream import TensorReader

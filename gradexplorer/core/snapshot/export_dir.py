@@ -1,9 +1,9 @@
 """The folder a run exports snapshots to: checked before step 1, owned by one run at a time.
 
 ``ExportFolder.claim()`` runs before training: it refuses a path under a file or not writable,
-a run directory or snapshot folder or a path inside one (``core/output_path.py``), a folder
+a run directory or snapshot folder or a path inside one (``core/files/output_path.py``), a folder
 that holds another run's snapshots (unless ``overwrite``), and a folder another live run is
-exporting to (``core/folder_lock.py``: an advisory ``flock`` on the folder itself, released by
+exporting to (``core/files/folder_lock.py``: an advisory ``flock`` on the folder itself, released by
 the kernel however the owner dies, leaving no file behind); it removes the hidden
 ``.partial``/``.old`` folders that runs killed mid-write left behind. ``release()`` gives the
 folder up and tidies what this process itself may have left mid-write (an interrupt can land
@@ -18,9 +18,9 @@ import re
 import shutil
 from pathlib import Path
 
-from gradexplorer.core.errors import UserError
-from gradexplorer.core.folder_lock import FolderLock
-from gradexplorer.core.output_path import refuse_inside_runs
+from gradexplorer.core.files.folder_lock import FolderLock
+from gradexplorer.core.files.output_path import refuse_inside_runs
+from gradexplorer.core.messages.errors import UserError
 from gradexplorer.core.snapshot import format as F
 
 LEFTOVER = re.compile(

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from psygnal import Signal
 
-from gradexplorer.core.errors import emit_guarded
+from gradexplorer.core.messages.errors import emit_guarded
 from gradexplorer.core.snapshot.retention import steps_to_remove
 from gradexplorer.core.snapshot.write import write_step_snapshot
 

@@ -15,8 +15,8 @@ import numpy as np
 import torch
 from safetensors import safe_open
 
-from gradexplorer.core.bounded_json import MAX_BYTES, load_bounded
-from gradexplorer.core.errors import UserError
+from gradexplorer.core.files.bounded_json import MAX_BYTES, load_bounded
+from gradexplorer.core.messages.errors import UserError
 from gradexplorer.core.snapshot import format as F
 from gradexplorer.core.snapshot.schema import validate_manifest
 from gradexplorer.core.stats.records import STAT_FIELDS, Histogram, ParamStats

@@ -13,8 +13,8 @@ import math
 import re
 from typing import Any
 
-from gradexplorer.core.errors import UserError
-from gradexplorer.core.printable import CONTROL, printable
+from gradexplorer.core.messages.errors import UserError
+from gradexplorer.core.messages.printable import CONTROL, printable
 from gradexplorer.core.snapshot import format as F
 from gradexplorer.core.stats.records import STAT_FIELDS
 

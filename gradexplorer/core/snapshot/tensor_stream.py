@@ -22,7 +22,7 @@ from typing import BinaryIO
 
 import numpy as np
 
-from gradexplorer.core.errors import UserError
+from gradexplorer.core.messages.errors import UserError
 
 CHUNK_ELEMENTS = 1 << 14  # 16,384 numbers (128 KB in float64) per read
 DTYPES = {"F64": np.dtype("<f8"), "F32": np.dtype("<f4"), "F16": np.dtype("<f2"),

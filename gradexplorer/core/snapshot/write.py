@@ -18,8 +18,8 @@ from safetensors import SafetensorError
 from safetensors.torch import save_file
 
 from gradexplorer._version import __version__
-from gradexplorer.core.atomic_file import current_umask
-from gradexplorer.core.errors import UserError
+from gradexplorer.core.files.atomic_file import current_umask
+from gradexplorer.core.messages.errors import UserError
 from gradexplorer.core.snapshot import format as F
 from gradexplorer.core.stats.records import STAT_FIELDS, Histogram, ParamStats, StepGradients
 

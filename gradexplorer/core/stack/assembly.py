@@ -1,7 +1,7 @@
 """``SessionStack``: the one assembly of what observes a training session, in one phase order.
 
 The app (``gui/training/live_session.py``), ``gradexplorer run`` (``commands/gradient_options.py``),
-``watch`` (``core/recorder/recorder.py``) and both arms of an A/B run (``core/session/ab.py``)
+``watch`` (``core/watch/recorder.py``) and both arms of an A/B run (``core/session/ab.py``)
 build their session's observers here, so that the
 same loop gives the same figures and the same snapshots from each. A stack is the session's one
 observer and runs its parts in four phases, each part once:

@@ -14,7 +14,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
-from gradexplorer.core.errors import UserError, first_line
+from gradexplorer.core.messages.errors import UserError, first_line
 
 
 @runtime_checkable

@@ -1,10 +1,10 @@
 """Exact gradient statistics and histograms per parameter, every step.
 
-``monitor.GradientMonitor`` is the front door: it picks a backend (``backend_cpu`` with the Numba
-``kernels`` on the CPU, or ``backend_torch`` with the ``fused`` whole-group torch ops elsewhere),
+``monitor.GradientMonitor`` is the front door: it picks a backend (``numba.cpu`` with the Numba
+``kernels`` on the CPU, or ``torch.grouped`` with the ``fused`` whole-group torch ops elsewhere),
 returns ``records.StepGradients`` and keeps a bounded ``history``. ``raw`` says how the moments
 are kept exact (scaled, midrange-shifted sums); ``histogram`` holds the bin maths shared by every
-backend and view; ``update_tracker`` measures ‖Δθ‖/‖θ‖ on the CPU. ``STAT_FIELDS``: the figures
+backend and view; ``numba.update_ratio`` measures ‖Δθ‖/‖θ‖ on the CPU. ``STAT_FIELDS``: the figures
 kept of each gradient (here, so the command line lists them before numpy is imported).
 """
 

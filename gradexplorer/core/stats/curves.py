@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from gradexplorer.core.printable import spreadsheet_cell
+from gradexplorer.core.messages.printable import spreadsheet_cell
 
 
 def ema_smooth(values: Sequence[float] | np.ndarray, weight: float) -> np.ndarray:
@@ -70,7 +70,7 @@ def thin_steps(steps: Sequence[int], max_count: int) -> list[int]:
 
 def csv_text(header: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
     """A curve or table as CSV (floats written with ``repr``: exact on reading back; text a
-    spreadsheet would evaluate gets a leading ``'``: ``core.printable.spreadsheet_cell``)."""
+    spreadsheet would evaluate gets a leading ``'``: ``core.messages.printable.spreadsheet_cell``)."""
 
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
@@ -85,6 +85,6 @@ def write_csv(path, header: Sequence[str], rows: Iterable[Sequence[object]]) -> 
     """Write a curve or table to ``path`` as CSV, atomically."""
     from pathlib import Path
 
-    from gradexplorer.core.atomic_file import write_atomic
+    from gradexplorer.core.files.atomic_file import write_atomic
 
     write_atomic(Path(path), csv_text(header, rows).encode("utf-8"))

@@ -31,7 +31,7 @@ def _torch_of(x: Any):
 
 def parse_hist_range(value: str | Sequence[float] | None) -> HistRange:
     """``"auto"``, ``"symmetric"``, ``"LO,HI"`` or ``(lo, hi)`` checked and normalised."""
-    from gradexplorer.core.errors import UserError
+    from gradexplorer.core.messages.errors import UserError
 
     if value is None:
         return "auto"

@@ -19,12 +19,12 @@ import torch
 from psygnal import Signal
 from torch import nn
 
-from gradexplorer.core.errors import emit_guarded, first_line, measured, renamed, warn_not_recorded
+from gradexplorer.core.messages.errors import emit_guarded, first_line, measured, renamed, warn_not_recorded
+from gradexplorer.core.stats.backends.registry import BACKENDS, make_backend, until_numba
+from gradexplorer.core.stats.backends.step_arrays import build_step_gradients
 from gradexplorer.core.stats.histogram import HistRange, parse_hist_range
 from gradexplorer.core.stats.history import GradientHistory, HistogramMatrix
-from gradexplorer.core.stats.ledger import fill_session_ledger
 from gradexplorer.core.stats.measured import measured_tensor, measured_tensors  # noqa: F401 - re-exported
-from gradexplorer.core.stats.monitor_backends import BACKENDS, make_backend, until_numba
 from gradexplorer.core.stats.records import (
     STAT_FIELDS,
     Histogram,
@@ -32,7 +32,7 @@ from gradexplorer.core.stats.records import (
     StepGradients,
     global_norm,
 )
-from gradexplorer.core.stats.step_arrays import build_step_gradients
+from gradexplorer.core.steps.ledger import fill_session_ledger
 
 __all__ = [
     "BACKENDS", "STAT_FIELDS", "GradientHistory", "GradientMonitor", "Histogram",
@@ -71,7 +71,7 @@ class GradientMonitor:
     (opt-in and not yet measured on a GPU; no effect on the CPU or MPS); ``offload``: on the
     CPU, where torch leaves a core free, each step's gradients are copied and their moments and
     histograms computed on a worker thread, during the optimizer step and the next forward and
-    backward (``stats_worker``: the same figures bit for bit, the histograms waited for when
+    backward (``numba.worker``: the same figures bit for bit, the histograms waited for when
     first read; ``watch`` turns it on). ``recorded`` (a
     psygnal signal) emits each step's StepGradients on the thread that trains.
     """
@@ -123,7 +123,7 @@ class GradientMonitor:
     def later(self, job):
         """``job`` (it must not raise) run on the statistics worker after the step just
         finished, done before the next step's ``begin`` returns — for work that reads what the
-        next optimizer step changes (its state) — as a ``stats_worker.PendingWork``; None
+        next optimizer step changes (its state) — as a ``numba.worker.PendingWork``; None
         where this step was not offloaded (the caller runs it itself)."""
         return None if self._backend is None else self._backend.later(job)
 
@@ -266,7 +266,7 @@ def nonfinite_counts(model: nn.Module) -> dict[str, tuple[int, int]]:
 def warm_up(bins: int = 64, backend: str = "auto") -> None:
     """Set up now, rather than during the first real step, what a monitored step needs the
     first time: torch's first optimizers and the ``backend``'s first calls (``auto`` on the CPU:
-    the torch backend while ``stats_warmup`` readies Numba's kernels off this thread, which
+    the torch backend while ``backends.warmup`` readies Numba's kernels off this thread, which
     this starts).
 
     A tiny model takes two SGD-with-momentum steps and one Adam step with a NaN and an Inf in

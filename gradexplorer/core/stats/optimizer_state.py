@@ -79,7 +79,7 @@ def _set_second_moments(states: dict[str, ParamOptimState], moments: list[_Secon
     torch ops queued on each device and one transfer per device."""
     found = None
     if moments:
-        from gradexplorer.core.stats.monitor_backends import cpu_second_moments
+        from gradexplorer.core.stats.backends.registry import cpu_second_moments
         found = cpu_second_moments([m.v for m in moments], [m.w for m in moments],
                                    [m.bc for m in moments], [m.lr for m in moments],
                                    [m.eps for m in moments])
@@ -100,7 +100,7 @@ def _set_second_moments(states: dict[str, ParamOptimState], moments: list[_Secon
 def _set_norms(states: dict[str, ParamOptimState], normed: list[tuple[str, str, torch.Tensor]]) -> None:
     """‖m‖ and ‖momentum‖ into ``states``: ``grad_norms`` (the Numba kernel on the CPU, a
     foreach norm per (device, dtype) on a device; float64 either way)."""
-    from gradexplorer.core.stats.accumulated import grad_norms
+    from gradexplorer.core.steps.accumulated import grad_norms
 
     norms = grad_norms([t for _, _, t in normed])
     if norms is None:

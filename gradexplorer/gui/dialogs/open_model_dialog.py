@@ -19,7 +19,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gradexplorer.core.errors import UserError
+from gradexplorer.core.messages.errors import UserError
 from gradexplorer.core.model.callable_finder import list_callables
 from gradexplorer.core.model.examples import DEFAULT_EXAMPLE, EXAMPLES
 from gradexplorer.core.model.spec import LOSSES, ModelOptions, parse_shape

@@ -21,8 +21,8 @@ from types import SimpleNamespace
 import numpy as np
 
 from gradexplorer._version import __version__
-from gradexplorer.core.atomic_file import write_atomic
-from gradexplorer.core.errors import UserError
+from gradexplorer.core.files.atomic_file import write_atomic
+from gradexplorer.core.messages.errors import UserError
 from gradexplorer.core.session.environment import torch_version
 from gradexplorer.gui.graph.drawing import KIND_CODES, GraphDrawing
 from gradexplorer.resources import resource_path

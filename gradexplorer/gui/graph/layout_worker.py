@@ -10,7 +10,7 @@ from typing import Any
 
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
 
-from gradexplorer.core.deep_stack import stack_that_starts
+from gradexplorer.core.graph.deep_stack import stack_that_starts
 from gradexplorer.gui.graph.canvas import overview_scale
 from gradexplorer.gui.graph.drawing import GraphDrawing
 from gradexplorer.gui.graph.painting import base_fills, render_overview

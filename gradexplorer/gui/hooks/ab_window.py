@@ -13,7 +13,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import QSize, Qt
 from PySide6.QtWidgets import QInputDialog, QLabel, QPushButton, QVBoxLayout, QWidget
 
-from gradexplorer.core.errors import UserError, first_line
+from gradexplorer.core.messages.errors import UserError, first_line
 from gradexplorer.core.model.spec import load_workload
 from gradexplorer.core.model.training_state import restore_rng, rng_snapshot
 from gradexplorer.core.session.ab import ABRun

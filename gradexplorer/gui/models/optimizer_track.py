@@ -38,7 +38,7 @@ class OptimizerTrack:
 
     def follow(self, run) -> None:
         """Read the figures from ``run`` (a Run) from now on."""
-        from gradexplorer.core.recorder.run_history import RunHistory
+        from gradexplorer.core.runs.history import RunHistory
 
         self.clear()
         self.run_history = RunHistory(run)

@@ -15,7 +15,7 @@ import math
 
 from psygnal import Signal
 
-from gradexplorer.core.errors import UserError
+from gradexplorer.core.messages.errors import UserError
 from gradexplorer.gui.models.optimizer_track import OptimizerTrack
 from gradexplorer.gui.models.run_overlay import HistorySource, RunOverlay
 from gradexplorer.gui.models.step_ledger import LedgerTrack, followed_steps
@@ -46,7 +46,7 @@ class RunFigures:
         self.gradients = [] if self.latest_gradients is None else [self.latest_gradients]
         self._histogram_steps: list[int] = []
         if self.latest_gradients is not None:
-            from gradexplorer.core.recorder.run_history import RunHistory
+            from gradexplorer.core.runs.history import RunHistory
 
             self._histogram_steps = RunHistory(run).histogram_steps()
             held = self._histogram_steps  # histograms on a cadence: the newest kept

@@ -17,11 +17,11 @@ from typing import Any, Protocol
 import numpy as np
 from psygnal import Signal
 
-from gradexplorer.core.recorder.run_history import RunHistory
+from gradexplorer.core.runs.history import RunHistory
 from gradexplorer.core.share.colours import RUN_COLOURS
 from gradexplorer.core.stats.curves import thin_steps
 from gradexplorer.core.stats.history import HistogramMatrix
-from gradexplorer.core.stats.ledger import headline_series
+from gradexplorer.core.steps.ledger import headline_series
 
 # distinct on light and dark backgrounds; the window's own run takes the first
 PALETTE = RUN_COLOURS  # the report draws runs in the same colours

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from gradexplorer.core.stats.ledger import StepLedger, rolling_summary
+from gradexplorer.core.steps.ledger import StepLedger, rolling_summary
 
 KEEP = 100_000  # ledgers kept (a few hundred bytes each)
 WINDOW = 100  # steps of the rolling clip rate and skip count

@@ -19,7 +19,7 @@ import numpy as np
 from psygnal import Signal
 
 from gradexplorer.core.stats.history import GradientHistory
-from gradexplorer.core.stats.ledger import headline_norm
+from gradexplorer.core.steps.ledger import headline_norm
 from gradexplorer.gui.models.optimizer_track import OptimizerTrack
 from gradexplorer.gui.models.step_ledger import LedgerTrack
 

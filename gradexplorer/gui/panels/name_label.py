@@ -1,14 +1,14 @@
 """A bold label showing one dotted parameter or module name shortened to its width by whole
 components from the left (``…h.10.attn.c_attn.weight``, see ``name_elide``), re-shortened when
 resized; the full name in its tooltip. A long name never widens the dock that holds it. The
-name is text, never markup: ``<img src=x>.weight`` shows as written (``core.printable``)."""
+name is text, never markup: ``<img src=x>.weight`` shows as written (``core.messages.printable``)."""
 
 from __future__ import annotations
 
 from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import QLabel, QSizePolicy, QWidget
 
-from gradexplorer.core.printable import html_text
+from gradexplorer.core.messages.printable import html_text
 from gradexplorer.gui.text.name_elide import elide_to_width
 
 

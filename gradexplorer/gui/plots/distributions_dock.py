@@ -32,7 +32,7 @@ class DistributionsPanel(QSplitter):
         None: the timeline's)."""
         super().__init__(Qt.Vertical, parent)
         self.selection, self.timeline, self.overlay = selection, timeline, overlay
-        self.run_history = None  # a core.recorder RunHistory: a followed run's whole history
+        self.run_history = None  # a core.watch RunHistory: a followed run's whole history
         self.bands = BandsPlot()
         self.bands_key = LegendRow()  # the runs' medians named above the bands, not over them
         self.other_bands = BandsOverlay(self.bands, self.bands_key)
@@ -65,7 +65,7 @@ class DistributionsPanel(QSplitter):
     def set_run(self, run) -> None:
         """Draw bands over the whole of ``run`` (a followed run directory; None: the live
         session's history)."""
-        from gradexplorer.core.recorder.run_history import RunHistory
+        from gradexplorer.core.runs.history import RunHistory
 
         self.run_history = None if run is None else RunHistory(run)
         self.refresh_bands()

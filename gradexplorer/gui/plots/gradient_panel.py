@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gradexplorer.core.recorder.run_history import RunHistory
+from gradexplorer.core.runs.history import RunHistory
 from gradexplorer.core.stats.curves import thin_steps
 from gradexplorer.gui.graph.legend import reads_whole
 from gradexplorer.gui.models.selection import Selection, SelectionModel, parameter_for, step_caption

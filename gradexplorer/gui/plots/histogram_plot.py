@@ -10,7 +10,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QFont, QFontMetrics, QTextOption
 from PySide6.QtWidgets import QWidget
 
-from gradexplorer.core.printable import html_text
+from gradexplorer.core.messages.printable import html_text
 from gradexplorer.gui.plots.hover import HoverReadout, corner_readout
 from gradexplorer.gui.text.name_elide import elide_to_width
 from gradexplorer.gui.text.number_text import format_number

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QSizePolicy
 
-from gradexplorer.core.printable import html_text
+from gradexplorer.core.messages.printable import html_text
 
 SOLID, DASHED = "━━", "╍╍"
 

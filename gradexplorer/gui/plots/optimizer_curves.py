@@ -14,7 +14,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QVBoxLayout, QWidget
 
-from gradexplorer.core.errors import UserError
+from gradexplorer.core.messages.errors import UserError
 from gradexplorer.core.model.membership import module_parameters
 from gradexplorer.gui.graph.legend import reads_whole
 from gradexplorer.gui.models.optimizer_track import SERIES_FIELDS

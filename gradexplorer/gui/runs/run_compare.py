@@ -10,9 +10,9 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt, QTimer
 
-from gradexplorer.core.errors import UserError
-from gradexplorer.core.recorder.run import open_run
-from gradexplorer.core.recorder.run_history import RunHistory
+from gradexplorer.core.messages.errors import UserError
+from gradexplorer.core.runs.history import RunHistory
+from gradexplorer.core.runs.run import open_run
 from gradexplorer.gui.models.run_overlay import HistorySource, TimelineSource
 from gradexplorer.gui.runs.runs_panel import RunsPanel
 from gradexplorer.gui.window.run_controls import make_action

@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 
 from PySide6.QtCore import QObject, Qt, Signal
 
-from gradexplorer.core.errors import UserError
-from gradexplorer.core.folder_lock import writer_present
-from gradexplorer.core.recorder.run import Run
+from gradexplorer.core.files.folder_lock import writer_present
+from gradexplorer.core.messages.errors import UserError
+from gradexplorer.core.runs.run import Run
 from gradexplorer.core.stats.history import GradientHistory
 from gradexplorer.core.stats.records import StepGradients
 from gradexplorer.gui.models.run_steps import StepReader, lazy_step
@@ -38,7 +38,7 @@ class StepsRead:
     """What one poll read of a run after step ``after``: the new ``rows`` (oldest first), the
     newest step whole, each row's ledger and more (``followed_steps``), the histogram bins, and
     whether the writer had closed the run, or died without closing it (no process holds the
-    run directory's lock: ``core/folder_lock.py``; both read only when no step was new)."""
+    run directory's lock: ``core/files/folder_lock.py``; both read only when no step was new)."""
 
     after: int
     rows: list[dict] = field(default_factory=list)

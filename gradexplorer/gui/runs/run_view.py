@@ -13,10 +13,10 @@ from pathlib import Path
 
 from PySide6.QtCore import QTimer
 
-from gradexplorer.core.errors import UserError
-from gradexplorer.core.recorder.run import open_run
-from gradexplorer.core.recorder.schema import database_path
-from gradexplorer.core.recorder.structure import skeleton_model
+from gradexplorer.core.messages.errors import UserError
+from gradexplorer.core.runs.run import open_run
+from gradexplorer.core.runs.schema import database_path
+from gradexplorer.core.runs.structure import skeleton_model
 from gradexplorer.gui.runs.run_follower import RunFollower
 
 HISTORY = 256  # steps of a run kept in the views

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject
 
-from gradexplorer.core.deep_stack import DEEP_STACK_BYTES
-from gradexplorer.core.errors import UserError
+from gradexplorer.core.graph.deep_stack import DEEP_STACK_BYTES
+from gradexplorer.core.messages.errors import UserError
 from gradexplorer.core.model.options import ModelOptions
 from gradexplorer.core.session.config import SessionConfig
 from gradexplorer.core.stats.history import GradientHistory

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QThread, Signal
 
-from gradexplorer.core.errors import UserError, first_line
+from gradexplorer.core.messages.errors import UserError, first_line
 from gradexplorer.core.session.config import RunControl
 from gradexplorer.gui.training.run_buffer import RunBuffer
 

@@ -1,9 +1,9 @@
-"""How every view writes a number: ``format_number`` (the one formatter, ``core/number_text.py``),
+"""How every view writes a number: ``format_number`` (the one formatter, ``core/messages/number_text.py``),
 and the words for a gradient holding NaN/Inf and for a weight that was zero."""
 
 from __future__ import annotations
 
-from gradexplorer.core.number_text import format_number
+from gradexplorer.core.messages.number_text import format_number
 
 __all__ = ["WIDEST_FIGURES", "format_number", "gradient_number", "nonfinite_word", "update_ratio_text"]
 

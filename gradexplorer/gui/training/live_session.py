@@ -85,7 +85,7 @@ def prepare_training_thread(holder: object = None) -> None:
     """On the training thread: leave the GUI a core (for ``holder``) and build torch's first
     optimizers and statistics (``warm_up``), while a model opens instead of during the first
     step. Numba's statistics kernels are readied off the training thread from the first step
-    on (``stats_warmup``; the torch backend measures meanwhile), not while the app starts.
+    on (``backends.warmup``; the torch backend measures meanwhile), not while the app starts.
 
     With every core busy in torch's intra-op pool the GUI thread waits for CPU time and the
     window stutters.

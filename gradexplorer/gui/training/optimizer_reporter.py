@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 
-from gradexplorer.core.errors import first_line
+from gradexplorer.core.messages.errors import first_line
 from gradexplorer.core.stats.optimizer_state import optimizer_state
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gradexplorer.core.errors import UserError
+from gradexplorer.core.messages.errors import UserError
 from gradexplorer.core.snapshot.export_dir import ExportFolder
 from gradexplorer.core.snapshot.exporter import SnapshotExporter
 from gradexplorer.gui.training.live_session import LiveSession

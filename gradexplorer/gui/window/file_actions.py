@@ -7,7 +7,7 @@ from pathlib import Path
 from PySide6.QtCore import QObject
 from PySide6.QtWidgets import QFileDialog, QInputDialog, QMainWindow, QMenu
 
-from gradexplorer.core.errors import UserError
+from gradexplorer.core.messages.errors import UserError
 from gradexplorer.gui.window.run_controls import make_action
 
 IMAGE_FILTER = "PNG image (*.png);;SVG drawing (*.svg)"

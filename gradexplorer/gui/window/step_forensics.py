@@ -13,7 +13,7 @@ from pathlib import Path
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QAction
 
-from gradexplorer.core.errors import UserError
+from gradexplorer.core.messages.errors import UserError
 from gradexplorer.gui.panels.ledger_view import LedgerPanel
 from gradexplorer.gui.panels.spike_view import SpikePanel
 from gradexplorer.gui.plots.optimizer_curves import OptimizerCurves
@@ -73,7 +73,7 @@ class StepForensics:
     def show_divergence(self, path_a: str | Path, path_b: str | Path, tol: float | None = None):
         """Show run A (followed) and where run B parts from it; the Divergence, or None after a
         dialog (a damaged or unrelated run)."""
-        from gradexplorer.core.recorder.divergence import DEFAULT_TOL, find_divergence
+        from gradexplorer.core.runs.divergence import DEFAULT_TOL, find_divergence
         from gradexplorer.gui.runs.run_view import show_run
 
         window = self.window

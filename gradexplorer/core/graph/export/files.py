@@ -13,13 +13,13 @@ from typing import Any
 
 import networkx as nx
 
-from gradexplorer.core.atomic_file import check_writable_file, write_atomic
-from gradexplorer.core.errors import UserError
+from gradexplorer.core.files.atomic_file import check_writable_file, write_atomic
 from gradexplorer.core.graph.export import EXPORT_FORMATS
 from gradexplorer.core.graph.export.graphml import graphml_text
 from gradexplorer.core.graph.export.svg import svg_text
 from gradexplorer.core.graph.geometry import Point
 from gradexplorer.core.graph.style import KIND_FILL, node_label
+from gradexplorer.core.messages.errors import UserError
 from gradexplorer.core.snapshot.format import encode_number
 
 

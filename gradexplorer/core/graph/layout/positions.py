@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 import networkx as nx
 import numpy as np
 
-from gradexplorer.core.errors import UserError
 from gradexplorer.core.graph.layout import LAYOUTS
 from gradexplorer.core.graph.layout.layered import assign_layers, layered_layout
 from gradexplorer.core.graph.style import LAYER_STEP, node_width
+from gradexplorer.core.messages.errors import UserError
 
 # Largest graph each networkx layout may try. Measured on a busy 2-core machine: spring
 # takes ~1.3 s at 500 nodes and ~7 s at 1,000; kamada_kawai ~1.3 s at 300 and ~40 s at 600;

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import torch
 
-from gradexplorer.core.errors import UserError
+from gradexplorer.core.messages.errors import UserError
 from gradexplorer.core.model.examples import deep, dense, digits, lenet, mlp, resnet, transformer
 from gradexplorer.core.model.examples.options import parse_options
 from gradexplorer.core.model.options import DEFAULT_EXAMPLE

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gradexplorer.core.errors import UserError
+from gradexplorer.core.messages.errors import UserError
 
 
 def parse_options(text: str) -> dict[str, str]:

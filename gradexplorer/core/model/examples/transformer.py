@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from gradexplorer.core.errors import UserError
+from gradexplorer.core.messages.errors import UserError
 from gradexplorer.core.model.examples.options import reject_unknown, take_int
 from gradexplorer.core.model.workload import Workload
 

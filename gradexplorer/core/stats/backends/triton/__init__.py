@@ -1,0 +1,1 @@
+"""The Triton statistics pass of one (device, dtype) group: two kernels, two reads."""

@@ -1,0 +1,400 @@
+"""``gradexplorer.watch``: the app's gradient monitor on a training loop the user runs."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from gradexplorer.core.messages.errors import UserError
+from gradexplorer.core.runs.structure import model_structure
+from gradexplorer.core.runs.writer import RunSizeNote, RunWriter
+from gradexplorer.core.stack.assembly import SessionStack
+from gradexplorer.core.stats.monitor import GradientMonitor
+from gradexplorer.core.stats.records import StepGradients
+from gradexplorer.core.steps import points as SP
+from gradexplorer.core.steps.ledger import StepLedger, headline_norm
+from gradexplorer.core.steps.points import (
+    ScalerWatch,
+    accumulated_by_name,
+    closure_of,
+    group_lrs,
+    guarded,
+    step_ledger,
+    with_closure,
+)
+from gradexplorer.core.steps.probe import AccumulationProbe
+from gradexplorer.core.watch import arguments as A
+from gradexplorer.core.watch.graph_capture import GraphCapture
+from gradexplorer.core.watch.measure import measure_for
+from gradexplorer.core.watch.per_rank import rank_norms_for
+from gradexplorer.core.watch.ranks import RankPlan, plan_ranks
+from gradexplorer.core.watch.spike_log import SpikeLog
+
+
+class Recorder:
+    """Gradient statistics of every ``stats_every``-th step of a training loop (histograms on
+    the steps among them divisible by ``histogram_every``), kept and written.
+
+    Two measuring points per step: *as accumulated* (per-parameter norms of ``.grad`` at the end
+    of the last backward, before unscaling and clipping) and *as applied* (the full statistics
+    of the gradient the optimizer uses, read in its step pre-hook, or after the closure of
+    ``optimizer.step(closure)``); the update ratio and the optimizer's state across the step.
+    Without an optimizer, call ``rec.step()`` after each backward. ``scaler``: the loop's
+    GradScaler (its scale, and the steps it skips); ``step_number``: a callable giving the
+    number of the step under way (the integrations pass the trainer's global step + 1).
+    ``rec.latest()`` is the last recorded StepGradients, ``rec.ledger`` its StepLedger.
+    """
+
+    def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
+                 run_dir: str | Path | None = None, *, stats_every: int = 1,
+                 histogram_every: int = 1, bins: int = 64, snapshot_every: int | None = None,
+                 hooks: dict[str, str] | None = None, keep_snapshots: int | None = None,
+                 history: int = 16, report=None, auto_steps: bool = True, per_rank: bool = False,
+                 scaler=None, step_number=None, optimizer_state: bool = True,
+                 overwrite: bool = False, resume: bool = False, spikes=True,
+                 every: int | None = None, update_ratio: bool = True) -> None:
+        self._closed = True  # until everything is in place: close() undoes what was done
+        self._handles: list[Any] = []
+        self.hooks = self.writer = self._graph = self.probe = self.scaler = self.spikes = None
+        if not isinstance(model, nn.Module):
+            raise UserError(f"watch needs an nn.Module, got {type(model).__name__}")
+        if optimizer is not None and not isinstance(optimizer, torch.optim.Optimizer):
+            raise UserError(f"watch: optimizer must be a torch.optim.Optimizer, "
+                            f"got {type(optimizer).__name__}")
+        (run_dir, stats_every, histogram_every, history, bins, snapshot_every, keep_snapshots,
+         per_rank, overwrite, resume, auto_steps, optimizer_state, self._update_ratio) = A.checked(
+            run_dir, stats_every, histogram_every, every, history, bins, snapshot_every,
+            keep_snapshots, per_rank, overwrite, resume, auto_steps, optimizer_state, update_ratio)
+        self.plan: RankPlan = plan_ranks(model)
+        A.check_plan(self.plan, snapshot_every, resume, per_rank)
+        self.model = self.plan.model
+        A.check_unwatched(self.model)
+        hooks = A.hook_specs(self.model, hooks)
+        self._report = report or (lambda line: print(line, file=sys.stderr))
+        try:
+            self._set_up(optimizer, run_dir, (stats_every, histogram_every), bins, snapshot_every,
+                         hooks, keep_snapshots, history, auto_steps, per_rank, overwrite, resume,
+                         scaler, step_number, optimizer_state, spikes)
+        except BaseException:
+            self.close()
+            raise
+        A.mark_watched(self.model, self)
+
+    def _set_up(self, optimizer, run_dir, cadence, bins, snapshot_every, hooks, keep_snapshots,
+                history, auto_steps, per_rank, overwrite, resume, scaler, step_number,
+                optimizer_state, spikes) -> None:
+        """Attach and open what the checked arguments ask for (the caller undoes it on error)."""
+        self._closed = False
+        if hooks:
+            self._attach_hooks(hooks)
+        self._rank_norms = rank_norms_for(self.plan, per_rank, self._report)
+        self.optimizer = optimizer
+        (self.stats_every, self.histogram_every), self.bins = cadence, bins
+        self.snapshot_every, self.keep_snapshots = snapshot_every, keep_snapshots
+        self.step_count, self._step_number = 0, step_number
+        self.ledger: StepLedger | None = None
+        self.monitor = GradientMonitor(bins, self.histogram_every, history=history, offload=True,
+                                       update_ratio=self._update_ratio and optimizer is not None)
+        self.stack = SessionStack(self.monitor, self.hooks)  # the app's and run's, no session
+        self.measure = measure_for(self.plan, self.stack, self.model, bins, self._report)
+        self._pending, self._losses = False, []
+        self._closure_loss = None
+        self._steps_taken = 0  # optimizer steps seen by the post-hook
+        self._backwards_at_step = 0
+        self._accumulated = self._named_params = self._scale = None
+        self._optimizer_state = optimizer_state and optimizer is not None and self.plan.mode != "fsdp2"
+        self._names = [self.plan.names.get(n, n) for n, _ in self.plan.stats_model.named_parameters()]
+        self.probe = None
+        if self.plan.mode != "fsdp2" and self.plan.active:
+            self.probe = AccumulationProbe(list(self.plan.stats_model.named_parameters()),
+                                           lambda: self._records(self._next_step()),
+                                           self.plan.stats_model, self._report)
+        self._warned: set = set()  # (what, cause) already warned about
+        self.scaler = ScalerWatch(scaler, optimizer, lambda: guarded(
+            "a skipped step", self._skipped_step, self._warned), lambda: self._steps_taken)
+        if run_dir is not None and self.plan.writes:
+            self._open_run(run_dir, overwrite, resume, hooks)
+        self.spikes = None if self.writer is None or spikes is False else SpikeLog(
+            None if spikes is True else spikes, self.writer,
+            None if self.plan.mode == "fsdp2" else self._snapshot, keep_snapshots, self._report)
+        self.auto_steps = auto_steps and optimizer is not None
+        if self.auto_steps:
+            self._handles.append(optimizer.register_step_pre_hook(self._step_pre_hook))
+            self._handles.append(optimizer.register_step_post_hook(self.after_optimizer_step))
+
+    def _open_run(self, run_dir: Path, overwrite: bool, resume: bool, hooks) -> None:
+        structure = model_structure(self.plan.stats_model, self.plan.names)
+        self.writer = RunWriter(run_dir, self._report, overwrite=overwrite, resume=resume)
+        self.writer.check_resumed(structure)
+        self.step_count = self.writer.first_step - 1
+        self.writer.set_meta({
+            "structure": structure,
+            "settings": {"stats_every": self.stats_every, "bins": self.bins,
+                         "histogram_every": self.histogram_every, "snapshot_every": self.snapshot_every,
+                         "keep_snapshots": self.keep_snapshots, "hooks": hooks or {},
+                         "ranks": self.plan.world, "mode": self.plan.mode},
+        })
+        self.size_note = RunSizeNote(self.writer, self._report)
+        self._graph = GraphCapture(self.model, lambda g: self.writer.set_meta({"graph": g}))
+
+    def _attach_hooks(self, hooks: dict[str, str]) -> None:
+        from gradexplorer.core.hooks.forward_guard import ForwardGuard
+        from gradexplorer.core.hooks.registry import HookRegistry
+
+        self.hooks = HookRegistry(self.model)
+        for path, action in hooks.items():  # checked already; close() detaches on any error
+            self.hooks.attach(path, action)
+        if self.plan.mode != "fsdp2":  # no in-place view error in the loop (a probe forward
+            self._handles.append(ForwardGuard(self.hooks, self._report))  # of shards: FSDP's hooks)
+
+    # -- step boundaries -----------------------------------------------------------
+    def _next_step(self) -> int:
+        """The number of the step under way (the trainer's, where an integration gives it)."""
+        return self._step_number() if self._step_number is not None else self.step_count + 1
+
+    def _records(self, step: int) -> bool:
+        return not self._closed and step % self.stats_every == 0 and self.plan.active
+
+    def _step_pre_hook(self, optimizer, args, kwargs):
+        """The optimizer's pre-hook: measure now, or after its closure has run (its backward:
+        the hooks that shaped the gradients are noted then, as without a closure)."""
+        if closure_of(args, kwargs) is None:
+            self.before_optimizer_step()  # settles the worker first
+            return None
+        self.monitor.settle()  # the last step's work on the worker is done before this one
+        step = self._next_step()
+        if not self._records(step):
+            return None if self.hooks is None else with_closure(
+                args, kwargs, lambda loss: self._end_backward())
+        return with_closure(args, kwargs, lambda loss: (self._end_backward(), guarded(
+            "the gradient after the closure", lambda: self._measure_applied(step, loss),
+            self._warned, step=step)))
+
+    def _end_backward(self) -> None:
+        if self.hooks is not None:
+            self.hooks.end_backward()
+
+    def before_optimizer_step(self, optimizer=None, args=None, kwargs=None) -> None:
+        """Gradients are ready, the weights not yet changed: the applied point."""
+        self.monitor.settle()
+        self._end_backward()
+        step = self._next_step()
+        if self._records(step):
+            self._measure_applied(step)
+
+    def _measure_applied(self, step: int, closure_loss=None) -> None:
+        if isinstance(closure_loss, (torch.Tensor, float, int)):
+            # the last evaluation's, if nothing else is noted
+            self._closure_loss = closure_loss.detach() if isinstance(closure_loss, torch.Tensor) \
+                else closure_loss
+        self._accumulated = self.probe.take() if self.probe is not None else None
+        self._scale = self.scaler.scale()
+        self.measure.begin(self.optimizer, step)
+        self._pending = True
+
+    def after_optimizer_step(self, optimizer=None, args=None, kwargs=None, *,
+                             loss: float | torch.Tensor | None = None) -> None:
+        """The step is over: finish, keep and write its figures (integrations call this)."""
+        if loss is not None:
+            self.note_loss(loss)
+        self._steps_taken += 1
+        micro, iteration = self._backwards_over()
+        self.step_count = self._next_step()
+        if not self._pending:
+            self._losses = []
+            if self.probe is not None:
+                self.probe.advance()
+            return
+        self._pending = False
+        record = self.measure.end(self.optimizer)
+        fused = guarded("a skipped step", lambda: self.scaler.fused_skip(self.optimizer), self._warned,
+                        False)
+        if fused:
+            self._report(SP.skip_line(self.step_count, record))
+        self._finish(record, micro, iteration, SP.FUSED_SKIP_REASON if fused else None)
+
+    def _backwards_over(self) -> tuple[int | None, int | None]:
+        """The step's backwards are over: (backwards since the last step, in all), None without a probe."""
+        if self._graph is not None:
+            self._graph.settle()  # the first step's graph is written, the modules' hooks removed
+        if self.probe is None:
+            return None, None
+        iteration = self.probe.backwards
+        micro, self._backwards_at_step = iteration - self._backwards_at_step, iteration
+        return micro, iteration
+
+    def _finish(self, record, micro, iteration, skipped: str | None = None) -> None:
+        noted = self._losses or ([] if self._closure_loss is None else [self._closure_loss])
+        self._losses, self._closure_loss = [], None
+        losses = guarded("the step's loss", lambda: [float(x) for x in noted], self._warned, [],
+                         record.step if record is not None else None)
+        if record is None:
+            return
+        record = self.plan.finish(record)
+        if record is None:
+            return
+        step = record.step
+        accumulated = guarded("the accumulated norms", lambda: accumulated_by_name(
+            self._accumulated, self._names, record), self._warned, {}, step)
+        scale = guarded("the GradScaler's scale", lambda: None if self._scale is None
+                        else float(self._scale), self._warned, None, step)
+        self.ledger = step_ledger(record.step, record, accumulated, scale, losses, micro,
+                                  iteration, lrs := group_lrs(self.optimizer), skipped)
+        norms = self._rank_norms.gather(record) if self._rank_norms is not None else None
+        if self.writer is not None:  # the optimizer state is read for the run directory only
+            self._write(record, norms, accumulated, self._optimizer_state_of(step, lrs))
+
+    def _optimizer_state_of(self, step: int, lrs):
+        """The optimizer state after the step (at the ``lrs`` it used): read on the statistics
+        worker before the next step where it took this one (the writer waits for it), else now."""
+        if not self._optimizer_state:
+            return {}
+        from gradexplorer.core.stats.optimizer_state import optimizer_state
+
+        if self._named_params is None:  # once: the probe keeps the parameters as well
+            self._named_params = [(self.plan.names.get(n, n), p)
+                                  for n, p in self.plan.stats_model.named_parameters()]
+        def read():  # {} when unreadable (one warning)
+            return guarded("the optimizer state", lambda: optimizer_state(
+                self.optimizer, self._named_params, lrs), self._warned, {}, step)
+        later = self.monitor.later(read)
+        return read() if later is None else later.result
+
+    def _skipped_step(self) -> None:
+        """The GradScaler skipped ``optimizer.step()``: record the step as skipped, with the
+        gradient it refused, and say so."""
+        step = self._next_step()
+        micro, iteration = self._backwards_over()
+        self.step_count = step
+        if self._closed or not self.plan.active:
+            return
+        self._accumulated = self.probe.take() if self.probe is not None else None
+        self._scale = self.scaler.scale()
+        self.measure.begin(self.optimizer, step)
+        record = self.measure.end(self.optimizer)
+        self._report(SP.skip_line(step, record))
+        self._finish(record, micro, iteration, skipped=SP.SKIP_REASON)
+
+    def step(self, loss: float | torch.Tensor | None = None) -> StepGradients | None:
+        """Mark a step boundary without an optimizer: call it after ``loss.backward()``."""
+        if self.auto_steps:
+            raise UserError("watch was given an optimizer: its steps are recorded by themselves; "
+                            "call rec.step() only without one")
+        self.before_optimizer_step()
+        self.after_optimizer_step(loss=loss)
+        return self.latest() if self.step_count % self.stats_every == 0 else None
+
+    def note_loss(self, loss: float | torch.Tensor, per_sample=None) -> None:
+        """A loss of the step under way (one per micro-batch: a number, or a per-sample tensor
+        whose mean is taken); the step records their mean. Read once the step is over, so no
+        host sync here. ``per_sample`` (each sample's loss) names the worst samples of a spike."""
+        loss = A.loss_value(loss)
+        if loss is not None:
+            self._losses.append(loss)
+        if per_sample is not None and self.spikes is not None:
+            self.spikes.note_per_sample(self._next_step(), per_sample)
+
+    def note_batch(self, ids) -> None:
+        """The ids of the step under way's samples (JSON-able: indices, names), kept with it."""
+        if self.spikes is not None:
+            self.spikes.note_batch(self._next_step(), ids)
+
+    def _write(self, record: StepGradients, rank_norms, accumulated, state) -> None:
+        batch = self.spikes.batch_of(record.step) if self.spikes else None
+        if not self.writer.write_step(record, self.ledger.loss, ranks=self.plan.world,
+                                      rank_norms=rank_norms, ledger=self.ledger,
+                                      accumulated=accumulated, optimizer_state=state,
+                                      batch=batch):
+            return
+        self.size_note.check(record.step)
+        periodic = bool(self.snapshot_every and record.step % self.snapshot_every == 0)
+        if periodic:
+            self._snapshot(record)
+        if self.spikes is not None:
+            self.spikes.after_write(record, self.ledger.loss, periodic, headline_norm(self.ledger))
+
+    def _snapshot(self, record: StepGradients) -> None:
+        from gradexplorer.core.snapshot.write import SnapshotSource
+
+        writer = self.writer
+        source = SnapshotSource(self.plan.stats_model, self.optimizer, self.step_count,
+                                type(self.model).__name__, "watch", next(
+                                    (p.device for p in self.model.parameters()), torch.device("cpu")))
+
+        def work():
+            path = self.stack.snapshot(writer.snapshot_dir(record.step), source, record)
+            writer.add_snapshot(record.step, path, self.keep_snapshots)
+
+        writer._guarded(f"the snapshot of step {record.step}", work)
+
+    # -- results and the end -------------------------------------------------------
+    def latest(self) -> StepGradients | None:
+        """The last recorded step's statistics (on rank 0 under distributed training)."""
+        return self.measure.latest()
+
+    @property
+    def run_dir(self) -> Path | None:
+        return None if self.writer is None else self.writer.run_dir
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    of = staticmethod(A.recorder_of)  # Recorder.of(model): the open recorder watching it
+
+    def close(self) -> None:
+        """Stop recording: write a pending graph, remove every hook, close and unlock the run dir."""
+        if self._closed:
+            return
+        self._closed = True
+        self.monitor.settle()
+        A.unmark_watched(self.model, self)
+        for handle in self._handles:
+            handle.remove()
+        self._handles.clear()
+        for part in (self.probe, self.scaler, self._graph):
+            if part is not None:
+                part.remove()
+        if self.hooks is not None:
+            self.hooks.detach_all()
+        if self.spikes is not None:
+            self.spikes.close()  # its kernels' warm-up ended (spike_warmup)
+        if self.writer is not None:
+            self.writer.set_meta({"finished": time.time()})  # readers following it can say so
+            self.writer.close()
+
+    def __enter__(self) -> Recorder:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+
+def watch(model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
+          run_dir: str | Path | None = None, *, stats_every: int = 1, histogram_every: int = 1,
+          bins: int = 64, snapshot_every: int | None = None, hooks: dict[str, str] | None = None,
+          keep_snapshots: int | None = None, per_rank: bool = False, scaler=None,
+          optimizer_state: bool = True, overwrite: bool = False, resume: bool = False,
+          spikes=True, every: int | None = None, update_ratio: bool = True) -> Recorder:
+    """Record ``model``'s gradient statistics every ``stats_every`` steps into ``run_dir``,
+    histograms on those divisible by ``histogram_every`` (``every``: stats_every's old name).
+
+    ``hooks={"fc1": "scale:0.5"}``: backward-hook actions; snapshots every ``snapshot_every``
+    steps, the newest ``keep_snapshots`` kept; ``per_rank=True`` (DDP): every rank's own norms;
+    ``scaler``: the loop's GradScaler (its scale, the steps it skips); ``optimizer_state``: the
+    optimizer's state per parameter; ``spikes`` (True, False or a SpikeSettings): loss and
+    gradient spikes (docs/diagnose.md); ``update_ratio=False``: no ‖Δθ‖/‖θ‖ (its two passes over
+    the weights are most of watch's cost a step on a small model). Every argument is checked
+    before anything is attached; ``run_dir`` is locked while open, and one holding a run is
+    refused unless ``overwrite=True`` or ``resume=True``. One open recorder a model (docs/api.md).
+    """
+    return Recorder(model, optimizer, run_dir, stats_every=stats_every,
+                    histogram_every=histogram_every, every=every, bins=bins,
+                    snapshot_every=snapshot_every, hooks=hooks, keep_snapshots=keep_snapshots,
+                    per_rank=per_rank, scaler=scaler, optimizer_state=optimizer_state,
+                    overwrite=overwrite, resume=resume, spikes=spikes, update_ratio=update_ratio)
