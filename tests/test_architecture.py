@@ -85,10 +85,7 @@ def test_architecture_doc_names_only_modules_that_exist():
 
 def core_part_imports() -> dict[str, set[str]]:
     """For each core subpackage, the other core subpackages its modules import."""
-    # used everywhere: the files and messages helpers (loose modules before issue 41's rooms)
-    shared = {"errors", "atomic_file", "output_path", "printable", "bounded_json", "folder_lock",
-              "number_text", "files", "messages",
-              "kernel_warmup"}
+    shared = {"files", "messages"}  # used everywhere: files written safely, what the user is told
     found: dict[str, set[str]] = {}
     for path in (ROOT / "gradexplorer" / "core").glob("*/**/*.py"):
         part = path.relative_to(ROOT / "gradexplorer" / "core").parts[0]
