@@ -17,6 +17,7 @@ from torch import nn
 
 from gradexplorer.core.stats.backends import warmup as stats_warmup
 from gradexplorer.core.stats.backends.kernel_warmup import WAIT_VARIABLE
+from gradexplorer.core.stats.backends.numba import warm_pass
 from gradexplorer.core.stats.monitor import GradientMonitor
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -100,5 +101,5 @@ def test_the_warm_up_draws_none_of_the_users_random_numbers():
     torch.manual_seed(3)
     expected = torch.rand(4)
     torch.manual_seed(3)
-    stats_warmup.compile_kernels()
+    warm_pass.compile_kernels()
     assert torch.equal(torch.rand(4), expected)
