@@ -276,6 +276,14 @@ def skip_reason(name: str, device: str, numel: int) -> str | None:
     return None
 
 
+
+def observe_only(session, observer) -> None:
+    """``session`` observed by ``observer`` alone (None: by nothing)."""
+    for other in session.observers:
+        session.remove_observer(other)
+    if observer is not None:
+        session.add_observer(observer)
+
 def measure(spec: str, rounds: int, device: str, quick: bool = False) -> dict:
     """Per method: observer seconds and whole-step seconds for each round, ops and syncs."""
     session = make_session(spec, device, quick)
@@ -284,12 +292,12 @@ def measure(spec: str, rounds: int, device: str, quick: bool = False) -> dict:
     observers = {name: (Timed(METHODS[name](), device, settle=name not in UNSETTLED)
                          if METHODS[name] else None) for name in methods}
     for obs in observers.values():  # warm-up: compile kernels, fill caches
-        session.observers = [obs] if obs else []
+        observe_only(session, obs)
         session.step()
     for obs in observers.values():  # one counted step each
         if obs:
             obs.counting = True
-            session.observers = [obs]
+            observe_only(session, obs)
             session.step()
             obs.counting = False
     cpu = {name: [] for name in methods}  # process CPU time of each step
@@ -300,7 +308,7 @@ def measure(spec: str, rounds: int, device: str, quick: bool = False) -> dict:
     for _ in range(rounds):
         for name in rng.permutation(methods):
             obs = observers[name]
-            session.observers = [obs] if obs else []
+            observe_only(session, obs)
             if obs:
                 obs.seconds = 0.0
             start, cpu_start = time.perf_counter(), time.process_time()
@@ -309,7 +317,7 @@ def measure(spec: str, rounds: int, device: str, quick: bool = False) -> dict:
             cpu[name].append(time.process_time() - cpu_start)
             inside[name].append(obs.seconds if obs else 0.0)
             passes.append(one_pass_seconds(session))
-    session.observers = []
+    observe_only(session, None)
     numel = sum(g.numel() for g in grads_of(session))
     ops = {n: sum(o.ops.values()) for n, o in observers.items() if o}
     syncs = {n: o.syncs for n, o in observers.items() if o}
