@@ -32,7 +32,7 @@ from torch import nn
 from gradexplorer.core.diagnose.eager_replay import user_path
 from gradexplorer.core.diagnose.nonfinite_flow import NonFiniteFlow, Source
 from gradexplorer.core.diagnose.trace_grads import step_replay, to_host, trace_gradients
-from gradexplorer.core.graph.source_lines import short_source
+from gradexplorer.core.graph.style import short_source
 from gradexplorer.core.messages.errors import emit_guarded, first_line
 from gradexplorer.core.model.training_state import KeptBuffers, SavedState, rng_snapshot
 from gradexplorer.core.stats.measured import measured_tensor

@@ -140,8 +140,3 @@ def annotate_sources(nodes: dict, ops: list[int], seqs: list[int], lines: Source
         found = lines.of(seq)
         if found is not None:
             attrs["source"], attrs["code"], attrs["function"] = found.where, found.code, found.function
-
-
-def short_source(source: str) -> str:
-    """``file.py:17`` of a ``source`` attribute ``/path/to/file.py:17``."""
-    return os.path.basename(source)

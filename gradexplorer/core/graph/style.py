@@ -115,3 +115,9 @@ def grad_text(attrs: Mapping[str, Any]) -> str:
     if attrs.get("grad_in_norm") is not None and attrs.get("kind") != "param":
         text += f" (in ‖g‖ {attrs['grad_in_norm']:.4g})"
     return text
+
+
+def short_source(source: str) -> str:
+    """``file.py:17`` of a node's ``source`` attribute ``/path/to/file.py:17``
+    (``source_lines``; here, without torch, for the app's details pane)."""
+    return source.replace("\\", "/").rsplit("/", 1)[-1]

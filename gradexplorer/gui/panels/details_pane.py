@@ -9,8 +9,7 @@ from PySide6.QtCore import QUrl
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QTextBrowser, QWidget
 
-from gradexplorer.core.graph.source_lines import short_source
-from gradexplorer.core.graph.style import format_shape, grad_text
+from gradexplorer.core.graph.style import format_shape, grad_text, short_source
 from gradexplorer.core.stats.records import STAT_FIELDS, STAT_LABELS
 from gradexplorer.gui.models.selection import Selection, SelectionModel, parameter_for
 from gradexplorer.gui.text.number_text import format_number, nonfinite_word, update_ratio_text
