@@ -3,14 +3,13 @@ the graph's size: the long edges into one node share one chain of bend points.""
 
 import numpy as np
 import pytest
-import torch
-from torch import nn
 
 from gradexplorer.core.graph.extract import trace_backward_graph
 from gradexplorer.core.graph.layout.layered import add_dummies, assign_layers
 from gradexplorer.core.graph.layout.positions import graph_arrays, layered_drawing, layout_graph
 from gradexplorer.core.model.spec import ModelOptions, load_workload
 from gradexplorer.core.session.engine import SessionConfig, TrainingSession
+from tests.script_helpers import load_script
 
 
 @pytest.fixture(scope="module")
@@ -46,24 +45,9 @@ def test_positions_without_bends_are_the_same_positions(densenet_graph):
     assert layout_graph(densenet_graph) == with_bends.positions
 
 
-class SumOfHeads(nn.Module):
-    """Thousands of parallel linear heads summed one by one: edges that span thousands of layers."""
-
-    def __init__(self, heads: int) -> None:
-        super().__init__()
-        self.heads = nn.ModuleList(nn.Linear(4, 4) for _ in range(heads))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return sum(head(x) for head in self.heads)
-
-
 def test_a_bend_list_is_its_edge_s_own_part_of_the_chain():
     """Edges sharing a chain get the points of the layers each spans, in order, top down."""
-    model = SumOfHeads(40)
-    loss = model(torch.randn(2, 4)).sum()
-    from gradexplorer.core.graph.extract import extract_graph
-
-    G = extract_graph(loss, model)
+    G = load_script("bench", "graph_shapes.py").heads_graph(40)  # 40 linear heads summed
     placed = layered_drawing(G)
     ys = {y for _, y in placed.positions.values()}
     for (u, v), points in placed.edge_points.items():
