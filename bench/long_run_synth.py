@@ -4,7 +4,8 @@ The first ``BLOCK`` steps are written by the recorder's own ``RunWriter`` (figur
 histograms every ``hist_every`` steps, the step ledger with a skipped and a clipped step, a
 NaN gradient, accumulated norms), as ``gradexplorer.watch`` writes them; the rest of the run
 is those rows copied forward by SQL, ``BLOCK`` steps at a time with shifted step numbers and
-wall times (a valid run ``open_run`` accepts, written in seconds instead of hours).
+wall times, and the parameters' summaries folded every ``FOLD_EVERY`` steps as the writer folds
+them (a valid run ``open_run`` accepts, written in seconds instead of hours).
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gradexplorer.core.runs.schema import LEAN_TABLES  # noqa: E402
+from gradexplorer.core.runs.param_summaries import SummaryFolds  # noqa: E402
+from gradexplorer.core.runs.schema import LEAN_TABLES, SUMMARIES_TABLE  # noqa: E402
 from gradexplorer.core.runs.writer import RunWriter  # noqa: E402
 from gradexplorer.core.stats.records import Histogram, ParamStats, StepGradients  # noqa: E402
 from gradexplorer.core.steps.ledger import StepLedger  # noqa: E402
@@ -75,7 +77,9 @@ def synth_run(path: str | Path, steps: int, params: int = 20, hist_every: int = 
     db_path = path / "run.sqlite"
     if db_path.is_file():
         with sqlite3.connect(db_path) as db:
-            if db.execute("SELECT COUNT(*) FROM steps").fetchone()[0] == steps:
+            summed = db.execute("SELECT COUNT(*) FROM sqlite_master WHERE name = ?",
+                                (SUMMARIES_TABLE,)).fetchone()[0]
+            if summed and db.execute("SELECT COUNT(*) FROM steps").fetchone()[0] == steps:
                 return path
     _first_block(path, params, bins, hist_every, min(BLOCK, steps))
     with sqlite3.connect(db_path) as db:
@@ -88,5 +92,8 @@ def synth_run(path: str | Path, steps: int, params: int = 20, hist_every: int = 
                 args = (offset, offset * 0.01) if table == "steps" else (offset,)
                 db.execute(f"INSERT INTO {table} SELECT {picked} FROM {table} "
                            f"WHERE step BETWEEN 1 AND ?", (*args, last))
+        folds = SummaryFolds(db, lean=True)  # what the writer's thread does after each step
+        for step in range(1, steps + 1):
+            folds.after_step(db, step)
         db.commit()
     return path

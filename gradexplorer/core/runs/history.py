@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from gradexplorer.core.runs import param_summaries as PS
 from gradexplorer.core.runs import schema as S
 from gradexplorer.core.runs import validate as V
 from gradexplorer.core.runs.columns import (
@@ -155,23 +156,35 @@ class RunHistory:
     def parameter_summaries(self) -> dict[str, ParameterSummary]:
         """Every parameter's largest norm and |g| over the run and its NaN/Inf steps, in the
         model's order (one pass over the run's figures, which checks each value it takes)."""
-        rows = self._plain_summaries()
+        kept = PS.kept_summaries(self.run)  # a long run's steps up to its last fold, summed up
+        after = kept[0] if kept else None
+        rows = self._plain_summaries(after)
         if rows is None:
-            rows = self._checked_summaries()
+            rows = self._checked_summaries(after)
+        if kept:
+            rows = PS.merged(kept[1], rows)
         found = {r[0]: ParameterSummary(r[0], r[1], _real(r[2]), _real(r[3]), int(r[4] or 0), r[5])
                  for r in rows if r[1]}
         order = self.run.parameters
         return {n: found[n] for n in [*order, *sorted(set(found) - set(order))] if n in found}
 
-    def _plain_summaries(self) -> list[tuple] | None:
+    def _plain_summaries(self, after: int | None = None) -> list[tuple] | None:
         """``_checked_summaries``' rows when every parameter had a gradient at every step and
         every figure is a number (as a run's are; SQLite's MIN/MAX tell: text and blobs sort
-        above numbers), a third cheaper; None otherwise."""
-        rows = self._rows(
-            "SELECT name, SUM(has_grad), MAX(norm), MAX(abs_max), SUM(nan_count > 0 OR inf_count > 0), "
-            "MIN(CASE WHEN nan_count > 0 OR inf_count > 0 THEN step END), MIN(has_grad), MAX(has_grad), "
-            "MIN(nan_count), MAX(nan_count), MIN(inf_count), MAX(inf_count), "
-            "SUM(typeof(nan_count) = 'real' OR typeof(inf_count) = 'real') FROM stats GROUP BY name")
+        above numbers), a third cheaper; None otherwise. Only the steps after ``after``
+        when given."""
+        where = "" if after is None else f"WHERE step > {int(after)} "
+        figures = ("SUM(has_grad), MAX(norm), MAX(abs_max), SUM(nan_count > 0 OR inf_count > 0), "
+                   "MIN(CASE WHEN nan_count > 0 OR inf_count > 0 THEN step END), MIN(has_grad), "
+                   "MAX(has_grad), MIN(nan_count), MAX(nan_count), MIN(inf_count), MAX(inf_count), "
+                   "SUM(typeof(nan_count) = 'real' OR typeof(inf_count) = 'real')")
+        if self.run.version >= S.LEAN:  # by parameter id, names joined to the few groups after
+            rows = self._rows(f"SELECT n.name, g.* FROM (SELECT param, {figures} FROM "
+                              f"{S.LEAN_TABLES['stats']} {where}GROUP BY param) AS g LEFT JOIN "
+                              f"{S.NAMES_TABLE} AS n ON n.id = g.param")
+            rows = [(r[0], *r[2:]) for r in rows]
+        else:
+            rows = self._rows(f"SELECT name, {figures} FROM stats {where}GROUP BY name")
         for name, _, norm, abs_max, _, _, low, high, *counts, reals in rows:
             if type(name) is not str or low != 1 or high != 1 or type(low) is not int or reals \
                     or not all(V.is_figure(v) for v in (norm, abs_max)) \
@@ -179,9 +192,10 @@ class RunHistory:
                 return None
         return [r[:6] for r in rows]
 
-    def _checked_summaries(self) -> list[tuple]:
+    def _checked_summaries(self, after: int | None = None) -> list[tuple]:
         """Per parameter: name, steps with a gradient, largest norm and |g|, NaN/Inf steps and
-        the first of them, each value checked (the first damaged row named)."""
+        the first of them, each value checked (the first damaged row named); only the steps
+        after ``after`` when given."""
         columns = ("has_grad", "norm", "abs_max", "nan_count", "inf_count")
         sound = " AND ".join(["typeof(name) = 'text' AND typeof(has_grad) = 'integer' AND "
                               "has_grad IN (0, 1)", *(V.sql_test(c) for c in columns[1:])])
@@ -191,7 +205,8 @@ class RunHistory:
             "MAX(CASE WHEN has_grad = 1 AND typeof(abs_max) = 'real' THEN abs_max END), "
             "SUM(has_grad = 1 AND (nan_count > 0 OR inf_count > 0)), "
             "MIN(CASE WHEN has_grad = 1 AND (nan_count > 0 OR inf_count > 0) THEN step END), "
-            f"MIN(CASE WHEN NOT ({sound}) THEN rowid END) FROM stats GROUP BY name")
+            f"MIN(CASE WHEN NOT ({sound}) THEN rowid END) FROM stats "
+            + ("" if after is None else f"WHERE step > {int(after)} ") + "GROUP BY name")
         for *_, damaged in rows:
             if damaged is not None:  # the first damaged row, read again to say what is wrong
                 step, name, *values = self._rows(f"SELECT step, name, {', '.join(columns)} FROM stats "

@@ -77,6 +77,12 @@ CREATE TABLE IF NOT EXISTS {NAMES_TABLE} (id INTEGER PRIMARY KEY, name TEXT NOT 
     + ", ".join(f"r.{c} AS {c}" for c in (c.split()[0] for c in columns.split(", ")))
     + f" FROM {LEAN_TABLES[view]} AS r LEFT JOIN {NAMES_TABLE} AS n ON n.id = r.param;\n"
     for view, columns in PER_PARAMETER.items())  # LEFT JOIN: a lost name reads NULL (damage)
+SUMMARIES_TABLE = "param_summaries"  # every parameter's figures so far: param_summaries.py
+SUMMARIES_COLUMNS = ("param", "through", "grad_steps", "max_norm", "max_abs", "nonfinite_steps",
+                     "first_nonfinite")
+LEAN_SCHEMA += (f"CREATE TABLE IF NOT EXISTS {SUMMARIES_TABLE} (param INTEGER PRIMARY KEY, "
+                "through INTEGER NOT NULL, grad_steps INTEGER NOT NULL, max_norm REAL, max_abs REAL, "
+                "nonfinite_steps INTEGER NOT NULL, first_nonfinite INTEGER);\n")
 
 def schema(version: int) -> str:
     """The tables (and views) of a run of format ``version``."""

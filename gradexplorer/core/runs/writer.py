@@ -18,6 +18,7 @@ from gradexplorer.core.messages.errors import UserError, first_line
 from gradexplorer.core.runs import schema as S
 from gradexplorer.core.runs.open_writers import OPEN
 from gradexplorer.core.runs.param_rows import ParamRows
+from gradexplorer.core.runs.param_summaries import SummaryFolds
 from gradexplorer.core.runs.run_place import RunDirectoryGone, RunPlace, refuse_linked_snapshots
 from gradexplorer.core.runs.write_thread import WriteThread
 from gradexplorer.core.snapshot.retention import steps_to_remove
@@ -130,6 +131,7 @@ class RunWriter:
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=NORMAL")  # a committed step survives kill -9
             self._conn.executescript(S.schema(version))  # a resumed older run: the tables it lacks
+            self._summaries = SummaryFolds(self._conn, self._param_rows.lean)
             self._place = RunPlace(self.run_dir)  # checked once a step: deleted or replaced?
         except (OSError, sqlite3.Error) as exc:
             raise UserError(f"cannot create run directory {str(self.run_dir)!r}: {exc}") from None
@@ -226,6 +228,7 @@ class RunWriter:
             self._place.check(record.step)  # still the run opened? (a stat, on this thread)
             self._insert_step(db, record, loss, ranks, rank_norms, ledger, accumulated,
                               optimizer_state, batch, time.time())
+            self._summaries.after_step(db, record.step)  # every FOLD_EVERY steps: param_summaries.py
         return self._submit(f"step {record.step}", work)
 
     def _insert_step(self, db, record, loss, ranks, rank_norms, ledger, accumulated,

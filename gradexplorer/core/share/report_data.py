@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -144,13 +146,17 @@ def nonfinite_summaries(events: list[NonFiniteEvent]) -> dict[str, NonFiniteSumm
     return out
 
 
-def histogram_columns(history: RunHistory, name: str, steps: list[int]) -> HistogramMatrix:
+def histogram_columns(history: RunHistory, name: str, steps: list[int],
+                      histogram_steps: Callable[[], list[int]] | None = None) -> HistogramMatrix:
     """``name``'s histograms at up to HEAT_COLUMNS of ``steps``; when the run keeps histograms
-    on a cadence (fewer than half of those steps hold one), at its histogram steps instead."""
+    on a cadence (fewer than half of those steps hold one), at its histogram steps instead
+    (``histogram_steps()``, by default ``history.histogram_steps``: a caller drawing several
+    parameters reads them once)."""
     wanted = thin_steps(steps, HEAT_COLUMNS)
     matrix = history.histogram_matrix(name, wanted)
     if len(matrix.steps) * 2 < len(wanted):
-        matrix = history.histogram_matrix(name, thin_steps(history.histogram_steps(), HEAT_COLUMNS))
+        cadence = (histogram_steps or history.histogram_steps)()
+        matrix = history.histogram_matrix(name, thin_steps(cadence, HEAT_COLUMNS))
     return matrix
 
 
@@ -206,9 +212,10 @@ def gather(run: Run, top: int = 6, others: list[Run] = (), stage=None) -> Report
     chosen = pick_top(params, top, largest)
     _, norms = history.stat_series("norm", [n for n, _ in chosen], curve_steps)  # NaN/inf: a gap
     tops = []
+    histogram_steps = functools.cache(history.histogram_steps)  # read once for every parameter
     for i, (name, why) in enumerate(chosen):
         stage(f"histograms of {name} ({i + 1} of {len(chosen)} parameters drawn in full)")
-        matrix = histogram_columns(history, name, steps_list)
+        matrix = histogram_columns(history, name, steps_list, histogram_steps)
         bands = distribution_bands(matrix.edges, matrix.counts) if len(matrix.steps) else {}
         tops.append(TopParameter(name, shapes.get(name, []), why, np.asarray(curve_steps),
                                  norms[name], matrix, bands))
