@@ -80,7 +80,9 @@ def test_ctrl_c_exits_130_with_no_events_file(big_run, tmp_path):
     kill_mid_export(proc, dest, signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
-    assert err == "gradexplorer: interrupted\n"
+    said = [line for line in err.splitlines() if not line.startswith("export: step ")]
+    assert said == ["gradexplorer: interrupted"], err  # (a progress line is due after 5 s wall:
+    # on a loaded machine the first block can take that long, and the line is not an error)
     assert list(dest.iterdir()) == []  # nor the staging folder
     assert events_read(dest) == []
 

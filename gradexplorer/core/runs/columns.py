@@ -37,10 +37,11 @@ STEP_CHUNK = 256  # steps whose figures and histograms an export reads in one qu
 
 
 def decode_histograms(rows: Sequence[tuple], where: Callable[[int], str], version: int = 0
-                      ) -> tuple[list[np.ndarray], list[np.ndarray], np.ndarray]:
+                      ) -> tuple[Sequence[np.ndarray], Sequence[np.ndarray], np.ndarray]:
     """``(edges, counts, extras)`` of histograms rows (HISTOGRAM_COLUMNS each): float64 edges
     and int64 counts per row (views into one array per bin count: rows of one size are decoded
-    and checked at once) and ``extras`` (n, 4) int64 (NaN, Inf, below, above). A row that fails
+    and checked at once; a lean run's rows of one bin count as two (n, bins) arrays) and
+    ``extras`` (n, 4) int64 (NaN, Inf, below, above). A row that fails
     the block's checks is read alone by ``validate.histogram_arrays``, whose one-line error names
     it (``where(i)``: where row ``i`` is). ``version``: the run's format (``Run.version``; a
     lean run's rows are read by ``histogram_rows``)."""
@@ -81,13 +82,13 @@ def decode_histograms(rows: Sequence[tuple], where: Callable[[int], str], versio
 def _decode_lean(rows: Sequence[tuple], where: Callable[[int], str], version: int):
     """``decode_histograms`` of a lean run's rows: at once where they allow it
     (``histogram_rows.decode_block``), else row by row, each checked."""
-    keyed = [(i, *row) for i, row in enumerate(rows)]
-    block = H.decode_block(keyed, version, int) if keyed else []
-    if block is None:
-        block = [(i, *H.decode(row[0], row[1], tuple(row[2:]), version, lambda i=i: where(i)))
-                 for i, row in enumerate(rows)]
-    extras = np.array([[v or 0 for v in b[3:]] for b in block], np.int64).reshape(len(block), 4)
-    return [b[1] for b in block], [b[2] for b in block], extras
+    arrays = H.decode_arrays(rows) if rows else None
+    if arrays is not None:  # one bin count, all sound: (n, bins) arrays, indexed as lists are
+        return arrays
+    block = [H.decode(row[0], row[1], tuple(row[2:]), version, lambda i=i: where(i))
+             for i, row in enumerate(rows)]
+    extras = np.array([[v or 0 for v in b[2:]] for b in block], np.int64).reshape(len(block), 4)
+    return [b[0] for b in block], [b[1] for b in block], extras
 
 
 def _uniform(rows: Sequence[tuple]):
@@ -246,13 +247,13 @@ def parameter_figures(run, steps: Sequence[int], names: set[str] | None = None
 @dataclass(frozen=True)
 class HistogramRows:
     """Histograms rows of a block of steps: row ``i`` is ``names[i]`` at ``steps[i]``, its
-    ``edges[i]`` and ``counts[i]`` (views into one array per bin count) and ``extras[i]`` (NaN,
-    Inf, below, above)."""
+    ``edges[i]`` and ``counts[i]`` (views into one array per bin count; two (n, bins) arrays
+    when all rows hold one bin count) and ``extras[i]`` (NaN, Inf, below, above)."""
 
     steps: list[int]
     names: list[str]
-    edges: list[np.ndarray]
-    counts: list[np.ndarray]
+    edges: Sequence[np.ndarray]
+    counts: Sequence[np.ndarray]
     extras: np.ndarray
 
     def by_step(self) -> dict[int, dict[str, Histogram]]:

@@ -147,34 +147,58 @@ def decode_block(rows: Sequence[tuple], version: int, key: type = str) -> list[t
     that names what is wrong)."""
     if version < S.LEAN:
         return V.histogram_block(list(rows)) if key is str else None
-    if not rows or any(type(r[0]) is not key or type(r[1]) is not bytes  # noqa: E721
-                       or type(r[2]) is not bytes or not r[2] for r in rows):  # noqa: E721
+    if not rows or any(type(r[0]) is not key for r in rows):  # noqa: E721
         return None
-    extras = [v for r in rows for v in r[3:]]  # counts (NULL: row by row, as 0)
-    if not all(type(v) is int for v in extras) or min(extras) < 0 or max(extras) > MAX_COUNT:  # noqa: E721
+    arrays = decode_arrays(rows, 1)
+    if arrays is None:
         return None
-    widths = [r[2][0] for r in rows]
-    bins = (len(rows[0][2]) - 1) // max(1, widths[0])
-    if not 1 <= bins <= MAX_BINS or any(w not in WIDTHS or len(r[2]) != 1 + w * bins
-                                        for w, r in zip(widths, rows, strict=True)):
+    edges, counts, _ = arrays
+    return [(r[0], e, c, *r[3:]) for r, e, c in zip(rows, edges, counts, strict=True)]
+
+
+def decode_arrays(rows: Sequence[tuple], at: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """``(edges (n, bins + 1) float64, counts (n, bins) int64, extras (n, 4) int64)`` of a lean
+    run's rows whose columns from ``at`` on are ``(edges, counts, nan, inf, below, above)``,
+    decoded and checked at once when all hold the same bin count (``decode_block``); None
+    otherwise."""
+    if not rows or any(type(r[at]) is not bytes or type(r[at + 1]) is not bytes  # noqa: E721
+                       or not r[at + 1] for r in rows):
+        return None
+    extras = [r[at + 2:at + 6] for r in rows]  # counts (NULL: row by row, as 0)
+    flat = [v for r in extras for v in r]
+    if len(flat) != 4 * len(rows) or set(map(type, flat)) != {int} or min(flat) < 0 \
+            or max(flat) > MAX_COUNT:
+        return None
+    blobs = [r[at + 1] for r in rows]
+    widths = [b[0] for b in blobs]
+    bins = (len(blobs[0]) - 1) // max(1, widths[0])
+    if not 1 <= bins <= MAX_BINS or any(w not in WIDTHS or len(b) != 1 + w * bins
+                                        for w, b in zip(widths, blobs, strict=True)):
         return None
     counts = np.empty((len(rows), bins), np.int64)
     for w in set(widths):
-        at = [i for i, v in enumerate(widths) if v == w]
-        data = np.frombuffer(b"".join(rows[i][2] for i in at), np.uint8).reshape(len(at), -1)
-        counts[at] = np.ascontiguousarray(data[:, 1:]).view(WIDTHS[w])
+        picked = [i for i, v in enumerate(widths) if v == w] if len(set(widths)) > 1 else None
+        data = np.frombuffer(b"".join(blobs if picked is None else [blobs[i] for i in picked]),
+                             np.uint8).reshape(len(rows) if picked is None else len(picked), -1)
+        counts[slice(None) if picked is None else picked] = np.ascontiguousarray(data[:, 1:]).view(WIDTHS[w])
     if 8 in widths and counts.min() < 0:
         return None
+    edge_blobs = [r[at] for r in rows]
+    sizes = set(map(len, edge_blobs))
     edges = np.empty((len(rows), bins + 1))
-    whole = [i for i, r in enumerate(rows) if len(r[1]) == 8 * (bins + 1)]  # one bin: (lo, hi)
-    pairs = [i for i, r in enumerate(rows) if len(r[1]) == BOUNDS and bins > 1]
-    if len(pairs) + len(whole) != len(rows):
-        return None
-    if pairs:
-        bounds = np.frombuffer(b"".join(rows[i][1] for i in pairs), "<f8").reshape(-1, 2)
-        edges[pairs] = equal_width(bounds[:, 0], bounds[:, 1], bins)
-    if whole:
-        edges[whole] = np.frombuffer(b"".join(rows[i][1] for i in whole), "<f8").reshape(-1, bins + 1)
+    if sizes == {BOUNDS} and bins > 1:  # as a run writes them: (lo, hi) of equal-width bins
+        bounds = np.frombuffer(b"".join(edge_blobs), "<f8").reshape(-1, 2)
+        edges[:] = equal_width(bounds[:, 0], bounds[:, 1], bins)
+    else:
+        whole = [i for i, b in enumerate(edge_blobs) if len(b) == 8 * (bins + 1)]  # one bin: (lo, hi)
+        pairs = [i for i, b in enumerate(edge_blobs) if len(b) == BOUNDS and bins > 1]
+        if len(pairs) + len(whole) != len(rows):
+            return None
+        if pairs:
+            bounds = np.frombuffer(b"".join(edge_blobs[i] for i in pairs), "<f8").reshape(-1, 2)
+            edges[pairs] = equal_width(bounds[:, 0], bounds[:, 1], bins)
+        if whole:
+            edges[whole] = np.frombuffer(b"".join(edge_blobs[i] for i in whole), "<f8").reshape(-1, bins + 1)
     if not _in_order(edges):
         return None
-    return [(r[0], e, c, *r[3:]) for r, e, c in zip(rows, edges, counts, strict=True)]
+    return edges, counts, np.array(extras, np.int64).reshape(len(rows), 4)

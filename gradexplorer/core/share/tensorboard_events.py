@@ -145,11 +145,16 @@ def _histograms(rows, block, cache: dict) -> dict[int, list[bytes]]:
     mean, norm = block.values["mean"][ks, ps], block.values["norm"][ks, ps]
     out: dict[int, list[bytes]] = {}
     plain = (rows.extras[:, 2] == 0) & (rows.extras[:, 3] == 0)
-    sizes = np.array([c.size for c in rows.counts], np.int64)
+    stacked = isinstance(rows.counts, np.ndarray)  # one bin count, already (n, bins) arrays
+    sizes = np.full(len(ks), rows.counts.shape[1], np.int64) if stacked else \
+        np.array([c.size for c in rows.counts], np.int64)
     for bins in np.unique(sizes[keep & plain]).tolist():
         pick = np.flatnonzero(keep & plain & (sizes == bins))
-        edges = np.stack([rows.edges[i] for i in pick.tolist()])
-        counts = np.stack([rows.counts[i] for i in pick.tolist()]).astype(np.float64)
+        if stacked:
+            edges, counts = rows.edges[pick], rows.counts[pick].astype(np.float64)
+        else:
+            edges = np.stack([rows.edges[i] for i in pick.tolist()])
+            counts = np.stack([rows.counts[i] for i in pick.tolist()]).astype(np.float64)
         num = counts.sum(axis=1)
         m, nm = mean[pick], norm[pick]
         total = np.where(known_mean[pick] & np.isfinite(m), m * num, 0.0)
