@@ -148,3 +148,36 @@ def test_kept_gpt2_attention_gradients_equal_independent_hooks_bit_for_bit():
     assert any(op["source"].rpartition(":")[0].endswith("modeling_gpt2.py") for op in kept.ops)
     assert len(kept.ops) == sum(1 for _, a in G.nodes(data=True) if a["kind"] != "param"
                                 and a["module"].startswith("transformer.h.0.attn"))
+
+
+def test_cli_keep_prints_the_size_first_writes_the_snapshot_and_refuses_past_the_limit(run_cli, tmp_path):
+    import json
+
+    from gradexplorer.core.snapshot import read_snapshot
+
+    code, out, err = run_cli("graph", "--model", "example:lenet", "--keep", "fc1",
+                             "--out", tmp_path / "g.json")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0] == "keeping 6 gradient tensors of 2 ops: 579 KB (limit 1 GB)"  # before the rest
+    assert f"kept 6 gradient tensors of 2 ops (579 KB) of step 0: {tmp_path / 'kept-step-000000'}" in out
+    addmm = next(line for line in lines if "AddmmBackward0 in fc1 at lenet.py:" in line)
+    assert addmm.endswith("grad_input.0 120, grad_input.1 1×400, grad_input.2 400×120, grad_output.0 1×120")
+    data = json.loads((tmp_path / "g.json").read_text())
+    assert data["graph"]["kept"]["bytes"] == 578_560
+    node = next(n for n in data["nodes"] if n["name"] == "AddmmBackward0" and n["module"] == "fc1")
+    assert node["kept"] == [f"node{node['id']}.AddmmBackward0.{s}" for s in
+                            ("grad_input.0", "grad_input.1", "grad_input.2", "grad_output.0")]
+    snap = read_snapshot(tmp_path / "kept-step-000000")
+    assert set(snap.extra_tensors()) == {f"hooks/{k}" for k in data["graph"]["kept"]["tensors"]}
+    code, out, err = run_cli("graph", "--model", "example:lenet", "--keep", "fc1",
+                             "--out", tmp_path / "h.json")
+    assert code == 2 and "kept-step-000000 already exists" in err and not (tmp_path / "h.json").exists()
+    code, out, err = run_cli("graph", "--model", "example:lenet", "--keep", "fc1", "--keep-max-bytes",
+                             "500KB", "--keep-dir", tmp_path / "k", "--out", tmp_path / "h.json")
+    assert code == 2 and out.startswith("keeping 6 gradient tensors of 2 ops: 579 KB (limit 500 KB)")
+    assert err.strip().endswith("the kept gradients would take 579 KB, over the limit of 500 KB: keep "
+                                "fewer ops or allow more (max_bytes, --keep-max-bytes)")
+    assert not (tmp_path / "k").exists()
+    code, _, err = run_cli("graph", "--model", "example:lenet", "--keep-max-bytes", "lots", "--out", "x.json")
+    assert code == 2 and "--keep-max-bytes: expected a size such as 500MB or 2GB, got 'lots'" in err

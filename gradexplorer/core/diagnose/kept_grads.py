@@ -27,7 +27,7 @@ import torch
 
 from gradexplorer.core.messages.errors import UserError
 
-DEFAULT_MAX_BYTES = 1 << 30  # 1 GiB of kept tensors unless the caller allows more
+DEFAULT_MAX_BYTES = 10**9  # 1 GB of kept tensors unless the caller allows more
 _NODE_ID = re.compile(r"(?:node)?(\d+)")
 
 
@@ -114,7 +114,8 @@ class KeepPlan:
     def check(self) -> None:
         if self.bytes > self.max_bytes:
             raise UserError(f"the kept gradients would take {byte_text(self.bytes)}, over the "
-                            f"limit of {byte_text(self.max_bytes)}: keep fewer ops or raise max_bytes")
+                            f"limit of {byte_text(self.max_bytes)}: keep fewer ops or allow more "
+                            "(max_bytes, --keep-max-bytes)")
 
 
 def key_of(node: int, name: str, slot: str) -> str:
@@ -168,7 +169,8 @@ class KeptGradients(Mapping):
     def __str__(self) -> str:
         return f"{len(self.tensors)} gradient tensors of {len(self.ops)} ops ({byte_text(self.bytes)})"
 
-    def write(self, directory: str | os.PathLike, session, name: str | None = None):
+    def write(self, directory: str | os.PathLike, session, name: str | None = None,
+              replace: bool = True):
         """A snapshot in ``directory`` (``kept-step-000003``) holding the kept tensors under
         ``hooks/<key>`` and each op's description in its ``hooks`` list; the parameters'
         gradients in it are those the model holds (the last step's, not the traced one's)."""
@@ -178,7 +180,7 @@ class KeptGradients(Mapping):
         ops = [{"kind": "kept op gradients", **{k: v for k, v in op.items() if k != "keys"},
                 "tensors": ",".join(op["keys"])} for op in self.ops]
         return write_snapshot(directory, session, hooks=ops, extra_tensors=dict(self.tensors),
-                              name=name or f"kept-{snapshot_name(self.step)}")
+                              name=name or f"kept-{snapshot_name(self.step)}", replace=replace)
 
 
 class GradientKeeper:
