@@ -181,3 +181,16 @@ def test_cli_keep_prints_the_size_first_writes_the_snapshot_and_refuses_past_the
     assert not (tmp_path / "k").exists()
     code, _, err = run_cli("graph", "--model", "example:lenet", "--keep-max-bytes", "lots", "--out", "x.json")
     assert code == 2 and "--keep-max-bytes: expected a size such as 500MB or 2GB, got 'lots'" in err
+
+
+def test_the_apps_plan_from_a_traced_graph_matches_the_kept_size():
+    from gradexplorer.core.diagnose.kept_grads import graph_plan
+    from gradexplorer.graph import trace_backward_graph
+
+    session = lenet_session()
+    G = trace_backward_graph(session)
+    for keep in (["fc1"], ["conv2"], ["AddmmBackward0", "node0"]):
+        plan = graph_plan(G, keep)
+        kept = gx.diagnose.trace_gradients(session, keep=keep).graph["kept"]
+        assert plan.bytes == kept.bytes and plan.count == len(kept), keep
+        assert sorted(plan.nodes) == sorted(op["node"] for op in kept.ops)

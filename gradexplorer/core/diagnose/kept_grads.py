@@ -118,6 +118,30 @@ class KeepPlan:
                             "(max_bytes, --keep-max-bytes)")
 
 
+def _shape_bytes(shape, dtype: str | None) -> int:
+    kind = getattr(torch, dtype or "float32", torch.float32)
+    return math.prod(shape) * torch.empty((), dtype=kind).element_size()
+
+
+def graph_plan(G: nx.DiGraph, keep: Sequence[str | int], max_bytes: int = DEFAULT_MAX_BYTES) -> KeepPlan:
+    """The plan of keeping ``keep`` on an already traced graph (the app asks before it traces
+    again), from its nodes' shapes: what a node receives is its forward output, what it sends
+    along each edge the next node's; exact but for ops of several outputs (their first counted)."""
+    nodes: dict[int, list[tuple[str, int]]] = {}
+    for i in choose_nodes(G, keep):
+        attrs = G.nodes[i]
+        slots = [] if attrs.get("shape") is None else \
+            [("grad_output.0", _shape_bytes(attrs["shape"], attrs.get("dtype")))]
+        if attrs["kind"] != "param":
+            for _, j, data in G.out_edges(i, data=True):
+                nxt = G.nodes[j]
+                if nxt.get("shape") is not None:
+                    slots += [(f"grad_input.{s}", _shape_bytes(nxt["shape"], nxt.get("dtype")))
+                              for s in data.get("slots", (data["slot"],))]
+        nodes[i] = sorted(slots)
+    return KeepPlan(nodes, max_bytes)
+
+
 def key_of(node: int, name: str, slot: str) -> str:
     """``node17.AddmmBackward0.grad_input.0``."""
     return f"node{node}.{name}.{slot}"
