@@ -157,8 +157,11 @@ class HookActions:
             if chosen is None:
                 return None
             module, action, steps = chosen
+        from gradexplorer.core.graph.style import where_used
+
         ab = ABWindow(ab_run_factory(live, module or "", action), steps, window.controller,
-                      live.session.device)
+                      live.session.device,
+                      where=where_used(window.graph_panel.graph, module=module) if module else "")
         ab.show()
         self.ab_windows = [w for w in self.ab_windows if w.isVisible()] + [ab]
         return ab
