@@ -73,8 +73,11 @@ class TensorHeatmap(NamedTitle, pg.PlotWidget):
         self.image.setImage(np.where(finite, matrix, 0.0), levels=(-top, top))
         self.image.setRect(0, 0, matrix.shape[1] * cols, matrix.shape[0] * rows)
         self.colour_bar.setLevels((-top, top))
-        every = "" if (rows, cols) == (1, 1) else f" (every {rows}th row, {cols}th column)"
-        self.set_named_title(f"heat map · {format_shape(np.shape(values)) or 'scalar'}{every}", name)
+        shape = format_shape(np.shape(values)) or "scalar"
+        self.set_named_title(f"heat map · {shape}", None)  # (the window's chooser names it)
+        self.plotItem.setLabel("left", "row" if rows == 1 else f"row (every {rows}th)")
+        self.plotItem.setLabel("bottom", "last dimension" if cols == 1 else
+                               f"last dimension (every {cols}th)")
         self.plotItem.vb.setRange(xRange=(0, matrix.shape[1] * cols), yRange=(0, matrix.shape[0] * rows),
                                   padding=0.02)
 
@@ -102,8 +105,9 @@ class KeptGradientsWindow(QWidget):
         self.resize(screen_size(self, QSize(1000, 560)))
         ops = "; ".join(op_text(op) for op in kept.ops[:3]) + \
             (f"; and {len(kept.ops) - 3} more ops" if len(kept.ops) > 3 else "")
-        self.header = QLabel(f"step {kept.step}: {len(kept)} tensors of {len(kept.ops)} ops, "
-                             f"{byte_text(kept.bytes)} — {ops}")
+        tensors, count = len(kept), len(kept.ops)
+        self.header = QLabel(f"step {kept.step}: {tensors} tensor{'s' if tensors != 1 else ''} of "
+                             f"{count} op{'s' if count != 1 else ''}, {byte_text(kept.bytes)} — {ops}")
         self.header.setWordWrap(True)
         self.header.setTextFormat(Qt.PlainText)
         self.header.setTextInteractionFlags(Qt.TextSelectableByMouse)
@@ -136,7 +140,8 @@ class KeptGradientsWindow(QWidget):
         from gradexplorer.core.hooks.observed import tensor_histogram
 
         tensor = self.kept[key]
-        self.histogram.show_histograms(key, tensor_histogram(tensor), None, None)
+        slot = key.split(".", 2)[-1]  # grad_input.2 (the chooser names the op; a long title
+        self.histogram.show_histograms(slot, tensor_histogram(tensor), None, None)  # clips the plot)
         self.heatmap.show_tensor(key, tensor.detach().to(dtype=tensor.dtype).double().numpy())
 
     def _save(self) -> None:
