@@ -194,3 +194,16 @@ def test_the_apps_plan_from_a_traced_graph_matches_the_kept_size():
         kept = gx.diagnose.trace_gradients(session, keep=keep).graph["kept"]
         assert plan.bytes == kept.bytes and plan.count == len(kept), keep
         assert sorted(plan.nodes) == sorted(op["node"] for op in kept.ops)
+
+
+def test_the_hooks_hold_the_limit_too_when_a_plan_could_not_see_a_size(monkeypatch):
+    from gradexplorer.core.diagnose import kept_grads
+
+    session = lenet_session()
+    monkeypatch.setattr(kept_grads, "planned_tensors", lambda fn: [])  # a size the plan missed
+    with pytest.raises(UserError, match="the kept gradients passed the limit of 100 KB"):
+        gx.diagnose.trace_gradients(session, keep=["fc1"], max_bytes=100_000)
+    monkeypatch.undo()
+    G = gx.diagnose.trace_gradients(session, keep=["fc1"])  # no hook of the failed trace left
+    assert G.graph["kept"].bytes == 578_560 and G.graph["grad_traced"] == G.number_of_nodes()
+    assert all(p.grad is None for p in session.model.parameters())
