@@ -28,6 +28,10 @@ def test_keep_an_ops_gradient_from_the_menu_shows_and_saves_it(qtbot, make_windo
     assert f"Keep this op's gradient (AddmmBackward0, node {node})…" in labels
     assert "Keep the gradients of fc1's ops…" in labels
     menu.close()
+    window.hook_actions.show_menu("fc2", window.mapToGlobal(window.rect().center()))  # a tree row's
+    labels = [a.text() for a in window.hook_actions.menu.actions()]  # menu: fc2, node 9 still selected
+    assert "Keep the gradients of fc2's ops…" in labels and not any("this op" in t for t in labels)
+    window.hook_actions.menu.close()
 
     plan = graph_plan(panel.graph, [node])
     text = confirmation_text(panel.graph, [node], plan)

@@ -23,9 +23,10 @@ class GradientsKept:
 
 def keep_targets(G, node, module: str | None) -> list[tuple[str, list]]:
     """The menu's keep entries for a right-click: ``(label, keep)`` for the clicked op (a node
-    of the traced graph ``G``) and for the module's ops (not the model's root)."""
+    of the traced graph ``G``, when it is the module's: a tree row's menu leaves a node selected
+    elsewhere out) and for the module's ops (not the model's root)."""
     out = []
-    if isinstance(node, int) and node in G:
+    if isinstance(node, int) and node in G and (G.nodes[node].get("module") or "") == (module or ""):
         attrs = G.nodes[node]
         what = "this parameter's" if attrs["kind"] == "param" else "this op's"
         out.append((f"Keep {what} gradient ({attrs['name']}, node {node})…", [node]))
