@@ -62,3 +62,16 @@ def test_keep_an_ops_gradient_from_the_menu_shows_and_saves_it(qtbot, make_windo
     tensors = read_snapshot(tmp_path / "kept-step-000000").extra_tensors()
     assert all(torch.equal(tensors[f"hooks/{k}"], t) for k, t in kept.items())
     assert all(p.grad is None for p in window.controller.session.live.session.model.parameters())
+
+
+def test_a_kept_tensors_picture_is_strided_past_512_cells_a_side_and_exact_below():
+    from gradexplorer.gui.graph.keep_gradients import tensor_view
+
+    t = torch.randn(3, 1100, 7, dtype=torch.bfloat16)
+    view = tensor_view(t)
+    assert view.strides == (7, 1) and view.shape == (3, 1100, 7) and view.matrix.shape == (472, 7)
+    assert np.array_equal(view.matrix, t.reshape(-1, 7)[::7].double().numpy())
+    assert view.histogram.total == t.numel()
+    assert tensor_view(torch.tensor(2.5)).matrix.tolist() == [[2.5]]
+    vector = tensor_view(torch.arange(1000.0))
+    assert vector.strides == (1, 2) and vector.matrix.tolist() == [list(range(0, 1000, 2))]

@@ -12,13 +12,41 @@ from PySide6.QtWidgets import QMenu, QMessageBox
 
 from gradexplorer.gui.models.session import SnapshotWritten
 
+MAX_CELLS = 512  # rows and columns a heat map draws at most (every k-th beyond)
+
+
+@dataclass(frozen=True)
+class TensorView:
+    """What the kept window draws of one tensor: its histogram (``tensor_histogram``), its
+    values as rows × last dimension (every k-th past ``MAX_CELLS``: ``strides``), its shape."""
+
+    histogram: Any
+    matrix: Any  # numpy float64, 2-D
+    strides: tuple[int, int]
+    shape: tuple[int, ...]
+
+
+def tensor_view(tensor) -> TensorView:
+    """A kept tensor's ``TensorView`` (a vector: one row, a scalar: 1×1); strided before it is
+    made float64, so a large tensor is never copied whole for its picture."""
+    from gradexplorer.core.hooks.observed import tensor_histogram
+
+    t = tensor.detach()
+    matrix = t.reshape(1, -1) if t.dim() < 2 else t.reshape(-1, t.shape[-1])
+    rows = max(1, -(-matrix.shape[0] // MAX_CELLS))
+    cols = max(1, -(-matrix.shape[1] // MAX_CELLS))
+    return TensorView(tensor_histogram(t), matrix[::rows, ::cols].double().numpy(), (rows, cols),
+                      tuple(t.shape))
+
 
 @dataclass(frozen=True)
 class GradientsKept:
-    """The result of a keep job: the ``KeptGradients`` and the session they are of."""
+    """The result of a keep job: the ``KeptGradients``, the session they are of, and each
+    tensor's ``TensorView`` (made on the training thread, not the GUI's)."""
 
     kept: Any
     live: Any
+    views: dict
 
 
 def keep_targets(G, node, module: str | None) -> list[tuple[str, list]]:
@@ -95,7 +123,8 @@ class KeepActions:
         """On the training thread: the next step traced, ``keep``'s gradients kept."""
         from gradexplorer.core.diagnose.trace_grads import trace_gradients
 
-        return GradientsKept(trace_gradients(live.session, keep=keep).graph["kept"], live)
+        kept = trace_gradients(live.session, keep=keep).graph["kept"]
+        return GradientsKept(kept, live, {key: tensor_view(t) for key, t in kept.items()})
 
     def _finished(self, result) -> None:
         if isinstance(result, GradientsKept):
@@ -107,10 +136,11 @@ class KeepActions:
 
         controller, live = self.window.controller, result.live
 
-        def save(directory: str) -> None:
-            controller.post(lambda: SnapshotWritten(result.kept.write(directory, live.session)))
+        def save(directory: str) -> None:  # an existing one is refused (a dialog), not replaced
+            controller.post(lambda: SnapshotWritten(result.kept.write(directory, live.session,
+                                                                      replace=False)))
 
-        shown = KeptGradientsWindow(result.kept, save)
+        shown = KeptGradientsWindow(result.kept, save, result.views)
         shown.show()
         self.windows = [w for w in self.windows if w.isVisible()] + [shown]
         return shown

@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
 )
 
 from gradexplorer.core.graph.style import format_shape, short_source
+from gradexplorer.gui.graph.keep_gradients import TensorView, tensor_view
 from gradexplorer.gui.plots.heatmap_plot import bar_axis
 from gradexplorer.gui.plots.histogram_plot import HistogramPlot, NamedTitle
 from gradexplorer.gui.plots.hover import HoverReadout, corner_readout
@@ -27,18 +28,7 @@ from gradexplorer.gui.text.number_text import format_number
 from gradexplorer.gui.theme import steady_axes
 from gradexplorer.gui.window.window_fit import screen_size
 
-MAX_CELLS = 512  # rows and columns a heat map draws at most (every k-th beyond)
 DIVERGING = [(33, 102, 172), (146, 197, 222), (247, 247, 247), (244, 165, 130), (178, 24, 43)]
-
-
-def tensor_matrix(values: np.ndarray) -> tuple[np.ndarray, int, int]:
-    """A tensor's values as rows × last dimension (a vector: one row, a scalar: 1×1), every
-    k-th row and column past ``MAX_CELLS``; with the row and column strides."""
-    values = np.asarray(values, dtype=np.float64)
-    matrix = values.reshape(1, -1) if values.ndim < 2 else values.reshape(-1, values.shape[-1])
-    rows = max(1, -(-matrix.shape[0] // MAX_CELLS))
-    cols = max(1, -(-matrix.shape[1] // MAX_CELLS))
-    return matrix[::rows, ::cols], rows, cols
 
 
 class TensorHeatmap(NamedTitle, pg.PlotWidget):
@@ -64,8 +54,9 @@ class TensorHeatmap(NamedTitle, pg.PlotWidget):
         self.hover = HoverReadout(self.scene(), [self.plotItem],
                                   lambda _plot, x, y: self.describe_cell(x, y), self.show_readout)
 
-    def show_tensor(self, name: str, values: np.ndarray) -> None:
-        matrix, rows, cols = tensor_matrix(values)
+    def show_tensor(self, view: TensorView) -> None:
+        """Draw a tensor's ``TensorView`` (made off the GUI thread: ``tensor_view``)."""
+        matrix, (rows, cols) = view.matrix, view.strides
         self.matrix, self.strides = matrix, (rows, cols)
         finite = np.isfinite(matrix)
         top = float(np.abs(matrix[finite]).max()) if finite.any() else 0.0
@@ -73,7 +64,7 @@ class TensorHeatmap(NamedTitle, pg.PlotWidget):
         self.image.setImage(np.where(finite, matrix, 0.0), levels=(-top, top))
         self.image.setRect(0, 0, matrix.shape[1] * cols, matrix.shape[0] * rows)
         self.colour_bar.setLevels((-top, top))
-        shape = format_shape(np.shape(values)) or "scalar"
+        shape = format_shape(view.shape) or "scalar"
         self.set_named_title(f"heat map · {shape}", None)  # (the window's chooser names it)
         self.plotItem.setLabel("left", "row" if rows == 1 else f"row (every {rows}th)")
         self.plotItem.setLabel("bottom", "last dimension" if cols == 1 else
@@ -95,12 +86,15 @@ class TensorHeatmap(NamedTitle, pg.PlotWidget):
 class KeptGradientsWindow(QWidget):
     """The kept tensors of one traced step (``KeptGradients``), one shown at a time."""
 
-    def __init__(self, kept, save=None, parent: QWidget | None = None) -> None:
-        """``save(directory)``: writes the snapshot (the app posts it to its training thread)."""
+    def __init__(self, kept, save=None, views: dict[str, TensorView] | None = None,
+                 parent: QWidget | None = None) -> None:
+        """``save(directory)``: writes the snapshot (the app posts it to its training thread);
+        ``views``: each tensor's histogram and heat-map matrix, made on the training thread
+        (made here, on first show, where not given)."""
         from gradexplorer.core.diagnose.kept_grads import byte_text
 
         super().__init__(parent)
-        self.kept, self.save = kept, save
+        self.kept, self.save, self.views = kept, save, dict(views or {})
         self.setWindowTitle(f"gradexplorer — kept gradients of step {kept.step}")
         self.resize(screen_size(self, QSize(1000, 560)))
         ops = "; ".join(op_text(op) for op in kept.ops[:3]) + \
@@ -137,12 +131,12 @@ class KeptGradientsWindow(QWidget):
 
     def show_key(self, key: str) -> None:
         """Draw the kept tensor ``key``."""
-        from gradexplorer.core.hooks.observed import tensor_histogram
-
-        tensor = self.kept[key]
+        view = self.views.get(key)
+        if view is None:
+            view = self.views[key] = tensor_view(self.kept[key])
         slot = key.split(".", 2)[-1]  # grad_input.2 (the chooser names the op; a long title
-        self.histogram.show_histograms(slot, tensor_histogram(tensor), None, None)  # clips the plot)
-        self.heatmap.show_tensor(key, tensor.detach().to(dtype=tensor.dtype).double().numpy())
+        self.histogram.show_histograms(slot, view.histogram, None, None)  # clips the plot)
+        self.heatmap.show_tensor(view)
 
     def _save(self) -> None:
         directory = QFileDialog.getExistingDirectory(self, "Save the kept gradients in")
