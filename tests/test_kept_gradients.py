@@ -89,6 +89,11 @@ def test_keep_by_node_id_op_name_and_submodule():
     names = {op["op"] for op in G2.graph["kept"].ops}
     assert names == {"AddmmBackward0", "AccumulateGrad"}
     assert len(G2.graph["kept"].ops) == sum(a["name"] == "AddmmBackward0" for _, a in G.nodes(data=True)) + 1
+    bias = next(n for n, a in G.nodes(data=True) if a.get("param") == "fc3.bias")
+    plans = []
+    one = gx.diagnose.trace_gradients(session, keep=[bias], on_plan=plans.append).graph["kept"]
+    assert plans[0].text() == "keeping 1 gradient tensor of 1 op: 40 B (limit 1 GB)"
+    assert str(one) == "1 gradient tensor of 1 op (40 B)"
     weight = G2.graph["kept"][f"node{leaf}.AccumulateGrad.grad_output.0"]
     assert torch.equal(weight, G2.graph["kept"][f"node{addmm}.AddmmBackward0.grad_input.2"].t())
 

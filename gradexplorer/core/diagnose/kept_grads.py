@@ -31,6 +31,11 @@ DEFAULT_MAX_BYTES = 10**9  # 1 GB of kept tensors unless the caller allows more
 _NODE_ID = re.compile(r"(?:node)?(\d+)")
 
 
+def counted(n: int, word: str) -> str:
+    """``1 op``, ``6 ops``."""
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
 def byte_text(size: float) -> str:
     """``812 B``, ``4.2 KB``, ``1.3 MB``, ``2.1 GB`` (powers of 1000)."""
     for unit, scale in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
@@ -108,7 +113,7 @@ class KeepPlan:
 
     def text(self) -> str:
         """``keeping 4 gradient tensors of 2 ops: 1.3 KB (limit 1.07 GB)``."""
-        return (f"keeping {self.count} gradient tensors of {len(self.nodes)} ops: "
+        return (f"keeping {counted(self.count, 'gradient tensor')} of {counted(len(self.nodes), 'op')}: "
                 f"{byte_text(self.bytes)} (limit {byte_text(self.max_bytes)})")
 
     def check(self) -> None:
@@ -191,7 +196,8 @@ class KeptGradients(Mapping):
                             for k, t in self.tensors.items()}}
 
     def __str__(self) -> str:
-        return f"{len(self.tensors)} gradient tensors of {len(self.ops)} ops ({byte_text(self.bytes)})"
+        return f"{counted(len(self.tensors), 'gradient tensor')} of {counted(len(self.ops), 'op')} " \
+            f"({byte_text(self.bytes)})"
 
     def write(self, directory: str | os.PathLike, session, name: str | None = None,
               replace: bool = True):

@@ -66,15 +66,15 @@ def keep_targets(G, node, module: str | None) -> list[tuple[str, list]]:
 
 def confirmation_text(G, keep: list, plan) -> str:
     """What the confirmation says: which ops, how many tensors, about how many bytes, the limit."""
-    from gradexplorer.core.diagnose.kept_grads import byte_text
+    from gradexplorer.core.diagnose.kept_grads import byte_text, counted
     from gradexplorer.gui.graph.kept_window import op_text
 
     ops = [op_text({"op": G.nodes[i]["name"], "node": i, "module": G.nodes[i].get("module") or "",
                     "source": G.nodes[i].get("source")}) for i in plan.nodes]
     listed = "\n".join(ops[:8]) + (f"\n… and {len(ops) - 8} more" if len(ops) > 8 else "")
-    return (f"Trace one step and keep the full gradients of {len(ops)} "
-            f"op{'s' if len(ops) != 1 else ''}:\n{listed}\n\n{plan.count} tensors, about "
-            f"{byte_text(plan.bytes)} (limit {byte_text(plan.max_bytes)}). Training is not changed.")
+    return (f"Trace one step and keep the full gradients of {counted(len(ops), 'op')}:\n{listed}"
+            f"\n\n{counted(plan.count, 'tensor')}, about {byte_text(plan.bytes)} "
+            f"(limit {byte_text(plan.max_bytes)}). Training is not changed.")
 
 
 class KeepActions:

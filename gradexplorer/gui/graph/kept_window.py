@@ -91,7 +91,7 @@ class KeptGradientsWindow(QWidget):
         """``save(directory)``: writes the snapshot (the app posts it to its training thread);
         ``views``: each tensor's histogram and heat-map matrix, made on the training thread
         (made here, on first show, where not given)."""
-        from gradexplorer.core.diagnose.kept_grads import byte_text
+        from gradexplorer.core.diagnose.kept_grads import byte_text, counted
 
         super().__init__(parent)
         self.kept, self.save, self.views = kept, save, dict(views or {})
@@ -99,9 +99,8 @@ class KeptGradientsWindow(QWidget):
         self.resize(screen_size(self, QSize(1000, 560)))
         ops = "; ".join(op_text(op) for op in kept.ops[:3]) + \
             (f"; and {len(kept.ops) - 3} more ops" if len(kept.ops) > 3 else "")
-        tensors, count = len(kept), len(kept.ops)
-        self.header = QLabel(f"step {kept.step}: {tensors} tensor{'s' if tensors != 1 else ''} of "
-                             f"{count} op{'s' if count != 1 else ''}, {byte_text(kept.bytes)} — {ops}")
+        self.header = QLabel(f"step {kept.step}: {counted(len(kept), 'tensor')} of "
+                             f"{counted(len(kept.ops), 'op')}, {byte_text(kept.bytes)} — {ops}")
         self.header.setWordWrap(True)
         self.header.setTextFormat(Qt.PlainText)
         self.header.setTextInteractionFlags(Qt.TextSelectableByMouse)
