@@ -197,3 +197,32 @@ def test_the_json_exports_leaves_and_hook_nodes_have_no_source(run_cli, user_fil
     assert {"op", "param", "hook"} <= kinds, kinds
     for n in nodes:
         assert ("source" in n and "code" in n) == (n["kind"] == "op"), n
+
+
+class Tied(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(3, 3))
+        self.head = torch.nn.Linear(3, 1)
+
+    def forward(self, x):
+        y = x @ self.w
+        z = torch.tanh(y) @ self.w
+        return self.head(z)
+
+
+def test_where_used_names_the_first_line_using_a_parameter_or_calling_a_module():
+    from gradexplorer.core.graph.style import where_used
+
+    G = gx.trace(Tied(), (torch.randn(2, 3),), loss_fn=lambda out: out.sum())
+    text = inspect.getsource(Tied.forward)
+    y, z = line_of(text, "y = x @ self.w"), line_of(text, "z = torch.tanh(y) @ self.w")
+    first = inspect.getsourcelines(Tied.forward)[1] - 1
+    name = Path(__file__).name
+    assert where_used(G, param="w") == f"{name}:{first + y} y = x @ self.w (+1 more line)"
+    leaf = next(n for n, a in G.nodes(data=True) if a.get("param") == "w")
+    assert {G.nodes[u]["source"].rpartition(":")[2] for u in G.predecessors(leaf)} == \
+        {str(first + y), str(first + z)}
+    assert where_used(G, param="head.weight") == where_used(G, module="head") == \
+        f"{name}:{first + line_of(text, 'return self.head(z)')} return self.head(z)"
+    assert where_used(G, module="nothing") == "" and where_used(None, param="w") == ""
