@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from gradexplorer._lazy import lazy_names
 
 __all__ = [
+    "KeptGradients",
     "NonFiniteOrigin",
     "SpikeEvent",
     "SpikeObserver",
@@ -22,6 +23,7 @@ __all__ = [
 ]
 
 __getattr__, __dir__ = lazy_names(__name__, {
+    "KeptGradients": "gradexplorer.core.diagnose.kept_grads",
     "trace_gradients": "gradexplorer.core.diagnose.trace_grads",
     "nonfinite_origin": "gradexplorer.core.diagnose.nan_origin",
     "diagnose_step": "gradexplorer.core.diagnose.nan_origin",
@@ -34,6 +36,7 @@ __getattr__, __dir__ = lazy_names(__name__, {
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time names load lazily above
     from gradexplorer.core.diagnose.explain import explain_graph
+    from gradexplorer.core.diagnose.kept_grads import KeptGradients
     from gradexplorer.core.diagnose.nan_origin import NonFiniteOrigin, diagnose_step, nonfinite_origin
     from gradexplorer.core.diagnose.spike_band import SpikeSettings
     from gradexplorer.core.diagnose.spike_observer import SpikeObserver

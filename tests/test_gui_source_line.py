@@ -29,3 +29,27 @@ def test_details_pane_shows_and_copies_the_clicked_ops_source_line(qtbot, make_w
     QGuiApplication.clipboard().clear()
     window.details.anchorClicked.emit(QUrl(COPY_SOURCE))
     assert QGuiApplication.clipboard().text() == f"{inspect.getsourcefile(LeNet)}:{line}"
+
+
+def test_spike_ranking_and_ab_window_name_the_line_using_the_parameter_or_module(qtbot, make_window):
+    from gradexplorer.core.diagnose.spikes import SpikeEvent
+
+    window = make_window()
+    window.resize(1024, 700)
+    open_model(qtbot, window, "example:lenet", batch_size=None)
+    lines, first = inspect.getsourcelines(LeNet.forward)
+    fc1 = first + next(i for i, text in enumerate(lines) if "self.fc1(x)" in text)
+    conv1 = first + next(i for i, text in enumerate(lines) if "self.conv1(x)" in text)
+    event = SpikeEvent(step=0, until=0, reasons=["loss ×12 above its band"], ranking=[
+        {"name": "fc1.weight", "figure": "norm", "onset": 0, "factor": 12.0},
+        {"name": "conv1.bias", "figure": "norm", "onset": 0, "factor": 3.0}])
+    panel = window.forensics.spike_panel
+    panel.show_event(event)
+    ranking = panel.ranking
+    assert ranking.headerItem().text(5) == "line"
+    assert ranking.topLevelItem(0).text(5) == f"lenet.py:{fc1} x = F.relu(self.fc1(x))"
+    assert ranking.topLevelItem(1).text(5).startswith(f"lenet.py:{conv1} x = ")
+    ab = window.hook_actions.open_ab("fc1", "scale:0.5", steps=1)
+    assert ab.source.text() == f"hooked module called at lenet.py:{fc1} x = F.relu(self.fc1(x))"
+    qtbot.waitUntil(lambda: ab.finished, timeout=TIMEOUT_MS)
+    ab.close()

@@ -149,3 +149,80 @@ def test_a_compiled_models_plain_trace_notes_no_lines_and_breaks_nothing():
     assert not counters["graph_break"] and not counters["stats"]  # no break, nothing compiled again
     assert "CompiledFunctionBackward" in {a["name"] for _, a in G.nodes(data=True)}
     assert not any("source" in a for _, a in G.nodes(data=True) if a["name"] != "SumBackward0")
+
+
+def test_an_importable_modules_factory_names_transformers_and_its_own_lines():
+    """``package.module:factory`` (any importable module): a tiny GPT-2 from a GPT2Config called
+    with ``input_ids=`` and ``labels=``; its attention ops name transformers' modeling file, the
+    module the factory put in names the factory's file."""
+    pytest.importorskip("transformers")
+    from transformers.models.gpt2 import modeling_gpt2
+
+    from tests.data import gpt2_nan_model
+
+    G = trace_backward_graph(TrainingSession(load_workload("tests.data.gpt2_nan_model:build"),
+                                             SessionConfig()))
+    lines, first = inspect.getsourcelines(modeling_gpt2.GPT2Attention.forward)
+    split = first + next(i for i, line in enumerate(lines) if "self.c_attn(hidden_states).split" in line)
+    assert op(G, "SplitBackward0", "transformer.h.0.attn")["source"] == \
+        f"{inspect.getsourcefile(modeling_gpt2)}:{split}"
+    log = op(G, "LogBackward0", "transformer.h.1.mlp.act")
+    assert log["source"] == f"{inspect.getsourcefile(gpt2_nan_model)}:" \
+        f"{line_of(inspect.getsource(gpt2_nan_model), 'return torch.log(x)')}"
+    assert log["code"] == "return torch.log(x)"
+
+
+def test_a_compiled_models_traced_gradients_name_its_python_lines(user_file, tmp_path):
+    """A workload whose model is ``torch.compile``d: the gradient trace replays it eagerly, so
+    its ops name the lines of its Python code (modules under ``_orig_mod.``), and keeps them."""
+    compiled = tmp_path / "compiled_model.py"
+    compiled.write_text(USER_MODEL.replace("return Workload(model=Net(),",
+                                           "return Workload(model=torch.compile(Net(), backend='eager'),"))
+    G = gx.diagnose.trace_gradients(TrainingSession(load_workload(f"{compiled}:build"), SessionConfig()),
+                                    keep=["_orig_mod.fc1"])
+    fc1 = op(G, "AddmmBackward0", "_orig_mod.fc1")
+    assert (fc1["source"], fc1["code"]) == (f"{compiled}:{line_of(USER_MODEL, 'x = self.fc1(x)')}",
+                                            "x = self.fc1(x)")
+    assert op(G, "TanhBackward0", "_orig_mod")["source"] == \
+        f"{compiled}:{line_of(USER_MODEL, 'x = torch.tanh(x)')}"
+    assert {o["source"] for o in G.graph["kept"].ops} == {fc1["source"]}
+
+
+def test_the_json_exports_leaves_and_hook_nodes_have_no_source(run_cli, user_file, tmp_path):
+    code, _, err = run_cli("graph", "--model", f"{user_file}:build", "--hook", "fc1=observe",
+                           "--out", tmp_path / "g.json")
+    assert code == 0, err
+    nodes = json.loads((tmp_path / "g.json").read_text())["nodes"]
+    kinds = {n["kind"] for n in nodes}
+    assert {"op", "param", "hook"} <= kinds, kinds
+    for n in nodes:
+        assert ("source" in n and "code" in n) == (n["kind"] == "op"), n
+
+
+class Tied(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(3, 3))
+        self.head = torch.nn.Linear(3, 1)
+
+    def forward(self, x):
+        y = x @ self.w
+        z = torch.tanh(y) @ self.w
+        return self.head(z)
+
+
+def test_where_used_names_the_first_line_using_a_parameter_or_calling_a_module():
+    from gradexplorer.core.graph.style import where_used
+
+    G = gx.trace(Tied(), (torch.randn(2, 3),), loss_fn=lambda out: out.sum())
+    text = inspect.getsource(Tied.forward)
+    y, z = line_of(text, "y = x @ self.w"), line_of(text, "z = torch.tanh(y) @ self.w")
+    first = inspect.getsourcelines(Tied.forward)[1] - 1
+    name = Path(__file__).name
+    assert where_used(G, param="w") == f"{name}:{first + y} y = x @ self.w (+1 more line)"
+    leaf = next(n for n, a in G.nodes(data=True) if a.get("param") == "w")
+    assert {G.nodes[u]["source"].rpartition(":")[2] for u in G.predecessors(leaf)} == \
+        {str(first + y), str(first + z)}
+    assert where_used(G, param="head.weight") == where_used(G, module="head") == \
+        f"{name}:{first + line_of(text, 'return self.head(z)')} return self.head(z)"
+    assert where_used(G, module="nothing") == "" and where_used(None, param="w") == ""

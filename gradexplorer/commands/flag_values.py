@@ -56,6 +56,23 @@ def real_number(lo: float = 0.0, hi: float = math.inf, *,
     return parse
 
 
+_BYTE_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+               "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40}
+
+
+def byte_size(text: str) -> int:
+    """A ``type=`` taking a size in bytes: ``1000000``, ``500KB``, ``2.5GB``, ``1GiB``."""
+    number = text.strip().lower().rstrip("abcdefghijklmnopqrstuvwxyz ")
+    unit = text.strip().lower()[len(number):].strip()
+    try:
+        value = float(number) * _BYTE_UNITS[unit]
+    except (ValueError, KeyError):
+        raise argparse.ArgumentTypeError(f"expected a size such as 500MB or 2GB, got {text!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"must be a size of 0 bytes or more, got {text.strip()}")
+    return int(value)
+
+
 def non_empty(text: str) -> str:
     """A ``type=`` refusing an empty (or blank) value."""
     if not text.strip():

@@ -8,7 +8,7 @@ from collections import Counter
 from pathlib import Path
 
 from gradexplorer.commands.common import add_model_arguments, load_from_args
-from gradexplorer.commands.flag_values import whole_number
+from gradexplorer.commands.flag_values import byte_size, whole_number
 from gradexplorer.commands.gui import display_problem
 from gradexplorer.commands.hook_options import add_hook_arguments, attach_hooks_from_args
 from gradexplorer.core.files.output_path import check_output_file
@@ -16,6 +16,7 @@ from gradexplorer.core.graph.deep_stack import run_with_deep_stack
 from gradexplorer.core.graph.export import EXPORT_FORMATS
 from gradexplorer.core.graph.layout import LAYOUTS
 from gradexplorer.core.messages.errors import UserError
+from gradexplorer.core.snapshot.format import snapshot_name
 
 FORMATS = (*EXPORT_FORMATS, ".png")
 
@@ -46,6 +47,15 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="also run the backward pass with a hook on every node: each node gets its "
                    "gradient's norm, max |g| and finiteness, each edge the gradient along it, and "
                    "the node where NaN/Inf is born is marked (parameters' .grad are untouched)")
+    g.add_argument("--keep", action="append", default=[], metavar="NAME",
+                   help="keep the full gradients this module's ops (or node id, node17, or op name, "
+                   "AddmmBackward0) receive and send in the traced step, written as a snapshot "
+                   "(keys node17.AddmmBackward0.grad_input.0); repeatable; implies --trace-grads")
+    g.add_argument("--keep-max-bytes", type=byte_size, metavar="SIZE",
+                   help="refuse to keep more than this (e.g. 500MB; default 1GB); the size is "
+                   "printed before the backward runs")
+    g.add_argument("--keep-dir", metavar="DIR",
+                   help="folder for the kept gradients' snapshot kept-step-NNNNNN (default: --out's)")
     add_hook_arguments(parser)
     parser.set_defaults(func=graph_command)
 
@@ -55,6 +65,9 @@ def graph_command(args: argparse.Namespace) -> int:
     if Path(args.out).suffix.lower() not in FORMATS:
         raise UserError(f"cannot tell the format of {args.out!r}: use one of {', '.join(FORMATS)}")
     check_output_file(args.out, overwrite=args.overwrite)
+    kept_dir = Path(args.keep_dir or Path(args.out).parent) / f"kept-{snapshot_name(0)}"  # a new session's
+    if args.keep and kept_dir.exists() and not args.overwrite:  # step: refused before tracing
+        raise UserError(f"{kept_dir} already exists: use --overwrite, another --keep-dir, or move it")
     # tracing, and freeing, a deep autograd graph recurses natively: a big stack for that part;
     # the drawing stays on the main thread, where Qt (the PNG renderer) must live
     G, notes, t0, t1 = run_with_deep_stack(lambda: _traced(args))
@@ -91,8 +104,14 @@ def _traced(args: argparse.Namespace):
     attach_hooks_from_args(session, args)
     t0 = time.perf_counter()
     notes: list[str] = []
-    if args.trace_grads:
-        G = trace_gradients(session, saved=not args.no_saved)
+    if args.trace_grads or args.keep:
+        limit = {} if args.keep_max_bytes is None else {"max_bytes": args.keep_max_bytes}
+        G = trace_gradients(session, saved=not args.no_saved, keep=args.keep, **limit,
+                            on_plan=lambda plan: print(plan.text()))
+        if args.keep:
+            notes.append(kept_text(G.graph["kept"].write(
+                Path(args.keep_dir or Path(args.out).parent), session, replace=args.overwrite),
+                G.graph["kept"]))
         origin = nonfinite_origin(G)
         notes.append(f"gradients traced on {G.graph['grad_traced']:,} nodes; loss {G.graph['loss']:.6g}")
         if origin is not None:
@@ -109,6 +128,20 @@ def _traced(args: argparse.Namespace):
     if args.collapse is not None or args.collapse_module:
         G = collapse_by_module(G, depth=args.collapse, modules=args.collapse_module, expanded=args.expand)
     return G, notes, t0, t1
+
+
+def kept_text(path: Path, kept) -> str:
+    """Where the kept gradients went, and per op its tensors' shapes."""
+    from gradexplorer.core.graph.style import format_shape, short_source
+
+    lines = [f"kept {kept} of step {kept.step}: {path}"]
+    for op in kept.ops:
+        where = f" at {short_source(op['source'])}" if op["source"] else ""
+        tensors = ", ".join(f"{key.split('.', 2)[2]} {format_shape(tuple(kept[key].shape))}"
+                            for key in op["keys"])
+        lines.append(f"  node{op['node']} {op['op']} in {op['module'] or '<root>'}{where}: "
+                     f"{tensors or 'no gradient'}")
+    return "\n".join(lines)
 
 
 def check_module_paths(G, flags: dict[str, list[str]]) -> None:

@@ -10,7 +10,7 @@ they were (the backward is ``torch.autograd.grad``; buffers and RNG are restored
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -18,6 +18,7 @@ import networkx as nx
 import torch
 
 from gradexplorer.core.diagnose.eager_replay import eager_replay
+from gradexplorer.core.diagnose.kept_grads import DEFAULT_MAX_BYTES, GradientKeeper, KeepPlan
 from gradexplorer.core.diagnose.nonfinite_flow import NonFiniteFlow, following
 from gradexplorer.core.graph.attribution import ModuleAttribution
 from gradexplorer.core.graph.extract import extract_graph, gc_paused, walk_grad_fns
@@ -144,24 +145,34 @@ def annotate_graph(G: nx.DiGraph, recorder: NodeRecorder) -> int:
     return len(recorder.order)
 
 
-def traced_backward(loss: torch.Tensor, G: nx.DiGraph, flow: NonFiniteFlow | None = None) -> int:
+def traced_backward(loss: torch.Tensor, G: nx.DiGraph, flow: NonFiniteFlow | None = None,
+                    keeper: GradientKeeper | None = None) -> int:
     """Run the backward of ``loss`` (graph ``G`` extracted from it) with every node recorded.
 
     Leaves' ``.grad`` are not touched: their gradients are returned by ``torch.autograd.grad``.
     With ``flow`` (that followed the forward) a node that made NaN/Inf of finite gradients
     and saved NaN/Inf from the forward gets ``forward_source``: where that came from.
+    ``keeper`` (a ``GradientKeeper``) keeps its chosen nodes' full gradients (``G.graph["kept"]``).
     """
     with gc_paused():
         fns, _ = walk_grad_fns(loss.grad_fn)
     leaves = [(i, fn.variable) for i, fn in enumerate(fns) if G.nodes[i]["kind"] == "param"]
+    if keeper is not None:
+        keeper.attach(fns)  # the size planned and checked before anything runs
     recorder = NodeRecorder([(i, fn) for i, fn in enumerate(fns) if G.nodes[i]["kind"] != "param"])
     try:
         grads = torch.autograd.grad(loss, [v for _, v in leaves], allow_unused=True,
                                     retain_graph=flow is not None)  # saved tensors kept to read
     finally:
         recorder.remove()
+        if keeper is not None:
+            keeper.remove()
     for (i, _), g in zip(leaves, grads, strict=True):
         recorder.record_leaf(i, g)
+        if keeper is not None:
+            keeper.keep_leaf(i, g)
+    if keeper is not None:
+        keeper.finish()
     count = annotate_graph(G, recorder)
     if flow is not None:
         for i, fn in enumerate(fns):
@@ -175,7 +186,9 @@ def traced_backward(loss: torch.Tensor, G: nx.DiGraph, flow: NonFiniteFlow | Non
 
 def trace_gradients(session, step: int | None = None, *, saved: bool = True,
                     rng_state: dict | None = None, buffers: KeptBuffers | None = None,
-                    flow: NonFiniteFlow | None = None) -> nx.DiGraph:
+                    flow: NonFiniteFlow | None = None, keep: Sequence[str | int] | None = None,
+                    max_bytes: int = DEFAULT_MAX_BYTES,
+                    on_plan: Callable[[KeepPlan], None] | None = None) -> nx.DiGraph:
     """The backward graph of the session's next step with gradient figures on every node.
 
     Forward and backward run once more with the session's parameters on the step's own batch
@@ -189,6 +202,12 @@ def trace_gradients(session, step: int | None = None, *, saved: bool = True,
     ``flow`` (a ``NonFiniteFlow``) follows NaN/Inf through the forward: it is told the batch,
     the parameters and buffers that hold NaN/Inf, and the loss (``reached``). Graph attribute
     ``loss`` holds the loss.
+
+    ``keep`` (module paths, node ids, op names) keeps the full gradients the chosen nodes
+    receive and send, bit for bit as autograd hands them over: ``G.graph["kept"]`` (a
+    ``KeptGradients``: ``key -> tensor``, ``.write(directory, session)`` a snapshot), each
+    chosen node's ``kept`` its keys. Their size is planned before the backward runs
+    (``on_plan`` is told it: a ``KeepPlan``); past ``max_bytes`` a UserError, nothing kept.
     """
     step = session.step_count if step is None else step
     with step_replay(session, step, rng_state, buffers, flow) as (batch, attribution):
@@ -199,7 +218,8 @@ def trace_gradients(session, step: int | None = None, *, saved: bool = True,
         G = extract_graph(loss, session.model, attribution, saved=saved)
         G.graph["step"] = step
         G.graph["loss"] = float(loss.detach())
-        traced_backward(loss, G, flow)
+        keeper = None if not keep else GradientKeeper(G, keep, max_bytes, on_plan)
+        traced_backward(loss, G, flow, keeper)
     return G
 
 

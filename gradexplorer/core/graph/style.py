@@ -121,3 +121,27 @@ def short_source(source: str) -> str:
     """``file.py:17`` of a node's ``source`` attribute ``/path/to/file.py:17``
     (``source_lines``; here, without torch, for the app's details pane)."""
     return source.replace("\\", "/").rsplit("/", 1)[-1]
+
+
+def where_used(G: Any, *, param: str | None = None, module: str | None = None) -> str:
+    """Where the model's code uses a parameter (the line of the op that takes it) or calls a
+    module (its ops' lines), short: ``lenet.py:28 x = F.relu(self.fc1(x))``, ``… (+2 more lines)``
+    for several; "" when the graph notes none (no graph, a compiled model's plain trace)."""
+    if G is None:
+        return ""
+    if param is not None:
+        leaves = [n for n, a in G.nodes(data=True) if a.get("param") == param]
+        ops = [u for leaf in leaves for u in G.predecessors(leaf)]
+    else:
+        ops = [n for n, a in G.nodes(data=True) if a.get("kind") != "param" and module is not None
+               and (a.get("module") == module or (a.get("module") or "").startswith(module + "."))]
+    lines: dict[str, str] = {}
+    for node in sorted(ops, reverse=True):  # the forward's first op first (ids run loss → leaves)
+        attrs = G.nodes[node]
+        if attrs.get("source"):
+            lines.setdefault(attrs["source"], attrs.get("code") or "")
+    if not lines:
+        return ""
+    source, code = next(iter(lines.items()))
+    more = f" (+{len(lines) - 1} more line{'s' if len(lines) > 2 else ''})" if len(lines) > 1 else ""
+    return f"{short_source(source)} {code}{more}".strip()

@@ -87,12 +87,17 @@ class ABWindow(QWidget):
     """
 
     def __init__(self, make_run: Callable[[], ABRun], steps: int, controller,
-                 device=None, parent: QWidget | None = None) -> None:
+                 device=None, parent: QWidget | None = None, where: str = "") -> None:
+        """``where``: the line of the model's code calling the hooked module (``where_used``)."""
         super().__init__(parent)
         self.setWindowTitle("gradexplorer — A/B of a hook")
         self.resize(screen_size(self, QSize(900, 620)))  # shrunk to a small screen
         self.series = ABSeries()
         self.header = QLabel("building both arms…")
+        self.source = QLabel(f"hooked module called at {where}" if where else "")
+        self.source.setTextFormat(Qt.PlainText)
+        self.source.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.source.setVisible(bool(where))
         self.latest = QLabel("")
         self.plots = pg.GraphicsLayoutWidget()
         self.loss_plot = self._plot(0, "loss of both arms (one scale)")
@@ -109,7 +114,7 @@ class ABWindow(QWidget):
         self.cos_item = self.cos_plot.plot(pen=pg.mkPen("#43a047", width=1.5))
         self.stop_button = QPushButton("Stop")
         layout = QVBoxLayout(self)
-        for widget in (self.header, self.latest, self.plots, self.stop_button):
+        for widget in (self.header, self.source, self.latest, self.plots, self.stop_button):
             layout.addWidget(widget)
         self.control = RunControl()
         self.redraw_soon = throttled(self.redraw, timeout=REDRAW_MS, parent=self)

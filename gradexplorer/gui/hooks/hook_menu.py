@@ -103,12 +103,16 @@ def menu_anchor(window, module: str) -> QPoint:
 
 class HookActions:
     """The window's commands on one module's hooks: the attach/detach menu (the latest shown:
-    ``menu``) and A/B windows of a hook on the current model (``ab_windows``, open ones)."""
+    ``menu``) and A/B windows of a hook on the current model (``ab_windows``, open ones); the
+    menu also keeps the clicked op's or the module's gradients (``keep``: KeepActions)."""
 
     def __init__(self, window) -> None:
+        from gradexplorer.gui.graph.keep_gradients import KeepActions
+
         self.window = window
         self.menu: HookMenu | None = None
         self.ab_windows: list = []
+        self.keep = KeepActions(window)
 
     def show_menu(self, module: str, where: QPoint) -> HookMenu | None:
         """Pop up the attach/detach menu for ``module`` (it deletes itself when closed)."""
@@ -122,6 +126,7 @@ class HookActions:
         menu.setAttribute(Qt.WA_DeleteOnClose)
         menu.attach_requested.connect(controller.attach_hook)
         menu.detach_requested.connect(controller.detach_hook)
+        self.keep.add_to_menu(menu, module)
         menu.popup(where)
         self.menu = menu
         return menu
@@ -152,8 +157,11 @@ class HookActions:
             if chosen is None:
                 return None
             module, action, steps = chosen
+        from gradexplorer.core.graph.style import where_used
+
         ab = ABWindow(ab_run_factory(live, module or "", action), steps, window.controller,
-                      live.session.device)
+                      live.session.device,
+                      where=where_used(window.graph_panel.graph, module=module) if module else "")
         ab.show()
         self.ab_windows = [w for w in self.ab_windows if w.isVisible()] + [ab]
         return ab
@@ -163,3 +171,4 @@ class HookActions:
         for ab in self.ab_windows:
             ab.close()
         self.ab_windows = []
+        self.keep.close()

@@ -6,7 +6,8 @@ of two runs (by relative gap). Showing one (``show_event``/``show_divergence``):
 picked (a line on the curves, the ledger's details of that step), the graph is tinted by rank
 (first to move = hottest; held until the window leaves that step), and the first parameter is
 selected everywhere at that step (the selection's ``step``: every view shows it). Clicking a
-row selects that parameter; "Live" (End) returns every view to the newest step.
+row selects that parameter; "Live" (End) returns every view to the newest step. Each row's "line"
+is where the model's code uses the parameter (the source line of the op that takes it).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from PySide6.QtWidgets import (
 )
 
 from gradexplorer.core.diagnose.spikes import factor_text, owner
+from gradexplorer.core.graph.style import where_used
 from gradexplorer.core.stats.records import ParamStats
 from gradexplorer.gui.text.number_text import format_number
 
@@ -73,7 +75,7 @@ class SpikePanel(QWidget):
         self.ranking.setRootIsDecorated(False)
         self.ranking.setMinimumHeight(48)
         self.ranking.setAlternatingRowColors(True)
-        self.ranking.setHeaderLabels(["#", "parameter", "figure", "onset", "excursion"])
+        self.ranking.setHeaderLabels(["#", "parameter", "figure", "onset", "excursion", "line"])
         self.ranking.itemClicked.connect(self._row_clicked)
         heading_area = QScrollArea()  # a long summary scrolls; the dock stays short
         heading_area.setWidget(self.heading)
@@ -97,14 +99,15 @@ class SpikePanel(QWidget):
     def show_event(self, event) -> None:
         """A spike event: its ranking by onset, at its first flagged step."""
         batch = f" · batch {batch_text(event.batch)}" if event.batch is not None else ""
-        self.ranking.setHeaderLabels(["#", "parameter", "figure", "onset", "excursion"])
+        self.ranking.setHeaderLabels(["#", "parameter", "figure", "onset", "excursion", "line"])
         rows = [(r["name"], r["figure"], f"step {r['onset']}", factor_text(r["factor"]))
                 for r in event.ranking]
         self._show(event, f"Spike {event.summary()}{batch}", event.step, rows)  # heat by rank
 
     def show_divergence(self, divergence, name_a: str = "A", name_b: str = "B") -> None:
         """Where two runs part: the parameters ranked by relative gap at the first step."""
-        self.ranking.setHeaderLabels(["#", "parameter", "figure", f"{name_a} / {name_b}", "gap"])
+        self.ranking.setHeaderLabels(["#", "parameter", "figure", f"{name_a} / {name_b}", "gap",
+                                         "line"])
         if not divergence.diverged:
             self._show(divergence, f"Runs {name_a} and {name_b} stay within tol "
                        f"{divergence.tol:g} over {len(divergence.compared)} common steps", None, [])
@@ -137,12 +140,15 @@ class SpikePanel(QWidget):
         self._generation = self.window.controller.timeline.ledger.generation
         self.heading.setText(heading)
         self.ranking.clear()
+        graph = self.window.graph_panel.graph
         for i, row in enumerate(rows, start=1):
-            item = QTreeWidgetItem([str(i), *row])
+            line = where_used(graph, param=row[0])
+            item = QTreeWidgetItem([str(i), *row, line])
             item.setData(0, NAME, row[0])
             item.setToolTip(1, row[0])
+            item.setToolTip(5, line)
             self.ranking.addTopLevelItem(item)
-        for column in range(5):
+        for column in range(6):
             self.ranking.resizeColumnToContents(column)
         w = self.window
         self._step = step

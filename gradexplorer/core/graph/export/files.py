@@ -48,6 +48,8 @@ def export_graph(G: nx.DiGraph, pos: Mapping[Hashable, Point], path: str | os.Pa
 def _jsonable(value: Any) -> Any:
     if isinstance(value, (tuple, set, frozenset)):
         return list(value)
+    if hasattr(value, "to_json"):  # the gradients a trace kept (``KeptGradients``): their list
+        return value.to_json()
     return str(value)
 
 
