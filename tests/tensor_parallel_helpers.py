@@ -1,0 +1,139 @@
+"""Workers for the gloo tests of watch under tensor parallelism (spawned by torch.multiprocessing):
+a transformer block of odd sizes, its norm sequence-parallel (partial gradients), attention
+and MLP column/row-parallel (the MLP's 13 hidden units shard unevenly), trained with gradient
+clipping by each rank on its part of the batch, or by one process on all of it."""
+
+import json
+import os
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+STEPS = 3
+BATCH, SEQ, WIDTH, HEADS, HEAD, HIDDEN = 4, 6, 7, 2, 5, 13
+MAX_NORM = 0.05  # below the gradient's norm: every step is clipped
+
+
+class Block(nn.Module):
+    """Pre-norm attention and MLP with residuals (the layout of a transformer layer)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.norm = nn.LayerNorm(WIDTH)
+        self.q = nn.Linear(WIDTH, HEADS * HEAD)
+        # no bias on k: softmax ignores it, its gradient is rounding noise around 0
+        self.k = nn.Linear(WIDTH, HEADS * HEAD, bias=False)
+        self.v = nn.Linear(WIDTH, HEADS * HEAD)
+        self.o = nn.Linear(HEADS * HEAD, WIDTH)
+        self.mlp_norm = nn.LayerNorm(WIDTH)
+        self.up = nn.Linear(WIDTH, HIDDEN)
+        self.down = nn.Linear(HIDDEN, WIDTH)
+
+    def forward(self, x):
+        h = self.norm(x)
+        q, k, v = (self._heads(f(h)) for f in (self.q, self.k, self.v))
+        att = torch.softmax(q @ k.transpose(-1, -2) / HEAD ** 0.5, dim=-1) @ v
+        x = x + self.o(att.transpose(1, 2).flatten(2))
+        return x + self.down(torch.tanh(self.up(self.mlp_norm(x))))
+
+    @staticmethod
+    def _heads(t):  # (batch, seq, heads here × HEAD) → (batch, heads here, seq, HEAD)
+        return t.unflatten(-1, (t.shape[-1] // HEAD, HEAD)).transpose(1, 2)
+
+
+def make_model():
+    torch.manual_seed(0)
+    return Block().double()
+
+
+def batch(step):
+    g = torch.Generator().manual_seed(step)
+    return (torch.randn(BATCH, SEQ, WIDTH, generator=g, dtype=torch.float64),
+            torch.randn(BATCH, SEQ, WIDTH, generator=g, dtype=torch.float64))
+
+
+def train(model, opt, part=lambda t: t, share=1.0):
+    """STEPS clipped steps; each rank's loss is its ``part`` of the squared error over the
+    elements of its data-parallel share of the batch (the ranks' backwards sum to the mean)."""
+    totals = []
+    for step in range(STEPS):
+        x, y = (part(t) for t in batch(step))
+        opt.zero_grad()
+        ((model(x) - y) ** 2).sum().div(BATCH * SEQ * WIDTH * share).backward()
+        total = nn.utils.clip_grad_norm_(model.parameters(), MAX_NORM)
+        totals.append(float(total.full_tensor() if hasattr(total, "full_tensor") else total))
+        opt.step()
+    return totals
+
+
+def optimizer(model):
+    return torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+
+
+def single_process(run_dir, bins):
+    import gradexplorer as gx
+
+    model = make_model()
+    opt = optimizer(model)
+    with gx.watch(model, opt, run_dir, bins=bins):
+        return train(model, opt)
+
+
+def parallelize(model, tp_mesh):
+    """Megatron's layout: the norms sequence-parallel, q/k/v and up column-parallel, o and
+    down row-parallel; the residual stream is sharded on the sequence between them."""
+    from torch.distributed.tensor import Shard
+    from torch.distributed.tensor.parallel import (
+        ColwiseParallel,
+        RowwiseParallel,
+        SequenceParallel,
+        parallelize_module,
+    )
+
+    gathered = ColwiseParallel(input_layouts=Shard(1))
+    return parallelize_module(model, tp_mesh, {
+        "norm": SequenceParallel(), "mlp_norm": SequenceParallel(),
+        "q": gathered, "k": gathered, "v": gathered,
+        "o": RowwiseParallel(output_layouts=Shard(1)),
+        "up": ColwiseParallel(input_layouts=Shard(1), use_local_output=False),
+        "down": RowwiseParallel(output_layouts=Shard(1)),
+    })
+
+
+def worker(rank, world, dp, run_dir, port, bins):
+    """Train on a ``(dp, world // dp)`` mesh (TP alone when ``dp`` is 1), recording into
+    ``run_dir``; rank 0 writes the total norms ``clip_grad_norm_`` returned beside it."""
+    os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = "127.0.0.1", str(port)
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    try:
+        import gradexplorer as gx
+
+        from torch.distributed.device_mesh import init_device_mesh
+
+        tp = world // dp
+        mesh = init_device_mesh("cpu", (dp, tp), mesh_dim_names=("dp", "tp"))
+        model = parallelize(make_model(), mesh["tp"])
+        if dp > 1:
+            from torch.distributed.fsdp import fully_shard
+
+            for layer in (model.up, model.down):
+                fully_shard(layer, mesh=mesh["dp"])
+            fully_shard(model, mesh=mesh["dp"])
+        d, t = mesh.get_coordinate()
+        rows, cols = BATCH // dp, SEQ // tp
+
+        def part(tensor):  # this rank's batch rows and sequence positions
+            return tensor[d * rows:(d + 1) * rows, t * cols:(t + 1) * cols]
+
+        opt = optimizer(model)
+        lines = []
+        with gx.Recorder(model, opt, run_dir, bins=bins, report=lines.append) as rec:
+            totals = train(model, opt, part, 1 / dp)
+            assert rec.plan.mode == ("fsdp2+tp" if dp > 1 else "tp"), rec.plan.mode
+            assert rec.latest() is not None and not lines, lines  # every rank measures
+        if rank == 0:
+            with open(f"{run_dir}.totals.json", "w") as f:
+                json.dump(totals, f)
+    finally:
+        dist.destroy_process_group()
