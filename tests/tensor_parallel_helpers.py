@@ -107,9 +107,9 @@ def worker(rank, world, dp, run_dir, port, bins):
     os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = "127.0.0.1", str(port)
     dist.init_process_group("gloo", rank=rank, world_size=world)
     try:
-        import gradexplorer as gx
-
         from torch.distributed.device_mesh import init_device_mesh
+
+        import gradexplorer as gx
 
         tp = world // dp
         mesh = init_device_mesh("cpu", (dp, tp), mesh_dim_names=("dp", "tp"))
