@@ -70,3 +70,60 @@ def test_tensor_parallel_figures_equal_one_process(world, dp, reference, tmp_pat
         assert info["clipped"] and info["global_norm"] == pytest.approx(
             MAX_NORM * totals[step - 1] / (totals[step - 1] + 1e-6), rel=1e-9)
         assert info["grad_norm_applied"] == info["global_norm"]
+
+
+def test_a_placement_it_cannot_combine_is_one_warning_never_a_wrong_figure(tmp_path):
+    import torch
+    import torch.distributed as dist
+    from torch import nn
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import DTensor, Placement
+    from torch.distributed.tensor._dtensor_spec import DTensorSpec, TensorMeta
+    from torch.distributed.tensor.parallel import (
+        ColwiseParallel,
+        RowwiseParallel,
+        parallelize_module,
+    )
+
+    class Unknown(Placement):
+        def __repr__(self):
+            return "Scattered()"
+
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'store'}", rank=0,
+                            world_size=1)
+    try:
+        records, lines = [], []
+        for tp in (False, True):
+            torch.manual_seed(0)
+            model = nn.Sequential(nn.Linear(5, 7), nn.Tanh(), nn.Linear(7, 3)).double()
+            if tp:
+                mesh = init_device_mesh("cpu", (1,))
+                parallelize_module(model, mesh, {"0": ColwiseParallel(), "2": RowwiseParallel()})
+            with gx.Recorder(model, report=lines.append, bins=8) as rec:
+                for step in range(2):
+                    x = torch.randn(4, 5, dtype=torch.float64, generator=torch.Generator()
+                                    .manual_seed(step))
+                    model(x).pow(2).sum().backward()
+                    if tp:  # the gradient handed over under a placement watch cannot combine
+                        g = model[0].weight.grad
+                        spec = DTensorSpec(g.device_mesh, (Unknown(),), tensor_meta=TensorMeta(
+                            g.shape, g.stride(), g.dtype))
+                        model[0].weight.grad = DTensor(g.to_local(), spec, requires_grad=False)
+                    rec.step()
+                    model.zero_grad()
+                records.append((rec.latest(), rec.ledger))
+                assert rec.plan.mode == ("tp" if tp else "single")
+        (want, _), (got, ledger) = records
+        assert lines == ["gradexplorer: 0.weight has a gradient placed (Scattered()), which watch "
+                         "cannot combine across ranks: it gets no figures (nor the step a global "
+                         "norm)"]
+        assert got.params["0.weight"].has_grad and got.params["0.weight"].norm is None
+        assert "Scattered()" in got.not_recorded["0.weight"] and "0.weight" not in got.histograms
+        assert got.global_norm is None and ledger.grad_norm_accumulated is None \
+            and ledger.clip_coef is None
+        for name in ("0.bias", "2.weight", "2.bias"):
+            assert got.params[name].norm == pytest.approx(want.params[name].norm, rel=1e-12)
+            assert got.params[name].std == pytest.approx(want.params[name].std, rel=1e-9)
+            np.testing.assert_array_equal(got.histograms[name].counts, want.histograms[name].counts)
+    finally:
+        dist.destroy_process_group()
