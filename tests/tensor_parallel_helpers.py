@@ -1,50 +1,29 @@
 """Workers for the gloo tests of watch under tensor parallelism (spawned by torch.multiprocessing):
-a transformer block of odd sizes, its norm sequence-parallel (partial gradients), attention
-and MLP column/row-parallel (the MLP's 13 hidden units shard unevenly), trained with gradient
-clipping by each rank on its part of the batch, or by one process on all of it."""
+the benchmark's transformer block (bench/tensor_parallel.py) at odd sizes, its norms
+sequence-parallel (partial gradients), attention and MLP column/row-parallel (the MLP's 13
+hidden units shard unevenly), trained with gradient clipping by each rank on its part of the
+batch, or by one process on all of it."""
 
 import json
 import os
+import sys
+from pathlib import Path
 
 import torch
 import torch.distributed as dist
 from torch import nn
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+from tensor_parallel import Block, parallelize  # noqa: E402 - bench/tensor_parallel.py's block
 
 STEPS = 3
 BATCH, SEQ, WIDTH, HEADS, HEAD, HIDDEN = 4, 6, 7, 2, 5, 13
 MAX_NORM = 0.05  # below the gradient's norm: every step is clipped
 
 
-class Block(nn.Module):
-    """Pre-norm attention and MLP with residuals (the layout of a transformer layer)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.norm = nn.LayerNorm(WIDTH)
-        self.q = nn.Linear(WIDTH, HEADS * HEAD)
-        # no bias on k: softmax ignores it, its gradient is rounding noise around 0
-        self.k = nn.Linear(WIDTH, HEADS * HEAD, bias=False)
-        self.v = nn.Linear(WIDTH, HEADS * HEAD)
-        self.o = nn.Linear(HEADS * HEAD, WIDTH)
-        self.mlp_norm = nn.LayerNorm(WIDTH)
-        self.up = nn.Linear(WIDTH, HIDDEN)
-        self.down = nn.Linear(HIDDEN, WIDTH)
-
-    def forward(self, x):
-        h = self.norm(x)
-        q, k, v = (self._heads(f(h)) for f in (self.q, self.k, self.v))
-        att = torch.softmax(q @ k.transpose(-1, -2) / HEAD ** 0.5, dim=-1) @ v
-        x = x + self.o(att.transpose(1, 2).flatten(2))
-        return x + self.down(torch.tanh(self.up(self.mlp_norm(x))))
-
-    @staticmethod
-    def _heads(t):  # (batch, seq, heads here × HEAD) → (batch, heads here, seq, HEAD)
-        return t.unflatten(-1, (t.shape[-1] // HEAD, HEAD)).transpose(1, 2)
-
-
 def make_model():
     torch.manual_seed(0)
-    return Block().double()
+    return Block(WIDTH, HEADS, HEAD, HIDDEN).double()
 
 
 def batch(step):
@@ -78,27 +57,6 @@ def single_process(run_dir, bins):
     opt = optimizer(model)
     with gx.watch(model, opt, run_dir, bins=bins):
         return train(model, opt)
-
-
-def parallelize(model, tp_mesh):
-    """Megatron's layout: the norms sequence-parallel, q/k/v and up column-parallel, o and
-    down row-parallel; the residual stream is sharded on the sequence between them."""
-    from torch.distributed.tensor import Shard
-    from torch.distributed.tensor.parallel import (
-        ColwiseParallel,
-        RowwiseParallel,
-        SequenceParallel,
-        parallelize_module,
-    )
-
-    gathered = ColwiseParallel(input_layouts=Shard(1))
-    return parallelize_module(model, tp_mesh, {
-        "norm": SequenceParallel(), "mlp_norm": SequenceParallel(),
-        "q": gathered, "k": gathered, "v": gathered,
-        "o": RowwiseParallel(output_layouts=Shard(1)),
-        "up": ColwiseParallel(input_layouts=Shard(1), use_local_output=False),
-        "down": RowwiseParallel(output_layouts=Shard(1)),
-    })
 
 
 def worker(rank, world, dp, run_dir, port, bins):

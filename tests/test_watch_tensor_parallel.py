@@ -72,7 +72,7 @@ def test_tensor_parallel_figures_equal_one_process(world, dp, reference, tmp_pat
         assert info["grad_norm_applied"] == info["global_norm"]
 
 
-def test_a_placement_it_cannot_combine_is_one_warning_never_a_wrong_figure(tmp_path):
+def test_a_placement_it_cannot_combine_is_one_warning_never_a_wrong_figure(tmp_path, capsys):
     import torch
     import torch.distributed as dist
     from torch import nn
@@ -125,5 +125,20 @@ def test_a_placement_it_cannot_combine_is_one_warning_never_a_wrong_figure(tmp_p
             assert got.params[name].norm == pytest.approx(want.params[name].norm, rel=1e-12)
             assert got.params[name].std == pytest.approx(want.params[name].std, rel=1e-9)
             np.testing.assert_array_equal(got.histograms[name].counts, want.histograms[name].counts)
+        # `gradexplorer run` trains one process: a TP model is refused in one line, not measured
+        (tmp_path / "tp_model.py").write_text(
+            "from torch import nn\n"
+            "from torch.distributed.device_mesh import init_device_mesh\n"
+            "from torch.distributed.tensor.parallel import ColwiseParallel, parallelize_module\n"
+            "def build():\n"
+            "    model = nn.Sequential(nn.Linear(5, 7))\n"
+            "    return parallelize_module(model, init_device_mesh('cpu', (1,)),"
+            " {'0': ColwiseParallel()})\n")
+        from gradexplorer.cli import main
+
+        capsys.readouterr()
+        assert main(["run", "--model", f"{tmp_path / 'tp_model.py'}:build", "--input-shape", "4,5",
+                     "--steps", "1"]) == 2
+        assert "has DTensor parameters" in capsys.readouterr().err
     finally:
         dist.destroy_process_group()
