@@ -231,7 +231,9 @@ class ShardedMeasure:
     def _accumulated(self, named) -> tuple | None:
         """(the probe's AccumulatedNorms of this step, this rank's part of each norm in
         ``named``'s order), None without one."""
-        accum = None if self.probe is None else self.probe.taken
+        if self.probe is None:
+            return None
+        accum, self.probe.taken = self.probe.taken, None  # this step's, read once
         if accum is None or accum.norms is None:
             return None
         values = iter(accum.host())
