@@ -5,6 +5,7 @@ those of one process on the whole batch, and the ledger's accumulated norm and c
 coefficient are the total norm and coefficient ``clip_grad_norm_`` used."""
 
 import json
+import multiprocessing
 import socket
 
 import numpy as np
@@ -19,6 +20,8 @@ BINS = 16
 NAMES = ["norm.weight", "norm.bias", "q.weight", "q.bias", "k.weight", "v.weight",
          "v.bias", "o.weight", "o.bias", "mlp_norm.weight", "mlp_norm.bias", "up.weight",
          "up.bias", "down.weight", "down.bias"]
+PRELOAD = ["torch", "torch.distributed.tensor.parallel", "torch.distributed.fsdp", "gradexplorer",
+           "gradexplorer.core.watch.sharded_probe", "tensor_parallel_helpers"]
 OPTIMIZER_STATE = set(PARAM_STEP_FIELDS) - {"grad_norm_accumulated"}  # sharded: not recorded
 
 
@@ -36,8 +39,12 @@ def reference(tmp_path_factory):
 
 
 def spawned(tmp_path_factory, world, dp):
+    """The ranks forked from a server that imported torch and gradexplorer once (most of a
+    spawned rank's CPU is those imports)."""
     path = tmp_path_factory.mktemp(f"mesh{dp}x{world // dp}") / "run"
-    mp.spawn(worker, args=(world, dp, str(path), free_port(), BINS), nprocs=world, join=True)
+    multiprocessing.set_forkserver_preload(PRELOAD)
+    mp.start_processes(worker, args=(world, dp, str(path), free_port(), BINS), nprocs=world,
+                       join=True, start_method="forkserver")
     return gx.open_run(path), json.loads(path.with_name("run.totals.json").read_text())
 
 
