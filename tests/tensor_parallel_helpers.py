@@ -93,5 +93,34 @@ def worker(rank, world, dp, run_dir, port, bins):
         if rank == 0:
             with open(f"{run_dir}.totals.json", "w") as f:
                 json.dump(totals, f)
+        if dp == 1:
+            every_other_step_of_two_backwards(mesh, part)
     finally:
         dist.destroy_process_group()
+
+
+def every_other_step_of_two_backwards(mesh, part):
+    """``stats_every=2`` and two micro-batches a step: every rank records the same steps (its
+    collectives meet the others'), and a recorded step's accumulated norm and clip coefficient
+    are those ``clip_grad_norm_`` found after both backwards."""
+    import gradexplorer as gx
+
+    model = parallelize(make_model(), mesh["tp"])
+    opt, lines = optimizer(model), []
+    with gx.Recorder(model, opt, stats_every=2, report=lines.append) as rec:
+        for step in range(4):
+            x, y = (part(t) for t in batch(step))
+            opt.zero_grad()
+            for half in (slice(0, BATCH // 2), slice(BATCH // 2, BATCH)):
+                ((model(x[half]) - y[half]) ** 2).sum().div(BATCH * SEQ * WIDTH).backward()
+            total = nn.utils.clip_grad_norm_(model.parameters(), MAX_NORM).full_tensor().item()
+            opt.step()
+            ledger = rec.ledger
+            if step % 2 == 0:  # not recorded: the ledger is the last recorded step's
+                assert (ledger is None) if step == 0 else ledger.optimizer_step == step, ledger
+                continue
+            assert ledger.optimizer_step == step + 1 and ledger.micro_batches == 2, ledger
+            assert ledger.clipped and abs(ledger.grad_norm_accumulated - total) <= 1e-12 * total, \
+                (ledger, total)
+            assert abs(ledger.clip_coef - MAX_NORM / (total + 1e-6)) <= 1e-9, (ledger, total)
+    assert not lines, lines
