@@ -32,14 +32,19 @@ def batch(step):
             torch.randn(BATCH, SEQ, WIDTH, generator=g, dtype=torch.float64))
 
 
-def train(model, opt, part=lambda t: t, share=1.0):
+def train(model, opt, part=lambda t: t, share=1.0, dp_group=None):
     """STEPS clipped steps; each rank's loss is its ``part`` of the squared error over the
-    elements of its data-parallel share of the batch (the ranks' backwards sum to the mean)."""
+    elements of its data-parallel share of the batch (the ranks' backwards sum to the mean).
+    ``dp_group``: data parallelism by hand, the gradients averaged over it after backward."""
     totals = []
     for step in range(STEPS):
         x, y = (part(t) for t in batch(step))
         opt.zero_grad()
         ((model(x) - y) ** 2).sum().div(BATCH * SEQ * WIDTH * share).backward()
+        if dp_group is not None:
+            for p in model.parameters():
+                dist.all_reduce(p.grad.to_local(), group=dp_group)
+                p.grad.to_local().div_(dist.get_world_size(dp_group))
         total = nn.utils.clip_grad_norm_(model.parameters(), MAX_NORM)
         totals.append(float(total.full_tensor() if hasattr(total, "full_tensor") else total))
         opt.step()
@@ -95,6 +100,15 @@ def worker(rank, world, dp, run_dir, port, bins):
                 json.dump(totals, f)
         if dp == 1:
             every_other_step_of_two_backwards(mesh, part)
+        else:  # TP on the mesh's tp half, a copy of it on each dp group: rank 0's copy counts
+            model = parallelize(make_model(), mesh["tp"])
+            opt = optimizer(model)
+            with gx.Recorder(model, opt, f"{run_dir}-dp", bins=bins, report=lines.append) as rec:
+                totals = train(model, opt, part, 1 / dp, mesh["dp"].get_group())
+                assert rec.plan.mode == "tp" and not lines, (rec.plan.mode, lines)
+            if rank == 0:
+                with open(f"{run_dir}-dp.totals.json", "w") as f:
+                    json.dump(totals, f)
     finally:
         dist.destroy_process_group()
 

@@ -8,8 +8,10 @@ max, min, norm) still to be reduced. So the whole tensor's figures come from eac
 local tensor when, on every mesh dimension, a sharded dimension's pieces are all counted,
 a replicated one only at coordinate 0 (counted once), and a partial one is first reduced
 (``redistribute`` to ``Replicate()``, a collective on the mesh's own groups: exact, the values
-the optimizer uses). A rank outside the tensor's mesh counts nothing; a plain tensor among them is
-each rank's own copy, and rank 0's counts (as under DDP). Any other placement is
+the optimizer uses). A rank outside the tensor's mesh counts nothing; a mesh smaller than the
+world (tensor parallelism's half of a 2-D mesh, with data parallelism by DDP or by hand) has a
+copy on every data-parallel group, and the copy that holds rank 0 counts; a plain tensor among
+them is each rank's own copy, and rank 0's counts (as under DDP). Any other placement is
 not read: its parameter gets no figure (one warning names it), never a wrong one.
 """
 
@@ -41,10 +43,13 @@ def placement_text(placements) -> str:
     return "(" + ", ".join(map(repr, placements)) + ")"
 
 
-def counted(placements, coordinate) -> bool:
+def counted(placements, coordinate, copy_of_rank_0: bool = True) -> bool:
     """Whether this rank's local tensor (at ``coordinate`` of the mesh, None outside it) counts
-    toward the whole tensor: every replicated mesh dimension at its first coordinate."""
-    if coordinate is None:
+    toward the whole tensor: every replicated mesh dimension at its first coordinate, in the
+    copy of the mesh that holds rank 0 (``copy_of_rank_0``: a mesh smaller than the world, such
+    as the ``tp`` half of a 2-D mesh under DDP or a hand-made data parallelism, has a copy on
+    each data-parallel group; rank 0's is counted, as under DDP)."""
+    if coordinate is None or not copy_of_rank_0:
         return False
     _, replicate, _ = _kinds()
     return all(c == 0 for p, c in zip(placements, coordinate, strict=True)
@@ -79,7 +84,9 @@ def counted_local(t: torch.Tensor | None) -> torch.Tensor | None:
         raise UnreadablePlacement(placement_text(t.placements))
     t = reduced(t.detach())
     local = t.to_local().detach().reshape(-1)
-    return local if counted(t.placements, t.device_mesh.get_coordinate()) else local[:0]
+    mesh = t.device_mesh
+    return local if counted(t.placements, mesh.get_coordinate(),
+                            bool((mesh.mesh == 0).any())) else local[:0]
 
 
 class UnreadablePlacement(ValueError):
