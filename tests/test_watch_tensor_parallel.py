@@ -149,6 +149,15 @@ def test_a_placement_it_cannot_combine_is_one_warning_never_a_wrong_figure(tmp_p
             assert got.params[name].norm == pytest.approx(want.params[name].norm, rel=1e-12)
             assert got.params[name].std == pytest.approx(want.params[name].std, rel=1e-9)
             np.testing.assert_array_equal(got.histograms[name].counts, want.histograms[name].counts)
+        # DDP over TP: torch's transform hides the placements in plain local parameters
+        from torch.distributed.tensor.parallel.ddp import _pre_dp_module_transform
+        from torch.nn.parallel import DistributedDataParallel
+
+        model = nn.Sequential(nn.Linear(5, 7), nn.Tanh(), nn.Linear(7, 3))
+        parallelize_module(model, mesh, {"0": ColwiseParallel(), "2": RowwiseParallel()})
+        ddp = DistributedDataParallel(_pre_dp_module_transform(model) or model)
+        with pytest.raises(gx.UserError, match="does not read DDP over tensor parallelism"):
+            gx.watch(ddp, torch.optim.SGD(ddp.parameters(), lr=0.1))
         # `gradexplorer run` trains one process: a TP model is refused in one line, not measured
         (tmp_path / "tp_model.py").write_text(
             "from torch import nn\n"

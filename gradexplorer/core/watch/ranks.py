@@ -40,7 +40,7 @@ class RankPlan:
     @property
     def sharded(self) -> bool:
         """DTensor gradients (FSDP2, tensor parallelism, both): every rank holds a part."""
-        return self.mode in ("fsdp2", "tp", "fsdp2+tp", "ddp+tp")
+        return self.mode in ("fsdp2", "tp", "fsdp2+tp")
 
     @property
     def active(self) -> bool:
@@ -72,11 +72,11 @@ def _is_ddp(model: nn.Module) -> bool:
 def plan_ranks(model: nn.Module) -> RankPlan:
     """How to record ``model`` on this process."""
     rank, world = (dist.get_rank(), dist.get_world_size()) if dist.is_initialized() else (0, 1)
-    from gradexplorer.core.watch.sharded import refuse_fsdp1, sharded_mode
+    from gradexplorer.core.watch.sharded import refuse_ddp_over_tp, refuse_fsdp1, sharded_mode
 
-    if _is_ddp(model):  # over a tensor-parallel module: its DTensor gradients are combined
-        mode = "ddp+tp" if sharded_mode(model.module) == "tp" else "ddp"
-        return RankPlan(mode, model.module, model.module, rank, world)
+    if _is_ddp(model):
+        refuse_ddp_over_tp(model.module)
+        return RankPlan("ddp", model.module, model.module, rank, world)
 
     refuse_fsdp1(model)
     names = {n: clean_name(n) for n, _ in model.named_parameters() if clean_name(n) != n}

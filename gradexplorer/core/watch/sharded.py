@@ -75,6 +75,17 @@ def refuse_fsdp1(model: nn.Module) -> None:
                         "shard with torch.distributed.fsdp.fully_shard (FSDP2) instead")
 
 
+def refuse_ddp_over_tp(module: nn.Module) -> None:
+    """DDP over a tensor-parallel module (``_pre_dp_module_transform`` turns its DTensor
+    parameters into plain local ones, their placements kept aside): refused, not misread."""
+    from gradexplorer.core.messages.errors import UserError
+
+    if sharded_mode(module) or any(hasattr(p, "_st_info") for p in module.parameters()):
+        raise UserError("watch does not read DDP over tensor parallelism (its parameters are "
+                        "each rank's local shards); shard the data-parallel mesh dimension with "
+                        "fully_shard (FSDP2 x TP), which watch records exactly")
+
+
 def _norms(tensors: list[torch.Tensor]) -> np.ndarray:
     """‖t‖ of each (float64), in one transfer."""
     if not tensors:
