@@ -186,7 +186,7 @@ def test_fsdp2_on_one_rank_matches_and_refuses_snapshots(tmp_path):
         mesh = init_device_mesh("cpu", (1,))
         for layer in (sharded[0], sharded[2], sharded):
             fully_shard(layer, mesh=mesh)
-        with pytest.raises(gx.UserError, match="FSDP2 runs without snapshot_every"):
+        with pytest.raises(gx.UserError, match="FSDP2 and TP runs without snapshot_every"):
             gx.watch(sharded, torch.optim.SGD(sharded.parameters(), lr=0.1), snapshot_every=2)
         records = []
         for model in (plain, sharded):

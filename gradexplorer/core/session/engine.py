@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -99,11 +100,17 @@ SPARSE_OPTIMIZERS = ("sgd",)  # of OPTIMIZERS, those that take sparse gradients
 
 def check_trainable(model: nn.Module, name: str, optimizer: str) -> None:
     """Refuse, in one line, a model the optimizer cannot train: no parameter that needs a
-    gradient, or sparse gradients (``nn.Embedding(sparse=True)``) for an optimizer without
-    sparse support."""
+    gradient, sparse gradients (``nn.Embedding(sparse=True)``) for an optimizer without
+    sparse support, or DTensor parameters (a session is one process: their other ranks'
+    parts are out of its reach; ``watch`` in the launched script combines them)."""
     if not any(p.requires_grad for p in model.parameters()):
         raise UserError(f"{name} has no trainable parameters (none with requires_grad=True): "
                         "there are no gradients to show")
+    dtensor = getattr(sys.modules.get("torch.distributed.tensor"), "DTensor", None)  # imported
+    if dtensor is not None and any(isinstance(p, dtensor) for p in model.parameters()):
+        raise UserError(f"{name} has DTensor parameters (FSDP2 or tensor parallelism): a session "
+                        "trains one process, where their other ranks' parts are out of reach; "
+                        "record it with gradexplorer.watch in the script torchrun launches")
     sparse = [path or type(model).__name__ for path, m in model.named_modules()
               if getattr(m, "sparse", False) is True and any(p.requires_grad for p in m.parameters())]
     if sparse and optimizer.lower() not in SPARSE_OPTIMIZERS:

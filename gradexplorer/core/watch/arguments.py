@@ -152,13 +152,14 @@ def checked(run_dir, stats_every, histogram_every, every, history, bins, snapsho
 
 
 def check_plan(plan, snapshot_every: int | None, resume: bool, per_rank: bool) -> None:
-    """What the distributed layout (``RankPlan``) rules out: snapshots of FSDP2's shards, and
-    resuming a run whose every rank counts its own steps."""
-    if snapshot_every and plan.mode == "fsdp2":
-        raise UserError("watch: snapshots hold whole gradients, which FSDP shards across ranks; "
-                        "record FSDP2 runs without snapshot_every")
-    if resume and plan.world > 1 and (plan.mode == "fsdp2" or per_rank):
-        raise UserError("watch: resume=True continues one process's step count; FSDP2 and "
+    """What the distributed layout (``RankPlan``) rules out: snapshots of sharded gradients
+    (FSDP2, tensor parallelism), and resuming a run whose every rank counts its own steps."""
+    if snapshot_every and plan.sharded:
+        raise UserError("watch: snapshots hold whole gradients, which FSDP and tensor "
+                        "parallelism shard across ranks; record FSDP2 and TP runs without "
+                        "snapshot_every")
+    if resume and plan.world > 1 and (plan.sharded or per_rank):
+        raise UserError("watch: resume=True continues one process's step count; FSDP2, TP and "
                         "per_rank runs count steps on every rank: record into a new run_dir")
 
 

@@ -32,12 +32,28 @@ class MonitorMeasure:
 
 
 def measure_for(plan, stack: SessionStack, model, bins: int, report):
-    """How ``watch`` measures under ``plan`` (its RankPlan): FSDP2's shards combined across
-    ranks (``sharded.ShardedMeasure``), else the stack's monitor on the parameters, named once
-    (as the accumulation probe's)."""
+    """How ``watch`` measures under ``plan`` (its RankPlan): sharded (DTensor) gradients
+    combined across ranks (``sharded.ShardedMeasure``), else the stack's monitor on the
+    parameters, named once (as the accumulation probe's)."""
     update_ratio = stack.monitor.update_ratio
-    if plan.mode == "fsdp2":
+    if plan.sharded:
         from gradexplorer.core.watch.sharded import ShardedMeasure
 
         return ShardedMeasure(model, plan.names, bins, update_ratio, report)
     return MonitorMeasure(stack, list(plan.stats_model.named_parameters()))
+
+
+def probe_for(plan, measure, wanted, report):
+    """The accumulation probe of the ranks that measure (``wanted()``: whether the next step is
+    recorded): under sharding each rank's parts, made whole by ``measure``'s collective."""
+    if not plan.active:
+        return None
+    named, model = list(plan.stats_model.named_parameters()), plan.stats_model
+    if plan.sharded:
+        from gradexplorer.core.watch.sharded_probe import ShardedProbe
+
+        measure.probe = ShardedProbe(named, wanted, model, report)
+        return measure.probe
+    from gradexplorer.core.steps.probe import AccumulationProbe
+
+    return AccumulationProbe(named, wanted, model, report)

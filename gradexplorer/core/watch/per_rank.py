@@ -66,8 +66,8 @@ def rank_norms_for(plan, wanted: bool, report) -> RankNorms | None:
     """A RankNorms gatherer when per-rank figures are asked for and apply (DDP)."""
     if not wanted or plan.world == 1:
         return None
-    if plan.mode == "fsdp2":
+    if plan.sharded:
         raise UserError("watch: per_rank compares whole gradients across DDP ranks; "
-                        "FSDP ranks hold different shards")
+                        "FSDP and tensor-parallel ranks hold different shards")
     plan.per_rank = True
     return RankNorms(report)

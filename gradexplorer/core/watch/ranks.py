@@ -1,8 +1,9 @@
 """Which rank records, under which names, and how a step's figures come together across ranks.
 
 Single process: record everything. DDP: gradients are averaged by backward already, so rank 0
-records alone and no collective runs. FSDP2 (sharded gradients): every rank measures its shards
-and the figures are reduced across ranks (``sharded.py``); rank 0 writes.
+records alone and no collective runs. FSDP2 and tensor parallelism (DTensor gradients, on 1-D
+or 2-D meshes): every rank measures the part it counts and the figures are reduced across ranks
+(``sharded.py``); rank 0 writes.
 """
 
 from __future__ import annotations
@@ -37,10 +38,15 @@ class RankPlan:
     per_rank: bool = False
 
     @property
+    def sharded(self) -> bool:
+        """DTensor gradients (FSDP2, tensor parallelism, both): every rank holds a part."""
+        return self.mode in ("fsdp2", "tp", "fsdp2+tp")
+
+    @property
     def active(self) -> bool:
-        """Whether this rank computes figures (every rank under FSDP or with per-rank figures,
-        rank 0 otherwise)."""
-        return self.mode.startswith("fsdp") or self.per_rank or self.rank == 0
+        """Whether this rank computes figures (every rank under sharding or with per-rank
+        figures, rank 0 otherwise)."""
+        return self.sharded or self.per_rank or self.rank == 0
 
     @property
     def writes(self) -> bool:
@@ -66,11 +72,13 @@ def _is_ddp(model: nn.Module) -> bool:
 def plan_ranks(model: nn.Module) -> RankPlan:
     """How to record ``model`` on this process."""
     rank, world = (dist.get_rank(), dist.get_world_size()) if dist.is_initialized() else (0, 1)
+    from gradexplorer.core.watch.sharded import refuse_ddp_over_tp, refuse_fsdp1, sharded_mode
+
     if _is_ddp(model):
+        refuse_ddp_over_tp(model.module)
         return RankPlan("ddp", model.module, model.module, rank, world)
-    from gradexplorer.core.watch.sharded import is_sharded, refuse_fsdp1
 
     refuse_fsdp1(model)
     names = {n: clean_name(n) for n, _ in model.named_parameters() if clean_name(n) != n}
-    mode = "fsdp2" if dist.is_initialized() and is_sharded(model) else "single"
+    mode = (sharded_mode(model) if dist.is_initialized() else None) or "single"
     return RankPlan(mode, model, model, rank, world, names)

@@ -27,10 +27,9 @@ from gradexplorer.core.steps.points import (
     step_ledger,
     with_closure,
 )
-from gradexplorer.core.steps.probe import AccumulationProbe
 from gradexplorer.core.watch import arguments as A
 from gradexplorer.core.watch.graph_capture import GraphCapture
-from gradexplorer.core.watch.measure import measure_for
+from gradexplorer.core.watch.measure import measure_for, probe_for
 from gradexplorer.core.watch.per_rank import rank_norms_for
 from gradexplorer.core.watch.ranks import RankPlan, plan_ranks
 from gradexplorer.core.watch.spike_log import SpikeLog
@@ -107,13 +106,10 @@ class Recorder:
         self._steps_taken = 0  # optimizer steps seen by the post-hook
         self._backwards_at_step = 0
         self._accumulated = self._named_params = self._scale = None
-        self._optimizer_state = optimizer_state and optimizer is not None and self.plan.mode != "fsdp2"
+        self._optimizer_state = optimizer_state and optimizer is not None and not self.plan.sharded
         self._names = [self.plan.names.get(n, n) for n, _ in self.plan.stats_model.named_parameters()]
-        self.probe = None
-        if self.plan.mode != "fsdp2" and self.plan.active:
-            self.probe = AccumulationProbe(list(self.plan.stats_model.named_parameters()),
-                                           lambda: self._records(self._next_step()),
-                                           self.plan.stats_model, self._report)
+        self.probe = probe_for(self.plan, self.measure, lambda: self._records(self._next_step()),
+                               self._report)
         self._warned: set = set()  # (what, cause) already warned about
         self.scaler = ScalerWatch(scaler, optimizer, lambda: guarded(
             "a skipped step", self._skipped_step, self._warned), lambda: self._steps_taken)
@@ -121,7 +117,7 @@ class Recorder:
             self._open_run(run_dir, overwrite, resume, hooks)
         self.spikes = None if self.writer is None or spikes is False else SpikeLog(
             None if spikes is True else spikes, self.writer,
-            None if self.plan.mode == "fsdp2" else self._snapshot, keep_snapshots, self._report)
+            None if self.plan.sharded else self._snapshot, keep_snapshots, self._report)
         self.auto_steps = auto_steps and optimizer is not None
         if self.auto_steps:
             self._handles.append(optimizer.register_step_pre_hook(self._step_pre_hook))
@@ -149,7 +145,7 @@ class Recorder:
         self.hooks = HookRegistry(self.model)
         for path, action in hooks.items():  # checked already; close() detaches on any error
             self.hooks.attach(path, action)
-        if self.plan.mode != "fsdp2":  # no in-place view error in the loop (a probe forward
+        if not self.plan.sharded:  # no in-place view error in the loop (a probe forward
             self._handles.append(ForwardGuard(self.hooks, self._report))  # of shards: FSDP's hooks)
 
     # -- step boundaries -----------------------------------------------------------

@@ -1,18 +1,24 @@
-"""FSDP2 (``fully_shard``, DTensor parameters): each rank holds a shard of every gradient.
+"""Sharded gradients (DTensor: FSDP2's ``fully_shard``, tensor parallelism's
+``parallelize_module``, both on a 2-D mesh): each rank holds a part of every gradient.
 
-The figures of the full parameter come from two collectives per recorded step, both on small
-per-parameter float64/int64 tensors on the CPU, never on gradients:
+Each rank measures the part it counts (``placements.counted_local``: sharded pieces all,
+replicated ones once, partial ones reduced first) and the figures of the full parameter come
+from two collectives per recorded step, both on small per-parameter float64/int64 tensors on
+the CPU, never on gradients:
 
-1. all-gather of ``(P, 11)``: each rank's figures of its shards (finite count, norm, mean, std,
-   min, max, zeros, NaN, Inf, ‖Δθ‖, ‖θ‖ before the step) and the step number (a check that
-   every rank is at the same step); every rank then combines them the same way (sums of squares
-   for the norm, Chan's pairwise formula for mean and std, global min and max);
+1. all-gather of ``(P, 13)``: each rank's figures of its part (finite count, norm, mean, std,
+   min, max, zeros, NaN, Inf, ‖Δθ‖, ‖θ‖ before the step, the norm as accumulated at the end of
+   backward) and the step number (a check that every rank is at the same step); every rank
+   then combines them the same way (sums of squares for the norms, Chan's pairwise formula for
+   mean and std, global min and max);
 2. SUM of ``(P, bins + 2)``: local histogram counts on the global edges, below and above.
 
 Local figures are the app's own (its statistics backends and ``build_step_gradients``), so this
 module only combines published figures. The collectives run on a gloo group of their own with a
-timeout, from inside ``optimizer.step()``, which FSDP ranks run together; a rank out of step
-(or a timeout) stops recording with one message, never a hang.
+timeout, from inside ``optimizer.step()``, which the ranks run together; a rank out of step
+(or a timeout) stops recording with one message, never a hang. A parameter whose placement
+cannot be combined gets no figures (one warning names it and its placement), and the step no
+global norm: never a wrong one.
 """
 
 from __future__ import annotations
@@ -34,15 +40,27 @@ from gradexplorer.core.stats.records import (
     StepGradients,
     global_norm,
 )
+from gradexplorer.core.watch.placements import UnreadablePlacement, counted_local, is_dtensor
 
 COLLECTIVE_TIMEOUT = timedelta(seconds=120)
 
 
-def is_sharded(model: nn.Module) -> bool:
-    """True when ``model`` holds DTensor parameters (FSDP2's ``fully_shard``)."""
+def sharded_mode(model: nn.Module) -> str | None:
+    """``"fsdp2"``, ``"tp"`` or ``"fsdp2+tp"`` when ``model`` holds DTensor parameters (FSDP2's
+    ``fully_shard``, tensor parallelism's ``parallelize_module``, or both on a 2-D mesh), else None."""
     from torch.distributed.tensor import DTensor
 
-    return any(isinstance(p, DTensor) for p in model.parameters())
+    meshes = [p.device_mesh for p in model.parameters() if isinstance(p, DTensor)]
+    if not meshes:
+        return None
+    try:
+        from torch.distributed.fsdp import FSDPModule
+    except ImportError:  # pragma: no cover - torch without FSDP2
+        FSDPModule = ()  # noqa: N806
+    fsdp = any(isinstance(m, FSDPModule) for m in model.modules())
+    if not fsdp:
+        return "tp"
+    return "fsdp2+tp" if any(mesh.ndim > 1 for mesh in meshes) else "fsdp2"
 
 
 def refuse_fsdp1(model: nn.Module) -> None:
@@ -57,6 +75,17 @@ def refuse_fsdp1(model: nn.Module) -> None:
                         "shard with torch.distributed.fsdp.fully_shard (FSDP2) instead")
 
 
+def refuse_ddp_over_tp(module: nn.Module) -> None:
+    """DDP over a tensor-parallel module (``_pre_dp_module_transform`` turns its DTensor
+    parameters into plain local ones, their placements kept aside): refused, not misread."""
+    from gradexplorer.core.messages.errors import UserError
+
+    if sharded_mode(module) or any(hasattr(p, "_st_info") for p in module.parameters()):
+        raise UserError("watch does not read DDP over tensor parallelism (its parameters are "
+                        "each rank's local shards); shard the data-parallel mesh dimension with "
+                        "fully_shard (FSDP2 x TP), which watch records exactly")
+
+
 def _norms(tensors: list[torch.Tensor]) -> np.ndarray:
     """‖t‖ of each (float64), in one transfer."""
     if not tensors:
@@ -68,10 +97,8 @@ def _norms(tensors: list[torch.Tensor]) -> np.ndarray:
     return norms.cpu().numpy()
 
 
-def _local(t: torch.Tensor | None) -> torch.Tensor | None:
-    if t is None:
-        return None
-    return (t.to_local() if hasattr(t, "to_local") else t).detach().reshape(-1)
+def _empty(t: torch.Tensor) -> torch.Tensor:
+    return (t.to_local() if is_dtensor(t) else t).detach().reshape(-1)[:0]
 
 
 def local_counts(backend, local: list[torch.Tensor], edges: np.ndarray) -> np.ndarray:
@@ -88,13 +115,16 @@ def local_counts(backend, local: list[torch.Tensor], edges: np.ndarray) -> np.nd
     return out
 
 
-FIGURES = 12  # columns gathered from each rank, see the module docstring
+FIGURES = 13  # columns gathered from each rank, see the module docstring
+ACCUMULATED = 11  # the column of the norm as accumulated
 
 
 def shard_figures(local: list[ParamStats], before: np.ndarray, after: np.ndarray,
-                  step: int) -> np.ndarray:
+                  step: int, accumulated: np.ndarray | None = None) -> np.ndarray:
     """``(P, FIGURES)`` of this rank's shards, from the monitor's own figures."""
     out = np.zeros((len(local), FIGURES))
+    if accumulated is not None:
+        out[:, ACCUMULATED] = accumulated
     for i, s in enumerate(local):
         if not s.has_grad:
             continue
@@ -106,9 +136,11 @@ def shard_figures(local: list[ParamStats], before: np.ndarray, after: np.ndarray
         else:
             delta = ratio * before[i]
         some = finite > 0
-        out[i] = [finite, s.norm or 0.0, s.mean if some else 0.0, s.std if some else 0.0,
-                  s.min if some else math.inf, s.max if some else -math.inf,
-                  round((s.zero_fraction or 0.0) * s.numel), nans, infs, delta, before[i], 1.0]
+        out[i, :ACCUMULATED] = [
+            finite, s.norm or 0.0, s.mean if some else 0.0, s.std if some else 0.0,
+            s.min if some else math.inf, s.max if some else -math.inf,
+            round((s.zero_fraction or 0.0) * s.numel), nans, infs, delta, before[i]]
+        out[i, -1] = 1.0
     out[:, -1] = np.where(out[:, -1] > 0, step, -step - 1)  # the step, and whether a grad is here
     return out
 
@@ -151,7 +183,8 @@ def combine(table: np.ndarray, names: list[str], shapes: list[tuple[int, ...]],
 
 class ShardedMeasure:
     """``begin`` before the optimizer step, ``end`` after it → the full parameters' StepGradients
-    (the same on every rank)."""
+    (the same on every rank). ``probe``: a ``ShardedProbe`` whose local norms as accumulated
+    travel in the same all-gather."""
 
     def __init__(self, model: nn.Module, names: dict[str, str], bins: int, update_ratio: bool,
                  report) -> None:
@@ -160,10 +193,25 @@ class ShardedMeasure:
         self.world = dist.get_world_size()
         self.group = dist.new_group(backend="gloo", timeout=COLLECTIVE_TIMEOUT)
         self.failed = False
+        self.probe = None
+        self.unreadable: dict[str, str] = {}  # parameter -> its placement, warned about once
         self._report = report
         self._backend = None
         self._pending = None
         self.history: list[StepGradients] = []
+
+    def _counted(self, name: str, t: torch.Tensor) -> torch.Tensor:
+        """The part of ``t`` this rank counts; empty (and the parameter noted) when its
+        placement cannot be combined."""
+        try:
+            return counted_local(t)
+        except UnreadablePlacement as exc:
+            name = self.names.get(name, name)
+            if name not in self.unreadable and dist.get_rank() == 0:
+                self._report(f"gradexplorer: {name} has a gradient placed {exc}, which watch cannot "
+                             "combine across ranks: it gets no figures (nor the step a global norm)")
+            self.unreadable[name] = f"placement {exc} cannot be combined across ranks"
+            return _empty(t)
 
     def begin(self, optimizer, step: int) -> None:
         from gradexplorer.core.stats.backends.registry import make_backend, until_numba
@@ -171,10 +219,15 @@ class ShardedMeasure:
         if self.failed:
             return
         named = [(n, p) for n, p in self.model.named_parameters() if p.requires_grad]
-        grads = [_local(p.grad) for _, p in named]
-        has = [g is not None for g in grads]
-        local = [g if g is not None else _local(p)[:0] for g, (_, p) in zip(grads, named, strict=True)]
-        params = [_local(p) for _, p in named]
+        has = [p.grad is not None for _, p in named]
+        try:
+            params = [self._counted(n, p) for n, p in named]
+            local = [self._counted(n, p.grad) if p.grad is not None else prm[:0]
+                     for (n, p), prm in zip(named, params, strict=True)]
+            accumulated = self._accumulated(named)
+        except Exception as exc:  # noqa: BLE001 - the monitor never breaks the training loop
+            self._stop(exc)
+            return
         if self._backend is None or until_numba(self._backend):  # torch until Numba loads
             self._backend = make_backend("auto", local or params)
         try:
@@ -184,12 +237,25 @@ class ShardedMeasure:
         except Exception as exc:  # noqa: BLE001 - the monitor never breaks the training loop
             self._stop(exc)
             return
-        self._pending = (named, has, local, params, pending, before, step)
+        self._pending = (named, has, local, params, pending, before, step, accumulated)
+
+    def _accumulated(self, named) -> tuple | None:
+        """(the probe's AccumulatedNorms of this step, this rank's part of each norm in
+        ``named``'s order), None without one."""
+        if self.probe is None:
+            return None
+        accum, self.probe.taken = self.probe.taken, None  # this step's, read once
+        if accum is None or accum.norms is None:
+            return None
+        values = iter(accum.host())
+        by_id = {id(p): next(values) for (_, p), here in zip(self.probe.named, accum.present,
+                                                             strict=True) if here}
+        return accum, np.array([by_id.get(id(p), 0.0) for _, p in named], np.float64)
 
     def end(self, optimizer) -> StepGradients | None:
         if self._pending is None:
             return None
-        named, has, local, params, pending, before, step = self._pending
+        named, has, local, params, pending, before, step, accumulated = self._pending
         self._pending = None
         try:
             raw = self._backend.finish(pending, params if self.update_ratio else None, optimizer)
@@ -198,8 +264,9 @@ class ShardedMeasure:
             zeros = np.zeros(len(named))
             after = _norms(params) if self.update_ratio else zeros
             figures = shard_figures(list(mine.params.values()),
-                                    zeros if before is None else before, after, step)
-            return self._reduce(named, local, figures, step)
+                                    zeros if before is None else before, after, step,
+                                    None if accumulated is None else accumulated[1])
+            return self._reduce(named, local, figures, step, accumulated)
         except Exception as exc:  # noqa: BLE001 - a timeout, a rank out of step, a failed figure
             self._stop(exc)
             return None
@@ -211,7 +278,7 @@ class ShardedMeasure:
                      f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}; "
                      "training goes on")
 
-    def _reduce(self, named, local, figures: np.ndarray, step: int) -> StepGradients:
+    def _reduce(self, named, local, figures: np.ndarray, step: int, accumulated) -> StepGradients:
         gathered = [torch.zeros(figures.shape, dtype=torch.float64) for _ in range(self.world)]
         dist.all_gather(gathered, torch.from_numpy(figures), group=self.group)
         table = np.stack([t.numpy() for t in gathered])
@@ -220,7 +287,11 @@ class ShardedMeasure:
             raise ValueError(f"ranks are at different steps (this rank at {step})")
         names = [self.names.get(n, n) for n, _ in named]
         shapes = [tuple(p.shape) for _, p in named]
-        params = combine(table, names, shapes, self.update_ratio)
+        params = [ParamStats(s.name, s.shape, s.numel, True, not_recorded=self.unreadable[s.name])
+                  if s.name in self.unreadable and s.has_grad else s
+                  for s in combine(table, names, shapes, self.update_ratio)]
+        if accumulated is not None:
+            self._whole_accumulated(accumulated, named, names, table)
         low = np.array([s.min if s.has_grad and s.min is not None else np.inf for s in params])
         high = np.array([s.max if s.has_grad and s.max is not None else -np.inf for s in params])
         edges = histogram_edges(*range_bounds(np.nan_to_num(low, nan=np.inf),
@@ -229,14 +300,26 @@ class ShardedMeasure:
         histograms = {
             s.name: Histogram(edges[i], counts[i, : self.bins].astype(np.int64), s.nan_count,
                               s.inf_count, int(counts[i, self.bins]), int(counts[i, self.bins + 1]))
-            for i, s in enumerate(params) if s.has_grad
+            for i, s in enumerate(params) if s.has_grad and s.norm is not None
         }
         by_name = {s.name: s for s in params}
         total = sum(s.numel for s in params if s.has_grad)
         record = StepGradients(step, global_norm(params), total, by_name, histograms, self.bins,
-                               "auto")
+                               "auto", not_recorded={n: c for n, c in self.unreadable.items()
+                                                     if n in by_name and by_name[n].has_grad})
         self.history = [record]
         return record
+
+    def _whole_accumulated(self, accumulated, named, names, table: np.ndarray) -> None:
+        """The probe's norms as accumulated, made the whole parameters' (√Σ of the ranks'
+        parts²); none at all where a parameter's placement cannot be combined."""
+        accum, _ = accumulated
+        whole = np.sqrt((table[:, :, ACCUMULATED] ** 2).sum(axis=0))
+        by_id = {id(p): (n, value) for (_, p), n, value in zip(named, names, whole, strict=True)}
+        kept = [by_id.get(id(p)) for (_, p), here in zip(self.probe.named, accum.present,
+                                                         strict=True) if here]
+        readable = all(k is not None and k[0] not in self.unreadable for k in kept)
+        accum.norms = np.array([k[1] for k in kept], np.float64) if readable else None
 
     def _all_reduce(self, array: np.ndarray, op) -> np.ndarray:
         tensor = torch.from_numpy(np.ascontiguousarray(array))
@@ -245,4 +328,3 @@ class ShardedMeasure:
 
     def latest(self) -> StepGradients | None:
         return self.history[-1] if self.history else None
-
