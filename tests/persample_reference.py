@@ -26,7 +26,7 @@ def reference_norms(model: nn.Module, loss_of, *inputs) -> tuple[np.ndarray, dic
     per_module: dict[str, torch.Tensor] = {}
     for name, g in grads.items():
         owner = owners[name]
-        sq = g.double().pow(2).flatten(1).sum(1)
+        sq = g.double().pow(2).reshape(g.shape[0], -1).sum(1)
         per_module[owner] = per_module.get(owner, 0) + sq
     total = torch.stack(list(per_module.values())).sum(0).sqrt().numpy()
     return total, {n: v.sqrt().numpy() for n, v in per_module.items()}

@@ -42,6 +42,7 @@ OPTIONAL_TABLES: dict[str, tuple[str, ...]] = {
     S.NOT_RECORDED_TABLE: ("step", "name", "cause"),
     "batches": ("step", "ids"),
     "spike_events": ("step", "until", "event"),
+    "per_sample_norms": ("step", "samples", "norms", "top"),
 }
 LEAN_TABLES: dict[str, tuple[str, ...]] = {  # version 3: the names, the tables under the views
     S.NAMES_TABLE: ("id", "name"), **{table: ("step", "param", *{**READER_TABLES, **OPTIONAL_TABLES}[
