@@ -66,6 +66,8 @@ CASES = {  # name: (SQL, its parameters, words the line must hold[, the commands
     "not_recorded cause": ("INSERT INTO not_recorded VALUES (3, 'x', x'00')", (),
                            "table not_recorded", ("open",)),
     "no spike_events column": ("ALTER TABLE spike_events DROP COLUMN event", (), "no column event"),
+    "no per_sample_norms column": ("ALTER TABLE per_sample_norms DROP COLUMN top", (),
+                                   "no column top"),
     "batch json": ("UPDATE batches SET ids = '{bad'", (), "table batches", ("open",)),
     "spike event json": ("INSERT INTO spike_events VALUES (1, 1, '{bad')", (), "table spike_events",
                          ("inspect",)),
