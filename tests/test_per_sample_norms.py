@@ -169,7 +169,7 @@ def test_gram_and_materialised_paths_agree_at_any_chunk_size():
         torch.testing.assert_close(_gram(blocks, n, 13, budget), expected, rtol=1e-12, atol=0)
         torch.testing.assert_close(_materialised(blocks, n, p, q, budget), expected,
                                    rtol=1e-12, atol=0)
-    assert 13 * 13 > p * q  # squared_norms picks the materialised path here
+    assert 13 * (p + q) > p * q  # squared_norms picks the materialised path here
     torch.testing.assert_close(squared_norms(blocks, 7), expected, rtol=1e-12, atol=0)
     bias = [Block(u=torch.randn(n, t, p)), Block(ids=torch.randint(0, p, (n, 2)), rows=p)]
     summed = bias[0].u.sum(1) + F.one_hot(bias[1].ids, p).sum(1)

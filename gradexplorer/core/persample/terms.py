@@ -11,8 +11,8 @@ cross terms are part of the norm:
 
     ‖Σ_t u_t ⊗ v_t‖² = Σ_{t,s} (u_t·u_s)(v_t·v_s)        (the Gram identity)
 
-computed per sample in chunks of samples, or, where the positions are many (T² > p·q), by
-materialising each sample's p×q gradient, a chunk of samples at a time. Every chunk is bounded
+computed per sample in chunks of samples, or, where the positions are many (T·(p+q) > p·q:
+fewer multiply-adds), by materialising each sample's p×q gradient, a chunk of samples at a time. Every chunk is bounded
 by ``budget`` elements (the caller gives the size of what is already live).
 """
 
@@ -74,7 +74,8 @@ def squared_norms(blocks: list[Block], budget: int) -> torch.Tensor:
     positions = sum(b.positions for b in blocks)
     p, q = blocks[0].p, blocks[0].q
     budget = max(int(budget), 1)
-    if positions * positions <= p * q:
+    # multiply-adds a sample: the Gram identity T²·(p+q), the per-sample gradient T·p·q
+    if positions * (p + q) <= p * q:
         return _gram(blocks, n, positions, budget)
     return _materialised(blocks, n, p, q, budget)
 
@@ -100,7 +101,8 @@ def _u_gram(b: Block, c: Block, s: slice) -> torch.Tensor:
 def _v_gram(b: Block, c: Block, s: slice) -> torch.Tensor | None:
     if b.v is None:
         return None  # v = 1 on both sides (a bias)
-    return torch.bmm(wide(b.v[s]), wide(c.v[s]).transpose(1, 2))
+    vb = wide(b.v[s])  # (a convolution's patches are made here: once when c is b)
+    return torch.bmm(vb, (vb if c is b else wide(c.v[s])).transpose(1, 2))
 
 
 def _dtype(b: Block, c: Block) -> torch.dtype:
@@ -115,7 +117,8 @@ def _gram(blocks: list[Block], n: int, positions: int, budget: int) -> torch.Ten
     for i, b in enumerate(blocks):
         for c in blocks[i:]:
             twice = 1.0 if c is b else 2.0
-            for s in _chunks(n, 2 * b.positions * c.positions, budget):
+            made = (b.positions + c.positions) * (b.q + (b.p if b.u is not None else 0))
+            for s in _chunks(n, 2 * b.positions * c.positions + made, budget):
                 gu = _u_gram(b, c, s)
                 gv = _v_gram(b, c, s)
                 part = (gu.sum((1, 2)) if gv is None else (gu * gv).sum((1, 2))).double()
@@ -128,12 +131,12 @@ def _gram(blocks: list[Block], n: int, positions: int, budget: int) -> torch.Ten
 def _materialised(blocks: list[Block], n: int, p: int, q: int, budget: int) -> torch.Tensor:
     """Each sample's p×q gradient, a chunk of samples at a time, then its squared norm."""
     out = None
-    for s in _chunks(n, p * q, budget):
+    for s in _chunks(n, p * q + max(b.positions for b in blocks) * (p + q), budget):
         grad = None
         for b in blocks:
             part = _outer_sum(b, s, p)
             grad = part if grad is None else grad + part
-        sq = grad.double().pow(2).flatten(1).sum(1)
+        sq = grad.flatten(1).pow(2).sum(1).double()
         if out is None:
             out = torch.zeros(n, dtype=torch.float64, device=sq.device)
         out[s] = sq
