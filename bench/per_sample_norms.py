@@ -86,7 +86,8 @@ def step_fn(workload: Workload, device: torch.device):
     model = workload.model.to(device).train()
     opt = torch.optim.SGD(model.parameters(), lr=1e-3)
     inputs, target = workload.make_batch(0)
-    move = (lambda t: t.to(device) if isinstance(t, torch.Tensor) else t)
+    def move(t):
+        return t.to(device) if isinstance(t, torch.Tensor) else t
     inputs = {k: move(v) for k, v in inputs.items()} if isinstance(inputs, dict) else (
         tuple(map(move, inputs)) if isinstance(inputs, tuple) else (move(inputs),))
     target = move(target)

@@ -12,8 +12,9 @@ cross terms are part of the norm:
     ‖Σ_t u_t ⊗ v_t‖² = Σ_{t,s} (u_t·u_s)(v_t·v_s)        (the Gram identity)
 
 computed per sample in chunks of samples, or, where the positions are many (T·(p+q) > p·q:
-fewer multiply-adds), by materialising each sample's p×q gradient, a chunk of samples at a time. Every chunk is bounded
-by ``budget`` elements (the caller gives the size of what is already live).
+fewer multiply-adds), by materialising each sample's p×q gradient, a chunk of samples at a
+time. Every chunk is bounded by ``budget`` elements (the caller gives the size of what is
+already live: the layer's input and output gradient).
 """
 
 from __future__ import annotations
