@@ -18,6 +18,8 @@ class PerSampleObserver:
         self.tracker = PerSampleNorms(model, reduction)
         self.report = report
         self.latest: PerSampleStep | None = None
+        self.last: tuple[int, PerSampleStep] | None = None  # (step, figures): one assignment,
+        # read by the app's view from another thread
 
     @property
     def unsupported(self) -> dict[str, str]:
@@ -27,6 +29,8 @@ class PerSampleObserver:
         self.latest = self.tracker.take()
 
     def after_step(self, session, result) -> None:
+        if self.latest is not None:
+            self.last = (result.step, self.latest)
         if self.report is not None and self.latest is not None:
             self.report(result.step, self.latest)
 
