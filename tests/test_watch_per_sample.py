@@ -75,3 +75,21 @@ def test_old_runs_read_no_per_sample_norms_and_bad_arguments_are_refused(tmp_pat
     with pytest.raises(gx.UserError, match="per_sample_norms must be True or False"):
         gx.watch(model, per_sample_norms="yes")
     assert not model._forward_hooks and not model._forward_pre_hooks
+
+
+def test_a_spike_keeps_its_samples_of_largest_gradient_norm(tmp_path, run_cli):
+    from tests.spike_helpers import sample_ids, train
+
+    rec = train(tmp_path / "run", 60, inject=50, per_sample_norms=True)
+    event = next(e for e in rec.spikes.events if e.step == 50)
+    with gx.open_run(tmp_path / "run") as run:
+        kept = run.per_sample(50)
+        stored = next(e for e in run.spike_events() if e.step == 50)
+    assert event.grad_samples and stored.grad_samples == event.grad_samples
+    order = np.argsort(-kept.norms)[:len(event.grad_samples)]
+    assert [s["index"] for s in event.grad_samples] == order.tolist()
+    assert [s["id"] for s in event.grad_samples] == [sample_ids(50)[i] for i in order]
+    code, out, _ = run_cli("spikes", tmp_path / "run")
+    assert code == 0
+    first = event.grad_samples[0]
+    assert f"largest per-sample gradient norms: {first['id']} ({first['norm']:.4g})" in out

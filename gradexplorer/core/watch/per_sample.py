@@ -34,6 +34,7 @@ class PerSampleWatch:
         self.tracker = PerSampleNorms(plan.model, check_reduction(reduction), active)
         self._report, self.writer = report, writer
         self.latest: PerSampleStep | None = None
+        self.latest_step: int | None = None
         self.failed = False
         self._said: set[str] = set()
         unsupported = {clean_name(n): why for n, why in self.tracker.unsupported.items()}
@@ -57,7 +58,7 @@ class PerSampleWatch:
             return
         try:
             figures = self.tracker.take(scale)
-            self.latest = figures
+            self.latest, self.latest_step = figures, step
             if figures is None:
                 return
             figures.modules = {clean_name(n): v for n, v in figures.modules.items()}
@@ -81,6 +82,12 @@ class PerSampleWatch:
             if name not in self._said:
                 self._said.add(name)
                 self._report(f"gradexplorer: step {step}: no per-sample norm for {name}: {why}")
+
+    def top_of(self, step: int, ids: Any = None) -> list[dict[str, Any]] | None:
+        """``step``'s samples of largest gradient norm (named by ``ids``), if it is the last."""
+        if self.latest is None or self.latest_step != step:
+            return None
+        return self.latest.top(ids)
 
     def discard(self) -> None:
         self.tracker.discard()

@@ -130,6 +130,8 @@ class Recorder:
             keep_snapshots, self._report)
         if per_sample:  # every recorded step's per-sample gradient norms (core/watch/per_sample.py)
             self.per_sample_watch = PerSampleWatch.of(self, per_sample)
+            if self.spikes is not None:  # a spike keeps its samples of largest gradient norm
+                self.spikes.grad_samples_of = self.per_sample_watch.top_of
         self.auto_steps = auto_steps and optimizer is not None
         if self.auto_steps:
             self._handles.append(optimizer.register_step_pre_hook(self._step_pre_hook))
