@@ -175,3 +175,25 @@ def test_gram_and_materialised_paths_agree_at_any_chunk_size():
     summed = bias[0].u.sum(1) + F.one_hot(bias[1].ids, p).sum(1)
     for path in (_gram(bias, n, t + 2, 3), _materialised(bias, n, p, 1, 3)):
         torch.testing.assert_close(path, summed.pow(2).sum(1), rtol=1e-12, atol=0)
+
+
+def test_unbatched_inputs_and_inputs_that_fold_the_batch_have_no_figure():
+    model = nn.Sequential(nn.Linear(4, 6), nn.Tanh(), nn.Linear(6, 2))
+    tracker = PerSampleNorms(model)
+    model[0](torch.randn(4)).sum().backward()  # an unbatched call: nothing to tell apart
+    assert tracker.take() is None
+    folded = nn.Linear(2, 2)
+    class Folding(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.first, self.folded = nn.Linear(4, 2), folded
+        def forward(self, x):  # the batch folded into rows: [N, 4] -> [N·2, 2]
+            return self.folded(self.first(x).reshape(-1, 2, 1).expand(-1, 2, 2).reshape(-1, 2))
+    tracker.remove()
+    model = Folding()
+    tracker = PerSampleNorms(model)
+    model(torch.randn(3, 4)).sum().backward()
+    got = tracker.take()
+    tracker.remove()
+    assert got.failed == {"folded": "its input's first dimension (6) is not the batch's (3)"}
+    assert list(got.modules) == ["first"] and got.samples == 3

@@ -61,6 +61,17 @@ def unsupported_reason(module: nn.Module) -> str | None:
     return None
 
 
+def batched_rank(module: nn.Module, kind: str) -> int:
+    """The fewest dimensions of a batched input of ``module`` (samples along dimension 0)."""
+    if kind == "embedding":
+        return 1
+    if kind == "conv":
+        return len(module.kernel_size) + 2
+    if isinstance(module, (nn.LayerNorm, nn.RMSNorm)):
+        return len(module.normalized_shape) + 1
+    return 2
+
+
 def mixes_samples(module: nn.Module) -> bool:
     """A BatchNorm in train mode: every sample's gradient depends on the others."""
     return isinstance(module, BATCH_NORMS) and module.training

@@ -113,8 +113,8 @@ class PerSampleNorms:
                 return
             x = args[0]
             if not isinstance(output, torch.Tensor) or not output.requires_grad \
-                    or not isinstance(x, torch.Tensor) or x.dim() < (1 if kind == "embedding" else 2):
-                return
+                    or not isinstance(x, torch.Tensor) or x.dim() < L.batched_rank(mod, kind):
+                return  # (an unbatched input: no samples to tell apart)
             slot = self._slot()
             if slot.samples is None:
                 slot.samples = x.shape[0]
@@ -168,6 +168,7 @@ class PerSampleNorms:
     def take(self, scale: float | None = None) -> PerSampleStep | None:
         """The step's figures (None when no supported module ran a backward), and a new step.
         ``scale``: a GradScaler's scale the gradients carry (divided out)."""
+        scale = float(scale) if scale else None  # (a GradScaler's may be a tensor)
         slots, self._slots = self._slots, []
         mixing, self._mixing = self._mixing, []
         for slot in slots:
