@@ -11,9 +11,12 @@ def test_the_per_sample_dock_draws_the_newest_steps_norms(qtbot, make_window, tm
     window = make_window()
     open_model(qtbot, window, "example:transformer", batch_size=8)
     window.build_plots()
-    panel = window.per_sample
+    panel = window.forensics.per_sample
     assert panel.observer is None and panel.dock.windowTitle() == "Per-sample"
+    assert not panel.dock.isVisible()  # View → Per-sample shows it
+    panel.dock.toggleViewAction().trigger()
     panel.dock.raise_()
+    assert panel.dock.isVisible()
     panel.toggle.setChecked(True)
     qtbot.waitUntil(lambda: panel.observer is not None, timeout=TIMEOUT_MS)
     assert "encoder.layers.0.self_attn (MultiheadAttention)" in panel.status.text()

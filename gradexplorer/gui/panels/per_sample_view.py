@@ -79,10 +79,12 @@ class PerSamplePanel(QWidget):
 
     @classmethod
     def docked(cls, window):
-        """The panel in a "Per-sample" bottom dock of ``window``, tabbed with its Events."""
+        """The panel in a "Per-sample" bottom dock of ``window``, tabbed with its Events: hidden
+        until View → Per-sample shows it (the first layout's tabs stay as they are)."""
         panel = cls(window.controller)
         panel.dock = window._dock("Per-sample", panel, Qt.BottomDockWidgetArea)
         window.tabifyDockWidget(window.events_dock, panel.dock)
+        panel.dock.hide()
         window.menus.add_view_action(panel.dock.toggleViewAction())
         return panel
 

@@ -56,9 +56,6 @@ def make_plot_views(window) -> PlotViews:
     views = PlotViews(gradients, distributions, curves, overlay, reference,
                       StepForensics(window, curves, reference),  # ledger, spike markers, divergence
                       RunCompare(window, overlay, gradients))  # File → Add run to compare…, Runs dock
-    from gradexplorer.gui.panels.per_sample_view import PerSamplePanel
-
-    window.per_sample = PerSamplePanel.docked(window)  # per-sample gradient norms (issue 36)
     live = window.controller.session.live
     if live is not None and not window.shown_run.showing:  # opened before the plots were made
         overlay.set_own(TimelineSource(timeline), f"live: {live.spec}")
