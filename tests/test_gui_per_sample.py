@@ -32,8 +32,8 @@ def test_the_per_sample_dock_draws_the_newest_steps_norms(qtbot, make_window, tm
     order = np.argsort(-figures.norms)
     assert [int(r.text(1)) for r in rows] == order.tolist()
     assert float(rows[0].text(2)) == float(f"{figures.norms[order[0]]:.4g}")
-    assert panel.status.text().startswith(f"step 2: per-sample grad norm over 8 samples: median "
-                                          f"{np.median(figures.norms):.4g}")
+    assert panel.status.text().startswith(f"step 2 (batch make_batch(1)): per-sample grad norm "
+                                          f"over 8 samples: median {np.median(figures.norms):.4g}")
     window.grab().save(str(tmp_path / "per_sample.png"))
     panel.toggle.setChecked(False)  # off: a job takes the observer off the session
     qtbot.waitUntil(lambda: panel.observer is None, timeout=TIMEOUT_MS)

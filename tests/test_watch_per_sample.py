@@ -93,3 +93,6 @@ def test_a_spike_keeps_its_samples_of_largest_gradient_norm(tmp_path, run_cli):
     assert code == 0
     first = event.grad_samples[0]
     assert f"largest per-sample gradient norms: {first['id']} ({first['norm']:.4g})" in out
+    code, out, _ = run_cli("inspect", tmp_path / "run", "--step", "50")
+    assert code == 0
+    assert (f"{kept.as_step().summary()} (loss reduction mean); largest: {first['id']} (") in out

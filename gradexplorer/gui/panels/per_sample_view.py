@@ -137,8 +137,8 @@ class PerSamplePanel(QWidget):
         self.plot.enableAutoRange()
         left_out = "" if not self.observer or not self.observer.unsupported else \
             f"; {len(self.observer.unsupported)} modules left out"
-        self.status.setText(f"step {step}: {figures.summary()} (loss reduction "
-                            f"{figures.reduction}){left_out}")
+        self.status.setText(f"step {step} (batch make_batch({step - 1})): {figures.summary()} "
+                            f"(loss reduction {figures.reduction}){left_out}")
         self.top.clear()
         for rank, entry in enumerate(figures.top(), 1):
             modules = ", ".join(f"{n} {v:.3g}" if isinstance(v, float) else f"{n} {v}"
