@@ -72,6 +72,8 @@ def test_old_runs_read_no_per_sample_norms_and_bad_arguments_are_refused(tmp_pat
     with pytest.raises(gx.UserError, match="the loss reduction must be 'mean' or 'sum', "
                                            "got 'avg'"):
         gx.watch(model, per_sample_norms=True, per_sample_reduction="avg")
+    with pytest.raises(gx.UserError, match="got ''"):
+        gx.watch(model, per_sample_norms=True, per_sample_reduction="")
     with pytest.raises(gx.UserError, match="per_sample_norms must be True or False"):
         gx.watch(model, per_sample_norms="yes")
     assert not model._forward_hooks and not model._forward_pre_hooks

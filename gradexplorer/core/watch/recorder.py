@@ -11,6 +11,7 @@ import torch
 from torch import nn
 
 from gradexplorer.core.messages.errors import UserError
+from gradexplorer.core.persample.tracker import check_reduction
 from gradexplorer.core.runs.structure import model_structure
 from gradexplorer.core.runs.writer import RunSizeNote, RunWriter
 from gradexplorer.core.stack.assembly import SessionStack
@@ -79,7 +80,8 @@ class Recorder:
         self.model = self.plan.model
         A.check_unwatched(self.model)
         hooks = A.hook_specs(self.model, hooks)
-        per_sample = A.flag(per_sample_norms, "per_sample_norms") and per_sample_reduction
+        per_sample = A.flag(per_sample_norms, "per_sample_norms") and check_reduction(
+            per_sample_reduction)  # checked here, before anything is attached
         self._report = report or (lambda line: print(line, file=sys.stderr))
         try:
             self._set_up(optimizer, run_dir, (stats_every, histogram_every), bins, snapshot_every,
