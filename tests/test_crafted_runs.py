@@ -68,6 +68,8 @@ CASES = {  # name: (SQL, its parameters, words the line must hold[, the commands
     "no spike_events column": ("ALTER TABLE spike_events DROP COLUMN event", (), "no column event"),
     "no param_summaries column": ("ALTER TABLE param_summaries DROP COLUMN max_abs", (),
                                   "no column max_abs"),
+    "no per_sample_norms column": ("ALTER TABLE per_sample_norms DROP COLUMN top", (),
+                                   "no column top"),
     "batch json": ("UPDATE batches SET ids = '{bad'", (), "table batches", ("open",)),
     "spike event json": ("INSERT INTO spike_events VALUES (1, 1, '{bad')", (), "table spike_events",
                          ("inspect",)),

@@ -18,6 +18,7 @@ from gradexplorer.commands.hook_options import (
     add_hook_arguments,
     attach_hooks_from_args,
 )
+from gradexplorer.commands.per_sample_options import add_per_sample_arguments, attach_per_sample
 from gradexplorer.commands.progress import StepReporter
 from gradexplorer.commands.spike_lines import SpikeLines
 
@@ -31,6 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_hook_arguments(parser)
     add_gradient_arguments(parser)
     add_ab_argument(parser)
+    add_per_sample_arguments(parser)
     parser.set_defaults(func=run_command)
 
 
@@ -52,6 +54,7 @@ def run_command(args: argparse.Namespace) -> int:
     spikes = SpikeLines()
     _stack, folder = attach_gradient_options(session, args, hooks=registry,
                                              reporters=(spikes.observer,))
+    per_sample = attach_per_sample(session, args)
     reporter = StepReporter(args.steps)
     try:
         for result in session.run(args.steps):
@@ -60,6 +63,8 @@ def run_command(args: argparse.Namespace) -> int:
         reporter.close()
         if folder is not None:
             folder.release()
+        if per_sample is not None:
+            per_sample.remove()
     for line in [*detached.summary(), *spikes.summary()]:
         print(line)
     return 0

@@ -79,6 +79,11 @@ def inspect_run(path: str, step: int | None, width: int) -> int:
         name, worst = max(spread(norms).items(), key=lambda kv: kv[1])
         print(f"per-rank norms of {len(norms)} ranks: largest spread {worst:.3g} ({printable(name)})"
               + ("" if worst == 0 else "  <- the ranks hold different gradients"))
+    per_sample = run.per_sample(step)  # watch(per_sample_norms=True)
+    if per_sample is not None:
+        print(f"{per_sample.as_step().summary()} (loss reduction {per_sample.reduction}); "
+              "largest: " + ", ".join(printable(f"{e.get('id', '#' + str(e['index']))} "
+                                                f"({number(e['norm'])})") for e in per_sample.top[:4]))
     for name, cause in run.not_recorded(step).items():  # a failed measurement, training went on
         print(printable(f"not recorded: {name or 'the update ratios'} ({cause})"))
     shapes = {p["name"]: p["shape"] for p in structure.get("parameters", [])}

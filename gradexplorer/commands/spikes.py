@@ -34,6 +34,11 @@ def event_lines(run, event, top: int) -> list[str]:
                           if isinstance(s["loss"], float) else f"{s.get('id', s['index'])} "
                           f"(loss {s['loss']})" for s in event.samples[:top])
         lines.append(f"  largest losses: {worst}")
+    if event.grad_samples:  # watch(per_sample_norms=True)
+        lines.append("  largest per-sample gradient norms: " + ", ".join(
+            f"{s.get('id', '#' + str(s['index']))} ({s['norm']:.4g})" if isinstance(s["norm"], float)
+            else f"{s.get('id', '#' + str(s['index']))} ({s['norm']})"
+            for s in event.grad_samples[:top]))
     rows = [[str(i + 1), r["name"], r["figure"], str(r["onset"]), factor_text(r["factor"])]
             for i, r in enumerate(event.ranking[:top])]
     if rows:

@@ -44,6 +44,7 @@ class SpikeEvent:
     figures: dict[str, Any] = field(default_factory=dict)
     batch: Any = None
     samples: list[dict[str, Any]] = field(default_factory=list)
+    grad_samples: list[dict[str, Any]] = field(default_factory=list)  # by per-sample grad norm
 
     def to_json(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}

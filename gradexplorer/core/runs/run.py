@@ -291,6 +291,21 @@ class Run:
         return None if not rows else V.json_value(rows[0][0], f"{self.where}, table batches "
                                                                f"at step {step}")
 
+    def per_sample(self, step: int):
+        """The step's per-sample gradient norms (``per_sample_rows.RecordedPerSample``), or
+        None (not recorded: ``watch(per_sample_norms=True)``; runs from before them)."""
+        from gradexplorer.core.runs import per_sample_rows as P
+
+        step = V.step_number(step, self.where)
+        rows = self._rows(f"SELECT samples, norms, top FROM {P.TABLE} WHERE step = ?", (step,)) \
+            if P.TABLE in self._optional else []
+        return P.read(step, *rows[0], self.where, self.meta("per_sample", {}) or {}) if rows else None
+
+    def per_sample_steps(self) -> list[int]:
+        """Steps with per-sample norms, oldest first ([] for runs from before them)."""
+        return [r[0] for r in self._rows("SELECT step FROM per_sample_norms ORDER BY step")] \
+            if "per_sample_norms" in self._optional else []
+
     def histogram(self, step: int, name: str) -> tuple[np.ndarray, np.ndarray]:
         """``(edges, counts)`` of ``name``'s gradient at ``step``."""
         h = self.histograms(step, name).get(name)

@@ -43,7 +43,10 @@ CREATE TABLE IF NOT EXISTS batches (step INTEGER PRIMARY KEY, ids TEXT NOT NULL)
 CREATE TABLE IF NOT EXISTS spike_events (
     step INTEGER PRIMARY KEY, until INTEGER NOT NULL, event TEXT NOT NULL
 );
-"""
+CREATE TABLE IF NOT EXISTS per_sample_norms (
+    step INTEGER PRIMARY KEY, samples INTEGER NOT NULL, norms BLOB NOT NULL, top TEXT NOT NULL
+);
+"""  # per_sample_norms: each sample's gradient norm (float64 little-endian), the largest as JSON
 # The per-parameter tables: their columns after (step, parameter). Versions 1 and 2 name the
 # parameter in every row (``name TEXT``, again in the primary key's index); version 3 by
 # ``param_names.id`` (a name is stored once), in a table of its own under a view that gives the

@@ -40,8 +40,8 @@ OPTIONAL_TABLES: dict[str, tuple[str, ...]] = {
     S.LEDGER_TABLE: ("step", *LEDGER_FIELDS),
     S.PARAM_STEPS_TABLE: ("step", "name", *S.PARAM_STEP_FIELDS),
     S.NOT_RECORDED_TABLE: ("step", "name", "cause"),
-    "batches": ("step", "ids"),
-    "spike_events": ("step", "until", "event"), S.SUMMARIES_TABLE: S.SUMMARIES_COLUMNS,
+    "batches": ("step", "ids"), "spike_events": ("step", "until", "event"),
+    S.SUMMARIES_TABLE: S.SUMMARIES_COLUMNS, "per_sample_norms": ("step", "samples", "norms", "top"),
 }
 LEAN_TABLES: dict[str, tuple[str, ...]] = {  # version 3: the names, the tables under the views
     S.NAMES_TABLE: ("id", "name"), **{table: ("step", "param", *{**READER_TABLES, **OPTIONAL_TABLES}[

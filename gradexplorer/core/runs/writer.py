@@ -267,6 +267,11 @@ class RunWriter:
         return self._submit(f"the spike event of step {step}", lambda db: db.execute(
             "INSERT OR REPLACE INTO spike_events VALUES (?, ?, ?)", (step, until, event)))
 
+    def write_per_sample(self, row: tuple) -> bool:
+        """Keep a step's per-sample norms (``per_sample_rows.row``)."""
+        return self._submit(f"the per-sample norms of step {row[0]}", lambda db: db.execute(
+            "INSERT OR REPLACE INTO per_sample_norms VALUES (?, ?, ?, ?)", row))
+
     def add_snapshot(self, step: int, path: Path, keep: int | None = None) -> bool:
         """Note a snapshot folder; with ``keep``, delete all but the newest ``keep`` (the
         exporter's policy: ``snapshot.retention.steps_to_remove``)."""

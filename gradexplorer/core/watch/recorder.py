@@ -11,6 +11,7 @@ import torch
 from torch import nn
 
 from gradexplorer.core.messages.errors import UserError
+from gradexplorer.core.persample.tracker import check_reduction
 from gradexplorer.core.runs.structure import model_structure
 from gradexplorer.core.runs.writer import RunSizeNote, RunWriter
 from gradexplorer.core.stack.assembly import SessionStack
@@ -31,8 +32,10 @@ from gradexplorer.core.watch import arguments as A
 from gradexplorer.core.watch.graph_capture import GraphCapture
 from gradexplorer.core.watch.measure import measure_for, probe_for
 from gradexplorer.core.watch.per_rank import rank_norms_for
+from gradexplorer.core.watch.per_sample import PerSampleWatch
 from gradexplorer.core.watch.ranks import RankPlan, plan_ranks
 from gradexplorer.core.watch.spike_log import SpikeLog
+from gradexplorer.core.watch.step_writes import optimizer_state_of, snapshot_step
 
 
 class Recorder:
@@ -56,10 +59,12 @@ class Recorder:
                  history: int = 16, report=None, auto_steps: bool = True, per_rank: bool = False,
                  scaler=None, step_number=None, optimizer_state: bool = True,
                  overwrite: bool = False, resume: bool = False, spikes=True,
-                 every: int | None = None, update_ratio: bool = True) -> None:
+                 every: int | None = None, update_ratio: bool = True,
+                 per_sample_norms: bool = False, per_sample_reduction: str = "mean") -> None:
         self._closed = True  # until everything is in place: close() undoes what was done
         self._handles: list[Any] = []
         self.hooks = self.writer = self._graph = self.probe = self.scaler = self.spikes = None
+        self.per_sample_watch = None
         if not isinstance(model, nn.Module):
             raise UserError(f"watch needs an nn.Module, got {type(model).__name__}")
         if optimizer is not None and not isinstance(optimizer, torch.optim.Optimizer):
@@ -74,11 +79,13 @@ class Recorder:
         self.model = self.plan.model
         A.check_unwatched(self.model)
         hooks = A.hook_specs(self.model, hooks)
+        per_sample = A.flag(per_sample_norms, "per_sample_norms") and check_reduction(
+            per_sample_reduction)  # checked here, before anything is attached
         self._report = report or (lambda line: print(line, file=sys.stderr))
         try:
             self._set_up(optimizer, run_dir, (stats_every, histogram_every), bins, snapshot_every,
                          hooks, keep_snapshots, history, auto_steps, per_rank, overwrite, resume,
-                         scaler, step_number, optimizer_state, spikes)
+                         scaler, step_number, optimizer_state, spikes, per_sample)
         except BaseException:
             self.close()
             raise
@@ -86,7 +93,7 @@ class Recorder:
 
     def _set_up(self, optimizer, run_dir, cadence, bins, snapshot_every, hooks, keep_snapshots,
                 history, auto_steps, per_rank, overwrite, resume, scaler, step_number,
-                optimizer_state, spikes) -> None:
+                optimizer_state, spikes, per_sample=False) -> None:
         """Attach and open what the checked arguments ask for (the caller undoes it on error)."""
         self._closed = False
         if hooks:
@@ -117,7 +124,12 @@ class Recorder:
             self._open_run(run_dir, overwrite, resume, hooks)
         self.spikes = None if self.writer is None or spikes is False else SpikeLog(
             None if spikes is True else spikes, self.writer,
-            None if self.plan.sharded else self._snapshot, keep_snapshots, self._report)
+            None if self.plan.sharded else lambda r: snapshot_step(self, r),
+            keep_snapshots, self._report)
+        if per_sample:  # every recorded step's per-sample gradient norms (core/watch/per_sample.py)
+            self.per_sample_watch = PerSampleWatch.of(self, per_sample)
+            if self.spikes is not None:  # a spike keeps its samples of largest gradient norm
+                self.spikes.grad_samples_of = self.per_sample_watch.top_of
         self.auto_steps = auto_steps and optimizer is not None
         if self.auto_steps:
             self._handles.append(optimizer.register_step_pre_hook(self._step_pre_hook))
@@ -225,6 +237,9 @@ class Recorder:
         return micro, iteration
 
     def _finish(self, record, micro, iteration, skipped: str | None = None) -> None:
+        if self.per_sample_watch is not None:  # first: whatever the record, the step is over
+            self.per_sample_watch.finish(self.step_count, self._scale, self.spikes and
+                                         self.spikes.batch_of(self.step_count))
         noted = self._losses or ([] if self._closure_loss is None else [self._closure_loss])
         self._losses, self._closure_loss = [], None
         losses = guarded("the step's loss", lambda: [float(x) for x in noted], self._warned, [],
@@ -243,23 +258,7 @@ class Recorder:
                                   iteration, lrs := group_lrs(self.optimizer), skipped)
         norms = self._rank_norms.gather(record) if self._rank_norms is not None else None
         if self.writer is not None:  # the optimizer state is read for the run directory only
-            self._write(record, norms, accumulated, self._optimizer_state_of(step, lrs))
-
-    def _optimizer_state_of(self, step: int, lrs):
-        """The optimizer state after the step (at the ``lrs`` it used): read on the statistics
-        worker before the next step where it took this one (the writer waits for it), else now."""
-        if not self._optimizer_state:
-            return {}
-        from gradexplorer.core.stats.optimizer_state import optimizer_state
-
-        if self._named_params is None:  # once: the probe keeps the parameters as well
-            self._named_params = [(self.plan.names.get(n, n), p)
-                                  for n, p in self.plan.stats_model.named_parameters()]
-        def read():  # {} when unreadable (one warning)
-            return guarded("the optimizer state", lambda: optimizer_state(
-                self.optimizer, self._named_params, lrs), self._warned, {}, step)
-        later = self.monitor.later(read)
-        return read() if later is None else later.result
+            self._write(record, norms, accumulated, optimizer_state_of(self, step, lrs))
 
     def _skipped_step(self) -> None:
         """The GradScaler skipped ``optimizer.step()``: record the step as skipped, with the
@@ -310,28 +309,19 @@ class Recorder:
         self.size_note.check(record.step)
         periodic = bool(self.snapshot_every and record.step % self.snapshot_every == 0)
         if periodic:
-            self._snapshot(record)
+            snapshot_step(self, record)
         if self.spikes is not None:
             self.spikes.after_write(record, self.ledger.loss, periodic, headline_norm(self.ledger))
-
-    def _snapshot(self, record: StepGradients) -> None:
-        from gradexplorer.core.snapshot.write import SnapshotSource
-
-        writer = self.writer
-        source = SnapshotSource(self.plan.stats_model, self.optimizer, self.step_count,
-                                type(self.model).__name__, "watch", next(
-                                    (p.device for p in self.model.parameters()), torch.device("cpu")))
-
-        def work():
-            path = self.stack.snapshot(writer.snapshot_dir(record.step), source, record)
-            writer.add_snapshot(record.step, path, self.keep_snapshots)
-
-        writer._guarded(f"the snapshot of step {record.step}", work)
 
     # -- results and the end -------------------------------------------------------
     def latest(self) -> StepGradients | None:
         """The last recorded step's statistics (on rank 0 under distributed training)."""
         return self.measure.latest()
+
+    @property
+    def per_sample(self):
+        """The last recorded step's per-sample gradient norms (a PerSampleStep), or None."""
+        return None if self.per_sample_watch is None else self.per_sample_watch.latest
 
     @property
     def run_dir(self) -> Path | None:
@@ -353,7 +343,7 @@ class Recorder:
         for handle in self._handles:
             handle.remove()
         self._handles.clear()
-        for part in (self.probe, self.scaler, self._graph):
+        for part in (self.probe, self.scaler, self._graph, self.per_sample_watch):
             if part is not None:
                 part.remove()
         if self.hooks is not None:
@@ -376,7 +366,8 @@ def watch(model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
           bins: int = 64, snapshot_every: int | None = None, hooks: dict[str, str] | None = None,
           keep_snapshots: int | None = None, per_rank: bool = False, scaler=None,
           optimizer_state: bool = True, overwrite: bool = False, resume: bool = False,
-          spikes=True, every: int | None = None, update_ratio: bool = True) -> Recorder:
+          spikes=True, every: int | None = None, update_ratio: bool = True,
+          per_sample_norms: bool = False, per_sample_reduction: str = "mean") -> Recorder:
     """Record ``model``'s gradient statistics every ``stats_every`` steps into ``run_dir``,
     histograms on those divisible by ``histogram_every`` (``every``: stats_every's old name).
 
@@ -385,7 +376,9 @@ def watch(model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
     ``scaler``: the loop's GradScaler (its scale, the steps it skips); ``optimizer_state``: the
     optimizer's state per parameter; ``spikes`` (True, False or a SpikeSettings): loss and
     gradient spikes (docs/diagnose.md); ``update_ratio=False``: no ‖Δθ‖/‖θ‖ (its two passes over
-    the weights are most of watch's cost a step on a small model). Every argument is checked
+    the weights are most of watch's cost a step on a small model); ``per_sample_norms=True``:
+    each sample's gradient norm (``per_sample_reduction``: the loss's, "mean" or "sum";
+    docs/per_sample.md), as ``rec.per_sample``. Every argument is checked
     before anything is attached; ``run_dir`` is locked while open, and one holding a run is
     refused unless ``overwrite=True`` or ``resume=True``. One open recorder a model (docs/api.md).
     """
@@ -393,4 +386,5 @@ def watch(model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
                     histogram_every=histogram_every, every=every, bins=bins,
                     snapshot_every=snapshot_every, hooks=hooks, keep_snapshots=keep_snapshots,
                     per_rank=per_rank, scaler=scaler, optimizer_state=optimizer_state,
-                    overwrite=overwrite, resume=resume, spikes=spikes, update_ratio=update_ratio)
+                    overwrite=overwrite, resume=resume, spikes=spikes, update_ratio=update_ratio,
+                    per_sample_norms=per_sample_norms, per_sample_reduction=per_sample_reduction)

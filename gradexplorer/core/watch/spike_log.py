@@ -75,6 +75,7 @@ class SpikeLog:
         self._snapshots_left = keep_snapshots or MAX_EVENT_SNAPSHOTS
         self._batch: tuple[int, str] | None = None  # (step, ids as JSON)
         self._per_sample: tuple[int, Any] | None = None
+        self.grad_samples_of = None  # (step, ids) -> the largest per-sample gradient norms, or None
 
     @property
     def events(self) -> list[SpikeEvent]:
@@ -122,6 +123,8 @@ class SpikeLog:
             event.batch = None if text is None else json.loads(text)
             if self._per_sample and self._per_sample[0] == record.step:
                 event.samples = top_samples(self._per_sample[1], event.batch)
+            if self.grad_samples_of is not None:  # watch(per_sample_norms=True)
+                event.grad_samples = self.grad_samples_of(record.step, event.batch) or []
             if self._snapshot is not None and not snapshotted and self._snapshots_left > 0:
                 self._snapshots_left -= 1
                 self._snapshot(record)

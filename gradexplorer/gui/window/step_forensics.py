@@ -1,7 +1,7 @@
 """The step ledger, spike markers and divergence in the main window.
 
 ``StepForensics`` (``MainWindow.forensics``, made with the plots) adds the "Ledger",
-"Optimizer" and "Spikes" docks (tabbed with Training and Events), the spike markers on the
+"Optimizer", "Spikes" and "Per-sample" docks (tabbed with Training and Events), the spike markers on the
 training curves, and File → "Compare runs (divergence)…"; its ``show_divergence(a, b)`` opens
 run A and shows where run B parts from it.
 """
@@ -15,6 +15,7 @@ from PySide6.QtGui import QAction
 
 from gradexplorer.core.messages.errors import UserError
 from gradexplorer.gui.panels.ledger_view import LedgerPanel
+from gradexplorer.gui.panels.per_sample_view import PerSamplePanel
 from gradexplorer.gui.panels.spike_view import SpikePanel
 from gradexplorer.gui.plots.optimizer_curves import OptimizerCurves
 from gradexplorer.gui.plots.spike_markers import SpikeMarkers
@@ -40,6 +41,7 @@ class StepForensics:
         self.ledger_dock = window._dock("Ledger", self.ledger_panel, Qt.BottomDockWidgetArea)
         self.optimizer_dock = window._dock("Optimizer", self.optimizer_curves, Qt.BottomDockWidgetArea)
         self.spikes_dock = window._dock("Spikes", self.spike_panel, Qt.BottomDockWidgetArea)
+        self.per_sample = PerSamplePanel.docked(window)  # per-sample gradient norms (issue 36)
         self.optimizer_dock.visibilityChanged.connect(self.optimizer_curves.set_shown)
         for dock in (self.ledger_dock, self.optimizer_dock, self.spikes_dock):
             window.tabifyDockWidget(window.events_dock, dock)

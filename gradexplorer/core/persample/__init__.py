@@ -1,0 +1,1 @@
+"""Per-sample gradient norms without per-sample gradients (docs/per_sample.md)."""

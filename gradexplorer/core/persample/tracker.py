@@ -1,0 +1,200 @@
+"""``PerSampleNorms``: every sample's gradient norm, per module and for the whole model, from
+hooks on the supported layers (``layers.py``), without per-sample gradients in memory.
+
+A forward hook keeps each supported module's input and hooks its output; when the output's
+gradient arrives the module's terms are made and, once every call that uses a parameter has
+its gradient (a tied weight: all its calls), reduced to per-sample squared norms at once, so
+nothing is kept past the module's own backward. Samples are dimension 0 of each module's input.
+Forward passes of the root module are micro-batches: their samples follow one another.
+
+``reduction``: how the loss the backward ran on combines the samples' losses. "mean" (the
+step's gradient is the mean of its samples' loss gradients: one batch with a mean loss, or
+micro-batches whose mean losses are divided by their count): each figure is multiplied by the
+step's sample count, giving the norm of each sample's own loss gradient; "sum": as computed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import nn
+
+from gradexplorer.core.messages.errors import UserError
+from gradexplorer.core.persample import layers as L
+from gradexplorer.core.persample.record import PerSampleStep
+from gradexplorer.core.persample.terms import squared_norms
+
+REDUCTIONS = ("mean", "sum")
+
+
+def check_reduction(value: Any) -> str:
+    if value not in REDUCTIONS:
+        raise UserError(f"per-sample norms: the loss reduction must be 'mean' or 'sum', "
+                        f"got {value!r}")
+    return value
+
+
+class _Slot:
+    """One forward pass of the root module: its samples and the squared norms found so far."""
+
+    def __init__(self) -> None:
+        self.samples: int | None = None
+        self.squares: dict[str, torch.Tensor] = {}  # module name -> [n] float64
+        self.pending: dict[tuple[int, int], list] = {}  # (id(param), part) -> [expected, blocks]
+        self.failed: dict[str, str] = {}  # module name -> why it has no figure this pass
+
+
+class PerSampleNorms:
+    """Per-sample gradient norms of ``model``'s supported modules, gathered per step.
+
+    ``names``: module name -> name to show (the recorder's, under a wrapper); ``active()``:
+    whether the step under way is measured (no hook work otherwise). ``unsupported``: module
+    name -> reason, for every module with trainable parameters of its own that has no figure.
+    """
+
+    def __init__(self, model: nn.Module, reduction: str = "mean", active=None) -> None:
+        self.reduction = check_reduction(reduction)
+        self.model = model
+        self._active = active or (lambda: True)
+        self.unsupported: dict[str, str] = {}
+        self.modules: list[str] = []
+        self._owner: dict[int, str] = {}  # id(param) -> the module name its figure goes to
+        self._handles: list = []
+        self._slots: list[_Slot] = []
+        self._mixing: list[str] = []
+        inside_mha = {id(m) for mha in model.modules() if isinstance(mha, nn.MultiheadAttention)
+                      for m in mha.modules() if m is not mha}
+        for name, module in model.named_modules():
+            own = [p for p in module.parameters(recurse=False) if p.requires_grad]
+            if not own and not L.mixes_samples(module):
+                continue
+            label = f"{name or '(model)'} ({type(module).__name__})"
+            reason = ("inside nn.MultiheadAttention, which uses its weights without calling it"
+                      if id(module) in inside_mha else L.unsupported_reason(module))
+            if L.mixes_samples(module) or isinstance(module, L.BATCH_NORMS):
+                self._handles.append(module.register_forward_pre_hook(self._check_mixing(label)))
+            if not own:
+                continue
+            if reason is not None:
+                self.unsupported[label] = reason
+                continue
+            self.modules.append(name)
+            for p in own:
+                self._owner.setdefault(id(p), name)
+            self._handles.append(module.register_forward_hook(self._forward(name, module)))
+        self._handles.append(model.register_forward_pre_hook(self._new_pass, with_kwargs=True))
+
+    # -- hooks -----------------------------------------------------------------------
+    def _check_mixing(self, label: str):
+        def hook(module, args):
+            if L.mixes_samples(module) and self._active() and torch.is_grad_enabled():
+                if label not in self._mixing:
+                    self._mixing.append(label)
+        return hook
+
+    def _new_pass(self, module, args, kwargs) -> None:
+        if self._active() and torch.is_grad_enabled():
+            self._slots.append(slot := _Slot())
+            first = next((t for t in (*args, *kwargs.values()) if isinstance(t, torch.Tensor)
+                          and t.dim() > 0), None)
+            slot.samples = None if first is None else first.shape[0]
+
+    def _slot(self) -> _Slot:
+        if not self._slots:  # a submodule called without the root module
+            self._slots.append(_Slot())
+        return self._slots[-1]
+
+    def _forward(self, name: str, module: nn.Module):
+        kind = L.kind_of(module)
+
+        def hook(mod, args, output):
+            if not (self._active() and torch.is_grad_enabled()) or not args:
+                return
+            x = args[0]
+            if not isinstance(output, torch.Tensor) or not output.requires_grad \
+                    or not isinstance(x, torch.Tensor) or x.dim() < L.batched_rank(mod, kind):
+                return  # (an unbatched input: no samples to tell apart)
+            slot = self._slot()
+            if slot.samples is None:
+                slot.samples = x.shape[0]
+            if kind == "embedding" and x.shape[0] == 1 < slot.samples:
+                # ids shared by the batch (positions): each sample's own copy of the output,
+                # so that its gradient arrives per sample (the sum downstream is the same)
+                x = x.expand(slot.samples, *x.shape[1:])
+                output = output.expand(slot.samples, *output.shape[1:])
+                changed = output
+            else:
+                changed = None
+            if x.shape[0] != slot.samples:
+                slot.failed[name] = (f"its input's first dimension ({x.shape[0]}) is not the "
+                                     f"batch's ({slot.samples})")
+                return
+            keys = [(id(p), j) for p in module.parameters(recurse=False) if p.requires_grad
+                    for j in range(module.groups if kind == "conv" and p is module.weight else 1)]
+            for key in keys:
+                slot.pending.setdefault(key, [0, []])[0] += 1
+            x = x.detach()
+            output.register_hook(lambda g: self._arrived(slot, name, mod, kind, x, g))
+            return changed
+        return hook
+
+    def _arrived(self, slot: _Slot, name: str, module, kind: str, x, g) -> None:
+        try:
+            for param, part, block, budget in L.blocks_for(module, kind, x, g.detach()):
+                entry = slot.pending.get((id(param), part))
+                if entry is None:
+                    continue
+                entry[1].append((block, budget))
+                if len(entry[1]) >= entry[0]:
+                    self._reduce(slot, (id(param), part))
+        except Exception as exc:  # noqa: BLE001 - a monitor never breaks the backward
+            slot.failed[name] = f"{type(exc).__name__}: {exc}"
+        return None
+
+    def _reduce(self, slot: _Slot, key: tuple[int, int]) -> None:
+        _, found = slot.pending.pop(key)
+        if not found:
+            return
+        owner = self._owner.get(key[0], "?")
+        try:
+            sq = squared_norms([b for b, _ in found], max(budget for _, budget in found))
+        except (ValueError, RuntimeError) as exc:
+            slot.failed[owner] = f"{type(exc).__name__}: {exc}"
+            return
+        slot.squares[owner] = slot.squares[owner] + sq if owner in slot.squares else sq
+
+    # -- the step --------------------------------------------------------------------
+    def take(self, scale: float | None = None) -> PerSampleStep | None:
+        """The step's figures (None when no supported module ran a backward), and a new step.
+        ``scale``: a GradScaler's scale the gradients carry (divided out)."""
+        scale = float(scale) if scale else None  # (a GradScaler's may be a tensor)
+        slots, self._slots = self._slots, []
+        mixing, self._mixing = self._mixing, []
+        for slot in slots:
+            for key in list(slot.pending):
+                self._reduce(slot, key)  # calls whose output got no gradient add nothing
+        slots = [s for s in slots if s.squares]
+        if not slots:
+            return None
+        total = sum(s.samples for s in slots)
+        factor = (float(total) if self.reduction == "mean" else 1.0) / (scale or 1.0)
+        names = [n for n in self.modules if any(n in s.squares for s in slots)]
+        columns = {}
+        for name in names:
+            parts = [(s.squares[name] if name in s.squares
+                      else torch.zeros(s.samples, dtype=torch.float64)).cpu() for s in slots]
+            columns[name] = torch.cat(parts).numpy() * factor ** 2
+        failed = {n: why for s in slots for n, why in s.failed.items()}
+        return PerSampleStep.from_squares(columns, self.reduction, failed, mixing)
+
+    def discard(self) -> None:
+        """Forget the step under way (not measured)."""
+        self._slots, self._mixing = [], []
+
+    def remove(self) -> None:
+        for handle in self._handles:
+            handle.remove()
+        self._handles.clear()
+        self.discard()
+
