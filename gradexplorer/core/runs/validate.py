@@ -41,8 +41,7 @@ OPTIONAL_TABLES: dict[str, tuple[str, ...]] = {
     S.PARAM_STEPS_TABLE: ("step", "name", *S.PARAM_STEP_FIELDS),
     S.NOT_RECORDED_TABLE: ("step", "name", "cause"),
     "batches": ("step", "ids"),
-    "spike_events": ("step", "until", "event"),
-}
+    "spike_events": ("step", "until", "event"), **S.NOISE_TABLES}
 LEAN_TABLES: dict[str, tuple[str, ...]] = {  # version 3: the names, the tables under the views
     S.NAMES_TABLE: ("id", "name"), **{table: ("step", "param", *{**READER_TABLES, **OPTIONAL_TABLES}[
         view][2:]) for view, table in S.LEAN_TABLES.items()}}

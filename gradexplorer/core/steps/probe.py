@@ -109,6 +109,7 @@ class AccumulationProbe:
         self._report = report  # said once: a trusted loop's step whose point was lost
         self._may_reuse = reuse  # False: measured at every recorded step, whatever the loop
         self.lost = 0  # such steps
+        self.on_backward = None  # called with every .grad at the end of a recorded step's backward
         self._handles: list = []
         queue = Variable._execution_engine.queue_callback  # bound once: called every backward
         self._queue = queue
@@ -190,6 +191,8 @@ class AccumulationProbe:
             except AttributeError:  # a parameter without a gradient
                 versions = _versions(grads)
             self._kept = (grads, versions)
+            if self.on_backward is not None:  # the noise scale's capture (micro_batches.py)
+                self.on_backward(grads)
             # the step under way takes the applied norms: a trusted loop, not a check step
             reusing = self.trusted and (self._recorded + 1) % VERIFY_EVERY != 0
             self._latest = None if reusing else self._measured(grads)

@@ -1,0 +1,178 @@
+"""``watch``'s noise scale: a step of several backwards (gradient accumulation) gives the gradient
+noise scale ``B_simple`` and each parameter's gradient SNR (``core/stats/noise_scale.py``), from
+each backward's own gradient (``core/steps/micro_batches.py``), written to the run's
+``noise_steps`` and ``noise_params`` tables (docs/noise.md).
+
+The scale of the gradients: backward ``i`` adds ``d_i = g_i / c`` to ``.grad`` (times a
+GradScaler's scale ``s``), ``g_i`` the gradient of micro-batch ``i``'s mean loss and ``c`` what
+the loop divides each micro-batch's loss by (``loss_divisor``: ``"k"``, the number of
+backwards, by default, as most accumulating loops do; ``1`` for a loop that sums the losses).
+So ``|g_i|² = c²|d_i|²/s²`` and ``|G_big|² = c²|A_k|²/(k²s²)``. ``B_simple`` and the SNR are
+ratios of such squares: ``c`` and ``s`` cancel, a wrong ``loss_divisor`` changes only the
+absolute ``|G|²`` and ``tr(Σ)``. The micro-batch size ``b`` is the first dimension of the
+model's output in each forward that needs a gradient (``micro_batch_size`` overrides it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from gradexplorer.core.messages.errors import UserError
+from gradexplorer.core.stats.noise_scale import NoiseFigures, NoiseSmoother, Smoothed, estimate
+from gradexplorer.core.steps.micro_batches import MicroBatchNorms
+
+
+@dataclass(frozen=True)
+class NoiseSettings:
+    """``watch(noise_scale=NoiseSettings(...))``: ``micro_batch_size`` (samples a backward; None:
+    the first dimension of the model's output), ``loss_divisor`` (``"k"`` or a number: what each
+    micro-batch's loss is divided by), ``beta`` (the EMA's decay per recorded step)."""
+
+    micro_batch_size: int | None = None
+    loss_divisor: str | float = "k"
+    beta: float = 0.95
+
+    def __post_init__(self) -> None:
+        b, c = self.micro_batch_size, self.loss_divisor
+        if b is not None and (isinstance(b, bool) or not isinstance(b, int) or b < 1):
+            raise UserError(f"noise_scale: micro_batch_size must be a whole number ≥ 1, got {b!r}")
+        if c != "k" and (isinstance(c, bool) or not isinstance(c, (int, float)) or not c > 0):
+            raise UserError(f"noise_scale: loss_divisor must be 'k' or a number > 0, got {c!r}")
+        if isinstance(self.beta, bool) or not isinstance(self.beta, (int, float)) or \
+                not 0 <= self.beta < 1:
+            raise UserError(f"noise_scale: beta must be in [0, 1), got {self.beta!r}")
+
+
+def noise_for(recorder, value) -> NoiseWatch | None:
+    """The recorder's NoiseWatch for ``watch``'s ``noise_scale`` argument (True: the defaults,
+    False, or NoiseSettings); None where it does not apply (no accumulation probe: FSDP2, or a
+    rank that records nothing)."""
+    if value is not True and value is not False and not isinstance(value, NoiseSettings):
+        raise UserError(f"watch: noise_scale must be True, False or a NoiseSettings, got "
+                        f"{type(value).__name__}")
+    if value is False or recorder.probe is None:
+        return None
+    return NoiseWatch(recorder.probe, recorder.plan.stats_model, recorder._names,
+                      NoiseSettings() if value is True else value, recorder._report)
+
+
+@dataclass(frozen=True)
+class NoiseStep:
+    """One step's figures: ``whole`` the model's, ``per`` arrays over ``names`` (small, big,
+    g_sq, trace, snr, snr_ema; NaN where not defined), ``smoothed`` the model's EMAs."""
+
+    step: int
+    parts: int
+    batch: int
+    divisor: float
+    whole: NoiseFigures
+    smoothed: Smoothed
+    names: list[str]
+    per: dict[str, np.ndarray]
+
+    def step_row(self) -> tuple:
+        w, s = self.whole, self.smoothed
+        return (self.step, self.parts, self.batch, self.divisor, w.small, w.big, w.g_sq, w.trace,
+                w.b_simple, s.g_sq, s.trace, s.b_simple, s.low, s.high)
+
+    def param_rows(self) -> list[tuple]:
+        columns = [[None if v != v else float(v) for v in self.per[c]] for c in PARAM_COLUMNS]
+        return [(self.step, name, *values) for name, *values in zip(self.names, *columns,
+                                                                    strict=True)]
+
+
+PARAM_COLUMNS = ("small", "big", "g_sq", "trace", "snr", "snr_ema")
+
+
+def _first_batch_dim(output) -> int | None:
+    """The first dimension of the first tensor (in order) of ``output`` that needs a gradient."""
+    todo = [output]
+    while todo:
+        item = todo.pop(0)
+        if isinstance(item, torch.Tensor):
+            if item.requires_grad and item.dim() >= 1:
+                return int(item.shape[0])
+        elif isinstance(item, dict):
+            todo.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            todo.extend(item)
+    return None
+
+
+class NoiseWatch:
+    """The capture on the probe's backwards, the batch size from the model's forwards, the
+    figures at each recorded step (``take``) and the EMAs across them."""
+
+    def __init__(self, probe, model: torch.nn.Module, names: list[str],
+                 settings: NoiseSettings, report) -> None:
+        self.settings, self.names, self._report = settings, names, report
+        self.capture = MicroBatchNorms(len(names))
+        self.smoother = NoiseSmoother(settings.beta)
+        self._ema = np.zeros((2, len(names)))  # per parameter: EMAs of g_sq and trace
+        self._sizes: list[int | None] = []
+        self.skipped: str | None = None  # why the last step of several backwards had no figures
+        self.latest: NoiseStep | None = None  # the last recorded step's figures
+        probe.on_backward = self.capture.backward
+        self._probe = probe
+        self._handle = None if settings.micro_batch_size is not None else \
+            model.register_forward_hook(self._on_output)
+
+    def _on_output(self, _module, _args, output) -> None:
+        if torch.is_grad_enabled() and (self._probe.wanted is None or self._probe.wanted()):
+            self._sizes.append(_first_batch_dim(output))
+
+    def take(self, step: int, scale: float | None, writer=None) -> NoiseStep | None:
+        """At a recorded step: its figures (kept as ``latest``, given to ``writer``), None where
+        it had one backward (or could not)."""
+        self.latest = found = self._figures(step, scale)
+        if found is not None and writer is not None:
+            writer.write_noise(found.step_row(), found.param_rows())
+        return found
+
+    def _figures(self, step: int, scale: float | None) -> NoiseStep | None:
+        sums, sizes, self._sizes = self.capture.take(), self._sizes, []
+        if sums.parts < 2:
+            return None
+        b = self.settings.micro_batch_size or (sizes[0] if sizes and None not in sizes and
+                                               len(set(sizes)) == 1 else None)
+        why = sums.why or (None if b else f"micro-batch sizes {sorted(set(map(str, sizes)))} "
+                           "are not one size (give NoiseSettings(micro_batch_size=...))")
+        if why is not None:
+            self._say(step, why)
+            return None
+        k = sums.parts
+        c = float(k if self.settings.loss_divisor == "k" else self.settings.loss_divisor)
+        s2 = float(scale) ** 2 if scale else 1.0
+        present = np.flatnonzero(sums.present)
+        small = c * c * sums.diff_sq[present] / (k * s2)
+        big = c * c * sums.last_sq[present] / (k * k * s2)
+        whole = estimate(float(np.sum(small)), float(np.sum(big)), k, b)
+        per = self._per(small, big, k, b, present)
+        return NoiseStep(step, k, b, c, whole, self.smoother.add(whole.trace, whole.g_sq),
+                         [self.names[i] for i in present], per)
+
+    def _per(self, small, big, k: int, b: int, present) -> dict[str, np.ndarray]:
+        """Every present parameter's figures (``estimate`` as arrays) and its smoothed SNR."""
+        g_sq = (k * big - small) / (k - 1)
+        trace = (small - big) * b * k / (k - 1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            snr = np.where(trace != 0, g_sq * b / trace, np.nan)
+            beta = self.settings.beta
+            ema = self._ema[:, present]
+            ema = beta * ema + (1 - beta) * np.stack([g_sq, trace])
+            self._ema[:, present] = ema
+            snr_ema = np.where(ema[1] != 0, ema[0] * b / ema[1], np.nan)  # bias cancels
+        return dict(zip(PARAM_COLUMNS, (small, big, g_sq, trace, snr, snr_ema), strict=True))
+
+    def _say(self, step: int, why: str) -> None:
+        if self.skipped is None:
+            self._report(f"gradexplorer: no noise scale at step {step}: {why} (said once)")
+        self.skipped = why
+
+    def remove(self) -> None:
+        if self._handle is not None:
+            self._handle.remove()
+        self._probe.on_backward = None
