@@ -15,6 +15,7 @@ __all__ = [
     "SpikeEvent",
     "SpikeObserver",
     "SpikeSettings",
+    "NoiseSettings",
     "diagnose_step",
     "explain_graph",
     "nonfinite_origin",
@@ -28,6 +29,7 @@ __getattr__, __dir__ = lazy_names(__name__, {
     "NonFiniteOrigin": "gradexplorer.core.diagnose.nan_origin",
     "explain_graph": "gradexplorer.core.diagnose.explain",
     "SpikeSettings": "gradexplorer.core.diagnose.spike_band",
+    "NoiseSettings": "gradexplorer.core.watch.noise_watch",
     "SpikeEvent": "gradexplorer.core.diagnose.spikes",
     "SpikeObserver": "gradexplorer.core.diagnose.spike_observer",
 })
@@ -36,6 +38,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time names load lazily a
     from gradexplorer.core.diagnose.explain import explain_graph
     from gradexplorer.core.diagnose.nan_origin import NonFiniteOrigin, diagnose_step, nonfinite_origin
     from gradexplorer.core.diagnose.spike_band import SpikeSettings
+    from gradexplorer.core.watch.noise_watch import NoiseSettings
     from gradexplorer.core.diagnose.spike_observer import SpikeObserver
     from gradexplorer.core.diagnose.spikes import SpikeEvent
     from gradexplorer.core.diagnose.trace_grads import trace_gradients

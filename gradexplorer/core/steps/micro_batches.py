@@ -60,6 +60,7 @@ class MicroBatchNorms:
         self.count = count  # parameters, in the probe's order
         self.keep = True  # keep the copy (False: a one-backward loop, see SINGLE_STEPS)
         self._singles = 0
+        self.used: str | None = None  # "numba" or "torch": the path of the last backward
         self._reset()
 
     def _reset(self) -> None:
@@ -87,8 +88,9 @@ class MicroBatchNorms:
                 self._why = "sparse gradients"
                 return
             diff, last = self._numba(held)
+            self.used = "numba"
             if diff is None:
-                diff, last = self._torch(held)
+                diff, last, self.used = *self._torch(held), "torch"
             index = np.flatnonzero(present)
             self._diff[index] += diff
             self._last[:] = 0.0
