@@ -38,7 +38,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time names load lazily a
     from gradexplorer.core.diagnose.explain import explain_graph
     from gradexplorer.core.diagnose.nan_origin import NonFiniteOrigin, diagnose_step, nonfinite_origin
     from gradexplorer.core.diagnose.spike_band import SpikeSettings
-    from gradexplorer.core.watch.noise_watch import NoiseSettings
     from gradexplorer.core.diagnose.spike_observer import SpikeObserver
     from gradexplorer.core.diagnose.spikes import SpikeEvent
     from gradexplorer.core.diagnose.trace_grads import trace_gradients
+    from gradexplorer.core.watch.noise_watch import NoiseSettings

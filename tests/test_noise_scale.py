@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 import torch
+from legacy_runs import fixture_copy
 from torch import nn
 
 import gradexplorer as gx
@@ -16,7 +17,6 @@ from gradexplorer.core.runs.noise_rows import module_noise, noise_params, noise_
 from gradexplorer.core.runs.run import Run
 from gradexplorer.core.steps import micro_batches as MB
 from gradexplorer.core.watch.noise_watch import NoiseSettings
-from legacy_runs import fixture_copy
 
 K, B = 4, 6
 
