@@ -19,12 +19,15 @@ from its next step).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import compress, repeat
+from operator import attrgetter, is_, is_not
 
 import numpy as np
 import torch
 
 from gradexplorer.core.stats.backends import warmup as stats_warmup
 
+_IS_SPARSE = attrgetter("is_sparse")
 SINGLE_STEPS = 3  # recorded steps of one backward each before the copy is no longer kept
 
 
@@ -41,16 +44,22 @@ class MicroBatchSums:
     why: str | None = None
 
 
+_KERNEL: tuple | None = None  # (addresses_of, diff_squares_at), or () without Numba
+
+
 def _kernel():
     """The Numba kernel once compiled (or loaded), else None (torch's ops meanwhile)."""
-    if not stats_warmup.ready():
-        return None
-    try:
-        from gradexplorer.core.stats.backends.numba.in_place import addresses_of
-        from gradexplorer.core.stats.backends.numba.kernels_micro import diff_squares_at
-    except Exception:  # noqa: BLE001 - no Numba: the torch path
-        return None
-    return addresses_of, diff_squares_at
+    global _KERNEL
+    if _KERNEL is None:
+        if not stats_warmup.ready():
+            return None
+        try:
+            from gradexplorer.core.stats.backends.numba.in_place import addresses_of
+            from gradexplorer.core.stats.backends.numba.kernels_micro import diff_squares_at
+            _KERNEL = (addresses_of, diff_squares_at)
+        except Exception:  # noqa: BLE001 - no Numba: the torch path
+            _KERNEL = ()
+    return _KERNEL or None
 
 
 class MicroBatchNorms:
@@ -60,7 +69,8 @@ class MicroBatchNorms:
         self.count = count  # parameters, in the probe's order
         self.keep = True  # keep the copy (False: a one-backward loop, see SINGLE_STEPS)
         self._singles = 0
-        self.used: str | None = None  # "numba" or "torch": the path of the last backward
+        self.used: str | None = None  # "numba" or "torch": the path of the step's backwards
+        self._flat = np.zeros(0, np.float32)  # the Numba path's copy, laid end to end (kept)
         self._reset()
 
     def _reset(self) -> None:
@@ -69,53 +79,64 @@ class MicroBatchNorms:
         self._last = np.zeros(self.count)
         self._present: tuple[bool, ...] = ()
         self._why: str | None = None
-        self._flat: np.ndarray | None = None  # the Numba path's copy, laid end to end
+        self._at = self._held = None  # the Numba path: the step's gradients and their addresses
         self._kept: list[torch.Tensor | None] | None = None  # the torch path's copy
 
-    def backward(self, grads: list[torch.Tensor | None]) -> None:
-        """At the end of a backward of a recorded step: add its ``|d_i|²``."""
+    def backward(self, grads: list[torch.Tensor | None]) -> np.ndarray | None:
+        """At the end of a backward of a recorded step: add its ``|d_i|²``. Returns every
+        parameter's ``|.grad|²`` (0 without one), None where not measured."""
         self.parts += 1
         if not self.keep or self._why is not None:
-            return
+            return None
         try:
-            present = tuple(g is not None for g in grads)
+            present = tuple(map(is_not, grads, repeat(None)))
             if self.parts > 1 and present != self._present:
                 self._why = "a parameter's gradient appeared or went between backwards"
-                return
+                return None
             self._present = present
-            held = [g for g in grads if g is not None]
-            if any(g.is_sparse for g in held):
+            every = len(present) == self.count and all(present)
+            held = grads if every else list(compress(grads, present))
+            if self.parts == 1 and any(map(_IS_SPARSE, held)):
                 self._why = "sparse gradients"
-                return
-            diff, last = self._numba(held)
+                return None
+            diff = self._numba(held) if self._kept is None else None
             self.used = "numba"
             if diff is None:
                 diff, last, self.used = *self._torch(held), "torch"
-            index = np.flatnonzero(present)
-            self._diff[index] += diff
-            self._last[:] = 0.0
-            self._last[index] = last
+            else:
+                diff, last = diff
+            if every:
+                self._diff += diff
+                self._last = last
+            else:
+                index = np.flatnonzero(present)
+                self._diff[index] += diff
+                self._last = np.zeros(self.count)
+                self._last[index] = last
+            return self._last
         except Exception as exc:  # noqa: BLE001 - a monitor never breaks the backward it watches
             self._why = f"the capture failed ({type(exc).__name__}: {exc})"
+            return None
 
     def _numba(self, held: list[torch.Tensor]):
-        """(Σ|d|², |A|²) by the kernel, or (None, None) where it cannot read the gradients."""
-        if self._kept is not None:
-            return None, None
-        kernel = _kernel()
-        at = kernel[0](held) if kernel is not None else None
-        if at is None:
-            if self._flat is not None:
-                raise ValueError("the gradients changed layout between backwards")
-            return None, None
-        first = self._flat is None
-        if first:
-            self._flat = np.empty(at.total, at.like.dtype)
+        """(Σ|d|², |A|²) by the kernel; None where it cannot read the gradients (then the step
+        takes the torch path from its first backward on)."""
+        first = self.parts == 1
+        if first or not all(map(is_, held, self._held)):  # new tensors: their addresses
+            kernel = _kernel()
+            at = None if kernel is None else kernel[0](held)
+            if at is None or (not first and (at.total != self._at.total or
+                                             at.like.dtype != self._at.like.dtype)):
+                if first:
+                    return None
+                raise ValueError("the gradients changed size, dtype or layout between backwards")
+            if first and (self._flat.size != at.total or self._flat.dtype != at.like.dtype):
+                self._flat = np.empty(at.total, at.like.dtype)
+            self._at, self._held = at, list(held)
             self._starts = np.concatenate([[0], np.cumsum(at.sizes)[:-1]]).astype(np.int64)
-        elif self._flat.size != at.total or self._flat.dtype != at.like.dtype:
-            raise ValueError("the gradients changed size or dtype between backwards")
-        diff, last = np.zeros(len(held)), np.zeros(len(held))
-        kernel[1](at.addresses, at.sizes, at.like, self._flat, self._starts, first, diff, last)
+        at = self._at
+        diff, last = np.empty(len(held)), np.empty(len(held))
+        _KERNEL[1](at.addresses, at.sizes, at.like, self._flat, self._starts, first, diff, last)
         return diff, last
 
     def _torch(self, held: list[torch.Tensor]):

@@ -109,7 +109,7 @@ class AccumulationProbe:
         self._report = report  # said once: a trusted loop's step whose point was lost
         self._may_reuse = reuse  # False: measured at every recorded step, whatever the loop
         self.lost = 0  # such steps
-        self.on_backward = None  # called with every .grad at the end of a recorded step's backward
+        self.on_backward = None  # every .grad at a recorded step's backward end -> their |g|² or None
         self._handles: list = []
         queue = Variable._execution_engine.queue_callback  # bound once: called every backward
         self._queue = queue
@@ -191,11 +191,13 @@ class AccumulationProbe:
             except AttributeError:  # a parameter without a gradient
                 versions = _versions(grads)
             self._kept = (grads, versions)
-            if self.on_backward is not None:  # the noise scale's capture (micro_batches.py)
-                self.on_backward(grads)
+            # the noise scale's capture (micro_batches.py), which reads every |g|² as well
+            squares = None if self.on_backward is None else self.on_backward(grads)
             # the step under way takes the applied norms: a trusted loop, not a check step
             reusing = self.trusted and (self._recorded + 1) % VERIFY_EVERY != 0
-            self._latest = None if reusing else self._measured(grads)
+            self._latest = None if reusing else self._measured(grads) if squares is None else \
+                AccumulatedNorms(present := [g is not None for g in grads],
+                                 np.sqrt(squares[np.flatnonzero(present)]))
         except Exception:  # noqa: BLE001 - a monitor never breaks the backward it watches
             self._latest = self._kept = None
 

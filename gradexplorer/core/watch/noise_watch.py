@@ -15,6 +15,7 @@ model's output in each forward that needs a gradient (``micro_batch_size`` overr
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -121,8 +122,13 @@ class NoiseWatch:
             model.register_forward_hook(self._on_output)
 
     def _on_output(self, _module, _args, output) -> None:
-        if torch.is_grad_enabled() and (self._probe.wanted is None or self._probe.wanted()):
-            self._sizes.append(_first_batch_dim(output))
+        """Every forward that needs a gradient: its batch size (the step's are the last ones)."""
+        if torch.is_grad_enabled():
+            sizes = self._sizes
+            sizes.append(output.shape[0] if type(output) is torch.Tensor and output.dim()
+                         else _first_batch_dim(output))
+            if len(sizes) > 4096:  # steps not recorded
+                del sizes[:-64]
 
     def take(self, step: int, scale: float | None, writer=None) -> NoiseStep | None:
         """At a recorded step: its figures (kept as ``latest``, given to ``writer``), None where
@@ -136,6 +142,7 @@ class NoiseWatch:
         sums, sizes, self._sizes = self.capture.take(), self._sizes, []
         if sums.parts < 2:
             return None
+        sizes = sizes[-sums.parts:]  # the forwards of this step's backwards
         b = self.settings.micro_batch_size or (sizes[0] if sizes and None not in sizes and
                                                len(set(sizes)) == 1 else None)
         why = sums.why or (None if b else f"micro-batch sizes {sorted(set(map(str, sizes)))} "
@@ -146,25 +153,27 @@ class NoiseWatch:
         k = sums.parts
         c = float(k if self.settings.loss_divisor == "k" else self.settings.loss_divisor)
         s2 = float(scale) ** 2 if scale else 1.0
-        present = np.flatnonzero(sums.present)
-        small = c * c * sums.diff_sq[present] / (k * s2)
-        big = c * c * sums.last_sq[present] / (k * k * s2)
-        whole = estimate(float(np.sum(small)), float(np.sum(big)), k, b)
+        every = len(sums.present) == len(self.names) and all(sums.present)
+        present = slice(None) if every else np.flatnonzero(sums.present)
+        small = sums.diff_sq[present] * (c * c / (k * s2))
+        big = sums.last_sq[present] * (c * c / (k * k * s2))
+        whole = estimate(math.fsum(small), math.fsum(big), k, b)
         per = self._per(small, big, k, b, present)
         return NoiseStep(step, k, b, c, whole, self.smoother.add(whole.trace, whole.g_sq),
-                         [self.names[i] for i in present], per)
+                         self.names if every else [self.names[i] for i in present], per)
 
     def _per(self, small, big, k: int, b: int, present) -> dict[str, np.ndarray]:
-        """Every present parameter's figures (``estimate`` as arrays) and its smoothed SNR."""
+        """Every present parameter's figures (``estimate`` as arrays) and its smoothed SNR
+        (NaN where a denominator is 0: divided by NaN instead, which warns of nothing)."""
         g_sq = (k * big - small) / (k - 1)
-        trace = (small - big) * b * k / (k - 1)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            snr = np.where(trace != 0, g_sq * b / trace, np.nan)
-            beta = self.settings.beta
-            ema = self._ema[:, present]
-            ema = beta * ema + (1 - beta) * np.stack([g_sq, trace])
-            self._ema[:, present] = ema
-            snr_ema = np.where(ema[1] != 0, ema[0] * b / ema[1], np.nan)  # bias cancels
+        trace = (small - big) * (b * k / (k - 1))
+        snr = g_sq * b / np.where(trace != 0, trace, np.nan)
+        beta = self.settings.beta
+        ema = self._ema[:, present] * beta
+        ema[0] += (1 - beta) * g_sq
+        ema[1] += (1 - beta) * trace
+        self._ema[:, present] = ema
+        snr_ema = ema[0] * b / np.where(ema[1] != 0, ema[1], np.nan)  # the bias cancels
         return dict(zip(PARAM_COLUMNS, (small, big, g_sq, trace, snr, snr_ema), strict=True))
 
     def _say(self, step: int, why: str) -> None:
