@@ -10,9 +10,10 @@ step in one process, one torch thread:
 - bare: ``k`` × (forward, ``(loss / k).backward()``), ``optimizer.step()``, ``zero_grad()``
 - watch: the same loop under ``watch(model, opt, update_ratio=False)``; the noise scale's own work
   is timed where it runs (``time.thread_time``: the training thread's CPU, which other
-  processes' load moves least): the capture at the end of every backward
-  (``MicroBatchNorms.backward``), the forward hook reading the batch size, and ``take`` at the
-  step (the estimates, the EMAs, the rows handed to the run's writer; no run directory here)
+  processes' load moves least): the parameters' gradient hooks (each keeps a reference), the
+  pass over each backward's own gradients at its end (``MicroBatchNorms.backward``), the forward
+  hook reading the batch size, and ``take`` at the step (the estimates, the EMAs; no run
+  directory here: the rows are made on the writer's thread)
 
 Cost: the noise scale's CPU per step over the bare step's CPU (median over rounds), printed beside
 the 5% target.
@@ -79,7 +80,11 @@ def bench(name: str, steps: int, rounds: int, k: int) -> tuple[float, float]:
         rec = watch(watched, opt, update_ratio=False)
     finally:
         NW.NoiseWatch._on_output = on_output
-    rec.noise._probe.on_backward = clock.wrap(rec.noise.capture.backward)
+    capture = rec.noise.capture
+    capture.remove()  # its hooks again, timed
+    capture._on_grad = clock.wrap(capture._on_grad)
+    capture._hook()
+    rec.noise._probe.on_backward = clock.wrap(capture.backward)
     rec.noise.take = clock.wrap(rec.noise.take)
     ratios = []
     try:

@@ -109,7 +109,7 @@ class AccumulationProbe:
         self._report = report  # said once: a trusted loop's step whose point was lost
         self._may_reuse = reuse  # False: measured at every recorded step, whatever the loop
         self.lost = 0  # such steps
-        self.on_backward = None  # every .grad at a recorded step's backward end -> their |g|² or None
+        self.on_backward = None  # at every backward's end: on_backward(recorded step?)
         self._handles: list = []
         queue = Variable._execution_engine.queue_callback  # bound once: called every backward
         self._queue = queue
@@ -182,7 +182,10 @@ class AccumulationProbe:
                         (self.anchor is not None and first is not self.anchor):
                     self._anchor_ok = False
                 self.anchor = first if self._anchor_ok else None
-            if self.wanted is not None and not self.wanted():
+            recorded = self.wanted is None or self.wanted()
+            if self.on_backward is not None:  # the noise scale's capture (micro_batches.py)
+                self.on_backward(recorded)
+            if not recorded:
                 self._latest = self._kept = None
                 return
             grads = list(map(_GRAD, self._params))  # (C-level loops: this runs every step)
@@ -191,13 +194,9 @@ class AccumulationProbe:
             except AttributeError:  # a parameter without a gradient
                 versions = _versions(grads)
             self._kept = (grads, versions)
-            # the noise scale's capture (micro_batches.py), which reads every |g|² as well
-            squares = None if self.on_backward is None else self.on_backward(grads)
             # the step under way takes the applied norms: a trusted loop, not a check step
             reusing = self.trusted and (self._recorded + 1) % VERIFY_EVERY != 0
-            self._latest = None if reusing else self._measured(grads) if squares is None else \
-                AccumulatedNorms(present := [g is not None for g in grads],
-                                 np.sqrt(squares[np.flatnonzero(present)]))
+            self._latest = None if reusing else self._measured(grads)
         except Exception:  # noqa: BLE001 - a monitor never breaks the backward it watches
             self._latest = self._kept = None
 

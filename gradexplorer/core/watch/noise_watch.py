@@ -57,7 +57,7 @@ def noise_for(recorder, value) -> NoiseWatch | None:
     if value is False or recorder.probe is None:
         return None
     return NoiseWatch(recorder.probe, recorder.plan.stats_model, recorder._names,
-                      NoiseSettings() if value is True else value, recorder._report)
+                      NoiseSettings() if value is True else value, recorder._report, recorder.writer)
 
 
 @dataclass(frozen=True)
@@ -108,9 +108,9 @@ class NoiseWatch:
     figures at each recorded step (``take``) and the EMAs across them."""
 
     def __init__(self, probe, model: torch.nn.Module, names: list[str],
-                 settings: NoiseSettings, report) -> None:
-        self.settings, self.names, self._report = settings, names, report
-        self.capture = MicroBatchNorms(len(names))
+                 settings: NoiseSettings, report, writer=None) -> None:
+        self.settings, self.names, self._report, self._writer = settings, names, report, writer
+        self.capture = MicroBatchNorms(probe._params)
         self.smoother = NoiseSmoother(settings.beta)
         self._ema = np.zeros((2, len(names)))  # per parameter: EMAs of g_sq and trace
         self._sizes: list[int | None] = []
@@ -118,8 +118,10 @@ class NoiseWatch:
         self.latest: NoiseStep | None = None  # the last recorded step's figures
         probe.on_backward = self.capture.backward
         self._probe = probe
+        def on_output(module, args, output):  # a function: a deepcopy of the model (an EMA
+            self._on_output(module, args, output)  # copy) takes it as it is, not this watch
         self._handle = None if settings.micro_batch_size is not None else \
-            model.register_forward_hook(self._on_output)
+            model.register_forward_hook(on_output)
 
     def _on_output(self, _module, _args, output) -> None:
         """Every forward that needs a gradient: its batch size (the step's are the last ones)."""
@@ -130,15 +132,16 @@ class NoiseWatch:
             if len(sizes) > 4096:  # steps not recorded
                 del sizes[:-64]
 
-    def take(self, step: int, scale: float | None, writer=None) -> NoiseStep | None:
-        """At a recorded step: its figures (kept as ``latest``, given to ``writer``), None where
-        it had one backward (or could not)."""
-        self.latest = found = self._figures(step, scale)
-        if found is not None and writer is not None:
-            writer.write_noise(found.step_row(), found.param_rows())
+    def take(self, step: int, scale: float | None, accumulated: dict[str, float]) -> NoiseStep | None:
+        """At a recorded step (``accumulated``: its norms as accumulated, by name): its figures
+        (kept as ``latest``, given to the run's writer), None where it had one backward (or
+        could not)."""
+        self.latest = found = self._figures(step, scale, accumulated)
+        if found is not None and self._writer is not None:
+            self._writer.write_noise(found)
         return found
 
-    def _figures(self, step: int, scale: float | None) -> NoiseStep | None:
+    def _figures(self, step: int, scale: float | None, accumulated) -> NoiseStep | None:
         sums, sizes, self._sizes = self.capture.take(), self._sizes, []
         if sums.parts < 2:
             return None
@@ -146,17 +149,21 @@ class NoiseWatch:
         b = self.settings.micro_batch_size or (sizes[0] if sizes and None not in sizes and
                                                len(set(sizes)) == 1 else None)
         why = sums.why or (None if b else f"micro-batch sizes {sorted(set(map(str, sizes)))} "
-                           "are not one size (give NoiseSettings(micro_batch_size=...))")
+                           "are not one size (give NoiseSettings(micro_batch_size=...))") or (
+            None if accumulated else "its gradient as accumulated is not known")
         if why is not None:
             self._say(step, why)
             return None
         k = sums.parts
         c = float(k if self.settings.loss_divisor == "k" else self.settings.loss_divisor)
         s2 = float(scale) ** 2 if scale else 1.0
-        every = len(sums.present) == len(self.names) and all(sums.present)
-        present = slice(None) if every else np.flatnonzero(sums.present)
+        every = len(accumulated) == len(self.names) and list(accumulated) == self.names
+        present = slice(None) if every else np.array(
+            [i for i, n in enumerate(self.names) if accumulated.get(n) is not None], np.int64)
+        last = np.fromiter(accumulated.values(), np.float64, len(accumulated)) if every else \
+            np.array([accumulated[self.names[i]] for i in present], np.float64)
         small = sums.diff_sq[present] * (c * c / (k * s2))
-        big = sums.last_sq[present] * (c * c / (k * k * s2))
+        big = last * last * (c * c / (k * k * s2))
         whole = estimate(math.fsum(small), math.fsum(big), k, b)
         per = self._per(small, big, k, b, present)
         return NoiseStep(step, k, b, c, whole, self.smoother.add(whole.trace, whole.g_sq),
@@ -184,4 +191,5 @@ class NoiseWatch:
     def remove(self) -> None:
         if self._handle is not None:
             self._handle.remove()
+        self.capture.remove()
         self._probe.on_backward = None

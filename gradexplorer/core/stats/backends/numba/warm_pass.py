@@ -19,7 +19,6 @@ def compile_kernels() -> bool:
 
     from gradexplorer.core.stats.monitor import monitor_pass
     from gradexplorer.core.stats.optimizer_state import optimizer_state
-    from gradexplorer.core.steps.micro_batches import compile_kernel
 
     with compiling():
         for dtype in (torch.float32, torch.float64):
@@ -31,5 +30,4 @@ def compile_kernels() -> bool:
                 for contiguous in (True, False):
                     monitor_pass(model, optimizer, BINS, "numba", contiguous)
                 optimizer_state(optimizer, list(model.named_parameters()))
-        compile_kernel()  # the noise scale's capture (core/steps/micro_batches.py)
     return True
