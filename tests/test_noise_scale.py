@@ -234,3 +234,27 @@ def test_inspect_shows_the_noise_scale_and_old_runs_still_open(tmp_path, run_cli
         assert snr_curve(run, run.parameters[0]) == ([], [], [])
     code, out, _ = run_cli("inspect", old)
     assert code == 0 and "noise scale" not in out and "SNR" not in out
+
+
+def test_the_report_draws_the_noise_scale_and_says_when_a_run_has_none(tmp_path):
+    from gradexplorer.core.messages.number_text import format_number
+    from gradexplorer.core.share.report_html import write_report
+
+    torch.manual_seed(6)
+    model = Net()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    with gx.watch(model, opt, tmp_path / "run", update_ratio=False):
+        train(model, opt, 4)
+    with Run(tmp_path / "run") as run:
+        write_report(run, tmp_path / "r.html")
+        last = noise_rows(run)[-1]
+        lowest = min(noise_params(run, 4).items(), key=lambda kv: kv[1]["snr"])
+    page = (tmp_path / "r.html").read_text()
+    section = page[page.index('<section id="noise">'):]
+    section = section[:section.index("</section>")]
+    assert f"4 steps of {K} micro-batches of {B}" in section
+    assert f"B_simple {format_number(last['b_simple_ema'], 4)} smoothed" in section
+    assert section.index(lowest[0]) < section.index("</table>")  # the noisiest parameter listed
+    with Run(fixture_copy(tmp_path / "old")) as old:
+        write_report(old, tmp_path / "old.html")
+    assert "No step of several backwards" in (tmp_path / "old.html").read_text()
