@@ -148,10 +148,11 @@ def test_smoothed_b_simple_is_the_ratio_of_the_two_emas_with_a_delta_method_band
     model = Net()
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
     beta, steps = 0.8, 6
-    out = []
+    out, refs = [], []
     with gx.watch(model, opt, noise_scale=NoiseSettings(beta=beta), update_ratio=False) as rec:
         for step in range(steps):
             x, y = data(step)
+            refs.append(reference(model, x, y + 2, K, B))
             for i in range(K):  # targets offset by 2: a gradient the noise does not hide
                 (nn.functional.mse_loss(model(x[i * B:(i + 1) * B]), y[i * B:(i + 1) * B] + 2) / K
                  ).backward()
@@ -170,6 +171,13 @@ def test_smoothed_b_simple_is_the_ratio_of_the_two_emas_with_a_delta_method_band
     se = abs(T / G) * math.sqrt(max(rel, 0) * (w ** 2).sum())
     assert last.low == pytest.approx(T / G - se, rel=1e-9)
     assert last.high == pytest.approx(T / G + se, rel=1e-9)
+    # each parameter's smoothed SNR: b · EMA(|G|²_est) / EMA(tr(Σ)_est) of the float64 figures
+    for j, name in enumerate(out[-1].names):
+        per = np.array([expected(*ref[name][:2], K, B) for ref in refs])  # (steps, 2)
+        ema = np.zeros(2)
+        for row in per:
+            ema = beta * ema + (1 - beta) * row
+        assert out[-1].per["snr_ema"][j] == pytest.approx(B * ema[0] / ema[1], rel=1e-4)
 
 
 def test_one_backward_a_step_has_no_noise_scale_and_keeps_no_copy(tmp_path):
@@ -258,3 +266,28 @@ def test_the_report_draws_the_noise_scale_and_says_when_a_run_has_none(tmp_path)
     with Run(fixture_copy(tmp_path / "old")) as old:
         write_report(old, tmp_path / "old.html")
     assert "No step of several backwards" in (tmp_path / "old.html").read_text()
+
+
+def test_a_grad_scalers_scale_is_divided_out(tmp_path):
+    torch.manual_seed(7)
+    base = Net()
+    got = {}
+    for scaled in (False, True):
+        model = copy.deepcopy(base)
+        opt = torch.optim.SGD(model.parameters(), lr=0.0)
+        scaler = torch.amp.GradScaler("cpu", init_scale=1024.0) if scaled else None
+        refs = []
+        with gx.watch(model, opt, scaler=scaler, update_ratio=False) as rec:
+            x, y = data(0)
+            refs.append(reference(model, x, y, K, B))
+            for i in range(K):
+                loss = nn.functional.mse_loss(model(x[i * B:(i + 1) * B]), y[i * B:(i + 1) * B]) / K
+                (scaler.scale(loss) if scaled else loss).backward()
+            if scaled:
+                scaler.step(opt)
+                scaler.update()
+            else:
+                opt.step()
+            got[scaled] = rec.noise.latest
+        check_step(got[scaled], refs[0])
+    assert got[True].whole.trace == pytest.approx(got[False].whole.trace, rel=1e-6)
