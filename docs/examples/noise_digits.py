@@ -16,14 +16,13 @@ from pathlib import Path
 import torch
 
 import gradexplorer as gx
-from gradexplorer.core.model.examples import digits
 
 STEPS, MICRO, BATCH = 150, 4, 64
 
 
 def main(out: Path) -> None:
     torch.manual_seed(0)
-    work = digits.build({"batch": str(BATCH)}, 0)
+    work = gx.load_workload(f"example:digits:batch={BATCH}")
     model, loss_fn = work.model, work.loss_fn
     opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
     size = BATCH // MICRO
