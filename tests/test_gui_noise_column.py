@@ -1,13 +1,16 @@
-"""The parameter table's SNR column (docs/noise.md): shown with a run that recorded a noise
-scale, each parameter's SNR at the step shown as the run stores it; hidden for a run without."""
+"""The app's gradient SNR (docs/noise.md): the parameter table's SNR column, shown with a run that
+recorded a noise scale (each parameter's SNR at the step shown, as the run stores it) and hidden
+for a run without; the Optimizer tab's "SNR (noise scale)" curve, the stored smoothed SNR."""
 
 from __future__ import annotations
 
+import numpy as np
+import pytest
 import torch
 from torch import nn
 
 import gradexplorer as gx
-from gradexplorer.core.runs.noise_rows import noise_params
+from gradexplorer.core.runs.noise_rows import noise_params, snr_curve
 from gradexplorer.core.runs.run import Run
 from gradexplorer.gui.panels.parameter_table import COLUMNS, SNR
 from gradexplorer.gui.text.number_text import format_number
@@ -41,6 +44,17 @@ def test_the_snr_column_shows_the_runs_snr_and_hides_without_one(qtbot, make_win
     assert COLUMNS[SNR] == "SNR"
     shown = {table.rows[r][0]: table.data(table.index(r, SNR)) for r in range(table.rowCount())}
     assert shown == {n: format_number(v, 3) for n, v in stored.items()}
+    with Run(tmp_path / "noisy") as run:
+        steps, _, smoothed = snr_curve(run, "2.weight")
+    curves = window.forensics.optimizer_curves
+    window.forensics.optimizer_dock.raise_()  # a hidden tab reads nothing
+    window.selection.select(param="2.weight", module="2", source="test")
+    curves.choose("snr")
+    curves.refresh()
+    x, y = curves.curve.getData()
+    assert list(x) == steps == [1, 2, 3]
+    assert y == pytest.approx(np.array(smoothed, float), rel=1e-12)
+    assert curves.plot.getPlotItem().getAxis("left").labelText == "SNR, smoothed"
     assert window.file_actions.open_run(str(tmp_path / "plain")) is not None
     qtbot.waitUntil(lambda: view.isColumnHidden(SNR) and window.controller.timeline.latest is not None
                     and window.controller.timeline.latest.step == 3, timeout=TIMEOUT_MS)
