@@ -317,6 +317,8 @@ class ParameterTable(QTableView):
         self.horizontalHeader().setStretchLastSection(True)
         self.horizontalHeader().setMinimumSectionSize(48)
         self.columns = ColumnPriority(self, PRIORITY, list(COLUMNS))
+        header = self.horizontalHeader()  # the SNR, where shown, beside the update ratio
+        header.moveSection(header.visualIndex(SNR), header.visualIndex(3) + 1)
         self.selectionModel().selectionChanged.connect(self._user_selected)
         selection.changed.connect(self.show_selection)
 
