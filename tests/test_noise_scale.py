@@ -291,3 +291,27 @@ def test_a_grad_scalers_scale_is_divided_out(tmp_path):
             got[scaled] = rec.noise.latest
         check_step(got[scaled], refs[0])
     assert got[True].whole.trace == pytest.approx(got[False].whole.trace, rel=1e-6)
+
+
+def test_a_step_with_inf_is_left_out_and_the_smoothing_goes_on():
+    torch.manual_seed(8)
+    model = Net()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    scaler = torch.amp.GradScaler("cpu", init_scale=64.0)  # skips the step that holds Inf
+    lines, out = [], []
+    with gx.watch(model, opt, scaler=scaler, update_ratio=False) as rec:
+        rec.noise._report = lines.append
+        for step in range(3):
+            x, y = data(step)
+            if step == 1:
+                y[0, 0] = math.inf  # one micro-batch's loss, and the step's gradient, not finite
+            for i in range(K):
+                loss = nn.functional.mse_loss(model(x[i * B:(i + 1) * B]), y[i * B:(i + 1) * B] + 2)
+                scaler.scale(loss / K).backward()
+            scaler.step(opt)
+            scaler.update()
+            opt.zero_grad()
+            out.append(rec.noise.latest)
+    assert out[1] is None and out[0] is not None and out[2] is not None
+    assert lines == ["gradexplorer: no noise scale at step 2: its gradient holds NaN or Inf (said once)"]
+    assert math.isfinite(out[2].smoothed.b_simple) and rec.noise.smoother.steps == 2

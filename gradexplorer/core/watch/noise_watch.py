@@ -117,6 +117,7 @@ class NoiseWatch:
         self._sizes: list[int | None] = []
         self.skipped: str | None = None  # why the last step of several backwards had no figures
         self.latest: NoiseStep | None = None  # the last recorded step's figures
+        self._said: set[str] = set()  # the reasons already said
         probe.on_backward = self.capture.backward
         self._probe = probe
         def on_output(module, args, output):  # a function: a deepcopy of the model (an EMA
@@ -166,6 +167,9 @@ class NoiseWatch:
         small = sums.diff_sq[present] * (c * c / (k * s2))
         big = last * last * (c * c / (k * k * s2))
         whole = estimate(math.fsum(small), math.fsum(big), k, b)
+        if not (math.isfinite(whole.g_sq) and math.isfinite(whole.trace)):  # kept out of the EMAs
+            self._say(step, "its gradient holds NaN or Inf")
+            return None
         per = self._per(small, big, k, b, present)
         return NoiseStep(step, k, b, c, whole, self.smoother.add(whole.trace, whole.g_sq),
                          self.names if every else [self.names[i] for i in present], per)
@@ -185,7 +189,8 @@ class NoiseWatch:
         return dict(zip(PARAM_COLUMNS, (small, big, g_sq, trace, snr, snr_ema), strict=True))
 
     def _say(self, step: int, why: str) -> None:
-        if self.skipped is None:
+        if why not in self._said:
+            self._said.add(why)
             self._report(f"gradexplorer: no noise scale at step {step}: {why} (said once)")
         self.skipped = why
 
