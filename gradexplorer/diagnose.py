@@ -16,6 +16,7 @@ __all__ = [
     "SpikeEvent",
     "SpikeObserver",
     "SpikeSettings",
+    "NoiseSettings",
     "diagnose_step",
     "explain_graph",
     "nonfinite_origin",
@@ -30,6 +31,7 @@ __getattr__, __dir__ = lazy_names(__name__, {
     "NonFiniteOrigin": "gradexplorer.core.diagnose.nan_origin",
     "explain_graph": "gradexplorer.core.diagnose.explain",
     "SpikeSettings": "gradexplorer.core.diagnose.spike_band",
+    "NoiseSettings": "gradexplorer.core.watch.noise_watch",
     "SpikeEvent": "gradexplorer.core.diagnose.spikes",
     "SpikeObserver": "gradexplorer.core.diagnose.spike_observer",
 })
@@ -42,3 +44,4 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time names load lazily a
     from gradexplorer.core.diagnose.spike_observer import SpikeObserver
     from gradexplorer.core.diagnose.spikes import SpikeEvent
     from gradexplorer.core.diagnose.trace_grads import trace_gradients
+    from gradexplorer.core.watch.noise_watch import NoiseSettings

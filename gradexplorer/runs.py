@@ -19,6 +19,8 @@ __all__ = [
     "compare_snapshots",
     "distribution_bands",
     "ema_smooth",
+    "noise_params",
+    "noise_rows",
     "find_divergence",
     "open_run",
     "read_snapshot",
@@ -35,6 +37,8 @@ __getattr__, __dir__ = lazy_names(__name__, {
     "Divergence": "gradexplorer.core.runs.divergence",
     "distribution_bands": "gradexplorer.core.stats.bands",
     "ema_smooth": "gradexplorer.core.stats.curves",
+    "noise_rows": "gradexplorer.core.runs.noise_rows",
+    "noise_params": "gradexplorer.core.runs.noise_rows",
     "Snapshot": "gradexplorer.core.snapshot.read",
     "read_snapshot": "gradexplorer.core.snapshot.read",
     "write_snapshot": "gradexplorer.core.snapshot.write",
@@ -45,6 +49,7 @@ __getattr__, __dir__ = lazy_names(__name__, {
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time names load lazily above
     from gradexplorer.core.runs.divergence import Divergence, find_divergence
     from gradexplorer.core.runs.history import RunHistory
+    from gradexplorer.core.runs.noise_rows import noise_params, noise_rows
     from gradexplorer.core.runs.run import Run, open_run
     from gradexplorer.core.runs.run_step import RunStep
     from gradexplorer.core.share.report_html import write_report

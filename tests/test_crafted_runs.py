@@ -70,6 +70,10 @@ CASES = {  # name: (SQL, its parameters, words the line must hold[, the commands
                                   "no column max_abs"),
     "no per_sample_norms column": ("ALTER TABLE per_sample_norms DROP COLUMN top", (),
                                    "no column top"),
+    "no noise_steps column": ("ALTER TABLE noise_steps DROP COLUMN b_simple", (), "no column b_simple"),
+    "no noise_params column": ("ALTER TABLE noise_params DROP COLUMN snr", (), "no column snr"),
+    "noise figure": ("INSERT INTO noise_steps VALUES (3, 4, 5, 4.0, 'abc', 1, 1, 1, 1, 1, 1, 1, 1, 1)",
+                     (), "table noise_steps at step 3, column g_small_sq holds str", ("inspect",)),
     "batch json": ("UPDATE batches SET ids = '{bad'", (), "table batches", ("open",)),
     "spike event json": ("INSERT INTO spike_events VALUES (1, 1, '{bad')", (), "table spike_events",
                          ("inspect",)),
@@ -180,6 +184,7 @@ def read_everything(path):
             run.figures(step), run.rank_norms(step), run.step_info(step)
             run.batch_ids(step), run.not_recorded(step)
         run.spike_events()
+        gx.runs.noise_rows(run)
         list(run.follow(timeout=0))
 
 

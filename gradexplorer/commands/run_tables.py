@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from gradexplorer.commands.noise_lines import noise_lines, snr_column
 from gradexplorer.commands.table_text import number, table, update_ratio
 from gradexplorer.core.graph.style import format_shape
 from gradexplorer.core.messages.errors import UserError
@@ -65,7 +66,7 @@ def inspect_run(path: str, step: int | None, width: int) -> int:
           f"({len(steps)} recorded), snapshots at {snaps or 'none'}")
     print(f"step {step}: global norm {number(info['global_norm'])}, loss {number(info['loss'])}, "
           f"{info['total_numel'] or 0:,} numbers over {info['ranks']} rank(s)")
-    for line in ledger_lines(run, step):
+    for line in ledger_lines(run, step) + noise_lines(run, step):
         print("  " + line)
     events = run.spike_events()
     if events:
@@ -91,6 +92,7 @@ def inspect_run(path: str, step: int | None, width: int) -> int:
     stats = run.figures(step)
     state = optimizer_columns(stats)
     accumulated = any(s.get("grad_norm_accumulated") is not None for s in stats.values())
+    snr = snr_column(run, step)  # the noise scale's SNR (docs/noise.md), where it was recorded
     rows = []
     for name, s in stats.items():
         s = whole_figures(s)  # a NaN/Inf gradient's norm and max |g|: nan/inf, not the finite part's
@@ -99,14 +101,18 @@ def inspect_run(path: str, step: int | None, width: int) -> int:
                      *([number(s["grad_norm_accumulated"])] if accumulated else []),
                      number(s["norm"]), number(s["abs_max"]), f"{s['nan_count']}/{s['inf_count']}",
                      update_ratio(s["update_ratio"]), *(number(s[f]) for f in state),
+                     *([number(snr.get(name))] if snr else []),
                      f"|{spark}|" if spark else ""])
     headers = ["parameter", "shape", *(["accumulated"] if accumulated else []),
                "applied" if accumulated else "norm", "max |g|", "NaN/Inf", "update",
-               *(STATE_LABELS[f] for f in state), "histogram"]
+               *(STATE_LABELS[f] for f in state), *(["SNR"] if snr else []), "histogram"]
     print(table(headers, rows, left=2))
     if accumulated:
         print("accumulated: ‖.grad‖ after the last backward (before unscaling and clipping); "
               "applied: the gradient the optimizer used, which the other figures describe")
+    if snr:
+        print("SNR: |G|²_est / (tr(Σ)_est / micro-batch size), of the gradient across the step's "
+              "micro-batches; ≤ 0: no signal measurable (docs/noise.md)")
     return 0
 
 

@@ -46,6 +46,15 @@ CREATE TABLE IF NOT EXISTS spike_events (
 CREATE TABLE IF NOT EXISTS per_sample_norms (
     step INTEGER PRIMARY KEY, samples INTEGER NOT NULL, norms BLOB NOT NULL, top TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS noise_steps (
+    step INTEGER PRIMARY KEY, parts INTEGER NOT NULL, batch_small INTEGER NOT NULL,
+    loss_divisor REAL, g_small_sq REAL, g_big_sq REAL, g_sq REAL, trace REAL, b_simple REAL,
+    g_sq_ema REAL, trace_ema REAL, b_simple_ema REAL, b_simple_low REAL, b_simple_high REAL
+);
+CREATE TABLE IF NOT EXISTS noise_params (
+    step INTEGER NOT NULL, name TEXT NOT NULL, g_small_sq REAL, g_big_sq REAL, g_sq REAL,
+    trace REAL, snr REAL, snr_ema REAL, PRIMARY KEY (step, name)
+);
 """  # per_sample_norms: each sample's gradient norm (float64 little-endian), the largest as JSON
 # The per-parameter tables: their columns after (step, parameter). Versions 1 and 2 name the
 # parameter in every row (``name TEXT``, again in the primary key's index); version 3 by
@@ -110,3 +119,11 @@ def is_run_dir(path: str | Path) -> bool:
 # What a step could not measure (``StepGradients.not_recorded``): parameter name ("" for the
 # step's update ratios) and the cause. Created by every writer; absent from older runs.
 NOT_RECORDED_TABLE = "not_recorded"
+# The noise scale of steps of several backwards (``core/watch/noise_watch.py``, docs/noise.md):
+# created by every writer since; absent from older runs (read as none).
+NOISE_STEP_FIELDS = ("parts", "batch_small", "loss_divisor", "g_small_sq", "g_big_sq", "g_sq",
+                     "trace", "b_simple", "g_sq_ema", "trace_ema", "b_simple_ema", "b_simple_low",
+                     "b_simple_high")
+NOISE_PARAM_FIELDS = ("g_small_sq", "g_big_sq", "g_sq", "trace", "snr", "snr_ema")
+NOISE_TABLES = {"noise_steps": ("step", *NOISE_STEP_FIELDS),
+                "noise_params": ("step", "name", *NOISE_PARAM_FIELDS)}

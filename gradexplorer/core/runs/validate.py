@@ -40,7 +40,7 @@ OPTIONAL_TABLES: dict[str, tuple[str, ...]] = {
     S.LEDGER_TABLE: ("step", *LEDGER_FIELDS),
     S.PARAM_STEPS_TABLE: ("step", "name", *S.PARAM_STEP_FIELDS),
     S.NOT_RECORDED_TABLE: ("step", "name", "cause"),
-    "batches": ("step", "ids"), "spike_events": ("step", "until", "event"),
+    "batches": ("step", "ids"), "spike_events": ("step", "until", "event"), **S.NOISE_TABLES,
     S.SUMMARIES_TABLE: S.SUMMARIES_COLUMNS, "per_sample_norms": ("step", "samples", "norms", "top"),
 }
 LEAN_TABLES: dict[str, tuple[str, ...]] = {  # version 3: the names, the tables under the views

@@ -262,6 +262,16 @@ class RunWriter:
         if batch is not None:
             db.execute("INSERT OR REPLACE INTO batches VALUES (?, ?)", (record.step, batch))
 
+    def write_noise(self, noise) -> bool:
+        """Keep a step's noise scale (a ``noise_watch.NoiseStep``, its rows made on the writer
+        thread; given before the step's own write, so a reader sees them with the step)."""
+        def work(db):
+            db.execute(f"INSERT OR REPLACE INTO noise_steps VALUES ({','.join('?' * 14)})",
+                       tuple(map(_real, noise.step_row())))
+            db.executemany("INSERT OR REPLACE INTO noise_params VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                           [tuple(map(_real, row)) for row in noise.param_rows()])
+        return self._submit(f"the noise scale of step {noise.step}", work)
+
     def write_event(self, step: int, until: int, event: str) -> bool:
         """Keep (or update) the spike event that began at ``step`` (JSON text)."""
         return self._submit(f"the spike event of step {step}", lambda db: db.execute(

@@ -14,6 +14,7 @@ import numpy as np
 
 from gradexplorer.core.runs.history import NonFiniteEvent, ParameterSummary, RunHistory
 from gradexplorer.core.runs.run import Run
+from gradexplorer.core.share.report_noise import NoiseData, gather_noise
 from gradexplorer.core.stats.bands import distribution_bands
 from gradexplorer.core.stats.curves import thin_steps
 from gradexplorer.core.stats.history import HistogramMatrix
@@ -75,6 +76,7 @@ class ReportData:
     largest: dict[str, tuple[float, float]] = field(default_factory=dict)  # run's largest norm, max |g|
     spikes: list = field(default_factory=list)  # SpikeEvent, as ``gradexplorer spikes`` lists them
     modules_nan: set[str] = field(default_factory=set)  # modules with a NaN gradient at the last step
+    noise: NoiseData = field(default_factory=NoiseData)  # the noise scale (report_noise.py)
 
     @property
     def event_steps(self) -> list[int]:
@@ -234,5 +236,5 @@ def gather(run: Run, top: int = 6, others: list[Run] = (), stage=None) -> Report
         events=events, events_complete=len(events) < EVENT_LIMIT,
         origins=snapshot_origins(run, sorted({e.step for e in events})[:50]),
         hooks=dict(settings.get("hooks") or {}), label=labels[0], overlays=overlays,
-        largest=largest, spikes=run.spike_events(),
+        largest=largest, spikes=run.spike_events(), noise=gather_noise(run),
         modules_nan={m for n, s in last_record.params.items() if s.nan_count for m in owners(n)})

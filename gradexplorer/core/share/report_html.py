@@ -6,7 +6,8 @@ with TensorBoard's smoothing slider and CSV), ``modules`` (the ranked per-module
 ``parameters`` (the per-parameter table ranked by each one's largest norm over the run),
 ``top`` (norm curves, heat maps and distribution bands of the top parameters), ``spikes`` (the
 spike events ``gradexplorer spikes`` lists: step, layer first to move, batch ids; each
-``spike-STEP``, linked from the curves), ``events`` (NaN/Inf and where they started), ``hooks``.
+``spike-STEP``, linked from the curves), ``events`` (NaN/Inf and where they started), ``hooks``,
+``noise`` (the gradient noise scale and the lowest-SNR modules and parameters: report_noise.py).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from gradexplorer.core.messages.printable import html_text
 from gradexplorer.core.runs.run import Run
 from gradexplorer.core.share.png import data_uri, heat_image, png_bytes
 from gradexplorer.core.share.report_data import ReportData, TopParameter, gather, rank_by_largest
+from gradexplorer.core.share.report_noise import noise_section
 from gradexplorer.core.share.report_page import page_assets
 from gradexplorer.core.share.svg_charts import band_chart, heatmap_chart, line_chart
 from gradexplorer.core.stats.bands import BAND_NAMES
@@ -32,7 +34,7 @@ from gradexplorer.core.stats.curves import downsample_peaks
 from gradexplorer.core.stats.histogram import rebin_rows
 from gradexplorer.core.stats.records import whole_figure
 
-SECTIONS = ("summary", "curves", "modules", "parameters", "top", "spikes", "events", "hooks")
+SECTIONS = ("summary", "curves", "noise", "modules", "parameters", "top", "spikes", "events", "hooks")
 E = html_text
 
 
@@ -274,7 +276,8 @@ def report_html(d: ReportData) -> str:
     data = curve_data(d)
     style, script = page_assets()
     nav = "".join(f'<a href="#{s}">{s}</a>' for s in SECTIONS)
-    body = (summary_section(d) + curves_section(d, data) + modules_section(d) + parameters_section(d)
+    body = (summary_section(d) + curves_section(d, data) + noise_section(d.noise) + modules_section(d)
+            + parameters_section(d)
             + top_section(d, data) + spikes_section(d) + events_section(d) + hooks_section(d))
     # every "<" as \u003c: no markup (a name such as "<img …>", a "</script>") in the page raw
     payload = json.dumps({"curves": data}, separators=(",", ":")).replace("<", "\\u003c")

@@ -109,6 +109,7 @@ class AccumulationProbe:
         self._report = report  # said once: a trusted loop's step whose point was lost
         self._may_reuse = reuse  # False: measured at every recorded step, whatever the loop
         self.lost = 0  # such steps
+        self.on_backward = None  # at every backward's end: on_backward(recorded step?)
         self._handles: list = []
         queue = Variable._execution_engine.queue_callback  # bound once: called every backward
         self._queue = queue
@@ -181,7 +182,10 @@ class AccumulationProbe:
                         (self.anchor is not None and first is not self.anchor):
                     self._anchor_ok = False
                 self.anchor = first if self._anchor_ok else None
-            if self.wanted is not None and not self.wanted():
+            recorded = self.wanted is None or self.wanted()
+            if self.on_backward is not None:  # the noise scale's capture (micro_batches.py)
+                self.on_backward(recorded)
+            if not recorded:
                 self._latest = self._kept = None
                 return
             grads = list(map(_GRAD, self._params))  # (C-level loops: this runs every step)

@@ -31,6 +31,7 @@ from gradexplorer.core.steps.points import (
 from gradexplorer.core.watch import arguments as A
 from gradexplorer.core.watch.graph_capture import GraphCapture
 from gradexplorer.core.watch.measure import measure_for, probe_for
+from gradexplorer.core.watch.noise_watch import noise_for
 from gradexplorer.core.watch.per_rank import rank_norms_for
 from gradexplorer.core.watch.per_sample import PerSampleWatch
 from gradexplorer.core.watch.ranks import RankPlan, plan_ranks
@@ -39,18 +40,16 @@ from gradexplorer.core.watch.step_writes import optimizer_state_of, snapshot_ste
 
 
 class Recorder:
-    """Gradient statistics of every ``stats_every``-th step of a training loop (histograms on
-    the steps among them divisible by ``histogram_every``), kept and written.
-
-    Two measuring points per step: *as accumulated* (per-parameter norms of ``.grad`` at the end
-    of the last backward, before unscaling and clipping) and *as applied* (the full statistics
-    of the gradient the optimizer uses, read in its step pre-hook, or after the closure of
-    ``optimizer.step(closure)``); the update ratio and the optimizer's state across the step.
-    Without an optimizer, call ``rec.step()`` after each backward. ``scaler``: the loop's
-    GradScaler (its scale, and the steps it skips); ``step_number``: a callable giving the
-    number of the step under way (the integrations pass the trainer's global step + 1).
-    ``rec.latest()`` is the last recorded StepGradients, ``rec.ledger`` its StepLedger.
-    """
+    """Gradient statistics of every ``stats_every``-th step of a training loop (histograms on the steps
+    among them divisible by ``histogram_every``), kept and written. Two measuring points per step:
+    *as accumulated* (per-parameter norms of ``.grad`` at the end of the last backward, before
+    unscaling and clipping) and *as applied* (the full statistics of the gradient the optimizer
+    uses, read in its step pre-hook, or after the closure of ``optimizer.step(closure)``); the
+    update ratio and the optimizer's state across the step. Without an optimizer, call
+    ``rec.step()`` after each backward. ``scaler``: the loop's GradScaler (its scale, the steps it
+    skips); ``step_number``: a callable giving the number of the step under way (the integrations
+    pass the trainer's global step + 1). ``rec.latest()``: the last recorded StepGradients,
+    ``rec.ledger`` its StepLedger, ``rec.noise.latest`` its NoiseStep (several backwards a step)."""
 
     def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
                  run_dir: str | Path | None = None, *, stats_every: int = 1,
@@ -59,11 +58,11 @@ class Recorder:
                  history: int = 16, report=None, auto_steps: bool = True, per_rank: bool = False,
                  scaler=None, step_number=None, optimizer_state: bool = True,
                  overwrite: bool = False, resume: bool = False, spikes=True,
-                 every: int | None = None, update_ratio: bool = True,
+                 every: int | None = None, update_ratio: bool = True, noise_scale=True,
                  per_sample_norms: bool = False, per_sample_reduction: str = "mean") -> None:
         self._closed = True  # until everything is in place: close() undoes what was done
         self._handles: list[Any] = []
-        self.hooks = self.writer = self._graph = self.probe = self.scaler = self.spikes = None
+        self.hooks = self.writer = self._graph = self.probe = self.scaler = self.spikes = self.noise = None
         self.per_sample_watch = None
         if not isinstance(model, nn.Module):
             raise UserError(f"watch needs an nn.Module, got {type(model).__name__}")
@@ -86,6 +85,7 @@ class Recorder:
             self._set_up(optimizer, run_dir, (stats_every, histogram_every), bins, snapshot_every,
                          hooks, keep_snapshots, history, auto_steps, per_rank, overwrite, resume,
                          scaler, step_number, optimizer_state, spikes, per_sample)
+            self.noise = noise_for(self, noise_scale)
         except BaseException:
             self.close()
             raise
@@ -108,10 +108,8 @@ class Recorder:
                                        update_ratio=self._update_ratio and optimizer is not None)
         self.stack = SessionStack(self.monitor, self.hooks)  # the app's and run's, no session
         self.measure = measure_for(self.plan, self.stack, self.model, bins, self._report)
-        self._pending, self._losses = False, []
-        self._closure_loss = None
-        self._steps_taken = 0  # optimizer steps seen by the post-hook
-        self._backwards_at_step = 0
+        self._pending, self._losses, self._closure_loss = False, [], None
+        self._steps_taken = self._backwards_at_step = 0  # optimizer steps seen by the post-hook
         self._accumulated = self._named_params = self._scale = None
         self._optimizer_state = optimizer_state and optimizer is not None and not self.plan.sharded
         self._names = [self.plan.names.get(n, n) for n, _ in self.plan.stats_model.named_parameters()]
@@ -256,6 +254,8 @@ class Recorder:
                         else float(self._scale), self._warned, None, step)
         self.ledger = step_ledger(record.step, record, accumulated, scale, losses, micro,
                                   iteration, lrs := group_lrs(self.optimizer), skipped)
+        if self.noise is not None:  # its rows before the step's: noise_watch.py, docs/noise.md
+            guarded("the noise scale", lambda: self.noise.take(step, scale, accumulated), self._warned)
         norms = self._rank_norms.gather(record) if self._rank_norms is not None else None
         if self.writer is not None:  # the optimizer state is read for the run directory only
             self._write(record, norms, accumulated, optimizer_state_of(self, step, lrs))
@@ -343,7 +343,7 @@ class Recorder:
         for handle in self._handles:
             handle.remove()
         self._handles.clear()
-        for part in (self.probe, self.scaler, self._graph, self.per_sample_watch):
+        for part in (self.noise, self.probe, self.scaler, self._graph, self.per_sample_watch):
             if part is not None:
                 part.remove()
         if self.hooks is not None:
@@ -367,24 +367,25 @@ def watch(model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
           keep_snapshots: int | None = None, per_rank: bool = False, scaler=None,
           optimizer_state: bool = True, overwrite: bool = False, resume: bool = False,
           spikes=True, every: int | None = None, update_ratio: bool = True,
-          per_sample_norms: bool = False, per_sample_reduction: str = "mean") -> Recorder:
-    """Record ``model``'s gradient statistics every ``stats_every`` steps into ``run_dir``,
-    histograms on those divisible by ``histogram_every`` (``every``: stats_every's old name).
-
-    ``hooks={"fc1": "scale:0.5"}``: backward-hook actions; snapshots every ``snapshot_every``
-    steps, the newest ``keep_snapshots`` kept; ``per_rank=True`` (DDP): every rank's own norms;
-    ``scaler``: the loop's GradScaler (its scale, the steps it skips); ``optimizer_state``: the
-    optimizer's state per parameter; ``spikes`` (True, False or a SpikeSettings): loss and
-    gradient spikes (docs/diagnose.md); ``update_ratio=False``: no ‖Δθ‖/‖θ‖ (its two passes over
-    the weights are most of watch's cost a step on a small model); ``per_sample_norms=True``:
-    each sample's gradient norm (``per_sample_reduction``: the loss's, "mean" or "sum";
-    docs/per_sample.md), as ``rec.per_sample``. Every argument is checked
-    before anything is attached; ``run_dir`` is locked while open, and one holding a run is
-    refused unless ``overwrite=True`` or ``resume=True``. One open recorder a model (docs/api.md).
-    """
+          noise_scale=True, per_sample_norms: bool = False,
+          per_sample_reduction: str = "mean") -> Recorder:
+    """Record ``model``'s gradient statistics every ``stats_every`` steps into ``run_dir``, histograms
+    on those divisible by ``histogram_every`` (``every``: stats_every's old name).
+    ``hooks={"fc1": "scale:0.5"}``: backward-hook actions; snapshots every ``snapshot_every`` steps,
+    the newest ``keep_snapshots`` kept; ``per_rank=True`` (DDP): every rank's own norms; ``scaler``:
+    the loop's GradScaler (its scale, the steps it skips); ``optimizer_state``: the optimizer's state
+    per parameter; ``spikes`` (True, False or a SpikeSettings): loss and gradient spikes
+    (docs/diagnose.md); ``update_ratio=False``: no ‖Δθ‖/‖θ‖ (its two passes over the weights are
+    most of watch's cost a step on a small model); ``noise_scale`` (True, False or NoiseSettings):
+    a step of several backwards gives the gradient noise scale and each parameter's SNR
+    (docs/noise.md); ``per_sample_norms=True``: each sample's gradient norm, as ``rec.per_sample``
+    (``per_sample_reduction``: the loss's, "mean" or "sum"; docs/per_sample.md). Every argument is
+    checked first; ``run_dir`` is locked while open (a run there: ``overwrite=True`` or
+    ``resume=True``). One open recorder a model (docs/api.md)."""
     return Recorder(model, optimizer, run_dir, stats_every=stats_every,
                     histogram_every=histogram_every, every=every, bins=bins,
                     snapshot_every=snapshot_every, hooks=hooks, keep_snapshots=keep_snapshots,
                     per_rank=per_rank, scaler=scaler, optimizer_state=optimizer_state,
                     overwrite=overwrite, resume=resume, spikes=spikes, update_ratio=update_ratio,
-                    per_sample_norms=per_sample_norms, per_sample_reduction=per_sample_reduction)
+                    noise_scale=noise_scale, per_sample_norms=per_sample_norms,
+                    per_sample_reduction=per_sample_reduction)

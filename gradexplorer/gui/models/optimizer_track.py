@@ -17,6 +17,7 @@ import numpy as np
 from gradexplorer.core.stats.optimizer_fields import STATE_FIELDS  # (no torch: the window imports this)
 
 SERIES_FIELDS = (*STATE_FIELDS, "update_ratio")
+CURVE_FIELDS = (*SERIES_FIELDS, "snr")  # + a run's smoothed gradient SNR (docs/noise.md)
 CELLS = 4_000_000  # figures the live session keeps (float64: 32 MB); when full, the oldest half goes
 _RATIO = len(STATE_FIELDS)
 
@@ -112,13 +113,23 @@ class OptimizerTrack:
     def series(self, name: str, until: int | None = None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         """``name``'s figures at every step held (a run: at most ``until``, the timeline's newest)."""
         if self.run_history is not None:
-            return self._run_series(name, until)
+            steps, values = self._run_series(name, until)
+            return steps, {**values, "snr": self._snr(name, steps)}
         column = self._index.get(name)
         steps = self._steps[: self.size].copy()
         if column is None:
-            return np.zeros(0), {f: np.zeros(0) for f in SERIES_FIELDS}
-        return steps, {f: self._values[: self.size, column, k].copy()
-                       for k, f in enumerate(SERIES_FIELDS)}
+            return np.zeros(0), {f: np.zeros(0) for f in CURVE_FIELDS}
+        return steps, {**{f: self._values[: self.size, column, k].copy()
+                          for k, f in enumerate(SERIES_FIELDS)}, "snr": np.full(len(steps), np.nan)}
+
+    def _snr(self, name: str, steps: np.ndarray) -> np.ndarray:
+        """The run's smoothed gradient SNR of ``name`` at ``steps`` (NaN where it has none)."""
+        from gradexplorer.core.runs.noise_rows import snr_curve
+
+        at, _, smoothed = snr_curve(self.run_history.run, name)
+        found = dict(zip(at, smoothed, strict=True))
+        return np.array([np.nan if found.get(int(s)) is None else found[int(s)] for s in steps],
+                        np.float64)
 
     def _run_series(self, name: str, until: int | None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         steps, values = self._read.get(name) or (np.zeros(0), {f: np.zeros(0) for f in SERIES_FIELDS})

@@ -15,7 +15,12 @@ from gradexplorer.gui.graph.tint import table_tints
 from gradexplorer.gui.models.selection import Selection, SelectionModel
 from gradexplorer.gui.panels.column_priority import NAME_LEAST, ColumnPriority
 from gradexplorer.gui.text.name_elide import elide_to_width, shared_forms, shortest_form
-from gradexplorer.gui.text.number_text import WIDEST_FIGURES, gradient_number, update_ratio_text
+from gradexplorer.gui.text.number_text import (
+    WIDEST_FIGURES,
+    format_number,
+    gradient_number,
+    update_ratio_text,
+)
 from gradexplorer.gui.text.optimizer_columns import (
     OPTIMIZER_COLUMNS,
     TOOLTIPS,
@@ -31,8 +36,11 @@ TINTED_TEXT = "#17252c"
 CONTENT_SAMPLE = 200  # rows looked at when sizing columns to their contents
 NAME_WIDTH = 320  # the widest the name column opens at (pixels)
 BASE_COLUMNS = ("Parameter", "Norm", "Max |g|", "Upd ratio", "NaN/Inf", "Shape", "Numel", "Grad")
-COLUMNS = BASE_COLUMNS + OPTIMIZER_COLUMNS  # the optimizer's: hidden until asked for
-OPTIM = range(len(BASE_COLUMNS), len(COLUMNS))
+COLUMNS = BASE_COLUMNS + OPTIMIZER_COLUMNS + ("SNR",)  # the optimizer's: hidden until asked for
+OPTIM = range(len(BASE_COLUMNS), len(COLUMNS) - 1)
+SNR = len(COLUMNS) - 1  # the gradient SNR (docs/noise.md): shown where the run recorded it
+SNR_TIP = ("gradient SNR across the step's micro-batches: |G|² / (tr(Σ) / micro-batch size); "
+           "≤ 0: the parameter's gradient is all noise at this batch size (docs/noise.md)")
 LIVE = (1, 2, 3, 4)  # columns that follow the latest step
 STATIC = {5: 1, 6: 2, 7: 3}  # column -> index into a row after the name
 NUMBERS = (1, 2, 3, 6)  # right-aligned
@@ -60,6 +68,7 @@ class ParameterTableModel(QAbstractTableModel):
         self._tints: list[int] = []  # ARGB per row by gradient norm (0: none)
         self.optimizer_state: dict[str, Any] = {}
         self._optim: dict[int, tuple[str, ...]] = {}  # a row's optimizer texts, once shown
+        self.snr: dict[str, float | None] = {}  # by name, at the step shown
 
     def set_model(self, model: nn.Module) -> None:
         """Show ``model``'s parameters."""
@@ -95,6 +104,14 @@ class ParameterTableModel(QAbstractTableModel):
         if self.rows:
             self.dataChanged.emit(self.index(0, OPTIM[0]), self.index(len(self.rows) - 1, OPTIM[-1]))
 
+    def set_snr(self, snr: dict[str, float | None]) -> None:
+        """Each parameter's gradient SNR at the step shown ({}: none recorded)."""
+        if snr == self.snr:
+            return
+        self.snr = snr
+        if self.rows:
+            self.dataChanged.emit(self.index(0, SNR), self.index(len(self.rows) - 1, SNR))
+
     def rowCount(self, parent=QModelIndex()) -> int:  # noqa: N802 - Qt API
         return 0 if parent.isValid() else len(self.rows)
 
@@ -105,12 +122,15 @@ class ParameterTableModel(QAbstractTableModel):
         if orientation == Qt.Horizontal and role == Qt.DisplayRole:
             return COLUMNS[section]
         if orientation == Qt.Horizontal and role == Qt.ToolTipRole:
-            return HEADER_TIPS[section] if section < len(HEADER_TIPS) else TOOLTIPS.get(COLUMNS[section])
+            return HEADER_TIPS[section] if section < len(HEADER_TIPS) else \
+                SNR_TIP if section == SNR else TOOLTIPS.get(COLUMNS[section])
         return None
 
     def data(self, index: QModelIndex, role=Qt.DisplayRole):
         row, column = index.row(), index.column()
         if role == Qt.DisplayRole:
+            if column == SNR:
+                return format_number(self.snr.get(self.rows[row][0]), 3) if self.snr else ""
             if column in OPTIM:
                 return self._optim_cells(row)[column - OPTIM[0]]
             if column in LIVE:
@@ -125,7 +145,7 @@ class ParameterTableModel(QAbstractTableModel):
             return QColor.fromRgba(self._tints[row])
         if role == Qt.ForegroundRole and column in (0, 1) and self._tints[row]:
             return QColor(TINTED_TEXT)  # dark text on the pale heat or violet, in either theme
-        if role == Qt.TextAlignmentRole and (column in NUMBERS or column in OPTIM):
+        if role == Qt.TextAlignmentRole and (column in NUMBERS or column in OPTIM or column == SNR):
             return int(Qt.AlignRight | Qt.AlignVCenter)
         if role == Qt.ForegroundRole and self._bad[row]:
             return QColor(ALARM)
@@ -164,6 +184,9 @@ class ParameterTableModel(QAbstractTableModel):
     def _sort_value(self, row: int, column: int):
         name, shape, numel, requires_grad = self.rows[row]
         stats = self.stats.get(name)
+        if column == SNR:
+            value = self.snr.get(name)
+            return -math.inf if value is None or value != value else value
         if column in OPTIM:
             return optimizer_value(self.optimizer_state.get(name), column - OPTIM[0])
         if column in LIVE:
@@ -244,7 +267,7 @@ class ParameterTable(QTableView):
         model, rows = self.table, range(min(CONTENT_SAMPLE, len(self.table.rows)))
         widths = {}
         for column, title in enumerate(COLUMNS):
-            if column in LIVE or column in OPTIM:
+            if column in LIVE or column in OPTIM or column == SNR:
                 texts = list(WIDEST_FIGURES)  # format_number(value, 3) at its widest
             elif column == 0:
                 texts = [max((row[0] for row in model.rows), key=len, default="")]
@@ -266,6 +289,11 @@ class ParameterTable(QTableView):
         for column in OPTIM:
             self.setColumnHidden(column, not show)
 
+    def show_snr(self, snr: dict[str, float | None]) -> None:
+        """Each parameter's gradient SNR at the step shown, its column shown only with one."""
+        self.table.set_snr(snr)
+        if self.isColumnHidden(SNR) == bool(snr):
+            self.setColumnHidden(SNR, not snr)
     def __init__(self, selection: SelectionModel, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.selection = selection
@@ -275,6 +303,7 @@ class ParameterTable(QTableView):
         self.proxy.setSortRole(Qt.UserRole)
         self.setModel(self.proxy)
         self.show_optimizer_columns(False)
+        self.setColumnHidden(SNR, True)
         self.setSortingEnabled(True)
         self.sortByColumn(-1, Qt.AscendingOrder)
         self.setAlternatingRowColors(True)
@@ -288,6 +317,8 @@ class ParameterTable(QTableView):
         self.horizontalHeader().setStretchLastSection(True)
         self.horizontalHeader().setMinimumSectionSize(48)
         self.columns = ColumnPriority(self, PRIORITY, list(COLUMNS))
+        header = self.horizontalHeader()  # the SNR, where shown, beside the update ratio
+        header.moveSection(header.visualIndex(SNR), header.visualIndex(3) + 1)
         self.selectionModel().selectionChanged.connect(self._user_selected)
         selection.changed.connect(self.show_selection)
 
@@ -309,3 +340,18 @@ class ParameterTable(QTableView):
             self.selectRow(index.row())
             self.scrollTo(index)
         self.selectionModel().blockSignals(blocker)
+
+
+def run_snr(follower, step: int | None) -> dict[str, float | None]:
+    """The gradient SNR per parameter a followed run (``RunFollower``) recorded at ``step``; {}
+    without a run, a step, or a noise scale there (a damaged table too: the rest of the window
+    shows the step)."""
+    if follower is None or step is None:
+        return {}
+    from gradexplorer.core.messages.errors import UserError
+    from gradexplorer.core.runs.noise_rows import noise_params
+
+    try:
+        return {name: p["snr"] for name, p in noise_params(follower.run, step).items()}
+    except UserError:
+        return {}

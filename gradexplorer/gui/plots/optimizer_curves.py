@@ -17,7 +17,7 @@ from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QVBoxLayout, QW
 from gradexplorer.core.messages.errors import UserError
 from gradexplorer.core.model.membership import module_parameters
 from gradexplorer.gui.graph.legend import reads_whole
-from gradexplorer.gui.models.optimizer_track import SERIES_FIELDS
+from gradexplorer.gui.models.optimizer_track import CURVE_FIELDS
 from gradexplorer.gui.panels.name_label import NameLabel
 from gradexplorer.gui.plots.curves import fit_range
 from gradexplorer.gui.plots.hover import HoverReadout, ReadoutLabel, nearest_point
@@ -40,6 +40,9 @@ FIGURES = {
     "lr": ("lr (group)", "lr", "learning rate of the parameter's group"),
     "update_ratio": ("‖Δθ‖/‖θ‖", "‖Δθ‖/‖θ‖",
                      "measured ‖θ after − θ before‖ / ‖θ before‖; ▲ marks a step where θ was 0"),
+    "snr": ("SNR (noise scale)", "SNR, smoothed",
+            "the gradient's signal-to-noise ratio across the step's micro-batches, smoothed: "
+            "b·EMA(|G|²)/EMA(tr Σ); ≤ 0: all noise at this batch size (docs/noise.md)"),
 }
 FIRST_CHOICE = ("exp_avg_norm", "momentum_norm", "update_ratio", "lr")  # shown until one is picked
 
@@ -56,7 +59,7 @@ class OptimizerCurves(QWidget):
         self.note = ""
         self.name_label = NameLabel("no parameter")  # shortened from the left, never widens the dock
         self.figure_box = QComboBox()
-        for field in SERIES_FIELDS:
+        for field in CURVE_FIELDS:
             self.figure_box.addItem(FIGURES[field][0], field)
             self.figure_box.setItemData(self.figure_box.count() - 1, FIGURES[field][2], 3)  # tooltip
         reads_whole(self.figure_box)
@@ -120,9 +123,9 @@ class OptimizerCurves(QWidget):
         return self.figure_box.currentData()
 
     def choose(self, field: str) -> None:
-        """Show ``field`` (one of SERIES_FIELDS) from now on."""
+        """Show ``field`` (one of CURVE_FIELDS) from now on."""
         self.chosen = field
-        self.figure_box.setCurrentIndex(SERIES_FIELDS.index(field))
+        self.figure_box.setCurrentIndex(CURVE_FIELDS.index(field))
         self.refresh()
 
     def set_log(self, log: bool) -> None:
@@ -147,7 +150,7 @@ class OptimizerCurves(QWidget):
         self.param = name = self.shown_param()
         latest = self.timeline.latest
         if name is None or latest is None:
-            steps, figures = np.zeros(0), {f: np.zeros(0) for f in SERIES_FIELDS}
+            steps, figures = np.zeros(0), {f: np.zeros(0) for f in CURVE_FIELDS}
         else:
             try:
                 steps, figures = self.timeline.optimizer.series(name, latest.step)
@@ -158,7 +161,7 @@ class OptimizerCurves(QWidget):
                 self.readout.setText(self.note)
                 return
         if self.chosen is None:
-            self.figure_box.setCurrentIndex(SERIES_FIELDS.index(next(
+            self.figure_box.setCurrentIndex(CURVE_FIELDS.index(next(
                 (f for f in FIRST_CHOICE if np.isfinite(figures[f]).any() or np.isinf(figures[f]).any()),
                 FIRST_CHOICE[0])))
         field = self.field

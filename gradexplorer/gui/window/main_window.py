@@ -20,7 +20,7 @@ from gradexplorer.gui.panels.details_pane import DetailsPane
 from gradexplorer.gui.panels.event_log import EventLog
 from gradexplorer.gui.panels.model_filter import ModelFilterBar
 from gradexplorer.gui.panels.module_tree import ModuleTree
-from gradexplorer.gui.panels.parameter_table import ParameterTable
+from gradexplorer.gui.panels.parameter_table import ParameterTable, run_snr
 from gradexplorer.gui.session.controller import IDLE, LOADING, SessionController
 from gradexplorer.gui.settings import AppSettings
 from gradexplorer.gui.theme import apply_theme
@@ -288,6 +288,7 @@ class MainWindow(QMainWindow):
         shown = self.step_follow.shown()
         if shown is not None:
             self.table.table.set_stats(shown.params)
+            self.table.show_snr(run_snr(self.shown_run.follower, shown.step))  # docs/noise.md
             self.tree.set_stats(shown.params)
             self.details.set_context(stats=shown.params, step=shown.step, caption=self.step_follow.caption())
 

@@ -1,0 +1,48 @@
+"""The worked example of docs/noise.md: the gradient noise scale of the digits CNN.
+
+    python docs/examples/noise_digits.py runs
+
+``runs/noise``: the digits example (``example:digits``) trained 150 optimizer steps under
+``gradexplorer.watch``, each step a batch of 64 as 4 micro-batches of 16 (gradient accumulation,
+each micro-batch's loss divided by 4), SGD with momentum 0.9 at lr 0.1; every 25 steps a line
+with the step's B_simple, the smoothed one and its ±1 standard-error band.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import torch
+
+import gradexplorer as gx
+
+STEPS, MICRO, BATCH = 150, 4, 64
+
+
+def main(out: Path) -> None:
+    torch.manual_seed(0)
+    work = gx.load_workload(f"example:digits:batch={BATCH}")
+    model, loss_fn = work.model, work.loss_fn
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    size = BATCH // MICRO
+    with gx.watch(model, opt, out / "noise", overwrite=True) as rec:
+        for step in range(STEPS):
+            x, y = work.make_batch(step)
+            for i in range(MICRO):
+                part = slice(i * size, (i + 1) * size)
+                loss = loss_fn(model(x[part]), y[part])
+                rec.note_loss(loss)
+                (loss / MICRO).backward()
+            opt.step()
+            opt.zero_grad()
+            noise = rec.noise.latest
+            if (step + 1) % 25 == 0:
+                s = noise.smoothed
+                print(f"step {step + 1:3d}  loss {rec.ledger.loss:.3f}  "
+                      f"B_simple this step {noise.whole.b_simple:8.1f}  smoothed {s.b_simple:7.1f}"
+                      f"  (±1 s.e. {s.low:6.1f}..{s.high:6.1f})")
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1] if len(sys.argv) > 1 else "runs"))

@@ -1,0 +1,38 @@
+"""The noise scale's lines in ``gradexplorer inspect RUN`` (docs/noise.md)."""
+
+from __future__ import annotations
+
+from gradexplorer.commands.table_text import number
+from gradexplorer.core.messages.printable import printable
+from gradexplorer.core.runs.noise_rows import module_noise, noise_params, noise_rows
+
+
+def noise_lines(run, step: int) -> list[str]:
+    """The step's noise scale in a few lines ([] where it has none): B_simple, raw and smoothed
+    with its band, the estimates it comes from, and the noisiest modules."""
+    rows = [r for r in noise_rows(run, step - 1) if r["step"] == step]
+    if not rows:
+        return []
+    r = rows[0]
+    band = "" if r["b_simple_low"] is None else \
+        f", ±1 s.e. {number(r['b_simple_low'])}..{number(r['b_simple_high'])}"
+    lines = [f"noise scale: {r['parts']} micro-batches of {r['batch_small']}: B_simple "
+             f"{number(r['b_simple'])} this step, smoothed {number(r['b_simple_ema'])}{band} "
+             f"(batch now {r['parts'] * r['batch_small']})",
+             f"  |G|²_est {number(r['g_sq'])}, tr(Σ)_est {number(r['trace'])} (|G_small|² "
+             f"{number(r['g_small_sq'])}, |G_big|² {number(r['g_big_sq'])})"]
+    if r["g_sq"] is not None and r["g_sq"] <= 0:
+        lines.append("  |G|²_est ≤ 0 this step: the noise hides the gradient at this batch size "
+                     "(read the smoothed figure)")
+    modules = module_noise(noise_params(run, step), r["parts"], r["batch_small"])
+    noisy = sorted(((m, f.snr) for m, f in modules.items() if m and f.snr is not None),
+                   key=lambda kv: kv[1])[:3]
+    if noisy:
+        lines.append("  lowest SNR modules: " + ", ".join(
+            f"{printable(m)} {number(s)}" for m, s in noisy))
+    return lines
+
+
+def snr_column(run, step: int) -> dict[str, float | None]:
+    """``{parameter: SNR}`` at ``step`` ({} where it has no noise scale)."""
+    return {name: p["snr"] for name, p in noise_params(run, step).items()}

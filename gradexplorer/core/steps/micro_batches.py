@@ -1,0 +1,140 @@
+"""Each backward's own gradient, as it reaches the parameters: what the noise scale
+(``core/stats/noise_scale.py``) needs from an accumulating step, with no extra backward.
+
+A hook on each parameter tensor (``Tensor.register_hook``) receives the gradient backward is about
+to add to ``.grad`` — backward ``i``'s own gradient ``d_i``, summed over every use of the
+parameter in that backward, before accumulation (so it does not matter whether ``.grad`` was
+zeroed). The hook only keeps a reference; at the end of the backward (the accumulation probe's
+callback, ``probe.py``, calls ``backward``) one pass reads every ``d_i`` while it is still in the
+caches and adds its float64 ``|d_i|²`` to the step's sums, then the references are dropped (a
+gradient held that long is one backward's gradient at most, and only between its accumulation
+and the backward's end). On the CPU that pass is the statistics' Numba norm kernel over the
+tensors in place (one call); elsewhere, or before the kernels are compiled, torch's foreach norm
+(float64). ``|A_k|²``, the accumulated gradient's, is the probe's accumulated norm at the step.
+
+A loop with one backward per step needs none of this: after ``SINGLE_STEPS`` recorded steps of
+one backward each the hooks are removed (a step of several backwards puts them back: figures
+again from its next step).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+
+import numpy as np
+import torch
+from torch import nn
+
+from gradexplorer.core.stats.backends import warmup as stats_warmup
+
+SINGLE_STEPS = 3  # recorded steps of one backward each before the hooks are removed
+
+
+@dataclass(frozen=True)
+class MicroBatchSums:
+    """One step's sums: ``parts`` backwards; ``diff_sq[j]`` = Σ_i |d_i|² of parameter ``j``
+    (float64, 0 where no backward reached it); ``why``: why the step has no figures."""
+
+    parts: int
+    diff_sq: np.ndarray
+    why: str | None = None
+
+
+_KERNEL: tuple | None = None  # (addresses_of, norms_at), or () without Numba
+
+
+def _kernel():
+    """The Numba norm kernel once compiled (or loaded), else None (torch's ops meanwhile)."""
+    global _KERNEL
+    if _KERNEL is None:
+        if not stats_warmup.ready():
+            return None
+        try:
+            from gradexplorer.core.stats.backends.numba.in_place import addresses_of, norms_at
+            _KERNEL = (addresses_of, norms_at)
+        except Exception:  # noqa: BLE001 - no Numba: the torch path
+            _KERNEL = ()
+    return _KERNEL or None
+
+
+def squared_norms(grads: list[torch.Tensor]) -> tuple[np.ndarray, str]:
+    """float64 ``|g|²`` of each gradient, and the path taken ("numba" or "torch")."""
+    kernel = _kernel()
+    at = None if kernel is None else kernel[0](grads)
+    if at is not None:
+        return kernel[1](at) ** 2, "numba"
+    if any(g.is_sparse for g in grads):
+        raise ValueError("sparse gradients are not measured")
+    with torch.no_grad():
+        norms = torch._foreach_norm([g.detach() for g in grads], 2, dtype=torch.float64)
+        return torch.stack([n.to("cpu") for n in norms]).numpy() ** 2, "torch"
+
+
+class MicroBatchNorms:
+    """Sums of each backward's own squared gradient norms over a step (see the module)."""
+
+    def __init__(self, params: list[nn.Parameter]) -> None:
+        self.count = len(params)
+        self._params = params
+        self._handles: list = []
+        self._singles = 0
+        self.used: str | None = None  # "numba" or "torch": the path of the last backward
+        self._reset()
+        self._hook()
+
+    def _hook(self) -> None:
+        self._handles = [p.register_hook(partial(self._on_grad, i))
+                         for i, p in enumerate(self._params) if p.requires_grad]
+
+    @property
+    def keep(self) -> bool:
+        """Whether the hooks are on (False: a loop of one backward a step)."""
+        return bool(self._handles)
+
+    def _reset(self) -> None:
+        self.parts = 0
+        self._diff = np.zeros(self.count)
+        self._why: str | None = None
+        self._index: list[int] = []
+        self._stash: list[torch.Tensor] = []
+
+    def _on_grad(self, i: int, grad: torch.Tensor) -> None:
+        self._index.append(i)  # a reference only: read at the backward's end
+        self._stash.append(grad)
+
+    def backward(self, recorded: bool) -> None:
+        """At the end of every backward: add its ``|d_i|²`` (a recorded step's), drop the
+        references."""
+        index, stash, self._index, self._stash = self._index, self._stash, [], []
+        if not recorded:
+            return
+        self.parts += 1
+        if not stash or self._why is not None:
+            return
+        try:
+            squares, self.used = squared_norms(stash)
+            self._diff[index] += squares  # each parameter once a backward
+        except Exception as exc:  # noqa: BLE001 - a monitor never breaks the backward it watches
+            self._why = f"the capture failed ({type(exc).__name__}: {exc})"
+
+    def take(self) -> MicroBatchSums:
+        """At a recorded step: its sums; starts the next step."""
+        parts, why = self.parts, self._why
+        if not self.keep and parts > 1:
+            why, self._singles = "the loop had one backward a step until now", 0
+            self._hook()
+        elif parts == 1:
+            self._singles += 1
+            if self._singles >= SINGLE_STEPS and self.keep:
+                self.remove()
+        elif parts > 1:
+            self._singles = 0
+        out = MicroBatchSums(parts, self._diff, why or (None if parts else "no backward"))
+        self._reset()
+        return out
+
+    def remove(self) -> None:
+        for handle in self._handles:
+            handle.remove()
+        self._handles = []

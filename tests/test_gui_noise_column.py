@@ -1,0 +1,60 @@
+"""The app's gradient SNR (docs/noise.md): the parameter table's SNR column, shown with a run that
+recorded a noise scale (each parameter's SNR at the step shown, as the run stores it) and hidden
+for a run without; the Optimizer tab's "SNR (noise scale)" curve, the stored smoothed SNR."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+import gradexplorer as gx
+from gradexplorer.core.runs.noise_rows import noise_params, snr_curve
+from gradexplorer.core.runs.run import Run
+from gradexplorer.gui.panels.parameter_table import COLUMNS, SNR
+from gradexplorer.gui.text.number_text import format_number
+from tests.gui_helpers import TIMEOUT_MS
+
+
+def accumulated_run(path, steps: int, k: int) -> None:
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 3))
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    g = torch.Generator().manual_seed(1)
+    with gx.watch(model, opt, path, bins=16):
+        for _ in range(steps):
+            x, y = torch.randn(8 * k, 6, generator=g), torch.randn(8 * k, 3, generator=g) + 1
+            for part in range(k):
+                rows = slice(8 * part, 8 * (part + 1))
+                (nn.functional.mse_loss(model(x[rows]), y[rows]) / k).backward()
+            opt.step()
+            opt.zero_grad()
+
+
+def test_the_snr_column_shows_the_runs_snr_and_hides_without_one(qtbot, make_window, tmp_path):
+    accumulated_run(tmp_path / "noisy", 3, k=4)
+    accumulated_run(tmp_path / "plain", 3, k=1)
+    with Run(tmp_path / "noisy") as run:
+        stored = {n: p["snr"] for n, p in noise_params(run, 3).items()}
+    window = make_window()
+    view, table = window.table, window.table.table
+    assert window.file_actions.open_run(str(tmp_path / "noisy")) is not None
+    qtbot.waitUntil(lambda: not view.isColumnHidden(SNR), timeout=TIMEOUT_MS)
+    assert COLUMNS[SNR] == "SNR"
+    shown = {table.rows[r][0]: table.data(table.index(r, SNR)) for r in range(table.rowCount())}
+    assert shown == {n: format_number(v, 3) for n, v in stored.items()}
+    with Run(tmp_path / "noisy") as run:
+        steps, _, smoothed = snr_curve(run, "2.weight")
+    curves = window.forensics.optimizer_curves
+    window.forensics.optimizer_dock.raise_()  # a hidden tab reads nothing
+    window.selection.select(param="2.weight", module="2", source="test")
+    curves.choose("snr")
+    curves.refresh()
+    x, y = curves.curve.getData()
+    assert list(x) == steps == [1, 2, 3]
+    assert y == pytest.approx(np.array(smoothed, float), rel=1e-12)
+    assert curves.plot.getPlotItem().getAxis("left").labelText == "SNR, smoothed"
+    assert window.file_actions.open_run(str(tmp_path / "plain")) is not None
+    qtbot.waitUntil(lambda: view.isColumnHidden(SNR) and window.controller.timeline.latest is not None
+                    and window.controller.timeline.latest.step == 3, timeout=TIMEOUT_MS)
