@@ -17,9 +17,9 @@ from PySide6.QtWidgets import QLabel, QScrollArea, QSizePolicy, QSplitter, QVBox
 from gradexplorer.gui.models.selection import step_caption
 from gradexplorer.gui.models.step_ledger import WINDOW
 from gradexplorer.gui.models.timeline import TimelineModel
+from gradexplorer.gui.panels.elided_label import ElidedLabel
 from gradexplorer.gui.panels.ledger_figures import LedgerFigures, ledger_rows
 from gradexplorer.gui.plots.curves import fit_range
-from gradexplorer.gui.text.elided_label import ElidedLabel
 from gradexplorer.gui.theme import ALARM, steady_axes
 from gradexplorer.gui.throttle import throttled
 

@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
 from gradexplorer.core.stats.ranking import RANKINGS, rank_parameters
 from gradexplorer.gui.graph.legend import reads_whole
 from gradexplorer.gui.models.selection import step_caption
-from gradexplorer.gui.text.elided_label import ElidedLabel
+from gradexplorer.gui.panels.elided_label import ElidedLabel
 from gradexplorer.gui.text.name_elide import elide_to_width, shared_forms
 from gradexplorer.gui.text.number_text import gradient_number, update_ratio_text
 from gradexplorer.gui.theme import ACCENT, ALARM, SELECTION
