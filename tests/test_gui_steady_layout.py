@@ -146,6 +146,12 @@ def test_the_ledger_reads_at_1024x700(qtbot, make_window, tmp_path):
     assert "every figure in the app" in heading.toolTip()
     assert panel.plot.width() >= 180 and panel.plot.height() >= 80
     assert panel.legend.height() < 2 * panel.legend.fontMetrics().height()  # one line of key
+    assert panel.details.columns == 1
+    window.resize(1600, 1000)  # a wide Ledger: the figures in two pairs of columns, no scrolling
+    laid_out(qtbot, window)
+    assert panel.details.columns == 2 and panel.details.text() == text
+    assert area.verticalScrollBar().maximum() == 0 and area.horizontalScrollBar().maximum() == 0
+    assert panel.plot.width() >= 300
 
 
 def test_a_spike_click_and_a_hover_leave_every_dock_as_it_was(qtbot, make_window, tmp_path):

@@ -87,7 +87,8 @@ def short_name(label: str) -> tuple[str, str]:
 
 class LedgerFigures(QWidget):
     """``show_rows(rows)`` shows ``(label, value)`` rows (``ledger_rows``): short names in a
-    column, values wrapped beside them; a note (label "") spans both columns."""
+    column, values wrapped beside them (in one or two such pairs: ``set_columns``); a note
+    (label "") spans its pair."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -96,7 +97,7 @@ class LedgerFigures(QWidget):
         self.grid.setContentsMargins(0, 0, 2, 0)
         self.grid.setHorizontalSpacing(6)
         self.grid.setVerticalSpacing(1)
-        self.grid.setColumnStretch(1, 1)
+        self.columns = 1
         self.cells: list[tuple[QLabel, QLabel]] = []
         self.show_rows([("", "no step yet")])
 
@@ -116,18 +117,43 @@ class LedgerFigures(QWidget):
 
     def _cell_pair(self, row: int) -> tuple[QLabel, QLabel]:
         while len(self.cells) <= row:
-            name, value = QLabel(), QLabel()
+            name, value = QLabel(self), QLabel(self)
             name.setTextFormat(Qt.PlainText)
             value.setTextFormat(Qt.PlainText)
             value.setWordWrap(True)  # a long value wraps in its column, never widens the dock
             value.setTextInteractionFlags(Qt.TextSelectableByMouse)
             value.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
             value.setMinimumWidth(self.fontMetrics().horizontalAdvance(WIDEST))
-            index = len(self.cells)
-            self.grid.addWidget(name, index, 0, Qt.AlignTop | Qt.AlignLeft)
-            self.grid.addWidget(value, index, 1, Qt.AlignTop)
             self.cells.append((name, value))
         return self.cells[row]
+
+    def set_columns(self, columns: int) -> None:
+        """Lay the rows out in ``columns`` pairs of columns (a wide Ledger: two, so that its
+        figures need no scrolling in a short dock)."""
+        if columns != self.columns:
+            self.columns = columns
+            self._place()
+
+    def _place(self) -> None:
+        count = len(self.rows)
+        per = max(1, -(-count // self.columns))  # rows in each pair of columns
+        for index, (name, value) in enumerate(self.cells):
+            self.grid.removeWidget(name)
+            self.grid.removeWidget(value)
+            if index >= count:
+                continue
+            row, pair = index % per, 2 * (index // per)
+            name.setIndent(10 if pair else 0)  # the second pair set apart from the first
+            if self.rows[index][0]:
+                self.grid.addWidget(name, row, pair, Qt.AlignTop | Qt.AlignLeft)
+                self.grid.addWidget(value, row, pair + 1, Qt.AlignTop)
+            else:  # a note across its pair
+                self.grid.addWidget(value, row, pair, 1, 2, Qt.AlignTop)
+        for row in range(self.grid.rowCount()):  # the rows at the top, the room left below them
+            self.grid.setRowStretch(row, 0)
+        self.grid.setRowStretch(per, 1)
+        for column in range(max(4, self.grid.columnCount())):
+            self.grid.setColumnStretch(column, 1 if column % 2 and column < 2 * self.columns else 0)
 
     def show_rows(self, rows: list[tuple[str, str]]) -> None:
         if rows == self.rows:
@@ -135,9 +161,6 @@ class LedgerFigures(QWidget):
         self.rows = list(rows)
         for index, (label, value) in enumerate(rows):
             name, shown = self._cell_pair(index)
-            span = 1 if label else 2  # a note across both columns
-            self.grid.removeWidget(shown)
-            self.grid.addWidget(shown, index, 2 - span, 1, span, Qt.AlignTop)
             short, tip = short_name(label) if label else ("", "")
             name.setText(short)
             name.setToolTip(tip)
@@ -148,6 +171,4 @@ class LedgerFigures(QWidget):
         for name, shown in self.cells[len(rows):]:
             name.setVisible(False)
             shown.setVisible(False)
-        for row in range(self.grid.rowCount()):  # the rows at the top, the room left below them
-            self.grid.setRowStretch(row, 0)
-        self.grid.setRowStretch(len(self.cells), 1)
+        self._place()

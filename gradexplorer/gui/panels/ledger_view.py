@@ -35,6 +35,7 @@ SKIPPED_KEY = f" <span style='color:{ALARM}'>┆&nbsp;skipped</span>"  # named w
 LEGEND_TIP = ("global gradient norm as accumulated (.grad after the last backward, divided by "
               "the GradScaler's scale where there is one: dashed) and as applied (after unscale "
               "and clip: solid); a red dashed line: a skipped step")
+TWO_COLUMNS = 3.4  # a Ledger this many times as wide as a column of figures shows two
 PLOT_LEAST = 100  # the Ledger asks no more width than the Training dock (a wider least took it
 # from the side docks at 1024×700); the splitter gives the plot the rest: ~190 px there
 
@@ -109,6 +110,7 @@ class LedgerPanel(QWidget):
         row.setStretchFactor(1, 1)
         row.setSizes([details_area.minimumWidth(), 10_000])
         self.plot.setMinimumWidth(PLOT_LEAST)
+        row.splitterMoved.connect(self._fit_columns)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(2, 2, 2, 2)
         layout.setSpacing(2)
@@ -117,6 +119,21 @@ class LedgerPanel(QWidget):
         self.refresh_soon = throttled(self.refresh, timeout=REDRAW_MS, parent=self)
         timeline.changed.connect(self.refresh_soon)
         self.plot.scene().sigMouseClicked.connect(self._clicked)
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt API
+        """A wide Ledger (1600×1000: ~800 px) shows its figures in two pairs of columns, so
+        that a short dock needs no scrolling, and the plot keeps the rest."""
+        super().resizeEvent(event)
+        least = self.details_area.minimumWidth()
+        columns = 2 if self.width() >= TWO_COLUMNS * least else 1
+        if columns != self.details.columns:
+            self.row.setSizes([least + (columns - 1) * (least + 10), 10_000])
+            self.details.set_columns(columns)
+
+    def _fit_columns(self, *_args) -> None:
+        """As many pairs of columns as the figures' width holds (after a drag too)."""
+        least = self.details_area.minimumWidth()
+        self.details.set_columns(2 if self.details_area.width() >= 2 * least + 10 else 1)
 
     def _clicked(self, event) -> None:
         vb = self.plot.getPlotItem().vb
