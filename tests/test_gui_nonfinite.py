@@ -100,6 +100,12 @@ def test_a_step_not_binned_never_reads_as_an_empty_column(qtbot, make_window):
     assert "NaN/Inf: not binned" in [label.text for _, label in heat.unbinned_key.items]
     # the key outside the image (inside the view box it hid the distribution from step 27 on)
     assert not heat.unbinned_key.sceneBoundingRect().intersects(heat.plotItem.vb.sceneBoundingRect())
+    title = heat.plotItem.titleLabel  # nor over the title (it hid "histogram over steps")
+    for width in (heat.width(), 700):  # the dock as it is, and widened: the title back
+        heat.resize(width, heat.height())
+        words = title.item.mapRectToScene(title.item.boundingRect()) if title.text else None
+        assert words is None or not words.intersects(heat.unbinned_key.sceneBoundingRect())
+    assert title.text.startswith("histogram over steps")
     (bottom, top) = heat.shown[0].rows[[0, -1]]
     middle = (bottom + top) / 2
     assert heat.describe_cell(2, middle) == "step 2: not binned (NaN/Inf) · 64 values"

@@ -238,6 +238,20 @@ class HistogramHeatmap(NamedTitle, pg.PlotWidget):
             self.unbinned_key.setBrush(background)  # (the row is back to 30 with the next title)
             for _sample, label in self.unbinned_key.items:
                 label.setText(label.text, color=ink)
+            self._retitle()  # left out where the key would cover it
+
+    def _retitle(self) -> None:
+        """The title, unless the "NaN/Inf: not binned" key at the right of its row would cover
+        it (at 1024×700 the key hid "histogram over steps" from its eighth letter on): then the
+        row holds the key alone (the dock's header names the parameter)."""
+        super()._retitle()
+        key = getattr(self, "unbinned_key", None)
+        if key is None or not key.isVisible():
+            return
+        label = self.plotItem.titleLabel
+        centre = self.plotItem.vb.sceneBoundingRect().center().x()
+        if centre + label.item.boundingRect().width() / 2 + 6 > key.sceneBoundingRect().left():
+            label.setText("")
 
     def _show_note(self, text: str) -> None:
         """A centred note in place of the image (hidden when empty)."""

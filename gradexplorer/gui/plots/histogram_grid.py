@@ -17,7 +17,6 @@ from PySide6.QtGui import QColor, QPainter, QPen
 from PySide6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
-    QLabel,
     QLineEdit,
     QListView,
     QStyle,
@@ -31,6 +30,7 @@ from PySide6.QtWidgets import (
 from gradexplorer.core.stats.ranking import RANKINGS, rank_parameters
 from gradexplorer.gui.graph.legend import reads_whole
 from gradexplorer.gui.models.selection import step_caption
+from gradexplorer.gui.panels.elided_label import ElidedLabel
 from gradexplorer.gui.text.name_elide import elide_to_width, shared_forms
 from gradexplorer.gui.text.number_text import gradient_number, update_ratio_text
 from gradexplorer.gui.theme import ACCENT, ALARM, SELECTION
@@ -149,7 +149,7 @@ class HistogramGrid(QWidget):
         self.ranking.addItems(list(RANKINGS))
         reads_whole(self.ranking)  # the sort's name whole (it was clipped: 'model ord'), the filter gives way
         self.filter.setMinimumWidth(50)
-        self.count = QLabel("")
+        self.count = ElidedLabel("", minimum=30)  # "6 of 6 · step 50 of 60" never widens the dock
         self.csv_button = QToolButton(text="CSV…")  # a tool button's chrome: the Model dock beside
         self.csv_button.setToolButtonStyle(Qt.ToolButtonTextOnly)  # keeps its 320 px at 1024×700
         self.csv_button.setToolTip("Save the parameters shown, in this order, with their figures, as CSV")

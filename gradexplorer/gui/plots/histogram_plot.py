@@ -56,6 +56,27 @@ def titled(plot, title: str, name: str | None) -> str:
     return f"{title} · {html_text(short)}"  # (a rich-text title: the name shown as written)
 
 
+def asks_no_width(label: pg.LabelItem) -> None:
+    """Make a plot's title ask for no width of its own: pyqtgraph sets a title's least width
+    to its text's at every resize and recolouring (``LabelItem.updateMin``), so a title set
+    while the plot was wide kept the plot's layout that wide after the dock narrowed (at
+    1024×700 the heat map and its colour bar ran past the dock's right edge, the histogram's
+    axis cut); ``titled`` shortens the text to the width there is instead."""
+    update_min = label.updateMin
+
+    def narrow() -> None:
+        update_min()
+        label.setMinimumWidth(0)
+        height = label._sizeHint[Qt.SizeHint.MinimumSize][1]
+        label._sizeHint[Qt.SizeHint.MinimumSize] = (0, height)
+        label._sizeHint[Qt.SizeHint.PreferredSize] = (0, height)
+        label.updateGeometry()
+
+    label.updateMin = narrow
+    label.asks_no_width = True
+    narrow()
+
+
 class NamedTitle:
     """A plot title ``title · name`` shortened again whenever the plot is resized."""
 
@@ -80,8 +101,10 @@ class NamedTitle:
         self.setToolTip(name or "")
 
     def _retitle(self) -> None:
+        label = self.plotItem.titleLabel
+        if not getattr(label, "asks_no_width", False):
+            asks_no_width(label)
         self.plotItem.setTitle(titled(self, *self._title_parts))
-        self.plotItem.titleLabel.setMinimumWidth(0)  # never widens the plot past the widget
 
     def resizeEvent(self, event) -> None:  # noqa: N802 - Qt API
         super().resizeEvent(event)

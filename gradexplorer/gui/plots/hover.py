@@ -55,7 +55,7 @@ def corner_readout(widget: pg.PlotWidget) -> tuple[pg.TextItem, Callable[[str], 
     """A text in ``widget``'s top-left corner, above the data and outside its range, and the
     function that writes it (the ``show`` of a ``HoverReadout``): the theme's ink on a box of
     the plot's background, readable over any image (it was grey on the heat map's purple, and
-    kept the first theme's colours after a switch)."""
+    kept the first theme's colours after a switch), wrapped to the plot area's width."""
     from gradexplorer.gui.theme import PLOT_COLOURS, current_theme
 
     item = pg.TextItem("", anchor=(0, 0))
@@ -69,8 +69,12 @@ def corner_readout(widget: pg.PlotWidget) -> tuple[pg.TextItem, Callable[[str], 
         item.fill = pg.mkBrush(box)
         item.setColor(ink)
         item.setText(text)
-        if text:
-            (x0, _x1), (_y0, y1) = widget.plotItem.vb.viewRange()
+        if text:  # wrapped to the plot area's width: never under the colour bar, never past
+            vb = widget.plotItem.vb  # the plot's edge (the heat map's ran under its bar)
+            width = max(40.0, vb.width() - 4)
+            if item.textItem.textWidth() != width:
+                item.setTextWidth(width)
+            (x0, _x1), (_y0, y1) = vb.viewRange()
             item.setPos(x0, y1)
 
     return item, show
