@@ -67,10 +67,17 @@ import os
 real_exit = os._exit
 
 def report(status):  # closed while the model is set up: the process ends at once (os._exit)
-    print(json.dumps({"status": status, "torch": first, "collected": collected}), flush=True)
+    print(json.dumps({"status": status, "torch": first, "collected": collected, "at": at_mark}),
+          flush=True)
     real_exit(status)
 
 os._exit = report
+from gradexplorer.gui.window import startup_clock
+at_mark = {}  # what was made or imported when each mark was noted
+note = startup_clock.StartupClock.note
+startup_clock.StartupClock.note = lambda clock, what: (at_mark.setdefault(what, {
+    "plots": clock.window._plots is not None, "dynamo": "torch._dynamo" in sys.modules,
+    "sympy": "sympy" in sys.modules}), note(clock, what))
 from gradexplorer.cli import main
 report(main(["gui", "--model", "example:digits", "--device", "cpu"]))
 """
@@ -111,6 +118,12 @@ def test_the_window_is_painted_before_the_training_thread_imports_torch(tmp_path
     assert marks["graph"] <= torch["time"]
     # no garbage collection on the live graph's way (torch's import: collected once after it)
     assert not [t for t in report["collected"] if marks["window"] < t < marks["live"]]
+    # Step is enabled before the plots are made (pyqtgraph and a dozen plots: a second of the
+    # GUI thread), and nothing up to the first step done imports torch._dynamo or sympy (torch's
+    # own optimizers would: 1.3 s of CPU; the session's are eager_optimizers.py's)
+    at = report["at"]
+    assert at["ready"]["plots"] is False
+    assert not at["stepped"]["dynamo"] and not at["stepped"]["sympy"]
 
 
 # `gradexplorer gui` on a model whose build takes a minute (as torch's import and a big model's
