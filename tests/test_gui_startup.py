@@ -108,8 +108,9 @@ def test_the_window_is_painted_before_the_training_thread_imports_torch(tmp_path
     report = json.loads(done.stdout.strip().splitlines()[-1])
     marks = {name: float(at) for name, at, _cpu in map(str.split, log.read_text().splitlines())}
     assert ("preload" in marks) is preload and marks.pop("preload", 0) <= marks["window"]
-    assert report["status"] == 0 and set(marks) == {"window", "graph", "live", "ready", "stepped"}
+    assert report["status"] == 0 and set(marks) == {"window", "graph", "live", "ready", "stepped", "plots"}
     assert marks["window"] <= marks["ready"] <= marks["stepped"]  # Step enabled, then one step done
+    assert marks["ready"] <= marks["plots"]  # the plots made after Step is enabled
     torch = report["torch"]
     assert torch and torch["main"] is False  # imported by the training thread, not the GUI's
     assert marks["window"] <= torch["time"] <= marks["live"]
