@@ -135,13 +135,11 @@ class MainWindow(QMainWindow):
 
     def build_plots(self) -> PlotViews:
         """The plots and the runs overlay (``plot_views.PlotViews``), made now if not yet: the
-        app's start makes them once the first graph is drawn (pyqtgraph and all: a second)."""
+        app's start makes them once its model is open, Step enabled (pyqtgraph and all: a second)."""
         if self._plots is None:
             from gradexplorer.gui.window.plot_views import make_plot_views
 
             self._plots = make_plot_views(self)
-            if self.startup_clock is not None:  # bench/cold_start.py: when the plots came
-                self.startup_clock.plots_made()
         return self._plots
 
     def dock_named(self, name: str) -> QDockWidget | None:

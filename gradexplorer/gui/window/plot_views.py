@@ -67,4 +67,6 @@ def make_plot_views(window) -> PlotViews:
         window.restoreState(state)  # where the saved layout put the docks just made
     elif window.isVisible():  # a first start: the shares again, with the plots' real least sizes
         window.dock_shares.apply()
+    if window.startup_clock is not None:  # bench/cold_start.py: when the plots came
+        window.startup_clock.plots_made()
     return views
