@@ -67,10 +67,17 @@ import os
 real_exit = os._exit
 
 def report(status):  # closed while the model is set up: the process ends at once (os._exit)
-    print(json.dumps({"status": status, "torch": first, "collected": collected}), flush=True)
+    print(json.dumps({"status": status, "torch": first, "collected": collected, "at": at_mark}),
+          flush=True)
     real_exit(status)
 
 os._exit = report
+from gradexplorer.gui.window import startup_clock
+at_mark = {}  # what was made or imported when each mark was noted
+note = startup_clock.StartupClock.note
+startup_clock.StartupClock.note = lambda clock, what: (at_mark.setdefault(what, {
+    "plots": clock.window._plots is not None, "dynamo": "torch._dynamo" in sys.modules,
+    "sympy": "sympy" in sys.modules}), note(clock, what))
 from gradexplorer.cli import main
 report(main(["gui", "--model", "example:digits", "--device", "cpu"]))
 """
@@ -101,8 +108,9 @@ def test_the_window_is_painted_before_the_training_thread_imports_torch(tmp_path
     report = json.loads(done.stdout.strip().splitlines()[-1])
     marks = {name: float(at) for name, at, _cpu in map(str.split, log.read_text().splitlines())}
     assert ("preload" in marks) is preload and marks.pop("preload", 0) <= marks["window"]
-    assert report["status"] == 0 and set(marks) == {"window", "graph", "live", "ready", "stepped"}
+    assert report["status"] == 0 and set(marks) == {"window", "graph", "live", "ready", "stepped", "plots"}
     assert marks["window"] <= marks["ready"] <= marks["stepped"]  # Step enabled, then one step done
+    assert marks["ready"] <= marks["plots"]  # the plots made after Step is enabled
     torch = report["torch"]
     assert torch and torch["main"] is False  # imported by the training thread, not the GUI's
     assert marks["window"] <= torch["time"] <= marks["live"]
@@ -111,6 +119,12 @@ def test_the_window_is_painted_before_the_training_thread_imports_torch(tmp_path
     assert marks["graph"] <= torch["time"]
     # no garbage collection on the live graph's way (torch's import: collected once after it)
     assert not [t for t in report["collected"] if marks["window"] < t < marks["live"]]
+    # Step is enabled before the plots are made (pyqtgraph and a dozen plots: a second of the
+    # GUI thread), and nothing up to the first step done imports torch._dynamo or sympy (torch's
+    # own optimizers would: 1.3 s of CPU; the session's are eager_optimizers.py's)
+    at = report["at"]
+    assert at["ready"]["plots"] is False
+    assert not at["stepped"]["dynamo"] and not at["stepped"]["sympy"]
 
 
 # `gradexplorer gui` on a model whose build takes a minute (as torch's import and a big model's

@@ -77,7 +77,9 @@ def test_first_model_sets_torch_up_on_the_training_thread_and_collects_on_the_gu
     report = json.loads(done.stdout.strip().splitlines()[-1])
     on_main = [name for name, main in report["imports"] if main]
     on_worker = {name for name, main in report["imports"] if not main}
-    assert {"torch", "torch._dynamo"} <= on_worker  # torch, and the first optimizer's lazy import
+    assert "torch" in on_worker
+    # the session's optimizers step without torch.compile's machinery (eager_optimizers.py)
+    assert "torch._dynamo" not in on_worker | set(on_main)
     assert on_main == []  # the GUI thread never waits on (or races) a lazy torch import
     assert report["collections"] and all(report["collections"]), report["collections"]
     assert report["automatic"] is False

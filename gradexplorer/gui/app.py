@@ -146,13 +146,29 @@ def end_process_now(status: int, settings: AppSettings) -> None:
 
 
 def collect_after_first_graph(window) -> None:
-    """No garbage collection from now until the first graph is drawn (at most 30 s): the
-    objects torch's import makes are collected once after it, not scanned on its way."""
+    """No garbage collection and no Numba warm-up (``kernel_warmup.hold_warmups``) from now
+    until the first model is open, Step enabled, and its plots made (at most 30 s): the objects
+    torch's import makes are collected once after it, not scanned on its way (a full collection
+    of them: 0.15 s of the GUI thread), and the kernels load (a second of CPU) after it too."""
+    from gradexplorer.core.stats.backends.kernel_warmup import hold_warmups, release_warmups
+
     collector = collect_on_gui_thread()
     collector.hold()
-    panel = window.graph_panel
-    AfterFirstPaint(panel.view.viewport(), collector.resume,
-                    ready=lambda: panel.live_drawing is not None, latest_ms=30_000)
+    hold_warmups(window)
+    session = window.controller.session
+
+    def resume() -> None:
+        collector.resume()
+        release_warmups(window)
+
+    def opened(*_args) -> None:
+        session.opened.disconnect(opened)
+        session.error.disconnect(opened)
+        QTimer.singleShot(0, resume)  # after the rest of the open (the plots: main_window)
+
+    session.opened.connect(opened)
+    session.error.connect(opened)
+    QTimer.singleShot(30_000, resume)
 
 
 def fall_back_to_default(controller, config: SessionConfig) -> None:

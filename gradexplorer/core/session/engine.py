@@ -25,6 +25,7 @@ from gradexplorer.core.model.workload import (
 )
 from gradexplorer.core.session.config import DEFAULT_LR, OPTIMIZERS, RunControl, SessionConfig
 from gradexplorer.core.session.devices import resolve_device
+from gradexplorer.core.session.eager_optimizers import SGD, Adam
 from gradexplorer.core.stack.observer import ObserverHooks, SessionObserver
 from gradexplorer.core.stats.measured import measured_tensors
 from gradexplorer.core.stats.records import StepGradients
@@ -90,9 +91,9 @@ def make_optimizer(
 ) -> torch.optim.Optimizer:
     """``sgd`` or ``adam`` over ``params``; unset lr/momentum come from ``suggested[name]``."""
     name, lr, momentum = optimizer_settings(name, lr, momentum, suggested)
-    if name == "sgd":
-        return torch.optim.SGD(params, lr=lr, momentum=momentum)
-    return torch.optim.Adam(params, lr=lr)
+    if name == "sgd":  # torch's SGD and Adam, stepped without importing torch._dynamo
+        return SGD(params, lr=lr, momentum=momentum)
+    return Adam(params, lr=lr)
 
 
 SPARSE_OPTIMIZERS = ("sgd",)  # of OPTIMIZERS, those that take sparse gradients
@@ -150,8 +151,8 @@ class TrainingSession:
 
     @property
     def optimizer(self) -> torch.optim.Optimizer:
-        """The optimizer, built on first use: torch's first optimizer imports ``torch._dynamo``
-        (a second or more), which the app does on its training thread after the first graph."""
+        """The optimizer, built on first use (on the app's training thread, after the first
+        graph): torch's SGD or Adam, stepped without importing ``torch._dynamo``."""
         if self._optimizer is None:
             name, lr, momentum = self._optimizer_settings
             self._optimizer = make_optimizer(name, self.model.parameters(), lr, momentum)

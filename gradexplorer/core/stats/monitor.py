@@ -272,9 +272,10 @@ def warm_up(bins: int = 64, backend: str = "auto") -> None:
     A tiny model takes two SGD-with-momentum steps and one Adam step with a NaN and an Inf in
     its gradients, so the fast, careful and update-ratio paths all run once.
     """
+    from gradexplorer.core.session.eager_optimizers import SGD, Adam  # the session's optimizers
+
     model = nn.Linear(8, 4)
-    for optimizer in (torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9),
-                      torch.optim.Adam(model.parameters(), lr=0.1)):
+    for optimizer in (SGD(model.parameters(), lr=0.1, momentum=0.9), Adam(model.parameters(), lr=0.1)):
         for _ in range(2):
             monitor_pass(model, optimizer, bins, backend)
 

@@ -95,8 +95,8 @@ class SessionController(QObject):
         """Load a model in the worker; ``session_opened`` or ``error`` follows.
 
         ``first_view(session)``, given while no model is open, runs on the training thread as
-        soon as the model is built, before its training is set up (the first optimizer and its
-        ``torch._dynamo`` import, the statistics kernels: seconds at a first open); its typed
+        soon as the model is built, before its training is set up (the first optimizer, the
+        statistics warm-up: a second at a first open); its typed
         result reaches ``job_finished`` first, then the set-up runs as a job of its own, once
         the view is shown (``first_view_shown``; at most ``FIRST_VIEW_WAIT_S`` later), so the
         two never compete for the interpreter.

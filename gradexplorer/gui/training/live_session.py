@@ -46,7 +46,7 @@ def build_session(
     spec: str, options: ModelOptions, config: SessionConfig, holder: object = None,
 ) -> TrainingSession:
     """The first half of opening ``spec``: the model built on its device, its optimizer not
-    yet (torch's first optimizer imports ``torch._dynamo``, a second or more: the app draws
+    yet (its set-up, the statistics warm-up, takes a while at a first open: the app draws
     the model's first graph from this session meanwhile)."""
     leave_gui_a_core(holder)
     return TrainingSession(load_workload(spec, options), config)

@@ -130,11 +130,12 @@ class MainWindow(QMainWindow):
 
     def _first_graph_shown(self) -> None:
         self.controller.first_view_shown()  # training is set up from now on
-        self.build_plots()
+        if self.controller.session.state != LOADING:  # (else once it opens: Step enabled first)
+            self.build_plots()
 
     def build_plots(self) -> PlotViews:
         """The plots and the runs overlay (``plot_views.PlotViews``), made now if not yet: the
-        app's start makes them once the first graph is drawn (pyqtgraph and all: a second)."""
+        app's start makes them once its model is open, Step enabled (pyqtgraph and all: a second)."""
         if self._plots is None:
             from gradexplorer.gui.window.plot_views import make_plot_views
 
@@ -238,8 +239,11 @@ class MainWindow(QMainWindow):
             self.trace_graph(fit=True)  # first: the worker traces while the views below fill
         model = live.session.model
         self.details.set_context(model=model, stats={}, hooks={})
-        self.gradients.set_model(model)
-        self.curves.refresh()
+        if self._plots is not None:
+            self.gradients.set_model(model)
+            self.curves.refresh()
+        else:  # the app's start: Step is enabled now, the plots (a second) are made next
+            QTimer.singleShot(0, self, self.build_plots)
         self.settings.set_last_model(live.spec)
         self.settings.add_recent("models", live.spec)
         # the module tree, the parameter table and the hook-safety probe wait for the first
@@ -300,18 +304,21 @@ class MainWindow(QMainWindow):
     def _redraw_observed(self) -> None:
         observed = self.controller.session.observed
         self.details.set_context(observed=observed)
-        self.gradients.show_observed(observed)
+        if self._plots is not None:  # (else they show it when made: make_plot_views)
+            self._plots.gradients.show_observed(observed)
 
     def _state_changed(self, state: str) -> None:
         if state == IDLE:  # the run ended: show its very last step everywhere
             self.flush_redraws()
 
     def flush_redraws(self) -> None:
-        """Draw now every redraw that a throttle holds back."""
-        for throttle in (*self._throttles, self.curves.refresh_soon, self.status.refresh_soon):
+        """Draw now every redraw that a throttle holds back (the plots' once they are made)."""
+        for throttle in (*self._throttles, self.status.refresh_soon):
             throttle.flush()
         self.graph_panel.flush()
-        self.build_plots().flush()  # (made by now: self.curves above)
+        if self._plots is not None:
+            self._plots.curves.refresh_soon.flush()
+            self._plots.flush()
 
     def _hooks_changed(self, hooks: dict) -> None:
         self.tree.set_hooks(hooks)

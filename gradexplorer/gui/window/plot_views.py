@@ -59,9 +59,14 @@ def make_plot_views(window) -> PlotViews:
     live = window.controller.session.live
     if live is not None and not window.shown_run.showing:  # opened before the plots were made
         overlay.set_own(TimelineSource(timeline), f"live: {live.spec}")
+        gradients.set_model(live.session.model)
+        if window.controller.session.observed:
+            gradients.show_observed(window.controller.session.observed)
     state = window.settings.window_state()
     if window.isVisible() and state is not None:
         window.restoreState(state)  # where the saved layout put the docks just made
     elif window.isVisible():  # a first start: the shares again, with the plots' real least sizes
         window.dock_shares.apply()
+    if window.startup_clock is not None:  # bench/cold_start.py: when the plots came
+        window.startup_clock.plots_made()
     return views

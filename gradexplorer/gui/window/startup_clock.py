@@ -7,7 +7,8 @@ With ``GRADEXPLORER_STARTUP_LOG=FILE`` set, the app appends ``window <time> <cpu
 machine the load inflates the wall time, hardly the CPU time) to FILE: the window painted, the
 first graph drawn (from the graph cache when it has the model: ``cached_first_graph``), the live
 traced graph drawn, the model's session open with Step enabled (then it steps once, as a user
-clicking Step at once would) and that first step done; then it closes. The benchmark subtracts
+clicking Step at once would), that first step done and ``plots <time> <cpu>``: the plots made
+(pyqtgraph's, after Step is enabled); then it closes. The benchmark subtracts
 the moment it started the process.
 A ``preload`` line comes first when torch's library is loaded on a spare core while the window
 is built (``native_preload``).
@@ -64,8 +65,12 @@ class StartupClock(QObject):
             self.note("stepped")
             self._close_when_done()
 
+    def plots_made(self) -> None:
+        """The plots are made (``MainWindow.build_plots``: after ready); noted once painted."""
+        QTimer.singleShot(0, self, lambda: (self.note("plots"), self._close_when_done()))
+
     def _close_when_done(self) -> None:
-        if {"live", "stepped"} <= self.noted:
+        if {"live", "stepped", "plots"} <= self.noted:
             QTimer.singleShot(0, self.window.close)
 
 

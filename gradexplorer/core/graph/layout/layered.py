@@ -19,8 +19,13 @@ from gradexplorer.core.graph.layout.crossings import count_crossings, ranks_with
 from gradexplorer.core.graph.layout.ordering import refine_order
 
 # Graphs up to this many nodes + edges (dummies included) that still have crossings after
-# the vectorised sweeps also get the slower, sequential dot-style refinement.
+# the vectorised sweeps also get the slower, sequential dot-style refinement, where that size
+# is at most REFINE_PER_NODE times the graph's own nodes: its cost stays within the layout's
+# budget per node (issue 43: 1 s per 10k nodes), even where bend points outnumber the nodes.
+# Up to REFINE_ALWAYS it costs a few milliseconds: always refined.
 REFINE_LIMIT = 6000
+REFINE_PER_NODE = 3
+REFINE_ALWAYS = 1500
 
 
 @dataclass
@@ -136,12 +141,14 @@ def _lower_sources(layer: np.ndarray, src: np.ndarray, dst: np.ndarray, roots: l
 
 
 def add_dummies(n: int, layer: np.ndarray, src: np.ndarray, dst: np.ndarray):
-    """Split edges spanning k > 1 layers into chains of dummy nodes, one chain per lower end.
+    """Split edges spanning k > 1 layers into chains of dummy nodes (bend points) that long edges
+    share wherever sharing reads the same (``share_chains``).
 
-    The long edges into one node share its chain: each joins it in the layer below its upper
-    end and follows it down (drawn as one bundled line). Dense skip connections (DenseNet's
-    concatenations: every block output feeds every later one) then cost a chain per node, not
-    one per edge, which would grow with the cube of a block's depth.
+    A long edge joins its chain in the layer below its upper end and follows it down to the
+    layer above its lower end (drawn as one bundled line). The long edges into one node always
+    share a chain; the chains of several nodes become one where their sources nest: DenseNet's
+    concatenations (every block output feeds every later one) then cost one chain per block,
+    not one per node (the square of a block's depth) nor one per edge (its cube).
     """
     span = layer[dst] - layer[src]
     long = np.flatnonzero(span > 1)
@@ -150,25 +157,69 @@ def add_dummies(n: int, layer: np.ndarray, src: np.ndarray, dst: np.ndarray):
         return layer, src.copy(), dst.copy(), (long, empty, empty)
     ends, group = np.unique(dst[long], return_inverse=True)
     upper = layer[src[long]]
-    top = np.full(len(ends), np.iinfo(np.int64).max)
-    np.minimum.at(top, group, upper)
-    k = layer[ends] - top - 1  # dummies in each chain (one per layer between its ends)
+    chain_of = share_chains(layer, src[long], group, ends)
+    chains = int(chain_of.max()) + 1
+    on_chain = chain_of[group]  # each long edge's chain
+    top = np.full(chains, np.iinfo(np.int64).max)
+    np.minimum.at(top, on_chain, upper)
+    bottom = np.zeros(chains, dtype=np.int64)
+    np.maximum.at(bottom, chain_of, layer[ends])
+    k = bottom - top - 1  # dummies in each chain (one per layer between its ends)
     total = int(k.sum())
     start = n + (np.cumsum(k) - k).astype(np.int64)  # the chain's first (highest) dummy
     j = np.arange(total) - np.repeat(start - n, k)  # a dummy's index along its chain
     dummy = n + np.arange(total)
-    first = start[group] + (upper - top[group])  # where each long edge joins its chain
+    first = start[on_chain] + (upper - top[on_chain])  # where each long edge joins its chain
     count = layer[dst[long]] - upper - 1
     # Each edge's first hop keeps the edge's place in the list (so slot order survives);
-    # the hops down the chains follow.
+    # the hops down the chains and the ones out of them into their lower ends follow.
     first_hop = dst.copy()
     first_hop[long] = first
     inner = j > 0
-    last = start + k - 1
-    psrc = np.concatenate((src, dummy[inner] - 1, last))
+    leave = start[chain_of] + (layer[ends] - top[chain_of] - 2)  # the dummy above each end
+    psrc = np.concatenate((src, dummy[inner] - 1, leave))
     pdst = np.concatenate((first_hop, dummy[inner], ends))
     dummy_layer = np.repeat(top, k) + 1 + j
     return np.concatenate((layer, dummy_layer)), psrc, pdst, (long, first, count)
+
+
+def share_chains(layer: np.ndarray, upper_ends: np.ndarray, group: np.ndarray,
+                 ends: np.ndarray) -> np.ndarray:
+    """The chain of each of ``ends`` (the lower ends of long edges; ``upper_ends[i]`` is the
+    upper end of long edge ``i``, which goes into ``ends[group[i]]``).
+
+    Ends, top down, join an earlier end's chain when reading the bundle stays exact: every
+    upper end already on that chain (all above this end) feeds this end too, and this end's
+    other upper ends join the chain below where the chain's lowest end leaves it. Any upper
+    end whose edges join a chain above where a lower end leaves it then has an edge into that
+    lower end, and no other: the drawing shows no connection the graph lacks.
+    """
+    order = np.argsort(group, kind="stable")
+    bounds = np.searchsorted(group[order], np.arange(len(ends) + 1))
+    sources = upper_ends[order].tolist()
+    end_layer = layer[ends].tolist()
+    chain_of = [0] * len(ends)
+    chain_sources: list[set[int]] = []
+    chain_last: list[int] = []  # the layer of each chain's lowest end so far
+    chains_of_source: dict[int, list[int]] = {}
+    for e in sorted(range(len(ends)), key=end_layer.__getitem__):
+        mine = set(sources[bounds[e]:bounds[e + 1]])
+        chosen = -1
+        for c in {c for s in mine for c in chains_of_source.get(s, ())}:
+            if chain_sources[c] <= mine and all(
+                    layer[s] >= chain_last[c] - 1 for s in mine - chain_sources[c]):
+                chosen = c
+                break
+        if chosen < 0:
+            chosen = len(chain_sources)
+            chain_sources.append(set())
+            chain_last.append(0)
+        for s in mine - chain_sources[chosen]:
+            chains_of_source.setdefault(s, []).append(chosen)
+        chain_sources[chosen] |= mine
+        chain_last[chosen] = end_layer[e]
+        chain_of[e] = chosen
+    return np.asarray(chain_of, dtype=np.int64)
 
 
 def dfs_preorder(n: int, src: np.ndarray, dst: np.ndarray, roots: list[int],
@@ -251,9 +302,10 @@ def _group_mean(values: np.ndarray, group: np.ndarray) -> np.ndarray:
 
 
 def _best_order(layer: np.ndarray, src: np.ndarray, dst: np.ndarray, roots: list[int],
-                rounds: int) -> np.ndarray:
+                rounds: int, n: int) -> np.ndarray:
     """Vectorised crossing reduction from a depth-first order and, if crossings remain, from
-    the mirrored one; small graphs that still cross get dot-style refinement of both."""
+    the mirrored one; small graphs (of ``n`` nodes before the bend points) that still cross
+    get dot-style refinement of both."""
     ids = np.arange(len(layer), dtype=np.float64)
     found = []
     for reverse in (False, True):
@@ -263,7 +315,7 @@ def _best_order(layer: np.ndarray, src: np.ndarray, dst: np.ndarray, roots: list
         if found[-1][0] == 0 or rounds == 0:
             return order
     size = len(layer) + len(src)
-    if size <= REFINE_LIMIT:
+    if size <= min(REFINE_LIMIT, max(REFINE_PER_NODE * n, REFINE_ALWAYS)):
         found.sort(key=lambda f: f[0])
         tries = found[:] if 2 * size <= REFINE_LIMIT else found[:1]
         for _, reverse, order in tries:
@@ -289,7 +341,7 @@ def layered_layout(n: int, src: np.ndarray, dst: np.ndarray, widths: np.ndarray,
     full_layer, psrc, pdst, routes = add_dummies(n, layer, src, dst)
     total = len(full_layer)
     is_dummy = np.arange(total) >= n
-    order = _best_order(full_layer, psrc, pdst, roots, rounds)
+    order = _best_order(full_layer, psrc, pdst, roots, rounds, n)
     half = np.where(is_dummy, edge_gap / 2, 0.5 * node_gap)
     half[:n] += 0.5 * np.asarray(widths, dtype=np.float64)
     x = assign_x(order, full_layer, psrc, pdst, half, is_dummy)

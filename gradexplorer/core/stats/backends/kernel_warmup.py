@@ -41,6 +41,8 @@ HELPER = ("import json, os, sys; sys.path[:] = json.loads(sys.argv[1]); os.nice(
 HELPER_TIMEOUT = 600  # seconds; a helper stuck beyond is killed and the thread compiles instead
 WAIT_VARIABLE = "GRADEXPLORER_KERNELS"  # "wait": ready() waits for the warm-up
 _HERE = threading.local()  # .compiling: this thread runs a compile_kernels
+_HELD: set = set()  # who holds every warm-up back (hold_warmups)
+_WAITING: list = []  # the warm-ups asked for while held, started by release_warmups
 
 
 class KernelWarmup:
@@ -65,6 +67,10 @@ class KernelWarmup:
         first call starts the warm-up. Never waits, unless ``GRADEXPLORER_KERNELS=wait``."""
         if getattr(_HERE, "compiling", False):
             return True
+        if self._thread is None and _HELD and os.environ.get(WAIT_VARIABLE) != "wait":
+            if self not in _WAITING:
+                _WAITING.append(self)
+            return False
         if self._thread is None:
             self._start()
             if os.environ.get(WAIT_VARIABLE) == "wait":
@@ -123,6 +129,19 @@ class KernelWarmup:
                            stderr=subprocess.DEVNULL, timeout=HELPER_TIMEOUT, check=False)
         except (OSError, subprocess.SubprocessError):
             pass  # compiled on the warm-up thread instead
+
+
+def hold_warmups(holder: object) -> None:
+    """No warm-up starts while ``holder`` holds them (the app's start: its CPU goes to the
+    window, the model, its first view and its plots; the fallback measures meanwhile)."""
+    _HELD.add(id(holder))
+
+
+def release_warmups(holder: object) -> None:
+    """``holder`` lets go; once nobody holds them, the warm-ups asked for meanwhile start."""
+    _HELD.discard(id(holder))
+    while not _HELD and _WAITING:
+        _WAITING.pop(0)._start()
 
 
 @contextmanager

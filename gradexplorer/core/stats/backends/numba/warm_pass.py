@@ -15,19 +15,27 @@ def compile_kernels() -> bool:
     with histograms, NaN and Inf, the update ratio and SGD's and Adam's state. True."""
     import torch
     from torch import nn
-    from torch.nn.utils import skip_init
 
+    from gradexplorer.core.session.eager_optimizers import SGD, Adam  # the session's optimizers
     from gradexplorer.core.stats.monitor import monitor_pass
     from gradexplorer.core.stats.optimizer_state import optimizer_state
 
+    class Unset(nn.Linear):
+        """Parameters left as ``torch.empty`` made them: no random numbers drawn (this thread
+        runs beside the user's seeded loop; ``skip_init``'s meta device would import sympy)."""
+
+        def reset_parameters(self) -> None:
+            pass
+
     with compiling():
         for dtype in (torch.float32, torch.float64):
-            model = skip_init(nn.Linear, 8, 4, dtype=dtype)  # torch's random numbers untouched:
-            for p in model.parameters():  # this thread runs beside the user's seeded loop
+            model = Unset(8, 4, dtype=dtype)
+            for p in model.parameters():
                 p.data = torch.linspace(-1.0, 1.0, p.numel(), dtype=dtype).reshape(p.shape)
-            for optimizer in (torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9),
-                              torch.optim.Adam(model.parameters(), lr=0.1)):
+            for optimizer in (SGD(model.parameters(), lr=0.1, momentum=0.9),
+                              Adam(model.parameters(), lr=0.1)):
                 for contiguous in (True, False):
                     monitor_pass(model, optimizer, BINS, "numba", contiguous)
                 optimizer_state(optimizer, list(model.named_parameters()))
     return True
+
