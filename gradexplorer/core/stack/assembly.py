@@ -110,6 +110,11 @@ class SessionStack:
             self.hooks.after_step(session, result)
         if self.origin is not None:
             self.origin.after_step(session, result)
+        self.report(session, result)
+
+    def report(self, session, result) -> None:
+        """Phase 3's reporters and phase 4, in order, on a result already measured (``watch``
+        calls it with no session, on each written step: its spike reporter)."""
         for part in [*self.reporters, *self.publishers]:  # one failing part: one warning
             guarded_call(part, "after_step", part.after_step, session, result, result.step,
                          self._warned)

@@ -1,7 +1,9 @@
 """The session stack's measuring phases driven by a watched loop's step boundaries (no
-TrainingSession)."""
+TrainingSession), and its one snapshot call for a watched run."""
 
 from __future__ import annotations
+
+import torch
 
 from gradexplorer.core.messages.errors import measured
 from gradexplorer.core.stack.assembly import SessionStack
@@ -41,3 +43,20 @@ def measure_for(plan, stack: SessionStack, model, bins: int, report):
 
         return ShardedMeasure(model, plan.names, bins, update_ratio, report)
     return MonitorMeasure(stack, list(plan.stats_model.named_parameters()))
+
+
+def write_snapshot(rec, record: StepGradients) -> None:
+    """The snapshot of ``record``'s step of ``rec`` (a Recorder with a run directory) by its
+    stack's one snapshot call, kept in the run; a failure stops recording (the writer's)."""
+    from gradexplorer.core.snapshot.write import SnapshotSource
+
+    writer = rec.writer
+    source = SnapshotSource(rec.plan.stats_model, rec.optimizer, rec.step_count,
+                            type(rec.model).__name__, "watch", next(
+                                (p.device for p in rec.model.parameters()), torch.device("cpu")))
+
+    def work():
+        path = rec.stack.snapshot(writer.snapshot_dir(record.step), source, record)
+        writer.add_snapshot(record.step, path, rec.keep_snapshots)
+
+    writer._guarded(f"the snapshot of step {record.step}", work)
