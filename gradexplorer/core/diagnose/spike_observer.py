@@ -46,7 +46,7 @@ class SpikeObserver:
         signal instance of ``HookRegistry.event``'s signature) as ``("spike", module,
         "spike at step N: …")``: the app's event log shows it."""
         observer = cls(settings)
-        observer.spike.connect(lambda event, step: tell_spike(signal, event, step))
+        observer.spike.connect(lambda event, step: tell_spike(signal.emit, event, step))
         return observer
 
     def close(self) -> None:
@@ -80,8 +80,9 @@ class SpikeObserver:
         emit_guarded(self.spike, "a subscriber of the spike events", event, result.step)
 
 
-def tell_spike(signal, event: SpikeEvent, step: int) -> None:
-    """``signal.emit("spike", module, "spike at step N: …")`` when ``event`` begins at ``step``."""
+def tell_spike(tell, event: SpikeEvent, step: int) -> None:
+    """``tell("spike", module, "spike at step N: …")`` when ``event`` begins at ``step`` (the
+    event log's line: ``StackEvents.told``)."""
     if event.step == step:
         module = event.modules[0]["name"] if event.modules else ""
-        signal.emit("spike", module, f"spike at {event.summary()}")
+        tell("spike", module, f"spike at {event.summary()}")

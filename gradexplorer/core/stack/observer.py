@@ -68,9 +68,10 @@ class ObserverHooks:
 
 
 def guarded_call(observer: object, name: str, hook: Callable[[Any, Any], None], session: Any,
-                 arg: Any, step: int, warned: set) -> None:
+                 arg: Any, step: int, warned: set, tell: Callable[[str], None] | None = None) -> None:
     """``hook(session, arg)``, ``observer``'s hook ``name``; where it raises (not a UserError),
-    one ``MonitorWarning`` per observer type, hook and cause (``warned``: the caller's set)."""
+    one ``MonitorWarning`` per observer type, hook and cause (``warned``: the caller's set;
+    ``tell(line)``: the caller's failure channel instead, a stack's ``tell``)."""
     try:
         hook(session, arg)
     except UserError:
@@ -79,5 +80,9 @@ def guarded_call(observer: object, name: str, hook: Callable[[Any, Any], None], 
         what, cause = f"{type(observer).__name__}.{name}", first_line(exc)
         if (what, cause) not in warned:  # once, however many steps repeat it
             warned.add((what, cause))
-            warnings.warn(f"gradexplorer: the session observer {what} failed at step {step} "
-                          f"({cause}); training goes on", MonitorWarning, stacklevel=4)
+            line = f"gradexplorer: the session observer {what} failed at step {step} " \
+                   f"({cause}); training goes on"
+            if tell is not None:
+                tell(line)
+            else:
+                warnings.warn(line, MonitorWarning, stacklevel=4)
