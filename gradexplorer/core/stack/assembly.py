@@ -20,8 +20,10 @@ observer and runs its parts in four phases, each part once:
    command line's alarm.
 
 ``watch`` has no TrainingSession: it drives phases 1 and 2 from its optimizer hooks
-(``begin``, ``measure``) with the model's ``(name, parameter)`` pairs, and writes its snapshots
-with the same call (``snapshot``).
+(``begin``, ``measure``) with the model's ``(name, parameter)`` pairs, phase 3's reporters
+(its spike detector) with ``report`` on each written step, and writes its snapshots with the
+same call (``snapshot``). After the last phase the stack tells the step on its own event
+signal, ``events`` (``core/stack/events.py``): the app's one event bus.
 """
 
 from __future__ import annotations
