@@ -4,6 +4,7 @@ given to watch receives the same line instead (as before)."""
 
 import shutil
 import threading
+import warnings
 
 import pytest
 import torch
@@ -71,8 +72,11 @@ def test_report_receives_the_same_line_and_nothing_is_warned(tmp_path):
     model = make_model()
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     lines = []
-    with gx.Recorder(model, opt, run_dir, report=lines.append) as rec:
-        train(model, opt, rec, at=3, then=lambda: shutil.rmtree(run_dir))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with gx.Recorder(model, opt, run_dir, report=lines.append) as rec:
+            train(model, opt, rec, at=3, then=lambda: shutil.rmtree(run_dir))
+    assert not [w for w in caught if issubclass(w.category, MonitorWarning)]
     assert lines == [f"gradexplorer: run directory {run_dir} was deleted or replaced at step 4: "
                      "recording stopped; training goes on"]
 
@@ -87,3 +91,17 @@ def test_a_line_told_on_another_thread_waits_for_the_owner_and_is_said_once():
         channel.tell_waiting()
         channel("gradexplorer: x failed")  # the same failure again: said already
     assert len(told) == 1 and not channel.waiting
+
+
+def test_a_warning_filter_that_raises_never_breaks_the_loop(tmp_path, capsys):
+    run_dir = tmp_path / "run"
+    model = make_model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # python -W error
+        with gx.watch(model, opt, run_dir) as rec:
+            losses = train(model, opt, rec, at=3, then=lambda: shutil.rmtree(run_dir))
+    assert len(losses) == STEPS and rec.latest().step == STEPS
+    assert capsys.readouterr().err.splitlines() == [
+        f"gradexplorer: run directory {run_dir} was deleted or replaced at step 4: recording "
+        "stopped; training goes on"]

@@ -7,12 +7,14 @@ is told in one line, once, and the loop goes on. Core tells it one way, a ``Moni
 one recorder or run writer: it says each distinct line once, and, where the caller gives a
 ``report`` (``watch(report=…)``, ``RunWriter(report=…)``), hands the line to it instead, as
 before. A line told on another thread (the run's writer thread) waits for the thread that
-made the channel, which tells it at its next step boundary (``tell_waiting``): a warning
-filter that raises (``-W error``) never ends a background thread.
+made the channel, which tells it at its next step boundary (``tell_waiting``). A warning
+filter that turns it into an error (``-W error``) never ends the loop nor a background thread:
+the line is printed to stderr instead, as ``watch`` printed it before.
 """
 
 from __future__ import annotations
 
+import sys
 import threading
 import warnings
 from collections import deque
@@ -24,8 +26,12 @@ class MonitorWarning(RuntimeWarning):
 
 
 def tell_failure(line: str, stacklevel: int = 3) -> None:
-    """``line`` as one MonitorWarning (a caller that tells a failure once keeps its own set)."""
-    warnings.warn(line, MonitorWarning, stacklevel=stacklevel)
+    """``line`` as one MonitorWarning (a caller that tells a failure once keeps its own set);
+    printed to stderr where a warning filter makes it an error: the loop goes on."""
+    try:
+        warnings.warn(line, MonitorWarning, stacklevel=stacklevel)
+    except MonitorWarning:
+        print(line, file=sys.stderr)
 
 
 class FailureChannel:
