@@ -15,7 +15,7 @@ CPU a step costs the run directory's writer thread and the statistics worker (wh
 gradients and computes their moments and histograms where a core is spare, during the optimizer
 step and the next forward and backward: ``core/stats/backends/numba/worker.py``), thread clocks over the
 counted steps; add both to the training thread's for watch's whole CPU cost. The last line: spike
-detection's part (``SpikeLog.after_write``) per recorded step. Methods:
+detection's part (the stack's reporter, ``SpikeObserver.after_step``) per recorded step. Methods:
 
 - bare loop: zero_grad, forward, backward, optimizer.step
 - watch, in memory: ``gradexplorer.watch(model, opt)``; in memory, no worker: the same with every
@@ -100,14 +100,14 @@ def wandb_style(model: nn.Module) -> list:
 
 class Inside:
     """Seconds spent inside every Recorder's step hooks, by recorder, and inside spike
-    detection (SpikeLog.after_write), by spike log."""
+    detection (the stack's SpikeObserver.after_step), by reporter."""
 
     def __init__(self) -> None:
-        from gradexplorer.core.watch.spike_log import SpikeLog
+        from gradexplorer.core.diagnose.spike_observer import SpikeObserver
 
         self.seconds: dict[int, float] = {}
         self.timed = [(gx.Recorder, "before_optimizer_step"), (gx.Recorder, "after_optimizer_step"),
-                      (SpikeLog, "after_write")]
+                      (SpikeObserver, "after_step")]
         for owner, hook in self.timed:
             setattr(owner, hook, self._timed(getattr(owner, hook)))
 

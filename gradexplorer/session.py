@@ -1,5 +1,6 @@
 """A model trained step by step in this process: the workload, the session and its settings, the
-statistics monitor, devices and A/B runs.
+statistics monitor, devices and A/B runs; ``MonitorWarning``, the one category of what the
+monitor could not do while the training went on.
 
 Documented in ``docs/api.md``; names load on first use.
 """
@@ -14,6 +15,7 @@ __all__ = [
     "ABRun",
     "GradientMonitor",
     "ModelOptions",
+    "MonitorWarning",
     "ParamOptimState",
     "SessionConfig",
     "SessionObserver",
@@ -30,6 +32,7 @@ __all__ = [
 __getattr__, __dir__ = lazy_names(__name__, {
     "Workload": "gradexplorer.core.model.workload",
     "ModelOptions": "gradexplorer.core.model.spec",
+    "MonitorWarning": "gradexplorer.core.messages.failures",
     "load_workload": "gradexplorer.core.model.spec",
     "TrainingSession": "gradexplorer.core.session.engine",
     "SessionStack": "gradexplorer.core.stack.assembly",
@@ -45,6 +48,7 @@ __getattr__, __dir__ = lazy_names(__name__, {
 })
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time names load lazily above
+    from gradexplorer.core.messages.failures import MonitorWarning
     from gradexplorer.core.model.spec import ModelOptions, load_workload
     from gradexplorer.core.model.workload import Workload
     from gradexplorer.core.session.ab import ABRun

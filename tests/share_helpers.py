@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import torch
 from torch import nn
 
 import gradexplorer as gx
+from gradexplorer.session import MonitorWarning
 
 
 def write_run(path: Path, steps: int = 6, nan_at: int | None = None, bins: int = 16,
@@ -17,7 +19,9 @@ def write_run(path: Path, steps: int = 6, nan_at: int | None = None, bins: int =
     torch.manual_seed(seed)
     model = nn.Sequential(nn.Linear(6, 5), nn.Tanh(), nn.Linear(5, 3))
     opt = torch.optim.SGD(model.parameters(), lr=lr)
-    with gx.watch(model, opt, path, bins=bins, hooks=hooks) as rec:
+    with warnings.catch_warnings(), gx.watch(model, opt, path, bins=bins, hooks=hooks) as rec:
+        # the NaN step writes .grad after the backward, which watch says (one MonitorWarning)
+        warnings.filterwarnings("ignore", ".*grad was written between", MonitorWarning)
         for step in range(1, steps + 1):
             x = torch.randn(8, 6, generator=torch.Generator().manual_seed(step))
             opt.zero_grad()

@@ -10,6 +10,7 @@ from torch import nn
 
 import gradexplorer as gx
 from gradexplorer.core.steps import probe as A
+from gradexplorer.session import MonitorWarning
 
 
 def make_model():
@@ -74,7 +75,7 @@ def test_an_untouched_loop_is_trusted_after_the_proof_and_keeps_exact_figures(tm
     assert_accumulated(run, run.steps[n:], true_micro, micro=4)
 
 
-def test_clipping_that_starts_after_the_proof_loses_one_step_then_is_measured_again(tmp_path, capsys):
+def test_clipping_that_starts_after_the_proof_loses_one_step_then_is_measured_again(tmp_path):
     model = make_model()
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     clip_from = A.PROOF_STEPS + 2
@@ -83,10 +84,10 @@ def test_clipping_that_starts_after_the_proof_loses_one_step_then_is_measured_ag
         if step >= clip_from:
             nn.utils.clip_grad_norm_(m.parameters(), 0.1)
 
-    with gx.watch(model, opt, tmp_path / "run", bins=8) as rec:
+    with pytest.warns(MonitorWarning) as told, gx.watch(model, opt, tmp_path / "run", bins=8) as rec:
         true = train(rec, model, opt, clip_from + 4, between=clip)
         assert not rec.probe.trusted and rec.probe.hooks == "all"
-    said = [line for line in capsys.readouterr().err.splitlines() if "not known" in line]
+    said = [str(w.message) for w in told if "not known" in str(w.message)]
     assert len(said) == 1 and ".grad was written between the last backward" in said[0]
     run = gx.open_run(tmp_path / "run")
     lost = clip_from + 1  # run steps count from 1
@@ -156,10 +157,11 @@ def test_a_backward_outside_the_models_output_keeps_the_parameter_hooks(tmp_path
     assert_accumulated(run, run.steps, true, micro=2)
 
 
-def test_a_backward_that_misses_the_anchor_is_said_lost_and_every_hook_comes_back(tmp_path, capsys):
+def test_a_backward_that_misses_the_anchor_is_said_lost_and_every_hook_comes_back(tmp_path):
     model = make_model()
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    with gx.watch(model, opt, tmp_path / "run", bins=8) as rec:
+    with pytest.warns(MonitorWarning, match="no backward reached the parameter watched"), \
+            gx.watch(model, opt, tmp_path / "run", bins=8) as rec:
         train(rec, model, opt, A.PROOF_STEPS + 1)
         assert rec.probe.hooks == "anchor"
         x, _ = batch(99)
@@ -171,7 +173,6 @@ def test_a_backward_that_misses_the_anchor_is_said_lost_and_every_hook_comes_bac
         lost = rec.ledger
         true = train(rec, model, opt, 2, start=50)
     assert lost.grad_norm_accumulated is None and lost.clip_coef is None  # unknown, not wrong
-    assert "no backward reached the parameter watched" in capsys.readouterr().err
     run = gx.open_run(tmp_path / "run")
     assert_accumulated(run, run.steps[-2:], true)
 
@@ -204,7 +205,7 @@ def test_reentrant_checkpoints_keep_the_anchor_in_the_outer_backward(tmp_path):
     assert_accumulated(run, run.steps, true)
 
 
-def test_a_gradient_replaced_after_the_proof_is_never_taken_for_the_accumulated_one(tmp_path, capsys):
+def test_a_gradient_replaced_after_the_proof_is_never_taken_for_the_accumulated_one(tmp_path):
     model = make_model()
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     swap_from = A.PROOF_STEPS + 2
@@ -218,10 +219,10 @@ def test_a_gradient_replaced_after_the_proof_is_never_taken_for_the_accumulated_
                 assert new._version == p.grad._version
                 p.grad = new
 
-    with gx.watch(model, opt, tmp_path / "run", bins=8) as rec:
+    with pytest.warns(MonitorWarning) as told, gx.watch(model, opt, tmp_path / "run", bins=8) as rec:
         true = train(rec, model, opt, swap_from + 3, between=swap)
         assert not rec.probe.trusted
-    said = [line for line in capsys.readouterr().err.splitlines() if "not known" in line]
+    said = [str(w.message) for w in told if "not known" in str(w.message)]
     assert len(said) == 1 and ".grad was written between the last backward" in said[0]
     run = gx.open_run(tmp_path / "run")
     lost = swap_from + 1  # run steps count from 1
@@ -232,7 +233,7 @@ def test_a_gradient_replaced_after_the_proof_is_never_taken_for_the_accumulated_
     assert all(run.step_info(s)["clip_coef"] == pytest.approx(0.5) for s in after)
 
 
-def test_a_backward_that_raised_never_leaves_the_applied_gradient_as_the_accumulated_one(tmp_path, capsys):
+def test_a_backward_that_raised_never_leaves_the_applied_gradient_as_the_accumulated_one(tmp_path):
     model = make_model()
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     failing = {"now": False}
@@ -245,7 +246,8 @@ def test_a_backward_that_raised_never_leaves_the_applied_gradient_as_the_accumul
     model[0].weight.register_hook(fail)
     raise_at = 2
     true = []
-    with gx.watch(model, opt, tmp_path / "run", bins=8):
+    with pytest.warns(MonitorWarning, match="a backward raised before its end"), \
+            gx.watch(model, opt, tmp_path / "run", bins=8):
         for step in range(raise_at + 3):
             x, y = batch(step)
             if step == raise_at:
@@ -259,7 +261,6 @@ def test_a_backward_that_raised_never_leaves_the_applied_gradient_as_the_accumul
             nn.utils.clip_grad_norm_(model.parameters(), 0.1)
             opt.step()
             opt.zero_grad()
-    assert "a backward raised before its end" in capsys.readouterr().err
     run = gx.open_run(tmp_path / "run")
     lost = raise_at + 1  # run steps count from 1
     assert run.step_info(lost)["grad_norm_accumulated"] is None  # not the clipped 0.1

@@ -16,6 +16,7 @@ from gradexplorer.core.hooks import HookRegistry
 from gradexplorer.core.model.workload import Workload
 from gradexplorer.core.session.engine import SessionConfig, TrainingSession
 from gradexplorer.core.stack.assembly import SessionStack
+from gradexplorer.session import MonitorWarning
 from tests import inplace_models
 from tests.inplace_models import HOOKED
 
@@ -189,13 +190,14 @@ def watched_loop(build, optimizer: str, hooks: dict | None, micro_batches: int =
 
 @pytest.mark.parametrize("optimizer", OPTIMIZERS)
 @pytest.mark.parametrize("build", HOOKED, ids=lambda b: b.__name__.removeprefix("build_"))
-def test_watch_detaches_the_hook_before_the_loop_breaks(build, optimizer, capsys):
+def test_watch_detaches_the_hook_before_the_loop_breaks(build, optimizer):
     plain_losses, plain_model, plain_opt, _ = watched_loop(build, optimizer, None)
     plain_rng = torch.random.get_rng_state()
-    losses, model, opt, events = watched_loop(build, optimizer, {HOOKED[build]: "scale:0.5"})
+    with pytest.warns(MonitorWarning) as told:
+        losses, model, opt, events = watched_loop(build, optimizer, {HOOKED[build]: "scale:0.5"})
     detached = [e for e in events if f"on '{HOOKED[build]}' detached: " in e and "in place" in e]
     assert len(detached) == 1
-    assert capsys.readouterr().err.splitlines() == [f"gradexplorer: {detached[0]}"]
+    assert [str(w.message) for w in told] == [f"gradexplorer: {detached[0]}"]
     assert losses == plain_losses
     assert_same_training(model, opt, plain_model, plain_opt)
     assert torch.equal(torch.random.get_rng_state(), plain_rng)
@@ -207,9 +209,11 @@ def test_the_guard_probes_once_and_leaves_safe_hooks_and_forward_hooks_alone():
     calls = []
     model.register_forward_hook(lambda module, args, output: calls.append(output.shape))
     x, y = workload.make_batch(0)
-    with gx.watch(model, hooks={"1": "scale:0.5", "4": "observe"}) as rec:
+    with pytest.warns(MonitorWarning, match="'1' detached") as told, \
+            gx.watch(model, hooks={"1": "scale:0.5", "4": "observe"}) as rec:
         for _ in range(2):
             workload.loss_fn(model(x), y).backward()
             rec.step()
         assert list(rec.hooks.attached()) == ["4"] and rec.hooks.attached()["4"].calls == 2
     assert len(calls) == 2  # the probe forward is not the model's: its hooks never saw it
+    assert len(told) == 1  # said once, on the one failure channel

@@ -13,6 +13,7 @@ from torch import nn
 import gradexplorer as gx
 from gradexplorer.core.graph.deep_stack import run_with_deep_stack
 from gradexplorer.core.stats.backends.numba import worker as stats_worker
+from gradexplorer.session import MonitorWarning
 
 
 @pytest.fixture
@@ -43,16 +44,15 @@ def train(model, opt, steps, rec):
         opt.step()
 
 
-def test_watch_without_a_writer_thread_records_on_the_training_thread(tmp_path, capsys,
-                                                                       no_thread_named):
+def test_watch_without_a_writer_thread_records_on_the_training_thread(tmp_path, no_thread_named):
     no_thread_named("run-writer")
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 3))
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    with gx.watch(model, opt, tmp_path / "run", bins=8) as rec:
+    with pytest.warns(MonitorWarning) as told, gx.watch(model, opt, tmp_path / "run", bins=8) as rec:
         train(model, opt, 70, rec)  # more writes than one batch: some committed on the way
         before = {n: p.grad.detach().double().clone() for n, p in model.named_parameters()}
-    lines = capsys.readouterr().err.strip().splitlines()
+    lines = [str(w.message) for w in told]
     assert lines == ["gradexplorer: cannot start the run's writer thread (can't start new "
                      "thread); writing on the training thread instead"]
     run = gx.open_run(tmp_path / "run")

@@ -134,7 +134,7 @@ def test_the_apps_session_tells_spikes_to_the_event_log():
     live = open_live_session("example:mlp", gx.session.ModelOptions(),
                              gx.session.SessionConfig(device="cpu", lr=1e30))
     told = []
-    live.hooks.event.connect(lambda *event: told.append(event))
+    live.stack.events.told.connect(lambda *event: told.append(event))  # the stack's bus
     assert live.session.observers == [live.stack]  # the one observer: its phases in order
     # a reporter of the after-step phase, so it reads the figures of the measure phase before it
     spikes = next(o for o in live.stack.reporters if isinstance(o, SpikeObserver))

@@ -19,9 +19,13 @@ class SpikeLines:
         self.observer.spike.connect(self._event)
 
     def _event(self, event, step: int) -> None:
-        if event.step == step:  # the event begins: say so once
-            print_line(f"  ! spike at {event.summary()}; batch make_batch({step - 1})",
-                       self.stream)
+        from gradexplorer.core.diagnose.spikes import ids_text
+
+        if event.step == step:  # the event begins: say so once, with its batch's identity
+            batch = event.batch
+            named = f"make_batch({batch['make_batch']})" if isinstance(batch, dict) and \
+                "make_batch" in batch else ids_text(batch)
+            print_line(f"  ! spike at {event.summary()}; batch {named}", self.stream)
 
     def summary(self) -> list[str]:
         events = self.observer.events

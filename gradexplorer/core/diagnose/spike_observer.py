@@ -1,32 +1,44 @@
-"""Spike detection on a TrainingSession: ``gradexplorer run`` and the app.
+"""Spike detection as a stack reporter: the app, ``gradexplorer run`` and ``watch``.
 
-``SpikeObserver`` reads what a step already brought to the host: the loss, the global norm and,
-when a GradientMonitor observes the session before it, every parameter's figures. The batch
-behind a step is the workload's ``make_batch`` index (``step - 1``). A flagged step's event is
-put in ``result.spike`` (the app's mailbox carries it) and emitted by ``spike``.
+``SpikeObserver`` is the one path from a step to a spike event. It reads what a step already
+brought to the host: the loss, the global norm and, when the stack's GradientMonitor measured
+the step before it, every parameter's figures. The batch behind an event is the step's own
+batch identity, ``result.batch``: the workload's ``make_batch`` index (``{"make_batch": N}``)
+on a TrainingSession, the ids the loop noted with ``rec.note_batch`` under ``watch``. A flagged
+step's event is put in ``result.spike`` (the app's mailbox carries it), handed to ``sink``
+(``watch``'s ``SpikeLog``: the per-sample losses, the event's snapshot, the run's table) and
+emitted by ``spike``.
 """
 
 from __future__ import annotations
 
-import warnings
+from collections.abc import Callable
 
 from psygnal import Signal
 
 from gradexplorer.core.diagnose.spike_band import SpikeSettings
 from gradexplorer.core.diagnose.spikes import SpikeDetector, SpikeEvent
-from gradexplorer.core.messages.errors import emit_guarded, first_line
+from gradexplorer.core.messages.errors import UserError, emit_guarded, first_line
+from gradexplorer.core.messages.failures import tell_failure
 
 
 class SpikeObserver:
-    """Session observer: add it after the GradientMonitor. ``spike(event, step)`` (psygnal):
-    a step that belongs to an event."""
+    """Session observer: a reporter of the stack, after the GradientMonitor. ``spike(event,
+    step)`` (psygnal): a step that belongs to an event. ``report(line)``: where a failure of
+    detection is told (default: one MonitorWarning); ``sink(event, result)``: what keeps an
+    event besides this observer (called on every step that belongs to one)."""
 
     spike = Signal(object, int)
 
-    def __init__(self, settings: SpikeSettings | None = None, report=None) -> None:
+    def __init__(self, settings: SpikeSettings | None = None, report=None,
+                 sink: Callable[[SpikeEvent, object], None] | None = None) -> None:
+        if settings is not None and not isinstance(settings, SpikeSettings):
+            raise UserError(f"spikes must be True, False or a SpikeSettings, "
+                            f"got {type(settings).__name__}")
         self.detector = SpikeDetector(settings)
         self.failed = False
-        self._report = report or (lambda line: warnings.warn(line, RuntimeWarning, stacklevel=3))
+        self._report = report or tell_failure
+        self._sink = sink
 
     @classmethod
     def telling(cls, signal, settings: SpikeSettings | None = None) -> SpikeObserver:
@@ -34,12 +46,7 @@ class SpikeObserver:
         signal instance of ``HookRegistry.event``'s signature) as ``("spike", module,
         "spike at step N: …")``: the app's event log shows it."""
         observer = cls(settings)
-
-        def tell(event: SpikeEvent, step: int) -> None:
-            if event.step == step:
-                module = event.modules[0]["name"] if event.modules else ""
-                signal.emit("spike", module, f"spike at {event.summary()}")
-        observer.spike.connect(tell)
+        observer.spike.connect(lambda event, step: tell_spike(signal.emit, event, step))
         return observer
 
     def close(self) -> None:
@@ -62,11 +69,20 @@ class SpikeObserver:
                          f"{first_line(exc)}; training goes on")
 
     def _check(self, result) -> None:
-        record = result.gradients
-        event = self.detector.observe(result.step, result.loss, record, result.grad_norm)
+        event = self.detector.observe(result.step, result.loss, result.gradients, result.grad_norm)
         if event is None:
             return
-        if event.step == result.step:
-            event.batch = {"make_batch": result.step - 1}
+        if event.step == result.step:  # the event begins here: its batch is this step's
+            event.batch = result.batch
+        if self._sink is not None:
+            self._sink(event, result)
         result.spike = event
         emit_guarded(self.spike, "a subscriber of the spike events", event, result.step)
+
+
+def tell_spike(tell, event: SpikeEvent, step: int) -> None:
+    """``tell("spike", module, "spike at step N: …")`` when ``event`` begins at ``step`` (the
+    event log's line: ``StackEvents.told``)."""
+    if event.step == step:
+        module = event.modules[0]["name"] if event.modules else ""
+        tell("spike", module, f"spike at {event.summary()}")

@@ -4,6 +4,8 @@ signal's subscribers."""
 
 import warnings
 
+from gradexplorer.core.messages.failures import MonitorWarning
+
 
 class UserError(Exception):
     """A problem the user can fix; ``str(err)`` is a single clear line."""
@@ -21,7 +23,7 @@ def first_line(exc: BaseException) -> str:
 
 def emit_guarded(signal, what: str, *args) -> None:
     """``signal.emit(*args)`` (a psygnal signal instance); a subscriber that raises becomes a
-    ``RuntimeWarning`` naming ``what`` and its cause, and the emitting code (a step of the
+    ``MonitorWarning`` naming ``what`` and its cause, and the emitting code (a step of the
     training being observed) goes on: a monitor never breaks the loop it watches. Nothing is
     done without a subscriber (an emit to none costs ~10 µs a step)."""
     if not len(signal):
@@ -30,11 +32,11 @@ def emit_guarded(signal, what: str, *args) -> None:
         signal.emit(*args)
     except Exception as exc:  # noqa: BLE001 - psygnal wraps the subscriber's error (__cause__)
         warnings.warn(f"gradexplorer: {what} failed ({first_line(exc.__cause__ or exc)}); "
-                      "training goes on", RuntimeWarning, stacklevel=3)
+                      "training goes on", MonitorWarning, stacklevel=3)
 
 
 def measured(what: str, work, warned: set | None = None, at: str = ""):
-    """``(work(), None)``; where it raises, ``(None, cause)`` and one ``RuntimeWarning`` naming
+    """``(work(), None)``; where it raises, ``(None, cause)`` and one ``MonitorWarning`` naming
     ``what`` (``at``: where, e.g. " at step 3", said but not part of what makes it the same
     warning) and the cause: a monitor never breaks the loop it watches. With ``warned`` (a set
     the caller keeps) the same ``what`` and cause warn once, however many steps repeat them."""
@@ -53,7 +55,7 @@ def warn_not_recorded(what: str, cause: str, warned: set | None = None, at: str 
             return
         warned.add((what, cause))
     warnings.warn(f"gradexplorer: could not measure {what}{at} ({cause}); not recorded, "
-                  "training goes on", RuntimeWarning, stacklevel=4)
+                  "training goes on", MonitorWarning, stacklevel=4)
 
 
 _RENAMED_WARNED: set[tuple[str, str]] = set()  # (where, old name) already warned about

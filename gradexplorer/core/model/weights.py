@@ -20,12 +20,12 @@ def read_state_dict(path: str | Path) -> dict[str, torch.Tensor]:
         raise UserError(f"{path} is not a weights file (not a regular file)")
     suffix = path.suffix.lower()
     if suffix == ".safetensors":
-        from safetensors import SafetensorError
-        from safetensors.torch import load_file
+        from gradexplorer.core.files.safetensors_file import SafetensorsFile
 
         try:
-            return load_file(str(path))
-        except (SafetensorError, OSError, ValueError) as exc:
+            with SafetensorsFile(path) as f:  # the one safetensors reader
+                return {key: f.tensor(key) for key in f.keys()}
+        except UserError as exc:
             raise UserError(f"cannot read {path} as safetensors: {exc}") from None
     if suffix in (".pt", ".pth", ".bin"):
         return _read_torch_file(path)

@@ -7,7 +7,6 @@ import math
 import os
 import shutil
 import sqlite3
-import sys
 import threading
 import time
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import Any
 
 from gradexplorer.core.files.folder_lock import FolderLock
 from gradexplorer.core.messages.errors import UserError, first_line
+from gradexplorer.core.messages.failures import FailureChannel
 from gradexplorer.core.runs import schema as S
 from gradexplorer.core.runs.open_writers import OPEN
 from gradexplorer.core.runs.param_rows import ParamRows
@@ -59,8 +59,9 @@ def leftover_files(run_dir: Path) -> list[Path]:
 
 
 class RunWriter:
-    """Owns the run database; a write that fails (a full disk) is reported once and recording
-    stops, while training goes on.
+    """Owns the run database; a write that fails (a full disk) is told once (one MonitorWarning,
+    or ``report(line)`` where given: ``core/messages/failures.py``) and recording stops, while
+    training goes on.
 
     The writes are done on a writer thread (``write_thread.py``): ``write_step`` and the others
     queue the work and return; ``flush()`` waits for it, ``close()`` commits it all first.
@@ -80,7 +81,7 @@ class RunWriter:
         self._place: RunPlace | None = None
         self.first_step = 1
         self.recorded: dict[str, Any] = {}  # the resumed run's structure
-        self._report = report or (lambda line: print(line, file=sys.stderr))
+        self._report = FailureChannel.of(report)  # MonitorWarning, or the caller's report(line)
         try:
             self.run_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -319,6 +320,7 @@ class RunWriter:
             if self._place is not None:
                 self._place.close()
             self._lock.release()
+            self._report.tell_waiting()  # a failure on the writer thread, said here
 
 
 WARN_BYTES = 2 * 10**9  # as ``run --export``: say so before a run leaves more than this

@@ -45,7 +45,9 @@ class StepResult:
     shaped this step's gradients), ``observed`` (ObserveReporter: module -> ObservedGrads),
     ``nonfinite_origin`` (NonFiniteOrigin: where a NaN/Inf was born), ``spike`` (SpikeObserver:
     a SpikeEvent), ``param_grad_norms`` (ParamWatcher: name -> norm), ``optimizer_state``
-    (OptimizerStateReporter: per-parameter optimizer figures)."""
+    (OptimizerStateReporter: per-parameter optimizer figures). ``batch``: the step's batch
+    identity, the one a spike event names: ``{"make_batch": N}`` (the workload's index) from a
+    session, the ids noted with ``rec.note_batch`` under ``watch``."""
 
     step: int
     loss: float
@@ -59,6 +61,7 @@ class StepResult:
     spike: Any = None
     param_grad_norms: dict[str, float] | None = None
     optimizer_state: dict[str, Any] | None = None
+    batch: Any = None
 
     @property
     def seconds(self) -> float:
@@ -318,7 +321,8 @@ class TrainingSession:
         coef, clipped = clip_coefficient(norm, norm, None)
         ledger = StepLedger(self.step_count, self.step_count, 1, loss_value, norm, norm, coef,
                             clipped, lr=tuple(float(g["lr"]) for g in self.optimizer.param_groups))
-        result = StepResult(self.step_count, loss_value, norm, timings, ledger=ledger)
+        result = StepResult(self.step_count, loss_value, norm, timings, ledger=ledger,
+                            batch={"make_batch": self.step_count - 1})
         self._observers.after_step(self, result)
         return result
 

@@ -7,10 +7,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from gradexplorer.core.files.safetensors_file import SafetensorsFile
 from gradexplorer.core.messages.errors import UserError
 from gradexplorer.core.snapshot import format as F
 from gradexplorer.core.snapshot.read import Snapshot, read_snapshot
-from gradexplorer.core.snapshot.tensor_stream import TensorReader
 from gradexplorer.core.stats.histogram import histogram_w1, mixture_w1
 
 TOTAL = "(all gradients)"
@@ -61,7 +61,7 @@ def _finite(values: np.ndarray) -> tuple[np.ndarray, int]:
     return (np.where(finite, values, 0.0) if bad else values), bad
 
 
-def _row(name: str, ra: TensorReader, rb: TensorReader, ha, hb) -> tuple[ParamComparison, float]:
+def _row(name: str, ra: SafetensorsFile, rb: SafetensorsFile, ha, hb) -> tuple[ParamComparison, float]:
     """Norms and dot product in float64 over finite values, streamed chunk by chunk through both files."""
     sa = sb = dot = 0.0
     bad_a = bad_b = 0
@@ -88,7 +88,7 @@ def compare_snapshots(a: Snapshot | str, b: Snapshot | str) -> Comparison:
     if not common:
         raise UserError(f"{a.path} and {b.path} hold no gradients of the same name and shape")
     rows, dots = [], []
-    with TensorReader(a.path / F.GRADIENTS_FILE) as ra, TensorReader(b.path / F.GRADIENTS_FILE) as rb:
+    with SafetensorsFile(a.path / F.GRADIENTS_FILE) as ra, SafetensorsFile(b.path / F.GRADIENTS_FILE) as rb:
         for n in common:  # one gradient at a time, a chunk at a time: memory stays small
             row, dot = _row(n, ra, rb, a.histograms.get(n), b.histograms.get(n))
             rows.append(row)

@@ -1,6 +1,7 @@
 """Read and verify a gradient snapshot; anything missing, truncated or altered is refused.
 
-Tensors load through safetensors only: nothing is ever unpickled.
+Tensors load through the one safetensors reader (``core/files/safetensors_file.py``): nothing
+is ever unpickled.
 """
 
 from __future__ import annotations
@@ -13,9 +14,9 @@ from typing import Any
 
 import numpy as np
 import torch
-from safetensors import safe_open
 
 from gradexplorer.core.files.bounded_json import MAX_BYTES, load_bounded
+from gradexplorer.core.files.safetensors_file import SafetensorsFile
 from gradexplorer.core.messages.errors import UserError
 from gradexplorer.core.snapshot import format as F
 from gradexplorer.core.snapshot.schema import validate_manifest
@@ -77,8 +78,8 @@ class Snapshot:
         return self._load([e["key"] for e in self.manifest.get("extra_tensors", [])])
 
     def _load(self, keys: list[str]) -> dict[str, torch.Tensor]:
-        with safe_open(str(self.path / F.GRADIENTS_FILE), framework="pt") as f:
-            return {k: f.get_tensor(k) for k in keys}
+        with SafetensorsFile(self.path / F.GRADIENTS_FILE) as f:  # the one safetensors reader
+            return {k: f.tensor(k) for k in keys}
 
 
 def resolve_snapshot_dir(path: str | os.PathLike) -> Path:
@@ -137,11 +138,8 @@ def _verify_files(p: Path, manifest: dict[str, Any]) -> None:
 def _verify_tensors(p: Path, manifest: dict[str, Any]) -> None:
     expected = {q["name"]: q["shape"] for q in manifest["parameters"] if q["has_grad"]}
     expected.update({e["key"]: e["shape"] for e in manifest.get("extra_tensors", [])})
-    try:
-        with safe_open(str(p / F.GRADIENTS_FILE), framework="pt") as f:
-            found = {k: list(f.get_slice(k).get_shape()) for k in f.keys()}
-    except Exception as exc:  # noqa: BLE001 - any parse failure is a bad file
-        raise UserError(f"{p}: {F.GRADIENTS_FILE} is not a readable safetensors file ({exc})") from None
+    with SafetensorsFile(p / F.GRADIENTS_FILE) as f:  # a bad file: one UserError
+        found = {k: f.shape(k) for k in f.keys()}
     if found != expected:
         raise UserError(f"{p}: {F.GRADIENTS_FILE} does not hold the tensors its manifest lists")
 

@@ -20,8 +20,10 @@ observer and runs its parts in four phases, each part once:
    command line's alarm.
 
 ``watch`` has no TrainingSession: it drives phases 1 and 2 from its optimizer hooks
-(``begin``, ``measure``) with the model's ``(name, parameter)`` pairs, and writes its snapshots
-with the same call (``snapshot``).
+(``begin``, ``measure``) with the model's ``(name, parameter)`` pairs, phase 3's reporters
+(its spike detector) with ``report`` on each written step, and writes its snapshots with the
+same call (``snapshot``). After the last phase the stack tells the step on its own event
+signal, ``events`` (``core/stack/events.py``): the app's one event bus.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gradexplorer.core.messages.failures import tell_failure
+from gradexplorer.core.stack.events import StackEvents
 from gradexplorer.core.stack.observer import SessionObserver, guarded_call
 
 if TYPE_CHECKING:  # imported where used: ``watch`` needs neither the NaN origin nor exporters
@@ -56,17 +60,26 @@ class SessionStack:
     origin: NonFiniteOrigin | None = None
     reporters: list[SessionObserver] = field(default_factory=list)
     publishers: list[SessionObserver] = field(default_factory=list)
+    events: StackEvents = field(default_factory=StackEvents)  # core/stack/events.py: the bus
     _warned: set = field(default_factory=set, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.hooks is not None:  # the registry's events on the bus (once a bus)
+            self.events.relay_hooks(self.hooks)
 
     @classmethod
     def on(cls, session, monitor: GradientMonitor | None = None, hooks: HookRegistry | None = None,
-           *, origin: bool = True, reporters: tuple = (), publishers: tuple = ()) -> SessionStack:
+           *, origin: bool = True, reporters: tuple = (), publishers: tuple = (),
+           events: StackEvents | None = None) -> SessionStack:
         """The stack of ``session``, installed: its one observer (``origin``: find where a
-        step's NaN/Inf was born). With a monitor the session leaves the global norm to it."""
+        step's NaN/Inf was born). With a monitor the session leaves the global norm to it.
+        ``events``: the bus to emit on (the app's, kept from stack to stack), else its own."""
         from gradexplorer.core.diagnose.nan_origin import NonFiniteOrigin
 
         stack = cls(monitor, hooks, NonFiniteOrigin(session, monitor) if origin else None,
-                    list(reporters), list(publishers))
+                    list(reporters), list(publishers), events or StackEvents())
+        if stack.origin is not None:
+            stack.events.relay(stack.origin.event)  # where a NaN/Inf was born: the event log
         stack.install(session)
         return stack
 
@@ -110,9 +123,21 @@ class SessionStack:
             self.hooks.after_step(session, result)
         if self.origin is not None:
             self.origin.after_step(session, result)
+        self.report(session, result)
+
+    def report(self, session, result) -> None:
+        """Phase 3's reporters and phase 4, in order, on a result already measured (``watch``
+        calls it with no session, on each written step: its spike reporter)."""
         for part in [*self.reporters, *self.publishers]:  # one failing part: one warning
             guarded_call(part, "after_step", part.after_step, session, result, result.step,
-                         self._warned)
+                         self._warned, self.tell)
+        self.events.step_done(result)
+
+    def tell(self, line: str) -> None:
+        """The stack's failure channel: one MonitorWarning, and ``failed`` on the bus (the
+        caller says each cause once: ``guarded_call``'s set, a reporter that stops)."""
+        tell_failure(line, stacklevel=4)
+        self.events.fail(line)
 
     # -- snapshots -------------------------------------------------------------------
     def snapshot(self, directory: str | os.PathLike, source, record: StepGradients | None,
@@ -135,6 +160,8 @@ class SessionStack:
 
         exporter = SnapshotExporter(directory, self.monitor, snapshot_every, last_step,
                                     registry=self.hooks, keep_snapshots=keep_snapshots)
+        events = self.events  # each snapshot written: a line of the event log on the bus
+        exporter.wrote.connect(lambda step, path: events.tell("snapshot", "", f"snapshot {path}"))
         if wrote is not None:
             exporter.wrote.connect(wrote)
         self.publishers.insert(len([p for p in self.publishers

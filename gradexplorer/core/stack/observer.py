@@ -3,7 +3,7 @@
 An observer implements either hook or both (``SessionStack``, the one observer the app,
 ``run``, ``watch`` and A/B give a session, implements both). The hooks an observer has are
 looked up once, when it is added (``ObserverHooks.add``), not on every step. A hook that
-raises is one ``RuntimeWarning`` (once per observer, hook and cause) and the step goes on:
+raises is one ``MonitorWarning`` (once per observer, hook and cause) and the step goes on:
 a monitor never breaks the loop it watches. A ``UserError`` (a problem the user must fix)
 still ends the step.
 """
@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
 from gradexplorer.core.messages.errors import UserError, first_line
+from gradexplorer.core.messages.failures import MonitorWarning
 
 
 @runtime_checkable
@@ -67,9 +68,10 @@ class ObserverHooks:
 
 
 def guarded_call(observer: object, name: str, hook: Callable[[Any, Any], None], session: Any,
-                 arg: Any, step: int, warned: set) -> None:
+                 arg: Any, step: int, warned: set, tell: Callable[[str], None] | None = None) -> None:
     """``hook(session, arg)``, ``observer``'s hook ``name``; where it raises (not a UserError),
-    one ``RuntimeWarning`` per observer type, hook and cause (``warned``: the caller's set)."""
+    one ``MonitorWarning`` per observer type, hook and cause (``warned``: the caller's set;
+    ``tell(line)``: the caller's failure channel instead, a stack's ``tell``)."""
     try:
         hook(session, arg)
     except UserError:
@@ -78,5 +80,9 @@ def guarded_call(observer: object, name: str, hook: Callable[[Any, Any], None], 
         what, cause = f"{type(observer).__name__}.{name}", first_line(exc)
         if (what, cause) not in warned:  # once, however many steps repeat it
             warned.add((what, cause))
-            warnings.warn(f"gradexplorer: the session observer {what} failed at step {step} "
-                          f"({cause}); training goes on", RuntimeWarning, stacklevel=4)
+            line = f"gradexplorer: the session observer {what} failed at step {step} " \
+                   f"({cause}); training goes on"
+            if tell is not None:
+                tell(line)
+            else:
+                warnings.warn(line, MonitorWarning, stacklevel=4)

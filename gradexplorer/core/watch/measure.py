@@ -1,5 +1,5 @@
 """The session stack's measuring phases driven by a watched loop's step boundaries (no
-TrainingSession)."""
+TrainingSession), and its one snapshot call for a watched run."""
 
 from __future__ import annotations
 

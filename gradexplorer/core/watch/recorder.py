@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -11,9 +10,11 @@ import torch
 from torch import nn
 
 from gradexplorer.core.messages.errors import UserError
+from gradexplorer.core.messages.failures import FailureChannel
 from gradexplorer.core.persample.tracker import check_reduction
 from gradexplorer.core.runs.structure import model_structure
 from gradexplorer.core.runs.writer import RunSizeNote, RunWriter
+from gradexplorer.core.session.engine import StepResult
 from gradexplorer.core.stack.assembly import SessionStack
 from gradexplorer.core.stats.monitor import GradientMonitor
 from gradexplorer.core.stats.records import StepGradients
@@ -35,7 +36,7 @@ from gradexplorer.core.watch.noise_watch import noise_for
 from gradexplorer.core.watch.per_rank import rank_norms_for
 from gradexplorer.core.watch.per_sample import PerSampleWatch
 from gradexplorer.core.watch.ranks import RankPlan, plan_ranks
-from gradexplorer.core.watch.spike_log import SpikeLog
+from gradexplorer.core.watch.spike_log import BatchNotes, SpikeLog, spike_reporter
 from gradexplorer.core.watch.step_writes import optimizer_state_of, snapshot_step
 
 
@@ -80,7 +81,7 @@ class Recorder:
         hooks = A.hook_specs(self.model, hooks)
         per_sample = A.flag(per_sample_norms, "per_sample_norms") and check_reduction(
             per_sample_reduction)  # checked here, before anything is attached
-        self._report = report or (lambda line: print(line, file=sys.stderr))
+        self._failures = self._report = FailureChannel.of(report)  # the one failure channel
         try:
             self._set_up(optimizer, run_dir, (stats_every, histogram_every), bins, snapshot_every,
                          hooks, keep_snapshots, history, auto_steps, per_rank, overwrite, resume,
@@ -120,14 +121,16 @@ class Recorder:
             "a skipped step", self._skipped_step, self._warned), lambda: self._steps_taken)
         if run_dir is not None and self.plan.writes:
             self._open_run(run_dir, overwrite, resume, hooks)
-        self.spikes = None if self.writer is None or spikes is False else SpikeLog(
-            None if spikes is True else spikes, self.writer,
-            None if self.plan.sharded else lambda r: snapshot_step(self, r),
-            keep_snapshots, self._report)
+        self.batches, self._spike_log = BatchNotes(), None  # the batch: StepResult.batch
+        if self.writer is not None and spikes is not False:  # the stack's spike reporter
+            self._spike_log = SpikeLog(self.writer, None if self.plan.sharded else
+                                       lambda r: snapshot_step(self, r), keep_snapshots, self._periodic)
+            self.spikes = spike_reporter(spikes, self._spike_log, self._failures)
+            self.stack.reporters.append(self.spikes)
         if per_sample:  # every recorded step's per-sample gradient norms (core/watch/per_sample.py)
             self.per_sample_watch = PerSampleWatch.of(self, per_sample)
-            if self.spikes is not None:  # a spike keeps its samples of largest gradient norm
-                self.spikes.grad_samples_of = self.per_sample_watch.top_of
+            if self._spike_log is not None:  # a spike keeps its samples of largest gradient norm
+                self._spike_log.grad_samples_of = self.per_sample_watch.top_of
         self.auto_steps = auto_steps and optimizer is not None
         if self.auto_steps:
             self._handles.append(optimizer.register_step_pre_hook(self._step_pre_hook))
@@ -135,7 +138,7 @@ class Recorder:
 
     def _open_run(self, run_dir: Path, overwrite: bool, resume: bool, hooks) -> None:
         structure = model_structure(self.plan.stats_model, self.plan.names)
-        self.writer = RunWriter(run_dir, self._report, overwrite=overwrite, resume=resume)
+        self.writer = RunWriter(run_dir, self._failures, overwrite=overwrite, resume=resume)
         self.writer.check_resumed(structure)
         self.step_count = self.writer.first_step - 1
         self.writer.set_meta({
@@ -145,7 +148,7 @@ class Recorder:
                          "keep_snapshots": self.keep_snapshots, "hooks": hooks or {},
                          "ranks": self.plan.world, "mode": self.plan.mode},
         })
-        self.size_note = RunSizeNote(self.writer, self._report)
+        self.size_note = RunSizeNote(self.writer, self._failures)
         self._graph = GraphCapture(self.model, lambda g: self.writer.set_meta({"graph": g}))
 
     def _attach_hooks(self, hooks: dict[str, str]) -> None:
@@ -209,6 +212,8 @@ class Recorder:
         if loss is not None:
             self.note_loss(loss)
         self._steps_taken += 1
+        if self._failures.waiting:  # told on the writer thread: said here, once
+            self._failures.tell_waiting()
         micro, iteration = self._backwards_over()
         self.step_count = self._next_step()
         if not self._pending:
@@ -291,27 +296,29 @@ class Recorder:
         loss = A.loss_value(loss)
         if loss is not None:
             self._losses.append(loss)
-        if per_sample is not None and self.spikes is not None:
-            self.spikes.note_per_sample(self._next_step(), per_sample)
+        if per_sample is not None and self._spike_log is not None:
+            self._spike_log.note_per_sample(self._next_step(), per_sample)
 
     def note_batch(self, ids) -> None:
         """The ids of the step under way's samples (JSON-able: indices, names), kept with it."""
-        if self.spikes is not None:
-            self.spikes.note_batch(self._next_step(), ids)
+        if self.writer is not None:
+            self.batches.note(self._next_step(), ids)
 
     def _write(self, record: StepGradients, rank_norms, accumulated, state) -> None:
-        batch = self.spikes.batch_of(record.step) if self.spikes else None
-        if not self.writer.write_step(record, self.ledger.loss, ranks=self.plan.world,
-                                      rank_norms=rank_norms, ledger=self.ledger,
-                                      accumulated=accumulated, optimizer_state=state,
-                                      batch=batch):
+        step, ledger = record.step, self.ledger
+        if not self.writer.write_step(record, ledger.loss, ranks=self.plan.world,
+                                      rank_norms=rank_norms, ledger=ledger, accumulated=accumulated,
+                                      optimizer_state=state, batch=self.batches.text_of(step)):
             return
-        self.size_note.check(record.step)
-        periodic = bool(self.snapshot_every and record.step % self.snapshot_every == 0)
-        if periodic:
+        self.size_note.check(step)
+        if self._periodic(step):
             snapshot_step(self, record)
-        if self.spikes is not None:
-            self.spikes.after_write(record, self.ledger.loss, periodic, headline_norm(self.ledger))
+        if self.stack.reporters:  # the stack's after-step reporters (spikes), as on a session
+            self.stack.report(None, StepResult(step, ledger.loss, headline_norm(ledger), {}, ledger,
+                                               record, batch=self.batches.ids_of(step)))
+
+    def _periodic(self, step: int) -> bool:
+        return bool(self.snapshot_every and step % self.snapshot_every == 0)
 
     # -- results and the end -------------------------------------------------------
     def latest(self) -> StepGradients | None:
@@ -353,6 +360,7 @@ class Recorder:
         if self.writer is not None:
             self.writer.set_meta({"finished": time.time()})  # readers following it can say so
             self.writer.close()
+        self._failures.tell_waiting()
 
     def __enter__(self) -> Recorder:
         return self

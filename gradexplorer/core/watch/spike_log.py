@@ -1,10 +1,12 @@
-"""Spike detection for ``watch``: the batch behind each step, events kept in the run directory.
+"""``watch``'s batch identity and what it keeps of a spike event besides the stack's reporter.
 
-The Recorder hands every written step to ``SpikeLog.after_write``; the detector
-(core/diagnose/spikes.py) reads the figures the monitor already brought to the host. Only on a
-flagged step does anything more happen: the per-sample losses the user gave are brought over
-(the largest are kept with the event), the event is written (table ``spike_events``) and the
-step is snapshotted (at most ``keep_snapshots`` event snapshots, else MAX_EVENT_SNAPSHOTS).
+Detection is the stack's ``SpikeObserver`` (core/diagnose/spike_observer.py), the reporter the
+app and ``gradexplorer run`` use: the Recorder hands it each written step as a StepResult
+whose ``batch`` is what ``BatchNotes`` holds for the step (the ids ``rec.note_batch`` gave, as
+the run's ``batches`` table stores them). ``SpikeLog`` is the reporter's sink, the part only a
+watched run has: on a flagged step the per-sample losses the user gave are brought over (the
+largest are kept with the event), the event is written (table ``spike_events``) and the step
+is snapshotted (at most ``keep_snapshots`` event snapshots, else MAX_EVENT_SNAPSHOTS).
 """
 
 from __future__ import annotations
@@ -16,8 +18,9 @@ from typing import Any
 import torch
 
 from gradexplorer.core.diagnose.spike_band import SpikeSettings
-from gradexplorer.core.diagnose.spikes import SpikeDetector, SpikeEvent
-from gradexplorer.core.messages.errors import UserError, first_line
+from gradexplorer.core.diagnose.spike_observer import SpikeObserver
+from gradexplorer.core.diagnose.spikes import SpikeEvent
+from gradexplorer.core.messages.errors import UserError
 
 MAX_EVENT_SNAPSHOTS = 8  # event snapshots a run keeps when keep_snapshots is not given
 TOP_SAMPLES = 8  # samples with the largest loss kept with an event
@@ -59,74 +62,65 @@ def top_samples(per_sample: Any, ids: Any, count: int = TOP_SAMPLES) -> list[dic
     return out
 
 
-class SpikeLog:
-    """The Recorder's spike detection: noted batches, per-sample losses, events and snapshots."""
+class BatchNotes:
+    """The batch behind the step under way, as ``rec.note_batch`` gave it: its JSON text (the
+    run's ``batches`` table) and the ids read back from it (``StepResult.batch``, an event's
+    ``batch``: what ``Run.batch_ids`` returns for the step)."""
 
-    def __init__(self, settings: SpikeSettings | None, writer, snapshot=None,
-                 keep_snapshots: int | None = None, report=print) -> None:
-        if settings is not None and not isinstance(settings, SpikeSettings):
-            raise UserError(f"watch: spikes must be True, False or a SpikeSettings, "
-                            f"got {type(settings).__name__}")
-        self.detector = SpikeDetector(settings)
-        self._report = report
-        self.failed = False
+    def __init__(self) -> None:
+        self._noted: tuple[int, str, Any] | None = None  # (step, ids as JSON, ids)
+
+    def note(self, step: int, ids: Any) -> None:
+        text = batch_json(ids)
+        self._noted = (step, text, json.loads(text))
+
+    def text_of(self, step: int) -> str | None:
+        """The ids noted for ``step`` as JSON text, or None."""
+        return self._noted[1] if self._noted and self._noted[0] == step else None
+
+    def ids_of(self, step: int) -> Any:
+        """The ids noted for ``step``, or None."""
+        return self._noted[2] if self._noted and self._noted[0] == step else None
+
+
+class SpikeLog:
+    """The sink of ``watch``'s SpikeObserver: per-sample losses, event snapshots, the run's
+    ``spike_events`` table. ``snapshot(record)`` writes a step's snapshot (None: none, FSDP2);
+    ``periodic(step)``: that step has a periodic snapshot already."""
+
+    def __init__(self, writer, snapshot=None, keep_snapshots: int | None = None,
+                 periodic=lambda step: False) -> None:
         self.writer = writer
-        self._snapshot = snapshot  # snapshot(record) writes the step's snapshot, or None
+        self._snapshot, self._periodic = snapshot, periodic
         self._snapshots_left = keep_snapshots or MAX_EVENT_SNAPSHOTS
-        self._batch: tuple[int, str] | None = None  # (step, ids as JSON)
         self._per_sample: tuple[int, Any] | None = None
         self.grad_samples_of = None  # (step, ids) -> the largest per-sample gradient norms, or None
-
-    @property
-    def events(self) -> list[SpikeEvent]:
-        return self.detector.events
-
-    def close(self) -> None:
-        """Let the detector's kernel warm-up end (Recorder.close: no thread left working)."""
-        self.detector.close()
-
-    def note_batch(self, step: int, ids: Any) -> None:
-        self._batch = (step, batch_json(ids))
 
     def note_per_sample(self, step: int, per_sample: Any) -> None:
         if isinstance(per_sample, torch.Tensor):
             per_sample = per_sample.detach()  # stays on the device until a step is flagged
         self._per_sample = (step, per_sample)
 
-    def batch_of(self, step: int) -> str | None:
-        """The ids noted for ``step`` (JSON text), or None."""
-        return self._batch[1] if self._batch and self._batch[0] == step else None
-
-    def after_write(self, record, loss: float | None, snapshotted: bool = False,
-                    global_norm: float | None = None) -> SpikeEvent | None:
-        """Score the written step; on a flagged one keep the event (and snapshot its first step).
-        ``global_norm``: the global norm to follow (the ledger's ``headline_norm``: as
-        accumulated, before clipping), else the record's (as applied). A failure here is
-        reported once and ends spike detection; recording goes on."""
-        if self.failed:
-            return None
-        try:
-            return self._check(record, loss, snapshotted, global_norm)
-        except Exception as exc:  # noqa: BLE001 - never break the loop being watched
-            self.failed = True
-            self._report(f"gradexplorer: spike detection stopped at step {record.step}: "
-                         f"{first_line(exc)}; recording goes on")
-            return None
-
-    def _check(self, record, loss: float | None, snapshotted: bool,
-               global_norm: float | None) -> SpikeEvent | None:
-        event = self.detector.observe(record.step, loss, record, global_norm)
-        if event is None:
-            return None
-        if event.step == record.step:  # the event begins here: its batch is this step's
-            text = self.batch_of(record.step)
-            event.batch = None if text is None else json.loads(text)
-            if self._per_sample and self._per_sample[0] == record.step:
+    def keep(self, event: SpikeEvent, result) -> None:
+        """``result``'s step belongs to ``event``: on its first step the samples with the
+        largest loss and a snapshot; the event (as grown so far) into the run."""
+        step = result.step
+        if event.step == step:
+            if self._per_sample and self._per_sample[0] == step:
                 event.samples = top_samples(self._per_sample[1], event.batch)
             if self.grad_samples_of is not None:  # watch(per_sample_norms=True)
-                event.grad_samples = self.grad_samples_of(record.step, event.batch) or []
-            if self._snapshot is not None and not snapshotted and self._snapshots_left > 0:
+                event.grad_samples = self.grad_samples_of(step, event.batch) or []
+            if self._snapshot is not None and not self._periodic(step) and \
+                    self._snapshots_left > 0:
                 self._snapshots_left -= 1
-                self._snapshot(record)
+                self._snapshot(result.gradients)
         self.writer.write_event(event.step, event.until, json.dumps(event.to_json()))
-        return event
+
+
+def spike_reporter(spikes, log: SpikeLog, report) -> SpikeObserver:
+    """``watch(spikes=…)``'s reporter for the stack: True (default settings) or a
+    SpikeSettings; ``log`` its sink; a failure told through ``report``."""
+    if spikes is not True and not isinstance(spikes, SpikeSettings):
+        raise UserError(f"watch: spikes must be True, False or a SpikeSettings, "
+                        f"got {type(spikes).__name__}")
+    return SpikeObserver(None if spikes is True else spikes, report, sink=log.keep)

@@ -105,7 +105,6 @@ class SessionController(QObject):
         options = options or ModelOptions()
         config = config or (self.session.live.config if self.session.live else SessionConfig())
         self.session.set_state(LOADING)
-        push = self._worker.buffer.push_event
         self._opening += 1
         opening = self._opening
 
@@ -115,7 +114,7 @@ class SessionController(QObject):
             if self._closing.is_set():  # the window closed while the model opened: nobody
                 return None  # would train it (the set-up costs seconds at a first open)
             live = open_live_session(spec, options, config, holder=self, session=session)
-            live.hooks.event.connect(hook_publisher(live, push))  # through the mailbox
+            to_mailbox(live.stack.events, self._worker.buffer)  # the stack's bus, subscribed once
             return SessionOpened(live, fresh=True)
 
         def build() -> ModelBuilt | None:
@@ -256,7 +255,6 @@ class SessionController(QObject):
         live, old = self.session.live, self.session.exporter
         if live is None:
             return
-        push = self._worker.buffer.push_event
 
         def change() -> ExportChanged:
             from gradexplorer.gui.training.snapshot_jobs import start_periodic_export, stop_periodic_export
@@ -265,8 +263,7 @@ class SessionController(QObject):
                 stop_periodic_export(live, old)
             if directory is None:
                 return ExportChanged(None)
-            return ExportChanged(start_periodic_export(
-                live, directory, every, lambda step, path: push("snapshot", "", f"snapshot {path}")))
+            return ExportChanged(start_periodic_export(live, directory, every))  # told on the bus
         self.post(change)
 
     # -- results ---------------------------------------------------------------------------
@@ -349,13 +346,13 @@ class SessionController(QObject):
             give_cores_back(self)
 
 
-def hook_publisher(live: LiveSession, push: Callable[..., None]) -> Callable[[str, str, str], None]:
-    """The subscriber of ``live``'s hook events (on the training thread): each event into the
-    mailbox (``push``: ``RunBuffer.push_event``), with the hooks attached after it when a hook
-    took itself off (detached, failed), so the views learn of it as of a step: no job."""
-    def publish(kind: str, module: str, text: str) -> None:
-        push(kind, module, text, hook_table(live) if kind in ("detached", "failed") else None)
-    return publish
+def to_mailbox(events, buffer) -> None:
+    """The app's subscription to its stack's bus (``core/stack/events.py``, emitted on the
+    training thread): each event-log line (hook events, NaN origin, spikes, snapshots,
+    failures) and the hook table published after a hook took itself off into the mailbox
+    (``RunBuffer``), so the views learn of them as of a step: no job."""
+    events.told.connect(buffer.push_event)
+    events.hooks.connect(buffer.push_hooks)
 
 
 def hook_table(live: LiveSession) -> dict[str, str]:

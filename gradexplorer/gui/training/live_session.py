@@ -131,18 +131,21 @@ def reconfigure(live: LiveSession, **changes: Any) -> LiveSession:
     live.hooks.uninstall(live.session)
     new = LiveSession(session, live.spec, live.options, live.monitor, live.hooks, live.hookable,
                       live.devices)
-    _attach(new, publishers=live.stack.publishers if live.stack is not None else ())
+    old = live.stack
+    _attach(new, old.publishers if old is not None else (), old.events if old is not None else None)
     return new
 
 
-def _attach(live: LiveSession, publishers=()) -> None:
+def _attach(live: LiveSession, publishers=(), events=None) -> None:
     """The app's session stack (``core/stack/assembly.py``): the monitor, the hooks, where a
-    NaN/Inf was born, spikes, what observe hooks saw, the optimizer's state; every event told
-    through the hook registry's ``event`` (the mailbox carries it to the event log)."""
-    live.stack = SessionStack.on(
-        live.session, live.monitor, live.hooks, reporters=(
-            SpikeObserver.telling(live.hooks.event),
-            ObserveReporter(live.hooks, live.monitor.bins),  # plain records in each result
-            OptimizerStateReporter(),  # ‖m‖, RMS √v̂, eff. lr, ‖momentum‖
-        ), publishers=tuple(publishers))
-    live.stack.origin.event.connect(live.hooks.event)  # relayed: one signal for the event log
+    NaN/Inf was born, spikes, what observe hooks saw, the optimizer's state. Its bus
+    (``stack.events``, ``core/stack/events.py``) tells every event: hook events, the NaN
+    origin, a spike's beginning, a snapshot written, a failure (the controller hands them to
+    the mailbox); ``events``: the bus of the stack this one replaces, kept with its subscribers."""
+    stack = live.stack = SessionStack.on(live.session, live.monitor, live.hooks,
+                                         publishers=tuple(publishers), events=events)
+    stack.reporters += [
+        SpikeObserver(report=stack.tell),  # its failure: a warning and a red line in the log
+        ObserveReporter(live.hooks, live.monitor.bins),  # plain records in each result
+        OptimizerStateReporter(),  # ‖m‖, RMS √v̂, eff. lr, ‖momentum‖
+    ]

@@ -80,6 +80,15 @@ class RunBuffer:
         if wake:
             self._notify()
 
+    def push_hooks(self, hooks: dict[str, str]) -> None:
+        """The hooks attached now (module -> action), after a hook took itself off (any
+        thread; the newest table wins)."""
+        with self._lock:
+            wake = self._empty()
+            self._pending.hooks = dict(hooks)
+        if wake:
+            self._notify()
+
     def push_ab(self, series: Any, kind: str, payload: Any = None) -> None:
         """A message of an A/B run for ``series`` (an ABSeries, applied on the GUI thread):
         ``steps`` (one ABStep; consecutive ones travel as one list), ``ready``, ``failed``,

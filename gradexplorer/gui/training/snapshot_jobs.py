@@ -19,8 +19,9 @@ def export_now(live: LiveSession, directory: str | Path) -> Path:
 
 
 def start_periodic_export(live: LiveSession, directory: str | Path, every: int,
-                          listener) -> SnapshotExporter:
-    """Export every ``every`` steps from now on; ``listener(step, path)`` hears each one."""
+                          listener=None) -> SnapshotExporter:
+    """Export every ``every`` steps from now on; each one is told on the stack's bus
+    (``snapshot``), and ``listener(step, path)``, where given, hears it too."""
     if every < 1:
         raise UserError(f"export every K steps needs K >= 1, got {every}")
     folder = ExportFolder(directory, overwrite_hint="move them first").claim()
