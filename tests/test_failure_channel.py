@@ -105,3 +105,20 @@ def test_a_warning_filter_that_raises_never_breaks_the_loop(tmp_path, capsys):
     assert capsys.readouterr().err.splitlines() == [
         f"gradexplorer: run directory {run_dir} was deleted or replaced at step 4: recording "
         "stopped; training goes on"]
+
+
+def test_a_watched_model_can_be_deep_copied(tmp_path):
+    """An EMA twin or a float64 reference made by ``copy.deepcopy`` of the model under watch
+    (its hooks hold the recorder's failure channel, with a lock: shared, not copied)."""
+    import copy
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with gx.watch(model, opt, tmp_path / "run", hooks={"2": "scale:0.5"}):
+        for _ in range(2):
+            opt.zero_grad()
+            model(torch.randn(5, 4)).square().mean().backward()
+            opt.step()
+            twin = copy.deepcopy(model).double()
+            assert torch.equal(twin[0].weight, model[0].weight.double())

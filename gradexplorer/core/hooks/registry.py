@@ -9,6 +9,7 @@ The registry is thread-confined: attach/detach it only where the model trains be
 
 from __future__ import annotations
 
+import copy
 import difflib
 import warnings
 import weakref
@@ -17,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
-from psygnal import Signal
+from psygnal import Signal, SignalInstance
 from torch import nn
 
 from gradexplorer.core.hooks.actions import Action
@@ -101,6 +102,15 @@ class HookRegistry:
     (``kind`` one of EVENT_KINDS; psygnal holds bound methods and callable objects weakly)."""
 
     event = Signal(str, str, str)
+
+    def __deepcopy__(self, memo: dict) -> HookRegistry:
+        """A copy of a hooked model (``copy.deepcopy(model)``: an EMA twin) copies these hooks
+        with it; the copy's registry tells its events to no one (not the original's listeners)."""
+        new = type(self).__new__(type(self))
+        memo[id(self)] = new
+        new.__dict__.update({k: copy.deepcopy(v, memo) for k, v in self.__dict__.items()
+                             if not isinstance(v, SignalInstance)})  # a new one when asked for
+        return new
 
     def __init__(self, model: nn.Module, seed: int = 0, sample_inputs: tuple | None = None) -> None:
         self.model = model

@@ -66,6 +66,11 @@ class FailureChannel:
         else:
             tell_failure(line, stacklevel=3)
 
+    def __deepcopy__(self, memo: dict) -> FailureChannel:
+        """The channel itself: a copy of a watched model (``copy.deepcopy(model)``, an EMA
+        twin) copies the hooks watch attached, and their channel is the recorder's, shared."""
+        return self
+
     @property
     def waiting(self) -> bool:
         """Lines told on another thread that the owner has not said yet."""

@@ -241,8 +241,8 @@ class Recorder:
 
     def _finish(self, record, micro, iteration, skipped: str | None = None) -> None:
         if self.per_sample_watch is not None:  # first: whatever the record, the step is over
-            self.per_sample_watch.finish(self.step_count, self._scale, self.spikes and
-                                         self.spikes.batch_of(self.step_count))
+            self.per_sample_watch.finish(self.step_count, self._scale,
+                                         self.batches.text_of(self.step_count))
         noted = self._losses or ([] if self._closure_loss is None else [self._closure_loss])
         self._losses, self._closure_loss = [], None
         losses = guarded("the step's loss", lambda: [float(x) for x in noted], self._warned, [],
