@@ -123,6 +123,19 @@ def arm(method: str, model, folder: str):
     return m, opt, rec, handles
 
 
+def ready_kernels() -> None:
+    """Wait for the statistics and spike kernels' warm-up (off the training thread: until it
+    ends, watch measures with its exact fallback), so the rounds counted are the steady state
+    a long run spends its steps in, not the first seconds of a process."""
+    from gradexplorer.core.diagnose import spike_warmup
+    from gradexplorer.core.stats.backends import warmup
+
+    warmup.ready()
+    warmup.wait()
+    spike_warmup.ready()
+    spike_warmup.wait()
+
+
 class HookClock:
     """The training thread's CPU inside an optimizer's step hooks (``time.thread_time``, each
     hook wrapped where it is kept): a direct, low-noise reading of what the hooks of watch, the
@@ -162,6 +175,7 @@ def measure(name: str, rounds: int, steps: int, quick: bool = False) -> dict:
     step = 0
     for round_ in range(rounds + 1):  # the first round warms up (kernels, caches) and is dropped
         if round_ == 1:
+            ready_kernels()  # steady state: the kernels loaded (the first steps: bench/first_step.py)
             others = {method: (R.worker_cpu(rec), R.writer_cpu(rec))
                       for method, (_, _, rec, _) in setups.items() if rec is not None}
         for _ in range(steps):

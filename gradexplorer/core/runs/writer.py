@@ -21,7 +21,7 @@ from gradexplorer.core.runs.param_rows import ParamRows
 from gradexplorer.core.runs.run_place import RunDirectoryGone, RunPlace, refuse_linked_snapshots
 from gradexplorer.core.runs.write_thread import WriteThread
 from gradexplorer.core.snapshot.retention import steps_to_remove
-from gradexplorer.core.stats.records import STAT_FIELDS, StepGradients
+from gradexplorer.core.stats.records import StepGradients
 from gradexplorer.core.steps.ledger import LEDGER_FIELDS, StepLedger
 
 
@@ -38,16 +38,6 @@ def ledger_row(ledger: StepLedger) -> tuple:
     values = [int(v) if isinstance(v, bool) else v for v in values]
     values[-1] = None if ledger.lr is None else json.dumps(list(ledger.lr))
     return (ledger.optimizer_step, *(_real(v) for v in values))
-
-
-def param_step_rows(step: int, accumulated: dict[str, float], state: dict) -> list[tuple]:
-    """``param_steps`` rows: each parameter's accumulated norm and optimizer state."""
-    rows = []
-    for name in dict.fromkeys([*accumulated, *state]):
-        figures = state[name].state_dict() if name in state else {}
-        rows.append((step, name, _real(accumulated.get(name)),
-                     *(_real(figures.get(f)) for f in S.PARAM_STEP_FIELDS[1:])))
-    return rows
 
 
 def leftover_files(run_dir: Path) -> list[Path]:
@@ -230,32 +220,23 @@ class RunWriter:
 
     def _insert_step(self, db, record, loss, ranks, rank_norms, ledger, accumulated,
                      optimizer_state, batch, wall) -> None:
-        names, (numel, has_grad, *figures) = record.columns("numel", "has_grad", *STAT_FIELDS)
-        # no ParamStats built; NaN kept as 'nan' (``_real``: v != v only for a NaN here)
-        figures = [["nan" if v != v else v for v in column] for column in figures]
-        stat_rows = list(zip([record.step] * len(names), names, numel, map(int, has_grad), *figures,
-                             strict=True))
-        hist_rows = [(record.step, *row) for row in record.histogram_rows()]
-
         if callable(optimizer_state):
             optimizer_state = optimizer_state()
-        param_rows = param_step_rows(record.step, accumulated or {}, optimizer_state or {})
-
-        db.executemany("INSERT OR REPLACE INTO not_recorded VALUES (?, ?, ?)",
-                       [(record.step, n, c) for n, c in record.not_recorded.items()])
+        if record.not_recorded:
+            db.executemany("INSERT OR REPLACE INTO not_recorded VALUES (?, ?, ?)",
+                           [(record.step, n, c) for n, c in record.not_recorded.items()])
         db.execute("INSERT OR REPLACE INTO steps VALUES (?, ?, ?, ?, ?, ?, ?)",
                    (record.step, wall, _real(record.global_norm), record.total_numel,
                     _real(loss), record.seconds, ranks))
-        self._param_rows.insert(db, "stats", stat_rows)
-        self._param_rows.insert(db, "histograms", hist_rows)
-        db.executemany("INSERT OR REPLACE INTO rank_norms VALUES (?, ?, ?, ?)",
-                       [(record.step, rank, name, _real(norm))
-                        for rank, norms in (rank_norms or {}).items()
-                        for name, norm in norms.items()])
+        # no ParamStats built: the rows column by column from the step's arrays
+        self._param_rows.insert_step(db, record, accumulated or {}, optimizer_state or {})
+        if rank_norms:
+            db.executemany("INSERT OR REPLACE INTO rank_norms VALUES (?, ?, ?, ?)",
+                           [(record.step, rank, name, _real(norm))
+                            for rank, norms in rank_norms.items() for name, norm in norms.items()])
         if ledger is not None:
             db.execute(f"INSERT OR REPLACE INTO ledger VALUES ({','.join('?' * 14)})",
                        ledger_row(ledger))
-        self._param_rows.insert(db, "param_steps", param_rows)
         if batch is not None:
             db.execute("INSERT OR REPLACE INTO batches VALUES (?, ?)", (record.step, batch))
 
