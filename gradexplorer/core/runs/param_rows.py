@@ -14,8 +14,10 @@ it as NULL), found by one sum a column (C speed) before any value is looked at a
 from __future__ import annotations
 
 import sqlite3
-from itertools import repeat
+from itertools import chain, repeat
 from operator import attrgetter
+
+import numpy as np
 
 from gradexplorer.core.runs import histogram_rows as H
 from gradexplorer.core.runs import schema as S
@@ -73,36 +75,38 @@ class ParamRows:
             self._ids.update(zip(new, range(first, first + len(new)), strict=True))
         return [self._ids[n] for n in names]
 
-    def insert_step(self, db: sqlite3.Connection, record, accumulated: dict[str, float],
-                    state: dict) -> None:
-        """Every per-parameter row of step ``record`` (a StepGradients): its figures, its
-        histograms, its accumulated norms and optimizer state (``ParamOptimState``s)."""
-        step = record.step
-        names, (numel, has_grad, *figures) = record.columns("numel", "has_grad", *STAT_FIELDS)
-        blocks = record.histogram_block()
-        state_names, state_columns = param_step_columns(accumulated, state)
-        if self.lean:  # every name's id at once (one look at the names table a step)
-            everyone = [*names, *state_names, *(n for block in blocks for n in block[0])]
-            ids = dict(zip(everyone, self.ids(db, everyone), strict=True))
-            key = ids.__getitem__
-        else:
-            key = None
-        self._insert(db, "stats", step, names, key,
-                     [numel, list(map(int, has_grad)), *map(nan_as_text, figures)])
-        for found, edges, counts, extra in blocks:
+    def insert_steps(self, db: sqlite3.Connection, steps: list[tuple]) -> None:
+        """Every per-parameter row of ``steps``, each ``(record, accumulated, state)``: its
+        figures (a StepGradients), its histograms, its accumulated norms and optimizer state
+        (``ParamOptimState``s) — the steps' rows of a table in one ``executemany``, their
+        histograms of one shape encoded at once."""
+        stats, blocks, states = [], {}, []
+        for record, accumulated, state in steps:
+            names, (numel, has_grad, *figures) = record.columns("numel", "has_grad", *STAT_FIELDS)
+            stats.append((repeat(record.step), names,
+                          [numel, list(map(int, has_grad)), *map(nan_as_text, figures)]))
+            for block in record.histogram_block():
+                blocks.setdefault((block[1].shape[1:], block[2].shape[1:]), []).append(
+                    (record.step, *block))
+            states.append((repeat(record.step), *param_step_columns(accumulated, state)))
+        hists = []
+        for group in blocks.values():  # (step, names, edges, counts, extra) of each step
+            edges = np.concatenate([b[2] for b in group])
+            counts = np.concatenate([b[3] for b in group])
             blobs = H.encode_columns(edges, counts) if self.lean else (
                 [e.tobytes() for e in edges], [c.tobytes() for c in counts])
-            self._insert(db, "histograms", step, found, key, [*blobs, *extra.T.tolist()])
-        self._insert(db, "param_steps", step, state_names, key, state_columns)
-
-    def _insert(self, db: sqlite3.Connection, table: str, step: int, names: list[str], key,
-                columns: list[list]) -> None:
-        if not names:
-            return
-        marks = ",".join("?" * (2 + len(columns)))
-        if key is None:
-            db.executemany(f"INSERT OR REPLACE INTO {table} VALUES ({marks})",
-                           zip(repeat(step), names, *columns))
-        else:
-            db.executemany(f"INSERT OR REPLACE INTO {S.LEAN_TABLES[table]} VALUES ({marks})",
-                           zip(repeat(step), map(key, names), *columns))
+            hists.append((chain.from_iterable(repeat(b[0], len(b[1])) for b in group),
+                          list(chain.from_iterable(b[1] for b in group)),
+                          [*blobs, *np.concatenate([b[4] for b in group]).T.tolist()]))
+        key = None
+        if self.lean:  # every name's id at once (one look at the names table a transaction)
+            everyone = list(dict.fromkeys(chain.from_iterable(
+                found[1] for found in (*stats, *states, *hists))))
+            key = dict(zip(everyone, self.ids(db, everyone), strict=True)).__getitem__
+        for table, found in (("stats", stats), ("histograms", hists), ("param_steps", states)):
+            rows = chain.from_iterable(  # ``at``: repeat(step) (the names end it) or each row's
+                zip(at, names if key is None else map(key, names), *columns, strict=False)
+                for at, names, columns in found if names)
+            marks = ",".join("?" * (2 + S.PER_PARAMETER[table].count(",") + 1))
+            db.executemany(f"INSERT OR REPLACE INTO {table if key is None else S.LEAN_TABLES[table]} "
+                           f"VALUES ({marks})", rows)

@@ -47,6 +47,24 @@ def leftover_files(run_dir: Path) -> list[Path]:
             run_dir / S.SNAPSHOTS]
 
 
+class StepWrite:
+    """A step's write (``RunWriter.write_step``): alone, ``work(db)``; the WriteThread runs
+    consecutive ones of a transaction with one ``together(db, writes)`` call, so a fast loop's
+    steps cost one encoding of their histograms and one ``executemany`` a table between them."""
+
+    __slots__ = ("args", "writer")
+
+    def __init__(self, writer: RunWriter, args: tuple) -> None:
+        self.writer, self.args = writer, args
+
+    def __call__(self, db: sqlite3.Connection) -> None:
+        self.together(db, [self])
+
+    @staticmethod
+    def together(db: sqlite3.Connection, writes: list[StepWrite]) -> None:
+        writes[0].writer._insert_steps(db, [w.args for w in writes])
+
+
 class RunWriter:
     """Owns the run database; a write that fails (a full disk) is reported once and recording
     stops, while training goes on.
@@ -69,6 +87,7 @@ class RunWriter:
         self._place: RunPlace | None = None
         self.first_step = 1
         self.recorded: dict[str, Any] = {}  # the resumed run's structure
+        self.around_steps: list = []  # f(step, db) before and after steps are inserted
         self._report = report or (lambda line: print(line, file=sys.stderr))
         try:
             self.run_dir.mkdir(parents=True, exist_ok=True)
@@ -211,34 +230,40 @@ class RunWriter:
         norms and optimizer state, the batch's ids as JSON) in one transaction, on the writer
         thread (the record and the dicts given are not changed afterwards: each step's are new;
         ``optimizer_state`` may be a function giving it there, e.g. work under way on the
-        statistics worker)."""
-        def work(db):
-            self._place.check(record.step)  # still the run opened? (a stat, on this thread)
-            self._insert_step(db, record, loss, ranks, rank_norms, ledger, accumulated,
-                              optimizer_state, batch, time.time())
-        return self._submit(f"step {record.step}", work)
+        statistics worker). Steps waiting together are inserted together (``StepWrite``)."""
+        return self._submit(f"step {record.step}", StepWrite(self, (
+            record, loss, ranks, rank_norms, ledger, accumulated, optimizer_state, batch,
+            time.time())))
 
-    def _insert_step(self, db, record, loss, ranks, rank_norms, ledger, accumulated,
-                     optimizer_state, batch, wall) -> None:
-        if callable(optimizer_state):
-            optimizer_state = optimizer_state()
-        if record.not_recorded:
-            db.executemany("INSERT OR REPLACE INTO not_recorded VALUES (?, ?, ?)",
-                           [(record.step, n, c) for n, c in record.not_recorded.items()])
-        db.execute("INSERT OR REPLACE INTO steps VALUES (?, ?, ?, ?, ?, ?, ?)",
-                   (record.step, wall, _real(record.global_norm), record.total_numel,
-                    _real(loss), record.seconds, ranks))
-        # no ParamStats built: the rows column by column from the step's arrays
-        self._param_rows.insert_step(db, record, accumulated or {}, optimizer_state or {})
-        if rank_norms:
-            db.executemany("INSERT OR REPLACE INTO rank_norms VALUES (?, ?, ?, ?)",
-                           [(record.step, rank, name, _real(norm))
-                            for rank, norms in rank_norms.items() for name, norm in norms.items()])
-        if ledger is not None:
-            db.execute(f"INSERT OR REPLACE INTO ledger VALUES ({','.join('?' * 14)})",
-                       ledger_row(ledger))
-        if batch is not None:
-            db.execute("INSERT OR REPLACE INTO batches VALUES (?, ?)", (record.step, batch))
+    def _insert_steps(self, db, writes: list[tuple]) -> None:
+        """The rows of ``writes`` (``write_step``'s arguments and its time), each table's in
+        one ``executemany``."""
+        self._place.check(writes[-1][0].step)  # still the run opened? (a stat, on this thread)
+        for note in self.around_steps:  # the step before the first, as the database holds it
+            note(writes[0][0].step - 1, db)
+        steps, missing, ranked, ledgers, batches, per_param = [], [], [], [], [], []
+        for record, loss, ranks, rank_norms, ledger, accumulated, state, batch, wall in writes:
+            if callable(state):
+                state = state()
+            missing += [(record.step, n, c) for n, c in record.not_recorded.items()]
+            steps.append((record.step, wall, _real(record.global_norm), record.total_numel,
+                          _real(loss), record.seconds, ranks))
+            ranked += [(record.step, rank, name, _real(norm))
+                       for rank, norms in (rank_norms or {}).items() for name, norm in norms.items()]
+            if ledger is not None:
+                ledgers.append(ledger_row(ledger))
+            if batch is not None:
+                batches.append((record.step, batch))
+            per_param.append((record, accumulated or {}, state or {}))
+        for table, rows in (("not_recorded", missing), ("steps", steps), ("rank_norms", ranked),
+                            ("ledger", ledgers), ("batches", batches)):
+            if rows:
+                db.executemany(f"INSERT OR REPLACE INTO {table} VALUES "
+                               f"({','.join('?' * len(rows[0]))})", rows)
+        # no ParamStats built: the rows column by column from the steps' arrays
+        self._param_rows.insert_steps(db, per_param)
+        for note in self.around_steps:
+            note(writes[-1][0].step, db)
 
     def write_event(self, step: int, until: int, event: str) -> bool:
         """Keep (or update) the spike event that began at ``step`` (JSON text)."""
@@ -296,17 +321,13 @@ class RunSizeNote:
         self.writer, self._report = writer, report
         self.said = False
         self._first: tuple[int, int] | None = None  # (step, bytes) at the first recorded step
+        writer.around_steps.append(self._check)  # measured around each transaction's steps
 
     @staticmethod
     def size(db: sqlite3.Connection) -> int:
         """Bytes of the database as its writer sees it (committed pages, WAL included)."""
         return db.execute("PRAGMA page_count").fetchone()[0] * db.execute(
             "PRAGMA page_size").fetchone()[0]
-
-    def check(self, step: int) -> None:
-        """Measure after ``step``'s write, on the writer thread."""
-        if not self.said:
-            self.writer._submit(f"step {step}", lambda db: self._check(step, db))
 
     def _check(self, step: int, db: sqlite3.Connection) -> None:
         if self.said:

@@ -311,7 +311,6 @@ class Recorder:
                                       accumulated=accumulated, optimizer_state=state,
                                       batch=batch):
             return
-        self.size_note.check(record.step)
         periodic = bool(self.snapshot_every and record.step % self.snapshot_every == 0)
         if periodic:
             self._snapshot(record)
