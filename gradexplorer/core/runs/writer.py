@@ -321,13 +321,15 @@ class RunSizeNote:
         self.writer, self._report = writer, report
         self.said = False
         self._first: tuple[int, int] | None = None  # (step, bytes) at the first recorded step
+        self._page: int | None = None  # the database's page size, once read
         writer.around_steps.append(self._check)  # measured around each transaction's steps
 
-    @staticmethod
-    def size(db: sqlite3.Connection) -> int:
-        """Bytes of the database as its writer sees it (committed pages, WAL included)."""
-        return db.execute("PRAGMA page_count").fetchone()[0] * db.execute(
-            "PRAGMA page_size").fetchone()[0]
+    def size(self, db: sqlite3.Connection) -> int:
+        """Bytes of the database as its writer sees it (committed pages, WAL included; the
+        page size read once)."""
+        if self._page is None:
+            self._page = db.execute("PRAGMA page_size").fetchone()[0]
+        return db.execute("PRAGMA page_count").fetchone()[0] * self._page
 
     def _check(self, step: int, db: sqlite3.Connection) -> None:
         if self.said:
