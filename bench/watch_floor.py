@@ -37,7 +37,10 @@ moves by more than watch costs). Given as a share of the bare step's CPU and in 
 thread CPU of one plain read (a numpy sum) of every gradient, measured every step
 (``histograms.py``'s yardstick). Targets (issue 42), from the direct figures: watch above the
 floor ≤ 6 read passes on every workload; watch ≤ +5% of the bare step on ResNet-18 at 64×64
-(printed for the training thread, and for all of watch's threads).
+(printed for the training thread, and for all of watch's threads). The steady state is
+measured: the kernels' warm-up is waited for before the first step (``ready_kernels``; a fresh
+process's first steps, measured by the exact fallback meanwhile, are ``first_step.py``'s), and
+a first round, on the kernels already, is dropped.
 """
 
 from __future__ import annotations
@@ -173,9 +176,9 @@ def measure(name: str, rounds: int, steps: int, quick: bool = False) -> dict:
     reads: list[float] = []
     others = {}  # worker + writer CPU of each watch at the end of the warm-up round
     step = 0
+    ready_kernels()  # the steady state: the warm-up round already on the kernels (their buffers)
     for round_ in range(rounds + 1):  # the first round warms up (kernels, caches) and is dropped
         if round_ == 1:
-            ready_kernels()  # steady state: the kernels loaded (the first steps: bench/first_step.py)
             others = {method: (R.worker_cpu(rec), R.writer_cpu(rec))
                       for method, (_, _, rec, _) in setups.items() if rec is not None}
         for _ in range(steps):
