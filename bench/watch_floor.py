@@ -37,7 +37,10 @@ moves by more than watch costs). Given as a share of the bare step's CPU and in 
 thread CPU of one plain read (a numpy sum) of every gradient, measured every step
 (``histograms.py``'s yardstick). Targets (issue 42), from the direct figures: watch above the
 floor ≤ 6 read passes on every workload; watch ≤ +5% of the bare step on ResNet-18 at 64×64
-(printed for the training thread, and for all of watch's threads).
+(printed for the training thread, and for all of watch's threads). The steady state is
+measured: the kernels' warm-up is waited for before the first step (``ready_kernels``; a fresh
+process's first steps, measured by the exact fallback meanwhile, are ``first_step.py``'s), and
+a first round, on the kernels already, is dropped.
 """
 
 from __future__ import annotations
@@ -123,6 +126,19 @@ def arm(method: str, model, folder: str):
     return m, opt, rec, handles
 
 
+def ready_kernels() -> None:
+    """Wait for the statistics and spike kernels' warm-up (off the training thread: until it
+    ends, watch measures with its exact fallback), so the rounds counted are the steady state
+    a long run spends its steps in, not the first seconds of a process."""
+    from gradexplorer.core.diagnose import spike_warmup
+    from gradexplorer.core.stats.backends import warmup
+
+    warmup.ready()
+    warmup.wait()
+    spike_warmup.ready()
+    spike_warmup.wait()
+
+
 class HookClock:
     """The training thread's CPU inside an optimizer's step hooks (``time.thread_time``, each
     hook wrapped where it is kept): a direct, low-noise reading of what the hooks of watch, the
@@ -160,6 +176,7 @@ def measure(name: str, rounds: int, steps: int, quick: bool = False) -> dict:
     reads: list[float] = []
     others = {}  # worker + writer CPU of each watch at the end of the warm-up round
     step = 0
+    ready_kernels()  # the steady state: the warm-up round already on the kernels (their buffers)
     for round_ in range(rounds + 1):  # the first round warms up (kernels, caches) and is dropped
         if round_ == 1:
             others = {method: (R.worker_cpu(rec), R.writer_cpu(rec))

@@ -41,7 +41,7 @@ def test_columns_equal_the_built_param_stats():
             names, columns = record.columns(*STAT_FIELDS)
             single = {f: record.column(f) for f in STAT_FIELDS}
             totals = record.nonfinite_totals()
-            rows = record.histogram_rows()
+            block = record.histogram_block()
             assert record.__dict__["_histograms"] is None
             assert record.__dict__["_params"] is None  # the accessors read the arrays
             built = record.params  # built now
@@ -52,7 +52,12 @@ def test_columns_equal_the_built_param_stats():
             assert _same(columns, plain.columns(*STAT_FIELDS)[1])
             assert all(_same(single[f], plain.column(f)) for f in STAT_FIELDS)
             assert totals == plain.nonfinite_totals() == ((1, 1) if nan else (0, 0))
-            assert rows == plain.histogram_rows() and len(rows) == (5 if drop_grad else 6)
+            (names_h, edges, counts, extra), = block
+            (plain_names, *plain_arrays), = plain.histogram_block()
+            assert names_h == plain_names and len(names_h) == (5 if drop_grad else 6)
+            for got, want in zip((edges, counts, extra), plain_arrays, strict=True):
+                assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+            assert extra[:, :2].sum(0).tolist() == ([1, 1] if nan else [0, 0])  # NaN, Inf first
             assert record == plain and plain == record
             assert (built["3.weight"].has_grad is False) is drop_grad
             assert set(record.histograms) == {n for n, s in built.items() if s.has_grad}

@@ -22,7 +22,7 @@ from gradexplorer.core.runs.param_summaries import SummaryFolds
 from gradexplorer.core.runs.run_place import RunDirectoryGone, RunPlace, refuse_linked_snapshots
 from gradexplorer.core.runs.write_thread import WriteThread
 from gradexplorer.core.snapshot.retention import steps_to_remove
-from gradexplorer.core.stats.records import STAT_FIELDS, StepGradients
+from gradexplorer.core.stats.records import StepGradients
 from gradexplorer.core.steps.ledger import LEDGER_FIELDS, StepLedger
 
 
@@ -41,21 +41,29 @@ def ledger_row(ledger: StepLedger) -> tuple:
     return (ledger.optimizer_step, *(_real(v) for v in values))
 
 
-def param_step_rows(step: int, accumulated: dict[str, float], state: dict) -> list[tuple]:
-    """``param_steps`` rows: each parameter's accumulated norm and optimizer state."""
-    rows = []
-    for name in dict.fromkeys([*accumulated, *state]):
-        figures = state[name].state_dict() if name in state else {}
-        rows.append((step, name, _real(accumulated.get(name)),
-                     *(_real(figures.get(f)) for f in S.PARAM_STEP_FIELDS[1:])))
-    return rows
-
-
 def leftover_files(run_dir: Path) -> list[Path]:
     """The database and its WAL files, and the snapshot folder: what a run directory holds."""
     db = S.database_path(run_dir)
     return [db, *(db.with_name(db.name + end) for end in ("-wal", "-shm", "-journal")),
             run_dir / S.SNAPSHOTS]
+
+
+class StepWrite:
+    """A step's write (``RunWriter.write_step``): alone, ``work(db)``; the WriteThread runs
+    consecutive ones of a transaction with one ``together(db, writes)`` call, so a fast loop's
+    steps cost one encoding of their histograms and one ``executemany`` a table between them."""
+
+    __slots__ = ("args", "writer")
+
+    def __init__(self, writer: RunWriter, args: tuple) -> None:
+        self.writer, self.args = writer, args
+
+    def __call__(self, db: sqlite3.Connection) -> None:
+        self.together(db, [self])
+
+    @staticmethod
+    def together(db: sqlite3.Connection, writes: list[StepWrite]) -> None:
+        writes[0].writer._insert_steps(db, [w.args for w in writes])
 
 
 class RunWriter:
@@ -81,6 +89,7 @@ class RunWriter:
         self._place: RunPlace | None = None
         self.first_step = 1
         self.recorded: dict[str, Any] = {}  # the resumed run's structure
+        self.around_steps: list = []  # f(step, db) before and after steps are inserted
         self._report = FailureChannel.of(report)  # MonitorWarning, or the caller's report(line)
         try:
             self.run_dir.mkdir(parents=True, exist_ok=True)
@@ -224,44 +233,42 @@ class RunWriter:
         norms and optimizer state, the batch's ids as JSON) in one transaction, on the writer
         thread (the record and the dicts given are not changed afterwards: each step's are new;
         ``optimizer_state`` may be a function giving it there, e.g. work under way on the
-        statistics worker)."""
-        def work(db):
-            self._place.check(record.step)  # still the run opened? (a stat, on this thread)
-            self._insert_step(db, record, loss, ranks, rank_norms, ledger, accumulated,
-                              optimizer_state, batch, time.time())
-            self._summaries.after_step(db, record.step)  # every FOLD_EVERY steps: param_summaries.py
-        return self._submit(f"step {record.step}", work)
+        statistics worker). Steps waiting together are inserted together (``StepWrite``)."""
+        return self._submit(f"step {record.step}", StepWrite(self, (
+            record, loss, ranks, rank_norms, ledger, accumulated, optimizer_state, batch,
+            time.time())))
 
-    def _insert_step(self, db, record, loss, ranks, rank_norms, ledger, accumulated,
-                     optimizer_state, batch, wall) -> None:
-        names, (numel, has_grad, *figures) = record.columns("numel", "has_grad", *STAT_FIELDS)
-        # no ParamStats built; NaN kept as 'nan' (``_real``: v != v only for a NaN here)
-        figures = [["nan" if v != v else v for v in column] for column in figures]
-        stat_rows = list(zip([record.step] * len(names), names, numel, map(int, has_grad), *figures,
-                             strict=True))
-        hist_rows = [(record.step, *row) for row in record.histogram_rows()]
-
-        if callable(optimizer_state):
-            optimizer_state = optimizer_state()
-        param_rows = param_step_rows(record.step, accumulated or {}, optimizer_state or {})
-
-        db.executemany("INSERT OR REPLACE INTO not_recorded VALUES (?, ?, ?)",
-                       [(record.step, n, c) for n, c in record.not_recorded.items()])
-        db.execute("INSERT OR REPLACE INTO steps VALUES (?, ?, ?, ?, ?, ?, ?)",
-                   (record.step, wall, _real(record.global_norm), record.total_numel,
-                    _real(loss), record.seconds, ranks))
-        self._param_rows.insert(db, "stats", stat_rows)
-        self._param_rows.insert(db, "histograms", hist_rows)
-        db.executemany("INSERT OR REPLACE INTO rank_norms VALUES (?, ?, ?, ?)",
-                       [(record.step, rank, name, _real(norm))
-                        for rank, norms in (rank_norms or {}).items()
-                        for name, norm in norms.items()])
-        if ledger is not None:
-            db.execute(f"INSERT OR REPLACE INTO ledger VALUES ({','.join('?' * 14)})",
-                       ledger_row(ledger))
-        self._param_rows.insert(db, "param_steps", param_rows)
-        if batch is not None:
-            db.execute("INSERT OR REPLACE INTO batches VALUES (?, ?)", (record.step, batch))
+    def _insert_steps(self, db, writes: list[tuple]) -> None:
+        """The rows of ``writes`` (``write_step``'s arguments and its time), each table's in
+        one ``executemany``."""
+        self._place.check(writes[-1][0].step)  # still the run opened? (a stat, on this thread)
+        for note in self.around_steps:  # the step before the first, as the database holds it
+            note(writes[0][0].step - 1, db)
+        steps, missing, ranked, ledgers, batches, per_param = [], [], [], [], [], []
+        for record, loss, ranks, rank_norms, ledger, accumulated, state, batch, wall in writes:
+            if callable(state):
+                state = state()
+            missing += [(record.step, n, c) for n, c in record.not_recorded.items()]
+            steps.append((record.step, wall, _real(record.global_norm), record.total_numel,
+                          _real(loss), record.seconds, ranks))
+            ranked += [(record.step, rank, name, _real(norm))
+                       for rank, norms in (rank_norms or {}).items() for name, norm in norms.items()]
+            if ledger is not None:
+                ledgers.append(ledger_row(ledger))
+            if batch is not None:
+                batches.append((record.step, batch))
+            per_param.append((record, accumulated or {}, state or {}))
+        for table, rows in (("not_recorded", missing), ("steps", steps), ("rank_norms", ranked),
+                            ("ledger", ledgers), ("batches", batches)):
+            if rows:
+                db.executemany(f"INSERT OR REPLACE INTO {table} VALUES "
+                               f"({','.join('?' * len(rows[0]))})", rows)
+        # no ParamStats built: the rows column by column from the steps' arrays
+        self._param_rows.insert_steps(db, per_param)
+        for write in writes:  # every FOLD_EVERY steps: param_summaries.py
+            self._summaries.after_step(db, write[0].step)
+        for note in self.around_steps:
+            note(writes[-1][0].step, db)
 
     def write_noise(self, noise) -> bool:
         """Keep a step's noise scale (a ``noise_watch.NoiseStep``, its rows made on the writer
@@ -335,17 +342,15 @@ class RunSizeNote:
         self.writer, self._report = writer, report
         self.said = False
         self._first: tuple[int, int] | None = None  # (step, bytes) at the first recorded step
+        self._page: int | None = None  # the database's page size, once read
+        writer.around_steps.append(self._check)  # measured around each transaction's steps
 
-    @staticmethod
-    def size(db: sqlite3.Connection) -> int:
-        """Bytes of the database as its writer sees it (committed pages, WAL included)."""
-        return db.execute("PRAGMA page_count").fetchone()[0] * db.execute(
-            "PRAGMA page_size").fetchone()[0]
-
-    def check(self, step: int) -> None:
-        """Measure after ``step``'s write, on the writer thread."""
-        if not self.said:
-            self.writer._submit(f"step {step}", lambda db: self._check(step, db))
+    def size(self, db: sqlite3.Connection) -> int:
+        """Bytes of the database as its writer sees it (committed pages, WAL included; the
+        page size read once)."""
+        if self._page is None:
+            self._page = db.execute("PRAGMA page_size").fetchone()[0]
+        return db.execute("PRAGMA page_count").fetchone()[0] * self._page
 
     def _check(self, step: int, db: sqlite3.Connection) -> None:
         if self.said:

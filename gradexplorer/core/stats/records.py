@@ -116,12 +116,19 @@ class StepGradients:
         stats = list(self.params.values())
         return list(self.params), [[getattr(s, f) for s in stats] for f in names]
 
-    def histogram_rows(self) -> list[tuple]:
-        """Each histogram as ``(name, edges as float64 bytes, counts as int64 bytes, NaN, Inf,
-        below, above)`` (the run directory's row), read from the step's arrays where it has them."""
-        return [(name, np.asarray(h.edges, np.float64).tobytes(),
-                 np.asarray(h.counts, np.int64).tobytes(), int(h.nan_count), int(h.inf_count),
-                 int(h.below), int(h.above)) for name, h in self.histograms.items()]
+    def histogram_block(self) -> list[tuple[list[str], np.ndarray, np.ndarray, np.ndarray]]:
+        """The step's histograms as arrays (the run directory's rows, encoded at once): one
+        ``(names, edges float64 rows×(bins+1), counts int64 rows×bins, extra int64 rows×4: NaN,
+        Inf, below, above)`` for each shape (one, as a monitor makes them), read from the
+        step's arrays where it has them."""
+        groups: dict[tuple, list] = {}
+        for name, h in self.histograms.items():
+            groups.setdefault((np.shape(h.edges), np.shape(h.counts)), []).append((name, h))
+        return [([n for n, _ in found],
+                 np.array([np.asarray(h.edges, np.float64) for _, h in found], np.float64),
+                 np.array([np.asarray(h.counts, np.int64) for _, h in found], np.int64),
+                 np.array([(h.nan_count, h.inf_count, h.below, h.above) for _, h in found], np.int64))
+                for found in groups.values()]
 
     def nonfinite_totals(self) -> tuple[int, int]:
         """(NaN count, Inf count) over every parameter's gradient (missing counts as 0)."""

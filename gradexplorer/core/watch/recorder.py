@@ -310,7 +310,6 @@ class Recorder:
                                       rank_norms=rank_norms, ledger=ledger, accumulated=accumulated,
                                       optimizer_state=state, batch=self.batches.text_of(step)):
             return
-        self.size_note.check(step)
         if self._periodic(step):
             snapshot_step(self, record)
         if self.stack.reporters:  # the stack's after-step reporters (spikes), as on a session

@@ -222,15 +222,13 @@ class ArrayStepGradients(StepGradients):
                 found.append([next(values) if h else None for h in has_grad])
         return list(map(_ITEM[0], named_shapes)), found
 
-    def histogram_rows(self) -> list[tuple]:
+    def histogram_block(self) -> list[tuple[list[str], np.ndarray, np.ndarray, np.ndarray]]:
         found = None if self.__dict__.get("_histograms") is not None else self._histogram_arrays()
         if found is None:
-            return super().histogram_rows()
-        edges = np.ascontiguousarray(found[0], np.float64)
-        counts = np.ascontiguousarray(found[1], np.int64)
-        return [(name, e.tobytes(), c.tobytes(), nans, infs, below, above)
-                for (name, _), e, c, (below, above, nans, infs)
-                in zip(self._arrays[0], edges, counts, found[2].tolist(), strict=True)]
+            return super().histogram_block()
+        edges, counts, extra = found  # extra: below, above, NaN, Inf
+        return [(list(map(_ITEM[0], self._arrays[0])), np.ascontiguousarray(edges, np.float64),
+                 np.ascontiguousarray(counts, np.int64), extra[:, [2, 3, 0, 1]].astype(np.int64))]
 
     def nonfinite_totals(self) -> tuple[int, int]:
         if self.__dict__.get("_params") is not None:
