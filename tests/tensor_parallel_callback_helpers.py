@@ -1,9 +1,11 @@
 """Workers for the gloo tests of the Lightning and transformers callbacks under tensor parallelism:
 each rank runs the framework's own Trainer on tensor_parallel_helpers' block (parallelized on a
 TP mesh of all ranks) and its sequence positions of the same batches, clipped and stepped with
-the same SGD as the plain loop there. Neither Trainer is told of the ranks (one device, no
-strategy or DDP of its own: the block's DTensors do the collectives), as with TP in a script
-``torchrun`` launches; transformers says so in one log line, and trains."""
+the same SGD as the plain loop there, on one device (no strategy or DDP of the Trainer's own:
+the block's DTensors do the collectives). Lightning's runs with the variables ``torchrun``
+sets; transformers' without them: given them, its Trainer would wrap the model in DDP (torch
+cannot, on uneven shards; transformers' own TP is ``from_pretrained(tp_plan=...)``), and
+without them it says in one log line that it does not, and trains."""
 
 import json
 import os
@@ -126,9 +128,11 @@ def worker(rank, world, run_dir, port, bins, out_dir):
         def part(tensor):  # this rank's sequence positions
             return tensor[:, rank * cols:(rank + 1) * cols]
 
-        for name, (totals, losses) in (
-                ("hf", hugging_face(mesh, rows(part), f"{run_dir}-hf", bins, f"{out_dir}/{rank}")),
-                ("pl", lightning(mesh, rows(part), f"{run_dir}-pl", bins))):
+        hf = hugging_face(mesh, rows(part), f"{run_dir}-hf", bins, f"{out_dir}/{rank}")
+        os.environ.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(world),
+                          LOCAL_WORLD_SIZE=str(world), GROUP_RANK="0", TORCHELASTIC_RUN_ID="tp")
+        for name, (totals, losses) in (("hf", hf), ("pl", lightning(mesh, rows(part),
+                                                                    f"{run_dir}-pl", bins))):
             if rank == 0:
                 for kind, figures in (("totals", totals), ("losses", losses)):
                     with open(f"{run_dir}-{name}.{kind}.json", "w") as f:

@@ -1,8 +1,9 @@
 """The Lightning and transformers callbacks under tensor parallelism, gloo ranks on 127.0.0.1:
 each rank runs the framework's real Trainer on the TP block of tests/test_watch_tensor_parallel.py
-and its sequence positions; every figure and histogram of every step the callback records equals
-those of one process on the whole batch (watch in a plain loop), the accumulated norm is the
-total norm the Trainer's clipping found, and each step's loss is rank 0's, as its Trainer had it."""
+and its sequence positions (tests/tensor_parallel_callback_helpers.py); every figure and
+histogram of every step the callback records equals those of one process on the whole batch
+(watch in a plain loop), the accumulated norm is the total norm the Trainer's clipping found,
+and each step's loss is rank 0's, as its Trainer had it."""
 
 import json
 import multiprocessing
