@@ -4,7 +4,8 @@ TP mesh of all ranks) and its sequence positions of the same batches, clipped an
 the same SGD as the plain loop there, on one device (no strategy or DDP of the Trainer's own:
 the block's DTensors do the collectives). Lightning's runs with the variables ``torchrun``
 sets; transformers' without them: given them, its Trainer would wrap the model in DDP (torch
-cannot, on uneven shards; transformers' own TP is ``from_pretrained(tp_plan=...)``), and
+cannot, on uneven shards; transformers' own TP, ``from_pretrained(tp_plan=...)``, accelerate
+refuses on CPU ranks), and
 without them it says in one log line that it does not, and trains."""
 
 import json
