@@ -5,8 +5,7 @@ the same SGD as the plain loop there, on one device (no strategy or DDP of the T
 the block's DTensors do the collectives). Lightning's runs with the variables ``torchrun``
 sets; transformers' without them: given them, its Trainer would wrap the model in DDP (torch
 cannot, on uneven shards; transformers' own TP, ``from_pretrained(tp_plan=...)``, accelerate
-refuses on CPU ranks), and
-without them it says in one log line that it does not, and trains."""
+refuses on CPU ranks), and without them it says in one log line that it does not, and trains."""
 
 import json
 import os
