@@ -18,7 +18,8 @@ import gradexplorer as gx
 pytest.importorskip("transformers")
 pytest.importorskip("lightning.pytorch")
 BINS, WORLD = 16, 2
-PRELOAD = ["torch", "torch.distributed.tensor.parallel", "gradexplorer",
+# one forkserver serves a pytest process: what test_watch_tensor_parallel.py's ranks import too
+PRELOAD = ["torch", "torch.distributed.tensor.parallel", "torch.distributed.fsdp", "gradexplorer",
            "gradexplorer.core.watch.sharded_probe", "transformers", "lightning.pytorch",
            "gradexplorer.integrations.transformers", "gradexplorer.integrations.lightning",
            "tensor_parallel_callback_helpers"]
