@@ -50,12 +50,15 @@ class NoiseSettings:
 def noise_for(recorder, value) -> NoiseWatch | None:
     """The recorder's NoiseWatch for ``watch``'s ``noise_scale`` argument (True: the defaults,
     False, or NoiseSettings); None where it does not apply: no accumulation probe (FSDP2, a rank
-    that records nothing) or several DDP ranks (each backward's own gradient is the rank's,
-    before the all-reduce, while ``.grad`` holds the ranks' mean: not yet combined)."""
+    that records nothing), several DDP ranks (each backward's own gradient is the rank's,
+    before the all-reduce, while ``.grad`` holds the ranks' mean: not yet combined) or DTensor
+    gradients, even on a mesh of one rank (each backward's own gradient is a DTensor: not
+    combined across ranks, and its storage is its local tensor's, not the capture's to read)."""
     if value is not True and value is not False and not isinstance(value, NoiseSettings):
         raise UserError(f"watch: noise_scale must be True, False or a NoiseSettings, got "
                         f"{type(value).__name__}")
-    if value is False or recorder.probe is None or recorder.plan.world > 1:
+    if value is False or recorder.probe is None or recorder.plan.world > 1 \
+            or recorder.plan.sharded:
         return None
     return NoiseWatch(recorder.probe, recorder.plan.stats_model, recorder._names,
                       NoiseSettings() if value is True else value, recorder._report, recorder.writer)
