@@ -80,6 +80,11 @@ def test_in_place_only_where_every_tensor_can_be_read_so():
 
 
 def test_a_watched_float32_model_takes_the_in_place_passes(monkeypatch):
+    from gradexplorer.core.stats.backends.warmup import ready
+
+    assert ready()  # the kernels warmed before the patch (GRADEXPLORER_KERNELS=wait): the warm
+    # pass runs a monitor pass of its own, which must not meet the patched path (the test alone)
+
     def packed(*args, **kwargs):
         raise AssertionError("the packed path was taken")
 
@@ -170,3 +175,29 @@ def test_kept_addresses_are_read_again_when_a_weight_moves_or_changes():
     expected = [(w.double() - b.double()).norm().item() for w, b in zip(weights, before, strict=True)]
     assert norms[:, 0].tolist() == pytest.approx(expected, rel=1e-12)
     assert norms[:, 1].tolist() == pytest.approx([b.double().norm().item() for b in before], rel=1e-12)
+
+
+class _Wrapper(torch.Tensor):
+    """A tensor subclass without storage of its own (as DTensor is): data_ptr() is 0."""
+
+    @staticmethod
+    def __new__(cls, inner):
+        return torch.Tensor._make_wrapper_subclass(cls, inner.shape, dtype=inner.dtype,
+                                                   device=inner.device)
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        raise NotImplementedError(func)
+
+
+def test_a_tensor_without_storage_of_its_own_is_never_read_in_place():
+    """A DTensor's gradient reached the kernels by its address, 0, and crashed the process."""
+    from gradexplorer.core.stats.backends.numba.in_place import addresses_of
+
+    wrapped = _Wrapper(torch.ones(3, 4))
+    assert wrapped.data_ptr() == 0 and wrapped.is_contiguous()
+    assert addresses_of([torch.ones(2), wrapped]) is None
+    assert addresses_of([torch.ones(2), torch.ones(0)]) is not None  # empty: nothing to read

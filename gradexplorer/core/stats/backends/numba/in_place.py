@@ -57,9 +57,11 @@ def addresses_of(tensors: list[torch.Tensor]) -> Addresses | None:
     if any(map(is_not, map(_DTYPE, tensors), repeat(dtype))) or not all(map(_IS_CPU, tensors)) \
             or any(map(_IS_SPARSE, tensors)) or not all(map(torch.Tensor.is_contiguous, tensors)):
         return None
-    sizes = list(map(torch.Tensor.numel, tensors))
-    return Addresses(np.array(list(map(torch.Tensor.data_ptr, tensors)), np.int64),
-                     np.array(sizes, np.int64), like, tensors, sum(sizes))
+    sizes = np.array(list(map(torch.Tensor.numel, tensors)), np.int64)
+    addresses = np.array(list(map(torch.Tensor.data_ptr, tensors)), np.int64)
+    if not addresses.all() and sizes[addresses == 0].any():  # no storage of its own (a DTensor,
+        return None  # another wrapper subclass): data_ptr() is 0, nothing a kernel may read
+    return Addresses(addresses, sizes, like, tensors, int(sizes.sum()))
 
 
 _DTYPE, _IS_CPU, _IS_SPARSE = attrgetter("dtype"), attrgetter("is_cpu"), attrgetter("is_sparse")
