@@ -283,19 +283,38 @@ def adam_run(run_dir, offload: bool, stats_every: int = 1, drain: bool = False) 
 def test_the_optimizer_state_read_on_the_worker_is_the_steps(tmp_path, one_thread, stats_every):
     """The state after each recorded step at the learning rate it used, though the worker reads
     it after the scheduler has changed the rate (and, every 2 steps, before an unrecorded step
-    changes the state: the pre-hook has it read first)."""
-    threads = []
+    changes the state: the pre-hook has it read first). Whoever asks first reads it: the
+    worker, the run's writer thread where it asks before the worker got there (the writer
+    wakes every ``write_thread.PERIOD``, while the worker may still be on the step's
+    histograms), or the training thread where no core was free — the same state each time."""
+    from gradexplorer.core.runs import write_thread as WT
     from gradexplorer.core.stats import optimizer_state as O
-    real = O.optimizer_state
+
+    threads, taken = [], threading.Semaphore(0)
+    real, real_hist = O.optimizer_state, W.C.pack_histograms
 
     def spy(*args, **kwargs):
         threads.append(threading.current_thread().name)
-        return real(*args, **kwargs)
+        state = real(*args, **kwargs)
+        if threads[-1] == "gradexplorer-run-writer":
+            taken.release()
+        return state
+
+    def after_the_writers_read(*args, **kwargs):  # the worker on the histograms meanwhile
+        assert taken.acquire(timeout=30), "the writer waited for the worker instead of reading"
+        return real_hist(*args, **kwargs)
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(O, "optimizer_state", spy)
+        patch.setattr(WT, "PERIOD", 3600)  # the writer asks at close only: after the worker
         adam_run(tmp_path / "a", True, stats_every, drain=True)
         assert threads and all(t.startswith("gradexplorer-stats") for t in threads)
+        threads.clear()
+        patch.setattr(WT, "PERIOD", 0.005)  # the writer asks while the worker is still busy
+        patch.setattr(W.C, "pack_histograms", after_the_writers_read)
+        adam_run(tmp_path / "d", True, stats_every)
+        patch.setattr(W.C, "pack_histograms", real_hist)
+        assert threads == ["gradexplorer-run-writer"] * len(stats_steps(stats_every))
         threads.clear()
         busy, release = threading.Event(), threading.Event()
         W._pool().submit(lambda: (busy.set(), release.wait(60)))  # no core free: nothing started
@@ -308,16 +327,21 @@ def test_the_optimizer_state_read_on_the_worker_is_the_steps(tmp_path, one_threa
         threads.clear()
         adam_run(tmp_path / "b", False, stats_every)
         assert threads == [threading.current_thread().name] * len(threads)
-    a, b, c = (gx.open_run(tmp_path / n) for n in "abc")
+    a, b, c, d = (gx.open_run(tmp_path / n) for n in "abcd")
     try:
-        assert a.steps == b.steps == c.steps == list(range(stats_every, 6, stats_every))
+        assert a.steps == b.steps == c.steps == d.steps == stats_steps(stats_every)
         for step in a.steps:
-            sa, sb, sc = (run.optimizer_state(step) for run in (a, b, c))
-            assert sa == sb == sc and sa["0.weight"].lr == 0.01 * 0.5 ** (step - 1)
+            sa, sb, sc, sd = (run.optimizer_state(step) for run in (a, b, c, d))
+            assert sa == sb == sc == sd and sa["0.weight"].lr == 0.01 * 0.5 ** (step - 1)
             assert sa["0.weight"].exp_avg_sq_rms > 0 and sa["0.weight"].effective_lr > 0
     finally:
-        for run in (a, b, c):
+        for run in (a, b, c, d):
             run.close()
+
+
+def stats_steps(stats_every: int) -> list[int]:
+    """The steps ``adam_run`` records."""
+    return list(range(stats_every, 6, stats_every))
 
 
 @pytest.mark.parametrize("crowded", [False, True])

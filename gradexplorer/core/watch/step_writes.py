@@ -29,7 +29,10 @@ def snapshot_step(recorder, record: StepGradients) -> None:
 
 def optimizer_state_of(recorder, step: int, lrs):
     """The optimizer state after the step (at the ``lrs`` it used): read on the statistics
-    worker before the next step where it took this one (the writer waits for it), else now."""
+    worker before the next step where it took this one, else now. The writer thread calls what
+    this returns: it waits for the worker's read, or reads it itself where the worker has not
+    reached it (still on the step's histograms); either way before the next optimizer step,
+    whose pre-hook settles the worker (``monitor.settle``: that read done first)."""
     if not recorder._optimizer_state:
         return {}
     from gradexplorer.core.stats.optimizer_state import optimizer_state
