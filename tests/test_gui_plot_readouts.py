@@ -102,3 +102,24 @@ def test_a_single_step_is_drawn_as_a_point(qtbot):
     timeline.extend([StepPoint(2, 2.0, 6.0, 0.01)], 1.0)
     curves.refresh()
     assert curves.loss_item.opts["symbol"] is None and curves.norm_item.opts["symbol"] is None
+
+
+def test_a_move_held_back_by_the_rate_limit_after_its_plot_closed_is_ignored(qtbot):
+    """The hover proxy's rate limit delivers the last move later; when the plot's window closed
+    meanwhile (a test ending, a dock rebuilt) the readout shows nothing and raises nothing (it
+    raised 'Internal C++ object (ViewBox) already deleted' in the next test's event loop)."""
+    from gradexplorer.gui.plots.hover import HOVER_RATE, HoverReadout
+
+    widget = pg.PlotWidget()
+    qtbot.addWidget(widget)
+    shown: list[str] = []
+    readout = HoverReadout(widget.scene(), [widget.plotItem], lambda p, x, y: f"{x:.1f}",
+                           shown.append)
+    widget.show()
+    qtbot.waitExposed(widget)
+    widget.scene().sigMouseMoved.emit(QPointF(5, 5))
+    widget.scene().sigMouseMoved.emit(QPointF(6, 6))  # held back by the rate limit
+    widget.close()
+    qtbot.wait(int(3000 / HOVER_RATE))  # the held move arrives after the close
+    readout.moved((QPointF(6, 6),))
+    assert all(isinstance(text, str) for text in shown)

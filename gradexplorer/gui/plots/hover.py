@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 import numpy as np
 import pyqtgraph as pg
+import shiboken6
 from PySide6.QtWidgets import QLabel, QSizePolicy
 
 HOVER_RATE = 30  # readouts per second at most (pyqtgraph SignalProxy rateLimit)
@@ -22,7 +23,10 @@ class HoverReadout:
         self.proxy = pg.SignalProxy(scene.sigMouseMoved, rateLimit=HOVER_RATE, slot=self.moved)
 
     def moved(self, event) -> None:
-        """The proxy's slot: ``event`` is ``(scene position,)``."""
+        """The proxy's slot: ``event`` is ``(scene position,)``. Nothing once a plot is gone:
+        the proxy's rate limit holds the last move back, and its window may close meanwhile."""
+        if not all(plot.vb is not None and shiboken6.isValid(plot.vb) for plot in self.plots):
+            return  # (pyqtgraph's close() sets ``vb`` to None; Qt may have deleted it first)
         pos = event[0]
         for plot in self.plots:
             if plot.vb.sceneBoundingRect().contains(pos):
