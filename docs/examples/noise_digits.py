@@ -1,11 +1,14 @@
-"""The worked example of docs/noise.md: the gradient noise scale of the digits CNN.
+"""The worked examples of docs/noise.md: the gradient noise scale of the digits CNN and of the
+token-reversing transformer.
 
-    python docs/examples/noise_digits.py runs
+    python docs/examples/noise_digits.py runs                # the digits CNN
+    python docs/examples/noise_digits.py runs transformer    # the transformer example
 
-``runs/noise``: the digits example (``example:digits``) trained 150 optimizer steps under
-``gradexplorer.watch``, each step a batch of 64 as 4 micro-batches of 16 (gradient accumulation,
-each micro-batch's loss divided by 4), SGD with momentum 0.9 at lr 0.1; every 25 steps a line
-with the step's B_simple, the smoothed one and its ±1 standard-error band.
+``runs/noise`` (``runs/noise-transformer``): the example trained under ``gradexplorer.watch``,
+each optimizer step a batch of 64 as 4 micro-batches of 16 (gradient accumulation, each
+micro-batch's loss divided by 4) — the digits CNN 150 steps of SGD with momentum 0.9 at lr 0.1,
+the transformer 300 steps of Adam at lr 1e-3; every 25 steps a line with the step's B_simple,
+the smoothed one and its ±1 standard-error band.
 """
 
 from __future__ import annotations
@@ -17,17 +20,22 @@ import torch
 
 import gradexplorer as gx
 
-STEPS, MICRO, BATCH = 150, 4, 64
+MICRO, BATCH = 4, 64
+SETUPS = {  # example -> (steps, optimizer, run folder)
+    "digits": (150, lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9), "noise"),
+    "transformer": (300, lambda p: torch.optim.Adam(p, lr=1e-3), "noise-transformer"),
+}
 
 
-def main(out: Path) -> None:
+def main(out: Path, example: str = "digits") -> None:
+    steps, make_optimizer, folder = SETUPS[example]
     torch.manual_seed(0)
-    work = gx.load_workload(f"example:digits:batch={BATCH}")
+    work = gx.load_workload(f"example:{example}:batch={BATCH}")
     model, loss_fn = work.model, work.loss_fn
-    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    opt = make_optimizer(model.parameters())
     size = BATCH // MICRO
-    with gx.watch(model, opt, out / "noise", overwrite=True) as rec:
-        for step in range(STEPS):
+    with gx.watch(model, opt, out / folder, overwrite=True) as rec:
+        for step in range(steps):
             x, y = work.make_batch(step)
             for i in range(MICRO):
                 part = slice(i * size, (i + 1) * size)
@@ -45,4 +53,4 @@ def main(out: Path) -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1] if len(sys.argv) > 1 else "runs"))
+    main(Path(sys.argv[1] if len(sys.argv) > 1 else "runs"), *sys.argv[2:3])
