@@ -13,6 +13,7 @@ import torch
 from torch import nn
 
 import gradexplorer as gx
+from gradexplorer.commands.table_text import number
 from gradexplorer.core.hooks import HookRegistry
 from gradexplorer.core.messages.errors import UserError
 from gradexplorer.core.model.spec import ModelOptions, load_workload
@@ -217,3 +218,29 @@ def test_steps_of_one_micro_batch_have_no_noise_scale_and_the_capture_comes_and_
     session.config.accumulate = 1
     assert session.step().noise is None and noise.watch is None
     assert not any(p._backward_hooks for p in session.model.parameters())  # hooks taken off
+
+
+def test_run_accumulate_prints_the_noise_scale_of_each_step(run_cli):
+    code, out, err = run_cli("run", "--steps", 3, "--accumulate", K, "--batch-size", 16,
+                             "--device", "cpu")
+    assert code == 0, err
+    session = digits()  # the same session in-process: the figures the lines must give
+    stack = SessionStack.on(session)
+    SessionNoise.on(session, stack)
+    steps = [session.step().noise for _ in range(3)]
+    assert "; 4 micro-batches a step" in out.splitlines()[0]
+    lines = [line.strip() for line in out.splitlines() if line.startswith("  noise scale:")]
+    assert len(lines) == 3
+    for line, got in zip(lines, steps, strict=True):
+        assert line.startswith(f"noise scale: {K} micro-batches of 16: B_simple "
+                               f"{number(got.whole.b_simple)} this step, smoothed "
+                               f"{number(got.smoothed.b_simple)}")
+    assert f"±1 s.e. {number(got.smoothed.low)}..{number(got.smoothed.high)}" in lines[-1]
+    assert "lowest SNR modules: " in out.splitlines()[-1]
+
+
+@pytest.mark.parametrize("bad", ["0", "x", "5000"])
+def test_run_refuses_a_bad_accumulate_in_one_line(run_cli, bad):
+    code, out, err = run_cli("run", "--accumulate", bad)
+    assert code == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1 and "argument --accumulate:" in err
