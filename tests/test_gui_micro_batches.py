@@ -54,7 +54,9 @@ def test_typed_micro_batches_train_accumulating_steps_and_show_the_snr(qtbot, ma
     low, high = curves.band_low.getData()[1], curves.band_high.getData()[1]
     assert (low[-1], high[-1]) == pytest.approx((noise.smoothed.low, noise.smoothed.high), rel=1e-12)
     assert len(low) == 2  # the band from the second step on
-    assert curves.readout.text().startswith("model · after step 3: B_simple, smoothed")
+    assert curves.readout.text() == (
+        f"model · step 3: B_simple {format_number(noise.smoothed.b_simple, 4)} ±1 s.e. "
+        f"{format_number(noise.smoothed.low, 4)}..{format_number(noise.smoothed.high, 4)}")
 
     controls.micro_spin.setValue(1)  # back to one: the next step has no noise scale
     qtbot.keyClick(controls.micro_spin.lineEdit(), Qt.Key_F6)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QVBoxLayout, QWidget
 
 from gradexplorer.core.messages.errors import UserError
@@ -49,7 +50,7 @@ FIGURES = {
                      "batch near it trains about as well per sample as a smaller one "
                      "(docs/noise.md)"),
 }
-BAND_BRUSH = (30, 136, 229, 50)  # ACCENT, faint: the smoothed B_simple's ±1 s.e. band
+BAND_BRUSH = (30, 136, 229, 80)  # ACCENT, faint: the smoothed B_simple's ±1 s.e. band
 FIRST_CHOICE = ("exp_avg_norm", "momentum_norm", "update_ratio", "lr")  # shown until one is picked
 
 
@@ -88,7 +89,8 @@ class OptimizerCurves(QWidget):
         self.new_marks = item.plot(pen=None, symbol="t1", symbolSize=11, symbolBrush=ALARM,
                                    symbolPen=None)  # steps where θ was 0 (ratio infinite)
         # B_simple: the smoothed one's ±1 s.e. band and each step's own estimate
-        self.band_low, self.band_high = item.plot(pen=None), item.plot(pen=None)
+        edge = pg.mkPen((30, 136, 229, 140), width=1, style=Qt.DashLine)
+        self.band_low, self.band_high = item.plot(pen=edge), item.plot(pen=edge)
         self.band = pg.FillBetweenItem(self.band_low, self.band_high, brush=BAND_BRUSH)
         item.addItem(self.band)
         self.raw = item.plot(pen=None, symbol="o", symbolSize=4, symbolBrush=ACCENT,
@@ -200,8 +202,10 @@ class OptimizerCurves(QWidget):
         if at is not None:
             self.step_line.setValue(at)
         self.note = self._note(name, field, steps, values, new)
-        if field == "b_simple_ema" and np.isfinite(values).any():
-            self.note = f"model · {self.note}{self.band_note}"
+        if field == "b_simple_ema" and np.isfinite(values).any():  # short: a third of 1024 px
+            last = int(np.flatnonzero(np.isfinite(values))[-1])
+            self.note = f"model · step {int(steps[last])}: B_simple " \
+                        f"{format_number(values[last], 4)}{self.band_note}"
         run = getattr(self.timeline, "run_name", None)  # runs overlaid: the reference run's
         if run is not None:
             self.note = f"run {run} · {self.note}"
@@ -222,7 +226,7 @@ class OptimizerCurves(QWidget):
         keep = np.isfinite(raw) & (raw > 0)  # a step whose |G|²_est ≤ 0 has no scale to draw
         self.raw.setData(steps[keep], raw[keep])
         self.band_note = "" if not both.any() else \
-            f" (±1 s.e. {format_number(low[both][-1], 4)}..{format_number(high[both][-1], 4)})"
+            f" ±1 s.e. {format_number(low[both][-1], 4)}..{format_number(high[both][-1], 4)}"
         return np.where(both, high, np.nan)
 
     @staticmethod

@@ -71,6 +71,7 @@ class RunControls(QToolBar):
                                      "accumulation: each loss ÷ k, one optimizer step; applies "
                                      "from the next step); 2 or more give the noise scale "
                                      "B_simple and each parameter's SNR (docs/noise.md)")
+        self.micro_spin.setPrefix("micro-batches ")  # its own label: all of it or none in view
         self.device_box = device_chooser()
         self.devices_listed = False
         self.optimizer_box = QComboBox(toolTip="optimizer")
@@ -94,7 +95,7 @@ class RunControls(QToolBar):
         self.setToolButtonStyle(Qt.ToolButtonTextBesideIcon)
         for widget, most in ((self.steps_spin, 110), (self.device_box, 150),
                              (self.optimizer_box, 80), (self.lr_spin, 100), (self.every_spin, 90),
-                             (self.micro_spin, 60)):
+                             (self.micro_spin, 130)):
             widget.setMaximumWidth(most)  # the whole bar fits a 1024-pixel window
         for action in (self.step_action, self.run_n_action):
             self.addAction(action)
@@ -104,9 +105,10 @@ class RunControls(QToolBar):
         self.addSeparator()
         self.session_settings = []  # the model session's settings: hidden while a run is shown
         for label, widget in (("Device", self.device_box), ("Optimizer", self.optimizer_box),
-                              ("lr", self.lr_spin), ("Micro-batches", self.micro_spin),
+                              ("lr", self.lr_spin), ("", self.micro_spin),
                               ("Histograms", self.every_spin)):
-            self.session_settings += [self.addWidget(QLabel(f" {label} ")), self.addWidget(widget)]
+            label = [self.addWidget(QLabel(f" {label} "))] if label else [self.addWidget(QLabel(" "))]
+            self.session_settings += [*label, self.addWidget(widget)]
 
     def _show_overflow(self) -> None:
         """The » button that a narrow window shows for the controls that do not fit (Qt's own
