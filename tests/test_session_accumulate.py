@@ -18,6 +18,7 @@ from gradexplorer.core.hooks import HookRegistry
 from gradexplorer.core.messages.errors import UserError
 from gradexplorer.core.model.spec import ModelOptions, load_workload
 from gradexplorer.core.session.ab import ABRun
+from gradexplorer.core.session.batch_ids import batch_text
 from gradexplorer.core.session.engine import SessionConfig, TrainingSession
 from gradexplorer.core.session.noise import SessionNoise
 from gradexplorer.core.stack.assembly import SessionStack
@@ -52,6 +53,7 @@ def test_four_micro_batches_are_the_hand_written_accumulation_loop():
     assert [r.loss for r in results] == losses
     last = results[-1]
     assert last.batch == {"make_batch": [8, 9, 10, 11]}
+    assert batch_text(last.batch) == "make_batch(8–11)"  # as spike lines and views name it
     assert (last.ledger.micro_batches, last.ledger.iteration) == (K, STEPS * K)
     grads = [q.grad.double() for q in model.parameters()]
     assert last.grad_norm == pytest.approx(math.sqrt(sum(float((g * g).sum()) for g in grads)),

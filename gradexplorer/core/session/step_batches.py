@@ -96,3 +96,4 @@ class StepBatches:
         N}``, a list of the ``k`` indices with micro-batches."""
         first = self.micro_drawn
         return {"make_batch": first if k == 1 else list(range(first, first + k))}
+
