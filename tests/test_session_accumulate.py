@@ -246,3 +246,21 @@ def test_run_refuses_a_bad_accumulate_in_one_line(run_cli, bad):
     code, out, err = run_cli("run", "--accumulate", bad)
     assert code == 2 and out == ""
     assert len(err.strip().splitlines()) == 1 and "argument --accumulate:" in err
+
+
+def test_a_new_optimizer_in_the_app_keeps_the_micro_batches_and_one_capture():
+    from gradexplorer.gui.training.live_session import give_cores_back, open_live_session, reconfigure
+
+    live = open_live_session("example:digits", ModelOptions(batch_size=8),
+                             SessionConfig("cpu", accumulate=3))
+    try:
+        assert live.session.step().noise.parts == 3
+        hooks = [len(p._backward_hooks or {}) for p in live.session.model.parameters()]
+        new = reconfigure(live, optimizer="adam")
+        result = new.session.step()
+        assert result.batch == {"make_batch": [3, 4, 5]}  # the data goes on where it was
+        assert result.noise.parts == 3 and result.noise.step == 2
+        assert [len(p._backward_hooks or {}) for p in new.session.model.parameters()] == hooks
+    finally:
+        live.hooks.detach_all()
+        give_cores_back(None)

@@ -129,6 +129,9 @@ def reconfigure(live: LiveSession, **changes: Any) -> LiveSession:
     session.optimizer  # noqa: B018 - built here, on the training thread
     session.step_count, session.micro_drawn = live.session.step_count, live.session.micro_drawn
     live.session.remove_observer(live.stack)
+    for part in live.stack.reporters if live.stack is not None else ():
+        if isinstance(part, SessionNoise):  # its hooks off the model: the new stack has its own
+            part.remove()
     live.hooks.uninstall(live.session)
     new = LiveSession(session, live.spec, live.options, live.monitor, live.hooks, live.hookable,
                       live.devices)
