@@ -6,10 +6,9 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, TextIO
 
-from gradexplorer.commands.common import load_from_args
+from gradexplorer.commands.common import config_from_args, load_from_args
 from gradexplorer.commands.hook_options import parse_hook_option
 from gradexplorer.core.messages.errors import UserError
-from gradexplorer.core.session.config import SessionConfig
 
 if TYPE_CHECKING:
     from gradexplorer.core.session.ab import ABStep
@@ -42,8 +41,7 @@ def run_ab(args: argparse.Namespace, stream: TextIO | None = None) -> int:
     if args.export:
         raise UserError("--ab does not write snapshots; leave out --export")
     module, action = parse_hook_option(args.ab)
-    config = SessionConfig(device=args.device, optimizer=args.optimizer, lr=args.lr,
-                           momentum=args.momentum, seed=args.seed)
+    config = config_from_args(args)
     ab = ABRun(lambda: load_from_args(args), config, module, action, seed=args.seed)
     print(f"{ab.plain.workload.name}: A/B of {module or '<root>'}={ab.action}: plain arm vs hooked "
           f"arm, same batches and random numbers", file=stream)

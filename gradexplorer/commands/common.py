@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from gradexplorer.commands.flag_values import non_empty, real_number, shape, whole_number
 from gradexplorer.core.messages.errors import UserError
 from gradexplorer.core.model.options import DEFAULT_SPEC, ModelOptions, parse_shape
-from gradexplorer.core.session.config import OPTIMIZERS, SessionConfig
+from gradexplorer.core.session.config import MAX_ACCUMULATE, OPTIMIZERS, SessionConfig
 
 if TYPE_CHECKING:
     from gradexplorer.core.model.workload import Workload
@@ -62,6 +62,16 @@ def add_training_arguments(parser: argparse.ArgumentParser) -> None:
                    "else 0.05 for sgd, 0.001 for adam)")
     g.add_argument("--momentum", type=real_number(0, 1),
                    help="SGD momentum (default: the example's suggestion, else 0)")
+    g.add_argument("--accumulate", type=whole_number(1, MAX_ACCUMULATE), default=1, metavar="K",
+                   help="micro-batches a step (gradient accumulation: each loss ÷ K, one "
+                   "optimizer step; K ≥ 2 gives the noise scale and SNR, docs/noise.md; default 1)")
+
+
+def config_from_args(args: argparse.Namespace) -> SessionConfig:
+    """The SessionConfig that the parsed training arguments describe."""
+    return SessionConfig(device=args.device, optimizer=args.optimizer, lr=args.lr,
+                         momentum=args.momentum, seed=args.seed,
+                         accumulate=getattr(args, "accumulate", 1))
 
 
 def model_options(args: argparse.Namespace) -> ModelOptions:
@@ -95,8 +105,4 @@ def session_from_args(args: argparse.Namespace) -> TrainingSession:
     from gradexplorer.core.session.engine import TrainingSession
 
     workload = load_from_args(args)
-    config = SessionConfig(
-        device=args.device, optimizer=args.optimizer, lr=args.lr,
-        momentum=args.momentum, seed=args.seed,
-    )
-    return TrainingSession(workload, config)
+    return TrainingSession(workload, config_from_args(args))

@@ -11,6 +11,7 @@ from gradexplorer.commands.common import (
     add_model_arguments,
     add_training_arguments,
     capped_steps,
+    config_from_args,
     model_options,
 )
 from gradexplorer.commands.flag_values import whole_number
@@ -18,7 +19,6 @@ from gradexplorer.commands.hook_options import add_hook_arguments, parse_hook_op
 from gradexplorer.commands.overlay_options import add_live_overlay_arguments, check_live_overlay
 from gradexplorer.core.files.output_path import check_output_file
 from gradexplorer.core.messages.errors import UserError
-from gradexplorer.core.session.config import SessionConfig
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -93,8 +93,7 @@ def gui_command(args: argparse.Namespace) -> int:
     prepare_window(args.screenshot, args.overwrite)
     options = model_options(args)
     hooks = [parse_hook_option(text) for text in args.hook]
-    config = SessionConfig(device=args.device, optimizer=args.optimizer, lr=args.lr,
-                           momentum=args.momentum, seed=args.seed)
+    config = config_from_args(args)
     return app_module().launch(
         args.model, options, config, steps=args.steps, screenshot=args.screenshot, hooks=hooks,
         select=args.select, trace_grads=args.trace_grads, theme=args.theme,

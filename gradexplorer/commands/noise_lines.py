@@ -5,15 +5,27 @@ from __future__ import annotations
 from gradexplorer.commands.table_text import number
 from gradexplorer.core.messages.printable import printable
 from gradexplorer.core.runs.noise_rows import module_noise, noise_params, noise_rows
+from gradexplorer.core.runs.schema import NOISE_PARAM_FIELDS, NOISE_TABLES
 
 
 def noise_lines(run, step: int) -> list[str]:
     """The step's noise scale in a few lines ([] where it has none): B_simple, raw and smoothed
     with its band, the estimates it comes from, and the noisiest modules."""
     rows = [r for r in noise_rows(run, step - 1) if r["step"] == step]
-    if not rows:
-        return []
-    r = rows[0]
+    return figure_lines(rows[0], noise_params(run, step)) if rows else []
+
+
+def session_noise_lines(noise) -> list[str]:
+    """The same lines from a session's step (a ``NoiseStep``, ``result.noise``)."""
+
+    params = {name: dict(zip(NOISE_PARAM_FIELDS, values, strict=True))
+              for _, name, *values in noise.param_rows()}
+    return figure_lines(dict(zip(NOISE_TABLES["noise_steps"], noise.step_row(), strict=True)),
+                        params)
+
+
+def figure_lines(r: dict, params: dict[str, dict]) -> list[str]:
+    """The lines of a step's row (``noise_rows``' dict) and its parameters' (``noise_params``')."""
     band = "" if r["b_simple_low"] is None else \
         f", ±1 s.e. {number(r['b_simple_low'])}..{number(r['b_simple_high'])}"
     lines = [f"noise scale: {r['parts']} micro-batches of {r['batch_small']}: B_simple "
@@ -24,7 +36,7 @@ def noise_lines(run, step: int) -> list[str]:
     if r["g_sq"] is not None and r["g_sq"] <= 0:
         lines.append("  |G|²_est ≤ 0 this step: the noise hides the gradient at this batch size "
                      "(read the smoothed figure)")
-    modules = module_noise(noise_params(run, step), r["parts"], r["batch_small"])
+    modules = module_noise(params, r["parts"], r["batch_small"])
     noisy = sorted(((m, f.snr) for m, f in modules.items() if m and f.snr is not None),
                    key=lambda kv: kv[1])[:3]
     if noisy:

@@ -20,11 +20,11 @@ class SpikeLines:
 
     def _event(self, event, step: int) -> None:
         from gradexplorer.core.diagnose.spikes import ids_text
+        from gradexplorer.core.session.batch_ids import batch_text
 
         if event.step == step:  # the event begins: say so once, with its batch's identity
             batch = event.batch
-            named = f"make_batch({batch['make_batch']})" if isinstance(batch, dict) and \
-                "make_batch" in batch else ids_text(batch)
+            named = batch_text(batch) or ids_text(batch)
             print_line(f"  ! spike at {event.summary()}; batch {named}", self.stream)
 
     def summary(self) -> list[str]:

@@ -18,6 +18,7 @@ class PerSampleObserver:
         self.tracker = PerSampleNorms(model, reduction)
         self.report = report
         self.latest: PerSampleStep | None = None
+        self.batch: tuple[int, object] | None = None  # (step, its batch identity)
         self.last: tuple[int, PerSampleStep] | None = None  # (step, figures): one assignment,
         # read by the app's view from another thread
 
@@ -29,6 +30,7 @@ class PerSampleObserver:
         self.latest = self.tracker.take()
 
     def after_step(self, session, result) -> None:
+        self.batch = (result.step, result.batch)  # the step's batch identity, before ``last``
         if self.latest is not None:
             self.last = (result.step, self.latest)
         if self.report is not None and self.latest is not None:

@@ -68,6 +68,7 @@ class ABRun:
         after_plain = rng_snapshot(self.plain.device)
         step, batch, forward_rng = self.plain.kept_batch  # the plain arm's own batch
         self.hooked.keep_batch(step, batch, forward_rng)  # not drawn again: a stream stays put
+        self.hooked.keep_micro_batches(*self.plain.kept_micro_batches)  # its other micro-batches
         restore_rng(forward_rng if forward_rng is not None else start)
         hooked = self.hooked.step()
         restore_rng(after_plain)  # the plain arm's stream goes on as if it ran alone

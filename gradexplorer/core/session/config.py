@@ -6,13 +6,17 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
+from gradexplorer.core.messages.errors import UserError
+
 OPTIMIZERS = ("sgd", "adam")
 DEFAULT_LR = {"sgd": 0.05, "adam": 1e-3}
 
 
 @dataclass
 class SessionConfig:
-    """How a session trains: device, optimizer, learning rate, seed."""
+    """How a session trains: device, optimizer, learning rate, seed, and ``accumulate``: the
+    micro-batches of a step (gradient accumulation: ``make_batch`` drawn that many times, each
+    loss divided by it before its backward, then one optimizer step; docs/noise.md)."""
 
     device: str = "auto"
     optimizer: str = "sgd"
@@ -20,6 +24,19 @@ class SessionConfig:
     momentum: float | None = None  # None: the workload's suggestion, else 0
     seed: int = 0
     grad_norm: bool = True
+    accumulate: int = 1
+
+
+MAX_ACCUMULATE = 4096  # micro-batches a step at most
+
+
+def check_accumulate(value) -> int:
+    """``value`` as a number of micro-batches a step (a whole number from 1 to MAX_ACCUMULATE),
+    else a UserError in one line."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_ACCUMULATE:
+        raise UserError(f"micro-batches a step (accumulate) must be a whole number from 1 to "
+                        f"{MAX_ACCUMULATE}, got {value!r}")
+    return value
 
 
 class RunControl:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -13,19 +14,18 @@ from torch import nn
 
 from gradexplorer.core.messages.errors import UserError, first_line
 from gradexplorer.core.model.forward_check import locate_forward_failure
-from gradexplorer.core.model.training_state import SavedState, rng_snapshot
-from gradexplorer.core.model.workload import (
-    ModelInputs,
-    Workload,
-    as_model_inputs,
-    call_model,
-    loss_from_output,
-    move_to,
-    split_batch,
+from gradexplorer.core.model.training_state import SavedState, restore_rng
+from gradexplorer.core.model.workload import ModelInputs, Workload, call_model, loss_from_output
+from gradexplorer.core.session.config import (
+    DEFAULT_LR,
+    OPTIMIZERS,
+    RunControl,
+    SessionConfig,
+    check_accumulate,
 )
-from gradexplorer.core.session.config import DEFAULT_LR, OPTIMIZERS, RunControl, SessionConfig
 from gradexplorer.core.session.devices import resolve_device
 from gradexplorer.core.session.eager_optimizers import SGD, Adam
+from gradexplorer.core.session.step_batches import StepBatches
 from gradexplorer.core.stack.observer import ObserverHooks, SessionObserver
 from gradexplorer.core.stats.measured import measured_tensors
 from gradexplorer.core.stats.records import StepGradients
@@ -38,8 +38,10 @@ T = TypeVar("T")
 class StepResult:
     """What one training step produced; the session's observers fill the optional fields.
 
-    ``grad_norm`` is the global norm of the gradient as accumulated (after backward); the
-    session neither scales nor clips, so it is also the gradient as applied. ``ledger``: the
+    ``grad_norm`` is the global norm of the gradient as accumulated (after the step's last
+    backward: the sum of its micro-batches' gradients, each of its loss ÷ k); the session
+    neither scales nor clips, so it is also the gradient as applied; ``loss`` the mean of the
+    micro-batches' losses. ``ledger``: the
     step's StepLedger, as ``watch`` records one. Filled by observers when present:
     ``gradients`` (GradientMonitor: StepGradients), ``hooks`` (HookRegistry: the hooks that
     shaped this step's gradients), ``observed`` (ObserveReporter: module -> ObservedGrads),
@@ -47,7 +49,9 @@ class StepResult:
     a SpikeEvent), ``param_grad_norms`` (ParamWatcher: name -> norm), ``optimizer_state``
     (OptimizerStateReporter: per-parameter optimizer figures). ``batch``: the step's batch
     identity, the one a spike event names: ``{"make_batch": N}`` (the workload's index) from a
-    session, the ids noted with ``rec.note_batch`` under ``watch``."""
+    session (a list of the k indices with micro-batches), the ids noted with ``rec.note_batch``
+    under ``watch``; ``noise`` (SessionNoise: a ``noise_watch.NoiseStep``, a step of ≥ 2
+    micro-batches)."""
 
     step: int
     loss: float
@@ -62,6 +66,7 @@ class StepResult:
     param_grad_norms: dict[str, float] | None = None
     optimizer_state: dict[str, Any] | None = None
     batch: Any = None
+    noise: Any = None
 
     @property
     def seconds(self) -> float:
@@ -123,8 +128,9 @@ def check_trainable(model: nn.Module, name: str, optimizer: str) -> None:
                         f"{' or '.join(SPARSE_OPTIMIZERS)}, or build it with sparse=False")
 
 
-class TrainingSession:
-    """A workload on a device with an optimizer, stepping on demand.
+class TrainingSession(StepBatches):
+    """A workload on a device with an optimizer, stepping on demand (``config.accumulate``
+    micro-batches a step: ``step_batches.py``).
 
     Not thread-safe: one thread steps it. Changes from elsewhere (hook changes, learning-rate
     edits) are jobs run on that thread between steps (the app's ``SessionWorker.post``).
@@ -144,9 +150,12 @@ class TrainingSession:
             workload.extra.get("optimizer_defaults"))
         self._optimizer: torch.optim.Optimizer | None = None
         self.step_count = 0
-        self._kept: tuple[int, tuple[ModelInputs, Any], dict | None] | None = None
+        check_accumulate(self.config.accumulate)
         self._observers = ObserverHooks()
         self.backward_error_handlers: list[BackwardErrorHandler] = []
+        # told each attempt of a step (``attempt(session)``) and the end of each of its
+        # micro-batches' backwards (``backward_done(session)``): the noise scale's capture
+        self.backward_watchers: list = []
         # the step under way's global gradient norm as accumulated (a float64 tensor on the
         # device, queued after backward, before the observers' ``after_backward``); None
         # when ``config.grad_norm`` is off or no parameter has a gradient
@@ -186,40 +195,6 @@ class TrainingSession:
             group["lr"] = lr
 
     # -- stepping ----------------------------------------------------------------
-    def batch(self, step: int) -> tuple[ModelInputs, Any]:
-        """The batch for ``step`` on the session's device: (positional tuple or kwargs dict, target).
-
-        The step under way (``step_count``) draws its batch from ``make_batch`` once and keeps
-        it, by reference, with the random state right after the draw (``forward_rng``): every
-        replay of that step — a gradient trace, the NaN-origin replay, a redone attempt, the
-        other arm of an A/B — sees the batch the step used and never draws again, so a
-        ``make_batch`` reading a stream or iterator neither skips data nor gives a replay a
-        different batch. Other steps are drawn afresh.
-        """
-        if self._kept is not None and self._kept[0] == step:
-            return self._kept[1]
-        inputs, target = split_batch(self.workload.make_batch(step))
-        batch = as_model_inputs(move_to(inputs, self.device)), move_to(target, self.device)
-        if step == self.step_count:
-            self.keep_batch(step, batch, rng_snapshot(self.device))
-        return batch
-
-    def keep_batch(self, step: int, batch: tuple[ModelInputs, Any], rng: dict | None) -> None:
-        """Use ``batch`` for ``step`` (and ``rng``, the random state its forward starts from)
-        instead of drawing one: the A/B's hooked arm takes the plain arm's."""
-        self._kept = (step, batch, rng)
-
-    @property
-    def kept_batch(self) -> tuple[int, tuple[ModelInputs, Any], dict | None] | None:
-        """``(step, batch, random state after the draw)`` of the last batch drawn for a step
-        under way, or None."""
-        return self._kept
-
-    def forward_rng(self, step: int) -> dict | None:
-        """The random state ``step``'s forward started from (right after its batch was drawn),
-        while that step's batch is kept; None otherwise."""
-        return self._kept[2] if self._kept is not None and self._kept[0] == step else None
-
     def forward_loss(self, step: int | None = None,
                      batch: tuple[ModelInputs, Any] | None = None) -> torch.Tensor:
         """Forward pass and loss for ``step`` (default: the next step), graph kept; on
@@ -256,7 +231,7 @@ class TrainingSession:
             raise UserError("the loss does not depend on any parameter that requires grad")
         return loss if loss.dim() == 0 else loss.reshape(())
 
-    def _forward_backward(self, timings: dict[str, float]) -> torch.Tensor:
+    def _forward_backward(self, timings: dict[str, float]) -> float:
         # A redone step must be the step the model would have taken. Its batch is drawn first
         # (kept: a redo never draws again), its gradients zeroed, and then the state it starts
         # from is saved: buffers, random streams, every .grad. A failed attempt, and the
@@ -265,6 +240,8 @@ class TrainingSession:
         # random state right after the batch was drawn is older when the batch was drawn
         # before the step, e.g. by HookRegistry.install, and the loop drew numbers since).
         # The optimizer steps only after a backward that succeeded, so its state is untouched.
+        # Micro-batches 1, 2, … are drawn in the first attempt, each before its forward, and
+        # kept: a redo takes them with the random state right after their draw.
         saved = None
         if self.backward_error_handlers:
             try:
@@ -276,23 +253,43 @@ class TrainingSession:
         self.optimizer.zero_grad(set_to_none=True)
         if self.backward_error_handlers:
             saved = SavedState(self.model, self.device, grads=True)
+        k = check_accumulate(self.config.accumulate)
         for attempt in range(8):
             if attempt and saved is not None:
                 saved.restore()
-            t0 = time.perf_counter()
+            for watcher in self.backward_watchers:
+                watcher.attempt(self)
             try:  # hooks can break the forward too (in-place ops next to a hooked module)
-                loss = self.forward_loss(self.step_count)
-                t1 = time.perf_counter()
-                loss.backward()
+                losses = self._micro_batches(k, timings)
             except Exception as exc:  # noqa: BLE001
                 if any(handler(self, exc) for handler in self.backward_error_handlers):
                     continue  # a handler fixed the cause (e.g. detached a hook): redo the step
                 if isinstance(exc, UserError):
                     raise
                 raise step_failure(exc) from None
-            timings["forward"], timings["backward"] = t1 - t0, time.perf_counter() - t1
-            return loss
+            return float(losses[0]) if k == 1 else math.fsum(map(float, losses)) / k
         raise UserError("backward pass kept failing after its error handlers acted")
+
+    def _micro_batches(self, k: int, timings: dict[str, float]) -> list[torch.Tensor]:
+        """The forwards and backwards of the step's ``k`` micro-batches, each loss divided by
+        ``k`` before its backward (none with ``k = 1``); their losses, undivided."""
+        losses, forward, backward = [], 0.0, 0.0
+        for j in range(k):
+            batch = None
+            if j:
+                batch, rng = self.micro_batch(j)
+                if rng is not None:  # a replay: its forward starts where the first one's did
+                    restore_rng(rng)
+            t0 = time.perf_counter()
+            loss = self.forward_loss(self.step_count, batch)
+            t1 = time.perf_counter()
+            (loss if k == 1 else loss / k).backward()
+            forward, backward = forward + t1 - t0, backward + time.perf_counter() - t1
+            losses.append(loss.detach())
+            for watcher in self.backward_watchers:
+                watcher.backward_done(self)
+        timings["forward"], timings["backward"] = forward, backward
+        return losses
 
     def global_grad_norm(self) -> torch.Tensor | None:
         """L2 norm of all parameter gradients together (a float64 tensor on the device)."""
@@ -308,21 +305,21 @@ class TrainingSession:
         """Run one full training step and return its result."""
         timings: dict[str, float] = {}
         start = time.perf_counter()
-        loss = self._forward_backward(timings)
+        loss_value = self._forward_backward(timings)
         norm = self.accumulated_norm = self.global_grad_norm() if self.config.grad_norm else None
         self._observers.after_backward(self, self.step_count)
         t0 = time.perf_counter()
         self.optimizer.step()
         timings["optimizer"] = time.perf_counter() - t0
-        loss_value = float(loss.detach())
+        k = self.config.accumulate
+        batch, self.micro_drawn = self.batch_ids(k), self.micro_drawn + k
         self.step_count += 1
         timings["total"] = time.perf_counter() - start
         norm = None if norm is None else float(norm)
         coef, clipped = clip_coefficient(norm, norm, None)
-        ledger = StepLedger(self.step_count, self.step_count, 1, loss_value, norm, norm, coef,
+        ledger = StepLedger(self.step_count, self.micro_drawn, k, loss_value, norm, norm, coef,
                             clipped, lr=tuple(float(g["lr"]) for g in self.optimizer.param_groups))
-        result = StepResult(self.step_count, loss_value, norm, timings, ledger=ledger,
-                            batch={"make_batch": self.step_count - 1})
+        result = StepResult(self.step_count, loss_value, norm, timings, ledger=ledger, batch=batch)
         self._observers.after_step(self, result)
         return result
 

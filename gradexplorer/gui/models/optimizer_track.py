@@ -15,9 +15,13 @@ import math
 import numpy as np
 
 from gradexplorer.core.stats.optimizer_fields import STATE_FIELDS  # (no torch: the window imports this)
+from gradexplorer.gui.models.noise_track import NoiseTrack
 
 SERIES_FIELDS = (*STATE_FIELDS, "update_ratio")
-CURVE_FIELDS = (*SERIES_FIELDS, "snr")  # + a run's smoothed gradient SNR (docs/noise.md)
+# + the smoothed gradient SNR and the model's smoothed B_simple (docs/noise.md; its band and each
+# step's own estimate beside it in ``series``: BAND)
+CURVE_FIELDS = (*SERIES_FIELDS, "snr", "b_simple_ema")
+BAND = ("b_simple", "b_simple_low", "b_simple_high")
 CELLS = 4_000_000  # figures the live session keeps (float64: 32 MB); when full, the oldest half goes
 _RATIO = len(STATE_FIELDS)
 
@@ -31,6 +35,7 @@ class OptimizerTrack:
     def clear(self) -> None:
         """Start over (a new model or run): nothing held, fed by ``take``."""
         self.run_history = None
+        self.noise = NoiseTrack()  # the live session's noise scale
         self._read: dict[str, tuple[np.ndarray, dict[str, np.ndarray]]] = {}
         self._index: dict[str, int] = {}
         self._steps = np.empty(0)
@@ -55,6 +60,7 @@ class OptimizerTrack:
         """Take in the figures of new steps (StepPoints, oldest first; the live session)."""
         if self.run_history is not None:
             return
+        self.noise.take(points)
         for point in points:
             state = getattr(point, "optimizer", None) or {}
             ratios = getattr(point, "update_ratios", None) or {}
@@ -114,22 +120,28 @@ class OptimizerTrack:
         """``name``'s figures at every step held (a run: at most ``until``, the timeline's newest)."""
         if self.run_history is not None:
             steps, values = self._run_series(name, until)
-            return steps, {**values, "snr": self._snr(name, steps)}
+            return steps, {**values, **self._run_noise(name, steps)}
         column = self._index.get(name)
         steps = self._steps[: self.size].copy()
         if column is None:
-            return np.zeros(0), {f: np.zeros(0) for f in CURVE_FIELDS}
+            return np.zeros(0), {f: np.zeros(0) for f in (*CURVE_FIELDS, *BAND)}
+        noise = self.noise.aligned(name, steps)
         return steps, {**{f: self._values[: self.size, column, k].copy()
-                          for k, f in enumerate(SERIES_FIELDS)}, "snr": np.full(len(steps), np.nan)}
+                          for k, f in enumerate(SERIES_FIELDS)}, **noise}
 
-    def _snr(self, name: str, steps: np.ndarray) -> np.ndarray:
-        """The run's smoothed gradient SNR of ``name`` at ``steps`` (NaN where it has none)."""
-        from gradexplorer.core.runs.noise_rows import snr_curve
+    def _run_noise(self, name: str, steps: np.ndarray) -> dict[str, np.ndarray]:
+        """The run's smoothed gradient SNR of ``name`` and its B_simple figures at ``steps``
+        (NaN where it has none)."""
+        from gradexplorer.core.runs.noise_rows import noise_rows, snr_curve
+
+        def at_steps(found: dict) -> np.ndarray:
+            return np.array([np.nan if found.get(int(s)) is None else found[int(s)]
+                             for s in steps], np.float64)
 
         at, _, smoothed = snr_curve(self.run_history.run, name)
-        found = dict(zip(at, smoothed, strict=True))
-        return np.array([np.nan if found.get(int(s)) is None else found[int(s)] for s in steps],
-                        np.float64)
+        rows = noise_rows(self.run_history.run)
+        return {"snr": at_steps(dict(zip(at, smoothed, strict=True))),
+                **{f: at_steps({r["step"]: r[f] for r in rows}) for f in ("b_simple_ema", *BAND)}}
 
     def _run_series(self, name: str, until: int | None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         steps, values = self._read.get(name) or (np.zeros(0), {f: np.zeros(0) for f in SERIES_FIELDS})

@@ -38,6 +38,7 @@ class StepPoint:
     update_ratios: Any = None  # name -> ‖Δθ‖/‖θ‖ of the step (inf where θ was 0), or None
     time: float = math.nan  # wall clock (Unix seconds) when the step was recorded
     gradients: Any = None  # the step's StepGradients (the monitor's record), or None
+    noise: Any = None  # the step's NoiseStep (≥ 2 micro-batches: docs/noise.md), or None
 
 
 PINNED = 64  # spike steps whose records are kept beside the (thinned) live history

@@ -342,10 +342,12 @@ class ParameterTable(QTableView):
         self.selectionModel().blockSignals(blocker)
 
 
-def run_snr(follower, step: int | None) -> dict[str, float | None]:
-    """The gradient SNR per parameter a followed run (``RunFollower``) recorded at ``step``; {}
-    without a run, a step, or a noise scale there (a damaged table too: the rest of the window
-    shows the step)."""
+def run_snr(follower, step: int | None, timeline=None) -> dict[str, float | None]:
+    """The gradient SNR per parameter (docs/noise.md) a followed run (``RunFollower``) recorded
+    at ``step``, without a run the live session's (``timeline``'s noise track); {} without a
+    step or a noise scale there (a damaged table too: the rest of the window shows the step)."""
+    if follower is None and timeline is not None and step is not None:
+        return timeline.optimizer.noise.snr_at(step)
     if follower is None or step is None:
         return {}
     from gradexplorer.core.messages.errors import UserError

@@ -25,6 +25,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from gradexplorer.core.session.batch_ids import batch_text
+
 POLL_MS = 250
 HEADERS = ("rank", "sample", "norm", "largest modules")
 
@@ -137,7 +139,10 @@ class PerSamplePanel(QWidget):
         self.plot.enableAutoRange()
         left_out = "" if not self.observer or not self.observer.unsupported else \
             f"; {len(self.observer.unsupported)} modules left out"
-        self.status.setText(f"step {step} (batch make_batch({step - 1})): {figures.summary()} "
+        batch = getattr(self.observer, "batch", None)  # its micro-batches' indices, where known
+        named = (batch_text(batch[1]) if batch is not None and batch[0] == step else None) or \
+            f"make_batch({step - 1})"
+        self.status.setText(f"step {step} (batch {named}): {figures.summary()} "
                             f"(loss reduction {figures.reduction}){left_out}")
         self.top.clear()
         for rank, entry in enumerate(figures.top(), 1):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QVBoxLayout, QWidget
 
 from gradexplorer.core.messages.errors import UserError
@@ -43,7 +44,13 @@ FIGURES = {
     "snr": ("SNR (noise scale)", "SNR, smoothed",
             "the gradient's signal-to-noise ratio across the step's micro-batches, smoothed: "
             "b·EMA(|G|²)/EMA(tr Σ); ≤ 0: all noise at this batch size (docs/noise.md)"),
+    "b_simple_ema": ("B_simple (model)", "B_simple, smoothed",
+                     "the model's gradient noise scale tr(Σ)/|G|², smoothed (EMAs of each), its "
+                     "±1 standard-error band shaded and each step's own estimate as dots: a "
+                     "batch near it trains about as well per sample as a smaller one "
+                     "(docs/noise.md)"),
 }
+BAND_BRUSH = (30, 136, 229, 80)  # ACCENT, faint: the smoothed B_simple's ±1 s.e. band
 FIRST_CHOICE = ("exp_avg_norm", "momentum_norm", "update_ratio", "lr")  # shown until one is picked
 
 
@@ -56,7 +63,7 @@ class OptimizerCurves(QWidget):
         self.chosen: str | None = None  # the figure the user picked (None: FIRST_CHOICE)
         self.param: str | None = None
         self.steps, self.values = np.zeros(0), np.zeros(0)  # what the curve shows (raw)
-        self.note = ""
+        self.note = self.band_note = ""
         self.name_label = NameLabel("no parameter")  # shortened from the left, never widens the dock
         self.figure_box = QComboBox()
         for field in CURVE_FIELDS:
@@ -81,6 +88,13 @@ class OptimizerCurves(QWidget):
         item.addItem(self.step_line, ignoreBounds=True)
         self.new_marks = item.plot(pen=None, symbol="t1", symbolSize=11, symbolBrush=ALARM,
                                    symbolPen=None)  # steps where θ was 0 (ratio infinite)
+        # B_simple: the smoothed one's ±1 s.e. band and each step's own estimate
+        edge = pg.mkPen((30, 136, 229, 140), width=1, style=Qt.DashLine)
+        self.band_low, self.band_high = item.plot(pen=edge), item.plot(pen=edge)
+        self.band = pg.FillBetweenItem(self.band_low, self.band_high, brush=BAND_BRUSH)
+        item.addItem(self.band)
+        self.raw = item.plot(pen=None, symbol="o", symbolSize=4, symbolBrush=ACCENT,
+                             symbolPen=None)
         header = QHBoxLayout()
         header.setContentsMargins(4, 0, 4, 0)
         header.addWidget(self.name_label, 2)
@@ -179,21 +193,47 @@ class OptimizerCurves(QWidget):
         floor = float(finite.min()) if finite.size else (1.0 if log else 0.0)
         self.new_marks.setData(steps[new], np.full(int(new.sum()), floor))
         value_ticks(item, bool(finite.size))
-        fit_range(item, steps, np.where(new, floor, shown), log=log)
+        extra = self._show_band(steps, figures if field == "b_simple_ema" else None)
+        fit_range(item, np.concatenate([steps, steps[:len(extra)]]),
+                  np.concatenate([np.where(new, floor, shown), extra]), log=log)
         self.name_label.set_name(name)
         at = self.selection.current.step
         self.step_line.setVisible(at is not None)
         if at is not None:
             self.step_line.setValue(at)
         self.note = self._note(name, field, steps, values, new)
+        if field == "b_simple_ema" and np.isfinite(values).any():  # short: a third of 1024 px
+            last = int(np.flatnonzero(np.isfinite(values))[-1])
+            self.note = f"model · step {int(steps[last])}: B_simple " \
+                        f"{format_number(values[last], 4)}{self.band_note}"
         run = getattr(self.timeline, "run_name", None)  # runs overlaid: the reference run's
         if run is not None:
             self.note = f"run {run} · {self.note}"
         self.readout.setText(self.note)
 
+    def _show_band(self, steps: np.ndarray, figures: dict | None) -> np.ndarray:
+        """B_simple's band and raw estimates drawn (``figures``), or taken away (None); the
+        values the y range must hold besides the curve's (the band's edges)."""
+        if figures is None:
+            for line in (self.band_low, self.band_high, self.raw):
+                line.setData([], [])
+            return np.zeros(0)
+        low, high = figures["b_simple_low"], figures["b_simple_high"]
+        both = np.isfinite(low) & np.isfinite(high)
+        self.band_low.setData(steps[both], low[both])
+        self.band_high.setData(steps[both], high[both])
+        raw = figures["b_simple"]
+        keep = np.isfinite(raw) & (raw > 0)  # a step whose |G|²_est ≤ 0 has no scale to draw
+        self.raw.setData(steps[keep], raw[keep])
+        self.band_note = "" if not both.any() else \
+            f" ±1 s.e. {format_number(low[both][-1], 4)}..{format_number(high[both][-1], 4)}"
+        return np.where(both, high, np.nan)
+
     @staticmethod
     def _note(name, field, steps, values, new) -> str:
         label = FIGURES[field][1]
+        if field == "b_simple_ema" and len(steps) and not np.isfinite(values).any():
+            return "no noise scale: give the session 2 or more micro-batches a step (docs/noise.md)"
         if name is None:
             return "select a parameter"
         if not len(steps):

@@ -19,7 +19,7 @@ from PySide6.QtCore import QObject
 from gradexplorer.core.graph.deep_stack import DEEP_STACK_BYTES
 from gradexplorer.core.messages.errors import UserError
 from gradexplorer.core.model.options import ModelOptions
-from gradexplorer.core.session.config import SessionConfig
+from gradexplorer.core.session.config import SessionConfig, check_accumulate
 from gradexplorer.core.stats.history import GradientHistory
 from gradexplorer.gui.models.session import (
     IDLE,
@@ -163,6 +163,16 @@ class SessionController(QObject):
             def apply() -> SettingApplied:
                 monitor.histogram_every = every
                 return SettingApplied("histogram_every", every)
+            self.post(apply)
+
+    def set_accumulate(self, k: int) -> None:
+        """Micro-batches a step (``SessionConfig.accumulate``) from the next step on: ≥ 2 gives
+        the noise scale and each parameter's SNR (docs/noise.md)."""
+        live = self.session.live
+        if live is not None:
+            def apply() -> SettingApplied:
+                live.session.config.accumulate = check_accumulate(int(k))
+                return SettingApplied("accumulate", k)
             self.post(apply)
 
     # -- running -------------------------------------------------------------------------

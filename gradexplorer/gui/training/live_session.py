@@ -18,6 +18,7 @@ from gradexplorer.core.hooks.observed import ObserveReporter
 from gradexplorer.core.model.spec import ModelOptions, load_workload
 from gradexplorer.core.session.devices import available_devices, unavailable_devices
 from gradexplorer.core.session.engine import SessionConfig, TrainingSession
+from gradexplorer.core.session.noise import SessionNoise
 from gradexplorer.core.stack.assembly import SessionStack
 from gradexplorer.core.stats.monitor import GradientMonitor, warm_up
 from gradexplorer.gui.training.optimizer_reporter import OptimizerStateReporter
@@ -126,8 +127,11 @@ def reconfigure(live: LiveSession, **changes: Any) -> LiveSession:
     config = replace(live.session.config, **changes)
     session = TrainingSession(live.session.workload, config)
     session.optimizer  # noqa: B018 - built here, on the training thread
-    session.step_count = live.session.step_count
+    session.step_count, session.micro_drawn = live.session.step_count, live.session.micro_drawn
     live.session.remove_observer(live.stack)
+    for part in live.stack.reporters if live.stack is not None else ():
+        if isinstance(part, SessionNoise):  # its hooks off the model: the new stack has its own
+            part.remove()
     live.hooks.uninstall(live.session)
     new = LiveSession(session, live.spec, live.options, live.monitor, live.hooks, live.hookable,
                       live.devices)
@@ -149,3 +153,4 @@ def _attach(live: LiveSession, publishers=(), events=None) -> None:
         ObserveReporter(live.hooks, live.monitor.bins),  # plain records in each result
         OptimizerStateReporter(),  # ‖m‖, RMS √v̂, eff. lr, ‖momentum‖
     ]
+    SessionNoise.on(live.session, stack)  # ≥ 2 micro-batches a step: B_simple, SNR (result.noise)

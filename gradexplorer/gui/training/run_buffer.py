@@ -56,7 +56,8 @@ class RunBuffer:
             name: s.update_ratio for name, s in gradients.params.items() if s.update_ratio is not None}
         point = StepPoint(result.step, result.loss, result.grad_norm, result.seconds,
                           result.ledger, result.optimizer_state,
-                          (spike,) if spike is not None else (), ratios, time.time(), gradients)
+                          (spike,) if spike is not None else (), ratios, time.time(), gradients,
+                          result.noise)
         now = time.monotonic()
         with self._lock:
             wake = self._empty()

@@ -292,7 +292,7 @@ class MainWindow(QMainWindow):
         shown = self.step_follow.shown()
         if shown is not None:
             self.table.table.set_stats(shown.params)
-            self.table.show_snr(run_snr(self.shown_run.follower, shown.step))  # docs/noise.md
+            self.table.show_snr(run_snr(self.shown_run.follower, shown.step, self.controller.timeline))
             self.tree.set_stats(shown.params)
             self.details.set_context(stats=shown.params, step=shown.step, caption=self.step_follow.caption())
 

@@ -14,7 +14,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from gradexplorer.core.session.config import DEFAULT_LR, OPTIMIZERS
+from gradexplorer.core.session.config import DEFAULT_LR, MAX_ACCUMULATE, OPTIMIZERS
 from gradexplorer.gui.session.controller import IDLE, LOADING, PAUSED, RUNNING, SessionController
 from gradexplorer.gui.theme import icon
 
@@ -67,6 +67,11 @@ class RunControls(QToolBar):
         self.steps_spin = self._spin(1, 1_000_000, 20, " steps", "steps for Run N")
         self.every_spin = self._spin(1, 10_000, 1, "", "record histograms every K steps")
         self.every_spin.setPrefix("every ")
+        self.micro_spin = self._spin(1, MAX_ACCUMULATE, 1, "", "micro-batches a step (gradient "
+                                     "accumulation: each loss ÷ k, one optimizer step; applies "
+                                     "from the next step); 2 or more give the noise scale "
+                                     "B_simple and each parameter's SNR (docs/noise.md)")
+        self.micro_spin.setPrefix("micro-batches ")  # its own label: all of it or none in view
         self.device_box = device_chooser()
         self.devices_listed = False
         self.optimizer_box = QComboBox(toolTip="optimizer")
@@ -89,7 +94,8 @@ class RunControls(QToolBar):
     def _layout_toolbar(self) -> None:
         self.setToolButtonStyle(Qt.ToolButtonTextBesideIcon)
         for widget, most in ((self.steps_spin, 110), (self.device_box, 150),
-                             (self.optimizer_box, 80), (self.lr_spin, 100), (self.every_spin, 90)):
+                             (self.optimizer_box, 80), (self.lr_spin, 100), (self.every_spin, 90),
+                             (self.micro_spin, 130)):
             widget.setMaximumWidth(most)  # the whole bar fits a 1024-pixel window
         for action in (self.step_action, self.run_n_action):
             self.addAction(action)
@@ -99,8 +105,10 @@ class RunControls(QToolBar):
         self.addSeparator()
         self.session_settings = []  # the model session's settings: hidden while a run is shown
         for label, widget in (("Device", self.device_box), ("Optimizer", self.optimizer_box),
-                              ("lr", self.lr_spin), ("Histograms", self.every_spin)):
-            self.session_settings += [self.addWidget(QLabel(f" {label} ")), self.addWidget(widget)]
+                              ("lr", self.lr_spin), ("", self.micro_spin),
+                              ("Histograms", self.every_spin)):
+            label = [self.addWidget(QLabel(f" {label} "))] if label else [self.addWidget(QLabel(" "))]
+            self.session_settings += [*label, self.addWidget(widget)]
 
     def _show_overflow(self) -> None:
         """The » button that a narrow window shows for the controls that do not fit (Qt's own
@@ -118,12 +126,13 @@ class RunControls(QToolBar):
         self.optimizer_box.activated.connect(self._optimizer_chosen)
         self.lr_spin.valueChanged.connect(c.set_lr)
         self.every_spin.valueChanged.connect(c.set_histogram_every)
+        self.micro_spin.valueChanged.connect(c.set_accumulate)
 
     def commit_typed(self) -> None:
         """Take what is typed in the spin boxes (steps, lr, cadence) as their values: a key
         (F7) or a click on a tool button leaves the focus in the box, so nothing committed it
         and typing 8 then F7 ran the 20 shown before."""
-        for spin in (self.steps_spin, self.lr_spin, self.every_spin):
+        for spin in (self.steps_spin, self.lr_spin, self.every_spin, self.micro_spin):
             if spin.isEnabled() and spin.hasAcceptableInput():
                 spin.interpretText()  # emits valueChanged (lr, cadence) when it differs
 
@@ -156,6 +165,9 @@ class RunControls(QToolBar):
         self.lr_spin.setSpecialValueText("")  # a session's lr, the minimum included, as a figure
         self.lr_spin.setValue(session.optimizer.param_groups[0]["lr"])
         self.lr_spin.blockSignals(False)
+        self.micro_spin.blockSignals(True)
+        self.micro_spin.setValue(session.config.accumulate)
+        self.micro_spin.blockSignals(False)
         if live.monitor is not None:
             self.every_spin.blockSignals(True)
             self.every_spin.setValue(int(getattr(live.monitor, "histogram_every", 1)))
@@ -175,10 +187,10 @@ class RunControls(QToolBar):
             for action in (self.step_action, self.run_n_action, self.run_action, self.stop_action):
                 action.setEnabled(False)
             for widget in (self.device_box, self.optimizer_box, self.lr_spin, self.every_spin,
-                           self.steps_spin):
+                           self.steps_spin, self.micro_spin):
                 widget.setEnabled(False)
             return
-        for widget in (self.lr_spin, self.every_spin):
+        for widget in (self.lr_spin, self.every_spin, self.micro_spin):
             widget.setEnabled(True)
         self.steps_spin.setEnabled(self.controller.session.live is not None)  # no model: off with Run N
         idle = state == IDLE and self.controller.session.live is not None
