@@ -108,3 +108,17 @@ def test_inspect_and_the_report_say_the_estimate_comes_from_ranks(runs, capsys, 
     write_report(gx.open_run(runs / "both"), tmp_path / "report.html")
     html = (tmp_path / "report.html").read_text()
     assert f"steps of {WORLD} ranks × 2 micro-batches of {B}" in html
+
+
+def test_the_app_shows_a_ddp_runs_snr(runs, qtbot, make_window):
+    from gradexplorer.gui.panels.parameter_table import SNR
+    from gradexplorer.gui.text.number_text import format_number
+    from tests.gui_helpers import TIMEOUT_MS
+
+    stored = {n: p["snr"] for n, p in noise_params(gx.open_run(runs / "ranks"), STEPS).items()}
+    window = make_window()
+    view, table = window.table, window.table.table
+    assert window.file_actions.open_run(str(runs / "ranks")) is not None
+    qtbot.waitUntil(lambda: not view.isColumnHidden(SNR), timeout=TIMEOUT_MS)
+    shown = {table.rows[r][0]: table.data(table.index(r, SNR)) for r in range(table.rowCount())}
+    assert shown == {n: format_number(v, 3) for n, v in stored.items()}

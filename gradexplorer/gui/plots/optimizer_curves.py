@@ -41,8 +41,8 @@ FIGURES = {
     "update_ratio": ("‖Δθ‖/‖θ‖", "‖Δθ‖/‖θ‖",
                      "measured ‖θ after − θ before‖ / ‖θ before‖; ▲ marks a step where θ was 0"),
     "snr": ("SNR (noise scale)", "SNR, smoothed",
-            "the gradient's signal-to-noise ratio across the step's micro-batches, smoothed: "
-            "b·EMA(|G|²)/EMA(tr Σ); ≤ 0: all noise at this batch size (docs/noise.md)"),
+            "the gradient's signal-to-noise ratio across the step's micro-batches or DDP ranks, "
+            "smoothed: b·EMA(|G|²)/EMA(tr Σ); ≤ 0: all noise at this batch size (docs/noise.md)"),
 }
 FIRST_CHOICE = ("exp_avg_norm", "momentum_norm", "update_ratio", "lr")  # shown until one is picked
 
