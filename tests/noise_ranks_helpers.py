@@ -35,7 +35,10 @@ def worker(rank, world, root, port, names):
     dist.init_process_group("gloo", rank=rank, world_size=world)
     try:
         for name in names:
-            train(rank, world, os.path.join(root, name), *CONFIGS[name])
+            if name == "unsynced":
+                unsynced(rank)
+            else:
+                train(rank, world, os.path.join(root, name), *CONFIGS[name])
     finally:
         dist.destroy_process_group()
 
@@ -64,3 +67,30 @@ def train(rank, world, run_dir, m, ddp_args, stats_every):
             if latest is not None:
                 assert (latest.parts, latest.batch, latest.ranks) == (world * m, B, world)
     assert lines == [], lines
+
+
+def unsynced(rank):
+    """Step 2 entirely under ``no_sync`` (.grad is each rank's own, not the mean): no figures and
+    one line on rank 0; its sums are not carried into step 3, whose figures are its own."""
+    from torch.nn.parallel import DistributedDataParallel
+
+    import gradexplorer as gx
+
+    model = DistributedDataParallel(make_model())
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    lines, steps = [], []
+    with gx.Recorder(model, opt, report=lines.append) as rec:
+        for step in range(3):
+            x, y = data(step, 2, 1)
+            opt.zero_grad()
+            with model.no_sync() if step == 1 else contextlib.nullcontext():
+                nn.functional.mse_loss(model(*micro_batch(x, y, rank, 0, 1)[:1]),
+                                       micro_batch(x, y, rank, 0, 1)[1]).backward()
+            opt.step()
+            steps.append(None if rec.noise.latest is None else rec.noise.latest.step)
+        if rank == 0:
+            assert steps == [1, None, 3] and rec.noise.latest.parts == 2, steps
+            assert lines == ["gradexplorer: no noise scale at step 2: no backward of it "
+                             "synchronised the ranks (no_sync to the end) (said once)"], lines
+        else:
+            assert steps == [None] * 3 and lines == [], (steps, lines)
