@@ -14,10 +14,11 @@ to ``.grad``, before the node adds it and before DDP's reducer (a post-hook of t
 copies ``.grad`` into its bucket; it keeps a reference. The first hook of a backward queues this
 module's end-of-backward callback, ahead of the reducer's (queued once its last bucket is
 ready), so the references are read (one float64 norm pass, ``micro_batches.squared_norms``)
-before the reducer writes the ranks' mean back: an incoming gradient that AccumulateGrad adopted
-as ``.grad`` itself would otherwise be read as the mean. The DDP module's forward says whether
-its backward synchronises (``require_backward_grad_sync`` with grad enabled: not under
-``no_sync()``).
+before the reducer writes the ranks' mean into ``.grad`` (while a reference is held,
+AccumulateGrad copies the incoming gradient rather than adopting it as ``.grad``; the read does
+not rely on that). ``.grad`` itself, read at the backward's end, would be the mean: the tests
+fail then. The DDP module's forward says whether its backward synchronises
+(``require_backward_grad_sync`` with grad enabled: not under ``no_sync()``).
 
 **One small all-reduce a recorded step.** At the end of a synchronising backward every rank
 sends what it gathered since the last one: each parameter's Σ|d|² (float64, ``P`` numbers,
@@ -77,6 +78,7 @@ class RankCapture:
         self._local = self._empty(None)  # this rank's, since its last all-reduce
         self._totals: RankSums | None = None  # rank 0: the step's, over the ranks
         self.failed = False  # the all-reduce failed: stopped for good
+        self._said: set[str] = set()
         self._handles = [p.register_hook(partial(self._on_grad, i))
                          for i, p in enumerate(params) if p.requires_grad]
         self._handles.append(ddp.register_forward_pre_hook(self._on_forward))
@@ -117,8 +119,11 @@ class RankCapture:
         if stash and local["why"] is None:
             try:
                 local["diff"][index] += squared_norms(stash)[0]  # each parameter once a backward
-            except Exception as exc:  # noqa: BLE001 - said by rank 0; the ranks still reduce
+            except Exception as exc:  # noqa: BLE001 - said here; the ranks still reduce
                 local["why"] = f"the capture failed on rank {self.rank} ({type(exc).__name__}: {exc})"
+                if local["why"] not in self._said:
+                    self._said.add(local["why"])
+                    self._report(f"gradexplorer: no noise scale: {local['why']} (said once)")
         if self._sync:
             self._send(step)
 
@@ -141,7 +146,7 @@ class RankCapture:
         rows = vector[p:].reshape(self.world, ROW)
         failed = [r for r in range(self.world) if rows[r, 0] == FAILED]
         if why is None and failed:
-            why = f"the capture failed on rank {failed[0]} (said there)"
+            why = f"the capture failed on rank {failed[0]} (said on that rank)"
         elif why is None and not np.all(rows[:, 1] == step):
             why = f"the ranks are at different steps ({sorted(set(rows[:, 1].astype(int)))})"
         elif why is None and not np.all(rows[:, 2] == rows[0, 2]):
@@ -158,6 +163,7 @@ class RankCapture:
 
     def _stop(self, exc: Exception) -> None:
         self.failed = True
+        self.remove()
         text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         self._report(f"gradexplorer: the noise scale across ranks stopped on rank {self.rank}: "
                      f"{text}; training goes on")
