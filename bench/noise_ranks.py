@@ -100,10 +100,10 @@ def rank_main(rank, world, port, names, steps, rounds, m, out):
                         step(watched, opt, workload.loss_fn, batch, m)
                     ratios.append(sum(clock.values()) / spent)
                     parts.append({k: v / spent for k, v in clock.items()})
-                latest = rec.noise.latest
+                latest, used = rec.noise.latest, rec.noise.capture.used
             if rank == 0:
                 middle = parts[ratios.index(statistics.median_low(ratios))]
-                out.put((name, statistics.median(ratios), middle,
+                out.put((f"{name} [{used}]", statistics.median(ratios), middle,
                          latest.smoothed.b_simple if latest else float("nan")))
     finally:
         dist.destroy_process_group()
@@ -128,7 +128,7 @@ def main() -> None:
     for _ in names:
         name, ratio, parts, b_simple = out.get()
         detail = ", ".join(f"{k} {v:.2%}" for k, v in parts.items())
-        print(f"  {name:12s} {ratio:7.2%}   ({detail}; smoothed B_simple at the end: "
+        print(f"  {name:20s} {ratio:7.2%}   ({detail}; smoothed B_simple at the end: "
               f"{b_simple:.4g})")
 
 

@@ -79,6 +79,7 @@ class RankCapture:
         self._totals: RankSums | None = None  # rank 0: the step's, over the ranks
         self.failed = False  # the all-reduce failed: stopped for good
         self._said: set[str] = set()
+        self.used: str | None = None  # "numba" or "torch": the norm pass of the last backward
         self._handles = [p.register_hook(partial(self._on_grad, i))
                          for i, p in enumerate(params) if p.requires_grad]
         self._handles.append(ddp.register_forward_pre_hook(self._on_forward))
@@ -118,7 +119,8 @@ class RankCapture:
         local["sizes"].append(sizes[-1] if sizes else None)
         if stash and local["why"] is None:
             try:
-                local["diff"][index] += squared_norms(stash)[0]  # each parameter once a backward
+                squares, self.used = squared_norms(stash)
+                local["diff"][index] += squares  # each parameter once a backward
             except Exception as exc:  # noqa: BLE001 - said here; the ranks still reduce
                 local["why"] = f"the capture failed on rank {self.rank} ({type(exc).__name__}: {exc})"
                 if local["why"] not in self._said:
@@ -143,23 +145,23 @@ class RankCapture:
 
     def _keep(self, step: int, vector: np.ndarray, why: str | None) -> None:
         p = self.count
-        rows = vector[p:].reshape(self.world, ROW)
-        failed = [r for r in range(self.world) if rows[r, 0] == FAILED]
-        if why is None and failed:
-            why = f"the capture failed on rank {failed[0]} (said on that rank)"
-        elif why is None and not np.all(rows[:, 1] == step):
-            why = f"the ranks are at different steps ({sorted(set(rows[:, 1].astype(int)))})"
-        elif why is None and not np.all(rows[:, 2] == rows[0, 2]):
-            why = (f"the ranks took different numbers of backwards "
-                   f"({rows[:, 2].astype(int).tolist()})")
-        sums = self._totals if self._totals is not None and self._totals.step == step else \
-            RankSums(step, 0, np.zeros(p), np.inf, -np.inf)
-        sums.parts += int(rows[:, 2].sum())
-        sums.diff_sq += vector[:p]
-        sums.low, sums.high = min(sums.low, rows[:, 3].min()), max(sums.high, rows[:, 4].max())
-        sums.unknown += int(rows[:, 5].sum())
+        rows = vector[p:].reshape(self.world, ROW).tolist()  # a few numbers: plain Python
+        took, steps, parts, low, high, unknown = zip(*rows, strict=True)
+        if why is None and FAILED in took:
+            why = f"the capture failed on rank {took.index(FAILED)} (said on that rank)"
+        elif why is None and any(s != step for s in steps):
+            why = f"the ranks are at different steps ({sorted({int(s) for s in steps})})"
+        elif why is None and len(set(parts)) > 1:
+            why = f"the ranks took different numbers of backwards ({[int(n) for n in parts]})"
+        sums = self._totals
+        if sums is None or sums.step != step:
+            sums = self._totals = RankSums(step, 0, vector[:p].copy(), min(low), max(high))
+        else:
+            sums.diff_sq += vector[:p]
+            sums.low, sums.high = min(sums.low, *low), max(sums.high, *high)
+        sums.parts += int(sum(parts))
+        sums.unknown += int(sum(unknown))
         sums.why = sums.why or why
-        self._totals = sums
 
     def _stop(self, exc: Exception) -> None:
         self.failed = True
