@@ -74,6 +74,11 @@ CASES = {  # name: (SQL, its parameters, words the line must hold[, the commands
     "no noise_params column": ("ALTER TABLE noise_params DROP COLUMN snr", (), "no column snr"),
     "noise figure": ("INSERT INTO noise_steps VALUES (3, 4, 5, 4.0, 'abc', 1, 1, 1, 1, 1, 1, 1, 1, 1)",
                      (), "table noise_steps at step 3, column g_small_sq holds str", ("inspect",)),
+    "no noise_sources column": ("ALTER TABLE noise_sources DROP COLUMN ranks", (),
+                                "no column ranks"),
+    "noise source": ("INSERT INTO noise_steps VALUES (3, 4, 5, 4.0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1);"
+                     "INSERT INTO noise_sources VALUES (3, 'elsewhere', 2)", (),
+                     "table noise_sources at step 3 holds source 'elsewhere'", ("inspect",)),
     "batch json": ("UPDATE batches SET ids = '{bad'", (), "table batches", ("open",)),
     "spike event json": ("INSERT INTO spike_events VALUES (1, 1, '{bad')", (), "table spike_events",
                          ("inspect",)),

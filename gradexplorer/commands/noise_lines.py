@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from gradexplorer.commands.table_text import number
 from gradexplorer.core.messages.printable import printable
-from gradexplorer.core.runs.noise_rows import module_noise, noise_params, noise_rows
+from gradexplorer.core.runs.noise_rows import module_noise, noise_params, noise_rows, parts_text
 from gradexplorer.core.runs.schema import NOISE_PARAM_FIELDS, NOISE_TABLES
 
 
@@ -28,7 +28,7 @@ def figure_lines(r: dict, params: dict[str, dict]) -> list[str]:
     """The lines of a step's row (``noise_rows``' dict) and its parameters' (``noise_params``')."""
     band = "" if r["b_simple_low"] is None else \
         f", ±1 s.e. {number(r['b_simple_low'])}..{number(r['b_simple_high'])}"
-    lines = [f"noise scale: {r['parts']} micro-batches of {r['batch_small']}: B_simple "
+    lines = [f"noise scale: {parts_text(r)}: B_simple "
              f"{number(r['b_simple'])} this step, smoothed {number(r['b_simple_ema'])}{band} "
              f"(batch now {r['parts'] * r['batch_small']})",
              f"  |G|²_est {number(r['g_sq'])}, tr(Σ)_est {number(r['trace'])} (|G_small|² "

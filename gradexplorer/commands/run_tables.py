@@ -112,7 +112,7 @@ def inspect_run(path: str, step: int | None, width: int) -> int:
               "applied: the gradient the optimizer used, which the other figures describe")
     if snr:
         print("SNR: |G|²_est / (tr(Σ)_est / micro-batch size), of the gradient across the step's "
-              "micro-batches; ≤ 0: no signal measurable (docs/noise.md)")
+              "micro-batches or DDP ranks; ≤ 0: no signal measurable (docs/noise.md)")
     return 0
 
 

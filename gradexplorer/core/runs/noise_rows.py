@@ -18,19 +18,52 @@ def noise_rows(run, after: int = -1) -> list[dict]:
     """Every recorded step's noise scale after ``after``, oldest first ([] for older runs): a
     dict of ``step`` and ``NOISE_STEP_FIELDS`` (``parts`` backwards of ``batch_small`` samples;
     the whole model's |G_small|², |G_big|², |G|²_est, tr(Σ)_est, B_simple, their EMAs and the
-    smoothed B_simple's ±1 standard-error band)."""
+    smoothed B_simple's ±1 standard-error band), and where its small batches came from:
+    ``source`` ("micro-batches", "ranks" of DDP or "both") and ``ranks`` (1: micro-batches)."""
     if not _has(run):
         return []
     after = max(-1, min(int(after), V.MAX_STEP))
     rows = run._rows(f"SELECT step, {', '.join(S.NOISE_STEP_FIELDS)} FROM noise_steps "
                      "WHERE step > ? ORDER BY step", (after,))
+    sources = _sources(run, after)
     out = []
     for step, *values in rows:
         at = f"{run.where}, table noise_steps at step {V.printable(str(step))[:24]}"
         step = V.count(step, f"{at}, column step", V.MAX_STEP)
+        source, ranks = sources.get(step, ("micro-batches", 1))
         out.append({"step": step, **{f: V.figure(v, f"{at}, column {f}")
-                                     for f, v in zip(S.NOISE_STEP_FIELDS, values, strict=True)}})
+                                     for f, v in zip(S.NOISE_STEP_FIELDS, values, strict=True)},
+                    "source": source, "ranks": ranks})
     return out
+
+
+def _sources(run, after: int) -> dict[int, tuple[str, int]]:
+    """``{step: (source, ranks)}`` of the steps after ``after`` ({} for runs before the table)."""
+    if "noise_sources" not in run._optional:
+        return {}
+    out = {}
+    for step, source, ranks in run._rows("SELECT step, source, ranks FROM noise_sources "
+                                         "WHERE step > ?", (after,)):
+        at = f"{run.where}, table noise_sources at step {V.printable(str(step))[:24]}"
+        if source not in SOURCES:
+            raise UserError(f"{at} holds source {V.printable(str(source))[:40]!r} (one of "
+                            f"{', '.join(SOURCES)})")
+        out[V.count(step, f"{at}, column step", V.MAX_STEP)] = (
+            source, V.count(ranks, f"{at}, column ranks", 2**31))
+    return out
+
+
+SOURCES = ("micro-batches", "ranks", "both")
+
+
+def parts_text(row: dict) -> str:
+    """The step's small batches in words: "4 micro-batches of 16", "2 ranks of 8", "2 ranks ×
+    2 micro-batches of 8"."""
+    ranks, parts, b = row.get("ranks") or 1, row["parts"], row["batch_small"]
+    if ranks <= 1:
+        return f"{parts} micro-batches of {b}"
+    return f"{ranks} ranks of {b}" if parts == ranks else \
+        f"{ranks} ranks × {parts // ranks} micro-batches of {b}"
 
 
 def noise_params(run, step: int) -> dict[str, dict[str, float | None]]:

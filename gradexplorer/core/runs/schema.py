@@ -55,6 +55,9 @@ CREATE TABLE IF NOT EXISTS noise_params (
     step INTEGER NOT NULL, name TEXT NOT NULL, g_small_sq REAL, g_big_sq REAL, g_sq REAL,
     trace REAL, snr REAL, snr_ema REAL, PRIMARY KEY (step, name)
 );
+CREATE TABLE IF NOT EXISTS noise_sources (
+    step INTEGER PRIMARY KEY, source TEXT NOT NULL, ranks INTEGER NOT NULL
+);
 """  # per_sample_norms: each sample's gradient norm (float64 little-endian), the largest as JSON
 # The per-parameter tables: their columns after (step, parameter). Versions 1 and 2 name the
 # parameter in every row (``name TEXT``, again in the primary key's index); version 3 by
@@ -126,4 +129,7 @@ NOISE_STEP_FIELDS = ("parts", "batch_small", "loss_divisor", "g_small_sq", "g_bi
                      "b_simple_high")
 NOISE_PARAM_FIELDS = ("g_small_sq", "g_big_sq", "g_sq", "trace", "snr", "snr_ema")
 NOISE_TABLES = {"noise_steps": ("step", *NOISE_STEP_FIELDS),
-                "noise_params": ("step", "name", *NOISE_PARAM_FIELDS)}
+                "noise_params": ("step", "name", *NOISE_PARAM_FIELDS),
+                # where the small batches came from ("micro-batches", "ranks" of DDP, "both");
+                # absent from runs written before it (read as micro-batches)
+                "noise_sources": ("step", "source", "ranks")}

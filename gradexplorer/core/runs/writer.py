@@ -278,6 +278,8 @@ class RunWriter:
                        tuple(map(_real, noise.step_row())))
             db.executemany("INSERT OR REPLACE INTO noise_params VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                            [tuple(map(_real, row)) for row in noise.param_rows()])
+            db.execute("INSERT OR REPLACE INTO noise_sources VALUES (?, ?, ?)",
+                       (noise.step, noise.source, noise.ranks))
         return self._submit(f"the noise scale of step {noise.step}", work)
 
     def write_event(self, step: int, until: int, event: str) -> bool:

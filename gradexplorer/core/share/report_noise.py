@@ -10,7 +10,13 @@ import numpy as np
 
 from gradexplorer.core.messages.number_text import format_number
 from gradexplorer.core.messages.printable import html_text as E
-from gradexplorer.core.runs.noise_rows import module_noise, noise_params, noise_rows, snr_curve
+from gradexplorer.core.runs.noise_rows import (
+    module_noise,
+    noise_params,
+    noise_rows,
+    parts_text,
+    snr_curve,
+)
 from gradexplorer.core.share.svg_charts import line_chart
 from gradexplorer.core.stats.curves import downsample_peaks
 
@@ -58,7 +64,8 @@ def _n(value) -> str:
 def noise_section(d: NoiseData) -> str:
     if not d.rows:
         return ('<section id="noise"><h2>Noise scale</h2><p>No step of several backwards '
-                '(gradient accumulation) was recorded: no noise scale (docs/noise.md).</p></section>')
+                '(gradient accumulation) or of DDP ranks was recorded: no noise scale '
+                '(docs/noise.md).</p></section>')
     steps = [r["step"] for r in d.rows]
     last = d.rows[-1]
     chart = line_chart([_series(label, steps, [r[key] for r in d.rows]) for label, key in (
@@ -76,8 +83,8 @@ def noise_section(d: NoiseData) -> str:
                      f"<td>{_n(p['trace'])}</td></tr>" for n, p in params)
     curves = line_chart([_series(name, *d.curves[name]) for name in d.curves], ylabel="SNR, smoothed",
                         height=170) if d.curves else ""
-    return (f'<section id="noise"><h2>Noise scale ({len(d.rows)} steps of {last["parts"]} '
-            f'micro-batches of {last["batch_small"]})</h2><p class="note">B_simple = tr(Σ)/|G|²: '
+    return (f'<section id="noise"><h2>Noise scale ({len(d.rows)} steps of '
+            f'{E(parts_text(last))})</h2><p class="note">B_simple = tr(Σ)/|G|²: '
             'the batch size above which a larger batch stops buying much progress a step '
             '(McCandlish et al. 2018). Smoothed: the ratio of exponential moving averages of tr(Σ) '
             'and |G|², with ±1 standard error; a step\'s own estimate is noisy and drawn only where '

@@ -49,14 +49,19 @@ class NoiseSettings:
 
 def noise_for(recorder, value) -> NoiseWatch | None:
     """The recorder's NoiseWatch for ``watch``'s ``noise_scale`` argument (True: the defaults,
-    False, or NoiseSettings); None where it does not apply: no accumulation probe (FSDP2, a rank
-    that records nothing), several DDP ranks (each backward's own gradient is the rank's,
-    before the all-reduce, while ``.grad`` holds the ranks' mean: not yet combined) or DTensor
-    gradients, even on a mesh of one rank (each backward's own gradient is a DTensor: not
-    combined across ranks, and its storage is its local tensor's, not the capture's to read)."""
+    False, or NoiseSettings); several DDP ranks: every rank's ``RankNoiseWatch``
+    (``noise_ranks.py``: the ranks' local gradients are the small batches). None where it does
+    not apply: no accumulation probe (a rank that records nothing), several ranks without DDP
+    or DTensor gradients, even on a mesh of one rank (each backward's own gradient is a
+    DTensor: not combined across ranks, and its storage is its local tensor's, not the
+    capture's to read)."""
     if value is not True and value is not False and not isinstance(value, NoiseSettings):
         raise UserError(f"watch: noise_scale must be True, False or a NoiseSettings, got "
                         f"{type(value).__name__}")
+    if value is not False and recorder.plan.mode == "ddp" and recorder.plan.world > 1:
+        from gradexplorer.core.watch.noise_ranks import RankNoiseWatch
+
+        return RankNoiseWatch(recorder, NoiseSettings() if value is True else value)
     if value is False or recorder.probe is None or recorder.plan.world > 1 \
             or recorder.plan.sharded:
         return None
@@ -77,6 +82,13 @@ class NoiseStep:
     smoothed: Smoothed
     names: list[str]
     per: dict[str, np.ndarray]
+    ranks: int = 1  # DDP ranks the parts came from (noise_ranks.py)
+
+    @property
+    def source(self) -> str:
+        """Where the small batches came from: "micro-batches", "ranks" or "both"."""
+        return "micro-batches" if self.ranks == 1 else "ranks" if self.parts == self.ranks \
+            else "both"
 
     def step_row(self) -> tuple:
         w, s = self.whole, self.smoothed
@@ -159,23 +171,29 @@ class NoiseWatch:
         if why is not None:
             self._say(step, why)
             return None
-        k = sums.parts
-        c = float(k if self.settings.loss_divisor == "k" else self.settings.loss_divisor)
+        return self._estimates(step, sums.diff_sq, sums.parts, b, scale, accumulated)
+
+    def _estimates(self, step: int, diff_sq, k: int, b: int, scale, accumulated,
+                   ranks: int = 1) -> NoiseStep | None:
+        """The step's figures from ``diff_sq`` (Σ|d_i|² per parameter over its ``k`` backwards,
+        on ``ranks`` ranks: ``k / ranks`` each, DDP's mean of the ranks in ``.grad``)."""
+        m = k // ranks  # backwards per rank: |G_big|² = c²|A|²/(m²s²), A the (ranks' mean) .grad
+        c = float(m if self.settings.loss_divisor == "k" else self.settings.loss_divisor)
         s2 = float(scale) ** 2 if scale else 1.0
         every = len(accumulated) == len(self.names) and list(accumulated) == self.names
         present = slice(None) if every else np.array(
             [i for i, n in enumerate(self.names) if accumulated.get(n) is not None], np.int64)
         last = np.fromiter(accumulated.values(), np.float64, len(accumulated)) if every else \
             np.array([accumulated[self.names[i]] for i in present], np.float64)
-        small = sums.diff_sq[present] * (c * c / (k * s2))
-        big = last * last * (c * c / (k * k * s2))
+        small = diff_sq[present] * (c * c / (k * s2))
+        big = last * last * (c * c / (m * m * s2))
         whole = estimate(math.fsum(small), math.fsum(big), k, b)
         if not (math.isfinite(whole.g_sq) and math.isfinite(whole.trace)):  # kept out of the EMAs
             self._say(step, "its gradient holds NaN or Inf")
             return None
         per = self._per(small, big, k, b, present)
         return NoiseStep(step, k, b, c, whole, self.smoother.add(whole.trace, whole.g_sq),
-                         self.names if every else [self.names[i] for i in present], per)
+                         self.names if every else [self.names[i] for i in present], per, ranks)
 
     def _per(self, small, big, k: int, b: int, present) -> dict[str, np.ndarray]:
         """Every present parameter's figures (``estimate`` as arrays) and its smoothed SNR

@@ -36,6 +36,7 @@ class RankPlan:
     world: int = 1
     names: dict[str, str] = field(default_factory=dict)
     per_rank: bool = False
+    wrapper: nn.Module | None = None  # the DistributedDataParallel module (DDP)
 
     @property
     def sharded(self) -> bool:
@@ -76,7 +77,7 @@ def plan_ranks(model: nn.Module) -> RankPlan:
 
     if _is_ddp(model):
         refuse_ddp_over_tp(model.module)
-        return RankPlan("ddp", model.module, model.module, rank, world)
+        return RankPlan("ddp", model.module, model.module, rank, world, wrapper=model)
 
     refuse_fsdp1(model)
     names = {n: clean_name(n) for n, _ in model.named_parameters() if clean_name(n) != n}

@@ -39,8 +39,9 @@ BASE_COLUMNS = ("Parameter", "Norm", "Max |g|", "Upd ratio", "NaN/Inf", "Shape",
 COLUMNS = BASE_COLUMNS + OPTIMIZER_COLUMNS + ("SNR",)  # the optimizer's: hidden until asked for
 OPTIM = range(len(BASE_COLUMNS), len(COLUMNS) - 1)
 SNR = len(COLUMNS) - 1  # the gradient SNR (docs/noise.md): shown where the run recorded it
-SNR_TIP = ("gradient SNR across the step's micro-batches: |G|² / (tr(Σ) / micro-batch size); "
-           "≤ 0: the parameter's gradient is all noise at this batch size (docs/noise.md)")
+SNR_TIP = ("gradient SNR across the step's micro-batches or DDP ranks: |G|² / (tr(Σ) / "
+           "micro-batch size); ≤ 0: the parameter's gradient is all noise at this batch size "
+           "(docs/noise.md)")
 LIVE = (1, 2, 3, 4)  # columns that follow the latest step
 STATIC = {5: 1, 6: 2, 7: 3}  # column -> index into a row after the name
 NUMBERS = (1, 2, 3, 6)  # right-aligned

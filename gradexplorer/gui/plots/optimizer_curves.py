@@ -42,8 +42,8 @@ FIGURES = {
     "update_ratio": ("‖Δθ‖/‖θ‖", "‖Δθ‖/‖θ‖",
                      "measured ‖θ after − θ before‖ / ‖θ before‖; ▲ marks a step where θ was 0"),
     "snr": ("SNR (noise scale)", "SNR, smoothed",
-            "the gradient's signal-to-noise ratio across the step's micro-batches, smoothed: "
-            "b·EMA(|G|²)/EMA(tr Σ); ≤ 0: all noise at this batch size (docs/noise.md)"),
+            "the gradient's signal-to-noise ratio across the step's micro-batches or DDP ranks, "
+            "smoothed: b·EMA(|G|²)/EMA(tr Σ); ≤ 0: all noise at this batch size (docs/noise.md)"),
     "b_simple_ema": ("B_simple (model)", "B_simple, smoothed",
                      "the model's gradient noise scale tr(Σ)/|G|², smoothed (EMAs of each), its "
                      "±1 standard-error band shaded and each step's own estimate as dots: a "
