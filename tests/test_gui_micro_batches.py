@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from PySide6.QtCore import Qt
 
-from gradexplorer.core.session.noise import SessionNoise
+from gradexplorer.core.watch.session_noise import SessionNoise
 from gradexplorer.gui.panels.parameter_table import SNR
 from gradexplorer.gui.text.number_text import format_number
 from tests.gui_helpers import TIMEOUT_MS, open_model, wait_idle

@@ -47,7 +47,7 @@ def run_command(args: argparse.Namespace) -> int:
     if args.ab:
         return run_ab(args)
     from gradexplorer.core.session.devices import describe_device  # torch: only when it runs
-    from gradexplorer.core.session.noise import SessionNoise
+    from gradexplorer.core.watch.session_noise import SessionNoise
 
     session = session_from_args(args)
     workload = session.workload

@@ -1,5 +1,5 @@
 """The live session's noise scale over the steps (Qt-free): each step of ≥ 2 micro-batches'
-``NoiseStep`` (``result.noise``, ``core/session/noise.py``; docs/noise.md), for the parameter
+``NoiseStep`` (``result.noise``, ``core/watch/session_noise.py``; docs/noise.md), for the parameter
 table's SNR column (``snr_at``), the Optimizer tab's smoothed SNR and B_simple curves
 (``aligned``). A run directory's come from the run (``core/runs/noise_rows.py``) instead.
 """
