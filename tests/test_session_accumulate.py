@@ -20,8 +20,8 @@ from gradexplorer.core.model.spec import ModelOptions, load_workload
 from gradexplorer.core.session.ab import ABRun
 from gradexplorer.core.session.batch_ids import batch_text
 from gradexplorer.core.session.engine import SessionConfig, TrainingSession
-from gradexplorer.core.watch.session_noise import SessionNoise
 from gradexplorer.core.stack.assembly import SessionStack
+from gradexplorer.core.watch.session_noise import SessionNoise
 
 K, STEPS = 4, 3
 

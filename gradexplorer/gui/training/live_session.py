@@ -18,9 +18,9 @@ from gradexplorer.core.hooks.observed import ObserveReporter
 from gradexplorer.core.model.spec import ModelOptions, load_workload
 from gradexplorer.core.session.devices import available_devices, unavailable_devices
 from gradexplorer.core.session.engine import SessionConfig, TrainingSession
-from gradexplorer.core.watch.session_noise import SessionNoise
 from gradexplorer.core.stack.assembly import SessionStack
 from gradexplorer.core.stats.monitor import GradientMonitor, warm_up
+from gradexplorer.core.watch.session_noise import SessionNoise
 from gradexplorer.gui.training.optimizer_reporter import OptimizerStateReporter
 
 
