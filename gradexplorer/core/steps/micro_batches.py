@@ -139,7 +139,7 @@ class MicroBatchNorms:
 
     def take(self) -> MicroBatchSums:
         """At a recorded step: its sums; starts the next step."""
-        if self._pending:
+        if self._pending or any(self._held):  # (any: a backward the probe did not count)
             self._read()
         parts, why = self.parts, self._why
         if not self.keep and parts > 1:
