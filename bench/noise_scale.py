@@ -1,22 +1,24 @@
 """What the noise scale (``watch(noise_scale=True)``, docs/noise.md) costs an accumulating step on
 the CPU examples, against the bare accumulation step (target: ≤ 5%).
 
-    python bench/noise_scale.py                 # digits, mlp, transformer; 4 micro-batches a step
-    python bench/noise_scale.py --steps 60 --rounds 5 --micro 8
+    python bench/noise_scale.py                       # digits, mlp, lenet, transformer; k = 2, 4, 8
+    python bench/noise_scale.py --models digits --micro 4 --steps 60 --rounds 7
 
-Two arms, each its own copy of the model (same weights, same batches, SGD), interleaved step by
-step in one process, one torch thread:
+Three arms, each its own copy of the model (same weights, same batches, SGD), interleaved step by
+step in one process, one torch thread, each step timed on the training thread
+(``time.thread_time``: its CPU, which other processes' load moves least):
 
 - bare: ``k`` × (forward, ``(loss / k).backward()``), ``optimizer.step()``, ``zero_grad()``
-- watch: the same loop under ``watch(model, opt, update_ratio=False)``; the noise scale's own work
-  is timed where it runs (``time.thread_time``: the training thread's CPU, which other
-  processes' load moves least): the parameters' gradient hooks (each keeps a reference), the
-  pass over each backward's own gradients at its end (``MicroBatchNorms.backward``), the forward
-  hook reading the batch size, and ``take`` at the step (the estimates, the EMAs; no run
-  directory here: the rows are made on the writer's thread)
+- watch without the noise scale: the same loop under ``watch(model, opt, update_ratio=False,
+  noise_scale=False)``
+- watch with it (the default): ``watch(model, opt, update_ratio=False)``
 
-Cost: the noise scale's CPU per step over the bare step's CPU (median over rounds), printed beside
-the 5% target.
+Cost: (the third arm's CPU − the second's) / the bare arm's, per round, the median over rounds,
+printed beside the 5% target: everything the noise scale adds to the training thread, its
+gradient hooks inside the engine included. Beside it, "own code": the noise scale's Python
+timed where it runs (the forward hook reading the batch size, the end-of-backward count and the
+step's pass over the held gradients and its figures; not its hooks, which are C-level calls
+timed only in the whole). No run directory: the rows are made on the writer's thread.
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ import time
 
 import torch
 
-from gradexplorer.core.model.examples import digits, mlp, transformer
+from gradexplorer.core.model.examples import digits, lenet, mlp, transformer
+from gradexplorer.core.stats.backends import warmup
 from gradexplorer.core.watch import noise_watch as NW
 from gradexplorer.core.watch.recorder import watch
 
@@ -36,6 +39,7 @@ TARGET = 0.05
 WORKLOADS = {
     "digits": lambda: digits.build({"batch": "64"}, 0),
     "mlp": lambda: mlp.build({"batch": "64", "width": "256"}, 0),
+    "lenet": lambda: lenet.build({"batch": "64"}, 0),
     "transformer": lambda: transformer.build({}, 0),
 }
 
@@ -66,65 +70,83 @@ def micro_step(model, opt, workload, batch, k: int) -> None:
     opt.zero_grad()
 
 
-def bench(name: str, steps: int, rounds: int, k: int) -> tuple[float, float]:
-    """(noise-scale CPU / bare CPU per step, median over rounds; the smoothed B_simple at the end)."""
-    workload = WORKLOADS[name]()
-    bare_model = workload.model
-    watched = copy.deepcopy(bare_model)
-    bare_opt = torch.optim.SGD(bare_model.parameters(), lr=0.01)
-    opt = torch.optim.SGD(watched.parameters(), lr=0.01)
-    clock = Clock()
+def watched(model, clock: Clock | None):
+    """A copy of ``model`` under watch (the noise scale timed by ``clock``; None: off)."""
+    model = copy.deepcopy(model)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    if clock is None:
+        return model, opt, watch(model, opt, update_ratio=False, noise_scale=False)
     on_output = NW.NoiseWatch._on_output
     NW.NoiseWatch._on_output = clock.wrap(on_output)  # the forward hook, as registered
     try:
-        rec = watch(watched, opt, update_ratio=False)
+        rec = watch(model, opt, update_ratio=False)
     finally:
         NW.NoiseWatch._on_output = on_output
-    capture = rec.noise.capture
-    capture.remove()  # its hooks again, timed
-    capture._on_grad = clock.wrap(capture._on_grad)
-    capture._hook()
-    rec.noise._probe.on_backward = clock.wrap(capture.backward)
-    rec.noise.take = clock.wrap(rec.noise.take)
-    ratios = []
+    rec.noise._probe.on_backward = clock.wrap(rec.noise.capture.backward)
+    rec.noise.take = clock.wrap(rec.noise.take)  # the step's pass and figures
+    return model, opt, rec
+
+
+def bench(name: str, steps: int, rounds: int, k: int) -> dict:
+    """The noise scale's whole cost and own code's, over the bare step (medians over rounds)."""
+    workload = WORKLOADS[name]()
+    bare_opt = torch.optim.SGD(workload.model.parameters(), lr=0.01)
+    clock = Clock()
+    off, on = watched(workload.model, None), watched(workload.model, clock)
+    arms = [(workload.model, bare_opt), off[:2], on[:2]]
+    whole, own, per_step = [], [], []
     try:
-        for _ in range(2):  # warm both arms (the kernels, the probe's proof)
-            batch = workload.make_batch(0)
-            micro_step(bare_model, bare_opt, workload, batch, k)
-            micro_step(watched, opt, workload, batch, k)
+        for s in range(3):  # warm every arm (the probe's proof, the allocator)
+            for model, opt in arms:
+                micro_step(model, opt, workload, workload.make_batch(s), k)
         for r in range(rounds):
-            bare = 0.0
+            cpu = [0.0, 0.0, 0.0]
             clock.seconds = 0.0
             for s in range(steps):
                 batch = workload.make_batch(r * steps + s)
-                start = time.thread_time()
-                micro_step(bare_model, bare_opt, workload, batch, k)
-                bare += time.thread_time() - start
-                micro_step(watched, opt, workload, batch, k)
-            ratios.append(clock.seconds / bare)
-        latest = rec.noise.latest
-        return statistics.median(ratios), (latest.smoothed.b_simple if latest else float("nan"))
+                for i, (model, opt) in enumerate(arms):
+                    start = time.thread_time()
+                    micro_step(model, opt, workload, batch, k)
+                    cpu[i] += time.thread_time() - start
+            whole.append((cpu[2] - cpu[1]) / cpu[0])
+            own.append(clock.seconds / cpu[0])
+            per_step.append(cpu[0] / steps)
+        latest = on[2].noise.latest
+        return {"whole": statistics.median(whole), "own": statistics.median(own),
+                "bare_ms": statistics.median(per_step) * 1e3, "used": on[2].noise.capture.used,
+                "b_simple": latest.smoothed.b_simple if latest else None,
+                "spread": (min(whole), max(whole))}
     finally:
-        rec.close()
+        off[2].close()
+        on[2].close()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default=",".join(WORKLOADS))
-    parser.add_argument("--steps", type=int, default=40)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--micro", type=int, default=4, help="micro-batches a step (k)")
+    parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--micro", default="2,4,8", help="micro-batches a step (k), a list")
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
-    print(f"noise scale's CPU per step / bare accumulation step's ({args.micro} micro-batches, "
-          f"median of {args.rounds} rounds × {args.steps} steps; target ≤ {TARGET:.0%})")
+    warmup.ready()  # the statistics kernels compiled or loaded before any step is timed
+    warmup.wait()
+    print(f"the noise scale's CPU per step over the bare accumulation step's (median of "
+          f"{args.rounds} rounds × {args.steps} steps, arms interleaved; target ≤ {TARGET:.0%})")
+    print(f"  {'model':12s} {'k':>2s} {'bare ms':>8s} {'cost':>7s}  {'(rounds)':17s} "
+          f"{'own code':>8s}")
     for name in args.models.split(","):
-        ratio, b_simple = bench(name, args.steps, args.rounds, args.micro)
-        verdict = "ok" if ratio <= TARGET else "OVER"
-        print(f"  {name:12s} {ratio:7.2%}   target ≤ {TARGET:.0%}  {verdict}   "
-              f"(smoothed B_simple at the end: {b_simple:.4g})")
+        for k in (int(x) for x in args.micro.split(",")):
+            got = bench(name, args.steps, args.rounds, k)
+            verdict = "ok" if got["whole"] <= TARGET else "OVER"
+            b_simple = "none yet" if got["b_simple"] is None else f"{got['b_simple']:.4g}"
+            low, high = got["spread"]
+            print(f"  {name:12s} {k:2d} {got['bare_ms']:8.2f} {got['whole']:7.2%}  "
+                  f"({low:6.1%}..{high:5.1%})  {got['own']:7.2%}   target ≤ {TARGET:.0%} "
+                  f"{verdict}   ({got['used']}; smoothed B_simple {b_simple})",
+                  flush=True)
 
 
 if __name__ == "__main__":

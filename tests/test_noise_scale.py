@@ -315,3 +315,72 @@ def test_a_step_with_inf_is_left_out_and_the_smoothing_goes_on():
     assert out[1] is None and out[0] is not None and out[2] is not None
     assert lines == ["gradexplorer: no noise scale at step 2: its gradient holds NaN or Inf (said once)"]
     assert math.isfinite(out[2].smoothed.b_simple) and rec.noise.smoother.steps == 2
+
+
+class Tied(nn.Module):
+    """fc used twice (shared weights) and a branch only micro-batches of even index reach."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc, self.side, self.out = nn.Linear(5, 5), nn.Linear(5, 3), nn.Linear(5, 3)
+        self.use_side = True
+
+    def forward(self, x):
+        h = torch.tanh(self.fc(torch.tanh(self.fc(x))))
+        return self.out(h) + (self.side(x) if self.use_side else 0)
+
+
+def tied_reference(model, x, y, k, b):
+    """``reference`` for Tied: micro-batch i reaches side only when i is even (else its
+    gradient is 0)."""
+    twin = copy.deepcopy(model).double()
+    names, params = zip(*twin.named_parameters(), strict=True)
+    grads = []
+    for i in range(k):
+        twin.use_side = i % 2 == 0
+        loss = nn.functional.mse_loss(twin(x[i * b:(i + 1) * b].double()), y[i * b:(i + 1) * b].double())
+        got = torch.autograd.grad(loss, params, allow_unused=True)
+        grads.append([torch.zeros_like(p) if g is None else g for g, p in zip(got, params, strict=True)])
+    per = {}
+    for j, name in enumerate(names):
+        g = torch.stack([grads[i][j] for i in range(k)])
+        per[name] = (float(g.pow(2).flatten(1).sum(1).mean()), float(g.mean(0).pow(2).sum()), g)
+    return per
+
+
+@pytest.mark.parametrize("hold", ["step", "each backward"])
+@pytest.mark.parametrize("zero", ["zero_grad", "in place"])
+def test_shared_weights_unused_parameters_and_either_zero_grad(monkeypatch, hold, zero):
+    """The gradients held for the step's one pass (or read at each backward's end, for a model
+    over HOLD_BYTES) give the float64 figures with a weight used twice in a forward, parameters
+    some backwards do not reach, and .grad set to None or zeroed in place between steps; closed,
+    no hook stays on the model's tensors."""
+    if hold == "each backward":  # a model over HOLD_BYTES: read at each backward's end
+        monkeypatch.setattr(MB, "HOLD_BYTES", 1)
+    torch.manual_seed(9)
+    model = Tied()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05 if zero == "zero_grad" else 0.0)
+    seen, refs = [], []
+    rec = gx.watch(model, opt, update_ratio=False)
+    assert rec.noise.capture.hold == (1 if hold == "each backward" else MB.HOLD_BYTES // (4 * 66))
+    hooked = [p for p in model.parameters() if p._backward_hooks]
+    assert len(hooked) == 6  # one hook a parameter tensor, the shared one once
+    for step in range(3):
+        x, y = data(step)
+        refs.append(tied_reference(model, x, y, K, B))
+        for i in range(K):
+            model.use_side = i % 2 == 0  # side's parameters unused in backwards 1 and 3
+            loss = nn.functional.mse_loss(model(x[i * B:(i + 1) * B]), y[i * B:(i + 1) * B])
+            (loss / K).backward()
+        opt.step()
+        if zero == "zero_grad":
+            opt.zero_grad()
+        else:
+            opt.zero_grad(set_to_none=False)
+        seen.append(rec.noise.latest)
+    rec.close()
+    for noise, ref in zip(seen, refs, strict=True):
+        check_step(noise, ref)
+    # closed: no hook left on the model's tensors, no gradient held
+    assert not any(p._backward_hooks for p in model.parameters())
+    assert not any(rec.noise.capture._held)

@@ -4,13 +4,17 @@
 A hook on each parameter tensor (``Tensor.register_hook``) receives the gradient backward is about
 to add to ``.grad`` — backward ``i``'s own gradient ``d_i``, summed over every use of the
 parameter in that backward, before accumulation (so it does not matter whether ``.grad`` was
-zeroed). The hook only keeps a reference; at the end of the backward (the accumulation probe's
-callback, ``probe.py``, calls ``backward``) one pass reads every ``d_i`` while it is still in the
-caches and adds its float64 ``|d_i|²`` to the step's sums, then the references are dropped (a
-gradient held that long is one backward's gradient at most, and only between its accumulation
-and the backward's end). On the CPU that pass is the statistics' Numba norm kernel over the
-tensors in place (one call); elsewhere, or before the kernels are compiled, torch's foreach norm
-(float64). ``|A_k|²``, the accumulated gradient's, is the probe's accumulated norm at the step.
+zeroed). The hook is the ``append`` of a list kept for that parameter (a C-level call: no Python
+frame, nothing made per parameter and backward but the reference). The references are read
+once a step: at the step (``take``) one pass over every backward's ``d_i`` adds their float64
+``|d_i|²`` to the step's sums, then they are dropped. The held gradients are at most
+``HOLD_BYTES`` (64 MiB); where the backwards of a step would hold more (a large model) they are
+read at the end of each backward instead, once ``HOLD_BYTES`` worth of backwards are held (the
+accumulation probe's callback, ``probe.py``, calls ``backward``): a model of over 64 MiB of
+parameters holds one backward's gradient, from its accumulation to that backward's end. On
+the CPU the pass is the statistics' Numba norm kernel over the tensors in place (one call);
+elsewhere, or before the kernels are compiled, torch's foreach norm (float64). ``|A_k|²``, the
+accumulated gradient's, is the probe's accumulated norm at the step.
 
 A loop with one backward per step needs none of this: after ``SINGLE_STEPS`` recorded steps of
 one backward each the hooks are removed (a step of several backwards puts them back: figures
@@ -20,7 +24,7 @@ again from its next step).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import partial
+from itertools import chain
 
 import numpy as np
 import torch
@@ -29,6 +33,7 @@ from torch import nn
 from gradexplorer.core.stats.backends import warmup as stats_warmup
 
 SINGLE_STEPS = 3  # recorded steps of one backward each before the hooks are removed
+HOLD_BYTES = 64 << 20  # the backwards' own gradients held for the step's one pass, at most
 
 
 @dataclass(frozen=True)
@@ -77,15 +82,20 @@ class MicroBatchNorms:
     def __init__(self, params: list[nn.Parameter]) -> None:
         self.count = len(params)
         self._params = params
+        self._held: list[list[torch.Tensor]] = [[] for _ in params]  # per parameter: its d_i
+        self._rows = np.arange(self.count)
+        size = sum(p.numel() * p.element_size() for p in params if p.requires_grad)
+        self.hold = max(1, HOLD_BYTES // max(size, 1))  # backwards held before a pass
         self._handles: list = []
         self._singles = 0
-        self.used: str | None = None  # "numba" or "torch": the path of the last backward
+        self.used: str | None = None  # "numba" or "torch": the path of the last pass
         self._reset()
         self._hook()
 
     def _hook(self) -> None:
-        self._handles = [p.register_hook(partial(self._on_grad, i))
-                         for i, p in enumerate(self._params) if p.requires_grad]
+        self._handles = [p.register_hook(held.append)  # the reference only: read at the step
+                         for held, p in zip(self._held, self._params, strict=True)
+                         if p.requires_grad]
 
     @property
     def keep(self) -> bool:
@@ -93,33 +103,44 @@ class MicroBatchNorms:
         return bool(self._handles)
 
     def _reset(self) -> None:
-        self.parts = 0
+        self.parts = self._pending = 0
         self._diff = np.zeros(self.count)
         self._why: str | None = None
-        self._index: list[int] = []
-        self._stash: list[torch.Tensor] = []
 
-    def _on_grad(self, i: int, grad: torch.Tensor) -> None:
-        self._index.append(i)  # a reference only: read at the backward's end
-        self._stash.append(grad)
+    def _drop(self) -> None:
+        for held in self._held:
+            held.clear()
+        self._pending = 0
 
     def backward(self, recorded: bool) -> None:
-        """At the end of every backward: add its ``|d_i|²`` (a recorded step's), drop the
-        references."""
-        index, stash, self._index, self._stash = self._index, self._stash, [], []
+        """At the end of every backward: count it (a recorded step's), and read the gradients
+        held once ``hold`` backwards are (a step not recorded: drop them)."""
         if not recorded:
+            self._drop()
             return
         self.parts += 1
-        if not stash or self._why is not None:
+        self._pending += 1
+        if self._pending >= self.hold:
+            self._read()
+
+    def _read(self) -> None:
+        """Add the held gradients' ``|d_i|²`` to the step's sums (one pass), drop them."""
+        held = self._held
+        counts = np.fromiter(map(len, held), np.int64, self.count)
+        grads = list(chain.from_iterable(held))
+        self._drop()
+        if not grads or self._why is not None:
             return
         try:
-            squares, self.used = squared_norms(stash)
-            self._diff[index] += squares  # each parameter once a backward
-        except Exception as exc:  # noqa: BLE001 - a monitor never breaks the backward it watches
+            squares, self.used = squared_norms(grads)
+            self._diff += np.bincount(np.repeat(self._rows, counts), squares, self.count)
+        except Exception as exc:  # noqa: BLE001 - a monitor never breaks the loop it watches
             self._why = f"the capture failed ({type(exc).__name__}: {exc})"
 
     def take(self) -> MicroBatchSums:
         """At a recorded step: its sums; starts the next step."""
+        if self._pending or any(self._held):  # (any: a backward the probe did not count)
+            self._read()
         parts, why = self.parts, self._why
         if not self.keep and parts > 1:
             why, self._singles = "the loop had one backward a step until now", 0
@@ -138,3 +159,4 @@ class MicroBatchNorms:
         for handle in self._handles:
             handle.remove()
         self._handles = []
+        self._drop()
