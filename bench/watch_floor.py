@@ -71,10 +71,14 @@ FLOOR = "floor (+ gradients' copy)"  # and the gradients copied before the step
 WATCH = "watch, in memory"
 WATCH_RUN = "watch, run directory"
 WATCH_NO_RATIO = "watch, no update ratio"
+WATCH_BUDGET = "watch, overhead=5%"  # watch(..., overhead=0.05): the heavy figures on a cadence
+WATCH_BUDGET_RUN = "watch, overhead=5%, run dir"
 TENSORBOARD = "TensorBoard-style"
 WANDB = "wandb-style"
-METHODS = (BARE, RATIO, FLOOR, WATCH, WATCH_RUN, WATCH_NO_RATIO, TENSORBOARD, WANDB)
-WATCHES = (WATCH, WATCH_RUN, WATCH_NO_RATIO)
+METHODS = (BARE, RATIO, FLOOR, WATCH, WATCH_RUN, WATCH_NO_RATIO, WATCH_BUDGET, WATCH_BUDGET_RUN,
+           TENSORBOARD, WANDB)
+WATCHES = (WATCH, WATCH_RUN, WATCH_NO_RATIO, WATCH_BUDGET, WATCH_BUDGET_RUN)
+BUDGETS = (WATCH_BUDGET, WATCH_BUDGET_RUN)  # amortised: their mean step, not the median
 # GPT-2 small's arms, each a copy of 124M weights with their gradients, momentum and watch's
 # copies: all eight would need ~16 GB; these six ~12 GB
 LEAN = {"gpt2-small": (BARE, FLOOR, WATCH, WATCH_RUN, TENSORBOARD, WANDB)}
@@ -117,13 +121,32 @@ def arm(method: str, model, folder: str):
     if method in (RATIO, FLOOR):
         handles = passes(m, opt, method == FLOOR)
     elif method in WATCHES:
-        rec = gx.watch(m, opt, os.path.join(folder, "run") if method == WATCH_RUN else None,
-                       update_ratio=method != WATCH_NO_RATIO)
+        run_dir = {WATCH_RUN: "run", WATCH_BUDGET_RUN: "budget-run"}.get(method)
+        rec = gx.watch(m, opt, None if run_dir is None else os.path.join(folder, run_dir),
+                       update_ratio=method != WATCH_NO_RATIO,
+                       overhead=0.05 if method in BUDGETS else None)
     elif method == TENSORBOARD:
         handles = tensorboard_style(m, opt)
     elif method == WANDB:
         handles = R.wandb_style(m)
     return m, opt, rec, handles
+
+
+class ArmClock:
+    """The training thread's CPU spent in one arm's steps: a budget's clock (``CostBudget``
+    measures the loop's CPU between its steps, which here would hold every other arm's)."""
+
+    def __init__(self) -> None:
+        self.total, self.start = 0.0, None
+
+    def __call__(self) -> float:
+        return self.total + (0.0 if self.start is None else time.thread_time() - self.start)
+
+    def begin(self) -> None:
+        self.start = time.thread_time()
+
+    def end(self) -> None:
+        self.total, self.start = self(), None
 
 
 def ready_kernels() -> None:
@@ -172,6 +195,10 @@ def measure(name: str, rounds: int, steps: int, quick: bool = False) -> dict:
     methods = LEAN.get(name, METHODS)
     setups = {method: arm(method, model, folder) for method in methods}
     clocks = {method: HookClock(opt) for method, (_, opt, _, _) in setups.items()}
+    arms = {method: ArmClock() for method in methods}
+    for method, (_, _, rec, _) in setups.items():
+        if rec is not None and rec.budget is not None:
+            rec.budget.clock = arms[method]
     times, cpu, hooked = ({method: [] for method in methods} for _ in range(3))
     reads: list[float] = []
     others = {}  # worker + writer CPU of each watch at the end of the warm-up round
@@ -179,15 +206,18 @@ def measure(name: str, rounds: int, steps: int, quick: bool = False) -> dict:
     ready_kernels()  # the steady state: the warm-up round already on the kernels (their buffers)
     for round_ in range(rounds + 1):  # the first round warms up (kernels, caches) and is dropped
         if round_ == 1:
-            others = {method: (R.worker_cpu(rec), R.writer_cpu(rec))
+            others = {method: (R.worker_cpu(rec), R.writer_cpu(rec),
+                               0 if rec.budget is None else rec.budget.heavy_steps)
                       for method, (_, _, rec, _) in setups.items() if rec is not None}
         for _ in range(steps):
             for method, (m, opt, _, _) in setups.items():
                 inputs, target = W.to(batch(step), "cpu")
                 start, start_cpu = time.perf_counter(), time.thread_time()
+                arms[method].begin()
                 opt.zero_grad()
                 W.loss_of(m, inputs, target, loss_fn).backward()
                 opt.step()
+                arms[method].end()
                 times[method].append(time.perf_counter() - start)
                 cpu[method].append(time.thread_time() - start_cpu)
                 hooked[method].append(clocks[method].take())
@@ -200,22 +230,26 @@ def measure(name: str, rounds: int, steps: int, quick: bool = False) -> dict:
               for method, (_, _, rec, _) in setups.items() if rec is not None}
     threads = {method: (R.worker_cpu(rec) - others[method][0]) / counted + writer[method]
                for method, (_, _, rec, _) in setups.items() if rec is not None}
-    ratios = {}  # whether each watch recorded update ratios (the last step's)
+    ratios, cadence = {}, {}  # whether each watch recorded update ratios; a budget's cadence
     for method, (_, _, rec, handles) in setups.items():
         for handle in handles:
             handle.remove()
         if rec is not None:
             ratios[method] = any(r is not None for r in rec.latest().column("update_ratio").values())
+            if rec.budget is not None:
+                cadence[method] = (rec.budget.every, rec.budget.changes,
+                                   rec.budget.heavy_steps - others[method][2], rec.budget.costs)
             rec.close()
     bare = cpu[BARE][steps:]
+    typical = {k: statistics.fmean if k in BUDGETS else statistics.median for k in methods}
     return {"model": name, "numel": sum(p.numel() for p in model.parameters()),
             "params": len(list(model.parameters())), "ratios": ratios, "threads": threads,
-            "writer": writer,
-            "median": {k: statistics.median(t[steps:]) for k, t in times.items()},
-            "cpu": {k: statistics.median(t[steps:]) for k, t in cpu.items()},
-            "above": {k: statistics.median(a - b for a, b in zip(t[steps:], bare, strict=True))
+            "writer": writer, "cadence": cadence,
+            "median": {k: typical[k](t[steps:]) for k, t in times.items()},
+            "cpu": {k: typical[k](t[steps:]) for k, t in cpu.items()},
+            "above": {k: typical[k]([a - b for a, b in zip(t[steps:], bare, strict=True)])
                       for k, t in cpu.items() if k != BARE},
-            "hooks": {k: statistics.median(t[steps:]) for k, t in hooked.items()},
+            "hooks": {k: typical[k](t[steps:]) for k, t in hooked.items()},
             "read": statistics.median(reads[steps:]), "quick": quick}
 
 
@@ -235,7 +269,8 @@ def targets(result: dict) -> list[tuple[str, float, float, bool]]:
               PASSES_TARGET) for method in (WATCH, WATCH_RUN)]
     if result["model"] == SHARE_WORKLOAD:
         found += [(f"{method}, share of the bare step ({which})", figure / bare, SHARE_TARGET)
-                  for method in (WATCH, WATCH_RUN) for which, figure in (
+                  for method in (WATCH, WATCH_RUN, *BUDGETS) if method in cost
+                  for which, figure in (
                       ("training thread", result["hooks"][method]), ("all threads", cost[method]))]
     return [(what, figure, target, figure <= target) for what, figure, target in found]
 
@@ -254,6 +289,11 @@ def report(result: dict) -> str:
                      f"{result['threads'].get(method, 0.0) * 1e3:11.2f} ms "
                      f"{cost[method] * 1e3:8.2f} ms {cost[method] / bare_cpu:+8.1%} "
                      f"{cost[method] / read:11.1f}× {whole[method] / bare_cpu:+10.1%}")
+    for method, (every, changes, heavy, found) in result["cadence"].items():
+        seen = "" if found is None else " (its estimates a step: light {:.2f} ms, heavy {:.2f} ms, " \
+            "bare {:.2f} ms)".format(*(x * 1e3 for x in found))
+        lines.append(f"  {method}: heavy figures every {every} step(s) at the end{seen}, {heavy} "
+                     f"heavy step(s) among the counted; cadence changes [step, every]: {changes}")
     writer = result["writer"].get(WATCH_RUN, 0.0)
     lines.append(f"  of watch's threads, the run directory's writer: {writer * 1e3:.2f} ms a step "
                  f"({writer / bare_cpu:.1%} of the bare step)")
