@@ -12,6 +12,7 @@ from gradexplorer.core.stats.histogram import sparkline
 from gradexplorer.core.stats.optimizer_state import STATE_FIELDS, STATE_LABELS
 from gradexplorer.core.stats.records import whole_figures
 from gradexplorer.core.steps.ledger import rolling_summary
+from gradexplorer.core.watch.budget import cadence_text
 
 
 def pick_step(run: Run, step: int | None) -> int:
@@ -66,6 +67,7 @@ def inspect_run(path: str, step: int | None, width: int) -> int:
           f"({len(steps)} recorded), snapshots at {snaps or 'none'}")
     print(f"step {step}: global norm {number(info['global_norm'])}, loss {number(info['loss'])}, "
           f"{info['total_numel'] or 0:,} numbers over {info['ranks']} rank(s)")
+    print(f"recorded: {printable(cadence_text(run.settings))}")  # watch's cadence (budget.py)
     for line in ledger_lines(run, step) + noise_lines(run, step):
         print("  " + line)
     events = run.spike_events()

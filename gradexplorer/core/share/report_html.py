@@ -33,6 +33,7 @@ from gradexplorer.core.stats.bands import BAND_NAMES
 from gradexplorer.core.stats.curves import downsample_peaks
 from gradexplorer.core.stats.histogram import rebin_rows
 from gradexplorer.core.stats.records import whole_figure
+from gradexplorer.core.watch.budget import cadence_text
 
 SECTIONS = ("summary", "curves", "noise", "modules", "parameters", "top", "spikes", "events", "hooks")
 E = html_text
@@ -65,7 +66,7 @@ def summary_section(d: ReportData) -> str:
     s = d.settings
     rows = [("run", d.path), ("model", d.model),
             ("steps", f"{d.steps[0]}..{d.steps[-1]} ({len(d.steps):,} recorded)"),
-            ("parameters", f"{len(d.parameters):,}"), ("recorded", f"every {s.get('every', 1)} step(s), "
+            ("parameters", f"{len(d.parameters):,}"), ("recorded", f"{cadence_text(s)}, "
              f"{s.get('bins', '?')}-bin histograms, {s.get('ranks', 1)} rank(s) ({s.get('mode', 'single')})"),
             ("started", d.created), ("gradients", d.which)]
     alarm = (f'<p class="alarm">NaN/Inf in {d.event_count:,}{"" if d.events_complete else "+"} '

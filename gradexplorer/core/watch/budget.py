@@ -71,7 +71,7 @@ class CostBudget:
     closes the span since the last call, then says whether ``step`` is heavy; ``others()``
     the CPU seconds of watch's other threads so far (worker and writer); ``clock``: the
     training thread's CPU clock (a benchmark running several loops on one thread gives each
-    its own)."""
+    its own; a test, made-up costs)."""
 
     def __init__(self, share: float, others, clock=time.thread_time) -> None:
         self.share, self.others, self.clock = share, others, clock
@@ -82,7 +82,7 @@ class CostBudget:
         self._light: deque = deque(maxlen=LIGHT_SAMPLES)
         self._heavy: deque = deque(maxlen=HEAVY_SAMPLES)
         self._bare: deque = deque(maxlen=LIGHT_SAMPLES)
-        self._hooks, self._entered = 0.0, 0.0
+        self._hooks, self._entered, self._inside = 0.0, 0.0, False
         self._mark: tuple | None = None  # (step, thread CPU, others' CPU, heavy) at the last plan
         self._last_heavy: int | None = None
         self._spans = 0
@@ -91,11 +91,12 @@ class CostBudget:
     def timed(self, hook):
         """``hook`` with the training thread's CPU in it counted as watch's."""
         def run(*args, **kwargs):
-            self._entered = time.thread_time()
+            self._entered, self._inside = self.clock(), True
             try:
                 return hook(*args, **kwargs)
             finally:
-                self._hooks += time.thread_time() - self._entered
+                self._hooks += self.clock() - self._entered
+                self._inside = False
         return run
 
     @property
@@ -114,9 +115,9 @@ class CostBudget:
 
     def plan(self, step: int) -> bool:
         """Close the span since the last recorded step and say whether ``step`` is heavy."""
-        now, others, thread = self.clock(), self.others(), time.thread_time()
-        inside = self._hooks + (thread - self._entered)  # the hook under way: counted up to now
-        self._hooks = -(thread - self._entered)  # its rest goes to the next span
+        now, others = self.clock(), self.others()
+        running = now - self._entered if self._inside else 0.0  # the hook under way, so far
+        inside, self._hooks = self._hooks + running, -running  # its rest: the next span's
         if self._mark is not None:
             last, then, others_then, heavy = self._mark
             steps = max(step - last, 1)
