@@ -204,8 +204,8 @@ def test_the_cadence_is_honoured_and_measured_steps_equal_float64(tmp_path, work
 def test_the_report_says_the_cadence(tmp_path):
     model, batch, loss_fn = W.mlp256()
     rec, _, _ = watched_steps(model, batch, loss_fn, tmp_path / "run", 5)
-    from gradexplorer.core.share.report_html import summary_section
     from gradexplorer.core.share.report_data import gather
+    from gradexplorer.core.share.report_html import summary_section
 
     data = gather(gx.open_run(tmp_path / "run"))
     assert f"histograms every {rec.budget.every} (chosen for overhead" in summary_section(data)
