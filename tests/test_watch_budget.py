@@ -13,7 +13,8 @@ import torch
 from stats_reference import assert_matches
 
 import gradexplorer as gx
-from gradexplorer.core.watch.budget import MAX_EVERY, CostBudget, cadence_text, choose_every
+from gradexplorer.core.runs.settings_text import cadence_text
+from gradexplorer.core.watch.budget import MAX_EVERY, CostBudget, choose_every
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 import workloads as W  # noqa: E402 - bench/workloads.py: torchvision's ResNet-18, GPT-2

@@ -8,11 +8,11 @@ from gradexplorer.core.graph.style import format_shape
 from gradexplorer.core.messages.errors import UserError
 from gradexplorer.core.messages.printable import printable
 from gradexplorer.core.runs.run import Run, open_run
+from gradexplorer.core.runs.settings_text import cadence_text
 from gradexplorer.core.stats.histogram import sparkline
 from gradexplorer.core.stats.optimizer_state import STATE_FIELDS, STATE_LABELS
 from gradexplorer.core.stats.records import whole_figures
 from gradexplorer.core.steps.ledger import rolling_summary
-from gradexplorer.core.watch.budget import cadence_text
 
 
 def pick_step(run: Run, step: int | None) -> int:

@@ -24,6 +24,7 @@ from gradexplorer.core.files.atomic_file import write_atomic
 from gradexplorer.core.messages.number_text import format_number
 from gradexplorer.core.messages.printable import html_text
 from gradexplorer.core.runs.run import Run
+from gradexplorer.core.runs.settings_text import cadence_text
 from gradexplorer.core.share.png import data_uri, heat_image, png_bytes
 from gradexplorer.core.share.report_data import ReportData, TopParameter, gather, rank_by_largest
 from gradexplorer.core.share.report_noise import noise_section
@@ -33,7 +34,6 @@ from gradexplorer.core.stats.bands import BAND_NAMES
 from gradexplorer.core.stats.curves import downsample_peaks
 from gradexplorer.core.stats.histogram import rebin_rows
 from gradexplorer.core.stats.records import whole_figure
-from gradexplorer.core.watch.budget import cadence_text
 
 SECTIONS = ("summary", "curves", "noise", "modules", "parameters", "top", "spikes", "events", "hooks")
 E = html_text
