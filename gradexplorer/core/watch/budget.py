@@ -15,8 +15,8 @@ hooks, the statistics worker and the run directory's writer thread: all of watch
 on light and heavy steps, and ``bare`` the training thread's CPU a step outside watch (the
 loop's own), each the mean of its last steps, measured as the run goes and re-evaluated at
 every recorded step (rarer by at most twice, and only once a heavy step has been measured
-since: the figure it grows on is fresh). A figure is always that of the step it is recorded at; a light step
-simply has no histogram, update ratio or optimizer state. The cadence in force is
+since: the figure it grows on is fresh). A figure is always that of the step it is recorded
+at; a light step simply has no histogram, update ratio or optimizer state. The cadence in force is
 ``Recorder.budget.every``; a run directory keeps it in its settings (``histogram_every``, the
 overhead, and every change as ``[step, every]`` in ``cadence``), which ``inspect`` and the
 report print (``runs.settings_text``). Where the light figures alone cost more than the budget,
@@ -121,7 +121,7 @@ class CostBudget:
         if self._mark is not None:
             last, then, others_then, heavy = self._mark
             steps = max(step - last, 1)
-            watch = (inside + others - others_then) / steps
+            watch = max(inside + others - others_then, 0.0) / steps  # (a writer restarted: 0)
             self._spans += 1
             if self._spans > 1:  # the first span holds one-off work (a graph, first buffers)
                 (self._heavy if heavy else self._light).append(watch)
