@@ -3,6 +3,8 @@
     python bench/watch_floor.py --quick     # every standard workload, the slow two shrunk (~10 min)
     python bench/watch_floor.py             # every standard workload at full size (~1 h, 2 cores)
     python bench/watch_floor.py --models resnet18 --rounds 5 --steps 4
+    python bench/watch_floor.py --models resnet18 --rounds 4 --steps 12 --arms "floor (+ gradients' copy)" \
+        "watch, in memory" "watch, run directory" "watch, overhead=5%" "watch, overhead=5%, run dir"
 
 Workloads (``workloads.py``): torchvision's ResNet-18 at 8×3×64×64 and 32×3×224×224 (``--quick``:
 2×3×224×224), GPT-2 tiny (8×32 tokens) and GPT-2 small (8×128; ``--quick``: 2×64) called with
@@ -22,6 +24,11 @@ an update ratio, ~12 GB):
   watch does can cost
 - watch, in memory / watch, run directory: ``gradexplorer.watch(model, opt[, run_dir])``;
   watch, no update ratio: ``watch(model, opt, update_ratio=False)``
+- watch, overhead=5% (in memory, and with a run directory): ``watch(..., overhead=0.05)``, the
+  heavy figures on the cadence its budget chooses (``core/watch/budget.py``; each arm's budget
+  given a clock of its own steps' CPU, since the arms share one thread): their figures are
+  the mean of the counted steps, not the median (one step in ``every`` is heavy), and the
+  cadence reached is printed; ``--arms`` runs only some arms beside the bare loop
 - TensorBoard-style: what ``SummaryWriter.add_histogram`` of every gradient computes each step
   (``.cpu().numpy()``, ``np.histogram`` of 64 bins, min/max/sum/sum of squares), nothing written
 - wandb-style: what ``wandb.watch(model, log="all", log_freq=1)`` hooks do (a 64-bin ``histc``,
@@ -71,10 +78,14 @@ FLOOR = "floor (+ gradients' copy)"  # and the gradients copied before the step
 WATCH = "watch, in memory"
 WATCH_RUN = "watch, run directory"
 WATCH_NO_RATIO = "watch, no update ratio"
+WATCH_BUDGET = "watch, overhead=5%"  # watch(..., overhead=0.05): the heavy figures on a cadence
+WATCH_BUDGET_RUN = "watch, overhead=5%, run dir"
 TENSORBOARD = "TensorBoard-style"
 WANDB = "wandb-style"
-METHODS = (BARE, RATIO, FLOOR, WATCH, WATCH_RUN, WATCH_NO_RATIO, TENSORBOARD, WANDB)
-WATCHES = (WATCH, WATCH_RUN, WATCH_NO_RATIO)
+METHODS = (BARE, RATIO, FLOOR, WATCH, WATCH_RUN, WATCH_NO_RATIO, WATCH_BUDGET, WATCH_BUDGET_RUN,
+           TENSORBOARD, WANDB)
+WATCHES = (WATCH, WATCH_RUN, WATCH_NO_RATIO, WATCH_BUDGET, WATCH_BUDGET_RUN)
+BUDGETS = (WATCH_BUDGET, WATCH_BUDGET_RUN)  # amortised: their mean step, not the median
 # GPT-2 small's arms, each a copy of 124M weights with their gradients, momentum and watch's
 # copies: all eight would need ~16 GB; these six ~12 GB
 LEAN = {"gpt2-small": (BARE, FLOOR, WATCH, WATCH_RUN, TENSORBOARD, WANDB)}
@@ -117,13 +128,32 @@ def arm(method: str, model, folder: str):
     if method in (RATIO, FLOOR):
         handles = passes(m, opt, method == FLOOR)
     elif method in WATCHES:
-        rec = gx.watch(m, opt, os.path.join(folder, "run") if method == WATCH_RUN else None,
-                       update_ratio=method != WATCH_NO_RATIO)
+        run_dir = {WATCH_RUN: "run", WATCH_BUDGET_RUN: "budget-run"}.get(method)
+        rec = gx.watch(m, opt, None if run_dir is None else os.path.join(folder, run_dir),
+                       update_ratio=method != WATCH_NO_RATIO,
+                       overhead=0.05 if method in BUDGETS else None)
     elif method == TENSORBOARD:
         handles = tensorboard_style(m, opt)
     elif method == WANDB:
         handles = R.wandb_style(m)
     return m, opt, rec, handles
+
+
+class ArmClock:
+    """The training thread's CPU spent in one arm's steps: a budget's clock (``CostBudget``
+    measures the loop's CPU between its steps, which here would hold every other arm's)."""
+
+    def __init__(self) -> None:
+        self.total, self.start = 0.0, None
+
+    def __call__(self) -> float:
+        return self.total + (0.0 if self.start is None else time.thread_time() - self.start)
+
+    def begin(self) -> None:
+        self.start = time.thread_time()
+
+    def end(self) -> None:
+        self.total, self.start = self(), None
 
 
 def ready_kernels() -> None:
@@ -164,14 +194,18 @@ class HookClock:
         return seconds
 
 
-def measure(name: str, rounds: int, steps: int, quick: bool = False) -> dict:
+def measure(name: str, rounds: int, steps: int, quick: bool = False, arms=None) -> dict:
     """Median step seconds (wall clock, training thread CPU) of every method on workload
     ``name``, the CPU of watch's other threads a step, and the read pass's CPU."""
     model, batch, loss_fn = W.build(name, quick)
     folder = tempfile.mkdtemp(prefix="gradexplorer-bench-")
-    methods = LEAN.get(name, METHODS)
+    methods = tuple(m for m in LEAN.get(name, METHODS) if arms is None or m in (BARE, *arms))
     setups = {method: arm(method, model, folder) for method in methods}
     clocks = {method: HookClock(opt) for method, (_, opt, _, _) in setups.items()}
+    arms = {method: ArmClock() for method in methods}
+    for method, (_, _, rec, _) in setups.items():
+        if rec is not None and rec.budget is not None:
+            rec.budget.clock = arms[method]
     times, cpu, hooked = ({method: [] for method in methods} for _ in range(3))
     reads: list[float] = []
     others = {}  # worker + writer CPU of each watch at the end of the warm-up round
@@ -179,15 +213,18 @@ def measure(name: str, rounds: int, steps: int, quick: bool = False) -> dict:
     ready_kernels()  # the steady state: the warm-up round already on the kernels (their buffers)
     for round_ in range(rounds + 1):  # the first round warms up (kernels, caches) and is dropped
         if round_ == 1:
-            others = {method: (R.worker_cpu(rec), R.writer_cpu(rec))
+            others = {method: (R.worker_cpu(rec), R.writer_cpu(rec),
+                               0 if rec.budget is None else rec.budget.heavy_steps)
                       for method, (_, _, rec, _) in setups.items() if rec is not None}
         for _ in range(steps):
             for method, (m, opt, _, _) in setups.items():
                 inputs, target = W.to(batch(step), "cpu")
                 start, start_cpu = time.perf_counter(), time.thread_time()
+                arms[method].begin()
                 opt.zero_grad()
                 W.loss_of(m, inputs, target, loss_fn).backward()
                 opt.step()
+                arms[method].end()
                 times[method].append(time.perf_counter() - start)
                 cpu[method].append(time.thread_time() - start_cpu)
                 hooked[method].append(clocks[method].take())
@@ -200,22 +237,26 @@ def measure(name: str, rounds: int, steps: int, quick: bool = False) -> dict:
               for method, (_, _, rec, _) in setups.items() if rec is not None}
     threads = {method: (R.worker_cpu(rec) - others[method][0]) / counted + writer[method]
                for method, (_, _, rec, _) in setups.items() if rec is not None}
-    ratios = {}  # whether each watch recorded update ratios (the last step's)
+    ratios, cadence = {}, {}  # whether each watch recorded update ratios; a budget's cadence
     for method, (_, _, rec, handles) in setups.items():
         for handle in handles:
             handle.remove()
         if rec is not None:
             ratios[method] = any(r is not None for r in rec.latest().column("update_ratio").values())
+            if rec.budget is not None:
+                cadence[method] = (rec.budget.every, rec.budget.changes,
+                                   rec.budget.heavy_steps - others[method][2], rec.budget.costs)
             rec.close()
     bare = cpu[BARE][steps:]
+    typical = {k: statistics.fmean if k in BUDGETS else statistics.median for k in methods}
     return {"model": name, "numel": sum(p.numel() for p in model.parameters()),
             "params": len(list(model.parameters())), "ratios": ratios, "threads": threads,
-            "writer": writer,
-            "median": {k: statistics.median(t[steps:]) for k, t in times.items()},
-            "cpu": {k: statistics.median(t[steps:]) for k, t in cpu.items()},
-            "above": {k: statistics.median(a - b for a, b in zip(t[steps:], bare, strict=True))
+            "writer": writer, "cadence": cadence,
+            "median": {k: typical[k](t[steps:]) for k, t in times.items()},
+            "cpu": {k: typical[k](t[steps:]) for k, t in cpu.items()},
+            "above": {k: typical[k]([a - b for a, b in zip(t[steps:], bare, strict=True)])
                       for k, t in cpu.items() if k != BARE},
-            "hooks": {k: statistics.median(t[steps:]) for k, t in hooked.items()},
+            "hooks": {k: typical[k](t[steps:]) for k, t in hooked.items()},
             "read": statistics.median(reads[steps:]), "quick": quick}
 
 
@@ -232,10 +273,11 @@ def targets(result: dict) -> list[tuple[str, float, float, bool]]:
     """``(what, figure, target, met)`` of the issue's targets on this workload (direct costs)."""
     cost, read, bare = costs(result), result["read"], result["cpu"][BARE]
     found = [(f"{method} above the floor, read passes", (cost[method] - cost[FLOOR]) / read,
-              PASSES_TARGET) for method in (WATCH, WATCH_RUN)]
+              PASSES_TARGET) for method in (WATCH, WATCH_RUN) if method in cost and FLOOR in cost]
     if result["model"] == SHARE_WORKLOAD:
         found += [(f"{method}, share of the bare step ({which})", figure / bare, SHARE_TARGET)
-                  for method in (WATCH, WATCH_RUN) for which, figure in (
+                  for method in (WATCH, WATCH_RUN, *BUDGETS) if method in cost
+                  for which, figure in (
                       ("training thread", result["hooks"][method]), ("all threads", cost[method]))]
     return [(what, figure, target, figure <= target) for what, figure, target in found]
 
@@ -254,6 +296,11 @@ def report(result: dict) -> str:
                      f"{result['threads'].get(method, 0.0) * 1e3:11.2f} ms "
                      f"{cost[method] * 1e3:8.2f} ms {cost[method] / bare_cpu:+8.1%} "
                      f"{cost[method] / read:11.1f}× {whole[method] / bare_cpu:+10.1%}")
+    for method, (every, changes, heavy, found) in result["cadence"].items():
+        seen = "" if found is None else " (its estimates a step: light {:.2f} ms, heavy {:.2f} ms, " \
+            "bare {:.2f} ms)".format(*(x * 1e3 for x in found))
+        lines.append(f"  {method}: heavy figures every {every} step(s) at the end{seen}, {heavy} "
+                     f"heavy step(s) among the counted; cadence changes [step, every]: {changes}")
     writer = result["writer"].get(WATCH_RUN, 0.0)
     lines.append(f"  of watch's threads, the run directory's writer: {writer * 1e3:.2f} ms a step "
                  f"({writer / bare_cpu:.1%} of the bare step)")
@@ -271,6 +318,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, help="counted rounds (default 5; --quick 3)")
     parser.add_argument("--steps", type=int, help="steps of each arm a round (default: by workload)")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--arms", nargs="+", choices=METHODS[1:], metavar="ARM",
+                        help="only these arms beside the bare loop (default: all)")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), SGD momentum 0.9, "
@@ -279,7 +328,7 @@ def main(argv: list[str] | None = None) -> int:
         slow = name in ("resnet18-224", "gpt2-small")
         steps = args.steps or (1 if slow else 4 if name == "resnet18" else 40)
         rounds = args.rounds or (3 if args.quick else 5)
-        print(report(measure(name, rounds, steps, args.quick)), flush=True)
+        print(report(measure(name, rounds, steps, args.quick, args.arms)), flush=True)
     return 0
 
 

@@ -14,7 +14,11 @@ def test_floor_benchmark_reports_every_method():
     assert set(result["median"]) == set(bench.METHODS) == set(result["cpu"])
     assert set(result["above"]) == set(bench.METHODS) - {bench.BARE}
     assert all(seconds > 0 for seconds in result["median"].values())
-    assert result["ratios"] == {bench.WATCH: True, bench.WATCH_RUN: True, bench.WATCH_NO_RATIO: False}
+    ratios = result["ratios"]
+    assert {k: ratios[k] for k in bench.WATCHES[:3]} == {bench.WATCH: True, bench.WATCH_RUN: True,
+                                                         bench.WATCH_NO_RATIO: False}
+    assert set(result["cadence"]) == set(bench.BUDGETS)  # the budget arms' cadence, printed
+    assert all(every >= 1 for every, *_ in result["cadence"].values())
     assert result["threads"][bench.WATCH_RUN] >= result["writer"][bench.WATCH_RUN] > 0  # counted
     assert result["writer"][bench.WATCH] == 0  # in memory: no writer
     assert result["read"] > 0
@@ -22,10 +26,11 @@ def test_floor_benchmark_reports_every_method():
     for method in bench.METHODS[1:]:
         assert method in text
     assert "the run directory's writer" in text
+    assert text.count("heavy figures every") == 2
     assert text.count("(target ≤") == 2  # above the floor, in memory and with a run directory
     assert "share of the bare step" not in text  # the +5% target is ResNet-18's alone
     result["model"] = bench.SHARE_WORKLOAD
-    assert bench.report(result).count("(target ≤") == 6
+    assert bench.report(result).count("(target ≤") == 10  # and the two budget arms' shares
 
 
 def test_the_passes_hooks_measure_the_step_and_come_off():

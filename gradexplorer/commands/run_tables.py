@@ -8,6 +8,7 @@ from gradexplorer.core.graph.style import format_shape
 from gradexplorer.core.messages.errors import UserError
 from gradexplorer.core.messages.printable import printable
 from gradexplorer.core.runs.run import Run, open_run
+from gradexplorer.core.runs.settings_text import cadence_text
 from gradexplorer.core.stats.histogram import sparkline
 from gradexplorer.core.stats.optimizer_state import STATE_FIELDS, STATE_LABELS
 from gradexplorer.core.stats.records import whole_figures
@@ -66,6 +67,7 @@ def inspect_run(path: str, step: int | None, width: int) -> int:
           f"({len(steps)} recorded), snapshots at {snaps or 'none'}")
     print(f"step {step}: global norm {number(info['global_norm'])}, loss {number(info['loss'])}, "
           f"{info['total_numel'] or 0:,} numbers over {info['ranks']} rank(s)")
+    print(f"recorded: {printable(cadence_text(run.settings))}")  # watch's cadence (budget.py)
     for line in ledger_lines(run, step) + noise_lines(run, step):
         print("  " + line)
     events = run.spike_events()

@@ -53,3 +53,19 @@ class ForwardGuard:
     def remove(self) -> None:
         """Stop guarding (the hooks stay)."""
         self._handle.remove()
+
+
+def guarded_hooks(model, hooks: dict[str, str], report: Callable[[str], Any], guard: bool = True):
+    """``(registry, guard or None)``: a HookRegistry on ``model`` with the actions ``hooks``
+    (module path -> action, checked already) attached, and, with ``guard`` (not for a probe
+    forward of shards: FSDP's hooks), its ForwardGuard (no in-place view error in the loop)."""
+    from gradexplorer.core.hooks.registry import HookRegistry
+
+    registry = HookRegistry(model)
+    try:
+        for path, action in hooks.items():
+            registry.attach(path, action)
+    except BaseException:
+        registry.detach_all()  # none left behind
+        raise
+    return registry, ForwardGuard(registry, report) if guard else None

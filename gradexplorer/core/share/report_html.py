@@ -24,6 +24,7 @@ from gradexplorer.core.files.atomic_file import write_atomic
 from gradexplorer.core.messages.number_text import format_number
 from gradexplorer.core.messages.printable import html_text
 from gradexplorer.core.runs.run import Run
+from gradexplorer.core.runs.settings_text import cadence_text
 from gradexplorer.core.share.png import data_uri, heat_image, png_bytes
 from gradexplorer.core.share.report_data import ReportData, TopParameter, gather, rank_by_largest
 from gradexplorer.core.share.report_noise import noise_section
@@ -65,7 +66,7 @@ def summary_section(d: ReportData) -> str:
     s = d.settings
     rows = [("run", d.path), ("model", d.model),
             ("steps", f"{d.steps[0]}..{d.steps[-1]} ({len(d.steps):,} recorded)"),
-            ("parameters", f"{len(d.parameters):,}"), ("recorded", f"every {s.get('every', 1)} step(s), "
+            ("parameters", f"{len(d.parameters):,}"), ("recorded", f"{cadence_text(s)}, "
              f"{s.get('bins', '?')}-bin histograms, {s.get('ranks', 1)} rank(s) ({s.get('mode', 'single')})"),
             ("started", d.created), ("gradients", d.which)]
     alarm = (f'<p class="alarm">NaN/Inf in {d.event_count:,}{"" if d.events_complete else "+"} '

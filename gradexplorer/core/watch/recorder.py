@@ -9,6 +9,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from gradexplorer.core.hooks.forward_guard import guarded_hooks
 from gradexplorer.core.messages.errors import UserError
 from gradexplorer.core.messages.failures import FailureChannel
 from gradexplorer.core.persample.tracker import check_reduction
@@ -30,6 +31,7 @@ from gradexplorer.core.steps.points import (
     with_closure,
 )
 from gradexplorer.core.watch import arguments as A
+from gradexplorer.core.watch.budget import budget_for, checked_overhead, plan_step
 from gradexplorer.core.watch.graph_capture import GraphCapture
 from gradexplorer.core.watch.measure import measure_for, probe_for
 from gradexplorer.core.watch.noise_watch import noise_for
@@ -60,11 +62,12 @@ class Recorder:
                  scaler=None, step_number=None, optimizer_state: bool = True,
                  overwrite: bool = False, resume: bool = False, spikes=True,
                  every: int | None = None, update_ratio: bool = True, noise_scale=True,
-                 per_sample_norms: bool = False, per_sample_reduction: str = "mean") -> None:
+                 per_sample_norms: bool = False, per_sample_reduction: str = "mean",
+                 overhead: float | None = None) -> None:
         self._closed = True  # until everything is in place: close() undoes what was done
         self._handles: list[Any] = []
         self.hooks = self.writer = self._graph = self.probe = self.scaler = self.spikes = self.noise = None
-        self.per_sample_watch = None
+        self.per_sample_watch = self.budget = None
         if not isinstance(model, nn.Module):
             raise UserError(f"watch needs an nn.Module, got {type(model).__name__}")
         if optimizer is not None and not isinstance(optimizer, torch.optim.Optimizer):
@@ -74,6 +77,7 @@ class Recorder:
          per_rank, overwrite, resume, auto_steps, optimizer_state, self._update_ratio) = A.checked(
             run_dir, stats_every, histogram_every, every, history, bins, snapshot_every,
             keep_snapshots, per_rank, overwrite, resume, auto_steps, optimizer_state, update_ratio)
+        self._overhead = checked_overhead(overhead, histogram_every, optimizer)  # budget.py
         self.plan: RankPlan = plan_ranks(model)
         A.check_plan(self.plan, snapshot_every, resume, per_rank)
         self.model = self.plan.model
@@ -97,8 +101,9 @@ class Recorder:
                 optimizer_state, spikes, per_sample=False) -> None:
         """Attach and open what the checked arguments ask for (the caller undoes it on error)."""
         self._closed = False
-        if hooks:
-            self._attach_hooks(hooks)
+        if hooks:  # close() detaches them on any error
+            self.hooks, guard = guarded_hooks(self.model, hooks, self._report, not self.plan.sharded)
+            self._handles += [guard] if guard is not None else []
         self._rank_norms = rank_norms_for(self.plan, per_rank, self._report)
         self.optimizer = optimizer
         (self.stats_every, self.histogram_every), self.bins = cadence, bins
@@ -132,34 +137,24 @@ class Recorder:
             if self._spike_log is not None:  # a spike keeps its samples of largest gradient norm
                 self._spike_log.grad_samples_of = self.per_sample_watch.top_of
         self.auto_steps = auto_steps and optimizer is not None
+        self.budget = budget_for(self, self._overhead)  # watch(overhead=): the heavy figures' cadence
+        timed = self.budget.timed if self.budget is not None else (lambda hook: hook)
         if self.auto_steps:
-            self._handles.append(optimizer.register_step_pre_hook(self._step_pre_hook))
-            self._handles.append(optimizer.register_step_post_hook(self.after_optimizer_step))
+            self._handles.append(optimizer.register_step_pre_hook(timed(self._step_pre_hook)))
+            self._handles.append(optimizer.register_step_post_hook(timed(self.after_optimizer_step)))
 
     def _open_run(self, run_dir: Path, overwrite: bool, resume: bool, hooks) -> None:
         structure = model_structure(self.plan.stats_model, self.plan.names)
         self.writer = RunWriter(run_dir, self._failures, overwrite=overwrite, resume=resume)
         self.writer.check_resumed(structure)
         self.step_count = self.writer.first_step - 1
-        self.writer.set_meta({
-            "structure": structure,
-            "settings": {"stats_every": self.stats_every, "bins": self.bins,
-                         "histogram_every": self.histogram_every, "snapshot_every": self.snapshot_every,
-                         "keep_snapshots": self.keep_snapshots, "hooks": hooks or {},
-                         "ranks": self.plan.world, "mode": self.plan.mode},
-        })
+        self._settings = {"stats_every": self.stats_every, "bins": self.bins,
+                          "histogram_every": self.histogram_every, "snapshot_every": self.snapshot_every,
+                          "keep_snapshots": self.keep_snapshots, "hooks": hooks or {},
+                          "ranks": self.plan.world, "mode": self.plan.mode}
+        self.writer.set_meta({"structure": structure, "settings": self._settings})
         self.size_note = RunSizeNote(self.writer, self._failures)
         self._graph = GraphCapture(self.model, lambda g: self.writer.set_meta({"graph": g}))
-
-    def _attach_hooks(self, hooks: dict[str, str]) -> None:
-        from gradexplorer.core.hooks.forward_guard import ForwardGuard
-        from gradexplorer.core.hooks.registry import HookRegistry
-
-        self.hooks = HookRegistry(self.model)
-        for path, action in hooks.items():  # checked already; close() detaches on any error
-            self.hooks.attach(path, action)
-        if not self.plan.sharded:  # no in-place view error in the loop (a probe forward
-            self._handles.append(ForwardGuard(self.hooks, self._report))  # of shards: FSDP's hooks)
 
     # -- step boundaries -----------------------------------------------------------
     def _next_step(self) -> int:
@@ -203,6 +198,7 @@ class Recorder:
                 else closure_loss
         self._accumulated = self.probe.take() if self.probe is not None else None
         self._scale = self.scaler.scale()
+        plan_step(self, step)  # watch(overhead=): a heavy or a light step (budget.py)
         self.measure.begin(self.optimizer, step)
         self._pending = True
 
@@ -375,7 +371,7 @@ def watch(model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
           optimizer_state: bool = True, overwrite: bool = False, resume: bool = False,
           spikes=True, every: int | None = None, update_ratio: bool = True,
           noise_scale=True, per_sample_norms: bool = False,
-          per_sample_reduction: str = "mean") -> Recorder:
+          per_sample_reduction: str = "mean", overhead: float | None = None) -> Recorder:
     """Record ``model``'s gradient statistics every ``stats_every`` steps into ``run_dir``, histograms
     on those divisible by ``histogram_every`` (``every``: stats_every's old name).
     ``hooks={"fc1": "scale:0.5"}``: backward-hook actions; snapshots every ``snapshot_every`` steps,
@@ -385,7 +381,9 @@ def watch(model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
     (docs/diagnose.md); ``update_ratio=False``: no ‖Δθ‖/‖θ‖ (its two passes over the weights are
     most of watch's cost a step on a small model); ``noise_scale`` (True, False or NoiseSettings):
     a step of several backwards gives the gradient noise scale and each parameter's SNR
-    (docs/noise.md); ``per_sample_norms=True``: each sample's gradient norm, as ``rec.per_sample``
+    (docs/noise.md); ``overhead=0.05``: histograms, update ratio and optimizer state on a cadence
+    measured to keep watch within 5% of the step, the rest every step (core/watch/budget.py);
+    ``per_sample_norms=True``: each sample's gradient norm, as ``rec.per_sample``
     (``per_sample_reduction``: the loss's, "mean" or "sum"; docs/per_sample.md). Every argument is
     checked first; ``run_dir`` is locked while open (a run there: ``overwrite=True`` or
     ``resume=True``). One open recorder a model (docs/api.md)."""
@@ -395,4 +393,4 @@ def watch(model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
                     per_rank=per_rank, scaler=scaler, optimizer_state=optimizer_state,
                     overwrite=overwrite, resume=resume, spikes=spikes, update_ratio=update_ratio,
                     noise_scale=noise_scale, per_sample_norms=per_sample_norms,
-                    per_sample_reduction=per_sample_reduction)
+                    per_sample_reduction=per_sample_reduction, overhead=overhead)

@@ -33,8 +33,8 @@ def optimizer_state_of(recorder, step: int, lrs):
     this returns: it waits for the worker's read, or reads it itself where the worker has not
     reached it (still on the step's histograms); either way before the next optimizer step,
     whose pre-hook settles the worker (``monitor.settle``: that read done first)."""
-    if not recorder._optimizer_state:
-        return {}
+    if not recorder._optimizer_state or not getattr(recorder.budget, "heavy_now", True):
+        return {}  # none asked for, or a light step of watch(overhead=) (budget.py)
     from gradexplorer.core.stats.optimizer_state import optimizer_state
 
     if recorder._named_params is None:  # once: the probe keeps the parameters as well

@@ -25,7 +25,9 @@ class NumbaBackend:
     """CPU gradients: fused Numba kernels; parameter copies kept for the update ratio. With
     ``offload`` (``watch``) and a core to spare, the gradients are copied and their statistics
     computed on a worker thread (``numba.worker``): the moments during the optimizer step
-    (``finish`` waits for them), the histograms after it, read when first asked for."""
+    (``finish`` waits for them), the histograms after it, read when first asked for. A step
+    with neither histograms nor update ratio is measured in place (its moments cost about what
+    the copy would: no copy, no hand-off)."""
 
     name = "numba"
 
@@ -42,8 +44,8 @@ class NumbaBackend:
     def begin(self, grads, params, want_histograms, bins, hist_range, optimizer=None):
         at = self._at.addresses_of(grads)  # in place, one call per pass, where it can
         offloaded = self._offloaded
-        if offloaded is not None and at is not None and self._worker.worth_offloading(at) \
-                and offloaded.wanted():
+        if offloaded is not None and at is not None and (want_histograms or params is not None) \
+                and self._worker.worth_offloading(at) and offloaded.wanted():
             copied, raw = offloaded.submit(at, want_histograms, bins, hist_range)
             if params is not None:  # the weights copied here while the worker copies the gradients
                 self._tracker.before(params, optimizer)

@@ -1,0 +1,21 @@
+"""How a run was recorded, in words: its settings' cadence, as ``inspect`` and the report say
+it (``watch(overhead=)``'s budget: ``core/watch/budget.py``)."""
+
+from __future__ import annotations
+
+
+def cadence_text(settings: dict) -> str:
+    """How a run was recorded, as ``inspect`` and the report say it: the statistics' and
+    histograms' cadence, and the cost budget that chose the latter (``overhead``)."""
+    stats = settings.get("stats_every", settings.get("every", 1))
+    hist = settings.get("histogram_every", 1)
+    text = f"statistics every {stats} step(s), histograms every {hist}" if hist else \
+        f"statistics every {stats} step(s), no histograms"
+    overhead = settings.get("overhead")
+    if isinstance(overhead, (int, float)) and not isinstance(overhead, bool):
+        changes = settings.get("cadence") or []
+        seen = ", ".join(f"{e} from step {s}" for s, e in changes[-4:]
+                         if isinstance(s, int) and isinstance(e, int))
+        text += (f" (chosen for overhead ≤ {overhead:.0%}: histograms, update ratio and "
+                 f"optimizer state every {hist} step(s){'; ' + seen if seen else ''})")
+    return text

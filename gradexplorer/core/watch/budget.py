@@ -1,0 +1,197 @@
+"""``watch(..., overhead=0.05)``: a cost budget, the heavy figures on a cadence chosen from what
+they are measured to cost.
+
+Every recorded step keeps its cheap figures — every parameter's gradient norm, mean, std, min,
+max, zeros and NaN/Inf counts (one moments call on the training thread, no gradient copy), the
+global norm, the ledger and spike detection. The *heavy* figures — the exact histograms, the
+update ratio ‖Δθ‖/‖θ‖ (a copy of the weights before the step, their difference after it), the
+optimizer state's norms and the gradients' copy that takes the histograms off the training
+thread — are taken on one step in ``every``: the smallest ``every`` with
+
+    light + (heavy − light) / every  ≤  overhead × bare
+
+where ``light`` and ``heavy`` are watch's CPU a step (the training thread inside its optimizer
+hooks, the statistics worker and the run directory's writer thread: all of watch's threads)
+on light and heavy steps, and ``bare`` the training thread's CPU a step outside watch (the
+loop's own), each the mean of its last steps, measured as the run goes and re-evaluated at
+every recorded step (rarer by at most twice, and only once a heavy step has been measured
+since: the figure it grows on is fresh). A figure is always that of the step it is recorded
+at; a light step simply has no histogram, update ratio or optimizer state. The cadence in force is
+``Recorder.budget.every``; a run directory keeps it in its settings (``histogram_every``, the
+overhead, and every change as ``[step, every]`` in ``cadence``), which ``inspect`` and the
+report print (``runs.settings_text``). Where the light figures alone cost more than the budget,
+heavy steps are as rare as ``MAX_EVERY`` allows and ``over_budget`` says so.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import time
+from collections import deque
+
+from gradexplorer.core.messages.errors import UserError
+
+MAX_EVERY = 1000  # the rarest heavy steps: one in this many
+LIGHT_SAMPLES, HEAVY_SAMPLES = 16, 3  # the means over the last steps of each kind
+CHANGE = 0.2  # more heavy steps only where a budget this much tighter allows them (noise)
+
+
+def choose_every(light: float, heavy: float, bare: float, share: float) -> int:
+    """The smallest cadence ``k`` (one heavy step in ``k``) with ``light + (heavy − light)/k ≤
+    share·bare`` (``MAX_EVERY`` where none is, 1 where heavy steps cost no more than light ones)."""
+    extra, room = heavy - light, share * bare - light
+    if extra <= 0:
+        return 1
+    if room <= 0:
+        return MAX_EVERY
+    return min(MAX_EVERY, max(1, math.ceil(extra / room)))
+
+
+def checked_overhead(overhead, histogram_every: int, optimizer) -> float | None:
+    """``overhead`` as a share (0 < share ≤ 1), or None; a one-line UserError otherwise."""
+    if overhead is None:
+        return None
+    if isinstance(overhead, bool) or not isinstance(overhead, numbers.Real) \
+            or not 0 < overhead <= 1:
+        raise UserError(f"watch: overhead must be a share of the step above 0 and at most 1 "
+                        f"(0.05: 5%), got {overhead!r}")
+    if histogram_every != 1:
+        raise UserError("watch: overhead chooses when histograms are taken; give overhead "
+                        "or histogram_every, not both")
+    if optimizer is None:
+        raise UserError("watch: overhead needs the optimizer (its steps are what is timed)")
+    return float(overhead)
+
+
+class CostBudget:
+    """The cadence of heavy steps keeping watch within ``share`` of the loop's own CPU.
+    ``timed(hook)`` wraps watch's optimizer hooks (the training thread's CPU in them);
+    ``plan(step)``, called at each recorded step once the previous step's work is settled,
+    closes the span since the last call, then says whether ``step`` is heavy; ``others()``
+    the CPU seconds of watch's other threads so far (worker and writer); ``clock``: the
+    training thread's CPU clock (a benchmark running several loops on one thread gives each
+    its own; a test, made-up costs)."""
+
+    def __init__(self, share: float, others, clock=time.thread_time) -> None:
+        self.share, self.others, self.clock = share, others, clock
+        self.every = 1
+        self.changes: list[list[int]] = []  # [step, every] where the cadence changed
+        self.heavy_now, self.heavy_steps = True, 0  # the step under way heavy; how many were
+        self.on_change = None  # called with (step, every) when the cadence changes
+        self._light: deque = deque(maxlen=LIGHT_SAMPLES)
+        self._heavy: deque = deque(maxlen=HEAVY_SAMPLES)
+        self._bare: deque = deque(maxlen=LIGHT_SAMPLES)
+        self._hooks, self._entered, self._inside = 0.0, 0.0, False
+        self._mark: tuple | None = None  # (step, thread CPU, others' CPU, heavy) at the last plan
+        self._last_heavy: int | None = None
+        self._spans = 0
+        self._fresh = False  # a heavy step measured since the cadence last grew
+
+    def timed(self, hook):
+        """``hook`` with the training thread's CPU in it counted as watch's."""
+        def run(*args, **kwargs):
+            self._entered, self._inside = self.clock(), True
+            try:
+                return hook(*args, **kwargs)
+            finally:
+                self._hooks += self.clock() - self._entered
+                self._inside = False
+        return run
+
+    @property
+    def costs(self) -> tuple[float, float, float] | None:
+        """``(light, heavy, bare)`` CPU seconds a step as now estimated, None until measured."""
+        if not (self._light and self._heavy and self._bare):
+            return None
+        mean = lambda xs: sum(xs) / len(xs)  # noqa: E731
+        return mean(self._light), mean(self._heavy), mean(self._bare)
+
+    @property
+    def over_budget(self) -> bool:
+        """Whether the light figures alone cost more than the budget."""
+        costs = self.costs
+        return costs is not None and costs[0] > self.share * costs[2]
+
+    def plan(self, step: int) -> bool:
+        """Close the span since the last recorded step and say whether ``step`` is heavy."""
+        now, others = self.clock(), self.others()
+        running = now - self._entered if self._inside else 0.0  # the hook under way, so far
+        inside, self._hooks = self._hooks + running, -running  # its rest: the next span's
+        if self._mark is not None:
+            last, then, others_then, heavy = self._mark
+            steps = max(step - last, 1)
+            watch = max(inside + others - others_then, 0.0) / steps  # (a writer restarted: 0)
+            self._spans += 1
+            if self._spans > 1:  # the first span holds one-off work (a graph, first buffers)
+                (self._heavy if heavy else self._light).append(watch)
+                self._fresh = self._fresh or heavy
+                self._bare.append(max(now - then - inside, 0.0) / steps)
+        self._choose(step)
+        heavy = not self._heavy or self._last_heavy is None or \
+            (bool(self._light) and step - self._last_heavy >= self.every)
+        if heavy:
+            self._last_heavy, self.heavy_steps = step, self.heavy_steps + 1
+        self.heavy_now, self._mark = heavy, (step, now, others, heavy)
+        return heavy
+
+    def _choose(self, step: int) -> None:
+        costs = self.costs
+        if costs is None:
+            return
+        every = choose_every(*costs, self.share)
+        if every > self.every:  # rarer: at most twice as rare, and only on a fresh heavy figure
+            every = min(every, 2 * self.every) if self._fresh else self.every
+        else:  # more often only where a budget CHANGE tighter allows it too (no flapping)
+            every = min(self.every, max(every, choose_every(*costs, self.share * (1 - CHANGE))))
+        self._fresh = False
+        if every != self.every:
+            self.every = every
+            self.changes.append([step, every])
+            if self.on_change is not None:
+                self.on_change(step, every)
+
+
+def budget_for(recorder, overhead: float | None) -> CostBudget | None:
+    """``recorder``'s CostBudget for ``overhead`` (checked), None without one: watch's other
+    threads' CPU read from its monitor (the worker) and its run directory's writer thread."""
+    if overhead is None:
+        return None
+    if recorder.plan.sharded:  # its measure takes its own update ratio: not planned here yet
+        raise UserError("watch: overhead is not supported under FSDP2 or tensor parallelism yet; "
+                        "use stats_every and histogram_every there")
+    writes = getattr(recorder.writer, "_writes", None)
+
+    def others() -> float:
+        thread = getattr(writes, "_thread", None)
+        ident = None if thread is None else thread.ident
+        writer = 0.0
+        if ident is not None and thread.is_alive():
+            try:
+                writer = time.clock_gettime(time.pthread_getcpuclockid(ident))
+            except (OSError, AttributeError):  # the thread ended meanwhile, or no such clock
+                writer = 0.0
+        return recorder.monitor.worker_seconds + writer
+
+    budget = CostBudget(overhead, others)
+    if recorder.writer is not None:
+        settings = dict(recorder._settings, overhead=overhead)
+
+        def announce(step: int, every: int) -> None:
+            settings.update(histogram_every=every, cadence=budget.changes[-100:])
+            recorder.writer.set_meta({"settings": dict(settings)})
+        budget.on_change = announce
+        recorder.writer.set_meta({"settings": dict(settings)})
+    return budget
+
+
+def plan_step(recorder, step: int) -> None:
+    """Before ``step``'s figures are taken: its cadence (heavy or light) set on the monitor."""
+    budget = recorder.budget
+    if budget is None:
+        return
+    heavy = budget.plan(step)
+    monitor = recorder.monitor
+    monitor.histogram_every = 1 if heavy else 0
+    monitor.update_ratio = heavy and recorder._update_ratio and recorder.optimizer is not None
+

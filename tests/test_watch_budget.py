@@ -1,0 +1,214 @@
+"""watch(overhead=0.05): the cheap figures every step, the heavy ones (histograms, update ratio,
+optimizer state) on a cadence chosen from their measured cost — the scheduler's decisions on
+made-up costs (no timing), and on real models the cadence honoured, every figure of a measured
+step equal to float64, the cadence said by the run directory, ``inspect`` and the report."""
+
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from stats_reference import assert_matches
+
+import gradexplorer as gx
+from gradexplorer.core.runs.settings_text import cadence_text
+from gradexplorer.core.watch.budget import MAX_EVERY, CostBudget, choose_every
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+import workloads as W  # noqa: E402 - bench/workloads.py: torchvision's ResNet-18, GPT-2
+
+
+def test_choose_every_is_the_smallest_cadence_within_the_budget():
+    # ResNet-18-like: light 4 ms, heavy 40 ms, bare 190 ms, 5%: 9.5 ms a step
+    k = choose_every(0.004, 0.040, 0.190, 0.05)
+    assert k == 7
+    assert 0.004 + 0.036 / k <= 0.05 * 0.190 < 0.004 + 0.036 / (k - 1)
+    assert choose_every(0.001, 0.002, 0.100, 0.05) == 1  # all of it fits every step
+    assert choose_every(0.003, 0.002, 0.010, 0.05) == 1  # heavy steps cost no more than light
+    assert choose_every(0.006, 0.040, 0.100, 0.05) == MAX_EVERY  # light alone is over budget
+
+
+class Costs:
+    """A made-up loop: the training thread's CPU a step outside watch (``bare``), inside its
+    hooks on light and heavy steps, and its other threads' on each."""
+
+    def __init__(self, bare, light, heavy, other_light=0.0, other_heavy=0.0):
+        self.t = self.others = 0.0
+        self.bare, self.light, self.heavy = bare, light, heavy
+        self.other_light, self.other_heavy = other_light, other_heavy
+        self.spent = 0.0  # watch's CPU, all threads
+
+    def run(self, budget: CostBudget, steps: int) -> list[bool]:
+        kinds = []
+
+        def hook(step):
+            heavy = budget.plan(step)
+            cost = self.heavy if heavy else self.light
+            other = self.other_heavy if heavy else self.other_light
+            self.t += cost
+            self.others += other
+            self.spent += cost + other
+            kinds.append(heavy)
+
+        timed = budget.timed(hook)
+        for step in range(1, steps + 1):
+            self.t += self.bare
+            timed(step)
+        return kinds
+
+
+def test_the_budget_settles_on_the_cadence_its_costs_allow_and_keeps_to_it():
+    costs = Costs(bare=0.190, light=0.003, heavy=0.020, other_light=0.001, other_heavy=0.021)
+    budget = CostBudget(0.05, lambda: costs.others, clock=lambda: costs.t)
+    kinds = costs.run(budget, 400)
+    expected = choose_every(0.004, 0.041, 0.190, 0.05)  # 7
+    assert budget.every == expected == 7
+    assert budget.costs == pytest.approx((0.004, 0.041, 0.190))
+    heavy = [step for step, h in enumerate(kinds, 1) if h]
+    assert heavy[:2] == [1, 2]  # measured at once: the first span is set aside
+    assert set(np.diff(heavy[-20:])) == {expected}  # one heavy step in 7, steadily
+    assert [e for _, e in budget.changes] == [2, 4, 7]  # grown at most twice as rare at a time
+    late = kinds[200:]
+    late_cost = sum(costs.heavy + costs.other_heavy if h else costs.light + costs.other_light
+                    for h in late) / len(late)
+    assert late_cost <= 0.05 * costs.bare
+
+
+def test_a_budget_the_light_figures_exceed_makes_heavy_steps_rare_and_says_so():
+    costs = Costs(bare=0.010, light=0.002, heavy=0.020)
+    budget = CostBudget(0.05, lambda: costs.others, clock=lambda: costs.t)
+    costs.run(budget, 300)
+    assert budget.over_budget
+    assert budget.every >= 64  # doubling towards MAX_EVERY, on each fresh heavy figure
+    assert budget.every <= MAX_EVERY
+
+
+def test_a_slower_loop_allows_more_heavy_steps_again():
+    costs = Costs(bare=0.100, light=0.002, heavy=0.0455)
+    budget = CostBudget(0.05, lambda: costs.others, clock=lambda: costs.t)
+    costs.run(budget, 300)
+    slow = budget.every
+    assert slow == choose_every(0.002, 0.0455, 0.100, 0.05) == 15
+    costs.bare = 2.0  # the loop got 20 times slower (a bigger batch): more heavy steps fit
+    costs.run(budget, 60)
+    assert budget.every == choose_every(0.002, 0.0455, 2.0, 0.05) == 1 < slow
+
+
+@pytest.mark.parametrize("value", [0, -0.1, 1.5, True, "5%", float("nan")])
+def test_overhead_must_be_a_share(value):
+    model = torch.nn.Linear(3, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with pytest.raises(gx.UserError, match="overhead must be a share") as found:
+        gx.watch(model, opt, overhead=value)
+    assert "\n" not in str(found.value)
+
+
+def test_overhead_with_histogram_every_or_without_an_optimizer_is_refused():
+    model = torch.nn.Linear(3, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with pytest.raises(gx.UserError, match="overhead or histogram_every"):
+        gx.watch(model, opt, overhead=0.05, histogram_every=4)
+    with pytest.raises(gx.UserError, match="needs the optimizer"):
+        gx.watch(model, overhead=0.05)
+    gx.watch(model, opt, overhead=0.05).close()  # the refused calls left nothing attached
+
+
+SMALL = 1 << 17  # tensors checked figure by figure against exact float64 sums
+
+
+def watched_steps(model, batch, loss_fn, run_dir, steps):
+    """``steps`` SGD-momentum steps of ``model`` under watch(overhead=0.0005) (a budget no
+    heavy step fits: they are spaced out at once), every step's gradients and weights before
+    and after kept: ``(recorder, {step: (grads, before, after)})``."""
+    named = list(model.named_parameters())
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    seen, step = {}, [0]
+
+    def before(*_):
+        step[0] += 1
+        seen[step[0]] = ([p.grad.detach().clone() for _, p in named],
+                         [p.detach().clone() for _, p in named])
+
+    def after(*_):
+        seen[step[0]] += ([p.detach().clone() for _, p in named],)
+
+    opt.register_step_pre_hook(before)  # before watch's: the gradients watch is given
+    rec = gx.watch(model, opt, run_dir, overhead=0.0005)
+    opt.register_step_post_hook(after)
+    for k in range(steps):
+        inputs, target = batch(k)
+        opt.zero_grad()
+        W.loss_of(model, inputs, target, loss_fn).backward()
+        opt.step()
+    rec.close()
+    return rec, seen, [n for n, _ in named]
+
+
+def small_resnet():
+    model, _, loss_fn = W.resnet18(2, 32)
+    model.fc = torch.nn.Linear(512, 10)  # torchvision's network, a small head and input
+
+    def batch(step):
+        g = torch.Generator().manual_seed(step)
+        return torch.randn(2, 3, 32, 32, generator=g), torch.randint(0, 10, (2,), generator=g)
+    return model, batch, loss_fn
+
+
+@pytest.mark.parametrize("workload", ["resnet18", "gpt2-tiny"])
+def test_the_cadence_is_honoured_and_measured_steps_equal_float64(tmp_path, workload, capsys):
+    model, batch, loss_fn = small_resnet() if workload == "resnet18" else W.gpt2_tiny()
+    rec, seen, names = watched_steps(model, batch, loss_fn, tmp_path / "run", 7)
+    run = gx.open_run(tmp_path / "run")
+    assert run.steps == list(range(1, 8))  # every step recorded
+    heavy = [s for s in run.steps if run.histograms(s)]
+    assert heavy[:2] == [1, 2] and 3 not in heavy and len(heavy) < 7
+    assert len(heavy) == rec.budget.heavy_steps
+    every = dict(rec.budget.changes)
+    cadence, last = 1, 2
+    for step in range(4, 8):  # heavy exactly where the cadence in force says
+        cadence = every.get(step, cadence)
+        assert (step in heavy) == (step - last >= cadence), (step, heavy, rec.budget.changes)
+        last = step if step in heavy else last
+    for step in run.steps:
+        grads, before, after = seen[step]
+        stats, hists, figures = run.stats(step), run.histograms(step), run.figures(step)
+        for name, grad, old, new in zip(names, grads, before, after, strict=True):
+            if grad.numel() <= SMALL:  # every figure, by exact sums (fsum: slow on big tensors)
+                assert_matches(stats[name], hists.get(name), grad)
+            else:  # the norm, extremes and histogram counts of the big ones
+                x = grad.double().numpy().ravel()
+                assert math.isclose(stats[name].norm, float(np.sqrt(np.sum(x * x))), rel_tol=1e-9)
+                assert (stats[name].min, stats[name].max) == (x.min(), x.max())
+                if name in hists:
+                    assert np.array_equal(hists[name].counts, np.histogram(x, hists[name].edges)[0])
+            ratio, state = stats[name].update_ratio, figures[name].get("momentum_norm")
+            if step in heavy:
+                assert name in hists
+                moved = (new.double() - old.double()).norm() / old.double().norm()
+                assert math.isclose(ratio, moved.item(), rel_tol=1e-12), (step, name)
+                assert state is not None
+            else:
+                assert name not in hists and ratio is None and state is None
+    settings = run.settings
+    assert settings["overhead"] == 0.0005 and settings["histogram_every"] == rec.budget.every > 1
+    assert settings["cadence"] == rec.budget.changes
+    text = cadence_text(settings)
+    assert f"histograms every {rec.budget.every}" in text and "overhead ≤ 0%" in text
+    from gradexplorer.commands.run_tables import inspect_run
+
+    inspect_run(str(tmp_path / "run"), None, 8)
+    assert f"recorded: {text}" in capsys.readouterr().out
+
+
+def test_the_report_says_the_cadence(tmp_path):
+    model, batch, loss_fn = W.mlp256()
+    rec, _, _ = watched_steps(model, batch, loss_fn, tmp_path / "run", 5)
+    from gradexplorer.core.share.report_data import gather
+    from gradexplorer.core.share.report_html import summary_section
+
+    data = gather(gx.open_run(tmp_path / "run"))
+    assert f"histograms every {rec.budget.every} (chosen for overhead" in summary_section(data)
+    assert cadence_text({"stats_every": 2, "histogram_every": 5, "bins": 64}) == \
+        "statistics every 2 step(s), histograms every 5"  # a run recorded without a budget
