@@ -14,7 +14,7 @@ from gradexplorer.core.graph.style import format_shape
 from gradexplorer.gui.graph.tint import table_tints
 from gradexplorer.gui.models.selection import Selection, SelectionModel
 from gradexplorer.gui.panels.column_priority import NAME_LEAST, ColumnPriority
-from gradexplorer.gui.text.name_elide import elide_to_width, shared_forms, shortest_form
+from gradexplorer.gui.text.name_elide import elide_to_width, shared_and_shortest
 from gradexplorer.gui.text.number_text import (
     WIDEST_FIGURES,
     format_number,
@@ -62,6 +62,7 @@ class ParameterTableModel(QAbstractTableModel):
         super().__init__(parent)
         self.rows: list[tuple[str, str, int, bool]] = []
         self.shared: frozenset[str] = frozenset()  # shortened forms two names share: never shown
+        self.shortest: list[str] = []  # each row's shortest form no other name shares
         self.stats: dict[str, Any] = {}
         self._live: dict[int, tuple[str, ...]] = {}  # a row's formatted live cells, once shown
         self._bad: list[bool] = []
@@ -75,7 +76,7 @@ class ParameterTableModel(QAbstractTableModel):
         self.beginResetModel()
         self.rows = [(n, format_shape(p.shape), p.numel(), p.requires_grad)
                      for n, p in model.named_parameters()]
-        self.shared = shared_forms(row[0] for row in self.rows)
+        self.shared, self.shortest = shared_and_shortest([row[0] for row in self.rows])
         self.stats = {}
         self._live = {}
         self._bad = [False] * len(self.rows)
@@ -279,8 +280,7 @@ class ParameterTable(QTableView):
             widths[column] = min(NAME_WIDTH, width + 8) if column == 0 else width
         # the name column never narrower than the names' shortest distinct forms (up to NAME_WIDTH):
         # the figures beyond it a sideways scroll away, rather than names cut to read alike
-        distinct = max((metrics.horizontalAdvance(shortest_form(row[0], model.shared))
-                        for row in model.rows), default=0)
+        distinct = max(map(metrics.horizontalAdvance, model.shortest), default=0)
         self.columns.name_least = min(NAME_WIDTH, max(NAME_LEAST, distinct + 8))  # text margins
         self.columns.remember(widths)  # the name, norm and max |g| in view where they fit
 
