@@ -214,7 +214,11 @@ class ParameterFilter(QSortFilterProxyModel):
         self.subtree = ""
 
     def set_filter(self, text: str | None = None, subtree: str | None = None) -> None:
-        """Change either part of the filter (None keeps it)."""
+        """Change either part of the filter (None keeps it; the same filter is not applied
+        again: every selection sets the subtree, and a pass asks Python about every row)."""
+        if (text is None or text.strip().lower() == self.text) and (
+                subtree is None or subtree == self.subtree):
+            return
         begin = getattr(self, "beginFilterChange", None)  # Qt 6.9+; invalidateFilter before
         if begin is not None:
             begin()
