@@ -88,12 +88,19 @@ class ModuleItem(QTreeWidgetItem):
 
 def subtree_parameter_counts(model: nn.Module) -> dict[str, int]:
     """Module path -> parameters of that module and its children (a tensor shared within a
-    subtree counted once), in one pass over the parameters instead of one per module."""
-    members: dict[str, dict[int, int]] = {}
+    subtree counted once), in one pass over the parameters instead of one per module: grouped
+    by the module holding them, each group handed up to that module's ancestors."""
+    held: dict[str, dict[int, int]] = {}
     for name, param in model.named_parameters(remove_duplicate=False):
-        parts = name.split(".")[:-1]
-        for depth in range(len(parts) + 1):
-            members.setdefault(".".join(parts[:depth]), {})[id(param)] = param.numel()
+        held.setdefault(name.rpartition(".")[0], {})[id(param)] = param.numel()
+    members: dict[str, dict[int, int]] = {}
+    for owner, sizes in held.items():
+        path = owner
+        while True:
+            members.setdefault(path, {}).update(sizes)
+            if not path:
+                break
+            path = path.rpartition(".")[0]
     return {path: sum(sizes.values()) for path, sizes in members.items()}
 
 
