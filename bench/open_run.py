@@ -153,7 +153,7 @@ def main() -> None:
     if against is not None:
         for what in ("graph drawn", "GUI thread CPU to the figures", "figures shown"):
             ratio = medians[run_dir, what] / max(medians[against, what], 1e-9)
-            print(f"{args.params} / {args.against} parameters, {what}: {ratio:.1f}x "
+            print(f"{args.params} / {args.against} parameters, {what}: {ratio:.2f}x "
                   f"(target <= {TARGET:g}x: {'met' if ratio <= TARGET else 'NOT met'})")
 
 

@@ -74,8 +74,9 @@ class ParameterTableModel(QAbstractTableModel):
     def set_model(self, model: nn.Module) -> None:
         """Show ``model``'s parameters."""
         self.beginResetModel()
-        self.rows = [(n, format_shape(p.shape), p.numel(), p.requires_grad)
-                     for n, p in model.named_parameters()]
+        shapes: dict[tuple, str] = {}  # thousands of parameters, a few shapes
+        self.rows = [(n, shapes.get(p.shape) or shapes.setdefault(p.shape, format_shape(p.shape)),
+                      p.numel(), p.requires_grad) for n, p in model.named_parameters()]
         self.shared, self.shortest = shared_and_shortest([row[0] for row in self.rows])
         self.stats = {}
         self._live = {}
