@@ -34,11 +34,16 @@ def skeleton_model(structure: dict[str, Any]) -> nn.Module:
     5,000 parameters opens in the app: ``add_module``'s attribute check raises and catches an
     AttributeError per name); a name ``add_module`` would refuse goes through it, for its error.
     """
-    classes: dict[str, type] = {}
+    classes: dict[str, tuple[type, dict]] = {}  # a class per name, with what __init__ sets
 
-    def make(type_name: str) -> nn.Module:
-        cls = classes.setdefault(type_name, type(type_name, (nn.Module,), {}))
-        return cls()
+    def make(type_name: str) -> nn.Module:  # as cls() makes it: its own fresh hook dicts
+        if type_name not in classes:
+            cls = type(type_name, (nn.Module,), {})
+            classes[type_name] = cls, vars(cls())
+        cls, attrs = classes[type_name]
+        module = cls.__new__(cls)
+        vars(module).update({k: v.copy() if isinstance(v, (dict, set)) else v for k, v in attrs.items()})
+        return module
 
     def free(module: nn.Module, name: str) -> bool:  # what add_module/register_parameter check
         return (isinstance(name, str) and name and "." not in name and name not in module.__dict__
