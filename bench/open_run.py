@@ -1,10 +1,15 @@
 """Benchmark: how long File → Open run takes on a run of many small parameters (issue 22.12).
 
     python bench/open_run.py [--params 5000] [--steps 30] [--bins 16] [--runs 3] [--run-dir DIR]
+                             [--against 10] [--against-dir DIR]
 
 Writes (once, kept in ``--run-dir``) a run recorded by ``gx.watch`` of a model with
 ``--params`` small parameters, then times ``show_run`` in the main window: from the call to
 every view filled and drawn (median of ``--runs``). Offscreen unless a display is set.
+
+With ``--against N`` (default 10; 0: none) a run of N parameters is opened in turn with it, in
+the same window (the machine's load the same for both), and each figure's ratio is printed
+beside issue 43's target: the big run opens within 4x the small one.
 """
 
 from __future__ import annotations
@@ -57,10 +62,14 @@ def write_run(run_dir: Path, params: int, steps: int, bins: int = 64) -> Path:
     return run_dir
 
 
-def time_open(run_dir: Path, runs: int, profile: str | None = None):
+TARGET = 4.0  # issue 43: the 5,000-parameter run opens within 4x a 10-parameter one
+
+
+def time_open(run_dir: Path, runs: int, profile: str | None = None, against: Path | None = None):
     """``(to figures, to graph, GUI CPU)``: per run, the seconds from ``show_run`` on ``run_dir``
     to every view filled and painted, to its backward graph laid out and painted too, and the
-    GUI thread's CPU seconds to the figures (wall time on a shared machine is mostly waiting)."""
+    GUI thread's CPU seconds to the figures (wall time on a shared machine is mostly waiting).
+    With ``against``, ``{run_dir: those, against: those}``, the two opened in turn."""
     from gradexplorer.gui.app import application, build_window
     from gradexplorer.gui.runs.run_view import close_run, show_run
     from gradexplorer.gui.settings import AppSettings
@@ -72,10 +81,12 @@ def time_open(run_dir: Path, runs: int, profile: str | None = None):
     window = build_window(settings=settings)
     window.show()
     app.processEvents()
-    times, graph_times, cpu_times = [], [], []
-    for index in range(runs):
+    dirs = [run_dir] if against is None else [against, run_dir]
+    figures = {path: ([], [], []) for path in dirs}
+    for index, run_dir in ((i, path) for i in range(runs) for path in dirs):
+        times, graph_times, cpu_times = figures[run_dir]
         profiler = None
-        if profile and index == runs - 1:
+        if profile and index == runs - 1 and run_dir == dirs[-1]:
             import cProfile
 
             profiler = cProfile.Profile()
@@ -97,7 +108,7 @@ def time_open(run_dir: Path, runs: int, profile: str | None = None):
         close_run(window)
     window.close()
     app.processEvents()
-    return times, graph_times, cpu_times
+    return figures if against is not None else figures[dirs[0]]
 
 
 def main() -> None:
@@ -111,19 +122,39 @@ def main() -> None:
     parser.add_argument("--run-dir", type=Path, default=None,
                         help="where the run is (written there when it does not exist)")
     parser.add_argument("--profile", default=None, help="cProfile the last open into this file")
+    parser.add_argument("--against", type=int, default=10,
+                        help="parameters of the run opened in turn to compare with (0: none)")
+    parser.add_argument("--against-dir", type=Path, default=None,
+                        help="where that run is (written there when it does not exist)")
     args = parser.parse_args()
-    name = f"gx-open-run-{args.params}p{args.steps}s{args.bins}b"
-    run_dir = args.run_dir or Path(tempfile.gettempdir()) / name
-    if not database_path(run_dir).is_file():
-        began = time.perf_counter()
-        write_run(run_dir, args.params, args.steps, args.bins)
-        print(f"wrote {run_dir} in {time.perf_counter() - began:.1f} s")
-    times, graph_times, cpu_times = time_open(run_dir, args.runs, args.profile)
-    for what, seconds in (("figures shown", times), ("graph drawn", graph_times),
-                          ("GUI thread CPU to the figures", cpu_times)):
-        print(f"open run ({args.params} parameters, {args.steps} steps), {what}: median "
-              f"{statistics.median(seconds):.2f} s over {len(seconds)} "
-              f"({', '.join(f'{t:.2f}' for t in seconds)})")
+
+    def ready(params: int, path: Path | None) -> Path:
+        path = path or Path(tempfile.gettempdir()) / f"gx-open-run-{params}p{args.steps}s{args.bins}b"
+        if not database_path(path).is_file():
+            began = time.perf_counter()
+            write_run(path, params, args.steps, args.bins)
+            print(f"wrote {path} in {time.perf_counter() - began:.1f} s")
+        return path
+
+    run_dir = ready(args.params, args.run_dir)
+    against = ready(args.against, args.against_dir) if args.against else None
+    found = time_open(run_dir, args.runs, args.profile, against)
+    found = found if against is not None else {run_dir: found}
+    medians = {}
+    for path, params in ((against, args.against), (run_dir, args.params)):
+        if path is None:
+            continue
+        for what, seconds in zip(("figures shown", "graph drawn", "GUI thread CPU to the figures"),
+                                 found[path], strict=True):
+            medians[path, what] = statistics.median(seconds)
+            print(f"open run ({params} parameters, {args.steps} steps), {what}: median "
+                  f"{medians[path, what]:.2f} s over {len(seconds)} "
+                  f"({', '.join(f'{t:.2f}' for t in seconds)})")
+    if against is not None:
+        for what in ("graph drawn", "GUI thread CPU to the figures", "figures shown"):
+            ratio = medians[run_dir, what] / max(medians[against, what], 1e-9)
+            print(f"{args.params} / {args.against} parameters, {what}: {ratio:.2f}x "
+                  f"(target <= {TARGET:g}x: {'met' if ratio <= TARGET else 'NOT met'})")
 
 
 if __name__ == "__main__":

@@ -30,13 +30,25 @@ def skeleton_model(structure: dict[str, Any]) -> nn.Module:
     """A stand-in module tree with the recorded paths, class names and parameter shapes.
 
     Parameters live on the ``meta`` device (shapes only, no memory): enough for the views that
-    list modules and parameters of a run whose model is not here.
+    list modules and parameters of a run whose model is not here. Built in one pass (a run of
+    5,000 parameters opens in the app: ``add_module``'s attribute check raises and catches an
+    AttributeError per name); a name ``add_module`` would refuse goes through it, for its error.
     """
-    classes: dict[str, type] = {}
+    classes: dict[str, tuple[type, dict]] = {}  # a class per name, with what __init__ sets
 
-    def make(type_name: str) -> nn.Module:
-        cls = classes.setdefault(type_name, type(type_name, (nn.Module,), {}))
-        return cls()
+    def make(type_name: str) -> nn.Module:  # as cls() makes it: its own fresh hook dicts
+        if type_name not in classes:
+            cls = type(type_name, (nn.Module,), {})
+            classes[type_name] = cls, vars(cls())
+        cls, attrs = classes[type_name]
+        module = cls.__new__(cls)
+        vars(module).update({k: v.copy() if isinstance(v, (dict, set)) else v for k, v in attrs.items()})
+        return module
+
+    def free(module: nn.Module, name: str) -> bool:  # what add_module/register_parameter check
+        return (isinstance(name, str) and name and "." not in name and name not in module.__dict__
+                and name not in module._modules and name not in module._parameters
+                and name not in module._buffers and not hasattr(type(module), name))
 
     modules = {m["path"]: m["type"] for m in structure.get("modules", [])}
     root = make(modules.get("", structure.get("model", "Model")))
@@ -47,15 +59,27 @@ def skeleton_model(structure: dict[str, Any]) -> nn.Module:
             return built[path]
         parent_path, _, name = path.rpartition(".")
         module = make(modules.get(path, "Module"))
-        module_at(parent_path).add_module(name, module)
+        parent = module_at(parent_path)
+        if free(parent, name):
+            parent._modules[name] = module
+        else:
+            parent.add_module(name, module)
         built[path] = module
         return module
 
     for path in modules:
         module_at(path)
+    empty: dict[tuple, torch.Tensor] = {}  # one meta tensor per shape and dtype: no memory anyway
     for p in structure.get("parameters", []):
         owner, _, name = p["name"].rpartition(".")
         dtype = getattr(torch, p.get("dtype", "float32"), torch.float32)
-        tensor = torch.empty(p["shape"], dtype=dtype, device="meta")
-        module_at(owner).register_parameter(name, nn.Parameter(tensor, p.get("requires_grad", True)))
+        key = (tuple(p["shape"]), dtype)
+        tensor = empty.get(key)
+        if tensor is None:
+            tensor = empty[key] = torch.empty(p["shape"], dtype=dtype, device="meta")
+        param, module = nn.Parameter(tensor, p.get("requires_grad", True)), module_at(owner)
+        if free(module, name):
+            module._parameters[name] = param
+        else:
+            module.register_parameter(name, param)
     return root

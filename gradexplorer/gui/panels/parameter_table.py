@@ -14,7 +14,7 @@ from gradexplorer.core.graph.style import format_shape
 from gradexplorer.gui.graph.tint import table_tints
 from gradexplorer.gui.models.selection import Selection, SelectionModel
 from gradexplorer.gui.panels.column_priority import NAME_LEAST, ColumnPriority
-from gradexplorer.gui.text.name_elide import elide_to_width, shared_forms, shortest_form
+from gradexplorer.gui.text.name_elide import elide_to_width, shared_and_shortest
 from gradexplorer.gui.text.number_text import (
     WIDEST_FIGURES,
     format_number,
@@ -63,6 +63,7 @@ class ParameterTableModel(QAbstractTableModel):
         super().__init__(parent)
         self.rows: list[tuple[str, str, int, bool]] = []
         self.shared: frozenset[str] = frozenset()  # shortened forms two names share: never shown
+        self.shortest: list[str] = []  # each row's shortest form no other name shares
         self.stats: dict[str, Any] = {}
         self._live: dict[int, tuple[str, ...]] = {}  # a row's formatted live cells, once shown
         self._bad: list[bool] = []
@@ -74,9 +75,10 @@ class ParameterTableModel(QAbstractTableModel):
     def set_model(self, model: nn.Module) -> None:
         """Show ``model``'s parameters."""
         self.beginResetModel()
-        self.rows = [(n, format_shape(p.shape), p.numel(), p.requires_grad)
-                     for n, p in model.named_parameters()]
-        self.shared = shared_forms(row[0] for row in self.rows)
+        shapes: dict[tuple, str] = {}  # thousands of parameters, a few shapes
+        self.rows = [(n, shapes.get(p.shape) or shapes.setdefault(p.shape, format_shape(p.shape)),
+                      p.numel(), p.requires_grad) for n, p in model.named_parameters()]
+        self.shared, self.shortest = shared_and_shortest([row[0] for row in self.rows])
         self.stats = {}
         self._live = {}
         self._bad = [False] * len(self.rows)
@@ -214,7 +216,11 @@ class ParameterFilter(QSortFilterProxyModel):
         self.subtree = ""
 
     def set_filter(self, text: str | None = None, subtree: str | None = None) -> None:
-        """Change either part of the filter (None keeps it)."""
+        """Change either part of the filter (None keeps it; the same filter is not applied
+        again: every selection sets the subtree, and a pass asks Python about every row)."""
+        if (text is None or text.strip().lower() == self.text) and (
+                subtree is None or subtree == self.subtree):
+            return
         begin = getattr(self, "beginFilterChange", None)  # Qt 6.9+; invalidateFilter before
         if begin is not None:
             begin()
@@ -280,8 +286,7 @@ class ParameterTable(QTableView):
             widths[column] = min(NAME_WIDTH, width + 8) if column == 0 else width
         # the name column never narrower than the names' shortest distinct forms (up to NAME_WIDTH):
         # the figures beyond it a sideways scroll away, rather than names cut to read alike
-        distinct = max((metrics.horizontalAdvance(shortest_form(row[0], model.shared))
-                        for row in model.rows), default=0)
+        distinct = max(map(metrics.horizontalAdvance, model.shortest), default=0)
         self.columns.name_least = min(NAME_WIDTH, max(NAME_LEAST, distinct + 8))  # text margins
         self.columns.remember(widths)  # the name, norm and max |g| in view where they fit
 

@@ -12,7 +12,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QScrollBar, QVBoxLayout, QWidget
 
 from gradexplorer.gui.graph.legend import reads_whole
-from gradexplorer.gui.text.name_elide import elide_chars, shared_forms
+from gradexplorer.gui.text.name_elide import ELLIPSIS, elide_chars, shared_forms
 from gradexplorer.gui.theme import ALARM, PLOT_PENS
 
 ROW_PX = 17  # pixels per parameter row: every label fits, none overlaps
@@ -150,8 +150,11 @@ class GradientFlowChart(pg.PlotWidget):
         if chars == self._label_chars and not force:
             return
         self._label_chars = chars
-        shared = shared_forms(self.shown)
-        labels = [elide(n, chars, shared) for n in self.shown]
+        # names that fit are shown whole (a shortened form has an ellipsis, a name rarely): with
+        # none longer, no shortened form is shown, and which are shared does not matter
+        long = any(len(n) > chars or ELLIPSIS in n for n in self.shown)
+        shared = shared_forms(self.shown) if long else frozenset()
+        labels = [elide(n, chars, shared) if len(n) > chars or n in shared else n for n in self.shown]
         longest = max((len(text) for text in labels), default=chars)
         axis = self.plotItem.getAxis("left")
         axis.setWidth(int(min(longest, chars) * char * 1.08) + 14)
