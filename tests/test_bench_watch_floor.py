@@ -33,6 +33,18 @@ def test_floor_benchmark_reports_every_method():
     assert bench.report(result).count("(target ≤") == 10  # and the two budget arms' shares
 
 
+def test_the_arms_asked_for_run_beside_the_bare_loop_and_the_floor(capsys):
+    """``--arms watch-run``: only that arm, the bare loop and the floor are built and timed
+    (GPT-2 small's copies in less memory), and its target is printed beside its figure."""
+    bench = load_script("bench", "watch_floor.py")
+    assert bench.main(["--models", "mlp256", "--rounds", "1", "--steps", "2",
+                       "--arms", "watch-run"]) == 0
+    text = capsys.readouterr().out
+    assert bench.WATCH_RUN in text and bench.FLOOR in text
+    assert all(bench.ARMS[a] not in text for a in bench.ARMS if a != "watch-run")
+    assert text.count("(target ≤") == 1 and "watch, run directory above the floor" in text
+
+
 def test_the_passes_hooks_measure_the_step_and_come_off():
     """The update ratio's passes as hooks measure what watch does: ‖Δθ‖ and ‖θ_before‖ of each
     parameter equal a float64 computation from the weights before and after the step; the

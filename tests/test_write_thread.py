@@ -10,6 +10,7 @@ import textwrap
 import threading
 from pathlib import Path
 
+import pytest
 import torch
 from torch import nn
 
@@ -112,3 +113,27 @@ def test_a_script_that_never_closes_keeps_every_step(tmp_path):
     subprocess.run([sys.executable, "-c", script, str(tmp_path / "run")], check=True,
                    env={**os.environ, "PYTHONPATH": str(root)}, timeout=300)
     assert gx.open_run(tmp_path / "run").steps == list(range(1, 8))
+
+
+def test_an_idle_writer_sleeps_until_a_write_comes_then_commits_it_within_a_period(tmp_path):
+    """Nothing waiting: the writer is not woken every period (a slow loop's writer would spend
+    CPU for nothing between its steps), and the next write is still committed by itself, in
+    its period, without a flush; close() wakes it."""
+    db = sqlite3.connect(tmp_path / "t.sqlite", isolation_level=None, check_same_thread=False)
+    db.execute("CREATE TABLE t (x)")
+    looks = []
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(W, "PERIOD", 0.002)
+        writes = W.WriteThread(db, lambda what, exc: None)
+        drain = writes._drain
+        writes._drain = lambda: (looks.append(1), drain())[1]  # each look at the queue
+        for i in range(3):
+            writes.submit(f"row {i}", lambda db, i=i: db.execute("INSERT INTO t VALUES (?)", (i,)))
+            done = threading.Event()
+            writes.submit("done", lambda db, done=done: done.set())
+            assert done.wait(30)  # committed in its period, no flush asked for
+            looks.clear()
+            threading.Event().wait(0.3)  # idle: ~150 periods
+            assert len(looks) <= 1
+        writes.close()
+    assert [r[0] for r in db.execute("SELECT x FROM t ORDER BY rowid")] == [0, 1, 2]

@@ -51,7 +51,9 @@ class WriteThread:
         self.failed = False
         self._pending: collections.deque = collections.deque()
         self._changed = threading.Condition()  # room in the queue, writes done
-        self._wake = threading.Event()
+        self._wake = threading.Event()  # commit now (flush, close, a half-full queue)
+        self._work = threading.Event()  # a write waits (set only while the writer is idle)
+        self._idle = False  # the writer sleeps until a write comes (nothing was waiting)
         self._submitted = self._done = 0
         self._stopping = False
         self._thread: threading.Thread | None = threading.Thread(target=self._loop, name=name,
@@ -80,6 +82,8 @@ class WriteThread:
                                        or not self._thread.is_alive())
         self._submitted += 1  # the training thread alone submits
         self._pending.append((what, work))
+        if self._idle:  # read after the append: the writer rechecks the queue after setting it
+            self._work.set()
         if len(self._pending) == WAKE_AT:
             self._wake.set()
         return True
@@ -101,12 +105,19 @@ class WriteThread:
             self._drain()
             return
         self._wake.set()
+        self._work.set()  # after _stopping: an idle writer wakes to see it
         self._thread.join()
 
     # -- the writer thread ---------------------------------------------------------------
     def _loop(self) -> None:
         while True:
-            self._wake.wait(PERIOD)
+            if not self._pending and not self._stopping:
+                self._idle = True  # then the queue looked at again: a write appended before
+                if not self._pending and not self._stopping:  # this saw no idle writer
+                    self._work.wait()
+                self._idle = False
+                self._work.clear()
+            self._wake.wait(PERIOD)  # the writes of a period gathered, unless asked for now
             self._wake.clear()
             stopping = self._stopping
             self._drain()

@@ -123,8 +123,10 @@ class GradientMonitor:
     def later(self, job):
         """``job`` (it must not raise) run on the statistics worker after the step just
         finished, done before the next step's ``begin`` returns — for work that reads what the
-        next optimizer step changes (its state) — as a ``numba.worker.PendingWork``; None
-        where this step was not offloaded (the caller runs it itself)."""
+        next optimizer step changes (its state) — as a ``numba.worker.PendingWork``; where
+        this step was not offloaded (more than ``OFFLOAD_MAX`` values), one done by the first
+        thread asking for it, or by the next ``settle``; None without a worker (torch's
+        backend, no core free: the caller runs it itself)."""
         return None if self._backend is None else self._backend.later(job)
 
     @property

@@ -29,10 +29,13 @@ def snapshot_step(recorder, record: StepGradients) -> None:
 
 def optimizer_state_of(recorder, step: int, lrs):
     """The optimizer state after the step (at the ``lrs`` it used): read on the statistics
-    worker before the next step where it took this one, else now. The writer thread calls what
-    this returns: it waits for the worker's read, or reads it itself where the worker has not
-    reached it (still on the step's histograms); either way before the next optimizer step,
-    whose pre-hook settles the worker (``monitor.settle``: that read done first)."""
+    worker before the next step where it took this one; where it did not (a step of more than
+    ``OFFLOAD_MAX`` values: GPT-2 small's ‖momentum‖, a read of 124M numbers), by the writer
+    thread during the next forward and backward, where a core is free; else now. The writer
+    thread calls what this returns: it waits for the worker's read, or reads it itself where
+    no other thread has (the worker still on the step's histograms); either way before the
+    next optimizer step, whose pre-hook settles the worker (``monitor.settle``: the read done
+    first, on the training thread where nobody began it)."""
     if not recorder._optimizer_state or not getattr(recorder.budget, "heavy_now", True):
         return {}  # none asked for, or a light step of watch(overhead=) (budget.py)
     from gradexplorer.core.stats.optimizer_state import optimizer_state

@@ -71,8 +71,11 @@ class NumbaBackend:
 
     def later(self, job):
         """``job`` on the worker after this step's statistics, done before the next step's
-        begins (``numba.worker.OffloadedStats.then``); None where no step is under way there."""
-        return None if self._offloaded is None else self._offloaded.then(job)
+        begins (``numba.worker.OffloadedStats.then``); where no step is under way there, kept
+        for whichever thread asks first (``keep``); None without a worker or a core free."""
+        if self._offloaded is None:
+            return None
+        return self._offloaded.then(job) or self._offloaded.keep(job)
 
     def _settled(self, raw):
         return raw.result() if isinstance(raw, self._worker.PendingWork) else raw

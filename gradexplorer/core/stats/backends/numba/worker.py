@@ -144,6 +144,7 @@ class OffloadedStats:
         self._buffer = BA.FlatBuffer()
         self._copy: BA.Addresses | None = None  # where the copy lies (kept with the buffer)
         self._last: tuple[PendingWork, PendingWork, list[PendingWork]] | None = None
+        self._kept: list[PendingWork] = []  # ``keep``'s jobs, done by the next ``wait`` at the latest
 
     def submit(self, at: BA.Addresses, want_histograms: bool, bins: int,
                hist_range: HistRange) -> tuple[PendingWork, PendingWork]:
@@ -202,11 +203,28 @@ class OffloadedStats:
         _hand_over(self._on_worker, PendingWork.run, later)
         return later
 
+    def keep(self, job) -> PendingWork | None:
+        """``job`` (it must not raise) of a step not given to the worker (``OFFLOAD_MAX``), done
+        by the first thread that asks for it — the run's writer thread, which writes what it
+        gives, during the next forward and backward — or else by the next ``wait`` (the pre-hook
+        of the next step, before it changes what ``job`` reads). Only where torch leaves a core
+        free (as ``worth_offloading``) and the machine was not found crowded (``wanted``); None
+        elsewhere: the caller does it now."""
+        if self.paused or not (ENABLED and torch.get_num_threads() < _CORES):
+            return None
+        kept = PendingWork(job)
+        self._kept.append(kept)
+        return kept
+
     def wait(self) -> None:
-        """The step under way's work done (by the worker, or here where it has not started)."""
+        """The step under way's work done (by the worker, or here where it has not started),
+        and the jobs kept (``keep``) that no other thread has done."""
         last, self._last = self._last, None
         if last is not None:
             _run_all(last)
+        kept, self._kept = self._kept, []
+        for job in kept:
+            job.run()
 
     def _on_worker(self, run, work) -> None:
         start = time.thread_time()
