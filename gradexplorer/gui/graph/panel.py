@@ -169,7 +169,7 @@ class GraphPanel(GraphSearch, QWidget):
         self.view.canvas.set_drawing(drawing)
         self.view.minimap.set_drawing(drawing, base_fills(drawing))
         self.view.first_view()
-        self.busy_label.setText("drawn as last time: the model is loading…")
+        self.busy_label.setText("last drawing · loading…")  # as drawn last time: whole in a short toolbar
 
     @property
     def live_drawing(self):
@@ -258,8 +258,10 @@ class GraphPanel(GraphSearch, QWidget):
             self._auto_depth = False
             depth = result.drawing.graph.graph.get("collapsed", {}).get("depth")
             self.view_state.show_chosen_detail(shown_depth(depth))
-        self.busy_label.setText(f"{len(result.drawing):,} nodes · laid out in {result.seconds:.2f} s"
-                                + traced_caption(result.drawing))
+        nodes = f"{len(result.drawing):,} nodes"  # short: whole in a 1024×700 window's toolbar
+        self.busy_label.setText(f"{nodes} · {result.seconds:.2f} s" + traced_caption(result.drawing, True))
+        self.busy_label.setToolTip(f"{nodes}, laid out in {result.seconds:.2f} s"
+                                   + traced_caption(result.drawing))
         self._show(result.drawing, result.overview, result.scale)
 
     def _show(self, drawing, overview, scale: float, previous=None) -> None:
