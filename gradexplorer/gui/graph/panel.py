@@ -19,6 +19,7 @@ from gradexplorer.gui.graph.view import GraphView
 from gradexplorer.gui.graph.view_controls import GraphViewControls, act_on_settings, shown_depth
 from gradexplorer.gui.models.graph_view import GraphViewState
 from gradexplorer.gui.models.selection import Selection, SelectionModel
+from gradexplorer.gui.panels.elided_label import WholeLabel
 from gradexplorer.gui.throttle import debounced
 from gradexplorer.gui.window.run_controls import make_action
 
@@ -102,7 +103,7 @@ class GraphPanel(GraphSearch, QWidget):
         self.refresh_action = make_action(self, "Re-trace", "graph", None, self.refresh_requested.emit)
         self.refresh_action.setToolTip("trace the backward graph again")
         self.busy_bar = QProgressBar(maximum=0, maximumWidth=80, textVisible=False, visible=False)
-        self.busy_label = QLabel("")
+        self.busy_label = WholeLabel("")
         self.busy_label.setObjectName("busy")
         self.search_row = QWidget()  # a row of its own: the toolbar below fits narrow panels
         row = QHBoxLayout(self.search_row)
