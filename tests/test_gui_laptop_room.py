@@ -153,3 +153,20 @@ def test_plots_readable_and_texts_whole(qtbot, make_window, gpt_like_runs, size)
     laid_out(qtbot, window)
     count = window.distributions.grid.count
     assert count.text() == "150 of 150 · lr-1e-4" and count.shown() == count.text()
+
+
+def test_the_runs_plot_shows_what_the_gradients_dock_shows(qtbot, make_window, gpt_like_runs):
+    """With nothing selected the Gradients dock shows the model's first parameter, and the Runs
+    dock beside it said "select a parameter" over an empty plot."""
+    window = make_window()
+    window.resize(1024, 700)
+    assert window.file_actions.open_run(str(gpt_like_runs[0])) is not None
+    assert window.run_compare.add_run(gpt_like_runs[1]) is not None
+    laid_out(qtbot, window)
+    panel = window.run_compare.runs_panel
+    panel.refresh()
+    first = "transformer.h.0.ln_1.weight"
+    assert window.selection.current.param is None and window.gradients.param == first
+    assert "over steps" in panel.plot.plotItem.titleLabel.text
+    drawn = [item for item in panel.lines.items if item.isVisible()]
+    assert len(drawn) == 2 and all(len(item.xData) == 6 for item in drawn)  # both runs' six steps

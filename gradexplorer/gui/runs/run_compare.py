@@ -31,6 +31,7 @@ class RunCompare:
         of the reference run)."""
         self.window, self.overlay, self.gradients = window, overlay, gradients
         self.runs_panel = RunsPanel(overlay, window.selection, window.controller.timeline)
+        self.runs_panel.default_param = lambda: gradients.param  # what the Gradients dock shows
         self.runs_dock = window._dock("Runs", self.runs_panel, Qt.LeftDockWidgetArea)
         window.splitDockWidget(window.model_dock, self.runs_dock, Qt.Vertical)
         self.runs_dock.hide()
