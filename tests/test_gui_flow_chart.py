@@ -129,3 +129,16 @@ def test_a_narrow_flow_chart_keeps_a_resnet_rows_layer(qtbot):
     for name, text in zip(names, shown, strict=True):
         layer, block, module = name.split(".")[:3]
         assert text.startswith(f"{layer}.{block}.{module[:2]}") or text == f"…{name.partition('.')[2]}", text
+
+
+def test_a_narrow_flow_chart_tells_a_blocks_weight_from_its_bias(qtbot):
+    """At 1024×700 GPT-2's ``h.0.attn.c_proj.weight`` and ``.bias`` both read
+    ``…h.0.attn.c_proj.…`` (their shortest distinct form, ``h.0…c_proj.weight`` being the MLP's
+    too, cut on the right): the names take the room their distinct forms need."""
+    layers = ("attn.c_attn", "attn.c_proj", "mlp.c_proj")
+    names = [f"transformer.h.{b}.{m}.{p}" for b in (0, 1) for m in layers for p in ("weight", "bias")]
+    shown = narrow_row_names(qtbot, names)
+    assert len(set(shown)) == len(shown), shown
+    for name, text in zip(names, shown, strict=True):  # the block, the layer, weight or bias
+        assert "h.0" in text or "h.1" in text, text
+        assert text.rpartition(".")[2].startswith(name.rpartition(".")[2][0]), text  # w… or b…

@@ -213,7 +213,8 @@ def test_traced_gradients_and_sparse_histograms_say_their_step(qtbot, make_windo
     qtbot.waitUntil(lambda: window.controller.timeline.newest_step == 3, timeout=TIMEOUT_MS)
     wait_idle(qtbot, window)
     assert "step 1 (Trace gradients); the figures below are step 3's" in window.details.toPlainText()
-    assert "gradients of step 1 (Trace gradients)" in panel.busy_label.text()  # the graph's too
+    assert "traced at step 1" in panel.busy_label.text()  # the graph's too (whole in its tip)
+    assert "gradients of step 1 (Trace gradients)" in panel.busy_label.toolTip()
     # histograms every 5: the tiles show one step's figures with that step's histograms, said
     window.controller.set_histogram_every(5)
     wait_idle(qtbot, window)

@@ -5,6 +5,8 @@ GPT-2's ``transformer.h.0.attn.c_attn.weight`` reads ``h.0…c_attn.weight`` (or
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QStyleOptionViewItem
@@ -92,3 +94,29 @@ def test_a_row_that_loses_its_gradient_loses_its_tint(qtbot):
     model.set_stats({})  # the next step: no gradient reached it
     assert model.data(model.index(row, 0), Qt.BackgroundRole) is None
     assert any(first == 0 for first, _last in repaints)  # the name cell is repainted too
+
+
+ZOO = f"{Path(__file__).resolve().parent / 'zoo_models.py'}"
+
+
+@pytest.mark.parametrize("builder", ["t5", "llama"])
+def test_transformers_rows_differ_where_their_names_differ(qtbot, make_window, builder):
+    """T5's encoder and decoder weights (``q``/``k``/``v``/``o`` of each block) and Llama's
+    ``q_proj``/``k_proj``/``v_proj``/``o_proj``, ``gate``/``up``/``down_proj``: at 1024×700 no
+    two rows of the table read the same (a name cut on the right of its shortest form read
+    ``encoder.block.0.layer.0.Sel…`` for all four of a block's attention weights)."""
+    window = make_window()
+    window.resize(1024, 700)
+    window.dock_shares.apply()
+    open_model(qtbot, window, f"{ZOO}:{builder}")
+    table, model = window.table, window.table.model()
+    qtbot.waitUntil(lambda: model.rowCount() > 10, timeout=60_000)
+    names = [model.index(row, 0).data() for row in range(model.rowCount())]
+    texts = [drawn_name(table, row) for row in range(len(names))]
+    assert len(set(names)) == len(names) >= 20
+    clashes = {t: [n for n, u in zip(names, texts, strict=True) if u == t]
+               for t in texts if texts.count(t) > 1}
+    assert not clashes, clashes
+    kinds = ("q.", "k.", "v.", "o.") if builder == "t5" else ("q_proj", "k_proj", "gate_proj", "down_proj")
+    for kind in kinds:  # the distinguishing component is read, not cut
+        assert any(kind in text for text, name in zip(texts, names, strict=True) if kind in name), kind

@@ -19,6 +19,7 @@ from gradexplorer.gui.graph.view import GraphView
 from gradexplorer.gui.graph.view_controls import GraphViewControls, act_on_settings, shown_depth
 from gradexplorer.gui.models.graph_view import GraphViewState
 from gradexplorer.gui.models.selection import Selection, SelectionModel
+from gradexplorer.gui.panels.elided_label import WholeLabel
 from gradexplorer.gui.throttle import debounced
 from gradexplorer.gui.window.run_controls import make_action
 
@@ -102,7 +103,7 @@ class GraphPanel(GraphSearch, QWidget):
         self.refresh_action = make_action(self, "Re-trace", "graph", None, self.refresh_requested.emit)
         self.refresh_action.setToolTip("trace the backward graph again")
         self.busy_bar = QProgressBar(maximum=0, maximumWidth=80, textVisible=False, visible=False)
-        self.busy_label = QLabel("")
+        self.busy_label = WholeLabel("")
         self.busy_label.setObjectName("busy")
         self.search_row = QWidget()  # a row of its own: the toolbar below fits narrow panels
         row = QHBoxLayout(self.search_row)
@@ -169,7 +170,7 @@ class GraphPanel(GraphSearch, QWidget):
         self.view.canvas.set_drawing(drawing)
         self.view.minimap.set_drawing(drawing, base_fills(drawing))
         self.view.first_view()
-        self.busy_label.setText("drawn as last time: the model is loading…")
+        self.busy_label.setText("last drawing · loading…")  # as drawn last time: whole in a short toolbar
 
     @property
     def live_drawing(self):
@@ -258,8 +259,10 @@ class GraphPanel(GraphSearch, QWidget):
             self._auto_depth = False
             depth = result.drawing.graph.graph.get("collapsed", {}).get("depth")
             self.view_state.show_chosen_detail(shown_depth(depth))
-        self.busy_label.setText(f"{len(result.drawing):,} nodes · laid out in {result.seconds:.2f} s"
-                                + traced_caption(result.drawing))
+        nodes = f"{len(result.drawing):,} nodes"  # short: whole in a 1024×700 window's toolbar
+        self.busy_label.setText(f"{nodes} · {result.seconds:.2f} s" + traced_caption(result.drawing, True))
+        self.busy_label.setToolTip(f"{nodes}, laid out in {result.seconds:.2f} s"
+                                   + traced_caption(result.drawing))
         self._show(result.drawing, result.overview, result.scale)
 
     def _show(self, drawing, overview, scale: float, previous=None) -> None:

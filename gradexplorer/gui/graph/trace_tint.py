@@ -22,11 +22,14 @@ def is_traced(drawing: GraphDrawing) -> bool:
     return bool(drawing.graph.graph.get("grad_traced"))
 
 
-def traced_caption(drawing: GraphDrawing) -> str:
-    """`` · gradients of step N`` for a traced drawing (the colours and the figures on its
-    nodes are that step's, however many steps the session takes after it), else ""."""
+def traced_caption(drawing: GraphDrawing, short: bool = False) -> str:
+    """`` · gradients of step N (Trace gradients)`` for a traced drawing (the colours and the
+    figures on its nodes are that step's, however many steps the session takes after it), else
+    ""; ``short``: `` · traced at step N`` (the graph toolbar's label, whole at 1024×700)."""
     step = drawing.graph.graph.get("step") if is_traced(drawing) else None
-    return "" if step is None else f" · gradients of step {step + 1} (Trace gradients)"
+    if step is None:
+        return ""
+    return f" · traced at step {step + 1}" if short else f" · gradients of step {step + 1} (Trace gradients)"
 
 
 def traced_norms(drawing: GraphDrawing) -> tuple[np.ndarray, np.ndarray]:

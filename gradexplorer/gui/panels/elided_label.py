@@ -61,3 +61,16 @@ class ElidedLabel(QLabel):
         cut = drawn != self.whole  # the whole text one hover away, with the label's own tip
         super().setToolTip("\n".join(t for t in (self.whole if cut else "", self.own_tip) if t)
                            or self.whole)
+
+
+class WholeLabel(QLabel):
+    """A short status text in a toolbar, always whole: its least width follows its text (a
+    toolbar keeps the width a plain label had when it was laid out: at 1600×1000 the graph's
+    '22 nodes · 0.49 s' was cut to '22 nodes · 0', sized for 'laying out…'); a toolbar too narrow
+    for it moves it behind its » button whole."""
+
+    def setText(self, text: str) -> None:  # noqa: N802 - Qt API
+        super().setText(text)
+        margins = self.contentsMargins()
+        extra = 4 + margins.left() + margins.right()
+        self.setMinimumWidth(self.fontMetrics().horizontalAdvance(text) + extra)

@@ -15,9 +15,11 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
+    QFrame,
     QHBoxLayout,
     QLabel,
     QPushButton,
+    QScrollArea,
     QSlider,
     QVBoxLayout,
     QWidget,
@@ -29,7 +31,7 @@ from gradexplorer.gui.models.run_overlay import X_LABELS, X_MODES, RunOverlay, T
 from gradexplorer.gui.models.timeline import TimelineModel
 from gradexplorer.gui.plots.axes import padded_range
 from gradexplorer.gui.plots.hover import HoverReadout, ReadoutLabel, nearest_point
-from gradexplorer.gui.plots.legend_row import LegendRow
+from gradexplorer.gui.plots.legend_row import SharedKey
 from gradexplorer.gui.plots.overlay_lines import Line, OverlayLines, set_x_axis, shared_range
 from gradexplorer.gui.text.number_text import format_number
 from gradexplorer.gui.theme import PLOT_PENS, steady_axes, value_ticks
@@ -40,6 +42,10 @@ APPLIED_NAME = "applied"  # what the optimizer used, after unscale and clip
 ACCUMULATED_NAME = "accumulated"  # .grad after backward, ÷ the GradScaler's scale
 REDRAW_MS = 50  # at most 20 redraws a second while steps arrive
 SMOOTHING = 0.9  # weight of the exponential moving average when "smooth" is on (as TensorBoard)
+# the plots' least height: 120+ pixels of plot area above the step axis (at 1024×700 with three
+# runs they had 29); a dock shorter than the toggles, the key and this scrolls them
+PLOTS_LEAST = 148
+KEY_LINES = 2  # the lines of key a comfortable dock leaves room for (three runs, clipped)
 
 
 class TrainingCurves(QWidget):
@@ -62,6 +68,8 @@ class TrainingCurves(QWidget):
         timeline.changed.connect(self.refresh_soon)
         self.overlay.changed.connect(self.refresh_soon)
         self.plots = pg.GraphicsLayoutWidget()
+        self.plots.ci.setContentsMargins(2, 4, 6, 0)  # the plot area keeps the pixels
+        self.plots.ci.setSpacing(4)
         self.loss_plot = self.plots.addPlot(row=0, col=0)  # named on the y axis: a title would
         self.norm_plot = self.plots.addPlot(row=0, col=1)  # take a short window's plot height
         self.norm_plot.setXLink(self.loss_plot)
@@ -73,9 +81,9 @@ class TrainingCurves(QWidget):
                                                              style=Qt.DashLine))
         self.applied_item.setDownsampling(auto=True, method="peak")
         self.applied_item.setClipToView(True)
-        self.loss_key, self.norm_key = LegendRow(), LegendRow()  # above the plots, never over them
-        self.loss_lines = OverlayLines(self.loss_plot, self.loss_key)  # the other runs' curves
-        self.norm_lines = OverlayLines(self.norm_plot, self.norm_key)  # (its legend: the applied
+        self.key = SharedKey()  # one key above both plots (the same runs), never over them
+        self.loss_lines = OverlayLines(self.loss_plot, self.key.slot())  # the other runs' curves
+        self.norm_lines = OverlayLines(self.norm_plot, self.key.slot())  # (its key: the applied
         # norm's line too, where the run clips or scales)
         self.x_box = QComboBox()  # short labels: the dock's least width stays as it was
         for mode in X_MODES:
@@ -117,15 +125,20 @@ class TrainingCurves(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(0)
         layout.addLayout(header)
-        keys = QHBoxLayout()  # each key over its own plot
-        keys.setContentsMargins(0, 0, 0, 0)
-        keys.addWidget(self.loss_key, 1)
-        keys.addWidget(self.norm_key, 1)
-        layout.addLayout(keys)
-        layout.addWidget(self.plots, 1)
+        layout.addWidget(self.key)
+        self.plots.setMinimumHeight(PLOTS_LEAST)  # readable plots: a short dock scrolls them
+        self.scroll = QScrollArea(widgetResizable=True, frameShape=QFrame.NoFrame)
+        self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        self.scroll.setWidget(self.plots)
+        layout.addWidget(self.scroll, 1)
         self.hover = HoverReadout(self.plots.scene(), [self.loss_plot, self.norm_plot],
                                   self.describe_point, self.readout.setText)
         self.plots.scene().sigMouseClicked.connect(self._clicked)
+
+    def comfortable_height(self) -> int:
+        """The height that shows the toggles, two lines of key and the plots whole."""
+        key = self.key.fontMetrics().lineSpacing() * KEY_LINES + 4
+        return self.layout().itemAt(0).sizeHint().height() + key + PLOTS_LEAST + 2
 
     def _clicked(self, event) -> None:
         """A left click in a plot that no item took (a spike marker takes its own): its step."""

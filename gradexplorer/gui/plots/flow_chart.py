@@ -12,7 +12,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QScrollBar, QVBoxLayout, QWidget
 
 from gradexplorer.gui.graph.legend import reads_whole
-from gradexplorer.gui.text.name_elide import ELLIPSIS, elide_chars, shared_forms
+from gradexplorer.gui.text.name_elide import elide_chars, shared_forms, shortest_form
 from gradexplorer.gui.theme import ALARM, PLOT_PENS
 
 ROW_PX = 17  # pixels per parameter row: every label fits, none overlaps
@@ -95,6 +95,8 @@ class GradientFlowChart(pg.PlotWidget):
         left = self.plotItem.getAxis("left")
         left.setStyle(autoExpandTextSpace=False, hideOverlappingLabels=False)
         self._label_chars = 0
+        self._shared: frozenset[str] | None = None  # of the names shown (shared_forms)
+        self._need = 0  # characters their shortest distinct forms take
         self._params: dict[str, Any] = {}  # the step shown (show_stats)
         self.peak_bars = pg.BarGraphItem(x0=[], y=[], width=[], height=0.8,
                                          brush=pg.mkBrush(PLOT_PENS["max"]), pen=None)
@@ -143,17 +145,22 @@ class GradientFlowChart(pg.PlotWidget):
             self.scroll_to(self.first_row)
 
     def _fit_labels(self, force: bool = False) -> None:
-        """Give the names at most ~40% of the width; shorten them to what fits."""
+        """Give the names ~40% of the width, up to 55% where the shortest forms that tell
+        them apart need it (GPT-2's ``…h.0.attn.c_proj.weight`` and ``.bias``, cut on the
+        right to 18 characters, both read ``…h.0.attn.c_proj.…``); shorten them to what fits."""
         metrics = self.fontMetrics()
         char = metrics.horizontalAdvance("abcdefghijklmnopqrstuvwxyz_.0123456789") / 38
-        chars = max(18, min(LABEL_CHARS, int(self.width() * 0.4 / char)))  # "h.10…c_attn.weight"
+        if force or self._shared is None:
+            self._shared = shared_forms(self.shown)
+            self._need = max((len(shortest_form(n, self._shared)) for n in self.shown), default=0)
+        room = max(int(self.width() * 0.4 / char), min(self._need, int(self.width() * 0.55 / char)))
+        chars = max(18, min(LABEL_CHARS, room))  # "h.10…c_attn.weight"
         if chars == self._label_chars and not force:
             return
         self._label_chars = chars
-        # names that fit are shown whole (a shortened form has an ellipsis, a name rarely): with
-        # none longer, no shortened form is shown, and which are shared does not matter
-        long = any(len(n) > chars or ELLIPSIS in n for n in self.shown)
-        shared = shared_forms(self.shown) if long else frozenset()
+        shared = self._shared
+        # names that fit are shown whole (a shortened form only where a name is too long, or
+        # where it would read as another row's)
         labels = [elide(n, chars, shared) if len(n) > chars or n in shared else n for n in self.shown]
         longest = max((len(text) for text in labels), default=chars)
         axis = self.plotItem.getAxis("left")

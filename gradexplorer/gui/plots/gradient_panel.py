@@ -94,13 +94,16 @@ class GradientPanel(QWidget):
             lambda name: selection.select(param=name, module=name.rpartition(".")[0], source="flow"))
         header = QHBoxLayout()
         header.addWidget(self.param_label, 1)
-        header.addWidget(self.step_label)
-        header.addWidget(self.log_box)
+        header.addWidget(self.step_label)  # the name has the rest: GPT-2's whole at 1024×700
         heatmap_box = QWidget()  # the heat map under its value-axis chooser (the header keeps its
         heat_column = QVBoxLayout(heatmap_box)  # width: the dock's least width is unchanged)
         heat_column.setContentsMargins(0, 0, 0, 0)
         heat_column.setSpacing(0)
-        heat_column.addWidget(self.axis_box, 0, Qt.AlignRight)
+        choosers = QHBoxLayout()  # between the two histograms "log counts" switches
+        choosers.addWidget(self.log_box)
+        choosers.addStretch(1)
+        choosers.addWidget(self.axis_box)
+        heat_column.addLayout(choosers)
         heat_column.addWidget(self.heatmap, 1)
         split = self.split = QSplitter(Qt.Vertical)
         for plot, least in zip((self.histogram, self.observed_plot, heatmap_box, self.flow_panel),

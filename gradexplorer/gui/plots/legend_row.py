@@ -52,3 +52,42 @@ class LegendRow(QLabel):
     def names(self) -> list[str]:
         """The names shown now (none while hidden)."""
         return [name for name, _c, _d in self.entries] if len(self.entries) > 1 else []
+
+
+class SharedKey(LegendRow):
+    """One key for plots side by side (the loss and norm curves: the same runs in the same
+    colours): each plot names its lines through its own ``slot()``, the row shows every slot's
+    entries once, in order. Two keys side by side, each half the dock wide, took three lines
+    apiece at 1024×700 with three runs and left the plots under them 29 pixels tall."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.slots: list[KeySlot] = []
+
+    def slot(self) -> KeySlot:
+        """A new plot's part of the key."""
+        self.slots.append(KeySlot(self))
+        return self.slots[-1]
+
+    def merge(self) -> None:
+        """Show the slots' entries, each once (a slot of one line names nothing)."""
+        merged: list[tuple[str, str, bool]] = []
+        for slot in self.slots:
+            merged += [e for e in slot.entries if len(slot.entries) > 1 and e not in merged]
+        self.show_entries(merged)
+
+
+class KeySlot:
+    """What one plot's ``OverlayLines`` names in a ``SharedKey`` (as a ``LegendRow`` would)."""
+
+    def __init__(self, key: SharedKey) -> None:
+        self.key = key
+        self.entries: list[tuple[str, str, bool]] = []
+
+    def show_entries(self, entries: Sequence[tuple[str, str, bool]]) -> None:
+        self.entries = list(entries)
+        self.key.merge()
+
+    def names(self) -> list[str]:
+        """The names this plot's lines have in the key (none for a single line)."""
+        return [name for name, _c, _d in self.entries] if len(self.entries) > 1 else []

@@ -11,7 +11,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 
 from gradexplorer.gui.plots.axes import padded_range
-from gradexplorer.gui.plots.legend_row import LegendRow
+from gradexplorer.gui.plots.legend_row import KeySlot, LegendRow
 
 
 @dataclass(frozen=True)
@@ -28,10 +28,10 @@ class Line:
 class OverlayLines:
     """The extra runs' lines of ``plot`` (the plot's own items are left alone), kept in a pool
     of PlotDataItems re-fed with ``setData``; with ``legend`` (a ``LegendRow`` its owner places
-    outside the plot) every line shown is named (``legend_extra``: lines drawn by the plot's
-    owner, named first)."""
+    outside the plot, or its slot in a ``SharedKey``) every line shown is named
+    (``legend_extra``: lines drawn by the plot's owner, named first)."""
 
-    def __init__(self, plot: pg.PlotItem, legend: LegendRow | None = None) -> None:
+    def __init__(self, plot: pg.PlotItem, legend: LegendRow | KeySlot | None = None) -> None:
         self.plot = plot
         self.items: list[pg.PlotDataItem] = []
         self.legend = legend

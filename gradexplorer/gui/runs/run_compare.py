@@ -31,6 +31,7 @@ class RunCompare:
         of the reference run)."""
         self.window, self.overlay, self.gradients = window, overlay, gradients
         self.runs_panel = RunsPanel(overlay, window.selection, window.controller.timeline)
+        self.runs_panel.default_param = lambda: gradients.param  # what the Gradients dock shows
         self.runs_dock = window._dock("Runs", self.runs_panel, Qt.LeftDockWidgetArea)
         window.splitDockWidget(window.model_dock, self.runs_dock, Qt.Vertical)
         self.runs_dock.hide()
@@ -93,8 +94,11 @@ class RunCompare:
             return  # the user moved it: it stays where they put it
         if window.height() < SPLIT_LEAST:
             window.tabifyDockWidget(window.model_dock, self.runs_dock)
-        else:
+        else:  # its plot gets 120+ pixels (at 1600×1000 it had 85 under the selector)
             window.splitDockWidget(window.model_dock, self.runs_dock, Qt.Vertical)
+            height = window.model_dock.height() + self.runs_dock.height()
+            window.resizeDocks([window.model_dock, self.runs_dock],
+                               [height // 2, height - height // 2], Qt.Vertical)
 
     def show_reference_heatmap(self) -> None:
         """The Gradients dock's heat map shows the reference run (the window's own by default)."""

@@ -3,6 +3,8 @@ add or remove runs) above the selected parameter's figure over every shown run."
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QColor, QIcon, QPixmap
@@ -127,6 +129,9 @@ class RunsPanel(QSplitter):
     def __init__(self, overlay: RunOverlay, selection, timeline, parent: QWidget | None = None) -> None:
         super().__init__(Qt.Vertical, parent)
         self.overlay, self.selection = overlay, selection
+        # nothing selected: the parameter the Gradients dock shows (run_compare sets it), not
+        # an empty plot saying "select a parameter" beside a histogram of one
+        self.default_param: Callable[[], str | None] = lambda: None
         self.selector = RunSelector(overlay)
         self.figure_box = QComboBox()
         for field in PARAM_FIGURES:
@@ -182,7 +187,7 @@ class RunsPanel(QSplitter):
 
     def refresh(self) -> None:
         """Draw the selected parameter's figure of every shown run (one shared range)."""
-        overlay, name = self.overlay, self.selection.current.param
+        overlay, name = self.overlay, self.selection.current.param or self.default_param()
         set_x_axis(self.plot.plotItem, overlay.x_mode, X_LABELS[overlay.x_mode])
         label = "‖g‖" if self.field == "norm" else STAT_LABELS.get(self.field, self.field)
         self.plot.set_named_title(f"{label} over steps" if name else "select a parameter", name)

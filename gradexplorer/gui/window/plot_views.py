@@ -53,6 +53,8 @@ def make_plot_views(window) -> PlotViews:
         dock.setWidget(view)
         if placeholder is not None:
             placeholder.deleteLater()
+    title = window.curves_dock.minimumSizeHint().height() - curves.minimumSizeHint().height()
+    window.dock_shares.set_least(window.curves_dock, curves.comfortable_height() + title)
     views = PlotViews(gradients, distributions, curves, overlay, reference,
                       StepForensics(window, curves, reference),  # ledger, spike markers, divergence
                       RunCompare(window, overlay, gradients))  # File → Add run to compare…, Runs dock

@@ -21,6 +21,10 @@ SMALLEST = QSize(800, 600)  # the window (all panels on screen) fits this
 RECOVER_BELOW = 0.75  # a dock under this part of its share has been squeezed
 RECOVER_MS = 150  # after resizing stops
 OVER_SHARE = 1.2  # after a shrink, a dock over this part of its share gives the rest back
+# the graph's least height when docks above or below it share the window's height: its search
+# row, toolbar and key, and a view of about 190 pixels (a Training dock given its plots' room at
+# 921×630 left the graph 100)
+CENTRAL_LEAST = 315
 
 
 def screen_is_real() -> bool:
@@ -98,6 +102,12 @@ class DockShares:
         self._timer = QTimer(window, singleShot=True, interval=RECOVER_MS)
         self._timer.timeout.connect(self.recover)
         self.default_state = window.saveState()  # the arrangement Reset layout goes back to
+
+    def set_least(self, dock: QDockWidget, pixels: int) -> None:
+        """``dock`` is given at least ``pixels`` (its contents' comfortable size, once made),
+        where the window has the room; a smaller window still squeezes it."""
+        self.shares = [(d, o, share, max(least, pixels) if d is dock else least)
+                       for d, o, share, least in self.shares]
 
     def targets(self) -> list[tuple[QDockWidget, Qt.Orientation, int]]:
         """(dock, direction, pixels) each dock should have in the current window."""
@@ -186,7 +196,7 @@ class DockShares:
             return self.window.width() - max(least.width(), *below, 0) - 16
         return self.window.centralWidget().height() + sum(
             d.height() for d, o, _s, _l in self.shares if o == orient and self._docked(d)) \
-            - max(least.height(), 0) - 8
+            - max(least.height(), CENTRAL_LEAST) - 8
 
     def _docked(self, dock: QDockWidget) -> bool:
         return dock.isVisible() and not dock.isFloating()
