@@ -8,10 +8,12 @@ import numpy as np
 import pytest
 from PySide6.QtCore import QPointF, Qt
 from PySide6.QtGui import QImage, QPainter
+from PySide6.QtWidgets import QApplication
 
 from gradexplorer.core.stats.records import ParamStats
 from gradexplorer.gui.plots.flow_chart import ORDERS, FlowPanel, elide
 from gradexplorer.gui.text.name_elide import shared_forms
+from gradexplorer.gui.theme import apply_theme
 
 
 def fake_stats(count: int) -> dict[str, ParamStats]:
@@ -101,10 +103,12 @@ def test_clicking_a_flow_row_names_its_parameter(qtbot):
 
 
 def narrow_row_names(qtbot, names: list[str]) -> list[str]:
-    """The row names a 260-pixel flow chart (the 1024×700 Gradients dock) draws for ``names``."""
+    """The row names a 260-pixel flow chart (the 1024×700 Gradients dock) draws for ``names``,
+    in the app's style (the font the window's theme gives: whatever test ran before)."""
+    apply_theme(QApplication.instance(), "light")
     panel = FlowPanel()
     qtbot.addWidget(panel)
-    panel.resize(260, 300)
+    panel.resize(260, 400)  # every row in view: the test is about their names
     panel.show()
     qtbot.waitExposed(panel)
     panel.chart.show_stats({n: ParamStats(n, (2,), 2, True, norm=1.0, abs_max=1.0, nan_count=0,

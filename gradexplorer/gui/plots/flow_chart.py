@@ -145,9 +145,10 @@ class GradientFlowChart(pg.PlotWidget):
             self.scroll_to(self.first_row)
 
     def _fit_labels(self, force: bool = False) -> None:
-        """Give the names ~40% of the width, up to 55% where the shortest forms that tell
-        them apart need it (GPT-2's ``…h.0.attn.c_proj.weight`` and ``.bias``, cut on the
-        right to 18 characters, both read ``…h.0.attn.c_proj.…``); shorten them to what fits."""
+        """Give the names ~40% of the width, up to 55% where the shortest forms that tell them
+        apart need it, and up to 65% where two rows cut to what fits would still read the same
+        (GPT-2's ``…h.0.attn.c_proj.weight`` and ``.bias`` cut on the right to 18 characters
+        both read ``…h.0.attn.c_proj.…``); shorten them to what fits."""
         metrics = self.fontMetrics()
         char = metrics.horizontalAdvance("abcdefghijklmnopqrstuvwxyz_.0123456789") / 38
         if force or self._shared is None:
@@ -158,15 +159,24 @@ class GradientFlowChart(pg.PlotWidget):
         if chars == self._label_chars and not force:
             return
         self._label_chars = chars
-        shared = self._shared
-        # names that fit are shown whole (a shortened form only where a name is too long, or
-        # where it would read as another row's)
-        labels = [elide(n, chars, shared) if len(n) > chars or n in shared else n for n in self.shown]
+        labels = self._labels(chars)
+        # two rows cut on the right to the same text (GPT-2's c_proj.weight and .bias at 18
+        # characters: "…h.0.attn.c_proj.…"): a character more each, up to 65% of the width
+        widest = min(LABEL_CHARS, int(self.width() * 0.65 / char))
+        while len(set(labels)) < len(labels) and chars < widest:
+            chars += 1
+            labels = self._labels(chars)
         longest = max((len(text) for text in labels), default=chars)
         axis = self.plotItem.getAxis("left")
         axis.setWidth(int(min(longest, chars) * char * 1.08) + 14)
         axis.setTicks([list(enumerate(labels))])
         self.plotItem.layout.activate()  # the new axis width now, not at the next event loop
+
+    def _labels(self, chars: int) -> list[str]:
+        """The rows' names in ``chars`` characters: whole where they fit, else the longest form
+        no other row shares (``elide``)."""
+        shared = self._shared
+        return [elide(n, chars, shared) if len(n) > chars or n in shared else n for n in self.shown]
 
     def wheelEvent(self, event) -> None:  # noqa: N802 - Qt API
         self.scroll_to(self.first_row - round(event.angleDelta().y() / 40))
