@@ -21,11 +21,13 @@ that what tells it from its siblings is read first.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from functools import lru_cache
 
 ELLIPSIS = "…"
 
 
-def name_candidates(name: str) -> list[str]:
+@lru_cache(maxsize=1 << 16)  # a run of 5,000 parameters: the table, tree and flow chart ask alike
+def name_candidates(name: str) -> tuple[str, ...]:
     """Ever shorter forms of ``name``, the full name first."""
     parts = name.split(".")
     out = [name]
@@ -49,7 +51,7 @@ def name_candidates(name: str) -> list[str]:
     for text in out[1:]:
         if len(text) < len(shorter[-1]):
             shorter.append(text)
-    return shorter
+    return tuple(shorter)
 
 
 def shared_forms(names: Iterable[str]) -> frozenset[str]:
