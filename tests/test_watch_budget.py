@@ -79,8 +79,14 @@ def test_the_budget_settles_on_the_cadence_its_costs_allow_and_keeps_to_it():
 def test_a_budget_the_light_figures_exceed_makes_heavy_steps_rare_and_says_so():
     costs = Costs(bare=0.010, light=0.002, heavy=0.020)
     budget = CostBudget(0.05, lambda: costs.others, clock=lambda: costs.t)
+    told = []  # (step, every, over_budget) at each call: the run's settings are kept from these
+    budget.on_change = lambda step, every: told.append((step, every, budget.over_budget))
     costs.run(budget, 300)
     assert budget.over_budget
+    assert told[-1][2] is True  # said as soon as measured, not only with the next cadence change
+    costs.light = 0.0001  # the loop's own step unchanged, the light figures now cheap: within
+    costs.run(budget, 40)
+    assert not budget.over_budget and told[-1][2] is False
     assert budget.every >= 64  # doubling towards MAX_EVERY, on each fresh heavy figure
     assert budget.every <= MAX_EVERY
 
@@ -194,7 +200,10 @@ def test_the_cadence_is_honoured_and_measured_steps_equal_float64(tmp_path, work
     settings = run.settings
     assert settings["overhead"] == 0.0005 and settings["histogram_every"] == rec.budget.every > 1
     assert settings["cadence"] == rec.budget.changes
+    assert settings["over_budget"] is rec.budget.over_budget is True  # 0.05% of a step: light over
+    assert 0 < settings["light_share"] < 1
     text = cadence_text(settings)
+    assert f"over budget: the figures of every step alone cost {settings['light_share']:.1%}" in text
     assert f"histograms every {rec.budget.every}" in text and "overhead ≤ 0%" in text
     from gradexplorer.commands.run_tables import inspect_run
 

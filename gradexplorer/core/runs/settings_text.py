@@ -18,4 +18,9 @@ def cadence_text(settings: dict) -> str:
                          if isinstance(s, int) and isinstance(e, int))
         text += (f" (chosen for overhead ≤ {overhead:.0%}: histograms, update ratio and "
                  f"optimizer state every {hist} step(s){'; ' + seen if seen else ''})")
+        share = settings.get("light_share")
+        if settings.get("over_budget") is True and isinstance(share, (int, float)) \
+                and not isinstance(share, bool):
+            text += (f"; over budget: the figures of every step alone cost {share:.1%} of the "
+                     "loop's step, so heavy steps were made as rare as it allows")
     return text

@@ -20,7 +20,8 @@ at; a light step simply has no histogram, update ratio or optimizer state. The c
 ``Recorder.budget.every``; a run directory keeps it in its settings (``histogram_every``, the
 overhead, and every change as ``[step, every]`` in ``cadence``), which ``inspect`` and the
 report print (``runs.settings_text``). Where the light figures alone cost more than the budget,
-heavy steps are as rare as ``MAX_EVERY`` allows and ``over_budget`` says so.
+heavy steps are as rare as ``MAX_EVERY`` allows and ``over_budget`` says so (kept in the
+settings too, from the step it was first seen, with the light and bare costs then measured).
 """
 
 from __future__ import annotations
@@ -78,7 +79,8 @@ class CostBudget:
         self.every = 1
         self.changes: list[list[int]] = []  # [step, every] where the cadence changed
         self.heavy_now, self.heavy_steps = True, 0  # the step under way heavy; how many were
-        self.on_change = None  # called with (step, every) when the cadence changes
+        self.on_change = None  # called with (step, every) when the cadence or over_budget changes
+        self._said_over = False  # over_budget as on_change last told it
         self._light: deque = deque(maxlen=LIGHT_SAMPLES)
         self._heavy: deque = deque(maxlen=HEAVY_SAMPLES)
         self._bare: deque = deque(maxlen=LIGHT_SAMPLES)
@@ -133,6 +135,10 @@ class CostBudget:
         if heavy:
             self._last_heavy, self.heavy_steps = step, self.heavy_steps + 1
         self.heavy_now, self._mark = heavy, (step, now, others, heavy)
+        if self.over_budget != self._said_over:  # the light figures alone over (or back within)
+            self._said_over = not self._said_over
+            if self.on_change is not None:
+                self.on_change(step, self.every)
         return heavy
 
     def _choose(self, step: int) -> None:
@@ -178,7 +184,10 @@ def budget_for(recorder, overhead: float | None) -> CostBudget | None:
         settings = dict(recorder._settings, overhead=overhead)
 
         def announce(step: int, every: int) -> None:
-            settings.update(histogram_every=every, cadence=budget.changes[-100:])
+            costs = budget.costs  # (light, heavy, bare): the light figures' share of the step
+            settings.update(histogram_every=every, cadence=budget.changes[-100:],
+                            over_budget=budget.over_budget,
+                            light_share=None if costs is None else round(costs[0] / costs[2], 4))
             recorder.writer.set_meta({"settings": dict(settings)})
         budget.on_change = announce
         recorder.writer.set_meta({"settings": dict(settings)})
