@@ -3,6 +3,7 @@ timed, the watch without an update ratio really records none, the passes' hooks 
 the targets printed beside their figures; its ResNet-18 is torchvision's."""
 
 import pytest
+import torch
 
 from tests.script_helpers import load_script
 
@@ -37,8 +38,12 @@ def test_the_arms_asked_for_run_beside_the_bare_loop_and_the_floor(capsys):
     """``--arms watch-run``: only that arm, the bare loop and the floor are built and timed
     (GPT-2 small's copies in less memory), and its target is printed beside its figure."""
     bench = load_script("bench", "watch_floor.py")
-    assert bench.main(["--models", "mlp256", "--rounds", "1", "--steps", "2",
-                       "--arms", "watch-run"]) == 0
+    threads = torch.get_num_threads()
+    try:  # main() sets torch's threads (--threads): the tests after this one keep theirs
+        assert bench.main(["--models", "mlp256", "--rounds", "1", "--steps", "2",
+                           "--arms", "watch-run"]) == 0
+    finally:
+        torch.set_num_threads(threads)
     text = capsys.readouterr().out
     assert bench.WATCH_RUN in text and bench.FLOOR in text
     assert all(bench.ARMS[a] not in text for a in bench.ARMS if a != "watch-run")

@@ -23,7 +23,6 @@ from gradexplorer.commands.hook_options import (
     add_hook_arguments,
     attach_hooks_from_args,
 )
-from gradexplorer.commands.noise_lines import session_noise_lines
 from gradexplorer.commands.per_sample_options import add_per_sample_arguments, attach_per_sample
 from gradexplorer.commands.progress import StepReporter
 from gradexplorer.commands.spike_lines import SpikeLines
@@ -46,6 +45,7 @@ def run_command(args: argparse.Namespace) -> int:
     args.steps = capped_steps(args.steps)
     if args.ab:
         return run_ab(args)
+    from gradexplorer.commands.noise_lines import session_noise_lines  # numpy: only when it runs
     from gradexplorer.core.session.devices import describe_device  # torch: only when it runs
     from gradexplorer.core.watch.session_noise import SessionNoise
 

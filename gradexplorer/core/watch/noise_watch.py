@@ -47,28 +47,6 @@ class NoiseSettings:
             raise UserError(f"noise_scale: beta must be in [0, 1), got {self.beta!r}")
 
 
-def noise_for(recorder, value) -> NoiseWatch | None:
-    """The recorder's NoiseWatch for ``watch``'s ``noise_scale`` argument (True: the defaults,
-    False, or NoiseSettings); several DDP ranks: every rank's ``RankNoiseWatch``
-    (``noise_ranks.py``: the ranks' local gradients are the small batches). None where it does
-    not apply: no accumulation probe (a rank that records nothing), several ranks without DDP
-    or DTensor gradients, even on a mesh of one rank (each backward's own gradient is a
-    DTensor: not combined across ranks, and its storage is its local tensor's, not the
-    capture's to read)."""
-    if value is not True and value is not False and not isinstance(value, NoiseSettings):
-        raise UserError(f"watch: noise_scale must be True, False or a NoiseSettings, got "
-                        f"{type(value).__name__}")
-    if value is not False and recorder.plan.mode == "ddp" and recorder.plan.world > 1:
-        from gradexplorer.core.watch.noise_ranks import RankNoiseWatch
-
-        return RankNoiseWatch(recorder, NoiseSettings() if value is True else value)
-    if value is False or recorder.probe is None or recorder.plan.world > 1 \
-            or recorder.plan.sharded:
-        return None
-    return NoiseWatch(recorder.probe, recorder.plan.stats_model, recorder._names,
-                      NoiseSettings() if value is True else value, recorder._report, recorder.writer)
-
-
 @dataclass(frozen=True)
 class NoiseStep:
     """One step's figures: ``whole`` the model's, ``per`` arrays over ``names`` (small, big,

@@ -34,7 +34,7 @@ from gradexplorer.core.watch import arguments as A
 from gradexplorer.core.watch.budget import budget_for, checked_overhead, plan_step
 from gradexplorer.core.watch.graph_capture import GraphCapture
 from gradexplorer.core.watch.measure import measure_for, probe_for
-from gradexplorer.core.watch.noise_watch import noise_for
+from gradexplorer.core.watch.noise_choice import noise_for
 from gradexplorer.core.watch.per_rank import rank_norms_for
 from gradexplorer.core.watch.per_sample import PerSampleWatch
 from gradexplorer.core.watch.ranks import RankPlan, plan_ranks
