@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
 from gradexplorer.gui.graph.painting import base_fills
+from gradexplorer.gui.graph.view import READABLE_SCALE
 from tests.gui_helpers import TIMEOUT_MS, open_model, wait_idle
 
 
@@ -37,9 +40,14 @@ def test_graph_and_its_tint_are_the_new_model_s(switched):
 
 
 def test_graph_is_fitted_again(switched):
+    """The last model's zoom is gone: the new graph in its first view — whole, or where whole
+    would make its labels unreadable (a short graph area: the Training dock keeps its plots'
+    room), at the readable scale on its top — and fitted again on every resize."""
     view = switched.graph_panel.view
+    assert view.fitted == view.first_view
     shown = view.mapToScene(view.viewport().rect()).boundingRect()
-    assert shown.contains(view.canvas.boundingRect().adjusted(10, 10, -10, -10))
+    whole = shown.contains(view.canvas.boundingRect().adjusted(10, 10, -10, -10))
+    assert whole or math.isclose(view.scale_factor, READABLE_SCALE, rel_tol=1e-6), view.scale_factor
 
 
 def test_selection_is_cleared(switched):
