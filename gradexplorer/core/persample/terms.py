@@ -15,6 +15,10 @@ computed per sample in chunks of samples, or, where the positions are many (T·(
 fewer multiply-adds), by materialising each sample's p×q gradient, a chunk of samples at a
 time. Every chunk is bounded by ``budget`` elements (the caller gives the size of what is
 already live: the layer's input and output gradient).
+
+Blocks that cover different row blocks of a parameter (``span``: an attention's packed
+in-projection used whole by one call, as q and k/v blocks by another) are cut at every block
+edge: the rows' gradients are disjoint, so their squared norms add.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ class Block:
     v: torch.Tensor | None = None
     direct: torch.Tensor | None = None
     rows: int = 0  # p where u is given by ids
+    span: tuple[int, int] | None = None  # the parameter's rows u covers (None: all of them)
 
     @property
     def samples(self) -> int:
@@ -64,6 +69,8 @@ def wide(t: torch.Tensor | None) -> torch.Tensor | None:
 
 def squared_norms(blocks: list[Block], budget: int) -> torch.Tensor:
     """Per-sample ‖∇θ ℓ_i‖² (float64 [n]) of a parameter whose terms are ``blocks``."""
+    if len({_span(b) for b in blocks}) > 1:
+        return _by_rows(blocks, budget)
     if all(b.direct is not None for b in blocks):
         total = wide(blocks[0].direct)
         for b in blocks[1:]:
@@ -79,6 +86,23 @@ def squared_norms(blocks: list[Block], budget: int) -> torch.Tensor:
     if positions * (p + q) <= p * q:
         return _gram(blocks, n, positions, budget)
     return _materialised(blocks, n, p, q, budget)
+
+
+def _span(b: Block) -> tuple[int, int]:
+    return b.span if b.span is not None else (0, b.p)
+
+
+def _by_rows(blocks: list[Block], budget: int) -> torch.Tensor:
+    """The squared norms of the row blocks between every block's edges, summed."""
+    edges = sorted({e for b in blocks for e in _span(b)})
+    out = None
+    for start, stop in zip(edges, edges[1:], strict=False):
+        cut = [Block(u=b.u[..., start - _span(b)[0]:stop - _span(b)[0]], v=b.v)
+               for b in blocks if _span(b)[0] <= start and stop <= _span(b)[1]]
+        if cut:
+            part = squared_norms(cut, budget)
+            out = part if out is None else out + part
+    return out
 
 
 def _chunks(n: int, per_sample: int, budget: int):

@@ -21,11 +21,14 @@ import torch
 from torch import nn
 
 from gradexplorer.core.messages.errors import UserError
+from gradexplorer.core.persample import attention as A
 from gradexplorer.core.persample import layers as L
+from gradexplorer.core.persample.attention_watch import AttentionWatch
 from gradexplorer.core.persample.record import PerSampleStep
 from gradexplorer.core.persample.terms import squared_norms
 
 REDUCTIONS = ("mean", "sum")
+
 
 
 def check_reduction(value: Any) -> str:
@@ -63,15 +66,17 @@ class PerSampleNorms:
         self._handles: list = []
         self._slots: list[_Slot] = []
         self._mixing: list[str] = []
-        inside_mha = {id(m) for mha in model.modules() if isinstance(mha, nn.MultiheadAttention)
-                      for m in mha.modules() if m is not mha}
+        self._sequence_first = {id(m) for layer in model.modules() if A.sequence_first(layer)
+                                and not isinstance(layer, nn.MultiheadAttention)
+                                for m in layer.modules() if not isinstance(m, A.SEQUENCE_LAYERS)}
+        self._root_dim = 1 if A.sequence_first(model) else 0
         for name, module in model.named_modules():
             own = [p for p in module.parameters(recurse=False) if p.requires_grad]
             if not own and not L.mixes_samples(module):
                 continue
             label = f"{name or '(model)'} ({type(module).__name__})"
-            reason = ("inside nn.MultiheadAttention, which uses its weights without calling it"
-                      if id(module) in inside_mha else L.unsupported_reason(module))
+            attention = isinstance(module, nn.MultiheadAttention)
+            reason = (A.unsupported_reason(module) if attention else L.unsupported_reason(module))
             if L.mixes_samples(module) or isinstance(module, L.BATCH_NORMS):
                 self._handles.append(module.register_forward_pre_hook(self._check_mixing(label)))
             if not own:
@@ -82,7 +87,10 @@ class PerSampleNorms:
             self.modules.append(name)
             for p in own:
                 self._owner.setdefault(id(p), name)
-            self._handles.append(module.register_forward_hook(self._forward(name, module)))
+            if attention:
+                self._handles += AttentionWatch(self, name, module).handles
+            else:
+                self._handles.append(module.register_forward_hook(self._forward(name, module)))
         self._handles.append(model.register_forward_pre_hook(self._new_pass, with_kwargs=True))
 
     # -- hooks -----------------------------------------------------------------------
@@ -98,7 +106,8 @@ class PerSampleNorms:
             self._slots.append(slot := _Slot())
             first = next((t for t in (*args, *kwargs.values()) if isinstance(t, torch.Tensor)
                           and t.dim() > 0), None)
-            slot.samples = None if first is None else first.shape[0]
+            slot.samples = None if first is None or first.dim() <= self._root_dim \
+                else first.shape[self._root_dim]
 
     def _slot(self) -> _Slot:
         if not self._slots:  # a submodule called without the root module
@@ -107,6 +116,7 @@ class PerSampleNorms:
 
     def _forward(self, name: str, module: nn.Module):
         kind = L.kind_of(module)
+        turned = id(module) in self._sequence_first  # inside a batch_first=False layer
 
         def hook(mod, args, output):
             if not (self._active() and torch.is_grad_enabled()) or not args:
@@ -116,6 +126,10 @@ class PerSampleNorms:
                     or not isinstance(x, torch.Tensor) or x.dim() < L.batched_rank(mod, kind):
                 return  # (an unbatched input: no samples to tell apart)
             slot = self._slot()
+            if turned and x.dim() >= 3:  # [L, N, …]: the samples are dimension 1
+                x, view = x.transpose(0, 1), (lambda g: g.transpose(0, 1))
+            else:
+                view = None
             if slot.samples is None:
                 slot.samples = x.shape[0]
             if kind == "embedding" and x.shape[0] == 1 < slot.samples:
@@ -132,16 +146,23 @@ class PerSampleNorms:
                 return
             keys = [(id(p), j) for p in module.parameters(recurse=False) if p.requires_grad
                     for j in range(module.groups if kind == "conv" and p is module.weight else 1)]
-            for key in keys:
-                slot.pending.setdefault(key, [0, []])[0] += 1
             x = x.detach()
-            output.register_hook(lambda g: self._arrived(slot, name, mod, kind, x, g))
+            self.watch_output(slot, name, keys, output, lambda g: L.blocks_for(
+                mod, kind, x, g if view is None else view(g)))
             return changed
         return hook
 
-    def _arrived(self, slot: _Slot, name: str, module, kind: str, x, g) -> None:
+    def watch_output(self, slot: _Slot, name: str, keys: list, output: torch.Tensor,
+                     make) -> None:
+        """A call that uses parameters ``keys`` ((id, part)): ``make(output's gradient)`` gives
+        its ``(parameter, part, Block, budget)`` when the gradient arrives."""
+        for key in keys:
+            slot.pending.setdefault(key, [0, []])[0] += 1
+        output.register_hook(lambda g: self._arrived(slot, name, make, g))
+
+    def _arrived(self, slot: _Slot, name: str, make, g) -> None:
         try:
-            for param, part, block, budget in L.blocks_for(module, kind, x, g.detach()):
+            for param, part, block, budget in make(g.detach()):
                 entry = slot.pending.get((id(param), part))
                 if entry is None:
                     continue
