@@ -19,7 +19,8 @@ def test_the_per_sample_dock_draws_the_newest_steps_norms(qtbot, make_window, tm
     assert panel.dock.isVisible()
     panel.toggle.setChecked(True)
     qtbot.waitUntil(lambda: panel.observer is not None, timeout=TIMEOUT_MS)
-    assert "encoder.layers.0.self_attn (MultiheadAttention)" in panel.status.text()
+    assert "(model) (TinyTransformer)" in panel.status.text()  # a bare parameter
+    assert "self_attn" not in panel.status.text()  # nn.MultiheadAttention has figures
     window.controller.run(2)
     qtbot.waitUntil(lambda: panel.shown_step == 2 or (panel.refresh() or False),
                     timeout=TIMEOUT_MS)

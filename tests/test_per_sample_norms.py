@@ -140,21 +140,6 @@ def test_gpt2_tiny_with_labels_tied_embeddings_and_shared_positions():
     assert_close(got, model, loss, ids)
 
 
-@pytest.mark.filterwarnings("ignore:There is a performance drop:UserWarning")  # vmap of SDPA
-def test_multihead_attention_is_named_not_supported_and_the_rest_is_exact():
-    layer = nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0, batch_first=True)
-    x = torch.randn(5, 7, 16)
-    def loss(f, a):
-        return f(a).pow(2).mean()
-    tracker, got = measured(layer, loss, x)
-    assert tracker.unsupported == {
-        "self_attn (MultiheadAttention)":
-            "nn.MultiheadAttention is not supported (its in_proj is no nn.Linear)",
-        "self_attn.out_proj (NonDynamicallyQuantizableLinear)":
-            "inside nn.MultiheadAttention, which uses its weights without calling it"}
-    assert_close(got, layer, loss, x, modules=["linear1", "linear2", "norm1", "norm2"])
-
-
 def test_gram_and_materialised_paths_agree_at_any_chunk_size():
     n, t, p, q = 5, 9, 4, 3
     blocks = [Block(u=torch.randn(n, t, p), v=torch.randn(n, t, q)),

@@ -1,0 +1,168 @@
+"""Per-sample gradient norms of nn.MultiheadAttention (core/persample/attention.py) equal
+torch.func's per-sample gradients' norms, and watching leaves the model's numbers unchanged."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from gradexplorer.core.persample.tracker import PerSampleNorms
+from tests.persample_reference import reference_norms
+
+pytestmark = pytest.mark.filterwarnings(  # torch.func's vmap of scaled_dot_product_attention
+    "ignore:There is a performance drop:UserWarning")
+TOL = 1e-6
+
+
+@pytest.fixture(autouse=True)
+def float64():
+    before = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    torch.manual_seed(0)
+    yield
+    torch.set_default_dtype(before)
+
+
+def check(model, loss_of, *inputs, reduction="mean"):
+    """The tracker's figures against torch.func's, every module with parameters included."""
+    tracker = PerSampleNorms(model, reduction)
+    try:
+        loss_of(model, *inputs).backward()
+        got = tracker.take()
+    finally:
+        tracker.remove()
+    assert tracker.unsupported == {} and got.failed == {} and got.trusted
+    total, per_module = reference_norms(model, loss_of, *inputs)
+    assert sorted(got.modules) == sorted(per_module)
+    for name, expected in per_module.items():
+        np.testing.assert_allclose(got.modules[name], expected, rtol=TOL, atol=0, err_msg=name)
+    np.testing.assert_allclose(got.norms, total, rtol=TOL, atol=0)
+    return got
+
+
+def padding(n: int, s: int) -> torch.Tensor:
+    """A key padding mask [n, s]: sample i pads its last i % 3 keys."""
+    return torch.arange(s)[None, :] >= s - (torch.arange(n)[:, None] % 3)
+
+
+@pytest.mark.parametrize("batch_first", [True, False])
+@pytest.mark.parametrize("need_weights", [True, False])
+def test_self_attention_with_masks_either_batch_layout(batch_first, need_weights):
+    mha = nn.MultiheadAttention(8, 2, batch_first=batch_first)
+    causal = torch.ones(6, 6, dtype=torch.bool).triu(1)  # (bool, as the padding mask)
+    def loss(f, x, mask):  # x batch-first; the MHA gets its own layout (the root's too)
+        x = x if batch_first else x.transpose(0, 1)
+        out, _ = f(x, x, x, key_padding_mask=mask, attn_mask=causal, need_weights=need_weights)
+        return out.pow(2).mean()
+    got = check(mha, loss, torch.randn(5, 6, 8), padding(5, 6))
+    assert set(got.modules) == {"", "out_proj"}
+
+
+def test_cross_attention_packed_split_and_separate_weights():
+    class Cross(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.packed = nn.MultiheadAttention(8, 2, batch_first=True)  # k is v: q | kv rows
+            self.chunked = nn.MultiheadAttention(8, 4, batch_first=True)  # k, v differ: thirds
+            self.separate = nn.MultiheadAttention(8, 2, kdim=5, vdim=3, batch_first=True)
+
+        def forward(self, x, memory, values, mask):
+            h, _ = self.packed(x, memory, memory, key_padding_mask=mask)
+            h, _ = self.chunked(h, memory, memory * 2.0, need_weights=False)
+            return self.separate(h, memory[..., :5], values, key_padding_mask=mask)[0]
+    def loss(f, *inputs):
+        return f(*inputs).tanh().sum()
+    check(Cross(), loss, torch.randn(4, 3, 8), torch.randn(4, 7, 8), torch.randn(4, 7, 3),
+          padding(4, 7), reduction="sum")
+
+
+def test_one_attention_used_whole_and_in_row_blocks_in_one_pass_and_bias_kv_zero_attn():
+    class Twice(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.mha = nn.MultiheadAttention(8, 2, batch_first=True, add_bias_kv=True,
+                                             add_zero_attn=True)
+
+        def forward(self, x, memory):  # self-attention (whole in_proj), then cross (q | kv)
+            h, _ = self.mha(x, x, x)
+            return self.mha(h, memory, memory)[0]
+    def loss(f, x, memory):
+        return f(x, memory).pow(2).sum()
+    got = check(Twice(), loss, torch.randn(3, 4, 8), torch.randn(3, 5, 8), reduction="sum")
+    assert got.samples == 3
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_transformer_encoder_layer(norm_first):
+    layer = nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0, batch_first=True,
+                                       norm_first=norm_first)
+    def loss(f, x, mask):
+        return f(x, src_key_padding_mask=mask).pow(2).mean()
+    got = check(layer, loss, torch.randn(5, 7, 16), padding(5, 7))
+    assert {"self_attn", "self_attn.out_proj", "linear1", "norm2"} <= set(got.modules)
+
+
+def test_sequence_first_encoder_its_feed_forward_and_norms_take_dimension_1():
+    layer = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0)  # batch_first=False: [S, N, E]
+    encoder = nn.TransformerEncoder(layer, 2, norm=nn.LayerNorm(8), enable_nested_tensor=False)
+    def loss(f, x):
+        return f(x.transpose(0, 1)).tanh().sum()
+    got = check(encoder, loss, torch.randn(4, 6, 8), reduction="sum")
+    assert "norm" in got.modules and "layers.1.linear2" in got.modules
+
+
+def test_transformer_decoder_stack_with_memory_and_masks():
+    layer = nn.TransformerDecoderLayer(8, 2, 16, dropout=0.0, batch_first=True, norm_first=True)
+    decoder = nn.TransformerDecoder(layer, 2)
+    causal = torch.ones(5, 5, dtype=torch.bool).triu(1)
+    def loss(f, tgt, memory, mask):
+        out = f(tgt, memory, tgt_mask=causal, tgt_is_causal=True, memory_key_padding_mask=mask)
+        return out.pow(2).mean()
+    got = check(decoder, loss, torch.randn(4, 5, 8), torch.randn(4, 6, 8), padding(4, 6))
+    assert "layers.1.multihead_attn" in got.modules
+
+
+def test_watching_leaves_the_loss_and_every_gradient_bit_identical():
+    torch.set_default_dtype(torch.float32)
+    model = nn.Transformer(16, 2, 1, 1, 32, dropout=0.0, batch_first=True)
+    src, tgt = torch.randn(4, 7, 16), torch.randn(4, 5, 16)
+    def step(tracker=None):
+        model.zero_grad()
+        loss = model(src, tgt, tgt_mask=model.generate_square_subsequent_mask(5)).pow(2).mean()
+        loss.backward()
+        figures = tracker.take() if tracker is not None else None
+        return loss.detach(), {n: p.grad.clone() for n, p in model.named_parameters()}, figures
+    bare_loss, bare_grads, _ = step()
+    tracker = PerSampleNorms(model)
+    loss, grads, figures = step(tracker)
+    tracker.remove()
+    assert figures.failed == {} and "encoder.layers.0.self_attn" in figures.modules
+    assert torch.equal(loss, bare_loss)
+    assert all(torch.equal(grads[n], g) for n, g in bare_grads.items())
+    model.eval()  # eval mode with gradients on: the fused path is not taken either way
+    tracker = PerSampleNorms(model)
+    assert torch.equal(step(tracker)[0], bare_loss)
+    with torch.no_grad():  # no gradients: the fused path, unwatched (no mode entered)
+        out = model(src, tgt)
+        tracker.remove()
+        assert torch.equal(model(src, tgt), out)
+
+
+def test_what_is_not_supported_is_named_and_unbatched_calls_have_no_figure():
+    class Custom(nn.MultiheadAttention):
+        def forward(self, query, key, value, **kwargs):
+            return super().forward(query, key, value, **kwargs)
+    model = nn.Sequential(nn.Linear(4, 8))
+    model.attn = Custom(8, 2)
+    tracker = PerSampleNorms(model)
+    tracker.remove()
+    assert tracker.unsupported == {
+        "attn (Custom)": "Custom overrides nn.MultiheadAttention.forward"}
+    mha = nn.MultiheadAttention(8, 2)
+    tracker = PerSampleNorms(mha)
+    x = torch.randn(5, 8)  # unbatched [L, E]: no samples to tell apart
+    mha(x, x, x)[0].sum().backward()
+    assert tracker.take() is None
+    tracker.remove()
