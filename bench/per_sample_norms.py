@@ -71,12 +71,23 @@ def gpt2(layers: int, width: int, seq: int, batch: int, vocab: int = 512) -> Wor
                     description=f"GPT-2 {layers}×{width}, T={seq}, batch {batch}")
 
 
+def encoder(layers: int, width: int, seq: int, batch: int) -> Workload:
+    """nn.TransformerEncoder (its attention is nn.MultiheadAttention), a regression loss."""
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(width, 4, 4 * width, dropout=0.0, batch_first=True)
+    model = torch.nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+    x, y = torch.randn(batch, seq, width), torch.randn(batch, seq, width)
+    return Workload(model, lambda step: (x, y), torch.nn.functional.mse_loss,
+                    description=f"nn.TransformerEncoder {layers}×{width}, T={seq}, batch {batch}")
+
+
 def workloads() -> list[Workload]:
     out = []
     for spec in ("example:digits", "example:mlp", "example:transformer"):
         w = load_workload(spec, ModelOptions())
         w.description = spec
         out.append(w)
+    out.append(encoder(2, 128, 64, 16))  # nn.MultiheadAttention: a TorchFunctionMode per call
     out.append(gpt2(2, 64, 64, 16))  # the Gram identity everywhere
     out.append(gpt2(2, 64, 256, 8))  # long sequences: per-sample weight gradients, in slices
     return out
@@ -159,12 +170,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--threads", type=int, default=1,
                         help="torch threads on the CPU (default 1: steady CPU-time ratios)")
+    parser.add_argument("--only", default="", help="only the models whose name contains this")
     args = parser.parse_args(argv)
     device = torch.device(args.device)
     torch.set_num_threads(args.threads)
     print(f"{'model':<32} {'bare ms':>9} {'with ms':>9} {'time':>6} {'peak MB':>8} {'memory':>7}"
           f"{' cuda mem' if device.type == 'cuda' else ''}  left out")
     for workload in workloads():
+        if args.only not in workload.description:
+            continue
         row = measure(workload, device, args.rounds, args.steps)
         cuda = f" {row['cuda_ratio']:>8.2f}×" if row["cuda_ratio"] is not None else ""
         print(f"{row['model']:<32} {row['bare_ms']:>9.2f} {row['with_ms']:>9.2f} "
