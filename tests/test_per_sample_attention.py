@@ -159,7 +159,9 @@ def test_what_is_not_supported_is_named_and_unbatched_calls_have_no_figure():
     tracker = PerSampleNorms(model)
     tracker.remove()
     assert tracker.unsupported == {
-        "attn (Custom)": "Custom overrides nn.MultiheadAttention.forward"}
+        "attn (Custom)": "Custom overrides nn.MultiheadAttention.forward",
+        "attn.out_proj (NonDynamicallyQuantizableLinear)":
+            "inside an nn.MultiheadAttention left out, which uses its weights without calling it"}
     mha = nn.MultiheadAttention(8, 2)
     tracker = PerSampleNorms(mha)
     x = torch.randn(5, 8)  # unbatched [L, E]: no samples to tell apart

@@ -6,7 +6,8 @@ with its weight transposed; recognised only when transformers is already importe
 nn.Conv1d/2d (unfolded patches: stride, padding and its modes, dilation, groups),
 nn.Embedding (the equal-ids identity; padding_idx has no gradient), nn.LayerNorm, nn.RMSNorm,
 nn.GroupNorm and a BatchNorm in eval mode (their per-sample weight gradient Σ_t g_t ⊙ x̂_t is
-computed directly). ``unsupported_reason`` names what is not, and why.
+computed directly). nn.MultiheadAttention, which uses its parameters without calling a
+submodule, is ``attention.py``'s. ``unsupported_reason`` names what is not, and why.
 """
 
 from __future__ import annotations
@@ -50,8 +51,6 @@ def kind_of(module: nn.Module) -> str | None:
 def unsupported_reason(module: nn.Module) -> str | None:
     """Why ``module``'s own parameters get no per-sample norm (None: they do)."""
     kind = kind_of(module)
-    if isinstance(module, nn.MultiheadAttention):
-        return "nn.MultiheadAttention is not supported (its in_proj is no nn.Linear)"
     if kind is None:
         return f"{type(module).__name__} is not supported"
     if kind == "embedding" and module.scale_grad_by_freq:

@@ -4,8 +4,10 @@ hooks on the supported layers (``layers.py``), without per-sample gradients in m
 A forward hook keeps each supported module's input and hooks its output; when the output's
 gradient arrives the module's terms are made and, once every call that uses a parameter has
 its gradient (a tied weight: all its calls), reduced to per-sample squared norms at once, so
-nothing is kept past the module's own backward. Samples are dimension 0 of each module's input.
-Forward passes of the root module are micro-batches: their samples follow one another.
+nothing is kept past the module's own backward. Samples are dimension 0 of each module's input,
+but dimension 1 inside a batch_first=False transformer layer (and of a root model that is one);
+nn.MultiheadAttention's calls are seen by ``attention_watch.py``. Forward passes of the root
+module are micro-batches: their samples follow one another.
 
 ``reduction``: how the loss the backward ran on combines the samples' losses. "mean" (the
 step's gradient is the mean of its samples' loss gradients: one batch with a mean loss, or
@@ -70,13 +72,17 @@ class PerSampleNorms:
                                 and not isinstance(layer, nn.MultiheadAttention)
                                 for m in layer.modules() if not isinstance(m, A.SEQUENCE_LAYERS)}
         self._root_dim = 1 if A.sequence_first(model) else 0
+        left = {id(m) for mha in model.modules() if isinstance(mha, nn.MultiheadAttention)
+                and A.unsupported_reason(mha) is not None for m in mha.modules() if m is not mha}
         for name, module in model.named_modules():
             own = [p for p in module.parameters(recurse=False) if p.requires_grad]
             if not own and not L.mixes_samples(module):
                 continue
             label = f"{name or '(model)'} ({type(module).__name__})"
             attention = isinstance(module, nn.MultiheadAttention)
-            reason = (A.unsupported_reason(module) if attention else L.unsupported_reason(module))
+            reason = ("inside an nn.MultiheadAttention left out, which uses its weights without "
+                      "calling it" if id(module) in left else A.unsupported_reason(module)
+                      if attention else L.unsupported_reason(module))
             if L.mixes_samples(module) or isinstance(module, L.BATCH_NORMS):
                 self._handles.append(module.register_forward_pre_hook(self._check_mixing(label)))
             if not own:
