@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 from torch import nn
+from torch.overrides import _get_current_function_mode_stack
 
 from gradexplorer.core.persample.tracker import PerSampleNorms
 from tests.persample_reference import reference_norms
@@ -167,4 +168,7 @@ def test_what_is_not_supported_is_named_and_unbatched_calls_have_no_figure():
     x = torch.randn(5, 8)  # unbatched [L, E]: no samples to tell apart
     mha(x, x, x)[0].sum().backward()
     assert tracker.take() is None
+    with pytest.raises(AssertionError, match="embedding dimension"):  # its own error, and
+        mha(torch.randn(5, 2, 6), torch.randn(5, 2, 6), torch.randn(5, 2, 6))
+    assert not _get_current_function_mode_stack()  # the mode left on the way out
     tracker.remove()
