@@ -79,6 +79,16 @@ def test_cross_attention_packed_split_and_separate_weights():
           padding(4, 7), reduction="sum")
 
 
+def test_a_frozen_in_projection_leaves_out_proj_measured():
+    mha = nn.MultiheadAttention(8, 2, batch_first=True)
+    mha.in_proj_weight.requires_grad_(False)
+    mha.in_proj_bias.requires_grad_(False)
+    def loss(f, x):
+        return f(x, x, x)[0].pow(2).mean()
+    got = check(mha, loss, torch.randn(4, 5, 8))
+    assert list(got.modules) == ["out_proj"]
+
+
 def test_one_attention_used_whole_and_in_row_blocks_in_one_pass_and_bias_kv_zero_attn():
     class Twice(nn.Module):
         def __init__(self):
@@ -142,13 +152,30 @@ def test_watching_leaves_the_loss_and_every_gradient_bit_identical():
     assert figures.failed == {} and "encoder.layers.0.self_attn" in figures.modules
     assert torch.equal(loss, bare_loss)
     assert all(torch.equal(grads[n], g) for n, g in bare_grads.items())
-    model.eval()  # eval mode with gradients on: the fused path is not taken either way
-    tracker = PerSampleNorms(model)
-    assert torch.equal(step(tracker)[0], bare_loss)
-    with torch.no_grad():  # no gradients: the fused path, unwatched (no mode entered)
-        out = model(src, tgt)
+
+
+def fused(call) -> bool:
+    """(whether ``call()`` ran torch's fused _native_multi_head_attention, its output)."""
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        out = call()
+    return any(e.name == "aten::_native_multi_head_attention" for e in prof.events()), out
+
+
+def test_the_fused_path_is_taken_where_it_was_and_only_there():
+    torch.set_default_dtype(torch.float32)
+    mha = nn.MultiheadAttention(16, 2, batch_first=True).eval()
+    x = torch.randn(3, 5, 16)
+    def call():
+        return mha(x, x, x, need_weights=False)[0]
+    bare_grad, bare_out = fused(call)  # eval mode, gradients on: not fused (trainable weights)
+    tracker = PerSampleNorms(mha)
+    watched_grad, watched_out = fused(call)
+    assert not bare_grad and not watched_grad and torch.equal(watched_out, bare_out)
+    with torch.no_grad():  # eval inference: fused, watched or not (no mode entered)
+        watched_fused, watched_out = fused(call)
         tracker.remove()
-        assert torch.equal(model(src, tgt), out)
+        bare_fused, bare_out = fused(call)
+    assert watched_fused and bare_fused and torch.equal(watched_out, bare_out)
 
 
 def test_what_is_not_supported_is_named_and_unbatched_calls_have_no_figure():

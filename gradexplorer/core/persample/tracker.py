@@ -76,21 +76,24 @@ class PerSampleNorms:
                 and A.unsupported_reason(mha) is not None for m in mha.modules() if m is not mha}
         for name, module in model.named_modules():
             own = [p for p in module.parameters(recurse=False) if p.requires_grad]
-            if not own and not L.mixes_samples(module):
+            attention = isinstance(module, nn.MultiheadAttention)
+            # (an MHA whose in-projection is frozen still calls its trainable out_proj)
+            watched = own or attention and any(p.requires_grad for p in module.parameters())
+            if not watched and not L.mixes_samples(module):
                 continue
             label = f"{name or '(model)'} ({type(module).__name__})"
-            attention = isinstance(module, nn.MultiheadAttention)
             reason = ("inside an nn.MultiheadAttention left out, which uses its weights without "
                       "calling it" if id(module) in left else A.unsupported_reason(module)
                       if attention else L.unsupported_reason(module))
             if L.mixes_samples(module) or isinstance(module, L.BATCH_NORMS):
                 self._handles.append(module.register_forward_pre_hook(self._check_mixing(label)))
-            if not own:
+            if not watched:
                 continue
             if reason is not None:
                 self.unsupported[label] = reason
                 continue
-            self.modules.append(name)
+            if own:
+                self.modules.append(name)
             for p in own:
                 self._owner.setdefault(id(p), name)
             if attention:
