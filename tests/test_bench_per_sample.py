@@ -27,3 +27,10 @@ def test_the_benchmark_measures_a_model_with_and_without_per_sample_norms():
     assert row["model"] == "mlp" and row["bare_ms"] > 0 and row["with_ms"] > 0
     assert row["memory_ratio"] >= 1.0 and row["unsupported"] == 0
     assert not workload.model._forward_hooks  # every tracker taken off again
+
+
+def test_attention_stays_within_its_memory_bound():
+    """nn.TransformerEncoder with its nn.MultiheadAttention measured: peak ≤ 1.2× the bare step."""
+    bench = load_script("bench", "per_sample_norms.py")
+    row = bench.measure(bench.encoder(1, 64, 64, 8), torch.device("cpu"), rounds=1, steps=1)
+    assert row["unsupported"] == 0 and 1.0 <= row["memory_ratio"] <= 1.2
