@@ -93,7 +93,7 @@ def batch_first(t: torch.Tensor, n: int) -> torch.Tensor:
     if t.dim() >= 3 and t.shape[1] == n:
         return t.transpose(0, 1)
     if t.dim() == 2 and t.shape[0] % n == 0:
-        return t.view(-1, n, t.shape[1]).transpose(0, 1)
+        return t.reshape(-1, n, t.shape[1]).transpose(0, 1)
     raise ValueError(f"a tensor of shape {tuple(t.shape)} has no batch of {n} where expected")
 
 
