@@ -115,6 +115,7 @@ def test_transformer_encoder_layer(norm_first):
     assert {"self_attn", "self_attn.out_proj", "linear1", "norm2"} <= set(got.modules)
 
 
+@pytest.mark.filterwarnings("ignore:enable_nested_tensor is True:UserWarning")  # nn.Transformer's
 def test_sequence_first_encoder_its_feed_forward_and_norms_take_dimension_1():
     layer = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0)  # batch_first=False: [S, N, E]
     encoder = nn.TransformerEncoder(layer, 2, norm=nn.LayerNorm(8), enable_nested_tensor=False)
@@ -122,6 +123,11 @@ def test_sequence_first_encoder_its_feed_forward_and_norms_take_dimension_1():
         return f(x.transpose(0, 1)).tanh().sum()
     got = check(encoder, loss, torch.randn(4, 6, 8), reduction="sum")
     assert "norm" in got.modules and "layers.1.linear2" in got.modules
+    transformer = nn.Transformer(8, 2, 1, 2, 16, dropout=0.0)  # the model's input: [S, N, E]
+    def loss2(f, src, tgt):
+        return f(src.transpose(0, 1), tgt.transpose(0, 1)).tanh().sum()
+    got = check(transformer, loss2, torch.randn(3, 5, 8), torch.randn(3, 4, 8), reduction="sum")
+    assert "decoder.layers.1.multihead_attn.out_proj" in got.modules
 
 
 def test_transformer_decoder_stack_with_memory_and_masks():
