@@ -1,7 +1,7 @@
 """The app with micro-batches a step (issue 36): the Micro-batches and Histograms boxes are in the
 run toolbar's view, not behind its » overflow, at the app's first size on a 1024×700 screen
 (921×630) and at 1024×700; Trace gradients of a step of k micro-batches draws the chosen
-micro-batch's graph (the graph toolbar's "micro-batch j of k" box), its parameters the step's
+micro-batch's graph (the graph toolbar's "micro-batch j/k" box, in view at 921 pixels), its parameters the step's
 accumulated gradient: the figures of the session's own ``.grad`` once the step is taken."""
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ def test_micro_batches_and_histograms_are_in_view_at_1024x700(qtbot, make_window
 
 def test_trace_of_a_step_of_micro_batches_shows_the_chosen_one(qtbot, make_window):
     window = make_window()
+    window.resize(921, 630)  # the app's first size on a 1024×700 screen
     open_model(qtbot, window, "example:digits", batch_size=16)
     session, panel = window.controller.session.live.session, window.graph_panel
     controls = panel.controls
@@ -47,7 +48,8 @@ def test_trace_of_a_step_of_micro_batches_shows_the_chosen_one(qtbot, make_windo
     qtbot.waitUntil(lambda: panel.drawing is not None and
                     panel.drawing.graph.graph.get("micro_batches") == 3, timeout=TIMEOUT_MS)
     wait_idle(qtbot, window)
-    assert controls.micro_action.isVisible() and controls.micro_box.text() == "micro-batch 1 of 3"
+    assert controls.micro_action.isVisible() and controls.micro_box.text() == "micro-batch 1/3"
+    qtbot.waitUntil(controls.micro_box.isVisible, timeout=5_000)  # in the bar, not behind »
     controls.micro_box.setValue(3)  # the third micro-batch's graph
     qtbot.waitUntil(lambda: panel.drawing.graph.graph.get("micro_batch") == 2, timeout=TIMEOUT_MS)
     wait_idle(qtbot, window)

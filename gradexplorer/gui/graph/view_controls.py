@@ -57,6 +57,7 @@ class GraphViewControls:
                                           "is born")
         self.micro_box = QSpinBox(minimum=1, maximum=1, prefix="micro-batch ", toolTip=MICRO_TIP)
         self.micro_box.setKeyboardTracking(False)
+        self.micro_box.setMaximumWidth(126)  # "micro-batch 1/4" beside Trace gradients at 921 px
         self.micro_action = None  # the panel's toolbar action holding it (shown where it applies)
         self._show_all()
         self.micro_box.valueChanged.connect(lambda v: setattr(state, "micro_batch", v - 1))
@@ -85,7 +86,7 @@ class GraphViewControls:
         box = self.micro_box
         box.blockSignals(True)
         box.setMaximum(k)
-        box.setSuffix(f" of {k}")
+        box.setSuffix(f"/{k}")
         box.setValue(attrs["micro_batch"] + 1)
         box.blockSignals(False)
         replayed = bool(attrs.get("replayed"))
