@@ -1,8 +1,9 @@
 """The app with micro-batches a step (issue 36): the Micro-batches and Histograms boxes are in the
 run toolbar's view, not behind its » overflow, at the app's first size on a 1024×700 screen
 (921×630) and at 1024×700; Trace gradients of a step of k micro-batches draws the chosen
-micro-batch's graph (the graph toolbar's "micro-batch j/k" box, in view at 921 pixels), its parameters the step's
-accumulated gradient: the figures of the session's own ``.grad`` once the step is taken."""
+micro-batch's graph (the graph toolbar's "micro-batch j/k" box, in view at 921 pixels), its
+parameters the step's accumulated gradient: the figures of the session's own ``.grad`` once the
+step is taken."""
 
 from __future__ import annotations
 

@@ -15,6 +15,7 @@ from torch import nn
 import gradexplorer as gx
 from gradexplorer.core.diagnose.nan_origin import NonFiniteOrigin, diagnose_step
 from gradexplorer.core.diagnose.trace_grads import trace_gradients
+from gradexplorer.core.graph.style import grad_text
 from gradexplorer.core.messages.errors import UserError
 from gradexplorer.core.session.engine import SessionConfig, TrainingSession
 from gradexplorer.gui.graph.core_api import traced_graph
@@ -91,6 +92,9 @@ def test_a_traced_accumulated_step_is_the_step_the_model_takes(chosen):
         attrs = G.nodes[nodes[name]]
         assert attrs["grad_norm"] == float(torch.linalg.vector_norm(p.grad, dtype=torch.float64))
         assert attrs["grad_micro_norm"] < attrs["grad_norm"] * K  # its own share, not the sum
+        assert grad_text(attrs) == (f"the step's accumulated gradient ‖g‖ {attrs['grad_norm']:.4g}, "
+                                    f"max |g| {attrs['grad_max']:.4g}; this micro-batch's share "
+                                    f"‖g‖ {attrs['grad_micro_norm']:.4g}")
     root = next(n for n, a in G.nodes(data=True) if a.get("grad_order") == 0)
     assert G.nodes[root]["name"] == "DivBackward0"  # the step's own loss ÷ k
     assert G.nodes[root]["grad_norm"] == pytest.approx(1 / K, rel=1e-7)
