@@ -143,3 +143,19 @@ def test_diagnose_step_of_the_step_under_way_and_a_finite_one():
     found = diagnose_step(bad)
     assert (found["op"], found["micro_batch"]) == ("SqrtBackward0", 2)
     assert diagnose_step(session()) is None
+
+
+def test_finite_micro_batches_whose_sum_overflows_are_told_so():
+    """Each micro-batch's gradient of ``w`` is 2e38 (finite in float32), their sum 4e38 is Inf:
+    no op made it, the accumulation did."""
+    torch.manual_seed(0)
+    model = nn.Linear(1, 1, bias=False)
+    workload = gx.session.Workload(model, lambda i: (torch.full((1, 1), 4.0), torch.zeros(1, 1)),
+                                   lambda out, y: (out - y).sum() * 1e38, name="big")
+    s = TrainingSession(workload, SessionConfig("cpu", accumulate=2))
+    s.add_observer(NonFiniteOrigin(s))
+    found = s.step().nonfinite_origin
+    assert torch.isinf(model.weight.grad).all()
+    assert (found["where"], found["micro_batch"], found["parameters"]) == ("accumulation", 1, ["weight"])
+    assert found["text"] == ("the accumulated gradient of weight overflowed to Inf as micro-batch 2 "
+                             "of 2 was added (each micro-batch's own gradient finite)")
