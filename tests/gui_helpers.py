@@ -55,3 +55,16 @@ def export(qtbot, window, folder):
                           check_params_cb=lambda r: isinstance(r, SnapshotWritten)) as blocker:
         window.controller.export_snapshot(str(folder))
     return blocker.args[0].path
+
+
+def optimizer_curve(window, param: str, module: str, choice: str):
+    """The Optimizer tab's curve ``choice`` (a ``choose`` key: "snr", "b_simple_ema", …) of
+    ``param`` in ``module``, selected, its tab raised (a hidden tab reads nothing) and redrawn:
+    ``(curves, x, y)``."""
+    curves = window.forensics.optimizer_curves
+    window.forensics.optimizer_dock.raise_()
+    window.selection.select(param=param, module=module, source="test")
+    curves.choose(choice)
+    curves.refresh()
+    x, y = curves.curve.getData()
+    return curves, x, y

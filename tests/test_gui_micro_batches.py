@@ -12,7 +12,7 @@ from PySide6.QtCore import Qt
 from gradexplorer.core.watch.session_noise import SessionNoise
 from gradexplorer.gui.panels.parameter_table import SNR
 from gradexplorer.gui.text.number_text import format_number
-from tests.gui_helpers import TIMEOUT_MS, open_model, wait_idle
+from tests.gui_helpers import TIMEOUT_MS, open_model, optimizer_curve, wait_idle
 from tests.test_gui_typed_values import type_into
 
 
@@ -39,17 +39,10 @@ def test_typed_micro_batches_train_accumulating_steps_and_show_the_snr(qtbot, ma
                                                                     strict=True)}
     assert len(shown) == 8 and all(shown.values())
 
-    curves = window.forensics.optimizer_curves
-    window.forensics.optimizer_dock.raise_()  # a hidden tab reads nothing
-    window.selection.select(param="fc1.weight", module="fc1", source="test")
-    curves.choose("snr")
-    curves.refresh()
-    x, y = curves.curve.getData()
+    curves, x, y = optimizer_curve(window, "fc1.weight", "fc1", "snr")
     assert list(x) == [1, 2, 3]
     assert y[-1] == pytest.approx(noise.per["snr_ema"][noise.names.index("fc1.weight")], rel=1e-12)
-    curves.choose("b_simple_ema")
-    curves.refresh()
-    x, y = curves.curve.getData()
+    curves, x, y = optimizer_curve(window, "fc1.weight", "fc1", "b_simple_ema")
     assert y[-1] == pytest.approx(noise.smoothed.b_simple, rel=1e-12) and np.isfinite(y).all()
     low, high = curves.band_low.getData()[1], curves.band_high.getData()[1]
     assert (low[-1], high[-1]) == pytest.approx((noise.smoothed.low, noise.smoothed.high), rel=1e-12)

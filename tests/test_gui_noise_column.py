@@ -14,7 +14,7 @@ from gradexplorer.core.runs.noise_rows import noise_params, snr_curve
 from gradexplorer.core.runs.run import Run
 from gradexplorer.gui.panels.parameter_table import COLUMNS, SNR
 from gradexplorer.gui.text.number_text import format_number
-from tests.gui_helpers import TIMEOUT_MS
+from tests.gui_helpers import TIMEOUT_MS, optimizer_curve
 
 
 def accumulated_run(path, steps: int, k: int) -> None:
@@ -46,12 +46,7 @@ def test_the_snr_column_shows_the_runs_snr_and_hides_without_one(qtbot, make_win
     assert shown == {n: format_number(v, 3) for n, v in stored.items()}
     with Run(tmp_path / "noisy") as run:
         steps, _, smoothed = snr_curve(run, "2.weight")
-    curves = window.forensics.optimizer_curves
-    window.forensics.optimizer_dock.raise_()  # a hidden tab reads nothing
-    window.selection.select(param="2.weight", module="2", source="test")
-    curves.choose("snr")
-    curves.refresh()
-    x, y = curves.curve.getData()
+    curves, x, y = optimizer_curve(window, "2.weight", "2", "snr")
     assert list(x) == steps == [1, 2, 3]
     assert y == pytest.approx(np.array(smoothed, float), rel=1e-12)
     assert curves.plot.getPlotItem().getAxis("left").labelText == "SNR, smoothed"

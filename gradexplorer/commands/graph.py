@@ -94,7 +94,8 @@ def graph_command(args: argparse.Namespace) -> int:
 
 def _traced(args: argparse.Namespace):
     """The graph ``args`` ask for (traced, hooks hidden, collapsed), notes to print, and timings."""
-    from gradexplorer.core.diagnose.nan_origin import loss_origin, nonfinite_origin, origin_text
+    from gradexplorer.core.diagnose.nan_origin import loss_origin, nonfinite_origin
+    from gradexplorer.core.diagnose.nan_texts import origin_text
     from gradexplorer.core.diagnose.trace_grads import trace_gradients
     from gradexplorer.core.graph.collapse import collapse_by_module
     from gradexplorer.core.graph.extract import hide_hook_nodes, trace_backward_graph

@@ -22,7 +22,6 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
 
 import networkx as nx
 import torch
@@ -30,11 +29,19 @@ from psygnal import Signal
 from torch import nn
 
 from gradexplorer.core.diagnose.eager_replay import user_path
-from gradexplorer.core.diagnose.nonfinite_flow import NonFiniteFlow, Source
+from gradexplorer.core.diagnose.micro_replay import Accumulated, MicroBatches
+from gradexplorer.core.diagnose.nan_texts import (
+    describe_backward_origin,
+    describe_source,
+    earlier,
+    undecided,
+    untraced_loss,
+)
+from gradexplorer.core.diagnose.nonfinite_flow import NonFiniteFlow
 from gradexplorer.core.diagnose.trace_grads import step_replay, to_host, trace_gradients
-from gradexplorer.core.graph.style import short_source
 from gradexplorer.core.messages.errors import emit_guarded, first_line
 from gradexplorer.core.model.training_state import KeptBuffers, SavedState, rng_snapshot
+from gradexplorer.core.session.step_batches import StepDraws
 from gradexplorer.core.stats.measured import measured_tensor
 
 
@@ -79,91 +86,22 @@ def _reaches_a_parameter(G: nx.DiGraph, node: int) -> bool:
     return False
 
 
-def where_text(module: str) -> str:
-    """``in module fc`` (the user's path: without ``_orig_mod``), or ``at the model's top level``."""
-    return f"in module {user_path(module)}" if module and user_path(module) else "at the model's top level"
-
-
-def origin_text(attrs: dict[str, Any]) -> str:
-    """``SqrtBackward0 in module fc at model.py:17`` (or ``at the model's top level``; the
-    source line where the graph trace noted one)."""
-    text = f"{attrs['name']} {where_text(attrs.get('module') or '')}"
-    return f"{text} at {short_source(attrs['source'])}" if attrs.get("source") else text
-
-
-def describe_backward_origin(G: nx.DiGraph, node: int) -> dict[str, Any]:
-    """A JSON-able account of the origin node: op, module, what it received and sent."""
-    attrs = G.nodes[node]
-    return {
-        "where": "backward", "node": node, "op": attrs["name"],
-        "module": user_path(attrs.get("module") or ""),
-        "source": attrs.get("source"), "code": attrs.get("code"),
-        "text": f"first non-finite gradient: {origin_text(attrs)}",
-        "received_norm": attrs["grad_in_norm"], "sent_norm": attrs["grad_norm"],
-        "inputs": [G.nodes[v]["name"] for v in G.successors(node)],
-        "outputs": [G.nodes[u]["name"] for u in G.predecessors(node)],
-        "step": G.graph.get("step"),
-    }
-
-
-def _earlier(step: int) -> str:
-    return "an earlier step's update" if step else "held before the first step: the model as built"
-
-
-def describe_source(source: Source, step: int, through: dict[str, Any] | None = None) -> dict[str, Any]:
-    """A JSON-able account of where the forward's NaN/Inf came from: that which reached the
-    loss, or (``through``: the backward origin that saved it) that which reached the gradients
-    only."""
-    found: dict[str, Any] = {"where": "forward", "op": "", "module": "", "step": step}
-    reached = "the gradients (not the loss)" if through else "the loss"
-    if source.kind == "op":
-        entered = " (from a NaN/Inf constant)" if source.constant else ""
-        found.update(op=source.name, module=user_path(source.module),
-                     text=f"first non-finite value in the forward pass: {source.name} "
-                          f"{where_text(source.module)}{entered}")
-    elif source.kind == "data":
-        found.update(where="data", data=source.name,
-                     text=f"the batch holds NaN/Inf and it reaches {reached}: {source.name} "
-                          f"({source.detail})")
-    elif source.kind == "parameter":
-        found.update(where="parameters", module=source.name.rpartition(".")[0],
-                     parameters=[source.name],
-                     text=f"{reached} went non-finite because parameters already hold NaN/Inf: "
-                          f"{source.name} ({source.detail}; {_earlier(step)})")
-    else:
-        found.update(where="buffers", module=source.name.rpartition(".")[0], buffers=[source.name],
-                     text=f"{reached} went non-finite because buffer {source.name} held NaN/Inf "
-                          f"as the step began ({source.detail}; "
-                          f"{_earlier(step).replace('update', 'forward')})")
-    if through is not None:
-        found.update(node=through["node"], backward_op=through["op"], backward_module=through["module"])
-        if source.kind == "op":
-            found["text"] += (f"; it reached the gradients, not the loss: {through['op']} "
-                              f"{where_text(through['module'])} saved it")
-    return found
-
-
-def undecided(step: int, why: str) -> dict[str, Any]:
-    """The one line for a non-finite step whose origin could not be told, and why."""
-    return {"where": "undecided", "op": "", "module": "", "step": step,
-            "text": f"could not tell where the NaN/Inf was born: {why}"}
-
-
-def _untraced_loss(flow: NonFiniteFlow, step: int) -> dict[str, Any]:
-    births = ", ".join(f"{b.name} {where_text(b.module)}" for b in flow.births[:3])
-    seen = (f"; NaN/Inf the replay saw made, none of which reached the loss: {births}"
-            if births else "")
-    return undecided(step, "the replayed loss is non-finite, but no op the replay watched made its "
-                           f"NaN/Inf (written outside torch's ops?){seen}")
-
-
 def forward_origin(session, step: int | None = None, rng_state: dict | None = None,
-                   buffers: KeptBuffers | None = None) -> dict | None:
-    """Replay the forward and loss of ``step`` (eagerly, no gradients) following NaN/Inf: where
-    the NaN/Inf that reached the loss came from; None when the replayed loss is finite."""
+                   buffers: KeptBuffers | None = None, micro_batch: int = 0,
+                   draws: StepDraws | None = None) -> dict | None:
+    """Replay the forward and loss of ``step`` (eagerly, no gradients; of a step of several
+    micro-batches, those before ``micro_batch`` and then it) following NaN/Inf: where the
+    NaN/Inf that reached the loss came from; None when the replayed loss is finite."""
     step = session.step_count if step is None else step
-    flow = NonFiniteFlow()
-    with step_replay(session, step, rng_state, buffers, flow) as (batch, _), torch.no_grad():
+    parts = MicroBatches(session, step, draws)
+    chosen, flow = parts.choose(micro_batch), NonFiniteFlow()
+    with step_replay(session, step, rng_state, buffers, first=parts.first()) as (batch, where), \
+            torch.no_grad():
+        for j in range(1, chosen + 1):  # the forwards before it: the buffers as they left them
+            session.model_loss(*batch)
+            batch = parts.enter(j)
+        flow.where = where.current
+        flow.mark_held(session.model, batch)
         with flow:  # keyword inputs and loss_fn=None as the training step runs them
             loss = session.model_loss(*batch)
         if not isinstance(loss, torch.Tensor):
@@ -175,34 +113,81 @@ def forward_origin(session, step: int | None = None, rng_state: dict | None = No
 def _forward_finding(flow: NonFiniteFlow, step: int) -> dict | None:
     if flow.loss_finite:
         return None
-    return describe_source(flow.loss_source, step) if flow.loss_source else _untraced_loss(flow, step)
+    return describe_source(flow.loss_source, step) if flow.loss_source else untraced_loss(flow, step)
 
 
 def diagnose_step(session, step: int | None = None, rng_state: dict | None = None,
-                  buffers: KeptBuffers | None = None) -> dict | None:
+                  buffers: KeptBuffers | None = None, draws: StepDraws | None = None) -> dict | None:
     """Where the NaN/Inf of ``step`` was born, from one eager replay of it (its batch, its
     random state, its buffers as the step began where ``buffers`` kept them): what the loss's
     NaN/Inf came from when the loss is non-finite (an op of the forward, the batch, parameters
     or buffers holding it already), else the first backward node whose NaN/Inf reaches a
-    parameter's gradient; None when the replayed step is finite everywhere."""
+    parameter's gradient; None when the replayed step is finite everywhere. A step of several
+    micro-batches (``micro_replay``; a past one's as ``draws`` kept them) is told in its first
+    micro-batch whose loss or gradients went non-finite (``micro_batch``, its text says which),
+    or where finite ones overflowed as they were summed."""
     step = session.step_count if step is None else step
+    chosen = 0
+    if MicroBatches(session, step, draws).count > 1:
+        chosen = first_nonfinite_part(session, step, rng_state, buffers, draws)
+        if not isinstance(chosen, int):
+            return chosen
     flow = NonFiniteFlow()
-    G = trace_gradients(session, step, saved=False, rng_state=rng_state, buffers=buffers, flow=flow)
+    G = trace_gradients(session, step, saved=False, rng_state=rng_state, buffers=buffers,
+                        flow=flow, micro_batch=chosen, draws=draws)
     if not math.isfinite(G.graph["loss"]):
-        return _forward_finding(flow, step)
+        return in_micro_batch(_forward_finding(flow, step), G)
     node = nonfinite_origin(G)
     if node is None:
         return None
     found = describe_backward_origin(G, node)
     source = G.nodes[node].get("forward_source")  # NaN/Inf it saved: born in the forward
-    return found if source is None else describe_source(source, step, through=found)
+    return in_micro_batch(found if source is None else describe_source(source, step, through=found), G)
 
 
-def loss_origin(session, G: nx.DiGraph, rng_state: dict | None = None) -> dict | None:
+def in_micro_batch(found: dict | None, G: nx.DiGraph) -> dict | None:
+    """``found`` of a traced step of several micro-batches: which one (``micro_batch``, 0-based)."""
+    k = G.graph.get("micro_batches")
+    if found is not None and k:
+        j = G.graph["micro_batch"]
+        found.update(micro_batch=j, text=f"{found['text']} (in micro-batch {j + 1} of {k})")
+    return found
+
+
+def first_nonfinite_part(session, step: int, rng_state: dict | None, buffers: KeptBuffers | None,
+                         draws: StepDraws | None) -> int | dict | None:
+    """The first of ``step``'s micro-batches whose loss or own gradients hold NaN/Inf, from a
+    replay of them all (``micro_replay``); a finding where each was finite and their sum
+    overflowed; None where the replay stayed finite."""
+    parts = MicroBatches(session, step, draws)
+    totals = Accumulated(session.model)
+    named = [(user_path(n), p) for n, p in session.model.named_parameters()]
+    with step_replay(session, step, rng_state, buffers, first=parts.first()) as (batch, _):
+        for j in range(parts.count):
+            batch = parts.enter(j) if j else batch
+            loss = session.forward_loss(step, batch)
+            grads = torch.autograd.grad(parts.scaled(loss), totals.params, allow_unused=True)
+            if not math.isfinite(float(loss.detach())) or nonfinite_names(
+                    [(str(i), g) for i, g in enumerate(grads)]):
+                return j
+            totals.add(totals.params, grads)
+            bad = nonfinite_names([(n, totals.of(p, None)) for n, p in named])
+            if bad:
+                return {"where": "accumulation", "op": "", "module": bad[0].rpartition(".")[0],
+                        "parameters": bad, "step": step, "micro_batch": j,
+                        "text": f"the accumulated gradient of {', '.join(bad[:3])} overflowed to "
+                                f"Inf as micro-batch {j + 1} of {parts.count} was added (each "
+                                "micro-batch's own gradient finite)"}
+    return None
+
+
+def loss_origin(session, G: nx.DiGraph, rng_state: dict | None = None,
+                draws: StepDraws | None = None) -> dict | None:
     """For a traced graph whose loss is non-finite: where its NaN/Inf came from (else None)."""
     if math.isfinite(G.graph.get("loss", 0.0)):
         return None
-    return forward_origin(session, G.graph.get("step"), rng_state)
+    return in_micro_batch(forward_origin(session, G.graph.get("step"), rng_state,
+                                         micro_batch=G.graph.get("micro_batch", 0), draws=draws), G)
 
 
 def nonfinite_names(named: list[tuple[str, torch.Tensor]]) -> list[str]:
@@ -228,7 +213,7 @@ def _nonfinite_parameters(session, step: int | None) -> dict | None:
     more = f", … {len(bad) - 3} more" if len(bad) > 3 else ""
     return {"where": "parameters", "op": "", "module": bad[0].rpartition(".")[0],
             "text": f"the loss is non-finite because parameters already hold NaN/Inf: "
-                    f"{', '.join(bad[:3])}{more} ({_earlier(step)})",
+                    f"{', '.join(bad[:3])}{more} ({earlier(step)})",
             "parameters": bad, "step": step}
 
 
@@ -281,6 +266,7 @@ class NonFiniteOrigin:
         # and its buffers as it began
         self.replayed: tuple[int, list[torch.Tensor], dict | None] | None = None
         self.replayed_buffers: KeptBuffers | None = None
+        self.replayed_draws: StepDraws | None = None  # its batches (a StepDraws)
 
     def gradients_nonfinite(self, session) -> bool:
         """Whether this step's parameter gradients hold NaN/Inf: the monitor's counts where it
@@ -315,6 +301,8 @@ class NonFiniteOrigin:
             if self.replayed is None:
                 self.replayed = (step, [p.detach().clone() for p in session.model.parameters()], rng)
                 self.replayed_buffers = self._buffers.copy()
+                draws = getattr(session, "step_draws", None)  # its micro-batches, by reference
+                self.replayed_draws = None if draws is None else draws(step)
             found = diagnose_step(session, step, rng, self._buffers) or unreproduced(session, step)
         return found
 

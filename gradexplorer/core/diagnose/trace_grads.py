@@ -19,10 +19,12 @@ import torch
 
 from gradexplorer.core.diagnose.eager_replay import eager_replay
 from gradexplorer.core.diagnose.kept_grads import DEFAULT_MAX_BYTES, GradientKeeper, KeepPlan
+from gradexplorer.core.diagnose.micro_replay import Accumulated, MicroBatches
 from gradexplorer.core.diagnose.nonfinite_flow import NonFiniteFlow, following
 from gradexplorer.core.graph.attribution import ModuleAttribution
 from gradexplorer.core.graph.extract import extract_graph, gc_paused, walk_grad_fns
 from gradexplorer.core.model.training_state import KeptBuffers, preserved_state, restore_rng
+from gradexplorer.core.session.step_batches import StepDraws
 from gradexplorer.core.stats.measured import measured_tensor
 
 
@@ -154,41 +156,65 @@ def traced_backward(loss: torch.Tensor, G: nx.DiGraph, flow: NonFiniteFlow | Non
     and saved NaN/Inf from the forward gets ``forward_source``: where that came from.
     ``keeper`` (a ``GradientKeeper``) keeps its chosen nodes' full gradients (``G.graph["kept"]``).
     """
-    with gc_paused():
-        fns, _ = walk_grad_fns(loss.grad_fn)
-    leaves = [(i, fn.variable) for i, fn in enumerate(fns) if G.nodes[i]["kind"] == "param"]
-    if keeper is not None:
-        keeper.attach(fns)  # the size planned and checked before anything runs
-    recorder = NodeRecorder([(i, fn) for i, fn in enumerate(fns) if G.nodes[i]["kind"] != "param"])
-    try:
-        grads = torch.autograd.grad(loss, [v for _, v in leaves], allow_unused=True,
-                                    retain_graph=flow is not None)  # saved tensors kept to read
-    finally:
-        recorder.remove()
+    return TracedBackward(loss, G, flow, keeper).finish()
+
+
+class TracedBackward:
+    """``traced_backward`` in two halves: the backward runs at once; ``finish`` puts the figures
+    on the graph, a leaf's gradient taken from ``totals`` (an ``Accumulated``: the step's sum
+    over its micro-batches' backwards, run after this one) where given."""
+
+    def __init__(self, loss: torch.Tensor, G: nx.DiGraph, flow: NonFiniteFlow | None = None,
+                 keeper: GradientKeeper | None = None) -> None:
+        self.G, self.flow, self.keeper = G, flow, keeper
+        with gc_paused():
+            self.fns, _ = walk_grad_fns(loss.grad_fn)
+        self.leaves = [(i, fn.variable) for i, fn in enumerate(self.fns) if G.nodes[i]["kind"] == "param"]
         if keeper is not None:
-            keeper.remove()
-    for (i, _), g in zip(leaves, grads, strict=True):
-        recorder.record_leaf(i, g)
+            keeper.attach(self.fns)  # the size planned and checked before anything runs
+        self.recorder = NodeRecorder([(i, fn) for i, fn in enumerate(self.fns)
+                                      if G.nodes[i]["kind"] != "param"])
+        try:
+            self.grads = torch.autograd.grad(loss, [v for _, v in self.leaves], allow_unused=True,
+                                             retain_graph=flow is not None)  # saved tensors read
+        finally:
+            self.recorder.remove()
+            if keeper is not None:
+                keeper.remove()
+
+    def finish(self, totals=None) -> int:
+        """The figures on ``G``; how many nodes ran."""
+        G, keeper, flow = self.G, self.keeper, self.flow
+        shares = {}  # a leaf's share of the step's gradient: this micro-batch's own
+        for (i, variable), g in zip(self.leaves, self.grads, strict=True):
+            if totals is not None:
+                shares[i] = _figures(g)
+                g = totals.of(variable, g)
+            self.recorder.record_leaf(i, g)
+            if keeper is not None:
+                keeper.keep_leaf(i, g)
         if keeper is not None:
-            keeper.keep_leaf(i, g)
-    if keeper is not None:
-        keeper.finish()
-    count = annotate_graph(G, recorder)
-    if flow is not None:
-        for i, fn in enumerate(fns):
-            attrs = G.nodes[i]
-            if attrs.get("grad_in_finite") and attrs.get("grad_finite") is False:
-                source = flow.saved_source(fn)
-                if source is not None:
-                    attrs["forward_source"] = source
-    return count
+            keeper.finish()
+        count = annotate_graph(G, self.recorder)
+        shown = [i for i, t in shares.items() if t is not None]
+        for i, (norm, top) in zip(shown, to_host([shares[i] for i in shown]), strict=True):
+            G.nodes[i].update(grad_micro_norm=norm, grad_micro_max=top)
+        if flow is not None:
+            for i, fn in enumerate(self.fns):
+                attrs = G.nodes[i]
+                if attrs.get("grad_in_finite") and attrs.get("grad_finite") is False:
+                    source = flow.saved_source(fn)
+                    if source is not None:
+                        attrs["forward_source"] = source
+        return count
 
 
 def trace_gradients(session, step: int | None = None, *, saved: bool = True,
                     rng_state: dict | None = None, buffers: KeptBuffers | None = None,
                     flow: NonFiniteFlow | None = None, keep: Sequence[str | int] | None = None,
                     max_bytes: int = DEFAULT_MAX_BYTES,
-                    on_plan: Callable[[KeepPlan], None] | None = None) -> nx.DiGraph:
+                    on_plan: Callable[[KeepPlan], None] | None = None,
+                    micro_batch: int | None = None, draws: StepDraws | None = None) -> nx.DiGraph:
     """The backward graph of the session's next step with gradient figures on every node.
 
     Forward and backward run once more with the session's parameters on the step's own batch
@@ -203,6 +229,16 @@ def trace_gradients(session, step: int | None = None, *, saved: bool = True,
     the parameters and buffers that hold NaN/Inf, and the loss (``reached``). Graph attribute
     ``loss`` holds the loss.
 
+    A step of ``k`` ≥ 2 micro-batches (``SessionConfig.accumulate``; a past step's as
+    ``draws``, ``StepDraws``, kept them) is replayed whole (``micro_replay``): all ``k``
+    forwards and backwards in order, each with its batch and random state, each loss ÷ k.
+    The graph is micro-batch ``micro_batch``'s (0-based, default the first: graph attributes
+    ``micro_batch``, ``micro_batches`` = k, ``loss`` its loss, ``step_loss`` the mean of the
+    ``k``; its root the division by k): its op nodes carry what that micro-batch's backward
+    sent, its parameters the step's accumulated gradient — the sum of the ``k`` backwards',
+    bit for bit the step's ``.grad`` — with that micro-batch's own share as
+    ``grad_micro_norm`` / ``grad_micro_max``.
+
     ``keep`` (module paths, node ids, op names) keeps the full gradients the chosen nodes
     receive and send, bit for bit as autograd hands them over: ``G.graph["kept"]`` (a
     ``KeptGradients``: ``key -> tensor``, ``.write(directory, session)`` a snapshot), each
@@ -210,31 +246,55 @@ def trace_gradients(session, step: int | None = None, *, saved: bool = True,
     (``on_plan`` is told it: a ``KeepPlan``); past ``max_bytes`` a UserError, nothing kept.
     """
     step = session.step_count if step is None else step
-    with step_replay(session, step, rng_state, buffers, flow) as (batch, attribution):
-        with following(flow):
-            loss = session.forward_loss(step, batch)
-        if flow is not None:
-            flow.reached(loss)
-        G = extract_graph(loss, session.model, attribution, saved=saved)
-        G.graph["step"] = step
-        G.graph["loss"] = float(loss.detach())
-        keeper = None if not keep else GradientKeeper(G, keep, max_bytes, on_plan)
-        traced_backward(loss, G, flow, keeper)
+    parts = MicroBatches(session, step, draws)
+    chosen = parts.choose(micro_batch)
+    totals = Accumulated(session.model) if parts.count > 1 else None
+    losses: list[float] = []
+    with step_replay(session, step, rng_state, buffers, first=parts.first()) as (batch, attribution):
+        for j in range(parts.count):
+            if j:
+                batch = parts.enter(j)
+            if j != chosen:
+                loss = session.forward_loss(step, batch)
+                losses.append(float(loss.detach()))
+                totals.backward(parts.scaled(loss))
+                continue
+            if flow is not None:
+                flow.where = attribution.current
+                flow.mark_held(session.model, batch)
+            with following(flow):
+                loss = session.forward_loss(step, batch)
+            losses.append(float(loss.detach()))
+            if flow is not None:
+                flow.reached(loss)
+            root = parts.scaled(loss)
+            G = extract_graph(root, session.model, attribution, saved=saved)
+            G.graph.update(step=step, loss=losses[-1])
+            keeper = None if not keep else GradientKeeper(G, keep, max_bytes, on_plan)
+            traced = TracedBackward(root, G, flow, keeper)
+            if totals is not None:
+                totals.add([v for _, v in traced.leaves], traced.grads)
+        traced.finish(totals)
+    if parts.count > 1:
+        G.graph.update(micro_batch=chosen, micro_batches=parts.count,
+                       step_loss=math.fsum(losses) / parts.count)
     return G
 
 
 @contextmanager
 def step_replay(session, step: int, rng_state: dict | None = None,
-                buffers: KeptBuffers | None = None, flow: NonFiniteFlow | None = None
-                ) -> Iterator[tuple[tuple, ModuleAttribution]]:
-    """Inside, ``step`` is ready to run again; yields its batch and the ``ModuleAttribution``
-    recording its module calls. The batch is the step's own (the step under way draws it
-    outside the restored state, as the step itself would, and keeps it), the random state
-    ``rng_state``'s, the buffers those ``buffers`` kept; the replay is eager
-    (``eager_replay``); ``flow`` is told what holds NaN/Inf as it begins. Buffers and the
-    random state are restored on exit."""
+                buffers: KeptBuffers | None = None, flow: NonFiniteFlow | None = None,
+                first: tuple | None = None) -> Iterator[tuple[tuple, ModuleAttribution]]:
+    """Inside, ``step`` is ready to run again; yields its batch (its first micro-batch's:
+    ``first`` where given) and the ``ModuleAttribution`` recording its module calls. The batch
+    is the step's own (the step under way draws it outside the restored state, as the step
+    itself would, and keeps it), the random state ``rng_state``'s, the buffers those
+    ``buffers`` kept; the replay is eager (``eager_replay``); ``flow`` is told what holds NaN/Inf
+    as it begins. Buffers and the random state are restored on exit."""
     model = session.model
-    batch = session.batch(step) if step == session.step_count else None
+    batch = first
+    if batch is None and step == session.step_count:
+        batch = session.batch(step)
     with preserved_state(model, session.device), eager_replay(), \
             ModuleAttribution(model, sources=True) as attribution:
         batch = session.batch(step) if batch is None else batch

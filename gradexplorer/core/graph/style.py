@@ -105,7 +105,9 @@ def elide_middle(text: str, width: float = NODE_W - 10) -> str:
 
 
 def grad_text(attrs: Mapping[str, Any]) -> str:
-    """``gradient out ‖g‖ 0.0123, max |g| 0.004 (in ‖g‖ 0.0456)`` of a traced node."""
+    """``gradient out ‖g‖ 0.0123, max |g| 0.004 (in ‖g‖ 0.0456)`` of a traced node; a parameter
+    of a traced step of micro-batches: the step's accumulated gradient and the micro-batch's
+    own share."""
     flag = "" if attrs.get("grad_finite", True) else ", NON-FINITE"
     peak = attrs.get("grad_max", float("nan"))
     if attrs.get("kind") == "module":  # folded: the largest of its operations' (collapse)
@@ -114,6 +116,9 @@ def grad_text(attrs: Mapping[str, Any]) -> str:
     text = f"gradient out ‖g‖ {attrs['grad_norm']:.4g}, max |g| {peak:.4g}{flag}"
     if attrs.get("grad_in_norm") is not None and attrs.get("kind") != "param":
         text += f" (in ‖g‖ {attrs['grad_in_norm']:.4g})"
+    if attrs.get("grad_micro_norm") is not None:  # a step of micro-batches (trace_gradients)
+        text = text.replace("gradient out", "the step's accumulated gradient") + \
+            f"; this micro-batch's share ‖g‖ {attrs['grad_micro_norm']:.4g}"
     return text
 
 

@@ -13,6 +13,7 @@ data nor gives a replay other batches.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from gradexplorer.core.model.training_state import rng_snapshot
@@ -21,9 +22,19 @@ from gradexplorer.core.model.workload import ModelInputs, as_model_inputs, move_
 Kept = tuple[tuple[ModelInputs, Any], dict | None]  # (batch, random state after its draw)
 
 
+@dataclass(frozen=True)
+class StepDraws:
+    """A step's micro-batches as it drew them, ``((batch, random state after its draw), …)``
+    (the first's state None: a replay is given it apart), kept by reference to replay that step
+    after the session moved on (``StepBatches.step_draws``; the NaN-origin finder)."""
+
+    step: int
+    parts: tuple[Kept, ...]
+
+
 class StepBatches:
-    """The batch side of a TrainingSession (``workload``, ``device``, ``step_count`` are the
-    session's)."""
+    """The batch side of a TrainingSession (``workload``, ``device``, ``step_count``,
+    ``config`` are the session's)."""
 
     micro_drawn = 0  # micro-batches drawn by the steps before the step under way
     _kept: tuple[int, tuple[ModelInputs, Any], dict | None] | None = None  # micro-batch 0
@@ -85,6 +96,13 @@ class StepBatches:
         """Use ``kept`` as micro-batches 1, 2, … of ``step``: the A/B's hooked arm takes the
         plain arm's."""
         self._more = (step, list(kept))
+
+    def step_draws(self, step: int) -> StepDraws | None:
+        """The micro-batches ``step`` (the step under way, all drawn) took, or None."""
+        if self._kept is None or self._kept[0] != step:
+            return None
+        more = self._more[1] if self._more[0] == step else []
+        return StepDraws(step, ((self._kept[1], None), *more[:self.config.accumulate - 1]))
 
     def forward_rng(self, step: int) -> dict | None:
         """The random state ``step``'s forward started from (right after its batch was drawn),

@@ -114,16 +114,20 @@ class KeepActions:
         if confirm and not window.scripted and QMessageBox.question(
                 window, "Keep gradients", confirmation_text(G, keep, plan)) != QMessageBox.Yes:
             return False
-        window.controller.post(lambda: self._keep(live, keep))
+        micro = G.graph.get("micro_batch")  # the micro-batch whose graph is shown
+        window.controller.post(lambda: self._keep(live, keep, micro))
         window.statusBar().showMessage("tracing a step to keep its gradients…", 4000)
         return True
 
     @staticmethod
-    def _keep(live, keep: list) -> GradientsKept:
-        """On the training thread: the next step traced, ``keep``'s gradients kept."""
+    def _keep(live, keep: list, micro_batch: int | None = None) -> GradientsKept:
+        """On the training thread: the next step traced, ``keep``'s gradients kept (of a step
+        of several micro-batches, micro-batch ``micro_batch``'s, as the graph shown)."""
         from gradexplorer.core.diagnose.trace_grads import trace_gradients
 
-        kept = trace_gradients(live.session, keep=keep).graph["kept"]
+        fits = micro_batch is not None and micro_batch < live.session.config.accumulate
+        micro = micro_batch if fits else None  # (Micro-batches lowered since: the first)
+        kept = trace_gradients(live.session, keep=keep, micro_batch=micro).graph["kept"]
         return GradientsKept(kept, live, {key: tensor_view(t) for key, t in kept.items()})
 
     def _finished(self, result) -> None:

@@ -116,6 +116,7 @@ class GraphPanel(GraphSearch, QWidget):
         for action in (self.hook_nodes_action, self.tint_action, self.trace_grads_action, self.fit_action,
                        self.zoom_sel_action, self.refresh_action):
             bar.addAction(action)
+        controls.micro_action = bar.insertWidget(self.fit_action, controls.micro_box)  # traced k ≥ 2
         self.hook_action.setShortcutContext(Qt.WindowShortcut)
         self.addAction(self.find_action)
         bar.addWidget(self.busy_bar)
@@ -263,6 +264,7 @@ class GraphPanel(GraphSearch, QWidget):
         self.busy_label.setText(f"{nodes} · {result.seconds:.2f} s" + traced_caption(result.drawing, True))
         self.busy_label.setToolTip(f"{nodes}, laid out in {result.seconds:.2f} s"
                                    + traced_caption(result.drawing))
+        self.controls.show_traced(result.drawing.graph.graph)
         self._show(result.drawing, result.overview, result.scale)
 
     def _show(self, drawing, overview, scale: float, previous=None) -> None:

@@ -25,11 +25,19 @@ def is_traced(drawing: GraphDrawing) -> bool:
 def traced_caption(drawing: GraphDrawing, short: bool = False) -> str:
     """`` · gradients of step N (Trace gradients)`` for a traced drawing (the colours and the
     figures on its nodes are that step's, however many steps the session takes after it), else
-    ""; ``short``: `` · traced at step N`` (the graph toolbar's label, whole at 1024×700)."""
-    step = drawing.graph.graph.get("step") if is_traced(drawing) else None
+    ""; ``short``: `` · traced at step N`` (the graph toolbar's label, whole at 1024×700);
+    ``micro-batch j of k`` follows for a step of several (the micro-batch box beside says it
+    in the toolbar: the short caption does not repeat it)."""
+    attrs = drawing.graph.graph
+    step = attrs.get("step") if is_traced(drawing) else None
     if step is None:
         return ""
-    return f" · traced at step {step + 1}" if short else f" · gradients of step {step + 1} (Trace gradients)"
+    if short:
+        return f" · traced at step {step + 1}"
+    k = attrs.get("micro_batches")
+    part = (f", micro-batch {attrs['micro_batch'] + 1} of {k} (its ops; parameters: the step's "
+            "accumulated gradient)") if k else ""
+    return f" · gradients of step {step + 1}{part} (Trace gradients)"
 
 
 def traced_norms(drawing: GraphDrawing) -> tuple[np.ndarray, np.ndarray]:

@@ -7,7 +7,7 @@ re-trace) follows the state's events, whoever changed it: a control, a menu, a s
 from __future__ import annotations
 
 from PySide6.QtGui import QAction
-from PySide6.QtWidgets import QComboBox, QWidget
+from PySide6.QtWidgets import QComboBox, QSpinBox, QWidget
 
 from gradexplorer.core.graph.layout import LAYOUTS
 from gradexplorer.gui.graph.legend import reads_whole
@@ -15,6 +15,13 @@ from gradexplorer.gui.models.graph_view import GraphViewState
 from gradexplorer.gui.theme import icon
 
 DETAIL_LEVELS = (("Operations", None), *((f"Modules, depth {d}", d) for d in range(1, 9)))
+
+
+MICRO_TIP = ("the micro-batch of the step whose graph is traced: its ops show what that "
+             "micro-batch's backward sent (its loss ÷ k); parameters show the step's gradient "
+             "accumulated over all of them, as the optimizer applies it")
+REPLAYED_TIP = ("; the replay of a step whose gradient held NaN/Inf shows the micro-batch its "
+                "NaN/Inf was born in")
 
 
 def detail_index(depth: int | None) -> int:
@@ -48,7 +55,12 @@ class GraphViewControls:
                                           toolTip="trace the gradient through every op (a hooked "
                                           "backward pass on each re-trace) and mark where NaN/Inf "
                                           "is born")
+        self.micro_box = QSpinBox(minimum=1, maximum=1, prefix="micro-batch ", toolTip=MICRO_TIP)
+        self.micro_box.setKeyboardTracking(False)
+        self.micro_box.setMaximumWidth(126)  # "micro-batch 1/4" beside Trace gradients at 921 px
+        self.micro_action = None  # the panel's toolbar action holding it (shown where it applies)
         self._show_all()
+        self.micro_box.valueChanged.connect(lambda v: setattr(state, "micro_batch", v - 1))
         self.layout_box.activated.connect(lambda i: setattr(state, "layout", self.layout_box.itemText(i)))
         self.detail_box.activated.connect(lambda i: setattr(state, "detail", DETAIL_LEVELS[i][1]))
         self.hook_nodes_action.toggled.connect(lambda on: setattr(state, "hook_nodes", on))
@@ -61,6 +73,25 @@ class GraphViewControls:
                        (state.trace_grads_changed, lambda on: self.trace_grads_action.setChecked(on)))
         for signal, show in self._shows:
             signal.connect(show)
+
+    def show_traced(self, attrs: dict) -> None:
+        """A graph was drawn (``attrs``: its graph attributes): the micro-batch box shown for a
+        traced step of several micro-batches, at the one drawn (fixed on a replayed NaN step:
+        the micro-batch its NaN/Inf was born in)."""
+        k = attrs.get("micro_batches") if attrs.get("grad_traced") else None
+        if self.micro_action is not None:
+            self.micro_action.setVisible(bool(k))
+        if not k:
+            return
+        box = self.micro_box
+        box.blockSignals(True)
+        box.setMaximum(k)
+        box.setSuffix(f"/{k}")
+        box.setValue(attrs["micro_batch"] + 1)
+        box.blockSignals(False)
+        replayed = bool(attrs.get("replayed"))
+        box.setEnabled(not replayed)
+        box.setToolTip(MICRO_TIP + (REPLAYED_TIP if replayed else ""))
 
     def _show_all(self) -> None:
         state = self.state
@@ -86,7 +117,8 @@ def act_on_settings(panel) -> list:
              (state.detail_changed, lambda _depth, automatic: None if automatic else panel.detail_chosen()),
              (state.hook_nodes_changed, lambda _on: panel.relayout()),
              (state.tint_changed, lambda _on: panel.refresh_tint()),
-             (state.trace_grads_changed, lambda _on: panel.refresh_requested.emit())]
+             (state.trace_grads_changed, lambda _on: panel.refresh_requested.emit()),
+             (state.micro_batch_changed, lambda _j: state.trace_grads and panel.refresh_requested.emit())]
     for signal, slot in pairs:
         signal.connect(slot)
     return pairs

@@ -20,7 +20,9 @@ class GraphViewState:
       ``automatic`` when a layout chose it itself (``show_chosen_detail``): nothing to lay out;
     - ``hook_nodes_changed(bool)``: the nodes full backward hooks insert are shown;
     - ``tint_changed(bool)``: nodes coloured by the latest gradient norm;
-    - ``trace_grads_changed(bool)``: traces record every op's gradient (and NaN/Inf's origin).
+    - ``trace_grads_changed(bool)``: traces record every op's gradient (and NaN/Inf's origin);
+    - ``micro_batch_changed(int)``: which micro-batch (0-based) of a step of several a trace
+      draws (its parameters show the step's accumulated gradient whichever it is).
     """
 
     layout_changed = Signal(str)
@@ -28,11 +30,13 @@ class GraphViewState:
     hook_nodes_changed = Signal(bool)
     tint_changed = Signal(bool)
     trace_grads_changed = Signal(bool)
+    micro_batch_changed = Signal(int)
 
     def __init__(self, layout: str = DEFAULT_LAYOUT, detail: int | None = None, hook_nodes: bool = True,
                  tint: bool = True, trace_grads: bool = False) -> None:
         self._layout, self._detail = layout, detail
         self._hook_nodes, self._tint, self._trace_grads = hook_nodes, tint, trace_grads
+        self._micro_batch = 0
 
     @property
     def layout(self) -> str:
@@ -95,3 +99,19 @@ class GraphViewState:
         if bool(on) != self._trace_grads:
             self._trace_grads = bool(on)
             self.trace_grads_changed.emit(self._trace_grads)
+
+    @property
+    def micro_batch(self) -> int:
+        """Which micro-batch (0-based) of a step of several a gradient trace draws."""
+        return self._micro_batch
+
+    @micro_batch.setter
+    def micro_batch(self, index: int) -> None:
+        if int(index) != self._micro_batch:
+            self._micro_batch = int(index)
+            self.micro_batch_changed.emit(self._micro_batch)
+
+    @property
+    def trace_choice(self) -> tuple[bool, int]:
+        """What a trace asks for: ``(trace_grads, micro_batch)``."""
+        return self._trace_grads, self._micro_batch

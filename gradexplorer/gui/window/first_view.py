@@ -42,11 +42,12 @@ def plots_soon() -> QLabel:
     return QLabel("loading…", alignment=Qt.AlignCenter, enabled=False)
 
 
-def traced(session, grads: bool, fit: bool, first: bool = False) -> GraphTraced:
-    """The session's graph (on the training thread, which imports the graph code and torch)."""
+def traced(session, choice: tuple[bool, int], fit: bool, first: bool = False) -> GraphTraced:
+    """The session's graph (on the training thread, which imports the graph code and torch);
+    ``choice``: the view's ``trace_choice``, (trace gradients, which micro-batch)."""
     from gradexplorer.gui.graph.core_api import traced_graph
 
-    return GraphTraced(traced_graph(session, grads), fit, first)
+    return GraphTraced(traced_graph(session, *choice), fit, first)
 
 
 def leave_start(window, close: Callable[[], object]) -> None:

@@ -204,7 +204,7 @@ class MainWindow(QMainWindow):
     def open_model(self, spec: str, options=None, config=None) -> None:
         """Open a model; with none open yet (the app's start), its graph is traced and drawn
         as soon as the model is built, while the training thread sets its training up."""
-        grads = self.graph_panel.view_state.trace_grads
+        grads = self.graph_panel.view_state.trace_choice
         self.status.showMessage(f"loading {spec}…")  # until the model opens (status_bar.reset)
         self.controller.open_model(spec, options, config, lambda s: traced(s, grads, True, True))
 
@@ -272,7 +272,7 @@ class MainWindow(QMainWindow):
         """Trace the backward graph on the training thread (with every op's gradient when the
         panel's "Trace gradients" is on); the panel lays it out."""
         live = self.controller.session.live
-        grads = self.graph_panel.view_state.trace_grads
+        grads = self.graph_panel.view_state.trace_choice
         if live is not None:
             self.controller.post(lambda: traced(live.session, grads, fit))
 

@@ -104,11 +104,32 @@ class RunControls(QToolBar):
             self.addAction(action)
         self.addSeparator()
         self.session_settings = []  # the model session's settings: hidden while a run is shown
+        self.spare_labels = []  # Device, Optimizer: the first to go where the bar is narrow
         for label, widget in (("Device", self.device_box), ("Optimizer", self.optimizer_box),
                               ("lr", self.lr_spin), ("", self.micro_spin),
                               ("Histograms", self.every_spin)):
             label = [self.addWidget(QLabel(f" {label} "))] if label else [self.addWidget(QLabel(" "))]
+            if widget in (self.device_box, self.optimizer_box):
+                self.spare_labels += label
             self.session_settings += [*label, self.addWidget(widget)]
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt API
+        super().resizeEvent(event)
+        self.fit_width()
+
+    def fit_width(self) -> None:
+        """Every control in view, none behind », wherever the bar allows: a bar narrower than
+        all of it drops the Device and Optimizer labels first (their boxes read cpu, sgd), then
+        the buttons' words (their icons stay; name and key in the tooltip). At 921 pixels, the
+        app's first width on a 1024×700 screen, Micro-batches and Histograms are in view."""
+        shown = not self.run_view
+        for labels, style in ((True, Qt.ToolButtonTextBesideIcon), (False, Qt.ToolButtonTextBesideIcon),
+                              (False, Qt.ToolButtonIconOnly)):
+            for action in self.spare_labels:
+                action.setVisible(shown and labels)
+            self.setToolButtonStyle(style)
+            if self.sizeHint().width() <= self.width():
+                return
 
     def _show_overflow(self) -> None:
         """The » button that a narrow window shows for the controls that do not fit (Qt's own
@@ -179,6 +200,7 @@ class RunControls(QToolBar):
         self.run_view = on
         for action in self.session_settings:
             action.setVisible(not on)
+        self.fit_width()
         self.set_state(self.controller.session.state)
 
     def set_state(self, state: str) -> None:

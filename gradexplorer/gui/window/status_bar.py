@@ -32,10 +32,11 @@ def trace_notes(attrs: dict) -> tuple[str, str] | None:
     and the full sentence (tooltip, event log) — or None when there is nothing to say."""
     short, full = [], []
     if attrs.get("replayed"):
-        step = attrs["step"] + 1
-        short.append(f"traced: replay of step {step} (its NaN/Inf origin)")
+        step, k = attrs["step"] + 1, attrs.get("micro_batches")
+        part = f", micro-batch {attrs['micro_batch'] + 1} of {k}" if k else ""
+        short.append(f"traced: replay of step {step}{part} (its NaN/Inf origin)")
         full.append(f"gradients traced on a replay of step {step}, the first step whose gradient "
-                    "held NaN/Inf")
+                    f"held NaN/Inf{part and f' ({part[2:]}, where it was born)'}")
     if attrs.get("forward_origin"):
         short.append("NaN/Inf born in the forward pass (see Events)")
         full.append(attrs["forward_origin"])
