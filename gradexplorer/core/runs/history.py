@@ -78,6 +78,10 @@ class RunHistory:
         table = step_table(self.run)  # one query per table (run_columns.py)
         return table.steps, table.times, table.figures
 
+    def step_count(self) -> int:
+        """How many steps the run holds (one count, no list of them)."""
+        return self._rows("SELECT COUNT(*) FROM steps")[0][0]
+
     def step_table(self) -> StepTable:
         """Every step's figures and ledger as columns, with its skipped and clipped flags."""
         return step_table(self.run)
@@ -91,8 +95,12 @@ class RunHistory:
         inf at one that held ±Inf, never the finite part's figure."""
         if field not in STAT_FIELDS:
             raise ValueError(f"unknown figure {field!r}; one of {', '.join(STAT_FIELDS)}")
-        held = self.run.steps
-        steps = np.asarray(held if steps is None else steps, dtype=np.int64)
+        if steps is None:
+            steps = self.run.steps
+            held = len(steps)
+        else:
+            held = self.step_count()  # (a count: no list of every step)
+        steps = np.asarray(steps, dtype=np.int64)
         position = {int(s): i for i, s in enumerate(steps)}
         out = {n: np.full(len(steps), math.nan) for n in names}
         if not len(names) or not len(steps):
@@ -101,7 +109,7 @@ class RunHistory:
         query = (f"SELECT step, name, has_grad, {field}, nan_count, inf_count FROM stats "
                  f"WHERE name IN ({marks})")
         args: list[Any] = list(names)
-        if len(steps) < len(held):
+        if len(steps) < held:
             query += " AND step IN (SELECT value FROM json_each(?))"
             args.append("[" + ",".join(str(int(s)) for s in steps) + "]")
         test = V.is_count if field in V.COUNT_FIELDS else V.is_figure

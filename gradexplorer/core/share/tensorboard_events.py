@@ -17,6 +17,7 @@ values outside a fixed range when there are any.
 
 from __future__ import annotations
 
+import itertools
 import os
 import socket
 import time
@@ -24,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from gradexplorer.core.gc_pause import gc_paused
 from gradexplorer.core.messages.errors import UserError
 from gradexplorer.core.runs.columns import figure_blocks
 from gradexplorer.core.runs.history import RunHistory
@@ -72,7 +74,7 @@ def export_tensorboard(history: RunHistory, selection: ExportSelection, director
                         "--overwrite replaces them")
     with staged_folder(directory, target.name, "TensorBoard events") as staging:
         partial = staging / "events.partial"  # no reader takes it for events until renamed
-        with open(partial, "wb") as file:
+        with open(partial, "wb") as file, gc_paused():  # rows and pieces by the 100,000
             _write_events(history, selection, file, progress)
             file.flush()
             os.fsync(file.fileno())
@@ -102,6 +104,8 @@ def _write_events(history: RunHistory, selection: ExportSelection, file, progres
         names = block.names
         named = "\0".join(names).encode() + b"\0\0"  # the layout's key: these names, these slots
         hists = {} if rows is None else _histograms(rows, block, encoded)
+        pieces: list = []
+        sizes = []
         for k, step in enumerate(block.steps.tolist()):
             i = index[step]
             present = [j for j, v in enumerate(columns) if v[i] is not None]
@@ -111,9 +115,12 @@ def _write_events(history: RunHistory, selection: ExportSelection, file, progres
             values.append(layout.encode(named + slots.tobytes(), lambda s=slots, n=names: [
                 f"{chosen[f]}/{n[p]}".encode() for p, f in zip(*np.nonzero(s), strict=True)],
                 whole[k][slots]))
-            file.write(ER.record(ER.event(float(times[i]), int(step), values + hists.get(step, []))))
+            event = ER.event_pieces(float(times[i]), int(step), values + hists.get(step, []))
+            pieces += event
+            sizes.append(sum(map(len, event)))
             if progress is not None:
                 progress(step)
+        file.write(ER.records(b"".join(pieces), sizes))  # a block's events framed at once
 
 
 def _whole(block, chosen: list[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -138,8 +145,9 @@ def _histograms(rows, block, cache: dict) -> dict[int, list[bytes]]:
     count and nothing outside its range encoded at once."""
     at_step = {s: k for k, s in enumerate(block.steps.tolist())}
     at_name = {n: p for p, n in enumerate(block.names)}
-    ks = np.array([at_step[s] for s in rows.steps], np.int64)
-    ps = np.array([at_name.get(n, -1) for n in rows.names], np.int64)
+    ks = np.fromiter(map(at_step.__getitem__, rows.steps), np.int64, len(rows.steps))
+    ps = np.fromiter(map(at_name.get, rows.names, itertools.repeat(-1)), np.int64, len(rows.names))
+    tags = {n: f"grad/{n}".encode() for n in at_name}
     keep = (ps >= 0) & block.grad[ks, ps.clip(0)] if len(ks) else np.zeros(0, bool)
     known_mean, known_norm = block.known["mean"][ks, ps], block.known["norm"][ks, ps]
     mean, norm = block.values["mean"][ks, ps], block.values["norm"][ks, ps]
@@ -161,10 +169,11 @@ def _histograms(rows, block, cache: dict) -> dict[int, list[bytes]]:
         squares = np.where(known_norm[pick] & np.isfinite(nm), nm**2, 0.0)
         header = np.stack([edges[:, 0], edges[:, -1], num, total, squares], axis=1)
         full = np.flatnonzero(num > 0)
-        encoded = ER.histogram_values([f"grad/{rows.names[pick[j]]}".encode() for j in full.tolist()],
+        chosen = pick[full].tolist()
+        encoded = ER.histogram_values([tags[rows.names[i]] for i in chosen],
                                       header[full], edges[full, 1:], counts[full], cache)
-        for j, value in zip(full.tolist(), encoded, strict=True):
-            out.setdefault(rows.steps[pick[j]], []).append(value)
+        for i, value in zip(chosen, encoded, strict=True):
+            out.setdefault(rows.steps[i], []).append(value)
     for i in np.flatnonzero(keep & ~plain).tolist():  # values outside a fixed range: rare
         h = Histogram(rows.edges[i], rows.counts[i], *rows.extras[i].tolist())
         k, p = ks[i], ps[i]
