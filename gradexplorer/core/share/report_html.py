@@ -13,7 +13,6 @@ spike events ``gradexplorer spikes`` lists: step, layer first to move, batch ids
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 import numpy as np
@@ -41,7 +40,12 @@ E = html_text
 
 
 def _json_list(values) -> list:
-    return [None if v is None or not math.isfinite(v) else float(v) for v in values]
+    """``values`` as floats, None where a value is missing or not finite (JSON has no NaN)."""
+    floats = np.array(values, dtype=np.float64)  # None: NaN
+    out = floats.tolist()
+    for i in np.flatnonzero(~np.isfinite(floats)).tolist():
+        out[i] = None
+    return out
 
 
 def _cell(value, bad: bool = False) -> str:
