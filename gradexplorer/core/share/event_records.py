@@ -38,12 +38,11 @@ _TABLES = _crc_tables()
 
 
 @njit(nogil=True, cache=True)
-def _crc32c(data, tables):
-    """CRC-32C of ``data`` (uint8), eight bytes a round (slicing by 8)."""
+def _crc32c_of(data, start, stop, tables):
+    """CRC-32C of ``data[start:stop]`` (uint8), eight bytes a round (slicing by 8)."""
     crc = np.uint32(0xFFFFFFFF)
-    n = data.size
-    i = 0
-    while i + 8 <= n:
+    i = start
+    while i + 8 <= stop:
         low = crc ^ (np.uint32(data[i]) | np.uint32(data[i + 1]) << np.uint32(8)
                      | np.uint32(data[i + 2]) << np.uint32(16) | np.uint32(data[i + 3]) << np.uint32(24))
         crc = (tables[7, low & np.uint32(0xFF)] ^ tables[6, (low >> np.uint32(8)) & np.uint32(0xFF)]
@@ -51,10 +50,16 @@ def _crc32c(data, tables):
                ^ tables[3, data[i + 4]] ^ tables[2, data[i + 5]] ^ tables[1, data[i + 6]]
                ^ tables[0, data[i + 7]])
         i += 8
-    while i < n:
+    while i < stop:
         crc = tables[0, (crc ^ np.uint32(data[i])) & np.uint32(0xFF)] ^ (crc >> np.uint32(8))
         i += 1
     return crc ^ np.uint32(0xFFFFFFFF)
+
+
+@njit(nogil=True, cache=True)
+def _crc32c(data, tables):
+    """CRC-32C of ``data`` (uint8)."""
+    return _crc32c_of(data, 0, data.size, tables)
 
 
 def masked_crc32c(data: bytes) -> int:
@@ -64,9 +69,9 @@ def masked_crc32c(data: bytes) -> int:
 
 
 @njit(nogil=True, cache=True)
-def _put_masked_crc(out, at, data, tables):
-    """``masked_crc32c(data)`` into ``out[at:at + 4]``, little-endian."""
-    crc = np.uint64(_crc32c(data, tables))
+def _put_masked_crc(out, at, data, start, stop, tables):
+    """``masked_crc32c(data[start:stop])`` into ``out[at:at + 4]``, little-endian."""
+    crc = np.uint64(_crc32c_of(data, start, stop, tables))
     masked = ((((crc >> np.uint64(15)) | (crc << np.uint64(17))) & np.uint64(0xFFFFFFFF))
               + np.uint64(0xA282EAD8)) & np.uint64(0xFFFFFFFF)
     for j in range(4):
@@ -74,29 +79,37 @@ def _put_masked_crc(out, at, data, tables):
 
 
 @njit(nogil=True, cache=True)
-def _frames(data, sizes, tables, out):
-    """The TFRecord frames of the records laid end to end in ``data`` (``sizes``: each one's
-    length) into ``out`` (``16 * len(sizes) + data.size`` bytes): length, its masked CRC,
-    the record, its masked CRC."""
+def _frame_ends(data, sizes, tables, heads, tails):
+    """Of each record laid end to end in ``data`` (``sizes``: each one's length), its frame's
+    beginning into ``heads[i]`` (length, its masked CRC: 12 bytes) and end into ``tails[i]``
+    (the record's masked CRC)."""
     at = 0
-    o = 0
-    for n in sizes:
+    for i in range(sizes.size):
+        n = sizes[i]
         for j in range(8):
-            out[o + j] = (n >> (8 * j)) & 0xFF
-        _put_masked_crc(out, o + 8, out[o:o + 8], tables)
-        out[o + 12:o + 12 + n] = data[at:at + n]
-        _put_masked_crc(out, o + 12 + n, data[at:at + n], tables)
-        o += 16 + n
+            heads[i, j] = (n >> (8 * j)) & 0xFF
+        _put_masked_crc(heads[i], 8, heads[i], 0, 8, tables)
+        _put_masked_crc(tails[i], 0, data, at, at + n, tables)
         at += n
 
 
 def records(data: bytes, sizes: list[int]) -> bytes:
-    """The TFRecord frames of many records joined in ``data`` (``sizes``: each one's length)
-    at once: one pass, no per-record concatenation."""
+    """The TFRecord frames of many records joined in ``data`` (``sizes``: each one's length)."""
+    return b"".join(frames(data, sizes))
+
+
+def frames(data: bytes, sizes: list[int]) -> list:
+    """``records`` as the pieces to write one after the other (``file.writelines``): each
+    frame's beginning, its record (a view into ``data``) and its end; the CRCs in one pass."""
     lengths = np.array(sizes, np.int64)
-    out = np.empty(16 * len(lengths) + len(data), np.uint8)
-    _frames(np.frombuffer(data, np.uint8), lengths, _TABLES, out)
-    return out.tobytes()
+    heads, tails = np.empty((len(lengths), 12), np.uint8), np.empty((len(lengths), 4), np.uint8)
+    _frame_ends(np.frombuffer(data, np.uint8), lengths, _TABLES, heads, tails)
+    head, tail, view = heads.tobytes(), tails.tobytes(), memoryview(data)
+    parts, at = [], 0
+    for i, size in enumerate(lengths.tolist()):
+        parts += (head[12 * i:12 * i + 12], view[at:at + size], tail[4 * i:4 * i + 4])
+        at += size
+    return parts
 
 
 def record(data: bytes) -> bytes:

@@ -120,7 +120,7 @@ def _write_events(history: RunHistory, selection: ExportSelection, file, progres
             sizes.append(sum(map(len, event)))
             if progress is not None:
                 progress(step)
-        file.write(ER.records(b"".join(pieces), sizes))  # a block's events framed at once
+        file.writelines(ER.frames(b"".join(pieces), sizes))  # a block's events framed at once
 
 
 def _whole(block, chosen: list[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -158,8 +158,10 @@ def _histograms(rows, block, cache: dict) -> dict[int, list[bytes]]:
         np.array([c.size for c in rows.counts], np.int64)
     for bins in np.unique(sizes[keep & plain]).tolist():
         pick = np.flatnonzero(keep & plain & (sizes == bins))
-        if stacked:
-            edges, counts = rows.edges[pick], rows.counts[pick].astype(np.float64)
+        if stacked:  # every row (as mostly): the arrays as they are, no copy picked out
+            every = len(pick) == len(ks)
+            edges = rows.edges if every else rows.edges[pick]
+            counts = (rows.counts if every else rows.counts[pick]).astype(np.float64)
         else:
             edges = np.stack([rows.edges[i] for i in pick.tolist()])
             counts = np.stack([rows.counts[i] for i in pick.tolist()]).astype(np.float64)
@@ -170,8 +172,10 @@ def _histograms(rows, block, cache: dict) -> dict[int, list[bytes]]:
         header = np.stack([edges[:, 0], edges[:, -1], num, total, squares], axis=1)
         full = np.flatnonzero(num > 0)
         chosen = pick[full].tolist()
+        if len(full) < len(pick):  # histograms that count nothing left out
+            header, edges, counts = header[full], edges[full], counts[full]
         encoded = ER.histogram_values([tags[rows.names[i]] for i in chosen],
-                                      header[full], edges[full, 1:], counts[full], cache)
+                                      header, edges[:, 1:], counts, cache)
         for i, value in zip(chosen, encoded, strict=True):
             out.setdefault(rows.steps[i], []).append(value)
     for i in np.flatnonzero(keep & ~plain).tolist():  # values outside a fixed range: rare
