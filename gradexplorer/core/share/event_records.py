@@ -37,59 +37,53 @@ def _crc_tables() -> np.ndarray:
 _TABLES = _crc_tables()
 
 
-@njit(nogil=True, cache=True)
-def _crc32c_of(data, start, stop, tables):
-    """CRC-32C of ``data[start:stop]`` (uint8), eight bytes a round (slicing by 8)."""
-    crc = np.uint32(0xFFFFFFFF)
-    i = start
-    while i + 8 <= stop:
-        low = crc ^ (np.uint32(data[i]) | np.uint32(data[i + 1]) << np.uint32(8)
-                     | np.uint32(data[i + 2]) << np.uint32(16) | np.uint32(data[i + 3]) << np.uint32(24))
-        crc = (tables[7, low & np.uint32(0xFF)] ^ tables[6, (low >> np.uint32(8)) & np.uint32(0xFF)]
-               ^ tables[5, (low >> np.uint32(16)) & np.uint32(0xFF)] ^ tables[4, low >> np.uint32(24)]
-               ^ tables[3, data[i + 4]] ^ tables[2, data[i + 5]] ^ tables[1, data[i + 6]]
-               ^ tables[0, data[i + 7]])
-        i += 8
-    while i < stop:
-        crc = tables[0, (crc ^ np.uint32(data[i])) & np.uint32(0xFF)] ^ (crc >> np.uint32(8))
-        i += 1
-    return crc ^ np.uint32(0xFFFFFFFF)
-
-
-@njit(nogil=True, cache=True)
-def _crc32c(data, tables):
-    """CRC-32C of ``data`` (uint8)."""
-    return _crc32c_of(data, 0, data.size, tables)
-
-
 def masked_crc32c(data: bytes) -> int:
     """TensorBoard's ``masked_crc32c`` of ``data``."""
-    crc = int(_crc32c(np.frombuffer(data, np.uint8), _TABLES))
-    return ((((crc >> 15) | (crc << 17)) & 0xFFFFFFFF) + 0xA282EAD8) & 0xFFFFFFFF
-
-
-@njit(nogil=True, cache=True)
-def _put_masked_crc(out, at, data, start, stop, tables):
-    """``masked_crc32c(data[start:stop])`` into ``out[at:at + 4]``, little-endian."""
-    crc = np.uint64(_crc32c_of(data, start, stop, tables))
-    masked = ((((crc >> np.uint64(15)) | (crc << np.uint64(17))) & np.uint64(0xFFFFFFFF))
-              + np.uint64(0xA282EAD8)) & np.uint64(0xFFFFFFFF)
-    for j in range(4):
-        out[at + j] = (masked >> np.uint64(8 * j)) & np.uint64(0xFF)
+    heads, tails = np.empty((1, 12), np.uint8), np.empty((1, 4), np.uint8)
+    _frame_ends(np.frombuffer(data, np.uint8), np.array([len(data)], np.int64), _TABLES, heads, tails)
+    return int.from_bytes(tails[0].tobytes(), "little")
 
 
 @njit(nogil=True, cache=True)
 def _frame_ends(data, sizes, tables, heads, tails):
     """Of each record laid end to end in ``data`` (``sizes``: each one's length), its frame's
-    beginning into ``heads[i]`` (length, its masked CRC: 12 bytes) and end into ``tails[i]``
-    (the record's masked CRC)."""
+    beginning into ``heads[i]`` (its length, 8 bytes, and their masked CRC-32C) and its end
+    into ``tails[i]`` (the record's masked CRC-32C), little-endian. CRC-32C (Castagnoli,
+    reflected), eight bytes a round (slicing by 8), masked as TensorBoard masks it; one kernel
+    (one compilation, cached), the CRC written out rather than called."""
     at = 0
     for i in range(sizes.size):
         n = sizes[i]
+        crc = np.uint32(0xFFFFFFFF)
         for j in range(8):
             heads[i, j] = (n >> (8 * j)) & 0xFF
-        _put_masked_crc(heads[i], 8, heads[i], 0, 8, tables)
-        _put_masked_crc(tails[i], 0, data, at, at + n, tables)
+            crc = tables[0, (crc ^ np.uint32(heads[i, j])) & np.uint32(0xFF)] ^ (crc >> np.uint32(8))
+        for k in range(2):
+            if k == 1:  # the record's own CRC
+                crc = np.uint32(0xFFFFFFFF)
+                p, stop = at, at + n
+                while p + 8 <= stop:
+                    low = crc ^ (np.uint32(data[p]) | np.uint32(data[p + 1]) << np.uint32(8)
+                                 | np.uint32(data[p + 2]) << np.uint32(16)
+                                 | np.uint32(data[p + 3]) << np.uint32(24))
+                    crc = (tables[7, low & np.uint32(0xFF)]
+                           ^ tables[6, (low >> np.uint32(8)) & np.uint32(0xFF)]
+                           ^ tables[5, (low >> np.uint32(16)) & np.uint32(0xFF)]
+                           ^ tables[4, low >> np.uint32(24)]
+                           ^ tables[3, data[p + 4]] ^ tables[2, data[p + 5]] ^ tables[1, data[p + 6]]
+                           ^ tables[0, data[p + 7]])
+                    p += 8
+                while p < stop:
+                    crc = tables[0, (crc ^ np.uint32(data[p])) & np.uint32(0xFF)] ^ (crc >> np.uint32(8))
+                    p += 1
+            whole = np.uint64(crc ^ np.uint32(0xFFFFFFFF))
+            masked = ((((whole >> np.uint64(15)) | (whole << np.uint64(17))) & np.uint64(0xFFFFFFFF))
+                      + np.uint64(0xA282EAD8)) & np.uint64(0xFFFFFFFF)
+            for j in range(4):
+                if k == 0:
+                    heads[i, 8 + j] = (masked >> np.uint64(8 * j)) & np.uint64(0xFF)
+                else:
+                    tails[i, j] = (masked >> np.uint64(8 * j)) & np.uint64(0xFF)
         at += n
 
 
