@@ -204,6 +204,31 @@ def histogram_values(tags: list[bytes], header: np.ndarray, limits: np.ndarray, 
     0 as the same value); ``cache`` keeps each tag's encoded beginning between calls. Each
     value is returned as its two pieces (beginning, body: a view, not a copy); ``event`` joins
     them."""
+    raw, size = _bodies(header, limits, counts)
+    view = memoryview(raw.reshape(-1))
+    return [(_head(tag, size, cache), view[i * size:(i + 1) * size]) for i, tag in enumerate(tags)]
+
+
+def histogram_value_steps(tags: list[bytes], header: np.ndarray, limits: np.ndarray,
+                          counts: np.ndarray, cache: dict[tuple[bytes, int], bytes]) -> np.ndarray:
+    """``histogram_values`` of the same ``tags`` at many steps, the rows step after step (the
+    first step's ``len(tags)`` histograms in the order of ``tags``, then the next step's …):
+    ``(steps, bytes)``, each row a step's values joined (a row's bytes: a copy of each
+    beginning and body, made for every step at once)."""
+    raw, size = _bodies(header, limits, counts)
+    heads = [np.frombuffer(_head(tag, size, cache), np.uint8) for tag in tags]
+    bodies = raw.reshape(-1, len(tags), size)
+    out = np.empty((len(bodies), sum(map(len, heads)) + len(tags) * size), np.uint8)
+    at = 0
+    for p, head in enumerate(heads):
+        out[:, at:at + len(head)] = head
+        out[:, at + len(head):at + len(head) + size] = bodies[:, p]
+        at += len(head) + size
+    return out
+
+
+def _bodies(header: np.ndarray, limits: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, int]:
+    """The ``HistogramProto`` bodies of ``histogram_values``: (n, size) bytes, and size."""
     n, m = limits.shape
     packed = varint(8 * m)
     kind = np.dtype([*((f"h{j}", [("k", "u1"), ("v", "<f8")]) for j in range(5)), ("lk", "u1"),
@@ -216,16 +241,17 @@ def histogram_values(tags: list[bytes], header: np.ndarray, limits: np.ndarray, 
     body["lk"], body["ck"] = 0x32, 0x3A
     body["ll"] = body["cl"] = np.frombuffer(packed, f"V{len(packed)}")[0]
     body["limits"], body["counts"] = limits, counts
-    raw, size = memoryview(body.view(np.uint8)), kind.itemsize
-    out = []
-    for i, tag in enumerate(tags):
-        head = cache.get((tag, size))
-        if head is None:
-            named = _field(1, tag)
-            inner = len(named) + 1 + len(varint(size)) + size
-            head = cache[(tag, size)] = _SMALL[0x0A] + varint(inner) + named + b"\x2a" + varint(size)
-        out.append((head, raw[i * size:(i + 1) * size]))
-    return out
+    return body.view(np.uint8).reshape(n, kind.itemsize), kind.itemsize
+
+
+def _head(tag: bytes, size: int, cache: dict[tuple[bytes, int], bytes]) -> bytes:
+    """A histogram value's beginning: the field, its length, the tag, the body's field."""
+    head = cache.get((tag, size))
+    if head is None:
+        named = _field(1, tag)
+        inner = len(named) + 1 + len(varint(size)) + size
+        head = cache[(tag, size)] = _SMALL[0x0A] + varint(inner) + named + b"\x2a" + varint(size)
+    return head
 
 
 def event(wall_time: float, step: int, values: list) -> bytes:

@@ -171,12 +171,20 @@ def _histograms(rows, block, cache: dict) -> dict[int, list[bytes]]:
         squares = np.where(known_norm[pick] & np.isfinite(nm), nm**2, 0.0)
         header = np.stack([edges[:, 0], edges[:, -1], num, total, squares], axis=1)
         full = np.flatnonzero(num > 0)
-        chosen = pick[full].tolist()
+        chosen = pick[full]
         if len(full) < len(pick):  # histograms that count nothing left out
             header, edges, counts = header[full], edges[full], counts[full]
-        encoded = ER.histogram_values([tags[rows.names[i]] for i in chosen],
+        per = _same_each_step(ks[chosen], ps[chosen])
+        if per:  # each step the same parameters' (as mostly): a row of bytes a step
+            table = ER.histogram_value_steps([tags[rows.names[i]] for i in chosen[:per].tolist()],
+                                             header, edges[:, 1:], counts, cache)
+            view, width = memoryview(table.reshape(-1)), table.shape[1]
+            for k, i in enumerate(chosen[::per].tolist()):
+                out.setdefault(rows.steps[i], []).append((view[k * width:(k + 1) * width],))
+            continue
+        encoded = ER.histogram_values([tags[rows.names[i]] for i in chosen.tolist()],
                                       header, edges[:, 1:], counts, cache)
-        for i, value in zip(chosen, encoded, strict=True):
+        for i, value in zip(chosen.tolist(), encoded, strict=True):
             out.setdefault(rows.steps[i], []).append(value)
     for i in np.flatnonzero(keep & ~plain).tolist():  # values outside a fixed range: rare
         h = Histogram(rows.edges[i], rows.counts[i], *rows.extras[i].tolist())
@@ -189,3 +197,19 @@ def _histograms(rows, block, cache: dict) -> dict[int, list[bytes]]:
                 f"grad/{rows.names[i]}".encode(), b["min"], b["max"], b["num"], b["sum"],
                 b["sum_squares"], b["bucket_limits"], b["bucket_counts"]))
     return out
+
+
+def _same_each_step(ks: np.ndarray, ps: np.ndarray) -> int:
+    """How many rows each step has when the rows (step ``ks``, parameter ``ps``) are steps one
+    after another, each a different step holding the same parameters in the same order; 0
+    when they are not."""
+    if not len(ks):
+        return 0
+    per = int(np.argmax(ks != ks[0])) or len(ks)  # the first step's rows
+    if len(ks) % per:
+        return 0
+    steps, params = ks.reshape(-1, per), ps.reshape(-1, per)
+    if not ((steps == steps[:, :1]).all() and (params == params[0]).all()
+            and len(np.unique(steps[:, 0])) == len(steps)):
+        return 0
+    return per
