@@ -116,6 +116,32 @@ def test_downsampling_keeps_spikes_and_nan():
     assert thin_steps(list(range(1, 1001)), 5) == [1, 251, 501, 750, 1000]
 
 
+def test_downsampling_keeps_each_buckets_first_low_and_high_in_order():
+    """The points kept are the rule computed bucket by bucket: a bucket's first non-finite
+    point where it has one, else its first lowest and first highest point, in step order
+    (once where they are one point); on curves with ties, plateaus, NaN and ±inf."""
+    rng = np.random.default_rng(5)
+    for n, most in ((1000, 100), (1001, 101), (5000, 4), (777, 300), (20_000, 1600)):
+        y = np.round(rng.standard_normal(n), 1)  # ties
+        y[rng.integers(0, n, 6)] = [np.nan, np.inf, -np.inf, np.nan, 9.0, -9.0]
+        y[n // 3:n // 3 + 50] = 0.5  # a plateau
+        x = np.arange(n) * 2 + 7
+        bounds = np.linspace(0, n, most // 2 + 1).astype(np.int64)
+        want = []
+        for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+            bad = [i for i in range(a, b) if not np.isfinite(y[i])]
+            if bad:
+                want.append(bad[0])
+                continue
+            chunk = y[a:b].tolist()
+            low = a + chunk.index(min(chunk))
+            high = a + chunk.index(max(chunk))
+            want += sorted({low, high})
+        dx, dy = downsample_peaks(x, y, most)
+        assert dx.tolist() == x[want].tolist()
+        assert np.array_equal(dy, y[want], equal_nan=True)
+
+
 def test_csv_text_is_exact():
     text = csv_text(["step", "value"], [(1, 0.1), (2, np.float64(1 / 3)), (3, None)])
     assert text == f"step,value\n1,0.1\n2,{1 / 3!r}\n3,\n"

@@ -5,6 +5,7 @@ written without a ledger; the TensorBoard events written directly read back equa
 from __future__ import annotations
 
 import math
+import struct
 
 import numpy as np
 import pytest
@@ -226,6 +227,11 @@ def test_event_records_are_tensorboards_own():
     for size in (0, 1, 7, 8, 9, 15, 16, 17, 100, 1001):
         data = rng.integers(0, 256, size, dtype=np.uint8).tobytes()
         assert ER.masked_crc32c(data) == masked_crc32c(data)
+    datas = [rng.integers(0, 256, size, dtype=np.uint8).tobytes() for size in (0, 9, 1001, 17, 64)]
+    framed = b"".join(struct.pack("<Q", len(d)) + struct.pack("<I", masked_crc32c(struct.pack("<Q", len(d))))
+                      + d + struct.pack("<I", masked_crc32c(d)) for d in datas)
+    assert ER.records(b"".join(datas), [len(d) for d in datas]) == framed  # many frames at once
+    assert b"".join(map(ER.record, datas)) == framed
     limits, counts = np.sort(rng.standard_normal((2, 5)), axis=1), rng.integers(0, 9, (2, 5)) * 1.0
     header = np.array([[-1.0, 2.0, 12.0, 0.5, 3.0], [0.0, 1.0, 0.0, -0.0, 1e300]])
     values = [ER.scalar_values([b"norm/a", "é/b".encode()], np.array([1.5, 1e300]), {}),

@@ -31,6 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def report_command(args: argparse.Namespace) -> int:
+    from gradexplorer.core.runs.history import RunHistory
     from gradexplorer.core.runs.run import open_run
     from gradexplorer.core.share.report_html import write_report
 
@@ -42,10 +43,11 @@ def report_command(args: argparse.Namespace) -> int:
         for r in (run, *others):
             if r.last_step is None:
                 raise UserError(f"run {str(r.path)!r} has no complete step yet")
-        progress = ProgressLines("report", len(run.steps))
+        steps = RunHistory(run).step_count()
+        progress = ProgressLines("report", steps)
         size = write_report(run, out, args.top, others, progress.stage)
         progress.close()
-        steps, params = len(run.steps), len(run.parameters)
+        params = len(run.parameters)
     also = f", {len(others)} more run(s) overlaid" if others else ""
     print(f"report of {steps:,} steps x {params} parameters{also}: {out} ({size / 1e6:.2f} MB, "
           f"{time.perf_counter() - start:.2f} s)")

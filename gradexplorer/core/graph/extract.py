@@ -8,10 +8,7 @@ order, so the same model gives the same ids every time.
 
 from __future__ import annotations
 
-import gc
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -19,6 +16,7 @@ import networkx as nx
 import torch
 from torch import nn
 
+from gradexplorer.core.gc_pause import gc_paused
 from gradexplorer.core.graph.attribution import ROOT, ModuleAttribution, compiled, parameter_names
 from gradexplorer.core.graph.source_lines import annotate_sources
 from gradexplorer.core.messages.errors import UserError
@@ -112,18 +110,6 @@ def walk_grad_fns(root) -> tuple[list, list[tuple[int, int, int]]]:
             edges.append((src, dst, slot))
         stack.extend(reversed(new))  # explore slot 0's inputs first
     return order, edges
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector (re-enabled only if it was on)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def extract_graph(

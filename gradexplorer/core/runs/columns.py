@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from gradexplorer.core.gc_pause import gc_paused
 from gradexplorer.core.messages.errors import UserError
 from gradexplorer.core.runs import histogram_rows as H
 from gradexplorer.core.runs import schema as S
@@ -145,8 +146,9 @@ def _checked_column(values: tuple, test, explain: Callable[[int], Any], nan: boo
         sound = types <= _WHOLE and (not present or (min(present) >= 0 and max(present) <= V.MAX_COUNT))
     else:
         sound = types <= _NUMBERS
-    out = list(values)
+    out = values
     if not sound:
+        out = list(values)
         for i, v in enumerate(values):
             if not test(v):
                 if not (nan and v == "nan"):
@@ -154,7 +156,7 @@ def _checked_column(values: tuple, test, explain: Callable[[int], Any], nan: boo
                 out[i] = math.nan
         types = set(map(type, out))
     if types <= {float, type(None)}:
-        return out
+        return list(out)
     if type(None) not in types:
         return list(map(float, out))
     return [None if v is None else float(v) for v in out]
@@ -166,6 +168,11 @@ _LEDGER_READ = (*LEDGER_FIGURES[1:], "skipped", "clipped")  # the ledger columns
 def step_table(run) -> StepTable:
     """The run's step table and ledger in one query (what ``Run.step_info`` gives a step at a
     time: a step without a ledger row has the ledger ``Run.step_ledger`` makes for it)."""
+    with gc_paused():  # ~20 objects a step, kept till the end: no collector passes over them
+        return _step_table(run)
+
+
+def _step_table(run) -> StepTable:
     ledger = S.LEDGER_TABLE in run._optional
     query = f"SELECT {', '.join(f's.{c}' for c in V.STEP_COLUMNS)}"
     if ledger:
@@ -186,7 +193,7 @@ def step_table(run) -> StepTable:
                                        lambda i: V.step_row(table[i][:width], run.where), nan=not count)
     steps = np.array(columns[0], dtype=np.int64)
     del figures["step"]
-    times = np.array([math.nan if t is None else t for t in figures.pop("time")])
+    times = np.array(figures.pop("time"), np.float64)  # None: NaN
     n = len(steps)
     fallback: dict[str, list] = {  # a step without a ledger row: what step_ledger makes for it
         "optimizer_step": steps.astype(np.float64).tolist(),
@@ -198,9 +205,11 @@ def step_table(run) -> StepTable:
         found, skipped, clipped = _ledger_columns(run, table, columns[width:], found)
     firsts = {}
     for key in LEDGER_FIGURES:
-        first = next((i for i, v in enumerate(found[key]) if v is not None), None)
-        if first is not None:
-            firsts[key] = first
+        column = found[key]
+        if column[0] is not None:
+            firsts[key] = 0
+        elif column.count(None) < n:  # (a column of None only is left out)
+            firsts[key] = next(i for i, v in enumerate(column) if v is not None)
     for key in sorted(firsts, key=lambda k: (firsts[k], LEDGER_FIGURES.index(k))):
         figures[key] = found[key]
     return StepTable(steps, times, figures, skipped, clipped)
@@ -222,9 +231,9 @@ def _ledger_columns(run, table: list[tuple], columns: list[tuple], fallback: dic
     for key, column in zip(_LEDGER_READ, values, strict=True):
         checked = _checked_column(column, V.is_figure, explain)
         if key in ("skipped", "clipped"):
-            flags.append(np.array([bool(v) and v is not None for v in checked]))  # as ledger_from_row
+            flags.append(np.array(checked, bool))  # as ledger_from_row: None False, NaN True
             continue
-        if key in ("nan_count", "inf_count"):  # as ledger_from_row: no count is 0
+        if key in ("nan_count", "inf_count") and None in checked:  # as ledger_from_row: no count is 0
             checked = [0.0 if v is None else v for v in checked]
         out[key] = checked if whole else [f if h is None else v for h, v, f in
                                           zip(held, checked, out[key], strict=True)]
@@ -271,14 +280,17 @@ def histogram_rows(run, steps: Sequence[int], names: set[str] | None = None) -> 
                      "WHERE step IN (SELECT value FROM json_each(?)) ORDER BY step", (_json_steps(steps),))
     if names is not None:
         rows = [r for r in rows if r[1] in names]
-    if rows and set(map(type, (r[1] for r in rows))) != {str}:
+    columns = list(zip(*rows, strict=True)) if rows else [()] * (2 + len(HISTOGRAM_COLUMNS))
+    if rows and set(map(type, columns[1])) != {str}:
         step, name = next((r[0], r[1]) for r in rows if type(r[1]) is not str)  # noqa: E721
         raise UserError(f"{run.where}, table histograms at step {step} holds a parameter name "
                         f"of type {type(name).__name__}")
-    edges, counts, extras = decode_histograms(
+    arrays = H.decode_columns(columns[2], columns[3], columns[4:]) \
+        if rows and run.version >= S.LEAN else None  # as a run writes them: all at once
+    edges, counts, extras = arrays if arrays is not None else decode_histograms(
         [r[2:] for r in rows], lambda i: V.row_where(run.where, "histograms", rows[i][0], rows[i][1]),
         run.version)
-    return HistogramRows([r[0] for r in rows], [r[1] for r in rows], edges, counts, extras)
+    return HistogramRows(list(columns[0]), list(columns[1]), edges, counts, extras)
 
 
 def figure_blocks(run, steps: Sequence[int], names: Sequence[str] | None = None,

@@ -50,19 +50,21 @@ class FigureBlock:
                 for p, name in enumerate(self.names) if self.grad[k, p]}
 
 
-def _check(column: tuple, count: bool, explain) -> None:
-    """Every value of ``column`` a figure (or a count); ``explain(i)`` the first that is not."""
+def _check(column: tuple, count: bool, explain) -> set[type]:
+    """Every value of ``column`` a figure (or a count); ``explain(i)`` the first that is not.
+    Returns the column's set of value types (of a sound column)."""
     types = set(map(type, column))
     if count:
         present = [v for v in column if v is not None] if type(None) in types else column
         if types <= _WHOLE and (not present or (min(present) >= 0 and max(present) <= V.MAX_COUNT)):
-            return
+            return types
     elif types <= _NUMBERS or types <= _NUMBERS | {str} and all(
             v == "nan" for v in column if type(v) is str):  # noqa: E721 - NaN kept as 'nan'
-        return
+        return types
     for i, v in enumerate(column):
         if not (V.is_count(v) if count else V.is_figure(v) or v == "nan"):
             explain(i)
+    return types
 
 
 def figure_block(run, steps: Sequence[int], names: set[str] | None = None,
@@ -83,10 +85,12 @@ def figure_block(run, steps: Sequence[int], names: set[str] | None = None,
         stats = [r for r in stats if r[1] in names]
         extra = [r for r in extra if r[1] in names]
     order = {n: i for i, n in enumerate(run.parameters)}
-    found = dict.fromkeys(r[1] for r in stats)
-    for step, name, *_ in stats:
-        if type(name) is not str:  # noqa: E721
-            V.stat_name(step, name, run.where)
+    columns = list(zip(*stats, strict=True)) if stats else []
+    found = dict.fromkeys(columns[1] if stats else ())
+    if stats and set(map(type, found)) != {str}:
+        for step, name, *_ in stats:
+            if type(name) is not str:  # noqa: E721
+                V.stat_name(step, name, run.where)
     listed = sorted((n for n in found if n in order), key=order.__getitem__)
     block_names = [*listed, *(n for n in found if n not in order)]
     k, p = len(steps), len(block_names)
@@ -96,8 +100,7 @@ def figure_block(run, steps: Sequence[int], names: set[str] | None = None,
     known = {f: np.zeros((k, p), bool) for f in FIELDS}
     grad = np.zeros((k, p), bool)
     if stats:
-        columns = list(zip(*stats, strict=True))
-        rows = np.array([at_step[s] for s in columns[0]]), np.array([at_name[n] for n in columns[1]])
+        rows = _index(columns[0], at_step), _index(columns[1], at_name)
 
         def explain(i: int) -> None:
             r = stats[i]
@@ -119,14 +122,23 @@ def figure_block(run, steps: Sequence[int], names: set[str] | None = None,
             extra = [extra[i] for i in keep]
             columns = list(zip(*extra, strict=True)) if extra else []
         if extra:
-            rows = np.array([at_step[s] for s in columns[0]]), np.array([at_name[n] for n in columns[1]])
+            rows = _index(columns[0], at_step), _index(columns[1], at_name)
             _fill(columns[2:], S.PARAM_STEP_FIELDS, rows, values, known,
                   lambda i: V.param_step_values(extra[i][0], extra[i][1], tuple(extra[i][2:]), run.where))
     return FigureBlock(np.array(steps, np.int64), block_names, grad, values, known)
 
 
+def _index(column: tuple, at: dict) -> np.ndarray:
+    """Each value's place (``at[value]``) as an int64 array, looked up at C speed."""
+    return np.fromiter(map(at.__getitem__, column), np.int64, len(column))
+
+
 def _fill(columns, fields, rows, values, known, explain) -> None:
     for field, column in zip(fields, columns, strict=True):
-        _check(column, field in V.COUNT_FIELDS, explain)
-        values[field][rows] = np.array(column, np.float64)  # None and 'nan': NaN
-        known[field][rows] = np.not_equal(np.array(column, object), None)
+        types = _check(column, field in V.COUNT_FIELDS, explain)
+        if str in types or type(None) in types:  # 'nan' as NaN, None as NaN and not known
+            values[field][rows] = np.array(column, np.float64)
+            known[field][rows] = np.not_equal(np.array(column, object), None)
+        else:  # numbers only, as a run writes them
+            values[field][rows] = np.fromiter(column, np.float64, len(column))
+            known[field][rows] = True

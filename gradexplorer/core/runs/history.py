@@ -11,6 +11,7 @@ UserError, never a traceback or a figure read from garbage.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -36,6 +37,39 @@ from gradexplorer.core.stats.records import STAT_FIELDS, whole_figure
 def _real(value: float | int | str | None) -> float:
     """A checked figure as a float (no value: NaN; SQLite keeps NaN as the text 'nan')."""
     return math.nan if value is None else float(value)
+
+
+def _fill_sound(rows: list[tuple], field: str, test, position: dict[int, int],
+                out: dict[str, np.ndarray]) -> bool:
+    """``stat_series``' values of ``rows`` (step, name, has_grad, value, nan_count, inf_count)
+    put into ``out`` a column at a time, when every column is of the kinds a run writes
+    (tested by sets of types at C speed); False (nothing put) otherwise."""
+    if not rows:
+        return True
+    steps, names, grads, values, nans, infs = zip(*rows, strict=True)
+    counts = (*nans, *infs, *values) if test is V.is_count else (*nans, *infs)
+    kinds = {int, type(None)}
+    if not (set(map(type, steps)) == {int} and set(map(type, grads)) == {int} and set(grads) <= {0, 1}
+            and set(map(type, values)) <= ({int, float, type(None)} if test is V.is_figure else kinds)
+            and set(map(type, counts)) <= kinds and set(map(type, names)) <= {str}):
+        return False
+    present = [v for v in counts if v is not None]
+    if present and (min(present) < 0 or max(present) > V.MAX_COUNT):
+        return False
+    at = np.fromiter(map(position.get, steps, itertools.repeat(-1)), np.int64, len(steps))
+    with np.errstate(invalid="ignore"):
+        value = np.array(values, np.float64)  # None: NaN
+        if field in ("norm", "abs_max"):  # whole_figure: NaN where NaN, else inf where ±Inf
+            value[np.array(infs, np.float64) > 0] = math.inf
+            value[np.array(nans, np.float64) > 0] = math.nan
+    order = {name: k for k, name in enumerate(out)}
+    row = np.fromiter(map(order.get, names, itertools.repeat(-1)), np.int64, len(names))
+    kept = (at >= 0) & (row >= 0) & np.array(grads, bool)
+    table = np.full((len(out), len(position)), math.nan)
+    table[row[kept], at[kept]] = value[kept]
+    for name, k in order.items():
+        out[name][:] = table[k]
+    return True
 
 
 @dataclass(frozen=True)
@@ -78,6 +112,10 @@ class RunHistory:
         table = step_table(self.run)  # one query per table (run_columns.py)
         return table.steps, table.times, table.figures
 
+    def step_count(self) -> int:
+        """How many steps the run holds (one count, no list of them)."""
+        return self._rows("SELECT COUNT(*) FROM steps")[0][0]
+
     def step_table(self) -> StepTable:
         """Every step's figures and ledger as columns, with its skipped and clipped flags."""
         return step_table(self.run)
@@ -91,8 +129,12 @@ class RunHistory:
         inf at one that held ±Inf, never the finite part's figure."""
         if field not in STAT_FIELDS:
             raise ValueError(f"unknown figure {field!r}; one of {', '.join(STAT_FIELDS)}")
-        held = self.run.steps
-        steps = np.asarray(held if steps is None else steps, dtype=np.int64)
+        if steps is None:
+            steps = self.run.steps
+            held = len(steps)
+        else:
+            held = self.step_count()  # (a count: no list of every step)
+        steps = np.asarray(steps, dtype=np.int64)
         position = {int(s): i for i, s in enumerate(steps)}
         out = {n: np.full(len(steps), math.nan) for n in names}
         if not len(names) or not len(steps):
@@ -101,11 +143,14 @@ class RunHistory:
         query = (f"SELECT step, name, has_grad, {field}, nan_count, inf_count FROM stats "
                  f"WHERE name IN ({marks})")
         args: list[Any] = list(names)
-        if len(steps) < len(held):
+        if len(steps) < held:
             query += " AND step IN (SELECT value FROM json_each(?))"
             args.append("[" + ",".join(str(int(s)) for s in steps) + "]")
         test = V.is_count if field in V.COUNT_FIELDS else V.is_figure
-        for step, name, has_grad, value, nan, inf in self._rows(query, args):
+        rows = self._rows(query, args)
+        if _fill_sound(rows, field, test, position, out):  # as a run writes them: at once
+            return steps, out
+        for step, name, has_grad, value, nan, inf in rows:
             if not (type(has_grad) is int and has_grad in (0, 1) and test(value)  # noqa: E721
                     and V.is_count(nan) and V.is_count(inf)):
                 V.stat_value(step, name, "has_grad", has_grad, self.run.where)

@@ -37,37 +37,78 @@ def _crc_tables() -> np.ndarray:
 _TABLES = _crc_tables()
 
 
-@njit(nogil=True, cache=True)
-def _crc32c(data, tables):
-    """CRC-32C of ``data`` (uint8), eight bytes a round (slicing by 8)."""
-    crc = np.uint32(0xFFFFFFFF)
-    n = data.size
-    i = 0
-    while i + 8 <= n:
-        low = crc ^ (np.uint32(data[i]) | np.uint32(data[i + 1]) << np.uint32(8)
-                     | np.uint32(data[i + 2]) << np.uint32(16) | np.uint32(data[i + 3]) << np.uint32(24))
-        crc = (tables[7, low & np.uint32(0xFF)] ^ tables[6, (low >> np.uint32(8)) & np.uint32(0xFF)]
-               ^ tables[5, (low >> np.uint32(16)) & np.uint32(0xFF)] ^ tables[4, low >> np.uint32(24)]
-               ^ tables[3, data[i + 4]] ^ tables[2, data[i + 5]] ^ tables[1, data[i + 6]]
-               ^ tables[0, data[i + 7]])
-        i += 8
-    while i < n:
-        crc = tables[0, (crc ^ np.uint32(data[i])) & np.uint32(0xFF)] ^ (crc >> np.uint32(8))
-        i += 1
-    return crc ^ np.uint32(0xFFFFFFFF)
-
-
 def masked_crc32c(data: bytes) -> int:
     """TensorBoard's ``masked_crc32c`` of ``data``."""
-    crc = int(_crc32c(np.frombuffer(data, np.uint8), _TABLES))
-    return ((((crc >> 15) | (crc << 17)) & 0xFFFFFFFF) + 0xA282EAD8) & 0xFFFFFFFF
+    heads, tails = np.empty((1, 12), np.uint8), np.empty((1, 4), np.uint8)
+    _frame_ends(np.frombuffer(data, np.uint8), np.array([len(data)], np.int64), _TABLES, heads, tails)
+    return int.from_bytes(tails[0].tobytes(), "little")
+
+
+@njit(nogil=True, cache=True)
+def _frame_ends(data, sizes, tables, heads, tails):
+    """Of each record laid end to end in ``data`` (``sizes``: each one's length), its frame's
+    beginning into ``heads[i]`` (its length, 8 bytes, and their masked CRC-32C) and its end
+    into ``tails[i]`` (the record's masked CRC-32C), little-endian. CRC-32C (Castagnoli,
+    reflected), eight bytes a round (slicing by 8), masked as TensorBoard masks it; one kernel
+    (one compilation, cached), the CRC written out rather than called."""
+    at = 0
+    for i in range(sizes.size):
+        n = sizes[i]
+        crc = np.uint32(0xFFFFFFFF)
+        for j in range(8):
+            heads[i, j] = (n >> (8 * j)) & 0xFF
+            crc = tables[0, (crc ^ np.uint32(heads[i, j])) & np.uint32(0xFF)] ^ (crc >> np.uint32(8))
+        for k in range(2):
+            if k == 1:  # the record's own CRC
+                crc = np.uint32(0xFFFFFFFF)
+                p, stop = at, at + n
+                while p + 8 <= stop:
+                    low = crc ^ (np.uint32(data[p]) | np.uint32(data[p + 1]) << np.uint32(8)
+                                 | np.uint32(data[p + 2]) << np.uint32(16)
+                                 | np.uint32(data[p + 3]) << np.uint32(24))
+                    crc = (tables[7, low & np.uint32(0xFF)]
+                           ^ tables[6, (low >> np.uint32(8)) & np.uint32(0xFF)]
+                           ^ tables[5, (low >> np.uint32(16)) & np.uint32(0xFF)]
+                           ^ tables[4, low >> np.uint32(24)]
+                           ^ tables[3, data[p + 4]] ^ tables[2, data[p + 5]] ^ tables[1, data[p + 6]]
+                           ^ tables[0, data[p + 7]])
+                    p += 8
+                while p < stop:
+                    crc = tables[0, (crc ^ np.uint32(data[p])) & np.uint32(0xFF)] ^ (crc >> np.uint32(8))
+                    p += 1
+            whole = np.uint64(crc ^ np.uint32(0xFFFFFFFF))
+            masked = ((((whole >> np.uint64(15)) | (whole << np.uint64(17))) & np.uint64(0xFFFFFFFF))
+                      + np.uint64(0xA282EAD8)) & np.uint64(0xFFFFFFFF)
+            for j in range(4):
+                if k == 0:
+                    heads[i, 8 + j] = (masked >> np.uint64(8 * j)) & np.uint64(0xFF)
+                else:
+                    tails[i, j] = (masked >> np.uint64(8 * j)) & np.uint64(0xFF)
+        at += n
+
+
+def records(data: bytes, sizes: list[int]) -> bytes:
+    """The TFRecord frames of many records joined in ``data`` (``sizes``: each one's length)."""
+    return b"".join(frames(data, sizes))
+
+
+def frames(data: bytes, sizes: list[int]) -> list:
+    """``records`` as the pieces to write one after the other (``file.writelines``): each
+    frame's beginning, its record (a view into ``data``) and its end; the CRCs in one pass."""
+    lengths = np.array(sizes, np.int64)
+    heads, tails = np.empty((len(lengths), 12), np.uint8), np.empty((len(lengths), 4), np.uint8)
+    _frame_ends(np.frombuffer(data, np.uint8), lengths, _TABLES, heads, tails)
+    head, tail, view = heads.tobytes(), tails.tobytes(), memoryview(data)
+    parts, at = [], 0
+    for i, size in enumerate(lengths.tolist()):
+        parts += (head[12 * i:12 * i + 12], view[at:at + size], tail[4 * i:4 * i + 4])
+        at += size
+    return parts
 
 
 def record(data: bytes) -> bytes:
     """One TFRecord frame of ``data``."""
-    header = struct.pack("<Q", len(data))
-    return header + struct.pack("<I", masked_crc32c(header)) + data + struct.pack(
-        "<I", masked_crc32c(data))
+    return records(data, [len(data)])
 
 
 _SMALL = [bytes((i,)) if i < 128 else bytes((i & 0x7F | 0x80, i >> 7)) for i in range(1 << 14)]
@@ -163,6 +204,31 @@ def histogram_values(tags: list[bytes], header: np.ndarray, limits: np.ndarray, 
     0 as the same value); ``cache`` keeps each tag's encoded beginning between calls. Each
     value is returned as its two pieces (beginning, body: a view, not a copy); ``event`` joins
     them."""
+    raw, size = _bodies(header, limits, counts)
+    view = memoryview(raw.reshape(-1))
+    return [(_head(tag, size, cache), view[i * size:(i + 1) * size]) for i, tag in enumerate(tags)]
+
+
+def histogram_value_steps(tags: list[bytes], header: np.ndarray, limits: np.ndarray,
+                          counts: np.ndarray, cache: dict[tuple[bytes, int], bytes]) -> np.ndarray:
+    """``histogram_values`` of the same ``tags`` at many steps, the rows step after step (the
+    first step's ``len(tags)`` histograms in the order of ``tags``, then the next step's …):
+    ``(steps, bytes)``, each row a step's values joined (a row's bytes: a copy of each
+    beginning and body, made for every step at once)."""
+    raw, size = _bodies(header, limits, counts)
+    heads = [np.frombuffer(_head(tag, size, cache), np.uint8) for tag in tags]
+    bodies = raw.reshape(-1, len(tags), size)
+    out = np.empty((len(bodies), sum(map(len, heads)) + len(tags) * size), np.uint8)
+    at = 0
+    for p, head in enumerate(heads):
+        out[:, at:at + len(head)] = head
+        out[:, at + len(head):at + len(head) + size] = bodies[:, p]
+        at += len(head) + size
+    return out
+
+
+def _bodies(header: np.ndarray, limits: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, int]:
+    """The ``HistogramProto`` bodies of ``histogram_values``: (n, size) bytes, and size."""
     n, m = limits.shape
     packed = varint(8 * m)
     kind = np.dtype([*((f"h{j}", [("k", "u1"), ("v", "<f8")]) for j in range(5)), ("lk", "u1"),
@@ -175,24 +241,32 @@ def histogram_values(tags: list[bytes], header: np.ndarray, limits: np.ndarray, 
     body["lk"], body["ck"] = 0x32, 0x3A
     body["ll"] = body["cl"] = np.frombuffer(packed, f"V{len(packed)}")[0]
     body["limits"], body["counts"] = limits, counts
-    raw, size = memoryview(body.view(np.uint8)), kind.itemsize
-    out = []
-    for i, tag in enumerate(tags):
-        head = cache.get((tag, size))
-        if head is None:
-            named = _field(1, tag)
-            inner = len(named) + 1 + len(varint(size)) + size
-            head = cache[(tag, size)] = _SMALL[0x0A] + varint(inner) + named + b"\x2a" + varint(size)
-        out.append((head, raw[i * size:(i + 1) * size]))
-    return out
+    return body.view(np.uint8).reshape(n, kind.itemsize), kind.itemsize
+
+
+def _head(tag: bytes, size: int, cache: dict[tuple[bytes, int], bytes]) -> bytes:
+    """A histogram value's beginning: the field, its length, the tag, the body's field."""
+    head = cache.get((tag, size))
+    if head is None:
+        named = _field(1, tag)
+        inner = len(named) + 1 + len(varint(size)) + size
+        head = cache[(tag, size)] = _SMALL[0x0A] + varint(inner) + named + b"\x2a" + varint(size)
+    return head
 
 
 def event(wall_time: float, step: int, values: list) -> bytes:
     """``Event(wall_time=…, step=…, summary=Summary(value=values))`` (``values``: encoded
     ``Summary.value`` fields as the functions above give them, bytes or pieces of bytes)."""
-    out = _double(0x09, wall_time) + (b"\x10" + varint(step) if step else b"")
-    summary = b"".join([p for v in values for p in ((v,) if isinstance(v, bytes) else v)])
-    return out + _field(5, summary)  # set, so present even when empty
+    return b"".join(event_pieces(wall_time, step, values))
+
+
+def event_pieces(wall_time: float, step: int, values: list) -> list:
+    """``event``'s bytes as a list of pieces (bytes and memoryviews; joined, they are the
+    event): many events' pieces are joined once (``records``)."""
+    pieces = [p for v in values for p in ((v,) if isinstance(v, bytes) else v)]
+    size = sum(map(len, pieces))
+    return [_double(0x09, wall_time) + (b"\x10" + varint(step) if step else b"")  # summary: set,
+            + _SMALL[5 << 3 | 2] + varint(size), *pieces]  # so present even when empty
 
 
 def file_version_event(wall_time: float) -> bytes:

@@ -182,8 +182,7 @@ def with_headline(steps, wall, curves: dict) -> tuple:
     clipped or scaled run's headline curve is the gradient backward made, the applied one
     beside it."""
     headline = headline_series(curves, len(steps))
-    applied = np.array([np.nan if v is None else v for v in curves.get("global_norm", [None] * len(steps))],
-                       dtype=np.float64)
+    applied = np.array(curves.get("global_norm", [None] * len(steps)), dtype=np.float64)  # None: NaN
     if not np.array_equal(headline, applied, equal_nan=True):
         curves = {**curves, "headline_norm": [None if np.isnan(v) else float(v) for v in headline]}
     return steps, wall, curves
@@ -194,7 +193,7 @@ def gather(run: Run, top: int = 6, others: list[Run] = (), stage=None) -> Report
     curves of ``others`` are overlaid on its own. ``stage(text)`` is told what it reads next."""
     stage = stage or (lambda text: None)
     history = RunHistory(run)
-    stage(f"reading the figures of {len(run.steps):,} steps")
+    stage(f"reading the figures of {history.step_count():,} steps")
     steps, wall, curves = with_headline(*history.step_figures())
     steps_list = steps.tolist()
     last = steps_list[-1]

@@ -13,7 +13,6 @@ spike events ``gradexplorer spikes`` lists: step, layer first to move, batch ids
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +20,7 @@ import numpy as np
 from gradexplorer._version import __version__
 from gradexplorer.core.diagnose.spikes import factor_text, ids_text
 from gradexplorer.core.files.atomic_file import write_atomic
+from gradexplorer.core.gc_pause import gc_paused
 from gradexplorer.core.messages.number_text import format_number
 from gradexplorer.core.messages.printable import html_text
 from gradexplorer.core.runs.run import Run
@@ -40,7 +40,12 @@ E = html_text
 
 
 def _json_list(values) -> list:
-    return [None if v is None or not math.isfinite(v) else float(v) for v in values]
+    """``values`` as floats, None where a value is missing or not finite (JSON has no NaN)."""
+    floats = np.array(values, dtype=np.float64)  # None: NaN
+    out = floats.tolist()
+    for i in np.flatnonzero(~np.isfinite(floats)).tolist():
+        out[i] = None
+    return out
 
 
 def _cell(value, bad: bool = False) -> str:
@@ -114,8 +119,15 @@ def curve_data(d: ReportData) -> dict:
 
 
 def _drawn(steps, values) -> tuple[np.ndarray, np.ndarray]:
-    y = np.array([np.nan if v is None else v for v in values], dtype=np.float64)
+    y = np.array(values, dtype=np.float64)  # None: NaN
     return downsample_peaks(np.asarray(steps), y, 1600)
+
+
+def _varies(values: list) -> bool:
+    """More than one distinct value (None left out) in ``values``."""
+    distinct = set(values)
+    distinct.discard(None)
+    return len(distinct) > 1
 
 
 def curves_section(d: ReportData, data: dict) -> str:
@@ -138,7 +150,7 @@ def curves_section(d: ReportData, data: dict) -> str:
             f'<a href="#spike-{e.step}">{e.step}</a>' for e in d.spikes) + ' — see <a href="#spikes">'
             'spikes</a> for the layer first to move and the batch</p>')
     others = [k for k, v in d.curves.items() if k not in ("loss", "global_norm", "headline_norm")
-              and len({x for x in v if x is not None}) > 1]
+              and _varies(v)]
     for key in others:
         series = [(label, *_drawn(steps, values)) for label, steps, values in step_series(d, key)]
         parts.append(f"<h3>{E(key)}</h3>" + line_chart(series, ylabel=key, height=150))
@@ -295,9 +307,10 @@ def write_report(run: Run, out: str | Path, top: int = 6, others: list[Run] = ()
                  stage=None) -> int:
     """Write the report of ``run`` to ``out`` atomically (the step curves of ``others``
     overlaid on its own); returns its size in bytes. ``stage(text)``: as ``gather``'s."""
-    data = gather(run, top, list(others), stage)
-    if stage is not None:
-        stage("drawing the page")
-    text = report_html(data).encode("utf-8")
+    with gc_paused():  # a whole run's rows and curves: no collector passes over them meanwhile
+        data = gather(run, top, list(others), stage)
+        if stage is not None:
+            stage("drawing the page")
+        text = report_html(data).encode("utf-8")
     write_atomic(Path(out), text)
     return len(text)

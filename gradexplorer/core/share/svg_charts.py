@@ -150,10 +150,11 @@ def path_data(frame: Frame, x: np.ndarray, y: np.ndarray) -> str:
 
 def marks(frame: Frame, steps: Sequence[int], label: str) -> str:
     """Red vertical lines at event steps (NaN/Inf), each with a tooltip."""
+    xs = frame.px(np.asarray(steps, dtype=np.float64)).tolist() if len(steps) else []
+    title = html_text(label)
     return "".join(
-        f'<line x1="{float(frame.px(s)):.1f}" y1="{frame.top}" x2="{float(frame.px(s)):.1f}" '
-        f'y2="{frame.height - frame.bottom}" class="event"><title>{html_text(label)} at step {s}'
-        f'</title></line>' for s in steps)
+        f'<line x1="{x:.1f}" y1="{frame.top}" x2="{x:.1f}" y2="{frame.height - frame.bottom}" '
+        f'class="event"><title>{title} at step {s}</title></line>' for s, x in zip(steps, xs, strict=True))
 
 
 def line_chart(series: Sequence[tuple[str, np.ndarray, np.ndarray]], *, log: bool = False,

@@ -17,6 +17,7 @@ values outside a fixed range when there are any.
 
 from __future__ import annotations
 
+import itertools
 import os
 import socket
 import time
@@ -24,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from gradexplorer.core.gc_pause import gc_paused
 from gradexplorer.core.messages.errors import UserError
 from gradexplorer.core.runs.columns import figure_blocks
 from gradexplorer.core.runs.history import RunHistory
@@ -72,7 +74,7 @@ def export_tensorboard(history: RunHistory, selection: ExportSelection, director
                         "--overwrite replaces them")
     with staged_folder(directory, target.name, "TensorBoard events") as staging:
         partial = staging / "events.partial"  # no reader takes it for events until renamed
-        with open(partial, "wb") as file:
+        with open(partial, "wb") as file, gc_paused():  # rows and pieces by the 100,000
             _write_events(history, selection, file, progress)
             file.flush()
             os.fsync(file.fileno())
@@ -102,6 +104,8 @@ def _write_events(history: RunHistory, selection: ExportSelection, file, progres
         names = block.names
         named = "\0".join(names).encode() + b"\0\0"  # the layout's key: these names, these slots
         hists = {} if rows is None else _histograms(rows, block, encoded)
+        pieces: list = []
+        sizes = []
         for k, step in enumerate(block.steps.tolist()):
             i = index[step]
             present = [j for j, v in enumerate(columns) if v[i] is not None]
@@ -111,9 +115,12 @@ def _write_events(history: RunHistory, selection: ExportSelection, file, progres
             values.append(layout.encode(named + slots.tobytes(), lambda s=slots, n=names: [
                 f"{chosen[f]}/{n[p]}".encode() for p, f in zip(*np.nonzero(s), strict=True)],
                 whole[k][slots]))
-            file.write(ER.record(ER.event(float(times[i]), int(step), values + hists.get(step, []))))
+            event = ER.event_pieces(float(times[i]), int(step), values + hists.get(step, []))
+            pieces += event
+            sizes.append(sum(map(len, event)))
             if progress is not None:
                 progress(step)
+        file.writelines(ER.frames(b"".join(pieces), sizes))  # a block's events framed at once
 
 
 def _whole(block, chosen: list[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -138,8 +145,9 @@ def _histograms(rows, block, cache: dict) -> dict[int, list[bytes]]:
     count and nothing outside its range encoded at once."""
     at_step = {s: k for k, s in enumerate(block.steps.tolist())}
     at_name = {n: p for p, n in enumerate(block.names)}
-    ks = np.array([at_step[s] for s in rows.steps], np.int64)
-    ps = np.array([at_name.get(n, -1) for n in rows.names], np.int64)
+    ks = np.fromiter(map(at_step.__getitem__, rows.steps), np.int64, len(rows.steps))
+    ps = np.fromiter(map(at_name.get, rows.names, itertools.repeat(-1)), np.int64, len(rows.names))
+    tags = {n: f"grad/{n}".encode() for n in at_name}
     keep = (ps >= 0) & block.grad[ks, ps.clip(0)] if len(ks) else np.zeros(0, bool)
     known_mean, known_norm = block.known["mean"][ks, ps], block.known["norm"][ks, ps]
     mean, norm = block.values["mean"][ks, ps], block.values["norm"][ks, ps]
@@ -150,8 +158,10 @@ def _histograms(rows, block, cache: dict) -> dict[int, list[bytes]]:
         np.array([c.size for c in rows.counts], np.int64)
     for bins in np.unique(sizes[keep & plain]).tolist():
         pick = np.flatnonzero(keep & plain & (sizes == bins))
-        if stacked:
-            edges, counts = rows.edges[pick], rows.counts[pick].astype(np.float64)
+        if stacked:  # every row (as mostly): the arrays as they are, no copy picked out
+            every = len(pick) == len(ks)
+            edges = rows.edges if every else rows.edges[pick]
+            counts = (rows.counts if every else rows.counts[pick]).astype(np.float64)
         else:
             edges = np.stack([rows.edges[i] for i in pick.tolist()])
             counts = np.stack([rows.counts[i] for i in pick.tolist()]).astype(np.float64)
@@ -161,10 +171,21 @@ def _histograms(rows, block, cache: dict) -> dict[int, list[bytes]]:
         squares = np.where(known_norm[pick] & np.isfinite(nm), nm**2, 0.0)
         header = np.stack([edges[:, 0], edges[:, -1], num, total, squares], axis=1)
         full = np.flatnonzero(num > 0)
-        encoded = ER.histogram_values([f"grad/{rows.names[pick[j]]}".encode() for j in full.tolist()],
-                                      header[full], edges[full, 1:], counts[full], cache)
-        for j, value in zip(full.tolist(), encoded, strict=True):
-            out.setdefault(rows.steps[pick[j]], []).append(value)
+        chosen = pick[full]
+        if len(full) < len(pick):  # histograms that count nothing left out
+            header, edges, counts = header[full], edges[full], counts[full]
+        per = _same_each_step(ks[chosen], ps[chosen])
+        if per:  # each step the same parameters' (as mostly): a row of bytes a step
+            table = ER.histogram_value_steps([tags[rows.names[i]] for i in chosen[:per].tolist()],
+                                             header, edges[:, 1:], counts, cache)
+            view, width = memoryview(table.reshape(-1)), table.shape[1]
+            for k, i in enumerate(chosen[::per].tolist()):
+                out.setdefault(rows.steps[i], []).append((view[k * width:(k + 1) * width],))
+            continue
+        encoded = ER.histogram_values([tags[rows.names[i]] for i in chosen.tolist()],
+                                      header, edges[:, 1:], counts, cache)
+        for i, value in zip(chosen.tolist(), encoded, strict=True):
+            out.setdefault(rows.steps[i], []).append(value)
     for i in np.flatnonzero(keep & ~plain).tolist():  # values outside a fixed range: rare
         h = Histogram(rows.edges[i], rows.counts[i], *rows.extras[i].tolist())
         k, p = ks[i], ps[i]
@@ -176,3 +197,19 @@ def _histograms(rows, block, cache: dict) -> dict[int, list[bytes]]:
                 f"grad/{rows.names[i]}".encode(), b["min"], b["max"], b["num"], b["sum"],
                 b["sum_squares"], b["bucket_limits"], b["bucket_counts"]))
     return out
+
+
+def _same_each_step(ks: np.ndarray, ps: np.ndarray) -> int:
+    """How many rows each step has when the rows (step ``ks``, parameter ``ps``) are steps one
+    after another, each a different step holding the same parameters in the same order; 0
+    when they are not."""
+    if not len(ks):
+        return 0
+    per = int(np.argmax(ks != ks[0])) or len(ks)  # the first step's rows
+    if len(ks) % per:
+        return 0
+    steps, params = ks.reshape(-1, per), ps.reshape(-1, per)
+    if not ((steps == steps[:, :1]).all() and (params == params[0]).all()
+            and len(np.unique(steps[:, 0])) == len(steps)):
+        return 0
+    return per

@@ -46,16 +46,19 @@ def downsample_peaks(x: np.ndarray, y: np.ndarray, max_points: int) -> tuple[np.
         return x, y
     buckets = max_points // 2
     bounds = np.linspace(0, n, buckets + 1).astype(np.int64)
-    keep: list[int] = []
-    for a, b in zip(bounds[:-1], bounds[1:], strict=True):
-        chunk = y[a:b]
-        bad = np.flatnonzero(~np.isfinite(chunk))
-        if len(bad):
-            keep.append(a + int(bad[0]))
-            continue
-        lo, hi = a + int(np.argmin(chunk)), a + int(np.argmax(chunk))
-        keep.extend(sorted({lo, hi}))
-    index = np.asarray(keep, dtype=np.int64)
+    starts, sizes = bounds[:-1], np.diff(bounds)
+    index = starts[:, None] + np.arange(sizes.max())  # (bucket, place): padded to the longest
+    inside = index < bounds[1:, None]
+    values = y[np.minimum(index, n - 1)]
+    bad = ~np.isfinite(values) & inside
+    has_bad = bad.any(axis=1)
+    first_bad = starts + bad.argmax(axis=1)  # a bucket's first non-finite point, where it has one
+    lo = starts + np.where(inside, values, np.inf).argmin(axis=1)  # first lowest, first highest
+    hi = starts + np.where(inside, values, -np.inf).argmax(axis=1)
+    first = np.where(has_bad, first_bad, np.minimum(lo, hi))
+    second = np.where(has_bad | (lo == hi), -1, np.maximum(lo, hi))
+    index = np.stack([first, second], axis=1).ravel()
+    index = index[index >= 0]
     return x[index], y[index]
 
 

@@ -8,7 +8,9 @@ declare the clip. A step the GradScaler skips is a row with ``skipped`` set, nev
 
 from __future__ import annotations
 
+import itertools
 import math
+import operator
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, fields
 
@@ -147,8 +149,10 @@ def _column(values, size: int) -> tuple[np.ndarray, np.ndarray]:
     steps have one."""
     if values is None:
         return np.full(size, math.nan), np.zeros(size, dtype=bool)
-    known = np.fromiter((v is not None for v in values), dtype=bool, count=size)
-    return np.fromiter((math.nan if v is None else v for v in values), dtype=np.float64, count=size), known
+    floats = np.array(values, dtype=np.float64)  # None: NaN
+    if None not in values:
+        return floats, np.ones(size, dtype=bool)
+    return floats, np.fromiter(map(operator.is_not, values, itertools.repeat(None)), dtype=bool, count=size)
 
 
 def headline_series(figures: dict, size: int) -> np.ndarray:
