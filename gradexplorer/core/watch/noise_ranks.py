@@ -209,6 +209,12 @@ class RankNoiseWatch(NoiseWatch):
         sizes, self._sizes = self._sizes, []
         return sizes
 
+    def _prepared(self, step: int, scale: float | None, accumulated):
+        """The step's figures taken now, on the training thread (what the ranks sent is read
+        at the step)."""
+        found = self._figures(step, scale, accumulated)
+        return lambda: found
+
     def _figures(self, step: int, scale: float | None, accumulated) -> NoiseStep | None:
         if self.rank != 0:
             return None
