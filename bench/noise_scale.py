@@ -67,28 +67,31 @@ def bench(name: str, steps: int, rounds: int, k: int) -> dict:
     bare_opt = torch.optim.SGD(workload.model.parameters(), lr=0.01)
     off, on = watched(workload.model, False), watched(workload.model, True)
     arms = [(workload.model, bare_opt), off[:2], on[:2]]
-    whole, own, per_step = [], [], []
+    whole, own, per_step, wall = [], [], [], []
     try:
         for s in range(3):  # warm every arm (the probe's proof, the allocator)
             for model, opt in arms:
                 micro_step(model, opt, workload, workload.make_batch(s), k)
         for r in range(rounds):
-            cpu = [0.0, 0.0, 0.0]
+            cpu, clock = [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]
             later = on[2].noise._later
             later.run()
             later.seconds = 0.0
             for s in range(steps):
                 batch = workload.make_batch(r * steps + s)
                 for i, (model, opt) in enumerate(arms):
-                    start = time.thread_time()
+                    start, begun = time.thread_time(), time.perf_counter()
                     micro_step(model, opt, workload, batch, k)
                     cpu[i] += time.thread_time() - start
+                    clock[i] += time.perf_counter() - begun
             whole.append((cpu[2] - cpu[1]) / cpu[0])
+            wall.append((clock[2] - clock[1]) / clock[0])
             later.run()
             own.append(later.seconds / cpu[0])
             per_step.append(cpu[0] / steps)
         latest = on[2].noise.latest
         return {"whole": statistics.median(whole), "own": statistics.median(own),
+                "wall": statistics.median(wall),
                 "bare_ms": statistics.median(per_step) * 1e3, "used": on[2].noise.capture.used,
                 "b_simple": latest.smoothed.b_simple if latest else None,
                 "spread": (min(whole), max(whole))}
@@ -112,7 +115,7 @@ def main() -> None:
     print(f"the noise scale's CPU per step over the bare accumulation step's (median of "
           f"{args.rounds} rounds × {args.steps} steps, arms interleaved; target ≤ {TARGET:.0%})")
     print(f"  {'model':12s} {'k':>2s} {'bare ms':>8s} {'cost':>7s}  {'(rounds)':17s} "
-          f"{'off thread':>10s}")
+          f"{'off thread':>10s} {'wall':>7s}")
     for name in args.models.split(","):
         for k in (int(x) for x in args.micro.split(",")):
             got = bench(name, args.steps, args.rounds, k)
@@ -120,7 +123,7 @@ def main() -> None:
             b_simple = "none yet" if got["b_simple"] is None else f"{got['b_simple']:.4g}"
             low, high = got["spread"]
             print(f"  {name:12s} {k:2d} {got['bare_ms']:8.2f} {got['whole']:7.2%}  "
-                  f"({low:6.1%}..{high:5.1%})  {got['own']:9.2%}   target ≤ {TARGET:.0%} "
+                  f"({low:6.1%}..{high:5.1%})  {got['own']:9.2%} {got['wall']:7.2%}   target ≤ {TARGET:.0%} "
                   f"{verdict}   ({got['used']}; smoothed B_simple {b_simple})",
                   flush=True)
 

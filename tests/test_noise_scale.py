@@ -120,10 +120,11 @@ def test_noise_scale_equals_float64_from_each_micro_batch(tmp_path, monkeypatch,
         rec.noise._estimates = estimates
         for step in range(3):
             train(model, opt, 1, refs=refs, first=step)
-            if where == "worker":  # the step's work done there, not by a reader
-                assert wait_for(lambda: len(made) == step + 1)
+            if where == "worker":  # the step's work done off this thread, not by a reader here
+                assert wait_for(lambda n=step + 1: len(made) == n)
         assert rec.noise.capture.used == path
-    assert [name == "gradexplorer-noise" for name, _ in made] == [where == "worker"] * 3
+    # off the training thread: on the worker, or on the run's writer thread needing the rows
+    assert [name != threading.main_thread().name for name, _ in made] == [where == "worker"] * 3
     seen = [noise for _, noise in made]
     for noise, ref in zip(seen, refs, strict=True):
         assert noise.parts == K and noise.batch == B
@@ -402,3 +403,35 @@ def test_shared_weights_unused_parameters_and_either_zero_grad(monkeypatch, hold
     # closed: no hook left on the model's tensors, no gradient held
     assert not any(p._backward_hooks for p in model.parameters())
     assert not any(rec.noise.capture._held)
+
+
+def test_per_parameter_arrays_read_late_equal_those_read_at_each_step():
+    """A step's per-parameter arrays are made when first read (noise_params.py): read only after
+    the last step, several steps at once, they equal, bit for bit, those read at each step; a
+    step missing a parameter's gradient among them (made one step at a time) included."""
+    torch.manual_seed(10)
+    base = Tied()
+    got = {}
+    for when in ("each step", "at the end"):
+        model = copy.deepcopy(base)
+        opt = torch.optim.SGD(model.parameters(), lr=0.05)
+        steps = []
+        with gx.watch(model, opt, update_ratio=False) as rec:
+            for step in range(7):
+                x, y = data(step)
+                for i in range(K):  # side unused by every backward of step 3: not present
+                    model.use_side = step != 3 and i % 2 == 0
+                    (nn.functional.mse_loss(model(x[i * B:(i + 1) * B]), y[i * B:(i + 1) * B]) / K
+                     ).backward()
+                opt.step()
+                opt.zero_grad()
+                steps.append(rec.noise.latest)
+                if when == "each step":
+                    steps[-1].per["snr"]
+        got[when] = steps
+    assert "side.weight" not in got["at the end"][3].names
+    got["at the end"][-1].per["snr"]  # the last step's first: the steps before it made with it
+    for late, early in zip(got["at the end"], got["each step"], strict=True):
+        assert late.names == early.names
+        for column in late.per:
+            np.testing.assert_array_equal(late.per[column], early.per[column], strict=True)

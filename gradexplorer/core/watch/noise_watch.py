@@ -16,6 +16,7 @@ model's output in each forward that needs a gradient (``micro_batch_size`` overr
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,6 +26,7 @@ from gradexplorer.core.messages.errors import UserError
 from gradexplorer.core.stats.noise_scale import NoiseFigures, NoiseSmoother, Smoothed, estimate
 from gradexplorer.core.steps.micro_batches import MicroBatchNorms
 from gradexplorer.core.watch.noise_later import InOrder
+from gradexplorer.core.watch.noise_params import PARAM_COLUMNS, ParamFold
 
 
 @dataclass(frozen=True)
@@ -60,7 +62,7 @@ class NoiseStep:
     whole: NoiseFigures
     smoothed: Smoothed
     names: list[str]
-    per: dict[str, np.ndarray]
+    per: Mapping[str, np.ndarray]  # (made when first read: noise_params.py)
     ranks: int = 1  # DDP ranks the parts came from (noise_ranks.py)
 
     @property
@@ -79,8 +81,6 @@ class NoiseStep:
         return [(self.step, name, *values) for name, *values in zip(self.names, *columns,
                                                                     strict=True)]
 
-
-PARAM_COLUMNS = ("small", "big", "g_sq", "trace", "snr", "snr_ema")
 
 
 def _first_batch_dim(output) -> int | None:
@@ -107,7 +107,7 @@ class NoiseWatch:
         self.settings, self.names, self._report, self._writer = settings, names, report, writer
         self.capture = MicroBatchNorms(probe._params)
         self.smoother = NoiseSmoother(settings.beta)
-        self._ema = np.zeros((2, len(names)))  # per parameter: EMAs of g_sq and trace
+        self._params = ParamFold(settings.beta, len(names))  # per parameter: noise_params.py
         self._sizes: list[int | None] = []
         self.skipped: str | None = None  # why the last step of several backwards had no figures
         self._latest: NoiseStep | None = None  # the last recorded step's figures
@@ -204,23 +204,9 @@ class NoiseWatch:
         if not (math.isfinite(whole.g_sq) and math.isfinite(whole.trace)):  # kept out of the EMAs
             self._say(step, "its gradient holds NaN or Inf")
             return None
-        per = self._per(small, big, k, b, present)
+        per = self._params.add(small, big, k, b, present)  # made when first read
         return NoiseStep(step, k, b, c, whole, self.smoother.add(whole.trace, whole.g_sq),
                          self.names if every else [self.names[i] for i in present], per, ranks)
-
-    def _per(self, small, big, k: int, b: int, present) -> dict[str, np.ndarray]:
-        """Every present parameter's figures (``estimate`` as arrays) and its smoothed SNR
-        (NaN where a denominator is 0: divided by NaN instead, which warns of nothing)."""
-        g_sq = (k * big - small) / (k - 1)
-        trace = (small - big) * (b * k / (k - 1))
-        snr = g_sq * b / np.where(trace != 0, trace, np.nan)
-        beta = self.settings.beta
-        ema = self._ema[:, present] * beta
-        ema[0] += (1 - beta) * g_sq
-        ema[1] += (1 - beta) * trace
-        self._ema[:, present] = ema
-        snr_ema = ema[0] * b / np.where(ema[1] != 0, ema[1], np.nan)  # the bias cancels
-        return dict(zip(PARAM_COLUMNS, (small, big, g_sq, trace, snr, snr_ema), strict=True))
 
     def _say(self, step: int, why: str) -> None:
         if why not in self._said:
