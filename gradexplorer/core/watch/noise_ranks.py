@@ -205,10 +205,6 @@ class RankNoiseWatch(NoiseWatch):
         self.capture = RankCapture(params, plan.wrapper, recorder._next_step, wanted,
                                    self._taken_sizes, recorder._report, plan.rank, plan.world)
 
-    def _taken_sizes(self) -> list:
-        sizes, self._sizes = self._sizes, []
-        return sizes
-
     def _prepared(self, step: int, scale: float | None, accumulated):
         """The step's figures taken now, on the training thread (what the ranks sent is read
         at the step)."""

@@ -16,8 +16,10 @@ model's output in each forward that needs a gradient (``micro_batch_size`` overr
 from __future__ import annotations
 
 import math
+from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import torch
@@ -98,6 +100,15 @@ def _first_batch_dim(output) -> int | None:
     return None
 
 
+def _on_output(append, _module, _args, output) -> None:
+    """The model's forward hook (a function, not a method: a deepcopy of the model, an EMA
+    copy, takes it as it is, not the watch): every forward that needs a gradient, its batch
+    size (the step's are the last ones)."""
+    if torch.is_grad_enabled():
+        append(output.shape[0] if type(output) is torch.Tensor and output.dim()
+               else _first_batch_dim(output))
+
+
 class NoiseWatch:
     """The capture on the probe's backwards, the batch size from the model's forwards, the
     figures at each recorded step (``take``) and the EMAs across them."""
@@ -108,26 +119,15 @@ class NoiseWatch:
         self.capture = MicroBatchNorms(probe._params)
         self.smoother = NoiseSmoother(settings.beta)
         self._params = ParamFold(settings.beta, len(names))  # per parameter: noise_params.py
-        self._sizes: list[int | None] = []
+        self._sizes: deque[int | None] = deque(maxlen=4096)  # (steps not recorded: bounded)
         self.skipped: str | None = None  # why the last step of several backwards had no figures
         self._latest: NoiseStep | None = None  # the last recorded step's figures
         self._later = InOrder()  # the steps' work, in order, off the training thread
         self._said: set[str] = set()  # the reasons already said
         probe.on_backward = self.capture.backward
         self._probe = probe
-        def on_output(module, args, output):  # a function: a deepcopy of the model (an EMA
-            self._on_output(module, args, output)  # copy) takes it as it is, not this watch
         self._handle = None if settings.micro_batch_size is not None else \
-            model.register_forward_hook(on_output)
-
-    def _on_output(self, _module, _args, output) -> None:
-        """Every forward that needs a gradient: its batch size (the step's are the last ones)."""
-        if torch.is_grad_enabled():
-            sizes = self._sizes
-            sizes.append(output.shape[0] if type(output) is torch.Tensor and output.dim()
-                         else _first_batch_dim(output))
-            if len(sizes) > 4096:  # steps not recorded
-                del sizes[:-64]
+            model.register_forward_hook(partial(_on_output, self._sizes.append))
 
     @property
     def latest(self) -> NoiseStep | None:
@@ -168,7 +168,7 @@ class NoiseWatch:
     def _prepared(self, step: int, scale: float | None, accumulated):
         """The step's work as a function giving its figures: what the training thread must
         take now (the references, the batch sizes) taken, the rest left to the function."""
-        held, sizes, self._sizes = self.capture.hand_over(), self._sizes, []
+        held, sizes = self.capture.hand_over(), self._taken_sizes()
         if held.parts < 2:
             return lambda: None
         sizes = sizes[-held.parts:]  # the forwards of this step's backwards
@@ -207,6 +207,12 @@ class NoiseWatch:
         per = self._params.add(small, big, k, b, present)  # made when first read
         return NoiseStep(step, k, b, c, whole, self.smoother.add(whole.trace, whole.g_sq),
                          self.names if every else [self.names[i] for i in present], per, ranks)
+
+    def _taken_sizes(self) -> list:
+        """The batch sizes of the forwards since the last step (their list emptied)."""
+        sizes = list(self._sizes)
+        self._sizes.clear()
+        return sizes
 
     def _say(self, step: int, why: str) -> None:
         if why not in self._said:
