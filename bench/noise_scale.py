@@ -15,10 +15,10 @@ step in one process, one torch thread, each step timed on the training thread
 
 Cost: (the third arm's CPU − the second's) / the bare arm's, per round, the median over rounds,
 printed beside the 5% target: everything the noise scale adds to the training thread, its
-gradient hooks inside the engine included. Beside it, "off thread": the CPU of the work each
-recorded step hands to the noise worker (the pass over the held gradients and the figures,
-``core/watch/noise_later.py``), on whichever thread ran it, over the bare step's: with a core
-free for it (one torch thread here), not on the training thread. No run directory.
+gradient hooks inside the engine included (no timing wrapper inside the timed arms: they would
+add calls to it). No run directory: the per-parameter arrays (SNR and its EMA) are made when
+first read (``core/watch/noise_params.py``: by a run directory's writer thread), here, unread,
+``MAX_WAITING`` steps at a time at a step (counted in the cost).
 """
 
 from __future__ import annotations
@@ -61,37 +61,28 @@ def watched(model, noise: bool):
 
 
 def bench(name: str, steps: int, rounds: int, k: int) -> dict:
-    """The noise scale's cost on the training thread and its off-thread work's, over the bare
-    step (medians over rounds)."""
+    """The noise scale's cost over the bare step (the median over rounds, and their range)."""
     workload = WORKLOADS[name]()
     bare_opt = torch.optim.SGD(workload.model.parameters(), lr=0.01)
     off, on = watched(workload.model, False), watched(workload.model, True)
     arms = [(workload.model, bare_opt), off[:2], on[:2]]
-    whole, own, per_step, wall = [], [], [], []
+    whole, per_step = [], []
     try:
         for s in range(3):  # warm every arm (the probe's proof, the allocator)
             for model, opt in arms:
                 micro_step(model, opt, workload, workload.make_batch(s), k)
         for r in range(rounds):
-            cpu, clock = [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]
-            later = on[2].noise._later
-            later.run()
-            later.seconds = 0.0
+            cpu = [0.0, 0.0, 0.0]
             for s in range(steps):
                 batch = workload.make_batch(r * steps + s)
                 for i, (model, opt) in enumerate(arms):
-                    start, begun = time.thread_time(), time.perf_counter()
+                    start = time.thread_time()
                     micro_step(model, opt, workload, batch, k)
                     cpu[i] += time.thread_time() - start
-                    clock[i] += time.perf_counter() - begun
             whole.append((cpu[2] - cpu[1]) / cpu[0])
-            wall.append((clock[2] - clock[1]) / clock[0])
-            later.run()
-            own.append(later.seconds / cpu[0])
             per_step.append(cpu[0] / steps)
         latest = on[2].noise.latest
-        return {"whole": statistics.median(whole), "own": statistics.median(own),
-                "wall": statistics.median(wall),
+        return {"whole": statistics.median(whole),
                 "bare_ms": statistics.median(per_step) * 1e3, "used": on[2].noise.capture.used,
                 "b_simple": latest.smoothed.b_simple if latest else None,
                 "spread": (min(whole), max(whole))}
@@ -114,8 +105,7 @@ def main() -> None:
     warmup.wait()
     print(f"the noise scale's CPU per step over the bare accumulation step's (median of "
           f"{args.rounds} rounds × {args.steps} steps, arms interleaved; target ≤ {TARGET:.0%})")
-    print(f"  {'model':12s} {'k':>2s} {'bare ms':>8s} {'cost':>7s}  {'(rounds)':17s} "
-          f"{'off thread':>10s} {'wall':>7s}")
+    print(f"  {'model':12s} {'k':>2s} {'bare ms':>8s} {'cost':>7s}  (rounds)")
     for name in args.models.split(","):
         for k in (int(x) for x in args.micro.split(",")):
             got = bench(name, args.steps, args.rounds, k)
@@ -123,9 +113,8 @@ def main() -> None:
             b_simple = "none yet" if got["b_simple"] is None else f"{got['b_simple']:.4g}"
             low, high = got["spread"]
             print(f"  {name:12s} {k:2d} {got['bare_ms']:8.2f} {got['whole']:7.2%}  "
-                  f"({low:6.1%}..{high:5.1%})  {got['own']:9.2%} {got['wall']:7.2%}   target ≤ {TARGET:.0%} "
-                  f"{verdict}   ({got['used']}; smoothed B_simple {b_simple})",
-                  flush=True)
+                  f"({low:6.1%}..{high:5.1%})   target ≤ {TARGET:.0%} {verdict}   "
+                  f"({got['used']}; smoothed B_simple {b_simple})", flush=True)
 
 
 if __name__ == "__main__":

@@ -4,8 +4,6 @@ float64 computation from each micro-batch's own gradient, taken independently he
 
 import copy
 import math
-import threading
-import time
 
 import numpy as np
 import pytest
@@ -18,7 +16,6 @@ from gradexplorer.core.messages.errors import UserError
 from gradexplorer.core.runs.noise_rows import module_noise, noise_params, noise_rows, snr_curve
 from gradexplorer.core.runs.run import Run
 from gradexplorer.core.steps import micro_batches as MB
-from gradexplorer.core.watch import noise_later as NL
 from gradexplorer.core.watch.noise_watch import NoiseSettings
 
 K, B = 4, 6
@@ -52,8 +49,8 @@ def reference(model, x, y, k, b):
     return per
 
 
-def train(model, opt, steps, k=K, b=B, divisor=None, refs=None, first=0):
-    for step in range(first, first + steps):
+def train(model, opt, steps, k=K, b=B, divisor=None, refs=None):
+    for step in range(steps):
         x, y = data(step, k, b)
         if refs is not None:
             refs.append(reference(model, x, y, k, b))
@@ -92,40 +89,24 @@ def check_step(noise, ref, k=K, b=B, rel=2e-5):
     assert noise.whole.b_simple == pytest.approx(trace / g_sq, rel=1e-4)
 
 
-def wait_for(condition, seconds=10.0):
-    end = time.monotonic() + seconds
-    while not condition() and time.monotonic() < end:
-        time.sleep(0.002)
-    return condition()
-
-
-@pytest.mark.parametrize("where", ["worker", "training thread"])
 @pytest.mark.parametrize("path", ["numba", "torch"])
-def test_noise_scale_equals_float64_from_each_micro_batch(tmp_path, monkeypatch, path, where):
-    """Each step's figures, made on the noise worker from what the step handed over (nothing
-    reads them until the worker has: noise_later.py) or on the training thread."""
+def test_noise_scale_equals_float64_from_each_micro_batch(tmp_path, monkeypatch, path):
     if path == "torch":  # the path of devices, and of the CPU before the kernels are compiled
         monkeypatch.setattr(MB, "_kernel", lambda: None)
-    monkeypatch.setattr(NL, "offloaded", lambda: where == "worker")
     torch.manual_seed(0)
     model = Net()
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
-    made, refs = [], []
+    seen, refs = [], []
     with gx.watch(model, opt, tmp_path / "run", update_ratio=False) as rec:
-        orig = rec.noise._estimates
+        orig = rec.noise.take
 
-        def estimates(*args):
-            made.append((threading.current_thread().name, orig(*args)))
-            return made[-1][1]
-        rec.noise._estimates = estimates
-        for step in range(3):
-            train(model, opt, 1, refs=refs, first=step)
-            if where == "worker":  # the step's work done off this thread, not by a reader here
-                assert wait_for(lambda n=step + 1: len(made) == n)
+        def take(*args):
+            seen.append(orig(*args))
+            return seen[-1]
+        rec.noise.take = take
+        train(model, opt, 3, refs=refs)
         assert rec.noise.capture.used == path
-    # off the training thread: on the worker, or on the run's writer thread needing the rows
-    assert [name != threading.main_thread().name for name, _ in made] == [where == "worker"] * 3
-    seen = [noise for _, noise in made]
+    assert len(seen) == 3
     for noise, ref in zip(seen, refs, strict=True):
         assert noise.parts == K and noise.batch == B
         check_step(noise, ref)

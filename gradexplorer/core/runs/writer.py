@@ -270,21 +270,17 @@ class RunWriter:
         for note in self.around_steps:
             note(writes[-1][0].step, db)
 
-    def write_noise(self, noise, step: int | None = None) -> bool:
-        """Keep a step's noise scale (a ``noise_watch.NoiseStep``, or a function giving it on
-        the writer thread, None: nothing kept, ``step`` then its number; its rows made on the
-        writer thread; given before the step's own write, so a reader sees them with the step)."""
+    def write_noise(self, noise) -> bool:
+        """Keep a step's noise scale (a ``noise_watch.NoiseStep``, its rows made on the writer
+        thread; given before the step's own write, so a reader sees them with the step)."""
         def work(db):
-            found = noise() if callable(noise) else noise
-            if found is None:
-                return
             db.execute(f"INSERT OR REPLACE INTO noise_steps VALUES ({','.join('?' * 14)})",
-                       tuple(map(_real, found.step_row())))
+                       tuple(map(_real, noise.step_row())))
             db.executemany("INSERT OR REPLACE INTO noise_params VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                           [tuple(map(_real, row)) for row in found.param_rows()])
+                           [tuple(map(_real, row)) for row in noise.param_rows()])
             db.execute("INSERT OR REPLACE INTO noise_sources VALUES (?, ?, ?)",
-                       (found.step, found.source, found.ranks))
-        return self._submit(f"the noise scale of step {noise.step if step is None else step}", work)
+                       (noise.step, noise.source, noise.ranks))
+        return self._submit(f"the noise scale of step {noise.step}", work)
 
     def write_event(self, step: int, until: int, event: str) -> bool:
         """Keep (or update) the spike event that began at ``step`` (JSON text)."""

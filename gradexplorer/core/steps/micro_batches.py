@@ -46,19 +46,6 @@ class MicroBatchSums:
     why: str | None = None
 
 
-@dataclass
-class HeldStep:
-    """A step handed over (``MicroBatchNorms.hand_over``): ``diff_sq`` its sums so far (of
-    backwards read at their end), ``grads`` the gradients still held, ``counts[j]`` how many of
-    them are parameter ``j``'s (in order)."""
-
-    parts: int
-    diff_sq: np.ndarray
-    grads: list
-    counts: list
-    why: str | None
-
-
 _KERNEL: tuple | None = None  # (addresses_of, norms_at), or () without Numba
 
 
@@ -139,37 +126,21 @@ class MicroBatchNorms:
     def _read(self) -> None:
         """Add the held gradients' ``|d_i|²`` to the step's sums (one pass), drop them."""
         held = self._held
-        counts = list(map(len, held))
+        counts = np.fromiter(map(len, held), np.int64, self.count)
         grads = list(chain.from_iterable(held))
         self._drop()
-        if grads and self._why is None:
-            self._why = self._add(grads, counts, self._diff)
-
-    def _add(self, grads: list[torch.Tensor], counts: list[int], diff: np.ndarray) -> str | None:
-        """``diff[j] += |g|²`` of each gradient of parameter ``j`` (``counts[j]`` of them, in
-        order): one pass; why it failed, else None."""
+        if not grads or self._why is not None:
+            return
         try:
             squares, self.used = squared_norms(grads)
-            if len(grads) == self.count and 0 not in counts:  # one gradient each
-                diff += squares
-            else:
-                diff += np.bincount(np.repeat(self._rows, counts), squares, self.count)
+            self._diff += np.bincount(np.repeat(self._rows, counts), squares, self.count)
         except Exception as exc:  # noqa: BLE001 - a monitor never breaks the loop it watches
-            return f"the capture failed ({type(exc).__name__}: {exc})"
-        return None
+            self._why = f"the capture failed ({type(exc).__name__}: {exc})"
 
     def take(self) -> MicroBatchSums:
         """At a recorded step: its sums; starts the next step."""
-        return self.finish(self.hand_over())
-
-    def hand_over(self) -> HeldStep:
-        """At a recorded step: what its backwards held and counted, for ``finish`` (on any
-        thread, at most once); starts the next step. Nothing but C-level calls over the
-        references."""
-        held = self._held
-        counts = list(map(len, held))  # (any held: a backward the probe did not count)
-        grads = list(chain.from_iterable(held))
-        self._drop()
+        if self._pending or any(self._held):  # (any: a backward the probe did not count)
+            self._read()
         parts, why = self.parts, self._why
         if not self.keep and parts > 1:
             why, self._singles = "the loop had one backward a step until now", 0
@@ -180,16 +151,9 @@ class MicroBatchNorms:
                 self.remove()
         elif parts > 1:
             self._singles = 0
-        out = HeldStep(parts, self._diff, grads, counts, why or (None if parts else "no backward"))
+        out = MicroBatchSums(parts, self._diff, why or (None if parts else "no backward"))
         self._reset()
         return out
-
-    def finish(self, step: HeldStep) -> MicroBatchSums:
-        """A step handed over: its sums, from the pass over the gradients it held."""
-        if step.grads and step.why is None:
-            step.why = self._add(step.grads, step.counts, step.diff_sq)
-        step.grads = []
-        return MicroBatchSums(step.parts, step.diff_sq, step.why)
 
     def remove(self) -> None:
         for handle in self._handles:

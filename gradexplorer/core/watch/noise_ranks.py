@@ -205,12 +205,6 @@ class RankNoiseWatch(NoiseWatch):
         self.capture = RankCapture(params, plan.wrapper, recorder._next_step, wanted,
                                    self._taken_sizes, recorder._report, plan.rank, plan.world)
 
-    def _prepared(self, step: int, scale: float | None, accumulated):
-        """The step's figures taken now, on the training thread (what the ranks sent is read
-        at the step)."""
-        found = self._figures(step, scale, accumulated)
-        return lambda: found
-
     def _figures(self, step: int, scale: float | None, accumulated) -> NoiseStep | None:
         if self.rank != 0:
             return None

@@ -27,7 +27,6 @@ import torch
 from gradexplorer.core.messages.errors import UserError
 from gradexplorer.core.stats.noise_scale import NoiseFigures, NoiseSmoother, Smoothed, estimate
 from gradexplorer.core.steps.micro_batches import MicroBatchNorms
-from gradexplorer.core.watch.noise_later import InOrder
 from gradexplorer.core.watch.noise_params import PARAM_COLUMNS, ParamFold
 
 
@@ -121,70 +120,36 @@ class NoiseWatch:
         self._params = ParamFold(settings.beta, len(names))  # per parameter: noise_params.py
         self._sizes: deque[int | None] = deque(maxlen=4096)  # (steps not recorded: bounded)
         self.skipped: str | None = None  # why the last step of several backwards had no figures
-        self._latest: NoiseStep | None = None  # the last recorded step's figures
-        self._later = InOrder()  # the steps' work, in order, off the training thread
+        self.latest: NoiseStep | None = None  # the last recorded step's figures
         self._said: set[str] = set()  # the reasons already said
         probe.on_backward = self.capture.backward
         self._probe = probe
         self._handle = None if settings.micro_batch_size is not None else \
             model.register_forward_hook(partial(_on_output, self._sizes.append))
 
-    @property
-    def latest(self) -> NoiseStep | None:
-        """The last recorded step's figures (None where it had none); its work done first,
-        here if the worker has not done it yet (``noise_later.py``)."""
-        self._later.run()
-        return self._latest
-
     def take(self, step: int, scale: float | None, accumulated: dict[str, float]) -> NoiseStep | None:
         """At a recorded step (``accumulated``: its norms as accumulated, by name): its figures
-        (kept as ``latest``, given to the run's writer), None where it had one backward (or
-        could not). All on the calling thread."""
-        self.take_later(step, scale, accumulated, offload=False)
-        return self.latest
+        (kept as ``latest``, given to the run's writer, which makes its per-parameter rows),
+        None where it had one backward (or could not)."""
+        self.latest = found = self._figures(step, scale, accumulated)
+        if found is not None and self._writer is not None:
+            self._writer.write_noise(found)
+        return found
 
-    def take_later(self, step: int, scale: float | None, accumulated: dict[str, float],
-                   offload: bool = True) -> None:
-        """``take``, its work done off the training thread (``noise_later.py``): here only
-        what the step hands over; ``latest`` and the run's writer wait for the rest."""
-        work, result = self._prepared(step, scale, accumulated), []
-
-        def job() -> None:
-            try:
-                self._latest = found = work()
-            except Exception as exc:  # noqa: BLE001 - a monitor never breaks the loop it watches
-                self._latest = found = None
-                self._say(step, f"its figures failed ({type(exc).__name__}: {exc})")
-            result.append(found)
-
-        def done() -> NoiseStep | None:  # the writer thread's, before it writes the step's rows
-            self._later.run()
-            return result[0] if result else None
-
-        self._later.submit(job, offload)
-        if self._writer is not None:
-            self._writer.write_noise(done, step)
-
-    def _prepared(self, step: int, scale: float | None, accumulated):
-        """The step's work as a function giving its figures: what the training thread must
-        take now (the references, the batch sizes) taken, the rest left to the function."""
-        held, sizes = self.capture.hand_over(), self._taken_sizes()
-        if held.parts < 2:
-            return lambda: None
-        sizes = sizes[-held.parts:]  # the forwards of this step's backwards
+    def _figures(self, step: int, scale: float | None, accumulated) -> NoiseStep | None:
+        sums, sizes = self.capture.take(), self._taken_sizes()
+        if sums.parts < 2:
+            return None
+        sizes = sizes[-sums.parts:]  # the forwards of this step's backwards
         b = self.settings.micro_batch_size or (sizes[0] if sizes and None not in sizes and
                                                len(set(sizes)) == 1 else None)
-
-        def figures() -> NoiseStep | None:
-            sums = self.capture.finish(held)
-            why = sums.why or (None if b else f"micro-batch sizes {sorted(set(map(str, sizes)))} "
-                               "are not one size (give NoiseSettings(micro_batch_size=...))") or (
-                None if accumulated else "its gradient as accumulated is not known")
-            if why is not None:
-                self._say(step, why)
-                return None
-            return self._estimates(step, sums.diff_sq, sums.parts, b, scale, accumulated)
-        return figures
+        why = sums.why or (None if b else f"micro-batch sizes {sorted(set(map(str, sizes)))} "
+                           "are not one size (give NoiseSettings(micro_batch_size=...))") or (
+            None if accumulated else "its gradient as accumulated is not known")
+        if why is not None:
+            self._say(step, why)
+            return None
+        return self._estimates(step, sums.diff_sq, sums.parts, b, scale, accumulated)
 
     def _estimates(self, step: int, diff_sq, k: int, b: int, scale, accumulated,
                    ranks: int = 1) -> NoiseStep | None:
@@ -221,7 +186,6 @@ class NoiseWatch:
         self.skipped = why
 
     def remove(self) -> None:
-        self._later.run()  # the steps' work still waiting (the writer's rows too)
         if self._handle is not None:
             self._handle.remove()
         self.capture.remove()

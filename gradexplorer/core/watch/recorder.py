@@ -256,7 +256,7 @@ class Recorder:
         self.ledger = step_ledger(record.step, record, accumulated, scale, losses, micro,
                                   iteration, lrs := group_lrs(self.optimizer), skipped)
         if self.noise is not None:  # its rows before the step's: noise_watch.py, docs/noise.md
-            guarded("the noise scale", lambda: self.noise.take_later(step, scale, accumulated), self._warned)
+            guarded("the noise scale", lambda: self.noise.take(step, scale, accumulated), self._warned)
         norms = self._rank_norms.gather(record) if self._rank_norms is not None else None
         if self.writer is not None:  # the optimizer state is read for the run directory only
             self._write(record, norms, accumulated, optimizer_state_of(self, step, lrs))
