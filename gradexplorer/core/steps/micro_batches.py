@@ -156,14 +156,17 @@ class MicroBatchNorms:
     def _read(self) -> None:
         """Add the held gradients' ``|d_i|²`` to the step's sums (one pass), drop them."""
         held = self._held
-        counts = np.fromiter(map(len, held), np.int64, self.count)
+        counts = list(map(len, held))
         grads = list(chain.from_iterable(held))
         self._drop()
         if not grads or self._why is not None:
             return
         try:
             squares, self.used = squared_norms(grads)
-            self._diff += np.bincount(np.repeat(self._rows, counts), squares, self.count)
+            if counts.count(counts[0]) == self.count:  # as many of each parameter (the usual)
+                self._diff += squares.reshape(self.count, counts[0]).sum(1)
+            else:
+                self._diff += np.bincount(np.repeat(self._rows, counts), squares, self.count)
         except Exception as exc:  # noqa: BLE001 - a monitor never breaks the loop it watches
             self._why = f"the capture failed ({type(exc).__name__}: {exc})"
 
