@@ -384,3 +384,4 @@ def test_shared_weights_unused_parameters_and_either_zero_grad(monkeypatch, hold
     # closed: no hook left on the model's tensors, no gradient held
     assert not any(p._backward_hooks for p in model.parameters())
     assert not any(rec.noise.capture._held)
+

@@ -23,8 +23,10 @@ again from its next step).
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass
-from itertools import chain
+from itertools import chain, repeat
+from operator import attrgetter, is_not
 
 import numpy as np
 import torch
@@ -34,6 +36,7 @@ from gradexplorer.core.stats.backends import warmup as stats_warmup
 
 SINGLE_STEPS = 3  # recorded steps of one backward each before the hooks are removed
 HOLD_BYTES = 64 << 20  # the backwards' own gradients held for the step's one pass, at most
+SHARED_MIN = 1 << 19  # values a pass shares out among torch's threads, at least (several threads)
 
 
 @dataclass(frozen=True)
@@ -46,7 +49,10 @@ class MicroBatchSums:
     why: str | None = None
 
 
-_KERNEL: tuple | None = None  # (addresses_of, norms_at), or () without Numba
+_KERNEL: tuple | None = None  # (norms_at kernel, shared pass), or () without Numba
+_LIKE = {torch.float32: np.zeros(0, np.float32), torch.float64: np.zeros(0, np.float64)}
+_DTYPE, _IS_CPU, _IS_SPARSE = attrgetter("dtype"), attrgetter("is_cpu"), attrgetter("is_sparse")
+_PTR, _NUMEL, _CONTIGUOUS = torch.Tensor.data_ptr, torch.Tensor.numel, torch.Tensor.is_contiguous
 
 
 def _kernel():
@@ -56,19 +62,44 @@ def _kernel():
         if not stats_warmup.ready():
             return None
         try:
-            from gradexplorer.core.stats.backends.numba.in_place import addresses_of, norms_at
-            _KERNEL = (addresses_of, norms_at)
+            from gradexplorer.core.stats.backends.numba import in_place
+            from gradexplorer.core.stats.backends.numba.kernels_in_place import norms_at
+            _KERNEL = (norms_at, in_place)
         except Exception:  # noqa: BLE001 - no Numba: the torch path
             _KERNEL = ()
     return _KERNEL or None
 
 
+def _in_place(grads: list[torch.Tensor]) -> tuple | None:
+    """``(addresses, sizes, like)`` where the kernel can read every gradient where it lies
+    (dense, contiguous CPU tensors of one kernel dtype, each with storage); else None. C-level
+    loops over the tensors: this runs at every recorded step."""
+    dtype = grads[0].dtype
+    like = _LIKE.get(dtype)
+    if like is None or any(map(is_not, map(_DTYPE, grads), repeat(dtype))) or \
+            not all(map(_IS_CPU, grads)) or any(map(_IS_SPARSE, grads)) or \
+            not all(map(_CONTIGUOUS, grads)):
+        return None
+    count = len(grads)
+    addresses = np.fromiter(map(_PTR, grads), np.int64, count)
+    if not addresses.all():  # no storage of its own (empty, a DTensor): the torch path
+        return None
+    return addresses, np.fromiter(map(_NUMEL, grads), np.int64, count), like
+
+
 def squared_norms(grads: list[torch.Tensor]) -> tuple[np.ndarray, str]:
     """float64 ``|g|²`` of each gradient, and the path taken ("numba" or "torch")."""
     kernel = _kernel()
-    at = None if kernel is None else kernel[0](grads)
+    at = None if kernel is None else _in_place(grads)
     if at is not None:
-        return kernel[1](at) ** 2, "numba"
+        addresses, sizes, like = at
+        if torch.get_num_threads() > 1 and sizes.size > 1 and sizes.sum() >= SHARED_MIN:
+            shared = kernel[1]  # enough work for torch's threads: shared out among them
+            norms = shared.norms_at(shared.Addresses(addresses, sizes, like, grads))
+        else:
+            norms = np.empty(sizes.size)
+            kernel[0](addresses, sizes, like, norms)
+        return np.square(norms, out=norms), "numba"
     if any(g.is_sparse for g in grads):
         raise ValueError("sparse gradients are not measured")
     with torch.no_grad():
@@ -108,8 +139,7 @@ class MicroBatchNorms:
         self._why: str | None = None
 
     def _drop(self) -> None:
-        for held in self._held:
-            held.clear()
+        deque(map(list.clear, self._held), 0)  # a C-level loop (this runs every step)
         self._pending = 0
 
     def backward(self, recorded: bool) -> None:
@@ -126,14 +156,17 @@ class MicroBatchNorms:
     def _read(self) -> None:
         """Add the held gradients' ``|d_i|²`` to the step's sums (one pass), drop them."""
         held = self._held
-        counts = np.fromiter(map(len, held), np.int64, self.count)
+        counts = list(map(len, held))
         grads = list(chain.from_iterable(held))
         self._drop()
         if not grads or self._why is not None:
             return
         try:
             squares, self.used = squared_norms(grads)
-            self._diff += np.bincount(np.repeat(self._rows, counts), squares, self.count)
+            if counts.count(counts[0]) == self.count:  # as many of each parameter (the usual)
+                self._diff += squares.reshape(self.count, counts[0]).sum(1)
+            else:
+                self._diff += np.bincount(np.repeat(self._rows, counts), squares, self.count)
         except Exception as exc:  # noqa: BLE001 - a monitor never breaks the loop it watches
             self._why = f"the capture failed ({type(exc).__name__}: {exc})"
 

@@ -205,10 +205,6 @@ class RankNoiseWatch(NoiseWatch):
         self.capture = RankCapture(params, plan.wrapper, recorder._next_step, wanted,
                                    self._taken_sizes, recorder._report, plan.rank, plan.world)
 
-    def _taken_sizes(self) -> list:
-        sizes, self._sizes = self._sizes, []
-        return sizes
-
     def _figures(self, step: int, scale: float | None, accumulated) -> NoiseStep | None:
         if self.rank != 0:
             return None

@@ -16,7 +16,10 @@ model's output in each forward that needs a gradient (``micro_batch_size`` overr
 from __future__ import annotations
 
 import math
+from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import torch
@@ -24,6 +27,7 @@ import torch
 from gradexplorer.core.messages.errors import UserError
 from gradexplorer.core.stats.noise_scale import NoiseFigures, NoiseSmoother, Smoothed, estimate
 from gradexplorer.core.steps.micro_batches import MicroBatchNorms
+from gradexplorer.core.watch.noise_params import PARAM_COLUMNS, ParamFold
 
 
 @dataclass(frozen=True)
@@ -59,7 +63,7 @@ class NoiseStep:
     whole: NoiseFigures
     smoothed: Smoothed
     names: list[str]
-    per: dict[str, np.ndarray]
+    per: Mapping[str, np.ndarray]  # (made when first read: noise_params.py)
     ranks: int = 1  # DDP ranks the parts came from (noise_ranks.py)
 
     @property
@@ -79,8 +83,6 @@ class NoiseStep:
                                                                     strict=True)]
 
 
-PARAM_COLUMNS = ("small", "big", "g_sq", "trace", "snr", "snr_ema")
-
 
 def _first_batch_dim(output) -> int | None:
     """The first dimension of the first tensor (in order) of ``output`` that needs a gradient."""
@@ -97,6 +99,15 @@ def _first_batch_dim(output) -> int | None:
     return None
 
 
+def _on_output(append, _module, _args, output) -> None:
+    """The model's forward hook (a function, not a method: a deepcopy of the model, an EMA
+    copy, takes it as it is, not the watch): every forward that needs a gradient, its batch
+    size (the step's are the last ones)."""
+    if torch.is_grad_enabled():
+        append(output.shape[0] if type(output) is torch.Tensor and output.dim()
+               else _first_batch_dim(output))
+
+
 class NoiseWatch:
     """The capture on the probe's backwards, the batch size from the model's forwards, the
     figures at each recorded step (``take``) and the EMAs across them."""
@@ -106,38 +117,27 @@ class NoiseWatch:
         self.settings, self.names, self._report, self._writer = settings, names, report, writer
         self.capture = MicroBatchNorms(probe._params)
         self.smoother = NoiseSmoother(settings.beta)
-        self._ema = np.zeros((2, len(names)))  # per parameter: EMAs of g_sq and trace
-        self._sizes: list[int | None] = []
+        self._params = ParamFold(settings.beta, len(names))  # per parameter: noise_params.py
+        self._sizes: deque[int | None] = deque(maxlen=4096)  # (steps not recorded: bounded)
         self.skipped: str | None = None  # why the last step of several backwards had no figures
         self.latest: NoiseStep | None = None  # the last recorded step's figures
         self._said: set[str] = set()  # the reasons already said
         probe.on_backward = self.capture.backward
         self._probe = probe
-        def on_output(module, args, output):  # a function: a deepcopy of the model (an EMA
-            self._on_output(module, args, output)  # copy) takes it as it is, not this watch
         self._handle = None if settings.micro_batch_size is not None else \
-            model.register_forward_hook(on_output)
-
-    def _on_output(self, _module, _args, output) -> None:
-        """Every forward that needs a gradient: its batch size (the step's are the last ones)."""
-        if torch.is_grad_enabled():
-            sizes = self._sizes
-            sizes.append(output.shape[0] if type(output) is torch.Tensor and output.dim()
-                         else _first_batch_dim(output))
-            if len(sizes) > 4096:  # steps not recorded
-                del sizes[:-64]
+            model.register_forward_hook(partial(_on_output, self._sizes.append))
 
     def take(self, step: int, scale: float | None, accumulated: dict[str, float]) -> NoiseStep | None:
         """At a recorded step (``accumulated``: its norms as accumulated, by name): its figures
-        (kept as ``latest``, given to the run's writer), None where it had one backward (or
-        could not)."""
+        (kept as ``latest``, given to the run's writer, which makes its per-parameter rows),
+        None where it had one backward (or could not)."""
         self.latest = found = self._figures(step, scale, accumulated)
         if found is not None and self._writer is not None:
             self._writer.write_noise(found)
         return found
 
     def _figures(self, step: int, scale: float | None, accumulated) -> NoiseStep | None:
-        sums, sizes, self._sizes = self.capture.take(), self._sizes, []
+        sums, sizes = self.capture.take(), self._taken_sizes()
         if sums.parts < 2:
             return None
         sizes = sizes[-sums.parts:]  # the forwards of this step's backwards
@@ -169,23 +169,15 @@ class NoiseWatch:
         if not (math.isfinite(whole.g_sq) and math.isfinite(whole.trace)):  # kept out of the EMAs
             self._say(step, "its gradient holds NaN or Inf")
             return None
-        per = self._per(small, big, k, b, present)
+        per = self._params.add(small, big, k, b, present)  # made when first read
         return NoiseStep(step, k, b, c, whole, self.smoother.add(whole.trace, whole.g_sq),
                          self.names if every else [self.names[i] for i in present], per, ranks)
 
-    def _per(self, small, big, k: int, b: int, present) -> dict[str, np.ndarray]:
-        """Every present parameter's figures (``estimate`` as arrays) and its smoothed SNR
-        (NaN where a denominator is 0: divided by NaN instead, which warns of nothing)."""
-        g_sq = (k * big - small) / (k - 1)
-        trace = (small - big) * (b * k / (k - 1))
-        snr = g_sq * b / np.where(trace != 0, trace, np.nan)
-        beta = self.settings.beta
-        ema = self._ema[:, present] * beta
-        ema[0] += (1 - beta) * g_sq
-        ema[1] += (1 - beta) * trace
-        self._ema[:, present] = ema
-        snr_ema = ema[0] * b / np.where(ema[1] != 0, ema[1], np.nan)  # the bias cancels
-        return dict(zip(PARAM_COLUMNS, (small, big, g_sq, trace, snr, snr_ema), strict=True))
+    def _taken_sizes(self) -> list:
+        """The batch sizes of the forwards since the last step (their list emptied)."""
+        sizes = list(self._sizes)
+        self._sizes.clear()
+        return sizes
 
     def _say(self, step: int, why: str) -> None:
         if why not in self._said:
