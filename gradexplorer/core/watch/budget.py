@@ -8,12 +8,16 @@ update ratio ‖Δθ‖/‖θ‖ (a copy of the weights before the step, their d
 optimizer state's norms and the gradients' copy that takes the histograms off the training
 thread — are taken on one step in ``every``: the smallest ``every`` with
 
-    light + (heavy − light) / every  ≤  overhead × bare
+    light + (heavy − light) / every  ≤  (1 − MARGIN) × overhead × bare
 
 where ``light`` and ``heavy`` are watch's CPU a step (the training thread inside its optimizer
 hooks, the statistics worker and the run directory's writer thread: all of watch's threads)
-on light and heavy steps, and ``bare`` the training thread's CPU a step outside watch (the
-loop's own), each the mean of its last steps, measured as the run goes and re-evaluated at
+on light and heavy steps, the means of their last steps, and ``bare`` the training thread's
+CPU a step outside watch (the loop's own), the median of its last steps (a step slowed by the
+machine's load, or by the cache misses a heavy step's copies leave, does not move it). A
+quarter of the share (``MARGIN``) is kept for the estimates' noise, so that what is spent,
+measured afterwards, stays within the share (a step's CPU moves by a few % from step to step on
+a loaded machine). The figures are measured as the run goes and re-evaluated at
 every recorded step (rarer by at most twice, and only once a heavy step has been measured
 since: the figure it grows on is fresh). A figure is always that of the step it is recorded
 at; a light step simply has no histogram, update ratio or optimizer state. The cadence in force is
@@ -28,12 +32,14 @@ from __future__ import annotations
 
 import math
 import numbers
+import statistics
 import time
 from collections import deque
 
 from gradexplorer.core.messages.errors import UserError
 
 MAX_EVERY = 1000  # the rarest heavy steps: one in this many
+MARGIN = 0.25  # of the share, kept for the estimates' noise: the cadence plans for the rest
 LIGHT_SAMPLES, HEAVY_SAMPLES = 16, 3  # the means over the last steps of each kind
 CHANGE = 0.2  # more heavy steps only where a budget this much tighter allows them (noise)
 
@@ -107,7 +113,7 @@ class CostBudget:
         if not (self._light and self._heavy and self._bare):
             return None
         mean = lambda xs: sum(xs) / len(xs)  # noqa: E731
-        return mean(self._light), mean(self._heavy), mean(self._bare)
+        return mean(self._light), mean(self._heavy), statistics.median(self._bare)
 
     @property
     def over_budget(self) -> bool:
@@ -145,11 +151,12 @@ class CostBudget:
         costs = self.costs
         if costs is None:
             return
-        every = choose_every(*costs, self.share)
+        planned = self.share * (1 - MARGIN)
+        every = choose_every(*costs, planned)
         if every > self.every:  # rarer: at most twice as rare, and only on a fresh heavy figure
             every = min(every, 2 * self.every) if self._fresh else self.every
         else:  # more often only where a budget CHANGE tighter allows it too (no flapping)
-            every = min(self.every, max(every, choose_every(*costs, self.share * (1 - CHANGE))))
+            every = min(self.every, max(every, choose_every(*costs, planned * (1 - CHANGE))))
         self._fresh = False
         if every != self.every:
             self.every = every
