@@ -11,16 +11,18 @@ thread — are taken on one step in ``every``: the smallest ``every`` with
     light + (heavy − light) / every  ≤  (1 − MARGIN) × overhead × bare
 
 where ``light`` and ``heavy`` are watch's CPU a step (the training thread inside its optimizer
-hooks, the statistics worker and the run directory's writer thread: all of watch's threads)
-on light and heavy steps, the means of their last steps, and ``bare`` the training thread's
-CPU a step outside watch (the loop's own), the median of its last steps (a step slowed by the
-machine's load, or by the cache misses a heavy step's copies leave, does not move it). A
-quarter of the share (``MARGIN``) is kept for the estimates' noise, so that what is spent,
-measured afterwards, stays within the share (a step's CPU moves by a few % from step to step on
-a loaded machine). The figures are measured as the run goes and re-evaluated at
-every recorded step (rarer by at most twice, and only once a heavy step has been measured
-since: the figure it grows on is fresh). A figure is always that of the step it is recorded
-at; a light step simply has no histogram, update ratio or optimizer state. The cadence in force is
+hooks, the statistics worker and the run directory's writer thread: all of watch's threads) on
+light and heavy steps, the means of their last steps, and ``bare`` the training thread's CPU a
+step outside watch (the loop's own), the median of its last steps (a step slowed by the
+machine's load, or by the cache misses a heavy step's copies leave, does not move it). A quarter
+of the share (``MARGIN``) is kept for the estimates' noise, so that what is spent, measured
+afterwards, stays within the share (a step's CPU moves by a few % from step to step on a loaded
+machine). The figures are measured as the run goes and re-evaluated at every recorded step:
+heavy steps grow rarer at once to what the estimates allow, where the cadence in force spends
+more than a budget ``CHANGE`` looser allows (that only spends less; a pessimistic first estimate
+is undone by the next steps' figures), and more frequent only where a budget ``CHANGE`` tighter
+allows it too (no flapping on noise). A figure is always that of the step it is recorded at; a
+light step simply has no histogram, update ratio or optimizer state. The cadence in force is
 ``Recorder.budget.every``; a run directory keeps it in its settings (``histogram_every``, the
 overhead, and every change as ``[step, every]`` in ``cadence``), which ``inspect`` and the
 report print (``runs.settings_text``). Where the light figures alone cost more than the budget,
@@ -41,7 +43,7 @@ from gradexplorer.core.messages.errors import UserError
 MAX_EVERY = 1000  # the rarest heavy steps: one in this many
 MARGIN = 0.25  # of the share, kept for the estimates' noise: the cadence plans for the rest
 LIGHT_SAMPLES, HEAVY_SAMPLES = 16, 3  # the means over the last steps of each kind
-CHANGE = 0.2  # more heavy steps only where a budget this much tighter allows them (noise)
+CHANGE = 0.2  # a cadence changed only where a budget this much tighter (looser) says so too
 
 
 def choose_every(light: float, heavy: float, bare: float, share: float) -> int:
@@ -94,7 +96,6 @@ class CostBudget:
         self._mark: tuple | None = None  # (step, thread CPU, others' CPU, heavy) at the last plan
         self._last_heavy: int | None = None
         self._spans = 0
-        self._fresh = False  # a heavy step measured since the cadence last grew
 
     def timed(self, hook):
         """``hook`` with the training thread's CPU in it counted as watch's."""
@@ -133,7 +134,6 @@ class CostBudget:
             self._spans += 1
             if self._spans > 1:  # the first span holds one-off work (a graph, first buffers)
                 (self._heavy if heavy else self._light).append(watch)
-                self._fresh = self._fresh or heavy
                 self._bare.append(max(now - then - inside, 0.0) / steps)
         self._choose(step)
         heavy = not self._heavy or self._last_heavy is None or \
@@ -153,11 +153,11 @@ class CostBudget:
             return
         planned = self.share * (1 - MARGIN)
         every = choose_every(*costs, planned)
-        if every > self.every:  # rarer: at most twice as rare, and only on a fresh heavy figure
-            every = min(every, 2 * self.every) if self._fresh else self.every
+        if every > self.every:  # rarer at once, where the cadence in force is over by CHANGE
+            every = self.every if choose_every(*costs, planned * (1 + CHANGE)) <= self.every \
+                else every
         else:  # more often only where a budget CHANGE tighter allows it too (no flapping)
             every = min(self.every, max(every, choose_every(*costs, planned * (1 - CHANGE))))
-        self._fresh = False
         if every != self.every:
             self.every = every
             self.changes.append([step, every])
