@@ -12,7 +12,17 @@ from stats_reference import reference
 from gradexplorer.core.stats.backends.numba import kernels as K
 from gradexplorer.core.stats.backends.numba import moments32 as M
 from gradexplorer.core.stats.backends.numba.kernels_rows import COLUMNS, stat_columns
-from gradexplorer.core.stats.backends.raw import FINITE, INFS, MAX, MIN, MOMENT_COLUMNS, NANS, ZEROS
+from gradexplorer.core.stats.backends.raw import (
+    DSUM,
+    FINITE,
+    INFS,
+    MAX,
+    MIN,
+    MOMENT_COLUMNS,
+    NANS,
+    SHIFT,
+    ZEROS,
+)
 
 FIELDS = ("norm", "mean", "std", "min", "max", "abs_max", "zero_fraction")
 
@@ -84,8 +94,12 @@ def test_non_finite_values_go_to_the_careful_passes(bad, where):
 
 
 def test_moments_of_a_float32_gradient_is_the_one_pass_row():
+    # its shift is the mean itself (DSUM 0), not the midrange the two-pass path shifts by
     x = np.random.default_rng(3).standard_normal(10 * M.BLOCK + 9).astype(np.float32) + 40.0
-    one, row = np.zeros(MOMENT_COLUMNS), np.zeros(MOMENT_COLUMNS)
+    one, row, two = (np.zeros(MOMENT_COLUMNS) for _ in range(3))
     M.one_pass32(x, one)
     K.moments_of(x, row)
-    assert row.tobytes() == one.tobytes()
+    K.moments_of(x.astype(np.float64), two)
+    assert row[DSUM] == 0.0 and row[SHIFT] == pytest.approx(x.astype(np.float64).mean(), rel=1e-15)
+    assert two[DSUM] != 0.0 and two[SHIFT] == (two[MIN] + two[MAX]) / 2
+    np.testing.assert_allclose(row, one, rtol=1e-15, atol=0)  # the same kernel, compiled inline
