@@ -63,13 +63,13 @@ def test_the_budget_settles_on_the_cadence_its_costs_allow_and_keeps_to_it():
     costs = Costs(bare=0.190, light=0.003, heavy=0.020, other_light=0.001, other_heavy=0.021)
     budget = CostBudget(0.05, lambda: costs.others, clock=lambda: costs.t)
     kinds = costs.run(budget, 400)
-    # planned within 75% of the share (MARGIN: the rest for the estimates' noise)
+    # planned within 70% of the share (MARGIN: the rest for the estimates' noise)
     expected = choose_every(0.004, 0.041, 0.190, 0.05 * (1 - MARGIN))
-    assert budget.every == expected == 12 > choose_every(0.004, 0.041, 0.190, 0.05)
+    assert budget.every == expected == 14 > choose_every(0.004, 0.041, 0.190, 0.05)
     assert budget.costs == pytest.approx((0.004, 0.041, 0.190))
     heavy = [step for step, h in enumerate(kinds, 1) if h]
     assert heavy[:2] == [1, 2]  # measured at once: the first span is set aside
-    assert set(np.diff(heavy[-20:])) == {expected}  # one heavy step in 12, steadily
+    assert set(np.diff(heavy[-20:])) == {expected}  # one heavy step in 14, steadily
     # rarer at once, from the first estimates (step 4: after the set-aside span, a heavy and a
     # light one), so the run's first steps are within the share too, not only its steady state
     assert budget.changes == [[4, expected]]
@@ -128,7 +128,7 @@ def test_a_slower_loop_allows_more_heavy_steps_again():
     budget = CostBudget(0.05, lambda: costs.others, clock=lambda: costs.t)
     costs.run(budget, 300)
     slow = budget.every
-    assert slow == choose_every(0.002, 0.0455, 0.100, 0.05 * (1 - MARGIN)) == 25
+    assert slow == choose_every(0.002, 0.0455, 0.100, 0.05 * (1 - MARGIN)) == 30
     costs.bare = 2.0  # the loop got 20 times slower (a bigger batch): more heavy steps fit
     costs.run(budget, 60)
     assert budget.every == choose_every(0.002, 0.0455, 2.0, 0.05 * (1 - MARGIN)) == 1 < slow

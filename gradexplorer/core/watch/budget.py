@@ -14,7 +14,7 @@ where ``light`` and ``heavy`` are watch's CPU a step (the training thread inside
 hooks, the statistics worker and the run directory's writer thread: all of watch's threads) on
 light and heavy steps, the means of their last steps, and ``bare`` the training thread's CPU a
 step outside watch (the loop's own), the median of its last steps (a step slowed by the
-machine's load, or by the cache misses a heavy step's copies leave, does not move it). A quarter
+machine's load, or by the cache misses a heavy step's copies leave, does not move it). 30%
 of the share (``MARGIN``) is kept for the estimates' noise, so that what is spent, measured
 afterwards, stays within the share (a step's CPU moves by a few % from step to step on a loaded
 machine). The figures are measured as the run goes and re-evaluated at every recorded step:
@@ -41,7 +41,7 @@ from collections import deque
 from gradexplorer.core.messages.errors import UserError
 
 MAX_EVERY = 1000  # the rarest heavy steps: one in this many
-MARGIN = 0.25  # of the share, kept for the estimates' noise: the cadence plans for the rest
+MARGIN = 0.3  # of the share, kept for the estimates' noise: the cadence plans for the rest
 LIGHT_SAMPLES, HEAVY_SAMPLES = 16, 3  # the means over the last steps of each kind
 CHANGE = 0.2  # a cadence changed only where a budget this much tighter (looser) says so too
 
