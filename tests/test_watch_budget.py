@@ -14,7 +14,7 @@ from stats_reference import assert_matches
 
 import gradexplorer as gx
 from gradexplorer.core.runs.settings_text import cadence_text
-from gradexplorer.core.watch.budget import MARGIN, MAX_EVERY, CostBudget, choose_every
+from gradexplorer.core.watch.budget import CHANGE, MARGIN, MAX_EVERY, CostBudget, choose_every
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 import workloads as W  # noqa: E402 - bench/workloads.py: torchvision's ResNet-18, GPT-2
@@ -95,6 +95,24 @@ def test_a_budget_the_light_figures_exceed_makes_heavy_steps_rare_and_says_so():
     assert not budget.over_budget and told[-1][2] is False
     assert budget.every >= 64  # doubling towards MAX_EVERY, on each fresh heavy figure
     assert budget.every <= MAX_EVERY
+
+
+def test_a_pessimistic_first_estimate_is_undone_where_the_light_figures_are_near_the_budget():
+    # the first light span costs 3× the rest (one-off work): the first estimate leaves no room
+    # for heavy steps (one in MAX_EVERY); the light figures alone are 88% of the planned budget,
+    # so a return only where a budget 20% tighter allowed it would never come
+    costs = Costs(bare=0.120, light=0.0037, heavy=0.0252)
+    budget = CostBudget(0.05, lambda: costs.others, clock=lambda: costs.t)
+    costs.light = 0.011
+    costs.run(budget, 3)  # heavy, heavy, then the light step measured as the first estimate
+    assert budget.every == 1
+    costs.run(budget, 1)
+    assert budget.every == MAX_EVERY
+    costs.light = 0.0037
+    costs.run(budget, 40)  # the light mean falls as the 16 last light steps come in
+    expected = choose_every(0.0037, 0.0252, 0.120, 0.05 * (1 - MARGIN))
+    assert expected < 100 and abs(budget.every - expected) <= CHANGE * budget.every
+    assert budget.changes[0][1] == MAX_EVERY and len(budget.changes) <= 4
 
 
 class Slowed(Costs):

@@ -17,11 +17,10 @@ step outside watch (the loop's own), the median of its last steps (a step slowed
 machine's load, or by the cache misses a heavy step's copies leave, does not move it). 30%
 of the share (``MARGIN``) is kept for the estimates' noise, so that what is spent, measured
 afterwards, stays within the share (a step's CPU moves by a few % from step to step on a loaded
-machine). The figures are measured as the run goes and re-evaluated at every recorded step:
-heavy steps grow rarer at once to what the estimates allow, where the cadence in force spends
-more than a budget ``CHANGE`` looser allows (that only spends less; a pessimistic first estimate
-is undone by the next steps' figures), and more frequent only where a budget ``CHANGE`` tighter
-allows it too (no flapping on noise). A figure is always that of the step it is recorded at; a
+machine). The figures are measured as the run goes and re-evaluated at every recorded step;
+the cadence in force changes at once to the one they give where that is more than ``CHANGE``
+(20%) more or less frequent (no flapping on noise; a first estimate off by more is undone by
+the next steps' figures). A figure is always that of the step it is recorded at; a
 light step simply has no histogram, update ratio or optimizer state. The cadence in force is
 ``Recorder.budget.every``; a run directory keeps it in its settings (``histogram_every``, the
 overhead, and every change as ``[step, every]`` in ``cadence``), which ``inspect`` and the
@@ -43,7 +42,7 @@ from gradexplorer.core.messages.errors import UserError
 MAX_EVERY = 1000  # the rarest heavy steps: one in this many
 MARGIN = 0.3  # of the share, kept for the estimates' noise: the cadence plans for the rest
 LIGHT_SAMPLES, HEAVY_SAMPLES = 16, 3  # the means over the last steps of each kind
-CHANGE = 0.2  # a cadence changed only where a budget this much tighter (looser) says so too
+CHANGE = 0.2  # a cadence changed only to one this much more or less frequent (noise)
 
 
 def choose_every(light: float, heavy: float, bare: float, share: float) -> int:
@@ -153,12 +152,10 @@ class CostBudget:
             return
         planned = self.share * (1 - MARGIN)
         every = choose_every(*costs, planned)
-        if every > self.every:  # rarer at once, where the cadence in force is over by CHANGE
-            every = self.every if choose_every(*costs, planned * (1 + CHANGE)) <= self.every \
-                else every
-        else:  # more often only where a budget CHANGE tighter allows it too (no flapping)
-            every = min(self.every, max(every, choose_every(*costs, planned * (1 - CHANGE))))
-        if every != self.every:
+        # the cadence in force kept unless this one is more than CHANGE off it (noise): either
+        # way at once (a cadence fixed only by a budget CHANGE tighter would be stuck, light
+        # figures near the budget, at whatever a noisy first estimate gave)
+        if abs(every - self.every) > CHANGE * self.every:
             self.every = every
             self.changes.append([step, every])
             if self.on_change is not None:
