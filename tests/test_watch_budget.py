@@ -111,7 +111,7 @@ def test_a_pessimistic_first_estimate_is_undone_where_the_light_figures_are_near
     costs.light = 0.0037
     costs.run(budget, 40)  # the light mean falls as the 16 last light steps come in
     expected = choose_every(0.0037, 0.0252, 0.120, 0.05 * (1 - MARGIN))
-    assert expected < 100 and abs(budget.every - expected) <= CHANGE * budget.every
+    assert expected < 100 and budget.every / (1 + CHANGE) <= expected <= budget.every * (1 + CHANGE)
     assert budget.changes[0][1] == MAX_EVERY and len(budget.changes) <= 4
 
 

@@ -14,19 +14,21 @@ where ``light`` and ``heavy`` are watch's CPU a step (the training thread inside
 hooks, the statistics worker and the run directory's writer thread: all of watch's threads) on
 light and heavy steps, the means of their last steps, and ``bare`` the training thread's CPU a
 step outside watch (the loop's own), the median of its last steps (a step slowed by the
-machine's load, or by the cache misses a heavy step's copies leave, does not move it). 30%
-of the share (``MARGIN``) is kept for the estimates' noise, so that what is spent, measured
+machine's load, or by the cache misses a heavy step's copies leave, does not move it). 30% of
+the share (``MARGIN``) is kept for the estimates' noise, so that what is spent, measured
 afterwards, stays within the share (a step's CPU moves by a few % from step to step on a loaded
-machine). The figures are measured as the run goes and re-evaluated at every recorded step;
-the cadence in force changes at once to the one they give where that is more than ``CHANGE``
-(20%) more or less frequent (no flapping on noise; a first estimate off by more is undone by
-the next steps' figures). A figure is always that of the step it is recorded at; a
-light step simply has no histogram, update ratio or optimizer state. The cadence in force is
-``Recorder.budget.every``; a run directory keeps it in its settings (``histogram_every``, the
-overhead, and every change as ``[step, every]`` in ``cadence``), which ``inspect`` and the
-report print (``runs.settings_text``). Where the light figures alone cost more than the budget,
-heavy steps are as rare as ``MAX_EVERY`` allows and ``over_budget`` says so (kept in the
-settings too, from the step it was first seen, with the light and bare costs then measured).
+machine). The figures are measured as the run goes and re-evaluated at every recorded step; the
+cadence in force changes at once to the one they give where that is over 1 + ``CHANGE`` (1.5)
+times rarer or more frequent (no flapping on noise: with light figures near the budget, the room left
+for heavy steps is small and the cadence it gives moves by ±30% from step to step; a first
+estimate off by more is undone by the next steps' figures). A figure is always that of the step
+it is recorded at; a light step simply has no histogram, update ratio or optimizer state. The
+cadence in force is ``Recorder.budget.every``; a run directory keeps it in its settings
+(``histogram_every``, the overhead, and every change as ``[step, every]`` in ``cadence``), which
+``inspect`` and the report print (``runs.settings_text``). Where the light figures alone cost
+more than the budget, heavy steps are as rare as ``MAX_EVERY`` allows and ``over_budget`` says
+so (kept in the settings too, from the step it was first seen, with the light and bare costs
+then measured).
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from gradexplorer.core.messages.errors import UserError
 MAX_EVERY = 1000  # the rarest heavy steps: one in this many
 MARGIN = 0.3  # of the share, kept for the estimates' noise: the cadence plans for the rest
 LIGHT_SAMPLES, HEAVY_SAMPLES = 16, 3  # the means over the last steps of each kind
-CHANGE = 0.2  # a cadence changed only to one this much more or less frequent (noise)
+CHANGE = 0.5  # a cadence changed only to one this many times rarer or more frequent (noise)
 
 
 def choose_every(light: float, heavy: float, bare: float, share: float) -> int:
@@ -152,10 +154,10 @@ class CostBudget:
             return
         planned = self.share * (1 - MARGIN)
         every = choose_every(*costs, planned)
-        # the cadence in force kept unless this one is more than CHANGE off it (noise): either
+        # the cadence in force kept unless this one is 1 + CHANGE times rarer or more frequent: either
         # way at once (a cadence fixed only by a budget CHANGE tighter would be stuck, light
         # figures near the budget, at whatever a noisy first estimate gave)
-        if abs(every - self.every) > CHANGE * self.every:
+        if every > self.every * (1 + CHANGE) or every * (1 + CHANGE) < self.every:
             self.every = every
             self.changes.append([step, every])
             if self.on_change is not None:
