@@ -8,34 +8,43 @@ update ratio ‖Δθ‖/‖θ‖ (a copy of the weights before the step, their d
 optimizer state's norms and the gradients' copy that takes the histograms off the training
 thread — are taken on one step in ``every``: the smallest ``every`` with
 
-    light + (heavy − light) / every  ≤  overhead × bare
+    light + (heavy − light) / every  ≤  (1 − MARGIN) × overhead × bare
 
 where ``light`` and ``heavy`` are watch's CPU a step (the training thread inside its optimizer
-hooks, the statistics worker and the run directory's writer thread: all of watch's threads)
-on light and heavy steps, and ``bare`` the training thread's CPU a step outside watch (the
-loop's own), each the mean of its last steps, measured as the run goes and re-evaluated at
-every recorded step (rarer by at most twice, and only once a heavy step has been measured
-since: the figure it grows on is fresh). A figure is always that of the step it is recorded
-at; a light step simply has no histogram, update ratio or optimizer state. The cadence in force is
-``Recorder.budget.every``; a run directory keeps it in its settings (``histogram_every``, the
-overhead, and every change as ``[step, every]`` in ``cadence``), which ``inspect`` and the
-report print (``runs.settings_text``). Where the light figures alone cost more than the budget,
-heavy steps are as rare as ``MAX_EVERY`` allows and ``over_budget`` says so (kept in the
-settings too, from the step it was first seen, with the light and bare costs then measured).
+hooks, the statistics worker and the run directory's writer thread: all of watch's threads) on
+light and heavy steps, the means of their last steps, and ``bare`` the training thread's CPU a
+step outside watch (the loop's own), the median of its last steps (a step slowed by the
+machine's load, or by the cache misses a heavy step's copies leave, does not move it). 30% of
+the share (``MARGIN``) is kept for the estimates' noise, so that what is spent, measured
+afterwards, stays within the share (a step's CPU moves by a few % from step to step on a loaded
+machine). The figures are measured as the run goes and re-evaluated at every recorded step; the
+cadence in force changes at once to the one they give where that is over 1 + ``CHANGE`` (1.5)
+times rarer or more frequent (no flapping on noise: with light figures near the budget, the room left
+for heavy steps is small and the cadence it gives moves by ±30% from step to step; a first
+estimate off by more is undone by the next steps' figures). A figure is always that of the step
+it is recorded at; a light step simply has no histogram, update ratio or optimizer state. The
+cadence in force is ``Recorder.budget.every``; a run directory keeps it in its settings
+(``histogram_every``, the overhead, and every change as ``[step, every]`` in ``cadence``), which
+``inspect`` and the report print (``runs.settings_text``). Where the light figures alone cost
+more than the budget, heavy steps are as rare as ``MAX_EVERY`` allows and ``over_budget`` says
+so (kept in the settings too, from the step it was first seen, with the light and bare costs
+then measured).
 """
 
 from __future__ import annotations
 
 import math
 import numbers
+import statistics
 import time
 from collections import deque
 
 from gradexplorer.core.messages.errors import UserError
 
 MAX_EVERY = 1000  # the rarest heavy steps: one in this many
+MARGIN = 0.3  # of the share, kept for the estimates' noise: the cadence plans for the rest
 LIGHT_SAMPLES, HEAVY_SAMPLES = 16, 3  # the means over the last steps of each kind
-CHANGE = 0.2  # more heavy steps only where a budget this much tighter allows them (noise)
+CHANGE = 0.5  # a cadence changed only to one this many times rarer or more frequent (noise)
 
 
 def choose_every(light: float, heavy: float, bare: float, share: float) -> int:
@@ -88,7 +97,6 @@ class CostBudget:
         self._mark: tuple | None = None  # (step, thread CPU, others' CPU, heavy) at the last plan
         self._last_heavy: int | None = None
         self._spans = 0
-        self._fresh = False  # a heavy step measured since the cadence last grew
 
     def timed(self, hook):
         """``hook`` with the training thread's CPU in it counted as watch's."""
@@ -107,7 +115,7 @@ class CostBudget:
         if not (self._light and self._heavy and self._bare):
             return None
         mean = lambda xs: sum(xs) / len(xs)  # noqa: E731
-        return mean(self._light), mean(self._heavy), mean(self._bare)
+        return mean(self._light), mean(self._heavy), statistics.median(self._bare)
 
     @property
     def over_budget(self) -> bool:
@@ -127,7 +135,6 @@ class CostBudget:
             self._spans += 1
             if self._spans > 1:  # the first span holds one-off work (a graph, first buffers)
                 (self._heavy if heavy else self._light).append(watch)
-                self._fresh = self._fresh or heavy
                 self._bare.append(max(now - then - inside, 0.0) / steps)
         self._choose(step)
         heavy = not self._heavy or self._last_heavy is None or \
@@ -145,13 +152,12 @@ class CostBudget:
         costs = self.costs
         if costs is None:
             return
-        every = choose_every(*costs, self.share)
-        if every > self.every:  # rarer: at most twice as rare, and only on a fresh heavy figure
-            every = min(every, 2 * self.every) if self._fresh else self.every
-        else:  # more often only where a budget CHANGE tighter allows it too (no flapping)
-            every = min(self.every, max(every, choose_every(*costs, self.share * (1 - CHANGE))))
-        self._fresh = False
-        if every != self.every:
+        planned = self.share * (1 - MARGIN)
+        every = choose_every(*costs, planned)
+        # the cadence in force kept unless this one is 1 + CHANGE times rarer or more frequent: either
+        # way at once (a cadence fixed only by a budget CHANGE tighter would be stuck, light
+        # figures near the budget, at whatever a noisy first estimate gave)
+        if every > self.every * (1 + CHANGE) or every * (1 + CHANGE) < self.every:
             self.every = every
             self.changes.append([step, every])
             if self.on_change is not None:

@@ -1,8 +1,8 @@
 """Numba kernels: gradient moments and exact histograms over segments of a flat CPU array.
 
 A *segment* is one parameter's gradient inside a flat array (``offsets[i]:offsets[i+1]``).
-Moments take two passes (min/max, then scaled sums shifted by the midrange); a histogram
-takes a third (its range comes from the first).
+Moments take two passes (min/max, then scaled sums shifted by the midrange; a finite float32
+segment one, ``moments32``); a histogram takes another (its range comes from the moments).
 Histograms are exact: element ``v`` lands in bin ``k`` iff ``edges[k] <= v < edges[k+1]``
 (the last bin also holds ``v == edges[-1]``), as ``np.histogram`` with those edges.
 """
@@ -15,6 +15,7 @@ import numpy as np
 from numba import njit
 
 from gradexplorer.core.stats.backends.numba.kernels32 import guess_bins32, scan32
+from gradexplorer.core.stats.backends.numba.moments32 import one_pass32
 from gradexplorer.core.stats.backends.raw import (
     DSQ,
     DSUM,
@@ -135,8 +136,11 @@ def segment_moments(x, offsets, out):
 
 @njit(nogil=True, cache=True)
 def moments_of(part, row):
-    """Fill ``row`` (MOMENT_COLUMNS wide) with the moments of ``part`` (two reads)."""
+    """Fill ``row`` (MOMENT_COLUMNS wide) with the moments of ``part`` (two reads; float32
+    without NaN/Inf: one, ``moments32``)."""
     if part.itemsize == 4 and part.size:  # float32: one vectorised integer pass (kernels32)
+        if one_pass32(part, row):
+            return
         finite, zeros, lo, hi = scan32(part)
     else:
         total, zeros = _sum_and_zeros(part)

@@ -5,7 +5,7 @@ empty array of it) and runs the per-segment kernels of ``kernels`` on each tenso
 place, so a step's gradients cost one call per pass, no copy and no Python work per tensor. The
 caller holds the tensors (contiguous, CPU, float32 or float64) for the duration of the call.
 Numba's on-disk cache of these kernels holds the per-segment kernels compiled in (``kernels``,
-``kernels32``) but is invalidated only by a change to this file: touch it when those change.
+``kernels32``, ``moments32``) but is invalidated only by a change to this file: touch it when those change.
 """
 
 from __future__ import annotations
