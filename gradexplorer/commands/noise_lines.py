@@ -6,13 +6,18 @@ from gradexplorer.commands.table_text import number
 from gradexplorer.core.messages.printable import printable
 from gradexplorer.core.runs.noise_rows import module_noise, noise_params, noise_rows, parts_text
 from gradexplorer.core.runs.schema import NOISE_PARAM_FIELDS, NOISE_TABLES
+from gradexplorer.core.runs.settings_text import noise_cadence_text
 
 
 def noise_lines(run, step: int) -> list[str]:
     """The step's noise scale in a few lines ([] where it has none): B_simple, raw and smoothed
     with its band, the estimates it comes from, and the noisiest modules."""
     rows = [r for r in noise_rows(run, step - 1) if r["step"] == step]
-    return figure_lines(rows[0], noise_params(run, step)) if rows else []
+    cadence = noise_cadence_text(run.settings)  # watch(noise_every=): "" at every step
+    if not rows:
+        return [f"noise scale: none at this step; {cadence}"] if cadence else []
+    lines = figure_lines(rows[0], noise_params(run, step))
+    return lines[:1] + [f"  {cadence}"] + lines[1:] if cadence else lines
 
 
 def session_noise_lines(noise) -> list[str]:

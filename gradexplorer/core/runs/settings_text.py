@@ -24,3 +24,17 @@ def cadence_text(settings: dict) -> str:
             text += (f"; over budget: the figures of every step alone cost {share:.1%} of the "
                      "loop's step, so heavy steps were made as rare as it allows")
     return text
+
+
+def noise_cadence_text(settings: dict) -> str:
+    """``watch(noise_every=)`` in words ("" where every recorded step has its noise scale)."""
+    every = settings.get("noise_every", 1)
+    if every == "auto":
+        changes = [f"{e} from step {s}" for s, e in (settings.get("noise_cadence") or [])[-4:]
+                   if isinstance(s, int) and isinstance(e, int)]
+        now = (settings.get("noise_cadence") or [[0, 2]])[-1][-1]
+        return (f"noise scale on one step in {now} (auto, for ≤ 5% of the step; the EMAs over "
+                f"those steps{': ' + ', '.join(changes) if changes else ''})")
+    if isinstance(every, int) and not isinstance(every, bool) and every > 1:
+        return f"noise scale on one step in {every} (the EMAs over those steps)"
+    return ""

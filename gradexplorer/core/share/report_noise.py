@@ -17,6 +17,7 @@ from gradexplorer.core.runs.noise_rows import (
     parts_text,
     snr_curve,
 )
+from gradexplorer.core.runs.settings_text import noise_cadence_text
 from gradexplorer.core.share.svg_charts import line_chart
 from gradexplorer.core.stats.curves import downsample_peaks
 
@@ -33,6 +34,7 @@ class NoiseData:
     modules: dict = field(default_factory=dict)  # path -> NoiseFigures at ``last``
     params: dict = field(default_factory=dict)  # name -> stored figures at ``last``
     curves: dict = field(default_factory=dict)  # name -> (steps, smoothed SNR)
+    cadence: str = ""  # watch(noise_every=) in words ("" at every recorded step)
 
 
 def gather_noise(run) -> NoiseData:
@@ -48,7 +50,7 @@ def gather_noise(run) -> NoiseData:
         steps, _, smoothed = snr_curve(run, name)
         curves[name] = (steps, smoothed)
     return NoiseData(rows, last["step"], module_noise(params, last["parts"], last["batch_small"]),
-                     params, curves)
+                     params, curves, noise_cadence_text(run.settings))
 
 
 def _series(label: str, steps, values) -> tuple[str, np.ndarray, np.ndarray]:
@@ -89,7 +91,8 @@ def noise_section(d: NoiseData) -> str:
             '(McCandlish et al. 2018). Smoothed: the ratio of exponential moving averages of tr(Σ) '
             'and |G|², with ±1 standard error; a step\'s own estimate is noisy and drawn only where '
             f'positive. At step {d.last}: B_simple {_n(last["b_simple_ema"])} smoothed (this step '
-            f'{_n(last["b_simple"])}), batch {last["parts"] * last["batch_small"]}.</p>{chart}'
+            f'{_n(last["b_simple"])}), batch {last["parts"] * last["batch_small"]}'
+            f'{"; " + E(d.cadence) if d.cadence else ""}.</p>{chart}'
             f'<h3>Lowest SNR at step {d.last}</h3><p class="note">SNR = |G|²/(tr(Σ)/b): the squared '
             'true gradient against the noise of one micro-batch\'s gradient (b samples); ≤ 0: no '
             'signal measurable at this batch size.</p><table id="noise-table"><thead><tr><th>name'

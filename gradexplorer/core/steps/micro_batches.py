@@ -119,6 +119,7 @@ class MicroBatchNorms:
         self.hold = max(1, HOLD_BYTES // max(size, 1))  # backwards held before a pass
         self._handles: list = []
         self._singles = 0
+        self.paused = self._off = False  # noise_every: hooks off until the next step it records
         self.used: str | None = None  # "numba" or "torch": the path of the last pass
         self._reset()
         self._hook()
@@ -132,6 +133,18 @@ class MicroBatchNorms:
     def keep(self) -> bool:
         """Whether the hooks are on (False: a loop of one backward a step)."""
         return bool(self._handles)
+
+    def pause(self, paused: bool) -> None:
+        """``watch(noise_every=N)``: the hooks off for the steps the capture does not record
+        (none installed: such a step costs nothing here), back on before the next it does
+        (unless a loop of one backward a step has them off: ``take`` puts them back)."""
+        if paused and not self.paused:
+            self.paused, self._off = True, not self.keep
+            self.remove()
+        elif not paused and self.paused:
+            self.paused = False
+            if not self._off:
+                self._hook()
 
     def _reset(self) -> None:
         self.parts = self._pending = 0

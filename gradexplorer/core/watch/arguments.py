@@ -35,6 +35,11 @@ def whole(value: Any, name: str, low: int = 1, optional: bool = False) -> int | 
     return int(value)
 
 
+def noise_every(value: Any) -> int | str:
+    """``noise_every``: the noise scale on one recorded step in this many, or "auto" (≤ 5%)."""
+    return value if value == "auto" and isinstance(value, str) else whole(value, "noise_every")
+
+
 def flag(value: Any, name: str) -> bool:
     if not isinstance(value, bool):
         raise UserError(f"watch: {name} must be True or False, not {type(value).__name__}")

@@ -187,7 +187,8 @@ def budget_for(recorder, overhead: float | None) -> CostBudget | None:
 
     budget = CostBudget(overhead, others)
     if recorder.writer is not None:
-        settings = dict(recorder._settings, overhead=overhead)
+        settings = recorder._settings  # shared with noise_every's (noise_cadence.py)
+        settings["overhead"] = overhead
 
         def announce(step: int, every: int) -> None:
             costs = budget.costs  # (light, heavy, bare): the light figures' share of the step

@@ -5,11 +5,12 @@ accumulation one (``noise_watch.py``) or, under DDP with several ranks, the rank
 from __future__ import annotations
 
 from gradexplorer.core.messages.errors import UserError
+from gradexplorer.core.watch.noise_cadence import cadence_for
 from gradexplorer.core.watch.noise_ranks import RankNoiseWatch
 from gradexplorer.core.watch.noise_watch import NoiseSettings, NoiseWatch
 
 
-def noise_for(recorder, value) -> NoiseWatch | None:
+def noise_for(recorder, value, every: int | str = 1) -> NoiseWatch | None:
     """The recorder's NoiseWatch for ``watch``'s ``noise_scale`` argument (True: the defaults,
     False, or NoiseSettings); several DDP ranks: every rank's ``RankNoiseWatch``
     (``noise_ranks.py``: the ranks' local gradients are the small batches). None where it does
@@ -21,9 +22,13 @@ def noise_for(recorder, value) -> NoiseWatch | None:
         raise UserError(f"watch: noise_scale must be True, False or a NoiseSettings, got "
                         f"{type(value).__name__}")
     if value is not False and recorder.plan.mode == "ddp" and recorder.plan.world > 1:
+        if every != 1:
+            raise UserError("watch: noise_every is not supported under DDP yet (the ranks' "
+                            "noise scale is recorded at every recorded step)")
         return RankNoiseWatch(recorder, NoiseSettings() if value is True else value)
     if value is False or recorder.probe is None or recorder.plan.world > 1 \
             or recorder.plan.sharded:
         return None
     return NoiseWatch(recorder.probe, recorder.plan.stats_model, recorder._names,
-                      NoiseSettings() if value is True else value, recorder._report, recorder.writer)
+                      NoiseSettings() if value is True else value, recorder._report, recorder.writer,
+                      cadence_for(recorder, every))

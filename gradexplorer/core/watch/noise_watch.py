@@ -113,7 +113,7 @@ class NoiseWatch:
     figures at each recorded step (``take``) and the EMAs across them."""
 
     def __init__(self, probe, model: torch.nn.Module, names: list[str],
-                 settings: NoiseSettings, report, writer=None) -> None:
+                 settings: NoiseSettings, report, writer=None, cadence=None) -> None:
         self.settings, self.names, self._report, self._writer = settings, names, report, writer
         self.capture = MicroBatchNorms(probe._params)
         self.smoother = NoiseSmoother(settings.beta)
@@ -123,17 +123,33 @@ class NoiseWatch:
         self.latest: NoiseStep | None = None  # the last recorded step's figures
         self._said: set[str] = set()  # the reasons already said
         probe.on_backward = self.capture.backward
-        self._probe = probe
-        self._handle = None if settings.micro_batch_size is not None else \
-            model.register_forward_hook(partial(_on_output, self._sizes.append))
+        self._probe, self._model, self.cadence = probe, model, cadence  # noise_cadence.py
+        self._handle = None
+        self._arm(True)
+
+    def _arm(self, on: bool) -> None:
+        """The capture's hooks (and the forward hook for ``b``) on, or off for steps it does
+        not record (``noise_every``)."""
+        self.capture.pause(not on)
+        self._probe.on_backward = self.capture.backward if on else None
+        if not on and self._handle is not None:
+            self._handle = self._handle.remove()
+        elif on and self._handle is None and self.settings.micro_batch_size is None:
+            self._handle = self._model.register_forward_hook(partial(_on_output, self._sizes.append))
 
     def take(self, step: int, scale: float | None, accumulated: dict[str, float]) -> NoiseStep | None:
         """At a recorded step (``accumulated``: its norms as accumulated, by name): its figures
         (kept as ``latest``, given to the run's writer, which makes its per-parameter rows),
         None where it had one backward (or could not)."""
-        self.latest = found = self._figures(step, scale, accumulated)
-        if found is not None and self._writer is not None:
-            self._writer.write_noise(found)
+        cadence = self.cadence
+        if cadence is not None and not cadence.now:  # noise_every: a step it does not record
+            found = None
+        else:
+            self.latest = found = self._figures(step, scale, accumulated)
+            if found is not None and self._writer is not None:
+                self._writer.write_noise(found)
+        if cadence is not None:  # on or off for the next recorded step
+            self._arm(cadence.close(step))
         return found
 
     def _figures(self, step: int, scale: float | None, accumulated) -> NoiseStep | None:

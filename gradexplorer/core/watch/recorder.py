@@ -61,7 +61,7 @@ class Recorder:
                  history: int = 16, report=None, auto_steps: bool = True, per_rank: bool = False,
                  scaler=None, step_number=None, optimizer_state: bool = True,
                  overwrite: bool = False, resume: bool = False, spikes=True,
-                 every: int | None = None, update_ratio: bool = True, noise_scale=True,
+                 every: int | None = None, update_ratio: bool = True, noise_scale=True, noise_every=1,
                  per_sample_norms: bool = False, per_sample_reduction: str = "mean",
                  overhead: float | None = None) -> None:
         self._closed = True  # until everything is in place: close() undoes what was done
@@ -78,6 +78,7 @@ class Recorder:
             run_dir, stats_every, histogram_every, every, history, bins, snapshot_every,
             keep_snapshots, per_rank, overwrite, resume, auto_steps, optimizer_state, update_ratio)
         self._overhead = checked_overhead(overhead, histogram_every, optimizer)  # budget.py
+        self._noise_every = A.noise_every(noise_every)  # noise_cadence.py
         self.plan: RankPlan = plan_ranks(model)
         A.check_plan(self.plan, snapshot_every, resume, per_rank)
         self.model = self.plan.model
@@ -90,7 +91,7 @@ class Recorder:
             self._set_up(optimizer, run_dir, (stats_every, histogram_every), bins, snapshot_every,
                          hooks, keep_snapshots, history, auto_steps, per_rank, overwrite, resume,
                          scaler, step_number, optimizer_state, spikes, per_sample)
-            self.noise = noise_for(self, noise_scale)
+            self.noise = noise_for(self, noise_scale, self._noise_every)
         except BaseException:
             self.close()
             raise
@@ -370,7 +371,7 @@ def watch(model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
           keep_snapshots: int | None = None, per_rank: bool = False, scaler=None,
           optimizer_state: bool = True, overwrite: bool = False, resume: bool = False,
           spikes=True, every: int | None = None, update_ratio: bool = True,
-          noise_scale=True, per_sample_norms: bool = False,
+          noise_scale=True, per_sample_norms: bool = False, noise_every=1,
           per_sample_reduction: str = "mean", overhead: float | None = None) -> Recorder:
     """Record ``model``'s gradient statistics every ``stats_every`` steps into ``run_dir``, histograms
     on those divisible by ``histogram_every`` (``every``: stats_every's old name).
@@ -381,7 +382,8 @@ def watch(model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
     (docs/diagnose.md); ``update_ratio=False``: no ‖Δθ‖/‖θ‖ (its two passes over the weights are
     most of watch's cost a step on a small model); ``noise_scale`` (True, False or NoiseSettings):
     a step of several backwards gives the gradient noise scale and each parameter's SNR
-    (docs/noise.md); ``overhead=0.05``: histograms, update ratio and optimizer state on a cadence
+    (docs/noise.md), on one recorded step in ``noise_every`` (or "auto": ≤ 5% of the step);
+    ``overhead=0.05``: histograms, update ratio and optimizer state on a cadence
     measured to keep watch within 5% of the step, the rest every step (core/watch/budget.py);
     ``per_sample_norms=True``: each sample's gradient norm, as ``rec.per_sample``
     (``per_sample_reduction``: the loss's, "mean" or "sum"; docs/per_sample.md). Every argument is
@@ -392,5 +394,5 @@ def watch(model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
                     snapshot_every=snapshot_every, hooks=hooks, keep_snapshots=keep_snapshots,
                     per_rank=per_rank, scaler=scaler, optimizer_state=optimizer_state,
                     overwrite=overwrite, resume=resume, spikes=spikes, update_ratio=update_ratio,
-                    noise_scale=noise_scale, per_sample_norms=per_sample_norms,
+                    noise_scale=noise_scale, per_sample_norms=per_sample_norms, noise_every=noise_every,
                     per_sample_reduction=per_sample_reduction, overhead=overhead)
