@@ -138,10 +138,14 @@ class OptimizerTrack:
             return np.array([np.nan if found.get(int(s)) is None else found[int(s)]
                              for s in steps], np.float64)
 
-        at, _, smoothed = snr_curve(self.run_history.run, name)
-        rows = noise_rows(self.run_history.run)
-        return {"snr": at_steps(dict(zip(at, smoothed, strict=True))),
-                **{f: at_steps({r["step"]: r[f] for r in rows}) for f in ("b_simple_ema", *BAND)}}
+        run = self.run_history.run
+        at, _, smoothed = snr_curve(run, name)
+        rows = noise_rows(run)
+        out = {"snr": at_steps(dict(zip(at, smoothed, strict=True))),
+               **{f: at_steps({r["step"]: r[f] for r in rows}) for f in ("b_simple_ema", *BAND)}}
+        if run.settings.get("noise_every", 1) != 1:  # on a cadence: the steps that have one
+            out["noise_at"] = np.isin(steps, [r["step"] for r in rows])
+        return out
 
     def _run_series(self, name: str, until: int | None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         steps, values = self._read.get(name) or (np.zeros(0), {f: np.zeros(0) for f in SERIES_FIELDS})

@@ -351,7 +351,8 @@ class ParameterTable(QTableView):
 def run_snr(follower, step: int | None, timeline=None) -> dict[str, float | None]:
     """The gradient SNR per parameter (docs/noise.md) a followed run (``RunFollower``) recorded
     at ``step``, without a run the live session's (``timeline``'s noise track); {} without a
-    step or a noise scale there (a damaged table too: the rest of the window shows the step)."""
+    step or a noise scale there (a damaged table too: the rest of the window shows the step);
+    a run recorded with ``noise_every`` > 1: None for each parameter at a step without one."""
     if follower is None and timeline is not None and step is not None:
         return timeline.optimizer.noise.snr_at(step)
     if follower is None or step is None:
@@ -360,6 +361,9 @@ def run_snr(follower, step: int | None, timeline=None) -> dict[str, float | None
     from gradexplorer.core.runs.noise_rows import noise_params
 
     try:
-        return {name: p["snr"] for name, p in noise_params(follower.run, step).items()}
+        snr = {name: p["snr"] for name, p in noise_params(follower.run, step).items()}
     except UserError:
         return {}
+    if not snr and follower.run.settings.get("noise_every", 1) != 1:  # a step the cadence left
+        return dict.fromkeys(follower.run.parameters)  # out: the column kept, its cells empty
+    return snr

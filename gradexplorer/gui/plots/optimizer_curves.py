@@ -179,6 +179,9 @@ class OptimizerCurves(QWidget):
                 (f for f in FIRST_CHOICE if np.isfinite(figures[f]).any() or np.isinf(figures[f]).any()),
                 FIRST_CHOICE[0])))
         field = self.field
+        at = figures.get("noise_at") if field in ("snr", "b_simple_ema") else None
+        if at is not None:  # a run's noise scale on a cadence (noise_every): its steps, joined
+            steps, figures = steps[at], {f: v[at] for f, v in figures.items()}
         values = figures[field]
         new = np.isposinf(values) if field == "update_ratio" else np.zeros(len(values), bool)
         shown = np.where(new, np.nan, values)

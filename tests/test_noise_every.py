@@ -1,0 +1,128 @@
+"""``watch(noise_every=N)`` and ``"auto"`` (docs/noise.md, "Cost"): the noise scale on one recorded
+step in N, its hooks on only for those steps, a recorded step's figures exactly that step's, the
+EMAs over the recorded steps only; "auto" choosing N from the measured CPU (noise_cadence.py)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from test_noise_scale import B, K, Net, check_step, data, expected, reference, train
+from torch import nn
+
+import gradexplorer as gx
+from gradexplorer.core.messages.errors import UserError
+from gradexplorer.core.runs.noise_rows import noise_params, noise_rows, snr_curve
+from gradexplorer.core.runs.run import Run
+from gradexplorer.core.watch import noise_cadence as NC
+from gradexplorer.diagnose import NoiseSettings
+
+
+def capture_hooks(model) -> int:
+    """The tensor hooks on the parameters (the capture's: the probe's are post-accumulate)."""
+    return sum(len(p._backward_hooks or {}) for p in model.parameters())
+
+
+def test_one_step_in_three_its_figures_exact_and_no_hook_on_the_others(tmp_path, run_cli):
+    torch.manual_seed(0)
+    model = Net()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    seen, refs, hooks = {}, [], []
+    with gx.watch(model, opt, tmp_path / "run", update_ratio=False, noise_every=3,
+                  noise_scale=NoiseSettings(beta=0.8)) as rec:
+        for step in range(1, 8):
+            hooks.append(capture_hooks(model))  # during the step's backwards
+            x, y = data(step)
+            refs.append(reference(model, x, y + 2, K, B))
+            for i in range(K):
+                (nn.functional.mse_loss(model(x[i * B:(i + 1) * B]), y[i * B:(i + 1) * B] + 2) / K
+                 ).backward()
+            opt.step()
+            opt.zero_grad()
+            if rec.noise.latest is not None and rec.noise.latest.step == step:
+                seen[step] = rec.noise.latest
+    n = len(list(model.parameters()))
+    assert hooks == [n, 0, 0, n, 0, 0, n]  # the capture's hooks only on the steps it records
+    assert sorted(seen) == [1, 4, 7]
+    for step, noise in seen.items():
+        check_step(noise, refs[step - 1])  # float64 from explicit micro-batch gradients
+    # the EMAs over the recorded steps only: weights beta^j over steps 7, 4, 1
+    t = np.array([seen[s].whole.trace for s in (1, 4, 7)])
+    g = np.array([seen[s].whole.g_sq for s in (1, 4, 7)])
+    w = 0.2 * 0.8 ** np.arange(2, -1, -1)
+    assert seen[7].smoothed.trace == pytest.approx(w @ t / w.sum(), rel=1e-12)
+    assert seen[7].smoothed.g_sq == pytest.approx(w @ g / w.sum(), rel=1e-12)
+    for j, name in enumerate(seen[7].names):  # each parameter's smoothed SNR likewise
+        per = np.array([expected(*refs[s - 1][name][:2], K, B) for s in (1, 4, 7)])
+        assert seen[7].per["snr_ema"][j] == pytest.approx(B * (w @ per[:, 0]) / (w @ per[:, 1]),
+                                                          rel=1e-4)
+    with Run(tmp_path / "run") as run:
+        run.check(last=7)  # core/runs/validate.py reads the settings
+        assert run.settings["noise_every"] == 3
+        assert [r["step"] for r in noise_rows(run)] == [1, 4, 7]
+        assert noise_params(run, 5) == {}
+        assert snr_curve(run, "fc1.weight")[0] == [1, 4, 7]
+    code, out, _ = run_cli("inspect", tmp_path / "run", "--step", "4")
+    assert code == 0 and "noise scale on one step in 3 (the EMAs over those steps)" in out
+    code, out, _ = run_cli("inspect", tmp_path / "run", "--step", "5")
+    assert code == 0 and "noise scale: none at this step; noise scale on one step in 3" in out
+    code, _, _ = run_cli("report", tmp_path / "run", "--out", tmp_path / "r.html")  # validated on open
+    assert code == 0 and "noise scale on one step in 3" in (tmp_path / "r.html").read_text()
+
+
+def test_bad_noise_every_is_a_one_line_error_and_leaves_the_model_alone():
+    model = Net()
+    for bad in (0, -2, 2.5, True, "fast", None):
+        with pytest.raises(UserError, match="noise_every") as err:
+            gx.watch(model, noise_every=bad)
+        assert "\n" not in str(err.value)
+    assert capture_hooks(model) == 0 and gx.watch(model, noise_every="auto").close() is None
+
+
+def test_auto_takes_the_smallest_cadence_within_five_percent_of_the_measured_step():
+    costs = {"bare": 0.010, "capture": 0.0012}  # 12% of the step on the steps it records
+    clock = [0.0]
+    cadence = NC.NoiseCadence("auto", clock=lambda: clock[0])
+    told = []
+    cadence.on_change = lambda step, every: told.append([step, every])
+    ons = []
+    for step in range(1, 41):
+        ons.append(cadence.now)
+        clock[0] += costs["bare"] + (costs["capture"] if cadence.now else 0.0)
+        cadence.close(step)
+    planned = NC.TARGET * (1 - NC.MARGIN) * costs["bare"]  # the budget's margin kept
+    want = math.ceil(costs["capture"] / planned)
+    assert cadence.every == want == 4 and told == cadence.changes and told[-1][1] == want
+    on = [s for s, o in zip(range(1, 41), ons, strict=True) if o]
+    assert all(b - a == want for a, b in zip(on[-4:], on[-3:], strict=False))
+    # a capture that costs less than 5% · (1 − margin): every recorded step
+    costs["capture"] = 0.0002
+    for step in range(41, 120):  # (the means over the last 16 steps of each kind)
+        clock[0] += costs["bare"] + (costs["capture"] if cadence.now else 0.0)
+        cadence.close(step)
+    assert cadence.every == 1 and cadence.changes[-1][1] == 1
+
+
+def test_auto_in_a_run_keeps_its_choices_in_the_settings(tmp_path, run_cli):
+    torch.manual_seed(1)
+    model = Net()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    clock = [0.0]
+    with gx.watch(model, opt, tmp_path / "run", update_ratio=False, noise_every="auto") as rec:
+        cadence = rec.noise.cadence
+        cadence.clock = lambda: clock[0]  # made-up costs: the capture 20% of a 10 ms step
+        for _ in range(30):
+            clock[0] += 0.010 + (0.002 if cadence.now else 0.0)
+            train(model, opt, 1)
+        every = cadence.every
+    assert every == math.ceil(0.002 / (NC.TARGET * (1 - NC.MARGIN) * 0.010)) == 6
+    with Run(tmp_path / "run") as run:
+        assert run.settings["noise_every"] == "auto"
+        assert run.settings["noise_cadence"] == cadence.changes and cadence.changes[-1][1] == 6
+        steps = [r["step"] for r in noise_rows(run)]
+    assert steps[:2] == [1, 3] and steps[-1] - steps[-2] == 6
+    code, out, _ = run_cli("inspect", tmp_path / "run", "--step", steps[-1])
+    assert code == 0 and f"noise scale on one step in 6 (auto, for ≤ 5% of the step; the EMAs over those " \
+           f"steps: 6 from step {cadence.changes[-1][0]})" in out
