@@ -4,19 +4,21 @@ the CPU examples, against the bare accumulation step (target: ≤ 5%).
     python bench/noise_scale.py                       # digits, mlp, lenet, transformer; k = 2, 4, 8
     python bench/noise_scale.py --models digits --micro 4 --steps 60 --rounds 7
 
-Three arms, each its own copy of the model (same weights, same batches, SGD), interleaved step by
+Six arms, each its own copy of the model (same weights, same batches, SGD), interleaved step by
 step in one process, one torch thread, each step timed on the training thread
 (``time.thread_time``: its CPU, which other processes' load moves least):
 
 - bare: ``k`` × (forward, ``(loss / k).backward()``), ``optimizer.step()``, ``zero_grad()``
 - watch without the noise scale: the same loop under ``watch(model, opt, update_ratio=False,
   noise_scale=False)``
-- watch with it (the default): ``watch(model, opt, update_ratio=False)``
+- watch with it, ``noise_every`` = 1 (the default), 2, 4 and "auto" (core/watch/noise_cadence.py)
 
-Cost: (the third arm's CPU − the second's) / the bare arm's, per round, the median over rounds,
-printed beside the 5% target: everything the noise scale adds to the training thread, its
-gradient hooks inside the engine included (no timing wrapper inside the timed arms: they would
-add calls to it). No run directory: the per-parameter arrays (SNR and its EMA) are made when
+Cost: (a noise arm's CPU − the second arm's) / the bare arm's over the same steps, per round,
+the median over rounds: on the steps the arm's capture records, on the others (its hooks off:
+~0 expected), and over every step (what the 5% target is about): everything the noise scale adds
+to the training thread, its gradient hooks inside the engine included (no timing wrapper inside
+the timed arms: they would add calls to it). "auto" measures its own arm's CPU only (``ArmClock``:
+the arms share one thread). No run directory: the per-parameter arrays (SNR and its EMA) are made when
 first read (``core/watch/noise_params.py``: by a run directory's writer thread), here, unread,
 ``MAX_WAITING`` steps at a time at a step (counted in the cost).
 """
@@ -53,42 +55,95 @@ def micro_step(model, opt, workload, batch, k: int) -> None:
     opt.zero_grad()
 
 
-def watched(model, noise: bool):
-    """A copy of ``model`` under watch, with the noise scale or without."""
+CADENCES = (1, 2, 4, "auto")  # noise_every: one arm each
+
+
+class ArmClock:
+    """One arm's training-thread CPU, counted only while its step runs (the arms share the
+    thread: "auto"'s measure must not see the other arms' steps)."""
+
+    def __init__(self) -> None:
+        self.total, self.start = 0.0, None
+
+    def __call__(self) -> float:
+        return self.total + (0.0 if self.start is None else time.thread_time() - self.start)
+
+    def enter(self) -> None:
+        self.start = time.thread_time()
+
+    def leave(self) -> None:
+        self.total, self.start = self(), None
+
+
+def watched(model, noise: bool, every=1):
+    """A copy of ``model`` under watch, with the noise scale (on one step in ``every``) or without."""
     model = copy.deepcopy(model)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    return model, opt, watch(model, opt, update_ratio=False, noise_scale=noise)
+    return model, opt, watch(model, opt, update_ratio=False, noise_scale=noise, noise_every=every)
 
 
 def bench(name: str, steps: int, rounds: int, k: int) -> dict:
-    """The noise scale's cost over the bare step (the median over rounds, and their range)."""
+    """Per ``noise_every``: the noise scale's cost over the bare step on the steps it records,
+    on the others, and on average a step (the medians over rounds, and their ranges)."""
     workload = WORKLOADS[name]()
     bare_opt = torch.optim.SGD(workload.model.parameters(), lr=0.01)
-    off, on = watched(workload.model, False), watched(workload.model, True)
-    arms = [(workload.model, bare_opt), off[:2], on[:2]]
-    whole, per_step = [], []
+    recs = [watched(workload.model, False)] + [watched(workload.model, True, e) for e in CADENCES]
+    arms = [(workload.model, bare_opt)] + [r[:2] for r in recs]
+    clock = ArmClock()
+    recs[-1][2].noise.cadence.clock = clock  # "auto"'s arm
+    n = len(CADENCES)
+    figures = [{"recorded": [], "other": [], "whole": []} for _ in CADENCES]
+    per_step = []
     try:
         for s in range(3):  # warm every arm (the probe's proof, the allocator)
             for model, opt in arms:
                 micro_step(model, opt, workload, workload.make_batch(s), k)
         for r in range(rounds):
-            cpu = [0.0, 0.0, 0.0]
+            bare, off = [], []
+            cpu = [[] for _ in CADENCES]
+            on = [[] for _ in CADENCES]  # whether the arm's capture was on for the step
             for s in range(steps):
                 batch = workload.make_batch(r * steps + s)
                 for i, (model, opt) in enumerate(arms):
+                    if i >= 2:
+                        on[i - 2].append(recs[i - 1][2].noise.cadence is None or
+                                         recs[i - 1][2].noise.cadence.now)
                     start = time.thread_time()
+                    if i == len(arms) - 1:
+                        clock.enter()
                     micro_step(model, opt, workload, batch, k)
-                    cpu[i] += time.thread_time() - start
-            whole.append((cpu[2] - cpu[1]) / cpu[0])
-            per_step.append(cpu[0] / steps)
-        latest = on[2].noise.latest
-        return {"whole": statistics.median(whole),
-                "bare_ms": statistics.median(per_step) * 1e3, "used": on[2].noise.capture.used,
-                "b_simple": latest.smoothed.b_simple if latest else None,
-                "spread": (min(whole), max(whole))}
+                    took = time.thread_time() - start
+                    if i == len(arms) - 1:
+                        clock.leave()
+                    (bare if i == 0 else off if i == 1 else cpu[i - 2]).append(took)
+            per_step.append(sum(bare) / steps)
+            for j in range(n):  # the arm's CPU less watch without the noise scale's, same steps
+                for key, want in (("recorded", True), ("other", False)):
+                    at = [t for t, o in enumerate(on[j]) if o == want]
+                    if at:
+                        figures[j][key].append(sum(cpu[j][t] - off[t] for t in at) /
+                                               sum(bare[t] for t in at))
+                figures[j]["whole"].append((sum(cpu[j]) - sum(off)) / sum(bare))
+        out = {"bare_ms": statistics.median(per_step) * 1e3, "used": recs[1][2].noise.capture.used,
+               "rows": []}
+        for j, every in enumerate(CADENCES):
+            noise = recs[j + 1][2].noise
+            latest = noise.latest
+            out["rows"].append({"every": every, "chosen": noise.cadence.every if noise.cadence else 1,
+                                "b_simple": latest.smoothed.b_simple if latest else None,
+                                **{key: (statistics.median(v), min(v), max(v)) if v else None
+                                   for key, v in figures[j].items()}})
+        return out
     finally:
-        off[2].close()
-        on[2].close()
+        for rec in recs:
+            rec[2].close()
+
+
+def _share(figure) -> str:
+    if figure is None:
+        return f"{'—':>22s}"
+    mid, low, high = figure
+    return f"{mid:7.2%} ({low:6.1%}..{high:5.1%})"
 
 
 def main() -> None:
@@ -103,18 +158,22 @@ def main() -> None:
     torch.manual_seed(0)
     warmup.ready()  # the statistics kernels compiled or loaded before any step is timed
     warmup.wait()
-    print(f"the noise scale's CPU per step over the bare accumulation step's (median of "
-          f"{args.rounds} rounds × {args.steps} steps, arms interleaved; target ≤ {TARGET:.0%})")
-    print(f"  {'model':12s} {'k':>2s} {'bare ms':>8s} {'cost':>7s}  (rounds)")
+    print(f"the noise scale's CPU over the bare accumulation step's (median of {args.rounds} "
+          f"rounds × {args.steps} steps, arms interleaved; target ≤ {TARGET:.0%} a step): on the "
+          "steps it records, on the others (its hooks off), and on average a step")
+    print(f"  {'model':12s} {'k':>2s} {'bare ms':>8s} {'every':>10s} {'recorded step (rounds)':>23s} "
+          f"{'other step (rounds)':>23s} {'a step (rounds)':>23s}")
     for name in args.models.split(","):
         for k in (int(x) for x in args.micro.split(",")):
             got = bench(name, args.steps, args.rounds, k)
-            verdict = "ok" if got["whole"] <= TARGET else "OVER"
-            b_simple = "none yet" if got["b_simple"] is None else f"{got['b_simple']:.4g}"
-            low, high = got["spread"]
-            print(f"  {name:12s} {k:2d} {got['bare_ms']:8.2f} {got['whole']:7.2%}  "
-                  f"({low:6.1%}..{high:5.1%})   target ≤ {TARGET:.0%} {verdict}   "
-                  f"({got['used']}; smoothed B_simple {b_simple})", flush=True)
+            for row in got["rows"]:
+                every = f"{row['every']}" if row["every"] != "auto" else f"auto→{row['chosen']}"
+                verdict = "ok" if row["whole"][0] <= TARGET else "OVER"
+                b_simple = "none yet" if row["b_simple"] is None else f"{row['b_simple']:.4g}"
+                print(f"  {name:12s} {k:2d} {got['bare_ms']:8.2f} {every:>10s} "
+                      f"{_share(row['recorded'])} {_share(row['other'])} {_share(row['whole'])}   "
+                      f"target ≤ {TARGET:.0%} a step {verdict}   ({got['used']}; smoothed "
+                      f"B_simple {b_simple})", flush=True)
 
 
 if __name__ == "__main__":

@@ -10,14 +10,17 @@ recorded steps only (``beta`` a recorded step).
 
 ``"auto"`` measures, as ``core/watch/budget.py`` does (its ``choose_every``, ``MARGIN``,
 ``CHANGE``): the training thread's CPU from the end of one recorded step's figures to the next
-(``time.thread_time``), split by whether the capture was on. Its cost a step is the mean of the
-steps with it less the median of those without (the hooks inside the engine, the held
-gradients, the pass and the figures at the step); the loop's bare step is the budget's
-(``overhead=`` given) or else the median of the steps without the capture (watch's other
-figures in it: the share is then of a somewhat larger step). It starts at ``START`` (both kinds
-measured), then takes the smallest ``N`` with cost/N ≤ (1 − MARGIN)·TARGET·bare, changed only
-to one ``1 + CHANGE`` times rarer or more frequent; at 1 the last steps without it stay the
-measure of the bare step. Every change is kept (``changes``) and told (``on_change``).
+(``time.thread_time``), split by whether the capture was on. Its cost a step is the median of
+the last steps with it less the median of those without (the hooks inside the engine, the held
+gradients, the pass and the figures at the step; the step before one pays the hooks' putting
+on); the loop's bare step is the budget's (``overhead=`` given) or else the median of the steps
+without the capture (watch's other figures in it: the share is then of a somewhat larger
+step). It starts at ``START`` (both kinds measured), then, once ``MIN_SAMPLES`` of each are,
+takes the smallest ``N`` with cost/N ≤ (1 − MARGIN)·TARGET·bare: rarer as soon as the ``N`` in
+force is measured over TARGET, more frequent only where that ``N`` is ``1 + CHANGE`` times or
+more, and at most once in ``LIGHT_SAMPLES`` steps (the step's CPU moves by ±10% from step to
+step on a loaded machine: no flapping on noise); at 1 the last steps without it
+stay the measure of the bare step. Every change is kept (``changes``) and told (``on_change``).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from gradexplorer.core.watch.budget import CHANGE, LIGHT_SAMPLES, MARGIN, choose
 
 TARGET = 0.05  # "auto": the capture's cost a step, at most this share of the loop's step
 START = 2  # "auto"'s first cadence: steps with and without the capture, both measured
+MIN_SAMPLES = 4  # steps of each kind measured before a first choice
 
 
 class NoiseCadence:
@@ -48,15 +52,16 @@ class NoiseCadence:
         self._off: deque = deque(maxlen=LIGHT_SAMPLES)  # and without
         self._mark: tuple | None = None  # (step, CPU) at the end of the last recorded step
         self._spans = 0
+        self._hold = 0  # no change before this step (one a LIGHT_SAMPLES steps at most)
 
     @property
     def costs(self) -> tuple[float, float] | None:
         """``(capture, bare)`` CPU seconds a step as now measured, None until both are."""
-        if len(self._on) < 2 or len(self._off) < 2:
+        if len(self._on) < MIN_SAMPLES or len(self._off) < MIN_SAMPLES:
             return None
         off = statistics.median(self._off)
         bare = self.bare_of() if self.bare_of is not None else None
-        return max(sum(self._on) / len(self._on) - off, 0.0), bare or off
+        return max(statistics.median(self._on) - off, 0.0), bare or off
 
     def close(self, step: int) -> bool:
         """At the end of recorded ``step``'s figures: its CPU measured (``auto``), the cadence
@@ -77,11 +82,12 @@ class NoiseCadence:
 
     def _choose(self, step: int) -> None:
         costs = self.costs
-        if costs is None:
+        if costs is None or step < self._hold:
             return
         every = choose_every(0.0, costs[0], costs[1], TARGET * (1 - MARGIN))
-        if every > self.every * (1 + CHANGE) or every * (1 + CHANGE) < self.every:
-            self.every = every
+        over = costs[0] / self.every > TARGET * costs[1]  # the cadence in force, over TARGET
+        if (over and every > self.every) or every * (1 + CHANGE) < self.every:
+            self.every, self._hold = every, step + LIGHT_SAMPLES
             self.changes.append([step, every])
             if self.on_change is not None:
                 self.on_change(step, every)
