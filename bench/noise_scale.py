@@ -5,7 +5,8 @@ the CPU examples, against the bare accumulation step (target: ≤ 5%).
     python bench/noise_scale.py --models digits --micro 4 --steps 60 --rounds 7
 
 Six arms, each its own copy of the model (same weights, same batches, SGD), interleaved step by
-step in one process, one torch thread, each step timed on the training thread
+step in one process (in turn forwards and backwards: the order moves what a step finds in the
+cache), one torch thread, each step timed on the training thread
 (``time.thread_time``: its CPU, which other processes' load moves least):
 
 - bare: ``k`` × (forward, ``(loss / k).backward()``), ``optimizer.step()``, ``zero_grad()``
@@ -104,7 +105,9 @@ def bench(name: str, steps: int, rounds: int, k: int) -> dict:
             on = [[] for _ in CADENCES]  # whether the arm's capture was on for the step
             for s in range(steps):
                 batch = workload.make_batch(r * steps + s)
-                for i, (model, opt) in enumerate(arms):
+                order = range(len(arms)) if s % 2 == 0 else reversed(range(len(arms)))
+                for i in order:  # each arm after the others in turn (the cache each leaves)
+                    model, opt = arms[i]
                     if i >= 2:
                         on[i - 2].append(recs[i - 1][2].noise.cadence is None or
                                          recs[i - 1][2].noise.cadence.now)
