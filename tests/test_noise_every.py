@@ -126,3 +126,27 @@ def test_auto_in_a_run_keeps_its_choices_in_the_settings(tmp_path, run_cli):
     code, out, _ = run_cli("inspect", tmp_path / "run", "--step", steps[-1])
     assert code == 0 and f"noise scale on one step in 6 (auto, for ≤ 5% of the step; the EMAs over those " \
            f"steps: 6 from step {cadence.changes[-1][0]})" in out
+
+
+def test_with_stats_every_the_recorded_steps_are_at_least_n_apart_and_exact(tmp_path):
+    torch.manual_seed(3)
+    model = Net()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    refs, seen = [], {}
+    with gx.watch(model, opt, tmp_path / "run", update_ratio=False, stats_every=2,
+                  noise_every=3) as rec:
+        for step in range(1, 11):
+            x, y = data(step)
+            refs.append(reference(model, x, y, K, B))
+            for i in range(K):
+                (nn.functional.mse_loss(model(x[i * B:(i + 1) * B]), y[i * B:(i + 1) * B]) / K
+                 ).backward()
+            opt.step()
+            opt.zero_grad()
+            if rec.noise.latest is not None and rec.noise.latest.step == step:
+                seen[step] = rec.noise.latest
+    assert sorted(seen) == [2, 6, 10]  # recorded steps 2, 4, …: the next one 3 or more steps on
+    for step, noise in seen.items():
+        check_step(noise, refs[step - 1])  # the unrecorded step 5's backwards not in step 6's
+    with Run(tmp_path / "run") as run:
+        assert [r["step"] for r in noise_rows(run)] == [2, 6, 10]
