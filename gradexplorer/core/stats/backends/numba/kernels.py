@@ -222,11 +222,11 @@ def _fast_histogram(x, edges, counts, guess, lanes):
             for j in range(n):
                 guess[j] = _exact_bin(np.float64(part[j]), guess[j], edges, bins)
         m = n - n % 8
-        for j in range(0, m, 8):
-            for lane in range(8):
-                lanes[lane, guess[j + lane]] += 1
+        for j in range(0, m, 8):  # unsigned indices (every guess is a bin): no wraparound
+            for lane in range(8):  # test, ~1 read pass of ResNet-18's 11.7M values less
+                lanes[np.uint64(lane), np.uint64(guess[j + lane])] += 1
         for j in range(m, n):
-            lanes[0, guess[j]] += 1
+            lanes[0, np.uint64(guess[j])] += 1
     for lane in range(8):  # 8 sub-histograms avoided store-to-load stalls; merge, reset
         for b in range(bins):
             counts[b] += lanes[lane, b]
