@@ -14,7 +14,7 @@ import math
 import numpy as np
 from numba import njit
 
-from gradexplorer.core.stats.backends.numba.kernels32 import guess_bins32, scan32
+from gradexplorer.core.stats.backends.numba.kernels32 import NEAR, guess_bins32, scan32
 from gradexplorer.core.stats.backends.numba.moments32 import one_pass32
 from gradexplorer.core.stats.backends.raw import (
     DSQ,
@@ -218,7 +218,11 @@ def _fast_histogram(x, edges, counts, guess, lanes):
         n = part.size
         near = guess_bins32(part, typed[0], typed[1], typed[2], typed[3], typed[4], guess) \
             if x.itemsize == 4 else _guess_bins(part, typed[0], typed[1], typed[2], delta, guess)
-        if near:
+        if near and x.itemsize == 4:  # only the values marked near an edge (``NEAR``)
+            for j in range(n):
+                if guess[j] >= NEAR:
+                    guess[j] = _exact_bin(np.float64(part[j]), guess[j] - NEAR, edges, bins)
+        elif near:
             for j in range(n):
                 guess[j] = _exact_bin(np.float64(part[j]), guess[j], edges, bins)
         m = n - n % 8
