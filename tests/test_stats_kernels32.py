@@ -56,3 +56,28 @@ def test_float32_moments_equal_the_float64_path_where_the_values_are_the_same():
     K.moments_of(x, a)
     K.moments_of(x.astype(np.float64), b)
     assert a[:6].tobytes() == b[:6].tobytes()  # min, max, zeros, NaN, Inf, finite: exact
+
+
+@pytest.mark.parametrize("lo, hi, bins", [(-1.27, 1.09, 64), (1e4, 1e4 + 0.5, 64), (-3.0, 3.0, 7),
+                                          (-1e-30, 1e-30, 64)])
+def test_float32_histograms_equal_numpy_with_values_on_and_beside_every_edge(lo, hi, bins):
+    # the fast histogram fixes only the values its float32 guess marks near an edge (NEAR):
+    # every float32 on an edge, one float32 either side of it, spread among ordinary values
+    # (a chunk of mostly far values, a few near ones), and a size-1 array, equal np.histogram
+    from gradexplorer.core.stats.histogram import histogram_edges
+
+    edges = histogram_edges(np.array([lo]), np.array([hi]), bins)[0]
+    on = edges.astype(np.float32)
+    on = on[(on >= edges[0]) & (on <= edges[-1])]
+    beside = np.concatenate([np.nextafter(on, np.float32(np.inf)), np.nextafter(on, np.float32(-np.inf))])
+    rng = np.random.default_rng(5)
+    far = rng.uniform(lo, hi, 3000).astype(np.float32)
+    x = np.concatenate([far, on, beside])
+    x = x[(x >= edges[0]) & (x <= edges[-1])]
+    rng.shuffle(x)
+    for values in (x, x[:1]):
+        counts, extra = np.zeros(bins, np.int64), np.zeros(4, np.int64)
+        guess, lanes = np.empty(K.CHUNK, np.int32), np.zeros((8, bins), np.int64)
+        K.histogram_of(values, edges, counts, extra, False, guess, lanes)
+        assert np.array_equal(counts, np.histogram(values.astype(np.float64), bins=edges)[0])
+        assert not extra.any() and not lanes.any()

@@ -103,3 +103,29 @@ def test_moments_of_a_float32_gradient_is_the_one_pass_row():
     assert row[DSUM] == 0.0 and row[SHIFT] == pytest.approx(x.astype(np.float64).mean(), rel=1e-15)
     assert two[DSUM] != 0.0 and two[SHIFT] == (two[MIN] + two[MAX]) / 2
     np.testing.assert_allclose(row, one, rtol=1e-15, atol=0)  # the same kernel, compiled inline
+
+
+def test_the_workers_copy_and_moments_in_one_pass_equal_the_copy_and_its_moments():
+    # numba.worker's pass: every tensor copied, its row compute_at's of the copy bit for bit,
+    # on hostile data: NaN/Inf in a later block (the copy still whole), mean ≫ std, size 1,
+    # empty, float64
+    import torch
+
+    from gradexplorer.core.stats.backends.numba import in_place as BA
+
+    rng = np.random.default_rng(11)
+    nan_late = rng.standard_normal(3 * M.BLOCK).astype(np.float32)
+    nan_late[2 * M.BLOCK + 5] = np.nan
+    inf_first = np.linspace(-1, 1, M.BLOCK + 7, dtype=np.float32)
+    inf_first[0] = -np.inf
+    float32 = [*hostile(rng), nan_late, inf_first, np.zeros(0, np.float32)]
+    float64 = [rng.standard_normal(M.BLOCK + 1) + 1e6, np.array([np.inf, 1.0]), np.array([2.5])]
+    for arrays in (float32, float64):
+        at = BA.addresses_of([torch.from_numpy(a) for a in arrays])
+        buffer = BA.FlatBuffer()
+        buffer.fit(at)
+        buffer.flat[:] = 7.0  # not a copy yet
+        rows = BA.copy_and_moments_at(at, buffer.starts, buffer.flat)
+        assert buffer.flat.tobytes() == np.concatenate(arrays).tobytes()
+        assert rows.tobytes() == BA.compute_at(at, False, 64, "auto").moments.tobytes()
+    assert rows[1, INFS] == 1  # float64's Inf counted (the float32 rows: compute_at's above)

@@ -118,7 +118,7 @@ def test_the_run_directory_holds_the_workers_histograms(tmp_path, one_thread):
 
 def test_the_worker_thread_copies_and_computes_what_it_has_started():
     threads = []
-    real = BA.compute_at
+    real = BA.copy_and_moments_at
 
     def spy(*args, **kwargs):
         threads.append(threading.current_thread().name)
@@ -126,7 +126,7 @@ def test_the_worker_thread_copies_and_computes_what_it_has_started():
 
     values = torch.randn(W.OFFLOAD_MIN)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(BA, "compute_at", spy)
+        patch.setattr(BA, "copy_and_moments_at", spy)
         offloaded = W.OffloadedStats()
         _, moments = offloaded.submit(BA.addresses_of([values]), True, 64, parse_hist_range("auto"))
         W._pool().submit(lambda: None).result()  # the worker has done all it was given (FIFO)
@@ -142,7 +142,7 @@ def test_the_worker_thread_copies_and_computes_what_it_has_started():
 def test_work_the_worker_has_not_started_is_done_by_the_thread_that_needs_it():
     hist_range = parse_hist_range("auto")
     threads = []
-    real = BA.compute_at
+    real = BA.copy_and_moments_at
 
     def spy(*args, **kwargs):
         threads.append(threading.current_thread().name)
@@ -154,7 +154,7 @@ def test_work_the_worker_has_not_started_is_done_by_the_thread_that_needs_it():
     values = torch.randn(W.OFFLOAD_MIN)
     try:
         with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(BA, "compute_at", spy)
+            patch.setattr(BA, "copy_and_moments_at", spy)
             copied, moments = W.OffloadedStats().submit(BA.addresses_of([values]), True, 64, hist_range)
             copied.result()  # not waited for: copied here
             raw = moments.result()  # computed here from the copy
@@ -162,7 +162,7 @@ def test_work_the_worker_has_not_started_is_done_by_the_thread_that_needs_it():
     finally:
         release.set()
     assert threads == [threading.current_thread().name]
-    expected = real(BA.addresses_of([values]), True, 64, hist_range)
+    expected = BA.compute_at(BA.addresses_of([values]), True, 64, hist_range)
     assert raw.moments.tobytes() == expected.moments.tobytes()
     assert found[1].tobytes() == expected.counts.tobytes()
 
@@ -223,7 +223,11 @@ def test_a_failure_of_the_workers_moments_is_measured_again_on_the_training_thre
             raise RuntimeError("worker broke")
         return real(at, *args, **kwargs)
 
+    def broken_with_the_copy(*args, **kwargs):
+        raise RuntimeError("worker broke")
+
     monkeypatch.setattr(BA, "compute_at", broken)
+    monkeypatch.setattr(BA, "copy_and_moments_at", broken_with_the_copy)  # then copied alone
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         records = watched_steps(True)

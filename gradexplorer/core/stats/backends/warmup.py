@@ -23,7 +23,7 @@ def _cached() -> bool:
     from gradexplorer.core.stats.backends.numba import kernels_rows as KR
 
     return index_files_exist((KA.moments_at, KA.histograms_at, KA.edges_of, KA.norms_at,
-                              KA.copy_at, KA.update_norms_at, KA.second_moments_at,
+                              KA.copy_at, KA.copy_moments_at, KA.update_norms_at, KA.second_moments_at,
                               KR.stat_columns, K.segment_moments, K.segment_histograms))
 
 

@@ -129,6 +129,14 @@ def _moments(at: Addresses, rows) -> np.ndarray:
     return out
 
 
+def copy_and_moments_at(at: Addresses, starts: np.ndarray, into: np.ndarray) -> np.ndarray:
+    """``at``'s tensors copied into ``into`` (at ``starts``) and the copy's moments
+    (``compute_at``'s, bit for bit) in one call: a float32 tensor's in the copy's own pass."""
+    out = np.zeros((at.sizes.size, MOMENT_COLUMNS))
+    KA.copy_moments_at(at.addresses, at.sizes, at.like, starts, into, out)
+    return out
+
+
 def step_edges(moments: np.ndarray, bins: int, hist_range: HistRange) -> tuple[np.ndarray, np.ndarray | None]:
     """Every row's histogram edges (``histogram_edges(*range_bounds(...))``, bit for bit) and
     careful flags (``pack_histograms``'s) in one kernel call; where a row needs the fallback

@@ -14,7 +14,7 @@ import math
 import numpy as np
 from numba import njit
 
-from gradexplorer.core.stats.backends.numba.kernels32 import guess_bins32, scan32
+from gradexplorer.core.stats.backends.numba.kernels32 import NEAR, guess_bins32, scan32
 from gradexplorer.core.stats.backends.numba.moments32 import one_pass32
 from gradexplorer.core.stats.backends.raw import (
     DSQ,
@@ -218,15 +218,19 @@ def _fast_histogram(x, edges, counts, guess, lanes):
         n = part.size
         near = guess_bins32(part, typed[0], typed[1], typed[2], typed[3], typed[4], guess) \
             if x.itemsize == 4 else _guess_bins(part, typed[0], typed[1], typed[2], delta, guess)
-        if near:
+        if near and x.itemsize == 4:  # only the values marked near an edge (``NEAR``)
+            for j in range(n):
+                if guess[j] >= NEAR:
+                    guess[j] = _exact_bin(np.float64(part[j]), guess[j] - NEAR, edges, bins)
+        elif near:
             for j in range(n):
                 guess[j] = _exact_bin(np.float64(part[j]), guess[j], edges, bins)
         m = n - n % 8
-        for j in range(0, m, 8):
-            for lane in range(8):
-                lanes[lane, guess[j + lane]] += 1
+        for j in range(0, m, 8):  # unsigned indices (every guess is a bin): no wraparound
+            for lane in range(8):  # test, ~1 read pass of ResNet-18's 11.7M values less
+                lanes[np.uint64(lane), np.uint64(guess[j + lane])] += 1
         for j in range(m, n):
-            lanes[0, guess[j]] += 1
+            lanes[0, np.uint64(guess[j])] += 1
     for lane in range(8):  # 8 sub-histograms avoided store-to-load stalls; merge, reset
         for b in range(bins):
             counts[b] += lanes[lane, b]

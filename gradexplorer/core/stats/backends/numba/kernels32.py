@@ -15,6 +15,7 @@ import numpy as np
 from numba import njit
 
 BLOCK = 1 << 30  # values per block of int32 zero counts (no overflow)
+NEAR = 1 << 30  # ``guess_bins32``'s mark of a guess near a bin edge (bins are fewer)
 
 
 @njit(nogil=True, cache=True)
@@ -81,9 +82,9 @@ def scan32(x):
 
 @njit(nogil=True, cache=True, fastmath=True)  # fast path only: values finite, in range
 def guess_bins32(part, lo, scale, top, below, above, guess):
-    """``guess[j]``: bin of ``part[j]`` from ``(v - lo) * scale`` in float32; True if some
-    value's fraction of a bin lies under ``below`` or over ``above`` (near an edge: its guess
-    may be off by one)."""
+    """``guess[j]``: bin of ``part[j]`` from ``(v - lo) * scale`` in float32, plus ``NEAR``
+    where its fraction of a bin lies under ``below`` or over ``above`` (near an edge: the
+    guess may be off by one); True if some value is near."""
     near = np.int32(0)
     for j in range(part.size):
         t = (part[j] - lo) * scale
@@ -91,6 +92,7 @@ def guess_bins32(part, lo, scale, top, below, above, guess):
         tc = tc if tc < top else top
         b = np.int32(tc)
         frac = t - np.float32(b)
-        near |= np.int32(frac < below) | np.int32(frac > above)
-        guess[j] = b
+        flag = np.int32(frac < below) | np.int32(frac > above)
+        near |= flag
+        guess[j] = b | (flag << np.int32(30))
     return near != 0

@@ -23,6 +23,7 @@ from gradexplorer.core.stats.backends.numba.kernels import (
     norm_of_array,
     update_norm_of,
 )
+from gradexplorer.core.stats.backends.numba.moments32 import copy_one_pass32
 from gradexplorer.core.stats.backends.raw import INFS, MAX, MIN, NANS
 
 AUTO, SYMMETRIC, FIXED = 0, 1, 2  # ``edges_of``'s range modes (``histogram.range_bounds``)
@@ -73,6 +74,20 @@ def copy_at(addresses, sizes, like, starts, into):
     for i in range(addresses.size):
         source = _at(addresses, sizes, i, like)
         _copy(source, into[starts[i]:starts[i] + source.size])
+
+
+@njit(nogil=True, cache=True)
+def copy_moments_at(addresses, sizes, like, starts, into, out):
+    """``copy_at`` and ``out[i]``: the moments of tensor ``i``'s copy (``moments_at`` of the
+    copy, bit for bit), a float32 tensor's in the copy's own pass (``moments32.copy_one_pass32``)."""
+    for i in range(addresses.size):
+        source = _at(addresses, sizes, i, like)
+        target = into[starts[i]:starts[i] + source.size]
+        if source.itemsize == 4 and source.size and copy_one_pass32(source, target, out[i]):
+            continue
+        if source.itemsize != 4 or not source.size:  # float32 with NaN/Inf: copied already
+            _copy(source, target)
+        moments_of(target, out[i])
 
 
 @njit(nogil=True, cache=True)

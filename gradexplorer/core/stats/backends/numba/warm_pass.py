@@ -5,6 +5,8 @@ cache) the statistics kernels off the training thread: ``backends.warmup``'s ``S
 
 from __future__ import annotations
 
+import numpy as np
+
 from gradexplorer.core.stats.backends.kernel_warmup import compiling
 from gradexplorer.core.stats.backends.warmup import BINS
 
@@ -37,5 +39,14 @@ def compile_kernels() -> bool:
                 for contiguous in (True, False):
                     monitor_pass(model, optimizer, BINS, "numba", contiguous)
                 optimizer_state(optimizer, list(model.named_parameters()))
+            copy_and_moments(model.weight.data)  # the statistics worker's first pass
     return True
+
+
+def copy_and_moments(values) -> None:
+    """The statistics worker's copy-and-moments kernel (``numba.worker``) run on ``values``."""
+    from gradexplorer.core.stats.backends.numba import in_place as BA
+
+    at = BA.addresses_of([values])
+    BA.copy_and_moments_at(at, at.sizes * 0, np.empty(at.total, at.like.dtype))
 

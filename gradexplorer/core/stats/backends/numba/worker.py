@@ -1,11 +1,11 @@
 """A step's gradient statistics computed on a worker thread while training goes on (``watch``).
 
 Where torch leaves a core free, at the optimizer's pre-hook the worker copies the step's
-gradients into one kept buffer (a single Numba pass, ``numba.kernels_in_place.copy_at``) while the training
-thread copies the weights for the update ratio; the pre-hook returns once both copies are
-taken, so the figures are those of the gradient at the pre-hook whatever the loop does to
-``.grad`` afterwards. From the copy the worker then takes the moments (``numba.in_place.compute_at``)
-during the optimizer step — the step's record, built after it, waits for them — and the
+gradients into one kept buffer and takes their moments in the same pass
+(``numba.in_place.copy_and_moments_at``: each block's moments read from its copy in L1) while
+the training thread copies the weights for the update ratio; the pre-hook returns once both
+copies are taken, so the figures are those of the gradient at the pre-hook whatever the loop
+does to ``.grad`` afterwards. From the copy the worker then takes the
 histograms (``numba.cpu.pack_histograms``), which it computes during the next forward and
 backward: the record holds them as ``PendingWork``, waited for by whoever reads them first (the
 run directory's writer thread, the user). Work a caller adds with ``then`` (the run directory's
@@ -157,11 +157,11 @@ class OffloadedStats:
             self._copy = BA.Addresses(buffer.flat.ctypes.data + buffer.starts * buffer.flat.itemsize,
                                       at.sizes, at.like, [buffer.flat], at.total)  # held while read
         flat, starts, copy = buffer.flat, buffer.starts, self._copy
-        copied = PendingWork(lambda: KA.copy_at(at.addresses, at.sizes, at.like, starts, flat))
+        copied = PendingWork(lambda: _copied(at, starts, flat))
 
         def moments() -> RawStats:
-            copied.result()
-            raw = BA.compute_at(copy, False, bins, hist_range)
+            found = copied.result()  # the moments taken with the copy, or None
+            raw = RawStats(found) if found is not None else BA.compute_at(copy, False, bins, hist_range)
             if want_histograms and bins >= 1:
                 edges, careful = BA.step_edges(raw.moments, bins, hist_range)
                 raw.edges, raw.pending = edges, PendingWork(lambda: C.pack_histograms(
@@ -230,6 +230,16 @@ class OffloadedStats:
         start = time.thread_time()
         run(work)
         self.cpu_seconds += time.thread_time() - start
+
+
+def _copied(at: BA.Addresses, starts, flat):
+    """The gradients copied and their moments (``copy_and_moments_at``); where that fails, the
+    copy alone (``copy_at``) and None: the moments are then taken from the copy."""
+    try:
+        return BA.copy_and_moments_at(at, starts, flat)
+    except Exception:  # noqa: BLE001 - the copy must be taken; the moments are measured again
+        KA.copy_at(at.addresses, at.sizes, at.like, starts, flat)
+        return None
 
 
 def _run_all(work: tuple) -> None:
