@@ -47,7 +47,7 @@ class AccumulatedNorms:
     norms: torch.Tensor | np.ndarray | None
     at_step: bool = False
     reuse: bool = False  # the tensors backward left reached the step unchanged: the applied norms
-    check: Callable[[np.ndarray | None], None] | None = None  # tell the probe the applied norms
+    check: Callable[[np.ndarray | None], bool] | None = None  # tell the probe the applied norms
 
     def host(self) -> np.ndarray:
         """The norms as float64 numbers (one transfer)."""

@@ -151,8 +151,9 @@ def accumulated_by_name(accum: AccumulatedNorms | None, names: list[str],
         except KeyError:  # a parameter the applied point did not record
             applied = [None]
         known = None not in applied
-        if accum.check is not None:
-            accum.check(np.array(applied, np.float64) if known else None)
+        if accum.check is not None and accum.check(np.array(applied, np.float64) if known
+                                                   else None):
+            return dict(zip(held, applied, strict=True))  # the same tensors, norms that agree
         if accum.reuse:
             return dict(zip(held, applied, strict=True)) if known else {}
     if accum.norms is None:

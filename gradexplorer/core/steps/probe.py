@@ -253,18 +253,21 @@ class AccumulationProbe:
         self._latest, self._kept, self.since_step = None, None, 0
         return out
 
-    def _confirm(self, applied: np.ndarray | None, measured: np.ndarray) -> None:
-        """The applied point's norms of a step measured at both points with unchanged tensors."""
-        same = self._may_reuse and applied is not None and applied.shape == measured.shape and \
+    def _confirm(self, applied: np.ndarray | None, measured: np.ndarray) -> bool:
+        """The applied point's norms of a step measured at both points with unchanged tensors;
+        True where they agree (the same tensors: the step's accumulated norms are the applied
+        ones, one kernel's figures for both, so an unclipped step's coefficient is exactly 1)."""
+        agree = applied is not None and applied.shape == measured.shape and \
             bool(np.all(np.abs(applied - measured) <= SAME_RTOL * np.abs(measured)))
-        if not same:
+        if not (agree and self._may_reuse):
             self._distrust()
-            return
+            return agree
         self._proven += 1
         if self._proven >= PROOF_STEPS and not self.trusted:
             self.trusted, self._recorded = True, 0
         if self.trusted:
             self._anchor_hook()
+        return True
 
     def _unfinished(self) -> bool:
         """The end-of-backward callback was queued by a backward that ended without running it
