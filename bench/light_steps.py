@@ -55,11 +55,16 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=50)
     parser.add_argument("--warmup", type=int, default=12)
-    parser.add_argument("--profile", type=int, default=25, help="functions printed per thread")
+    parser.add_argument("--profile", type=int, default=25, help="functions printed per thread (0: no profile)")
     parser.add_argument("--sort", default="tottime")
+    parser.add_argument("--period", type=float, help="the writer's write_thread.PERIOD (seconds)")
     parser.add_argument("--memory", action="store_true", help="no run directory")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
+    if args.period is not None:
+        from gradexplorer.core.runs import write_thread
+
+        write_thread.PERIOD = args.period
     model, batch, loss_fn = W.build("resnet18")
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     folder = tempfile.mkdtemp(prefix="gradexplorer-light-")
@@ -81,7 +86,7 @@ def main(argv=None) -> int:
     clock.take()
     train_profile, writer_profile = (cProfile.Profile(time.thread_time) for _ in range(2))
     wrote = 0.0 if args.memory else writer_clock(rec)
-    if not args.memory:
+    if not args.memory and args.profile:
         profiled_writer(rec, writer_profile)
     hooks = []
     for i in range(args.steps):
@@ -99,7 +104,7 @@ def main(argv=None) -> int:
                 finally:
                     train_profile.disable()
             hook[key] = profiled
-    for i in range(args.steps):
+    for i in range(args.steps if args.profile else 0):
         step(args.warmup + 1 + args.steps + i)
     if not args.memory:
         rec.writer.flush()
@@ -112,7 +117,7 @@ def main(argv=None) -> int:
     if not args.memory:
         print(f"writer thread: {wrote / n * 1e3:.2f} ms a step")
     for name, profile in (("training thread (hooks)", train_profile), ("writer thread", writer_profile)):
-        if args.memory and profile is writer_profile:
+        if not args.profile or (args.memory and profile is writer_profile):
             continue
         out = io.StringIO()
         stats = pstats.Stats(profile, stream=out)
