@@ -136,6 +136,7 @@ class SpikeDetector:
         nonfinite = [0.0 if v is None or math.isfinite(v) else 1.0 for v in signals]
         if signals[0] is not None and math.isfinite(signals[0]) and signals[0] <= 0:
             signals[0] = None  # the loss's band is for positive losses only
+        flat, counts = signals, nonfinite
         if record is not None:  # its columns: no ParamStats built where it keeps arrays
             names, (norms, ratios, nans, infs) = record.columns("norm", "update_ratio",
                                                                 "nan_count", "inf_count")
@@ -145,17 +146,15 @@ class SpikeDetector:
                 norms, ratios, nans, infs = ([None if i is None else c[i] for i in rows]
                                              for c in (norms, ratios, nans, infs))
                 infs = [0 if i is None else v for i, v in zip(rows, infs, strict=True)]
+            flat = signals + [x for pair in zip(norms, ratios, strict=True) for x in pair]
+            counts = nonfinite + [x for a, b in zip(nans, infs, strict=True) for x in (a or b, 0)]
         size = 2 + len(FIGURES) * len(self.names)
-        values, found = np.full(size, np.nan), np.zeros(size)  # missing figures: NaN, 0
-        values[:2], found[:2] = np.array(signals, np.float64), nonfinite  # None becomes NaN
-        if record is not None:  # column by column, interleaved (norm, update ratio) per parameter
-            end = 2 + len(FIGURES) * len(norms)
-            values[2:end:2] = np.array(norms, np.float64)
-            values[3:end:2] = np.array(ratios, np.float64)
-            found[2:end:2] = np.array([a or b for a, b in zip(nans, infs, strict=True)], np.float64)
+        if len(flat) < size:  # no record: the parameters' figures are missing
+            flat, counts = flat + [None] * (size - len(flat)), counts + [0] * (size - len(counts))
+        values = np.array(flat, np.float64)  # None becomes NaN
         updates = values[_UPDATE::len(FIGURES)]  # a weight all zeros before the step has an
         updates[np.isinf(updates)] = np.nan  # infinite ratio: new, not NaN/Inf; no band to leave
-        return values, found
+        return values, np.array(counts, np.float64)
 
     # -- one step ------------------------------------------------------------------------
     def observe(self, step: int, loss: float | None, record=None,
