@@ -55,7 +55,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=50)
     parser.add_argument("--warmup", type=int, default=12)
-    parser.add_argument("--profile", type=int, default=25, help="functions printed per thread (0: no profile)")
+    parser.add_argument("--profile", type=int, default=25,
+                        help="functions printed per thread (0: no profile)")
     parser.add_argument("--sort", default="tottime")
     parser.add_argument("--period", type=float, help="the writer's write_thread.PERIOD (seconds)")
     parser.add_argument("--memory", action="store_true", help="no run directory")
@@ -112,8 +113,9 @@ def main(argv=None) -> int:
     hooks.sort()
     n = args.steps
     print(f"load {open('/proc/loadavg').read().split()[:3]}; {n} light steps of ResNet-18 8x3x64x64")
-    print(f"training thread in watch's hooks: median {hooks[n // 2] * 1e3:.2f} ms, mean "
-          f"{sum(hooks) / n * 1e3:.2f} ms (quartiles {hooks[n // 4] * 1e3:.2f}-{hooks[3 * n // 4] * 1e3:.2f})")
+    q = [hooks[k] * 1e3 for k in (n // 4, n // 2, 3 * n // 4)]
+    print(f"training thread in watch's hooks: median {q[1]:.2f} ms, mean "
+          f"{sum(hooks) / n * 1e3:.2f} ms (quartiles {q[0]:.2f}-{q[2]:.2f})")
     if not args.memory:
         print(f"writer thread: {wrote / n * 1e3:.2f} ms a step")
     for name, profile in (("training thread (hooks)", train_profile), ("writer thread", writer_profile)):
