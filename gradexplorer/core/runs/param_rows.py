@@ -43,12 +43,15 @@ def nan_as_text(column: list) -> list:
 def param_step_columns(accumulated: dict[str, float], state: dict) -> tuple[list[str], list[list]]:
     """The ``param_steps`` table's names and columns: each parameter's accumulated norm and
     optimizer state (``ParamOptimState``s), in PARAM_STEP_FIELDS's order."""
-    names = list(accumulated) if accumulated.keys() == state.keys() or not state \
+    if not state:  # a light step (watch(overhead=)), or no optimizer: the norms alone
+        if not accumulated:
+            return [], []
+        absent = [None] * len(accumulated)  # the state's columns (zip reads them only)
+        return list(accumulated), [nan_as_text(list(accumulated.values())),
+                                   *(absent,) * len(STATE_FIELDS)]
+    names = list(accumulated) if accumulated.keys() == state.keys() \
         else list(dict.fromkeys([*accumulated, *state]))
-    if not names:
-        return [], []
-    figures = [_STATE(state[n]) if n in state else _NO_STATE for n in names] if state \
-        else [_NO_STATE] * len(names)
+    figures = [_STATE(state[n]) if n in state else _NO_STATE for n in names]
     acc = [accumulated.get(n) for n in names] if accumulated else [None] * len(names)
     return names, [nan_as_text(c) for c in (acc, *map(list, zip(*figures, strict=True)))]
 

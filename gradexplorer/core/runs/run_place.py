@@ -38,14 +38,15 @@ class RunPlace:
 
     def __init__(self, run_dir: Path) -> None:
         self.run_dir = run_dir
-        self._fd: int | None = os.open(S.database_path(run_dir), os.O_RDONLY)
+        self._path = os.fspath(S.database_path(run_dir))  # stat()ed once a transaction: no Path built
+        self._fd: int | None = os.open(self._path, os.O_RDONLY)
         st = os.fstat(self._fd)
         self._identity = (st.st_dev, st.st_ino)
 
     def check(self, step: int | None) -> None:
         """Raise RunDirectoryGone unless ``RUN/run.sqlite`` is still the file opened."""
         try:
-            st = os.stat(S.database_path(self.run_dir))
+            st = os.stat(self._path)
         except OSError:
             raise RunDirectoryGone(step) from None
         if (st.st_dev, st.st_ino) != self._identity:

@@ -345,6 +345,7 @@ class RunSizeNote:
         self.said = False
         self._first: tuple[int, int] | None = None  # (step, bytes) at the first recorded step
         self._page: int | None = None  # the database's page size, once read
+        self._looked: int | None = None  # the step of the last look
         writer.around_steps.append(self._check)  # measured around each transaction's steps
 
     def size(self, db: sqlite3.Connection) -> int:
@@ -355,8 +356,9 @@ class RunSizeNote:
         return db.execute("PRAGMA page_count").fetchone()[0] * self._page
 
     def _check(self, step: int, db: sqlite3.Connection) -> None:
-        if self.said:
+        if self.said or step == self._looked:  # a transaction's first look: the last one's last
             return
+        self._looked = step
         try:
             size = self.size(db)
         except sqlite3.Error:
