@@ -205,3 +205,40 @@ def test_what_is_not_supported_is_named_and_unbatched_calls_have_no_figure():
         mha(torch.randn(5, 2, 6), torch.randn(5, 2, 6), torch.randn(5, 2, 6))
     assert not _get_current_function_mode_stack()  # the mode left on the way out
     tracker.remove()
+
+
+class SequenceFirstClassifier(nn.Module):
+    """PyTorch's tutorial layout: token ids [S, N] into an embedding, a batch_first=False
+    encoder, a head on the mean over positions ([N, E]); the model itself is no transformer."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(11, 8)
+        self.proj = nn.Linear(8, 8)  # on [S, N, E]
+        layer = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0)
+        self.encoder = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+        self.head = nn.Linear(8, 3)
+
+    def forward(self, ids):
+        return self.head(self.encoder(self.proj(self.embed(ids))).mean(0))
+
+
+def test_modules_around_a_sequence_first_encoder_take_the_samples_where_they_are():
+    model = SequenceFirstClassifier()
+    def loss(f, ids):  # ids batch-first here; the model gets [S, N]
+        return f(ids.transpose(0, 1)).logsumexp(-1).sum()
+    got = check(model, loss, torch.randint(0, 11, (5, 7)), reduction="sum")  # N 5, S 7
+    assert {"embed", "proj", "head", "encoder.layers.0.linear1"} <= set(got.modules)
+    assert got.samples == 5
+
+
+def test_a_sequence_as_long_as_the_batch_is_named_not_guessed():
+    model = SequenceFirstClassifier()
+    tracker = PerSampleNorms(model, "sum")
+    try:
+        model(torch.randint(0, 11, (4, 4))).sum().backward()  # S = N = 4: dimension 0 or 1?
+        got = tracker.take()
+    finally:
+        tracker.remove()
+    assert {"embed", "proj"} <= set(got.failed) and "cannot be told" in got.failed["proj"]
+    assert "head" in got.modules and got.samples == 4  # [N, E]: dimension 1 is no sequence

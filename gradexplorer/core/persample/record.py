@@ -82,6 +82,8 @@ class PerSampleStep:
                 f"{self.norms[worst]:.4g} (sample {worst})")
         if self.mixing:
             text += f"; not per-sample: {', '.join(self.mixing)} mixes samples in train mode"
+        if self.failed:  # modules whose figure this step could not be made: not in the norms
+            text += f"; without {', '.join(self.failed)}: {next(iter(self.failed.values()))}"
         return text
 
 

@@ -40,6 +40,27 @@ def check_reduction(value: Any) -> str:
     return value
 
 
+def samples_first(module: nn.Module, kind: str, x: torch.Tensor, g: torch.Tensor,
+                  samples: int | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """``x`` and ``g`` of a module beside batch_first=False layers with the samples in dimension
+    0: where they are there, or in dimension 1 of an input with a sequence dimension ([S, N, …]);
+    ValueError where neither holds the layers' ``samples``, or both could."""
+    if samples is None:
+        raise ValueError("no batch_first=False layer ran to tell the batch size")
+    first = x.shape[0] == samples
+    second = x.dim() > L.batched_rank(module, kind) and x.shape[1] == samples
+    if first and second:
+        raise ValueError(f"its input {list(x.shape)} has the batch size ({samples}) in dimensions "
+                         "0 and 1: which holds the samples cannot be told (give the model "
+                         "batch-first inputs, or a sequence length other than the batch size)")
+    if second:
+        return x.transpose(0, 1), g.transpose(0, 1)
+    if first:
+        return x, g
+    raise ValueError(f"its input {list(x.shape)} has no dimension of the batch's {samples} "
+                     "samples where expected")
+
+
 class _Slot:
     """One forward pass of the root module: its samples and the squared norms found so far."""
 
@@ -72,6 +93,10 @@ class PerSampleNorms:
                                 and not isinstance(layer, nn.MultiheadAttention)
                                 for m in layer.modules() if not isinstance(m, A.SEQUENCE_LAYERS)}
         self._root_dim = 1 if A.sequence_first(model) else 0
+        # batch_first=False layers inside a model that is none: the model's own modules around
+        # them (an embedding, a head) may hold the samples in dimension 0 or 1; the layers say
+        # the batch size, and those modules' samples are found from it when their gradient comes
+        self._inner_sequence_first = bool(self._sequence_first) and self._root_dim == 0
         left = {id(m) for mha in model.modules() if isinstance(mha, nn.MultiheadAttention)
                 and A.unsupported_reason(mha) is not None for m in mha.modules() if m is not mha}
         for name, module in model.named_modules():
@@ -116,7 +141,7 @@ class PerSampleNorms:
             first = next((t for t in (*args, *kwargs.values()) if isinstance(t, torch.Tensor)
                           and t.dim() > 0), None)
             slot.samples = None if first is None or first.dim() <= self._root_dim \
-                else first.shape[self._root_dim]
+                or self._inner_sequence_first else first.shape[self._root_dim]
 
     def _slot(self) -> _Slot:
         if not self._slots:  # a submodule called without the root module
@@ -139,6 +164,12 @@ class PerSampleNorms:
                 x, view = x.transpose(0, 1), (lambda g: g.transpose(0, 1))
             else:
                 view = None
+            if self._inner_sequence_first and not turned:  # dimension 0 or 1: told later
+                keys = self._keys(module, kind)
+                x = x.detach()
+                self.watch_output(slot, name, keys, output, lambda g: L.blocks_for(
+                    mod, kind, *samples_first(mod, kind, x, g, slot.samples)))
+                return None
             if slot.samples is None:
                 slot.samples = x.shape[0]
             if kind == "embedding" and x.shape[0] == 1 < slot.samples:
@@ -153,13 +184,19 @@ class PerSampleNorms:
                 slot.failed[name] = (f"its input's first dimension ({x.shape[0]}) is not the "
                                      f"batch's ({slot.samples})")
                 return
-            keys = [(id(p), j) for p in module.parameters(recurse=False) if p.requires_grad
-                    for j in range(module.groups if kind == "conv" and p is module.weight else 1)]
+            keys = self._keys(module, kind)
             x = x.detach()
             self.watch_output(slot, name, keys, output, lambda g: L.blocks_for(
                 mod, kind, x, g if view is None else view(g)))
             return changed
         return hook
+
+    @staticmethod
+    def _keys(module: nn.Module, kind: str) -> list[tuple[int, int]]:
+        """(id, part) of each trainable parameter of ``module`` (a grouped conv's weight: a
+        part per group)."""
+        return [(id(p), j) for p in module.parameters(recurse=False) if p.requires_grad
+                for j in range(module.groups if kind == "conv" and p is module.weight else 1)]
 
     def watch_output(self, slot: _Slot, name: str, keys: list, output: torch.Tensor,
                      make) -> None:
