@@ -68,6 +68,7 @@ def test_one_step_in_three_its_figures_exact_and_no_hook_on_the_others(tmp_path,
     assert code == 0 and "noise scale on one step in 3 (the EMAs over those steps)" in out
     code, out, _ = run_cli("inspect", tmp_path / "run", "--step", "5")
     assert code == 0 and "noise scale: none at this step; noise scale on one step in 3" in out
+    assert "the last at step 4 (`--step 4`)" in out
     code, _, _ = run_cli("report", tmp_path / "run", "--out", tmp_path / "r.html")  # validated on open
     assert code == 0 and "noise scale on one step in 3" in (tmp_path / "r.html").read_text()
 

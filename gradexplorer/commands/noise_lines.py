@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from gradexplorer.commands.table_text import number
 from gradexplorer.core.messages.printable import printable
-from gradexplorer.core.runs.noise_rows import module_noise, noise_params, noise_rows, parts_text
+from gradexplorer.core.runs.noise_rows import (
+    last_noise_step,
+    module_noise,
+    noise_params,
+    noise_rows,
+    parts_text,
+)
 from gradexplorer.core.runs.schema import NOISE_PARAM_FIELDS, NOISE_TABLES
 from gradexplorer.core.runs.settings_text import noise_cadence_text
 
@@ -15,7 +21,11 @@ def noise_lines(run, step: int) -> list[str]:
     rows = [r for r in noise_rows(run, step - 1) if r["step"] == step]
     cadence = noise_cadence_text(run.settings)  # watch(noise_every=): "" at every step
     if not rows:
-        return [f"noise scale: none at this step; {cadence}"] if cadence else []
+        if not cadence:
+            return []
+        last = last_noise_step(run, step)
+        where = "" if last is None else f"; the last at step {last} (`--step {last}`)"
+        return [f"noise scale: none at this step; {cadence}{where}"]
     lines = figure_lines(rows[0], noise_params(run, step))
     return lines[:1] + [f"  {cadence}"] + lines[1:] if cadence else lines
 

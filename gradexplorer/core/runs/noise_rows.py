@@ -37,6 +37,16 @@ def noise_rows(run, after: int = -1) -> list[dict]:
     return out
 
 
+def last_noise_step(run, before: int) -> int | None:
+    """The latest step before ``before`` with a noise scale (None: none, or an older run)."""
+    if not _has(run):
+        return None
+    found = run._rows("SELECT MAX(step) FROM noise_steps WHERE step < ?",
+                      (max(0, min(int(before), V.MAX_STEP)),))
+    step = found[0][0] if found else None
+    return None if step is None else V.count(step, f"{run.where}, table noise_steps", V.MAX_STEP)
+
+
 def _sources(run, after: int) -> dict[int, tuple[str, int]]:
     """``{step: (source, ranks)}`` of the steps after ``after`` ({} for runs before the table)."""
     if "noise_sources" not in run._optional:
