@@ -29,13 +29,19 @@ from __future__ import annotations
 import argparse
 import copy
 import statistics
+import sys
 import time
+from pathlib import Path
 
 import torch
 
-from gradexplorer.core.model.examples import digits, lenet, mlp, transformer
-from gradexplorer.core.stats.backends import warmup
-from gradexplorer.core.watch.recorder import watch
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from arm_clock import ArmClock  # noqa: E402 - bench/arm_clock.py: one arm's CPU
+
+from gradexplorer.core.model.examples import digits, lenet, mlp, transformer  # noqa: E402
+from gradexplorer.core.stats.backends import warmup  # noqa: E402
+from gradexplorer.core.watch.recorder import watch  # noqa: E402
 
 TARGET = 0.05
 WORKLOADS = {
@@ -57,23 +63,6 @@ def micro_step(model, opt, workload, batch, k: int) -> None:
 
 
 CADENCES = (1, 2, 4, "auto")  # noise_every: one arm each
-
-
-class ArmClock:
-    """One arm's training-thread CPU, counted only while its step runs (the arms share the
-    thread: "auto"'s measure must not see the other arms' steps)."""
-
-    def __init__(self) -> None:
-        self.total, self.start = 0.0, None
-
-    def __call__(self) -> float:
-        return self.total + (0.0 if self.start is None else time.thread_time() - self.start)
-
-    def enter(self) -> None:
-        self.start = time.thread_time()
-
-    def leave(self) -> None:
-        self.total, self.start = self(), None
 
 
 def watched(model, noise: bool, every=1):
@@ -113,11 +102,11 @@ def bench(name: str, steps: int, rounds: int, k: int) -> dict:
                                          recs[i - 1][2].noise.cadence.now)
                     start = time.thread_time()
                     if i == len(arms) - 1:
-                        clock.enter()
+                        clock.begin()
                     micro_step(model, opt, workload, batch, k)
                     took = time.thread_time() - start
                     if i == len(arms) - 1:
-                        clock.leave()
+                        clock.end()
                     (bare if i == 0 else off if i == 1 else cpu[i - 2]).append(took)
             per_step.append(sum(bare) / steps)
             for j in range(n):  # the arm's CPU less watch without the noise scale's, same steps

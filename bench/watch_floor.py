@@ -70,6 +70,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import histograms as H  # noqa: E402 - bench/histograms.py: TensorBoard-style, the read pass
 import recorder as R  # noqa: E402 - bench/recorder.py: wandb-style hooks, worker/writer clocks
 import workloads as W  # noqa: E402 - bench/workloads.py: the standard workloads
+from arm_clock import ArmClock  # noqa: E402 - bench/arm_clock.py: one arm's CPU
 
 import gradexplorer as gx  # noqa: E402
 
@@ -143,23 +144,6 @@ def arm(method: str, model, folder: str):
     elif method == WANDB:
         handles = R.wandb_style(m)
     return m, opt, rec, handles
-
-
-class ArmClock:
-    """The training thread's CPU spent in one arm's steps: a budget's clock (``CostBudget``
-    measures the loop's CPU between its steps, which here would hold every other arm's)."""
-
-    def __init__(self) -> None:
-        self.total, self.start = 0.0, None
-
-    def __call__(self) -> float:
-        return self.total + (0.0 if self.start is None else time.thread_time() - self.start)
-
-    def begin(self) -> None:
-        self.start = time.thread_time()
-
-    def end(self) -> None:
-        self.total, self.start = self(), None
 
 
 def ready_kernels() -> None:
