@@ -1,10 +1,14 @@
 """Waiting and clicking helpers for the GUI tests (the ``make_window`` fixture is in
-conftest.py)."""
+conftest.py), and the small runs they open."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import torch
+from torch import nn
+
+import gradexplorer as gx
 from gradexplorer.core.model.spec import ModelOptions
 from gradexplorer.core.session.engine import SessionConfig
 
@@ -68,3 +72,20 @@ def optimizer_curve(window, param: str, module: str, choice: str):
     curves.refresh()
     x, y = curves.curve.getData()
     return curves, x, y
+
+
+def accumulated_run(path, steps: int, k: int, **watch_options) -> None:
+    """A run directory of ``steps`` steps of ``k`` micro-batches of 8 (a small MLP, SGD) recorded
+    by ``watch`` (``watch_options``: e.g. ``noise_every``): a noise scale where k ≥ 2."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 3))
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    g = torch.Generator().manual_seed(1)
+    with gx.watch(model, opt, path, bins=16, **watch_options):
+        for _ in range(steps):
+            x, y = torch.randn(8 * k, 6, generator=g), torch.randn(8 * k, 3, generator=g) + 1
+            for part in range(k):
+                rows = slice(8 * part, 8 * (part + 1))
+                (nn.functional.mse_loss(model(x[rows]), y[rows]) / k).backward()
+            opt.step()
+            opt.zero_grad()

@@ -6,30 +6,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import torch
-from torch import nn
 
-import gradexplorer as gx
 from gradexplorer.core.runs.noise_rows import noise_params, snr_curve
 from gradexplorer.core.runs.run import Run
 from gradexplorer.gui.panels.parameter_table import COLUMNS, SNR
 from gradexplorer.gui.text.number_text import format_number
-from tests.gui_helpers import TIMEOUT_MS, optimizer_curve
-
-
-def accumulated_run(path, steps: int, k: int) -> None:
-    torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 3))
-    opt = torch.optim.SGD(model.parameters(), lr=0.05)
-    g = torch.Generator().manual_seed(1)
-    with gx.watch(model, opt, path, bins=16):
-        for _ in range(steps):
-            x, y = torch.randn(8 * k, 6, generator=g), torch.randn(8 * k, 3, generator=g) + 1
-            for part in range(k):
-                rows = slice(8 * part, 8 * (part + 1))
-                (nn.functional.mse_loss(model(x[rows]), y[rows]) / k).backward()
-            opt.step()
-            opt.zero_grad()
+from tests.gui_helpers import TIMEOUT_MS, accumulated_run, optimizer_curve
 
 
 def test_the_snr_column_shows_the_runs_snr_and_hides_without_one(qtbot, make_window, tmp_path):

@@ -6,34 +6,16 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import torch
-from torch import nn
 
-import gradexplorer as gx
 from gradexplorer.core.runs.noise_rows import noise_params, noise_rows, snr_curve
 from gradexplorer.core.runs.run import Run
 from gradexplorer.gui.panels.parameter_table import SNR
 from gradexplorer.gui.text.number_text import format_number
-from tests.gui_helpers import TIMEOUT_MS, optimizer_curve
-
-
-def cadence_run(path, steps: int = 7, k: int = 4) -> None:
-    torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 3))
-    opt = torch.optim.SGD(model.parameters(), lr=0.05)
-    g = torch.Generator().manual_seed(1)
-    with gx.watch(model, opt, path, bins=16, noise_every=3):
-        for _ in range(steps):
-            x, y = torch.randn(8 * k, 6, generator=g), torch.randn(8 * k, 3, generator=g) + 1
-            for part in range(k):
-                rows = slice(8 * part, 8 * (part + 1))
-                (nn.functional.mse_loss(model(x[rows]), y[rows]) / k).backward()
-            opt.step()
-            opt.zero_grad()
+from tests.gui_helpers import TIMEOUT_MS, accumulated_run, optimizer_curve
 
 
 def test_a_cadence_runs_steps_without_figures_show_none(qtbot, make_window, tmp_path):
-    cadence_run(tmp_path / "run")
+    accumulated_run(tmp_path / "run", 7, k=4, noise_every=3)
     with Run(tmp_path / "run") as run:
         stored = {s: {n: p["snr"] for n, p in noise_params(run, s).items()} for s in (4, 7)}
         steps, _, smoothed = snr_curve(run, "2.weight")
