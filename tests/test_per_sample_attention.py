@@ -3,43 +3,27 @@ torch.func's per-sample gradients' norms, and watching leaves the model's number
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 import torch
 from torch import nn
 from torch.overrides import _get_current_function_mode_stack
 
 from gradexplorer.core.persample.tracker import PerSampleNorms
-from tests.persample_reference import reference_norms
+from tests.persample_reference import (  # noqa: F401 - float64: an autouse fixture
+    assert_close,
+    float64,
+    measured,
+)
 
 pytestmark = pytest.mark.filterwarnings(  # torch.func's vmap of scaled_dot_product_attention
     "ignore:There is a performance drop:UserWarning")
-TOL = 1e-6
-
-
-@pytest.fixture(autouse=True)
-def float64():
-    before = torch.get_default_dtype()
-    torch.set_default_dtype(torch.float64)
-    torch.manual_seed(0)
-    yield
-    torch.set_default_dtype(before)
 
 
 def check(model, loss_of, *inputs, reduction="mean"):
     """The tracker's figures against torch.func's, every module with parameters included."""
-    tracker = PerSampleNorms(model, reduction)
-    try:
-        loss_of(model, *inputs).backward()
-        got = tracker.take()
-    finally:
-        tracker.remove()
+    tracker, got = measured(model, loss_of, *inputs, reduction=reduction)
     assert tracker.unsupported == {} and got.failed == {} and got.trusted
-    total, per_module = reference_norms(model, loss_of, *inputs)
-    assert sorted(got.modules) == sorted(per_module)
-    for name, expected in per_module.items():
-        np.testing.assert_allclose(got.modules[name], expected, rtol=TOL, atol=0, err_msg=name)
-    np.testing.assert_allclose(got.norms, total, rtol=TOL, atol=0)
+    assert_close(got, model, loss_of, *inputs)
     return got
 
 

@@ -10,39 +10,13 @@ from torch import nn
 
 from gradexplorer.core.persample.terms import Block, _gram, _materialised, squared_norms
 from gradexplorer.core.persample.tracker import PerSampleNorms
-from tests.persample_reference import reference_norms
-
-TOL = 1e-6
-
-
-@pytest.fixture(autouse=True)
-def float64():
-    before = torch.get_default_dtype()
-    torch.set_default_dtype(torch.float64)
-    torch.manual_seed(0)
-    yield
-    torch.set_default_dtype(before)
-
-
-def measured(model, loss_of, *inputs, reduction="mean"):
-    tracker = PerSampleNorms(model, reduction)
-    try:
-        loss_of(model, *inputs).backward()
-        return tracker, tracker.take()
-    finally:
-        tracker.remove()
-
-
-def assert_close(got, model, loss_of, *inputs, modules=None):
-    total, per_module = reference_norms(model, loss_of, *inputs)
-    names = modules if modules is not None else list(per_module)
-    assert sorted(got.modules) == sorted(names)
-    for name in names:
-        np.testing.assert_allclose(got.modules[name], per_module[name], rtol=TOL, atol=0)
-    expected = np.sqrt(sum(per_module[n] ** 2 for n in names))
-    np.testing.assert_allclose(got.norms, expected, rtol=TOL, atol=0)
-    if modules is None:
-        np.testing.assert_allclose(got.norms, total, rtol=TOL, atol=0)
+from tests.persample_reference import (  # noqa: F401 - float64: an autouse fixture
+    TOL,
+    assert_close,
+    float64,
+    measured,
+    reference_norms,
+)
 
 
 def cross_entropy(f, x, y):
