@@ -1,6 +1,7 @@
 """Workers for the 2-rank gloo tests of the noise scale under DDP (tests/test_noise_ranks.py),
 forked from the tests' forkserver: each rank trains its shard of every step's batch, in ``m``
-micro-batches (``no_sync`` but the last), under ``watch``."""
+micro-batches (``no_sync`` but the last), under ``watch`` (with ``noise_every``: on a cadence,
+every rank asserting which steps had the capture's hooks and its reduce)."""
 
 import contextlib
 import os
@@ -11,9 +12,36 @@ from distributed_helpers import make_model
 from torch import nn
 
 STEPS, B = 3, 3  # B: samples a micro-batch
-# name: (micro-batches a rank, DDP's keyword arguments, watch's stats_every)
-CONFIGS = {"ranks": (1, {}, 1), "both": (2, {"gradient_as_bucket_view": True}, 1),
-           "every2": (2, {}, 2)}
+# name: (micro-batches a rank, DDP's keyword arguments, watch's stats_every, noise_every, steps)
+CONFIGS = {"ranks": (1, {}, 1, 1, STEPS), "both": (2, {"gradient_as_bucket_view": True}, 1, 1, STEPS),
+           "every2": (2, {}, 2, 1, STEPS), "noise2": (2, {}, 1, 2, 5),
+           "stats2noise3": (1, {}, 2, 3, 10), "auto": (2, {}, 1, "auto", 18)}
+# "auto"'s made-up CPU a step on each rank (``AutoClock``): the capture 12% of a 10 ms step on
+# rank 0 (alone it would take N = 4), 20% on rank 1 (N = 6)
+AUTO_COSTS = {0: 0.0012, 1: 0.0020}
+# the steps with a noise scale: the recorded ones, or on a cadence one in N of them. "auto": 2
+# (START) until both kinds of step are measured 4 times after the first span (step 10's end);
+# each rank's proposal (4 and 6) goes in step 11's reduce, the largest adopted at its end
+ROWS = {"noise2": [1, 3, 5], "stats2noise3": [2, 6, 10], "auto": [1, 3, 5, 7, 9, 11, 17]}
+AUTO_CHANGES = [[11, 6]]
+
+
+def rows_of(name):
+    """The steps of ``name``'s run with a noise scale."""
+    _, _, stats_every, _, steps = CONFIGS[name]
+    return ROWS.get(name) or [s for s in range(1, steps + 1) if s % stats_every == 0]
+
+
+class AutoClock:
+    """A made-up CPU clock for "auto" (``NoiseCadence(clock=)``): each call, one 10 ms step more,
+    plus the rank's capture cost where the step just closed had the capture on."""
+
+    def __init__(self, cadence, cost):
+        self.cadence, self.cost, self.now = cadence, cost, 0.0
+
+    def __call__(self):
+        self.now += 0.010 + (self.cost if self.cadence.now else 0.0)
+        return self.now
 
 
 def data(step, world, m):
@@ -38,35 +66,49 @@ def worker(rank, world, root, port, names):
             if name == "unsynced":
                 unsynced(rank)
             else:
-                train(rank, world, os.path.join(root, name), *CONFIGS[name])
+                train(rank, world, os.path.join(root, name), name)
     finally:
         dist.destroy_process_group()
 
 
-def train(rank, world, run_dir, m, ddp_args, stats_every):
+def train(rank, world, run_dir, name):
     from torch.nn.parallel import DistributedDataParallel
 
     import gradexplorer as gx
 
+    m, ddp_args, stats_every, noise_every, steps = CONFIGS[name]
     model = DistributedDataParallel(make_model(), **ddp_args)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    lines = []
-    with gx.Recorder(model, opt, run_dir, stats_every=stats_every, report=lines.append) as rec:
-        for step in range(STEPS):
+    lines, reduced, hooked = [], [], []
+    with gx.Recorder(model, opt, run_dir, stats_every=stats_every, report=lines.append,
+                     noise_every=noise_every) as rec:
+        capture, cadence = rec.noise.capture, rec.noise.cadence
+        send = capture._send
+        capture._send = lambda step: (reduced.append(step), send(step))  # its reduces, counted
+        if noise_every == "auto":
+            cadence.clock = AutoClock(cadence, AUTO_COSTS[rank])
+        for step in range(steps):
             x, y = data(step, world, m)
             opt.zero_grad()
             for i in range(m):
                 with model.no_sync() if i < m - 1 else contextlib.nullcontext():
                     xs, ys = micro_batch(x, y, rank, i, m)
-                    (nn.functional.mse_loss(model(xs), ys) / m).backward()
+                    loss = nn.functional.mse_loss(model(xs), ys) / m
+                    if i == 0 and capture._handles:  # the capture's hooks, on for this step
+                        hooked.append(step + 1)
+                    loss.backward()
             opt.step()
             latest = rec.noise.latest
-            recorded = (step + 1) % stats_every == 0
             fresh = latest is not None and latest.step == step + 1
-            assert fresh == (rank == 0 and recorded), (rank, step, latest)
+            assert fresh == (rank == 0 and step + 1 in rows_of(name)), (rank, step, latest)
             if latest is not None:
                 assert (latest.parts, latest.batch, latest.ranks) == (world * m, B, world)
     assert lines == [], lines
+    # every rank: one reduce, and on a cadence the hooks on, on exactly the steps with figures
+    assert reduced == rows_of(name) and (cadence is None or hooked == reduced), \
+        (rank, hooked, reduced)
+    if noise_every == "auto":  # the ranks' largest proposal, adopted alike on every rank
+        assert cadence.changes == AUTO_CHANGES and cadence.every == 6, (rank, cadence.changes)
 
 
 def unsynced(rank):

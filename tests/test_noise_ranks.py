@@ -2,16 +2,18 @@
 own gradient, before DDP's mean, is a small batch. B_simple, tr(Σ), |G|² and the SNR, per
 parameter and for the model, equal a float64 computation from every rank's explicit gradients,
 taken here with ``torch.autograd.grad`` on each rank's shard (and micro-batch) along the same
-training, to 1e-9."""
+training, to 1e-9; with ``noise_every`` (2, 3 with ``stats_every=2``, "auto" on a made-up clock
+that differs between the ranks) on the steps the cadence gives, the same on every rank."""
 
 import math
 import multiprocessing
+import time
 
 import pytest
 import torch
 import torch.multiprocessing as mp
 from distributed_helpers import make_model
-from noise_ranks_helpers import CONFIGS, STEPS, B, data, micro_batch, worker
+from noise_ranks_helpers import AUTO_CHANGES, CONFIGS, STEPS, B, data, micro_batch, rows_of, worker
 from tensor_parallel_checks import free_port
 from torch import nn
 
@@ -19,6 +21,7 @@ import gradexplorer as gx
 from gradexplorer.core.runs.noise_rows import noise_params, noise_rows
 
 WORLD = 2
+HANG = 900  # s: the ranks still running then hang (a rank reducing alone): killed, the test fails
 # what the tensor-parallel tests' ranks import too: one forkserver serves a pytest process
 PRELOAD = ["torch", "torch.distributed.tensor.parallel", "torch.distributed.fsdp", "gradexplorer",
            "gradexplorer.core.watch.sharded_probe", "tensor_parallel_helpers",
@@ -31,8 +34,14 @@ def runs(tmp_path_factory):
     multiprocessing.set_forkserver_preload(PRELOAD)
     # "unsynced": a step all under no_sync has no figures, one line, and leaves nothing behind
     # (asserted in the ranks)
-    mp.start_processes(worker, args=(WORLD, str(root), free_port(), [*CONFIGS, "unsynced"]),
-                       nprocs=WORLD, join=True, start_method="forkserver")
+    ranks = mp.start_processes(worker, args=(WORLD, str(root), free_port(), [*CONFIGS, "unsynced"]),
+                               nprocs=WORLD, join=False, start_method="forkserver")
+    end = time.monotonic() + HANG
+    while not ranks.join(timeout=5):
+        if time.monotonic() > end:
+            for process in ranks.processes:
+                process.kill()
+            pytest.fail(f"the ranks did not finish in {HANG} s (a rank waiting in a reduce)")
     return root
 
 
@@ -40,12 +49,13 @@ def expected(name):
     """Per recorded step: ``{parameter: (mean |g|², |G|², |G|²_est, tr(Σ)_est)}`` from each
     (rank, micro-batch)'s own gradient of its mean loss, the training replayed in one process
     (DDP's step: the mean of those gradients)."""
-    m, _, every = CONFIGS[name]
+    m, *_, steps = CONFIGS[name]
+    rows = rows_of(name)
     model = make_model()
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     names, params = zip(*model.named_parameters(), strict=True)
     out, k = {}, WORLD * m
-    for step in range(STEPS):
+    for step in range(steps):
         x, y = data(step, WORLD, m)
         grads = [torch.autograd.grad(nn.functional.mse_loss(model(xs), ys), params)
                  for r in range(WORLD) for i in range(m)
@@ -58,7 +68,7 @@ def expected(name):
             big = float(mean.pow(2).sum())
             # tr(Σ) = b · that variance; |G|² unbiased: |G_big|² less the noise's share
             per[n] = (float(g.pow(2).sum(1).mean()), big, big - variance / k, B * variance)
-        if (step + 1) % every == 0:
+        if step + 1 in rows:
             out[step + 1] = per
         opt.zero_grad()
         for p, j in zip(params, range(len(params)), strict=True):
@@ -69,7 +79,7 @@ def expected(name):
 
 @pytest.mark.parametrize("name", list(CONFIGS))
 def test_rank_noise_scale_equals_float64_from_each_ranks_gradients(name, runs):
-    m, _, _ = CONFIGS[name]
+    m = CONFIGS[name][0]
     want = expected(name)
     run = gx.open_run(runs / name)
     rows = noise_rows(run)
@@ -110,6 +120,27 @@ def test_inspect_and_the_report_say_the_estimate_comes_from_ranks(runs, capsys, 
     write_report(gx.open_run(runs / "both"), tmp_path / "report.html")
     html = (tmp_path / "report.html").read_text()
     assert f"steps of {WORLD} ranks × 2 micro-batches of {B}" in html
+
+
+def test_settings_inspect_and_the_report_say_the_ranks_cadence(runs, capsys, tmp_path):
+    from gradexplorer.cli import main
+    from gradexplorer.core.share.report_html import write_report
+
+    auto = gx.open_run(runs / "auto")
+    assert auto.settings["noise_every"] == "auto" and auto.settings["noise_cadence"] == AUTO_CHANGES
+    assert gx.open_run(runs / "noise2").settings["noise_every"] == 2
+    said = "noise scale on one step in 6 (auto, for ≤ 5% of the step; the EMAs over those steps: " \
+           "6 from step 11)"
+    assert main(["inspect", str(runs / "auto"), "--step", "17"]) == 0
+    out = capsys.readouterr().out
+    assert f"noise scale: {WORLD} ranks × 2 micro-batches of {B}: B_simple" in out and said in out
+    assert main(["inspect", str(runs / "auto"), "--step", "15"]) == 0
+    assert f"noise scale: none at this step; {said}; the last at step 11 (`--step 11`)" in \
+        capsys.readouterr().out
+    assert main(["inspect", str(runs / "noise2"), "--step", "3"]) == 0
+    assert "noise scale on one step in 2 (the EMAs over those steps)" in capsys.readouterr().out
+    write_report(auto, tmp_path / "report.html")
+    assert said in (tmp_path / "report.html").read_text()
 
 
 def test_the_app_shows_a_ddp_runs_snr(runs, qtbot, make_window):

@@ -87,20 +87,26 @@ class NoiseCadence:
         every = choose_every(0.0, costs[0], costs[1], TARGET * (1 - MARGIN))
         over = costs[0] / self.every > TARGET * costs[1]  # the cadence in force, over TARGET
         if (over and every > self.every) or every * (1 + CHANGE) < self.every:
-            self.every, self._hold = every, step + LIGHT_SAMPLES
-            self.changes.append([step, every])
-            if self.on_change is not None:
-                self.on_change(step, every)
+            self._change(step, every)
+
+    def _change(self, step: int, every: int) -> None:
+        """``every`` in force after ``step`` (under DDP this rank's proposal instead, the ranks'
+        largest made so on every rank: ``noise_ranks.py``'s ``RankCadence``)."""
+        self.every, self._hold = every, step + LIGHT_SAMPLES
+        self.changes.append([step, every])
+        if self.on_change is not None:
+            self.on_change(step, every)
 
 
-def cadence_for(recorder, every: int | str) -> NoiseCadence | None:
-    """``recorder``'s NoiseCadence for ``noise_every`` (None at 1: every recorded step), its
-    choice kept in the run's settings (``noise_every``; ``noise_cadence``: "auto"'s changes)."""
+def cadence_for(recorder, every: int | str, kind=NoiseCadence) -> NoiseCadence | None:
+    """``recorder``'s NoiseCadence (or ``kind``, one of its subclasses) for ``noise_every`` (None
+    at 1: every recorded step), its choice kept in the run's settings (``noise_every``;
+    ``noise_cadence``: "auto"'s changes)."""
     if every == 1:
         return None
     budget = recorder.budget
     bare = None if budget is None else (lambda: (budget.costs or (0.0, 0.0, None))[2])
-    cadence = NoiseCadence(every, recorder.stats_every, bare)
+    cadence = kind(every, recorder.stats_every, bare)
     if recorder.writer is not None:
         settings = recorder._settings  # shared with the budget's (budget.py)
 

@@ -22,10 +22,7 @@ def noise_for(recorder, value, every: int | str = 1) -> NoiseWatch | None:
         raise UserError(f"watch: noise_scale must be True, False or a NoiseSettings, got "
                         f"{type(value).__name__}")
     if value is not False and recorder.plan.mode == "ddp" and recorder.plan.world > 1:
-        if every != 1:
-            raise UserError("watch: noise_every is not supported under DDP yet (the ranks' "
-                            "noise scale is recorded at every recorded step)")
-        return RankNoiseWatch(recorder, NoiseSettings() if value is True else value)
+        return RankNoiseWatch(recorder, NoiseSettings() if value is True else value, every)
     if value is False or recorder.probe is None or recorder.plan.world > 1 \
             or recorder.plan.sharded:
         return None

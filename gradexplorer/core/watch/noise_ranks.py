@@ -22,12 +22,24 @@ fail then. The DDP module's forward says whether its backward synchronises
 
 **One small all-reduce a recorded step.** At the end of a synchronising backward every rank
 sends what it gathered since the last one: each parameter's Σ|d|² (float64, ``P`` numbers,
-summed over the ranks) and its own row (its step, backwards, micro-batch sizes, failure), one
-SUM all-reduce of ``P + 6·R`` float64 numbers on a gloo group of its own, never the gradients.
+summed over the ranks) and its own row (its step, backwards, micro-batch sizes, failure, the
+``noise_every`` it proposes), one SUM all-reduce of ``P + 7·R`` float64 numbers on a gloo group
+of its own, never the gradients.
 Rank 0 adds them to the step's sums; at the step (``take``) the figures come from them and from
 ``|A|²``, the norm of ``.grad`` as accumulated (the ranks' mean) that the recorder already has.
 Every rank decides by the step number whether a step is recorded (``stats_every``), so they all
 send on the same backwards.
+
+**On a cadence** (``noise_every=N`` or ``"auto"``, ``noise_cadence.py``): every rank runs the
+cadence, turned at each step's first forward through the DDP module (its pre-hook, which stays
+on): the last step closed if recorded, then the gradient hooks and the batch-size hook on for
+this step if the cadence records it, off otherwise — so a step it does not record has no hook on
+a parameter and no reduce, and every rank captures on the same steps (rank 1 never sees the
+figures: rank 0's ``take`` only reads whether the step was on). A fixed ``N`` counts the same
+recorded steps on every rank. ``"auto"`` measures each rank's own CPU, so its choice is made
+together: a rank's change is its proposal (``RankCadence``), sent in its row of the next
+recorded step's reduce; every rank adopts the largest of them (no rank over its budget) at that
+step's end — the same ``N`` from the same step on every rank, no collective of its own.
 """
 
 from __future__ import annotations
@@ -42,10 +54,12 @@ import torch.distributed as dist
 from torch.autograd import Variable
 
 from gradexplorer.core.steps.micro_batches import squared_norms
+from gradexplorer.core.watch.noise_cadence import NoiseCadence, cadence_for
 from gradexplorer.core.watch.noise_watch import NoiseSettings, NoiseStep, NoiseWatch
 
 TIMEOUT = timedelta(seconds=120)
-ROW = 6  # each rank's row: took part, step, backwards, smallest and largest size, unknown sizes
+ROW = 7  # each rank's row: took part, step, backwards, smallest and largest size, unknown sizes,
+# its proposed noise_every ("auto": the ranks' largest adopted by all; 0 without a cadence)
 FAILED = -1.0  # a row's "took part" when the rank's capture failed this step
 
 
@@ -63,12 +77,36 @@ class RankSums:
     why: str | None = None
 
 
+class RankCadence(NoiseCadence):
+    """``noise_every`` under DDP (see the module): "auto"'s change is this rank's ``proposal``,
+    sent in the recorded step's reduce; every rank ``adopt``s the ranks' largest."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.proposal = self.every
+
+    def close(self, step: int) -> bool:
+        self.proposal = self.every  # unless this step's measure asks for a change
+        return super().close(step)
+
+    def _change(self, step: int, every: int) -> None:
+        self.proposal = every
+
+    def adopt(self, step: int, every: int) -> None:
+        """The ranks' largest proposal, in force after ``step`` (none over its budget)."""
+        if self.auto and every != self.every:
+            super()._change(step, every)
+
+
 class RankCapture:
     """Every rank's local incoming gradients and the all-reduce of their sums (see the module)."""
 
+    backward = None  # what NoiseWatch._arm gives the probe: its own end-of-backward call instead
+
     def __init__(self, params: list, ddp, step_of, wanted, sizes, report, rank: int,
-                 world: int) -> None:
+                 world: int, cadence: RankCadence | None = None) -> None:
         self.count, self.rank, self.world = len(params), rank, world
+        self._params, self.cadence, self.on_forward = params, cadence, None
         self._step_of, self._wanted, self._sizes, self._report = step_of, wanted, sizes, report
         self.group = dist.new_group(backend="gloo", timeout=TIMEOUT)
         self._sync = True  # the last forward's: its backward synchronises the ranks
@@ -80,9 +118,19 @@ class RankCapture:
         self.failed = False  # the all-reduce failed: stopped for good
         self._said: set[str] = set()
         self.used: str | None = None  # "numba" or "torch": the norm pass of the last backward
-        self._handles = [p.register_hook(partial(self._on_grad, i))
-                         for i, p in enumerate(params) if p.requires_grad]
-        self._handles.append(ddp.register_forward_pre_hook(self._on_forward))
+        self.agreed: int | None = None  # the ranks' largest proposed noise_every, last reduce
+        self._handles: list = []
+        self.pause(False)
+        self._forward = ddp.register_forward_pre_hook(self._on_forward)
+
+    def pause(self, paused: bool) -> None:
+        """The gradient hooks off for a step the cadence does not record (``noise_every``), on
+        for one it does; the DDP module's forward pre-hook stays (it turns them)."""
+        if paused or self.failed:
+            self.remove_hooks()
+        elif not self._handles:
+            self._handles = [p.register_hook(partial(self._on_grad, i))
+                             for i, p in enumerate(self._params) if p.requires_grad]
 
     def _empty(self, step: int | None) -> dict:
         return {"step": step, "parts": 0, "diff": np.zeros(self.count), "sizes": [], "why": None}
@@ -90,6 +138,11 @@ class RankCapture:
     def _on_forward(self, module, _args) -> None:
         if torch.is_grad_enabled():  # as DDP decides whether to prepare its reducer
             self._sync = bool(module.require_backward_grad_sync)
+            if self.on_forward is not None:  # noise_every: the hooks on or off for the step
+                try:
+                    self.on_forward()
+                except Exception as exc:  # noqa: BLE001 - never the forward it watches
+                    self._stop(exc)
 
     def _on_grad(self, i: int, grad: torch.Tensor) -> None:
         if not self._queued:  # the first of this backward: read at its end, before DDP's mean
@@ -138,15 +191,18 @@ class RankCapture:
         vector[:p] = local["diff"]
         vector[p + ROW * self.rank:p + ROW * (self.rank + 1)] = (
             FAILED if local["why"] else 1.0, step, local["parts"], min(known, default=0),
-            max(known, default=0), len(local["sizes"]) - len(known))
+            max(known, default=0), len(local["sizes"]) - len(known),
+            0 if self.cadence is None else self.cadence.proposal)
         dist.all_reduce(torch.from_numpy(vector), group=self.group)
+        if self.cadence is not None:  # every rank alike: the same vector
+            self.agreed = int(vector[p + ROW - 1::ROW].max())
         if self.rank == 0:
             self._keep(step, vector, local["why"])
 
     def _keep(self, step: int, vector: np.ndarray, why: str | None) -> None:
         p = self.count
         rows = vector[p:].reshape(self.world, ROW).tolist()  # a few numbers: plain Python
-        took, steps, parts, low, high, unknown = zip(*rows, strict=True)
+        took, steps, parts, low, high, unknown, _ = zip(*rows, strict=True)
         if why is None and FAILED in took:
             why = f"the capture failed on rank {took.index(FAILED)} (said on that rank)"
         elif why is None and any(s != step for s in steps):
@@ -177,10 +233,14 @@ class RankCapture:
         after = self._local["parts"] if self._local["step"] == step else 0
         return (sums if sums is not None and sums.step == step else None), after
 
-    def remove(self) -> None:
+    def remove_hooks(self) -> None:
         for handle in self._handles:
             handle.remove()
         self._handles = []
+
+    def remove(self) -> None:
+        self.remove_hooks()
+        self._forward.remove()
 
 
 class _Params:
@@ -194,16 +254,56 @@ class _Params:
 class RankNoiseWatch(NoiseWatch):
     """``NoiseWatch`` over DDP ranks (see the module): on every rank, figures on rank 0."""
 
-    def __init__(self, recorder, settings: NoiseSettings) -> None:
+    def __init__(self, recorder, settings: NoiseSettings, every: int | str = 1) -> None:
         plan = recorder.plan
         params = [p for _, p in plan.stats_model.named_parameters()]
         super().__init__(_Params(params), plan.stats_model, recorder._names, settings,
                          recorder._report, recorder.writer)
         self.capture.remove()  # the micro-batch capture's hooks: the ranks' capture instead
-        self.rank, self.world = plan.rank, plan.world
-        wanted = lambda: not recorder.closed and recorder._next_step() % recorder.stats_every == 0  # noqa: E731
-        self.capture = RankCapture(params, plan.wrapper, recorder._next_step, wanted,
-                                   self._taken_sizes, recorder._report, plan.rank, plan.world)
+        self.rank, self.world, self._recorder = plan.rank, plan.world, recorder
+        self.cadence = cadence_for(recorder, every, RankCadence)
+        self._at = self._on = None  # the step under way; it, where the capture is on for it
+        self.capture = RankCapture(params, plan.wrapper, recorder._next_step, self._wanted,
+                                   self._taken_sizes, recorder._report, plan.rank, plan.world,
+                                   self.cadence)
+        if self.cadence is not None:
+            self.capture.on_forward = self._turn
+
+    def _recorded(self, step: int) -> bool:
+        """Whether ``step`` is recorded: every rank decides it alike, by its number."""
+        return not self._recorder.closed and step % self._recorder.stats_every == 0
+
+    def _wanted(self) -> bool:
+        step = self._recorder._next_step()
+        return self._recorded(step) and (self.cadence is None or self._on == step)
+
+    def _turn(self) -> None:
+        """``noise_every``, at every forward that needs a gradient, on every rank: at a step's
+        first, the last step closed in the cadence (the ranks' agreed ``N`` adopted, then its
+        CPU measured) and the hooks on for this step if the cadence records it, else off. The
+        same steps on every rank: a fixed ``N`` is counted alike, "auto"'s changes are agreed."""
+        step, last, cadence = self._recorder._next_step(), self._at, self.cadence
+        if step == last:
+            return
+        self._at = step
+        if last is not None and self._recorded(last):
+            agreed, self.capture.agreed = self.capture.agreed, None
+            if agreed:
+                cadence.adopt(last, agreed)
+            cadence.close(last)
+        on = self._recorded(step) and cadence.now
+        self._on = step if on else None
+        self._arm(on)
+
+    def take(self, step: int, scale: float | None, accumulated) -> NoiseStep | None:
+        """Rank 0, at a recorded step: its figures where the capture was on for it (the cadence
+        is turned at the next step's first forward, on every rank: ``_turn``)."""
+        if self.cadence is not None and self._on != step:
+            return None
+        self.latest = found = self._figures(step, scale, accumulated)
+        if found is not None and self._writer is not None:
+            self._writer.write_noise(found)
+        return found
 
     def _figures(self, step: int, scale: float | None, accumulated) -> NoiseStep | None:
         if self.rank != 0:
