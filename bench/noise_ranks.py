@@ -3,14 +3,18 @@ step on the CPU examples, 2 gloo ranks on 127.0.0.1, against the bare DDP step.
 
     python bench/noise_ranks.py                        # digits, transformer; one backward a rank
     python bench/noise_ranks.py --micro 2 --steps 40   # 2 micro-batches a rank (no_sync)
+    python bench/noise_ranks.py --noise-every 4        # watch(noise_every=4) (or "auto")
 
 Two arms on each rank, each its own DDP copy of the model (same weights, same batches, SGD),
 interleaved step by step, one torch thread a rank: bare DDP, and DDP under
 ``watch(model, opt, update_ratio=False)``. The noise scale's own work is timed where it runs
 (``time.thread_time``, rank 0's training thread): the parameters' gradient hooks, the
 end-of-backward read of the rank's own gradients with its all-reduce (CPU only: the wait for the
-other rank is not counted), the forward hooks, and ``take`` at the step. Printed: that CPU over
-the bare DDP step's CPU (median over rounds), and its parts.
+other rank is not counted), the forward hooks (with ``--noise-every``: the DDP module's pre-hook
+turning the cadence at each step's first forward), and ``take`` at the step; "auto" measures its
+own arm's CPU only (``ArmClock``), not the bare arm's steps in between. Printed: that CPU
+over the bare DDP step's CPU (median over rounds: a step on average, the steps with and without
+the capture together), its parts, and the cadence in force at the end.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import time
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
+from arm_clock import ArmClock  # bench/arm_clock.py: one arm's CPU
 
 WORKLOADS = ("digits", "transformer")
 
@@ -61,7 +66,7 @@ def timed(clock: dict, part: str, work):
     return run
 
 
-def rank_main(rank, world, port, names, steps, rounds, m, out):
+def rank_main(rank, world, port, names, steps, rounds, m, out, every):
     from torch.nn.parallel import DistributedDataParallel
 
     from gradexplorer.core.watch import noise_ranks as NR
@@ -73,7 +78,7 @@ def rank_main(rank, world, port, names, steps, rounds, m, out):
     dist.init_process_group("gloo", rank=rank, world_size=world)
     clock = dict.fromkeys(PARTS.values(), 0.0)
     for cls, name in ((NR.RankCapture, "_on_grad"), (NR.RankCapture, "_done"),
-                      (NR.RankCapture, "_on_forward"), (NW.NoiseWatch, "_on_output"),
+                      (NR.RankCapture, "_on_forward"), (NW, "_on_output"),  # (a function)
                       (NR.RankNoiseWatch, "take")):  # bound when the hooks are made
         setattr(cls, name, timed(clock, PARTS[name], getattr(cls, name)))
     try:
@@ -84,11 +89,16 @@ def rank_main(rank, world, port, names, steps, rounds, m, out):
             bare_opt = torch.optim.SGD(bare.parameters(), lr=0.01)
             opt = torch.optim.SGD(watched.parameters(), lr=0.01)
             ratios, parts = [], []
-            with watch(watched, opt, update_ratio=False) as rec:
+            arm = ArmClock()
+            with watch(watched, opt, update_ratio=False, noise_every=every) as rec:
+                if rec.noise.cadence is not None and rec.noise.cadence.auto:
+                    rec.noise.cadence.clock = arm
                 for s in range(2):  # warm both arms (the kernels, the probe's proof)
                     batch = workload.make_batch(s * world + rank)
                     step(bare, bare_opt, workload.loss_fn, batch, m)
+                    arm.begin()
                     step(watched, opt, workload.loss_fn, batch, m)
+                    arm.end()
                 for r in range(rounds):
                     spent = 0.0
                     clock.update(dict.fromkeys(clock, 0.0))
@@ -97,14 +107,18 @@ def rank_main(rank, world, port, names, steps, rounds, m, out):
                         start = time.thread_time()
                         step(bare, bare_opt, workload.loss_fn, batch, m)
                         spent += time.thread_time() - start
+                        arm.begin()
                         step(watched, opt, workload.loss_fn, batch, m)
+                        arm.end()
                     ratios.append(sum(clock.values()) / spent)
                     parts.append({k: v / spent for k, v in clock.items()})
                 latest, used = rec.noise.latest, rec.noise.capture.used
+                cadence = rec.noise.cadence
             if rank == 0:
                 middle = parts[ratios.index(statistics.median_low(ratios))]
                 out.put((f"{name} [{used}]", statistics.median(ratios), middle,
-                         latest.smoothed.b_simple if latest else float("nan")))
+                         latest.smoothed.b_simple if latest else float("nan"),
+                         1 if cadence is None else cadence.every))
     finally:
         dist.destroy_process_group()
 
@@ -115,21 +129,24 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--micro", type=int, default=1, help="micro-batches a rank a step")
+    parser.add_argument("--noise-every", default="1", help='watch\'s noise_every: N or "auto"')
     args = parser.parse_args()
+    every = args.noise_every if args.noise_every == "auto" else int(args.noise_every)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     out = mp.get_context("spawn").SimpleQueue()
     print(f"noise scale's CPU per step / bare DDP step's (2 gloo ranks, {args.micro} backward(s) "
-          f"a rank, median of {args.rounds} rounds × {args.steps} steps, rank 0's thread)")
+          f"a rank, noise_every={every}, median of {args.rounds} rounds × {args.steps} steps, "
+          "rank 0's thread)")
     names = args.models.split(",")
-    mp.spawn(rank_main, args=(2, port, names, args.steps, args.rounds, args.micro, out),
+    mp.spawn(rank_main, args=(2, port, names, args.steps, args.rounds, args.micro, out, every),
              nprocs=2, join=True)
     for _ in names:
-        name, ratio, parts, b_simple = out.get()
+        name, ratio, parts, b_simple, now = out.get()
         detail = ", ".join(f"{k} {v:.2%}" for k, v in parts.items())
         print(f"  {name:20s} {ratio:7.2%}   ({detail}; smoothed B_simple at the end: "
-              f"{b_simple:.4g})")
+              f"{b_simple:.4g}; N at the end {now})")
 
 
 if __name__ == "__main__":

@@ -13,7 +13,8 @@ from gradexplorer.core.watch.noise_watch import NoiseSettings, NoiseWatch
 def noise_for(recorder, value, every: int | str = 1) -> NoiseWatch | None:
     """The recorder's NoiseWatch for ``watch``'s ``noise_scale`` argument (True: the defaults,
     False, or NoiseSettings); several DDP ranks: every rank's ``RankNoiseWatch``
-    (``noise_ranks.py``: the ranks' local gradients are the small batches). None where it does
+    (``noise_ranks.py``: the ranks' local gradients are the small batches; ``every``, its
+    cadence, the same steps on every rank). None where it does
     not apply: no accumulation probe (a rank that records nothing), several ranks without DDP
     or DTensor gradients, even on a mesh of one rank (each backward's own gradient is a
     DTensor: not combined across ranks, and its storage is its local tensor's, not the
