@@ -121,7 +121,7 @@ def unsynced(rank):
     model = DistributedDataParallel(make_model())
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     lines, steps = [], []
-    with gx.Recorder(model, opt, report=lines.append) as rec:
+    with gx.Recorder(model, opt, report=lines.append, noise_every=1) as rec:  # (every step)
         for step in range(3):
             x, y = data(step, 2, 1)
             opt.zero_grad()

@@ -19,9 +19,10 @@ from torch import nn
 
 import gradexplorer as gx
 from gradexplorer.core.runs.noise_rows import noise_params, noise_rows
+from gradexplorer.core.watch.noise_ranks import RankCadence
 
 WORLD = 2
-HANG = 900  # s: the ranks still running then hang (a rank reducing alone): killed, the test fails
+HANG = 600  # s: the ranks still running then hang (a rank reducing alone): killed, the test fails
 # what the tensor-parallel tests' ranks import too: one forkserver serves a pytest process
 PRELOAD = ["torch", "torch.distributed.tensor.parallel", "torch.distributed.fsdp", "gradexplorer",
            "gradexplorer.core.watch.sharded_probe", "tensor_parallel_helpers",
@@ -141,6 +142,21 @@ def test_settings_inspect_and_the_report_say_the_ranks_cadence(runs, capsys, tmp
     assert "noise scale on one step in 2 (the EMAs over those steps)" in capsys.readouterr().out
     write_report(auto, tmp_path / "report.html")
     assert said in (tmp_path / "report.html").read_text()
+
+
+def test_a_ranks_auto_change_is_a_proposal_until_the_ranks_adopt_the_largest():
+    clock = [0.0]
+    cadence = RankCadence("auto", clock=lambda: clock[0])
+    for step in range(1, 11):  # the capture 12% of a 10 ms step: alone it would take 4
+        clock[0] += 0.010 + (0.0012 if cadence.now else 0.0)
+        cadence.close(step)
+    assert (cadence.every, cadence.proposal, cadence.changes) == (2, 4, [])
+    cadence.adopt(11, 6)  # another rank's 6: the largest
+    assert (cadence.every, cadence.changes) == (6, [[11, 6]])
+    assert not cadence.close(11) and cadence.proposal == 6  # held (16 steps): none proposed
+    fixed = RankCadence(3)
+    fixed.adopt(1, 6)
+    assert (fixed.every, fixed.changes) == (3, [])
 
 
 def test_the_app_shows_a_ddp_runs_snr(runs, qtbot, make_window):
