@@ -1,7 +1,8 @@
 """Workers for the 2-rank gloo tests of the noise scale under DDP (tests/test_noise_ranks.py),
 forked from the tests' forkserver: each rank trains its shard of every step's batch, in ``m``
 micro-batches (``no_sync`` but the last), under ``watch`` (with ``noise_every``: on a cadence,
-every rank asserting which steps had the capture's hooks and its reduce)."""
+every rank asserting which steps had the capture's hooks and its reduce; ``RESUMED``: the run
+recorded in two parts, the second a new recorder with ``resume=True`` in the same run_dir)."""
 
 import contextlib
 import os
@@ -15,14 +16,22 @@ STEPS, B = 3, 3  # B: samples a micro-batch
 # name: (micro-batches a rank, DDP's keyword arguments, watch's stats_every, noise_every, steps)
 CONFIGS = {"ranks": (1, {}, 1, 1, STEPS), "both": (2, {"gradient_as_bucket_view": True}, 1, 1, STEPS),
            "every2": (2, {}, 2, 1, STEPS), "noise2": (2, {}, 1, 2, 5),
-           "stats2noise3": (1, {}, 2, 3, 10), "auto": (2, {}, 1, "auto", 18)}
+           "stats2noise3": (1, {}, 2, 3, 10), "auto": (2, {}, 1, "auto", 18),
+           "resumed": (2, {}, 1, 1, 6), "resumed_stats2": (1, {}, 2, 1, 6),
+           "resumed_noise2": (2, {}, 1, 2, 7)}
+# recorded in two parts: the first run's steps and its stats_every, then the rest resumed (rank 0
+# alone reads the run's last step: every rank's step numbers must still agree)
+RESUMED = {"resumed": (3, 1), "resumed_stats2": (3, 1), "resumed_noise2": (3, 1)}
 # "auto"'s made-up CPU a step on each rank (``AutoClock``): the capture 12% of a 10 ms step on
 # rank 0 (alone it would take N = 4), 20% on rank 1 (N = 6)
 AUTO_COSTS = {0: 0.0012, 1: 0.0020}
 # the steps with a noise scale: the recorded ones, or on a cadence one in N of them. "auto": 2
 # (START) until both kinds of step are measured 4 times after the first span (step 10's end);
 # each rank's proposal (4 and 6) goes in step 11's reduce, the largest adopted at its end
-ROWS = {"noise2": [1, 3, 5], "stats2noise3": [2, 6, 10], "auto": [1, 3, 5, 7, 9, 11, 17]}
+ROWS = {"noise2": [1, 3, 5], "stats2noise3": [2, 6, 10], "auto": [1, 3, 5, 7, 9, 11, 17],
+        # resumed: steps 1-3 every step, then 4 and 6 (stats_every=2); on a cadence of 2 the
+        # resumed recorder's starts again at its first recorded step (4), as its EMAs do
+        "resumed_stats2": [1, 2, 3, 4, 6], "resumed_noise2": [1, 3, 4, 6]}
 AUTO_CHANGES = [[11, 6]]
 
 
@@ -74,20 +83,38 @@ def worker(rank, world, root, port, names):
 def train(rank, world, run_dir, name):
     from torch.nn.parallel import DistributedDataParallel
 
-    import gradexplorer as gx
-
     m, ddp_args, stats_every, noise_every, steps = CONFIGS[name]
     model = DistributedDataParallel(make_model(), **ddp_args)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     lines, reduced, hooked = [], [], []
+    first, first_every = RESUMED.get(name, (0, stats_every))
+    for start, end, every in ((0, first, first_every), (first, steps, stats_every)):
+        if start < end:
+            cadence = record(rank, world, run_dir, name, model, opt, range(start, end), every,
+                             (lines, reduced, hooked))
+    assert lines == [], lines
+    # every rank: one reduce, and on a cadence the hooks on, on exactly the steps with figures
+    assert reduced == rows_of(name) and (cadence is None or hooked == reduced), \
+        (rank, hooked, reduced)
+    if noise_every == "auto":  # the ranks' largest proposal, adopted alike on every rank
+        assert cadence.changes == AUTO_CHANGES and cadence.every == 6, (rank, cadence.changes)
+
+
+def record(rank, world, run_dir, name, model, opt, steps, stats_every, seen):
+    """``steps`` of ``name``'s training under one recorder (resumed after a first one's): its
+    lines, the steps it reduced on and those with the capture's hooks on added to ``seen``."""
+    import gradexplorer as gx
+
+    m, _, _, noise_every, _ = CONFIGS[name]
+    lines, reduced, hooked = seen
     with gx.Recorder(model, opt, run_dir, stats_every=stats_every, report=lines.append,
-                     noise_every=noise_every) as rec:
+                     noise_every=noise_every, resume=steps.start > 0) as rec:
         capture, cadence = rec.noise.capture, rec.noise.cadence
         send = capture._send
         capture._send = lambda step: (reduced.append(step), send(step))  # its reduces, counted
         if noise_every == "auto":
             cadence.clock = AutoClock(cadence, AUTO_COSTS[rank])
-        for step in range(steps):
+        for step in steps:
             x, y = data(step, world, m)
             opt.zero_grad()
             for i in range(m):
@@ -103,12 +130,7 @@ def train(rank, world, run_dir, name):
             assert fresh == (rank == 0 and step + 1 in rows_of(name)), (rank, step, latest)
             if latest is not None:
                 assert (latest.parts, latest.batch, latest.ranks) == (world * m, B, world)
-    assert lines == [], lines
-    # every rank: one reduce, and on a cadence the hooks on, on exactly the steps with figures
-    assert reduced == rows_of(name) and (cadence is None or hooked == reduced), \
-        (rank, hooked, reduced)
-    if noise_every == "auto":  # the ranks' largest proposal, adopted alike on every rank
-        assert cadence.changes == AUTO_CHANGES and cadence.every == 6, (rank, cadence.changes)
+    return cadence
 
 
 def unsynced(rank):

@@ -28,7 +28,8 @@ of its own, never the gradients.
 Rank 0 adds them to the step's sums; at the step (``take``) the figures come from them and from
 ``|A|²``, the norm of ``.grad`` as accumulated (the ranks' mean) that the recorder already has.
 Every rank decides by the step number whether a step is recorded (``stats_every``), so they all
-send on the same backwards.
+send on the same backwards: at ``watch`` every rank takes rank 0's step count (one broadcast on
+that group, ``agreed_step``), the run's last step where it is resumed (only rank 0 reads it).
 
 **On a cadence** (``noise_every=N`` or ``"auto"``, ``noise_cadence.py``): every rank runs the
 cadence, turned at each step's first forward through the DDP module (its pre-hook, which stays
@@ -122,6 +123,14 @@ class RankCapture:
         self._handles: list = []
         self.pause(False)
         self._forward = ddp.register_forward_pre_hook(self._on_forward)
+
+    def agreed_step(self, step: int) -> int:
+        """Rank 0's ``step``, on every rank (one broadcast, at ``watch``): a resumed run goes on
+        from the run's last step, which only rank 0 (its writer) reads; the ranks count on from
+        the same number, so they decide the recorded steps alike and reduce on the same ones."""
+        count = torch.tensor([step], dtype=torch.int64)
+        dist.broadcast(count, src=0, group=self.group)  # the group: every rank (global rank 0)
+        return int(count.item())
 
     def pause(self, paused: bool) -> None:
         """The gradient hooks off for a step the cadence does not record (``noise_every``), on
@@ -266,6 +275,7 @@ class RankNoiseWatch(NoiseWatch):
         self.capture = RankCapture(params, plan.wrapper, recorder._next_step, self._wanted,
                                    self._taken_sizes, recorder._report, plan.rank, plan.world,
                                    self.cadence)
+        recorder.step_count = self.capture.agreed_step(recorder.step_count)
         if self.cadence is not None:
             self.capture.on_forward = self._turn
 
