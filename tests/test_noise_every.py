@@ -151,3 +151,33 @@ def test_with_stats_every_the_recorded_steps_are_at_least_n_apart_and_exact(tmp_
         check_step(noise, refs[step - 1])  # the unrecorded step 5's backwards not in step 6's
     with Run(tmp_path / "run") as run:
         assert [r["step"] for r in noise_rows(run)] == [2, 6, 10]
+
+
+def test_a_resumed_run_goes_on_from_its_last_step_its_cadence_started_again(tmp_path):
+    """``resume=True``: the noise scale's steps go on from the run's last step, the resumed
+    recorder's cadence (and EMAs) from its own first recorded step; every figure exact."""
+    torch.manual_seed(4)
+    model = Net()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    refs, seen = [], {}
+    for steps, resume in ((range(1, 5), False), (range(5, 10), True)):
+        with gx.watch(model, opt, tmp_path / "run", update_ratio=False, noise_every=3,
+                      resume=resume) as rec:
+            for step in steps:
+                x, y = data(step)
+                refs.append(reference(model, x, y, K, B))
+                for i in range(K):
+                    (nn.functional.mse_loss(model(x[i * B:(i + 1) * B]), y[i * B:(i + 1) * B]) / K
+                     ).backward()
+                opt.step()
+                opt.zero_grad()
+                if rec.noise.latest is not None and rec.noise.latest.step == step:
+                    seen[step] = rec.noise.latest
+            assert rec.step_count == steps[-1]
+    assert sorted(seen) == [1, 4, 5, 8]  # 1, 4; resumed after step 4: 5, then 3 steps on
+    for step, noise in seen.items():
+        check_step(noise, refs[step - 1])
+    assert seen[5].smoothed.trace == pytest.approx(seen[5].whole.trace, rel=1e-12)  # EMAs anew
+    with Run(tmp_path / "run") as run:
+        run.check(last=9)
+        assert [r["step"] for r in noise_rows(run)] == [1, 4, 5, 8]

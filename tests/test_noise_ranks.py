@@ -3,7 +3,9 @@ own gradient, before DDP's mean, is a small batch. B_simple, tr(Σ), |G|² and t
 parameter and for the model, equal a float64 computation from every rank's explicit gradients,
 taken here with ``torch.autograd.grad`` on each rank's shard (and micro-batch) along the same
 training, to 1e-9; with ``noise_every`` (2, 3 with ``stats_every=2``, "auto" on a made-up clock
-that differs between the ranks) on the steps the cadence gives, the same on every rank."""
+that differs between the ranks) on the steps the cadence gives, the same on every rank; runs
+resumed in their run_dir (``resume=True``: only rank 0 reads the last step) going on from it on
+every rank."""
 
 import math
 import multiprocessing
