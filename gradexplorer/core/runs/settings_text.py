@@ -28,7 +28,9 @@ def cadence_text(settings: dict) -> str:
 
 def noise_cadence_text(settings: dict) -> str:
     """``watch(noise_every=)`` in words ("" where every recorded step has its noise scale)."""
-    every = settings.get("noise_every", 1)
+    every, note = settings.get("noise_every", 1), settings.get("noise_every_note")
+    if isinstance(note, str) and every in (1, "auto"):  # DDP: "auto" is every step (noise_cadence.py)
+        return f"noise scale at every recorded step ({note})"
     if every == "auto":
         changes = [f"{e} from step {s}" for s, e in (settings.get("noise_cadence") or [])[-4:]
                    if isinstance(s, int) and isinstance(e, int)]

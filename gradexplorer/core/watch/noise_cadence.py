@@ -40,45 +40,82 @@ class NoiseCadence:
     """Which recorded steps the capture is on for (``every``), chosen (``auto``) or given."""
 
     def __init__(self, every: int | str, stats_every: int = 1, bare=None,
-                 clock=time.thread_time) -> None:
+                 clock=time.thread_time, hooks=None) -> None:
         self.auto = every == "auto"
         self.every = START if self.auto else int(every)
+        self.hooks = hooks  # a HookClock: watch's CPU in its optimizer hooks (budget.py)
         self.stats_every, self.bare_of, self.clock = stats_every, bare, clock
         self.changes: list[list[int]] = []  # [step, every] where "auto" changed it
-        self.on_change = None  # called with (step, every)
+        self.on_change = None  # called with (step, every): from the first figures, each change
+        self.shown = False  # whether a recorded step has had figures (the run's settings say it)
         self.now = True  # the capture is on for the step under way (the first recorded one)
         self._last: int | None = None  # the last step it was on for
-        self._on: deque = deque(maxlen=LIGHT_SAMPLES)  # CPU a step with the capture
-        self._off: deque = deque(maxlen=LIGHT_SAMPLES)  # and without
-        self._mark: tuple | None = None  # (step, CPU) at the end of the last recorded step
+        self._on: deque = deque(maxlen=LIGHT_SAMPLES)  # CPU a step with the capture less the
+        self._off: deque = deque(maxlen=LIGHT_SAMPLES)  # step's before it; CPU a step without
+        self._loop: deque = deque(maxlen=LIGHT_SAMPLES)  # without, less watch's hooks: the loop's
+        self._before: float | None = None  # the last span's CPU a step, where it was without
+        self._mark: tuple | None = None  # (step, CPU, hooks' CPU) at the last recorded step's end
         self._spans = 0
         self._hold = 0  # no change before this step (one a LIGHT_SAMPLES steps at most)
+
+    @property
+    def clock(self):
+        """The training thread's CPU clock (a bench's arm clock, a test's made-up one): the
+        hooks' clock too."""
+        return self._clock
+
+    @clock.setter
+    def clock(self, clock) -> None:
+        self._clock = clock
+        if self.hooks is not None:
+            self.hooks.clock = clock
 
     @property
     def costs(self) -> tuple[float, float] | None:
         """``(capture, bare)`` CPU seconds a step as now measured, None until both are."""
         if len(self._on) < MIN_SAMPLES or len(self._off) < MIN_SAMPLES:
             return None
-        off = statistics.median(self._off)
-        bare = self.bare_of() if self.bare_of is not None else None
-        return max(statistics.median(self._on) - off, 0.0), bare or off
+        bare = (self.bare_of() if self.bare_of is not None else None) or \
+            statistics.median(self._loop) or statistics.median(self._off)
+        return max(statistics.median(self._on), 0.0), bare
 
-    def close(self, step: int) -> bool:
-        """At the end of recorded ``step``'s figures: its CPU measured (``auto``), the cadence
-        chosen, and whether the next recorded step has the capture on (``now``)."""
+    def close(self, step: int, figures: bool = True) -> bool:
+        """At the end of recorded ``step``'s figures (``figures``: whether it had some): its CPU
+        measured (``auto``), the cadence chosen, and whether the next recorded step has the
+        capture on (``now``)."""
         if self.now:
             self._last = step
+        if figures and self.now and not self.shown:  # a loop of one backward a step never is
+            self.shown = True
+            if self.on_change is not None:
+                self.on_change(step, self.every)
         if self.auto:
-            t = self.clock()
-            if self._mark is not None:
-                self._spans += 1
-                if self._spans > 1:  # the first span holds one-off work
-                    (self._on if self.now else self._off).append(
-                        (t - self._mark[1]) / max(step - self._mark[0], 1))
-            self._mark = (step, t)
-            self._choose(step)
-        self.now = self._last is None or step + self.stats_every - self._last >= self.every
+            self._measure(step)
+        else:
+            self.now = self._last is None or step + self.stats_every - self._last >= self.every
         return self.now
+
+    def _measure(self, step: int) -> None:
+        """``auto``: the span since the last recorded step measured where it is the step with
+        the capture or the one before it, and the clocks read only around those."""
+        se, mark = self.stats_every, self._mark
+        if mark is not None or step + 2 * se - self._last >= self.every:
+            t = self._clock()
+            hooks = self.hooks.seconds(t) if self.hooks is not None else 0.0
+            self._spans += 1
+            if mark is not None and step - mark[0] == se and self._spans > 2:  # (the first
+                took, before = (t - mark[1]) / se, self._before  # span holds one-off work)
+                self._before = None if self.now else (step, took)
+                if not self.now:
+                    self._off.append(took)
+                    self._loop.append((t - mark[1] - hooks + mark[2]) / se)
+                elif before is not None and before[0] == step - se:  # with the step before
+                    self._on.append(took - before[1])
+                    self._choose(step)  # (only here: a step it does not record costs least)
+            self._mark = (step, t, hooks) if step + 2 * se - self._last >= self.every else None
+        self.now = step + se - self._last >= self.every
+        if self.hooks is not None:  # watch's hooks timed from the step before the one before
+            self.hooks.active = step + 3 * se - self._last >= self.every
 
     def _choose(self, step: int) -> None:
         costs = self.costs
@@ -86,28 +123,43 @@ class NoiseCadence:
             return
         every = choose_every(0.0, costs[0], costs[1], TARGET * (1 - MARGIN))
         over = costs[0] / self.every > TARGET * costs[1]  # the cadence in force, over TARGET
-        if (over and every > self.every) or every * (1 + CHANGE) < self.every:
+        sure = len(self._on) == LIGHT_SAMPLES  # more frequent (dearer) on a full measure only
+        if (over and every > self.every) or (sure and every * (1 + CHANGE) < self.every):
             self.every, self._hold = every, step + LIGHT_SAMPLES
             self.changes.append([step, every])
-            if self.on_change is not None:
+            if self.on_change is not None and self.shown:
                 self.on_change(step, every)
 
 
 def cadence_for(recorder, every: int | str) -> NoiseCadence | None:
     """``recorder``'s NoiseCadence for ``noise_every`` (None at 1: every recorded step), its
-    choice kept in the run's settings (``noise_every``; ``noise_cadence``: "auto"'s changes)."""
+    choice kept in the run's settings (``noise_every``; ``noise_cadence``: "auto"'s changes)
+    from the first step with figures: a run without a noise scale (one backward a step, the
+    default "auto" in force) says nothing of one."""
     if every == 1:
         return None
     budget = recorder.budget
     bare = None if budget is None else (lambda: (budget.costs or (0.0, 0.0, None))[2])
-    cadence = NoiseCadence(every, recorder.stats_every, bare)
+    cadence = NoiseCadence(every, recorder.stats_every, bare,  # budget.py's hook_timing
+                           hooks=getattr(recorder, "hook_clock", None))  # ("auto" only)
     if recorder.writer is not None:
         settings = recorder._settings  # shared with the budget's (budget.py)
 
         def announce(step: int, now: int) -> None:
-            settings["noise_cadence"] = cadence.changes[-100:]
+            settings["noise_every"] = every
+            if cadence.auto:
+                settings["noise_cadence"] = cadence.changes[-100:]
             recorder.writer.set_meta({"settings": dict(settings)})
-        settings["noise_every"] = every
         cadence.on_change = announce
-        recorder.writer.set_meta({"settings": dict(settings)})
     return cadence
+
+
+DDP_AUTO = "noise_every=\"auto\" falls back to it under DDP: not supported there yet"
+
+
+def auto_every_step(recorder) -> None:
+    """Under DDP (``noise_choice.py``): ``"auto"``, the default, is every recorded step, said in
+    the run's settings (``noise_every_note``: ``inspect`` and the report print it)."""
+    if recorder.writer is not None:
+        recorder._settings["noise_every_note"] = DDP_AUTO
+        recorder.writer.set_meta({"settings": dict(recorder._settings)})

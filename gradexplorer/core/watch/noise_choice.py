@@ -5,7 +5,7 @@ accumulation one (``noise_watch.py``) or, under DDP with several ranks, the rank
 from __future__ import annotations
 
 from gradexplorer.core.messages.errors import UserError
-from gradexplorer.core.watch.noise_cadence import cadence_for
+from gradexplorer.core.watch.noise_cadence import auto_every_step, cadence_for
 from gradexplorer.core.watch.noise_ranks import RankNoiseWatch
 from gradexplorer.core.watch.noise_watch import NoiseSettings, NoiseWatch
 
@@ -22,7 +22,9 @@ def noise_for(recorder, value, every: int | str = 1) -> NoiseWatch | None:
         raise UserError(f"watch: noise_scale must be True, False or a NoiseSettings, got "
                         f"{type(value).__name__}")
     if value is not False and recorder.plan.mode == "ddp" and recorder.plan.world > 1:
-        if every != 1:
+        if every == "auto":  # the default: every recorded step (noise_cadence.py says so)
+            auto_every_step(recorder)
+        elif every != 1:
             raise UserError("watch: noise_every is not supported under DDP yet (the ranks' "
                             "noise scale is recorded at every recorded step)")
         return RankNoiseWatch(recorder, NoiseSettings() if value is True else value)
