@@ -105,6 +105,7 @@ def test_inspect_and_the_report_say_the_estimate_comes_from_ranks(runs, capsys, 
     out = capsys.readouterr().out
     assert f"noise scale: {WORLD} ranks × 2 micro-batches of {B}: B_simple" in out
     assert f"(batch now {WORLD * 2 * B})" in out and "SNR" in out
+    assert 'noise scale at every recorded step (noise_every="auto" falls back to it under DDP' in out
     assert main(["inspect", str(runs / "ranks")]) == 0
     assert f"noise scale: {WORLD} ranks of {B}: B_simple" in capsys.readouterr().out
     write_report(gx.open_run(runs / "both"), tmp_path / "report.html")
