@@ -171,7 +171,7 @@ class HookClock:
 
     def __init__(self, clock=time.thread_time) -> None:
         self.clock, self._total, self._entered = clock, 0.0, None
-        self.active = True  # off: the hooks not timed (the steps "auto" does not measure)
+        self.active = False  # on while "auto" measures (noise_cadence.py): else not timed
 
     def timed(self, hook):
         """``hook`` with the CPU in it counted (while ``active``)."""

@@ -8,19 +8,21 @@ after it; a step it does not record has none, and the probe's end-of-backward ca
 A recorded step's figures are exactly that step's; the EMAs and their band run over the
 recorded steps only (``beta`` a recorded step).
 
-``"auto"`` measures, as ``core/watch/budget.py`` does (its ``choose_every``, ``MARGIN``,
-``CHANGE``): the training thread's CPU from the end of one recorded step's figures to the next
-(``time.thread_time``), split by whether the capture was on. Its cost a step is the median of
-the last steps with it less the median of those without (the hooks inside the engine, the held
-gradients, the pass and the figures at the step; the step before one pays the hooks' putting
-on); the loop's bare step is the budget's (``overhead=`` given) or else the median of the steps
-without the capture (watch's other figures in it: the share is then of a somewhat larger
-step). It starts at ``START`` (both kinds measured), then, once ``MIN_SAMPLES`` of each are,
-takes the smallest ``N`` with cost/N ≤ (1 − MARGIN)·TARGET·bare: rarer as soon as the ``N`` in
-force is measured over TARGET, more frequent only where that ``N`` is ``1 + CHANGE`` times or
-more, and at most once in ``LIGHT_SAMPLES`` steps (the step's CPU moves by ±10% from step to
-step on a loaded machine: no flapping on noise); at 1 the last steps without it
-stay the measure of the bare step. Every change is kept (``changes``) and told (``on_change``).
+``"auto"`` (``watch``'s default) measures the training thread's CPU (``time.thread_time``)
+from the end of one recorded step's figures to the next, on the steps with the capture and
+on the step just before each (without it): the capture's cost a step is the median of the
+last ``LIGHT_SAMPLES`` differences of such pairs (a machine whose load drifts moves both
+alike) plus its standard error (``upper_median``: a loaded machine's steps move by ±10%, and a
+plain median is low half the time); the loop's own step is the steps without it less watch's
+CPU in its optimizer hooks (``budget.py``'s ``HookClock``), or the budget's (``overhead=``
+given). It starts at ``START``, then, once ``MIN_SAMPLES`` pairs are measured, takes the
+smallest ``N`` with cost/N ≤ (1 − MARGIN)·TARGET·bare (``budget.py``'s ``choose_every``,
+``MARGIN``, ``CHANGE``): rarer as soon as the ``N`` in force is measured over TARGET, more
+frequent only on ``LIGHT_SAMPLES`` pairs and where that ``N`` is ``1 + CHANGE`` times or
+more, at most once in ``LIGHT_SAMPLES`` steps (no flapping on noise); at 1 nothing more is
+measured. Its clocks are read only around the steps it measures (a step it does not record
+costs a check). Every change is kept (``changes``) and told (``on_change``), from the first
+step with figures.
 """
 
 from __future__ import annotations
@@ -54,6 +56,8 @@ class NoiseCadence:
         self.auto = every == "auto"
         self.every = START if self.auto else int(every)
         self.hooks = hooks  # a HookClock: watch's CPU in its optimizer hooks (budget.py)
+        if hooks is not None:
+            hooks.active = self.auto  # from the first step (then around the steps measured)
         self.stats_every, self.bare_of, self.clock = stats_every, bare, clock
         self.changes: list[list[int]] = []  # [step, every] where "auto" changed it
         self.on_change = None  # called with (step, every): from the first figures, each change
