@@ -113,6 +113,11 @@ class NoiseCadence:
         """``auto``: the span since the last recorded step measured where it is the step with
         the capture or the one before it, and the clocks read only around those."""
         se, mark = self.stats_every, self._mark
+        if self.every == 1:  # every recorded step: no step without it to measure against
+            self.now, self._mark, self._before = True, None, None
+            if self.hooks is not None:
+                self.hooks.active = False
+            return
         if mark is not None or step + 2 * se - self._last >= self.every:
             t = self._clock()
             hooks = self.hooks.seconds(t) if self.hooks is not None else 0.0
