@@ -39,11 +39,13 @@ def test_one_step_in_three_its_figures_exact_and_no_hook_on_the_others(tmp_path,
     torch.manual_seed(0)
     model = Net()
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
-    seen, refs, hooks = {}, [], []
+    seen, refs, hooks, cleared = {}, [], [], []
     with gx.watch(model, opt, tmp_path / "run", update_ratio=False, noise_every=3,
                   noise_scale=NoiseSettings(beta=0.8)) as rec:
         for step in range(1, 8):
             hooks.append(capture_hooks(model))  # during the step's backwards
+            # none left at all: an emptied hook dict still has autograd call into Python
+            cleared.append(all(p._backward_hooks is None for p in model.parameters()))
             x, y = data(step)
             refs.append(reference(model, x, y + 2, K, B))
             for i in range(K):
@@ -55,6 +57,7 @@ def test_one_step_in_three_its_figures_exact_and_no_hook_on_the_others(tmp_path,
                 seen[step] = rec.noise.latest
     n = len(list(model.parameters()))
     assert hooks == [n, 0, 0, n, 0, 0, n]  # the capture's hooks only on the steps it records
+    assert cleared == [False, True, True, False, True, True, False]
     assert sorted(seen) == [1, 4, 7]
     for step, noise in seen.items():
         check_step(noise, refs[step - 1])  # float64 from explicit micro-batch gradients
