@@ -64,10 +64,10 @@ class NoiseCadence:
         self.shown = False  # whether a recorded step has had figures (the run's settings say it)
         self.now = True  # the capture is on for the step under way (the first recorded one)
         self._last: int | None = None  # the last step it was on for
-        self._on: deque = deque(maxlen=LIGHT_SAMPLES)  # CPU a step with the capture less the
-        self._off: deque = deque(maxlen=LIGHT_SAMPLES)  # step's before it; CPU a step without
-        self._loop: deque = deque(maxlen=LIGHT_SAMPLES)  # without, less watch's hooks: the loop's
-        self._before: float | None = None  # the last span's CPU a step, where it was without
+        self._on: deque = deque(maxlen=LIGHT_SAMPLES)  # a step with it less the one before
+        self._off: deque = deque(maxlen=LIGHT_SAMPLES)  # CPU a step without it
+        self._loop: deque = deque(maxlen=LIGHT_SAMPLES)  # the same less watch's hooks: the loop's
+        self._before: tuple | None = None  # (step, CPU) of the last step measured without it
         self._mark: tuple | None = None  # (step, CPU, hooks' CPU) at the last recorded step's end
         self._spans = 0
         self._hold = 0  # no change before this step (one a LIGHT_SAMPLES steps at most)
