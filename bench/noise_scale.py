@@ -2,23 +2,29 @@
 the CPU examples, against the bare accumulation step (target: ≤ 5%).
 
     python bench/noise_scale.py                       # digits, mlp, lenet, transformer; k = 2, 4, 8
-    python bench/noise_scale.py --models digits --micro 4 --steps 60 --rounds 7
+    python bench/noise_scale.py --steps 40 --rounds 3 # "auto" at steady state: ~2 rounds after its ramp
+    python bench/noise_scale.py --models mlp --micro 4 --steps 80 --rounds 2
 
-Six arms, each its own copy of the model (same weights, same batches, SGD), interleaved step by
-step in one process (in turn forwards and backwards: the order moves what a step finds in the
-cache), one torch thread, each step timed on the training thread
+Seven arms, each its own copy of the model (same weights, same batches, SGD), interleaved step by
+step in one process in a shuffled order (seeded; no arm twice in a row: an arm that runs right
+after itself finds its model in the cache, and one that runs after the noise scale's arm the
+gradients it held), one torch thread, each step timed on the training thread
 (``time.thread_time``: its CPU, which other processes' load moves least):
 
 - bare: ``k`` × (forward, ``(loss / k).backward()``), ``optimizer.step()``, ``zero_grad()``
 - watch without the noise scale: the same loop under ``watch(model, opt, update_ratio=False,
-  noise_scale=False)``
-- watch with it, ``noise_every`` = 1 (the default), 2, 4 and "auto" (core/watch/noise_cadence.py)
+  noise_scale=False, noise_every=1)``
+- the same again, a second copy (row "no noise"): what the bench cannot tell from 0 (where each
+  copy lies in memory, the arms' order) — its figure is the resolution of the others
+- watch with it, ``noise_every`` = 1, 2, 4 and "auto" (the default; core/watch/noise_cadence.py)
 
 Cost: (a noise arm's CPU − the second arm's) / the bare arm's over the same steps, per round,
 the median over rounds: on the steps the arm's capture records, on the others (its hooks off:
-~0 expected), and over every step (what the 5% target is about): everything the noise scale adds
-to the training thread, its gradient hooks inside the engine included (no timing wrapper inside
-the timed arms: they would add calls to it). "auto" measures its own arm's CPU only (``ArmClock``:
+~0 expected), and a step on average (what the 5% target is about) at steady state — the steps
+after "auto"'s first choice, its ramp at ``START`` before it — and over the whole run, the ramp
+included: everything the noise scale adds to the training thread, its gradient hooks inside
+the engine included (no timing wrapper inside the timed arms: they would add calls to it; "auto"'s
+own clock of watch's hooks is its cost). "auto" measures its own arm's CPU only (``ArmClock``:
 the arms share one thread). No run directory: the per-parameter arrays (SNR and its EMA) are made when
 first read (``core/watch/noise_params.py``: by a run directory's writer thread), here, unread,
 ``MAX_WAITING`` steps at a time at a step (counted in the cost).
@@ -28,6 +34,8 @@ from __future__ import annotations
 
 import argparse
 import copy
+import os
+import random
 import statistics
 import sys
 import time
@@ -63,68 +71,97 @@ def micro_step(model, opt, workload, batch, k: int) -> None:
 
 
 CADENCES = (1, 2, 4, "auto")  # noise_every: one arm each
+CONTROL = "none"  # a second arm without the noise scale: what the bench cannot tell from 0
+ROWS = (CONTROL, *CADENCES)
 
 
 def watched(model, noise: bool, every=1):
-    """A copy of ``model`` under watch, with the noise scale (on one step in ``every``) or without."""
+    """A copy of ``model`` under watch, with the noise scale (on one step in ``every``) or without
+    (``noise_every=1``: no clock of watch's hooks, which only "auto" keeps)."""
     model = copy.deepcopy(model)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    return model, opt, watch(model, opt, update_ratio=False, noise_scale=noise, noise_every=every)
+    return model, opt, watch(model, opt, update_ratio=False, noise_scale=noise,
+                             noise_every=every if noise else 1)
+
+
+def arm_orders(arms: int, steps: int, seed: int):
+    """The arms' order at each step: shuffled (seeded), no arm twice in a row across a step's
+    end, so that no arm finds its own model in the cache more often than another does (with
+    the order in turn forwards and backwards, the first and last arms ran twice in a row every
+    other step: the last, "auto", was measured on a warm cache half the time)."""
+    rng, last = random.Random(seed), None
+    for _ in range(steps):
+        order = list(range(arms))
+        rng.shuffle(order)
+        while order[0] == last:
+            rng.shuffle(order)
+        last = order[-1]
+        yield order
 
 
 def bench(name: str, steps: int, rounds: int, k: int) -> dict:
     """Per ``noise_every``: the noise scale's cost over the bare step on the steps it records,
-    on the others, and on average a step (the medians over rounds, and their ranges)."""
+    on the others, a step on average over the whole run ("auto"'s ramp at ``START`` included)
+    and at steady state (the steps after "auto"'s first choice), per round: medians over rounds
+    and their ranges."""
     workload = WORKLOADS[name]()
     bare_opt = torch.optim.SGD(workload.model.parameters(), lr=0.01)
-    recs = [watched(workload.model, False)] + [watched(workload.model, True, e) for e in CADENCES]
+    recs = [watched(workload.model, False)] + [  # a second copy without it: the bench's resolution
+        watched(workload.model, every != CONTROL, every) for every in ROWS]
     arms = [(workload.model, bare_opt)] + [r[:2] for r in recs]
     clock = ArmClock()
-    recs[-1][2].noise.cadence.clock = clock  # "auto"'s arm
-    n = len(CADENCES)
-    figures = [{"recorded": [], "other": [], "whole": []} for _ in CADENCES]
-    per_step = []
+    auto = recs[-1][2].noise.cadence
+    auto.clock = clock  # "auto"'s arm (its hooks' clock follows: noise_cadence.py)
+    warm = 3
+    cpu = [[] for _ in arms]  # each arm's CPU a step, every round's steps in turn
+    on = [[] for _ in ROWS]  # whether the arm's capture was on for the step
     try:
-        for s in range(3):  # warm every arm (the probe's proof, the allocator)
+        for s in range(warm):  # warm every arm (the probe's proof, the allocator)
             for model, opt in arms:
                 micro_step(model, opt, workload, workload.make_batch(s), k)
-        for r in range(rounds):
-            bare, off = [], []
-            cpu = [[] for _ in CADENCES]
-            on = [[] for _ in CADENCES]  # whether the arm's capture was on for the step
-            for s in range(steps):
-                batch = workload.make_batch(r * steps + s)
-                order = range(len(arms)) if s % 2 == 0 else reversed(range(len(arms)))
-                for i in order:  # each arm after the others in turn (the cache each leaves)
-                    model, opt = arms[i]
-                    if i >= 2:
-                        on[i - 2].append(recs[i - 1][2].noise.cadence is None or
-                                         recs[i - 1][2].noise.cadence.now)
-                    start = time.thread_time()
-                    if i == len(arms) - 1:
-                        clock.begin()
-                    micro_step(model, opt, workload, batch, k)
-                    took = time.thread_time() - start
-                    if i == len(arms) - 1:
-                        clock.end()
-                    (bare if i == 0 else off if i == 1 else cpu[i - 2]).append(took)
-            per_step.append(sum(bare) / steps)
-            for j in range(n):  # the arm's CPU less watch without the noise scale's, same steps
-                for key, want in (("recorded", True), ("other", False)):
-                    at = [t for t, o in enumerate(on[j]) if o == want]
-                    if at:
-                        figures[j][key].append(sum(cpu[j][t] - off[t] for t in at) /
-                                               sum(bare[t] for t in at))
-                figures[j]["whole"].append((sum(cpu[j]) - sum(off)) / sum(bare))
-        out = {"bare_ms": statistics.median(per_step) * 1e3, "used": recs[1][2].noise.capture.used,
-               "rows": []}
-        for j, every in enumerate(CADENCES):
+        for s, order in enumerate(arm_orders(len(arms), rounds * steps, 0)):
+            batch = workload.make_batch(s)
+            for i in order:
+                model, opt = arms[i]
+                if i >= 2:
+                    noise = recs[i - 1][2].noise
+                    on[i - 2].append(noise is not None and (noise.cadence is None or noise.cadence.now))
+                start = time.thread_time()
+                if i == len(arms) - 1:
+                    clock.begin()
+                micro_step(model, opt, workload, batch, k)
+                took = time.thread_time() - start
+                if i == len(arms) - 1:
+                    clock.end()
+                cpu[i].append(took)
+        bare, off = cpu[0], cpu[1]
+        # steady state: after "auto"'s first choice (its step numbers count the warm steps)
+        steady = auto.changes[0][0] - warm if auto.changes else rounds * steps
+
+        def share(j: int, at) -> float | None:  # the arm's CPU less watch without the noise scale's
+            at = list(at)
+            return None if not at else sum(cpu[j + 2][t] - off[t] for t in at) / \
+                sum(bare[t] for t in at)
+
+        out = {"bare_ms": statistics.median(bare) * 1e3, "used": recs[2][2].noise.capture.used,
+               "steady_from": steady, "rows": []}
+        for j, every in enumerate(ROWS):
             noise = recs[j + 1][2].noise
-            latest = noise.latest
-            out["rows"].append({"every": every, "chosen": noise.cadence.every if noise.cadence else 1,
+            latest = noise.latest if noise is not None else None
+            figures = {"recorded": [], "other": [], "steady": []}
+            for r in range(rounds):
+                span = range(r * steps, (r + 1) * steps)
+                for key, want in (("recorded", True), ("other", False)):
+                    got = share(j, (t for t in span if on[j][t] == want))
+                    figures[key] += [got] if got is not None else []
+                got = share(j, (t for t in span if t >= steady))
+                figures["steady"] += [got] if got is not None else []
+            cadence = noise.cadence if noise is not None else None
+            out["rows"].append({"every": every, "chosen": cadence.every if cadence else 1,
                                 "b_simple": latest.smoothed.b_simple if latest else None,
+                                "whole": share(j, range(len(bare))),
                                 **{key: (statistics.median(v), min(v), max(v)) if v else None
-                                   for key, v in figures[j].items()}})
+                                   for key, v in figures.items()}})
         return out
     finally:
         for rec in recs:
@@ -150,22 +187,30 @@ def main() -> None:
     torch.manual_seed(0)
     warmup.ready()  # the statistics kernels compiled or loaded before any step is timed
     warmup.wait()
-    print(f"the noise scale's CPU over the bare accumulation step's (median of {args.rounds} "
-          f"rounds × {args.steps} steps, arms interleaved; target ≤ {TARGET:.0%} a step): on the "
-          "steps it records, on the others (its hooks off), and on average a step")
+    print(f"the noise scale's CPU over the bare accumulation step's ({args.rounds} rounds × "
+          f"{args.steps} steps, arms interleaved in a shuffled order; target ≤ {TARGET:.0%} a "
+          "step): on the steps it records, on the others (its hooks off), a step at steady state "
+          "(after \"auto\"'s first choice; median of the rounds and their range) and a step over "
+          "the whole run (\"auto\"'s ramp included); the load average (1 min) at the start → end")
     print(f"  {'model':12s} {'k':>2s} {'bare ms':>8s} {'every':>10s} {'recorded step (rounds)':>23s} "
-          f"{'other step (rounds)':>23s} {'a step (rounds)':>23s}")
+          f"{'other step (rounds)':>23s} {'steady state (rounds)':>23s} {'whole run':>9s}")
     for name in args.models.split(","):
         for k in (int(x) for x in args.micro.split(",")):
+            load = os.getloadavg()[0]
             got = bench(name, args.steps, args.rounds, k)
+            load = f"load {load:.2f} → {os.getloadavg()[0]:.2f}"
             for row in got["rows"]:
                 every = f"{row['every']}" if row["every"] != "auto" else f"auto→{row['chosen']}"
-                verdict = "ok" if row["whole"][0] <= TARGET else "OVER"
+                every = "no noise" if row["every"] == CONTROL else every
+                verdict = "ok" if row["steady"] and row["steady"][0] <= TARGET else "OVER"
+                verdict = "(the resolution)" if row["every"] == CONTROL else \
+                    f"steady ≤ {TARGET:.0%} {verdict}"
                 b_simple = "none yet" if row["b_simple"] is None else f"{row['b_simple']:.4g}"
                 print(f"  {name:12s} {k:2d} {got['bare_ms']:8.2f} {every:>10s} "
-                      f"{_share(row['recorded'])} {_share(row['other'])} {_share(row['whole'])}   "
-                      f"target ≤ {TARGET:.0%} a step {verdict}   ({got['used']}; smoothed "
-                      f"B_simple {b_simple})", flush=True)
+                      f"{_share(row['recorded'])} {_share(row['other'])} {_share(row['steady'])} "
+                      f"{row['whole']:9.2%}   {verdict}   ({got['used']}; "
+                      f"steady from step {got['steady_from'] + 1}; smoothed B_simple {b_simple}; "
+                      f"{load})", flush=True)
 
 
 if __name__ == "__main__":

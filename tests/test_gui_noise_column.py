@@ -15,8 +15,8 @@ from tests.gui_helpers import TIMEOUT_MS, accumulated_run, optimizer_curve
 
 
 def test_the_snr_column_shows_the_runs_snr_and_hides_without_one(qtbot, make_window, tmp_path):
-    accumulated_run(tmp_path / "noisy", 3, k=4)
-    accumulated_run(tmp_path / "plain", 3, k=1)
+    accumulated_run(tmp_path / "noisy", 3, k=4, noise_every=1)
+    accumulated_run(tmp_path / "plain", 3, k=1)  # the default noise_every="auto": no noise scale
     with Run(tmp_path / "noisy") as run:
         stored = {n: p["snr"] for n, p in noise_params(run, 3).items()}
     window = make_window()

@@ -62,10 +62,11 @@ def test_lightning_callback(tmp_path):
 
     g = torch.Generator().manual_seed(0)
     data = torch.utils.data.TensorDataset(torch.randn(32, 4, generator=g), torch.randn(32, 1, generator=g))
-    callback = GradexplorerLightningCallback(tmp_path / "run", bins=8)
+    callback = GradexplorerLightningCallback(tmp_path / "run", bins=8, noise_every=1)
     trainer = pl.Trainer(max_steps=4, accelerator="cpu", logger=False, enable_checkpointing=False,
                          enable_progress_bar=False, enable_model_summary=False, callbacks=[callback])
     trainer.fit(Tiny(), torch.utils.data.DataLoader(data, batch_size=8))
+    assert callback.recorder.noise.cadence is None  # noise_every=1 passed on ("auto": a cadence)
     run = gx.open_run(tmp_path / "run")
     assert run.steps == [1, 2, 3, 4]
     stats = run.stats(4)

@@ -4,6 +4,7 @@ EMAs over the recorded steps only; "auto" choosing N from the measured CPU (nois
 
 from __future__ import annotations
 
+import inspect
 import math
 
 import numpy as np
@@ -20,6 +21,15 @@ from gradexplorer.core.watch import noise_cadence as NC
 from gradexplorer.diagnose import NoiseSettings
 
 
+def train_step(model, opt, step: int) -> None:
+    """Step ``step`` of ``K`` micro-batches of ``B`` (``data(step)``), each loss ÷ K."""
+    x, y = data(step)
+    for i in range(K):
+        (nn.functional.mse_loss(model(x[i * B:(i + 1) * B]), y[i * B:(i + 1) * B]) / K).backward()
+    opt.step()
+    opt.zero_grad()
+
+
 def capture_hooks(model) -> int:
     """The tensor hooks on the parameters (the capture's: the probe's are post-accumulate)."""
     return sum(len(p._backward_hooks or {}) for p in model.parameters())
@@ -29,11 +39,13 @@ def test_one_step_in_three_its_figures_exact_and_no_hook_on_the_others(tmp_path,
     torch.manual_seed(0)
     model = Net()
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
-    seen, refs, hooks = {}, [], []
+    seen, refs, hooks, cleared = {}, [], [], []
     with gx.watch(model, opt, tmp_path / "run", update_ratio=False, noise_every=3,
                   noise_scale=NoiseSettings(beta=0.8)) as rec:
         for step in range(1, 8):
             hooks.append(capture_hooks(model))  # during the step's backwards
+            # none left at all: an emptied hook dict still has autograd call into Python
+            cleared.append(all(p._backward_hooks is None for p in model.parameters()))
             x, y = data(step)
             refs.append(reference(model, x, y + 2, K, B))
             for i in range(K):
@@ -45,6 +57,7 @@ def test_one_step_in_three_its_figures_exact_and_no_hook_on_the_others(tmp_path,
                 seen[step] = rec.noise.latest
     n = len(list(model.parameters()))
     assert hooks == [n, 0, 0, n, 0, 0, n]  # the capture's hooks only on the steps it records
+    assert cleared == [False, True, True, False, True, True, False]
     assert sorted(seen) == [1, 4, 7]
     for step, noise in seen.items():
         check_step(noise, refs[step - 1])  # float64 from explicit micro-batch gradients
@@ -95,7 +108,8 @@ def test_auto_takes_the_smallest_cadence_within_five_percent_of_the_measured_ste
         cadence.close(step)
     planned = NC.TARGET * (1 - NC.MARGIN) * costs["bare"]  # the budget's margin kept
     want = math.ceil(costs["capture"] / planned)
-    assert cadence.every == want == 4 and told == cadence.changes and told[-1][1] == want
+    # told from the first step with figures (the run's settings say it then), then each change
+    assert cadence.every == want == 4 and told == [[1, 2], *cadence.changes] and told[-1][1] == want
     on = [s for s, o in zip(range(1, 41), ons, strict=True) if o]
     assert all(b - a == want for a, b in zip(on[-4:], on[-3:], strict=False))
     # a capture that costs less than 5% · (1 − margin): every recorded step
@@ -104,6 +118,50 @@ def test_auto_takes_the_smallest_cadence_within_five_percent_of_the_measured_ste
         clock[0] += costs["bare"] + (costs["capture"] if cadence.now else 0.0)
         cadence.close(step)
     assert cadence.every == 1 and cadence.changes[-1][1] == 1
+
+
+def test_auto_is_the_default_and_its_recorded_steps_equal_float64_from_each_micro_batch(tmp_path):
+    assert inspect.signature(gx.watch).parameters["noise_every"].default == "auto"
+    assert inspect.signature(gx.Recorder).parameters["noise_every"].default == "auto"
+    torch.manual_seed(5)
+    model = Net()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    clock, refs, seen, ons = [0.0], [], {}, []
+    with gx.watch(model, opt, tmp_path / "run", update_ratio=False) as rec:  # the default cadence
+        cadence = rec.noise.cadence
+        # made-up CPU (none of the machine's load in it): the capture 10% of a 10 ms step; the
+        # hooks' clock is the cadence's (watch's own CPU in its hooks: 0 here)
+        cadence.clock = lambda: clock[0]
+        for step in range(1, 31):
+            ons.append(cadence.now)
+            clock[0] += 0.010 + (0.001 if cadence.now else 0.0)
+            refs.append(reference(model, *data(step), K, B))
+            train_step(model, opt, step)
+            if rec.noise.latest is not None and rec.noise.latest.step == step:
+                seen[step] = rec.noise.latest
+    want = math.ceil(0.001 / (NC.TARGET * (1 - NC.MARGIN) * 0.010))
+    assert cadence.auto and cadence.every == want == 3
+    assert sorted(seen) == [s for s, on in zip(range(1, 31), ons, strict=True) if on]
+    assert 8 <= len(seen) < 15  # one step in 2 until its first choice, then one in 3
+    for step, noise in seen.items():
+        check_step(noise, refs[step - 1])  # float64 from explicit micro-batch gradients
+    with Run(tmp_path / "run") as run:
+        assert run.settings["noise_every"] == "auto"
+        assert [r["step"] for r in noise_rows(run)] == sorted(seen)
+
+
+def test_a_run_without_a_noise_scale_says_nothing_of_its_cadence(tmp_path, run_cli):
+    """One backward a step, the default "auto": no noise scale, so no cadence in the settings
+    (inspect would say "none at this step" at every step, the app keep an empty SNR column)."""
+    model = Net()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    with gx.watch(model, opt, tmp_path / "run", update_ratio=False) as rec:
+        train(model, opt, 5, k=1)
+        assert rec.noise.latest is None
+    with Run(tmp_path / "run") as run:
+        assert "noise_every" not in run.settings and noise_rows(run) == []
+    code, out, _ = run_cli("inspect", tmp_path / "run", "--step", "3")
+    assert code == 0 and "noise scale" not in out
 
 
 def test_auto_in_a_run_keeps_its_choices_in_the_settings(tmp_path, run_cli):

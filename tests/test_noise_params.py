@@ -22,7 +22,7 @@ def test_per_parameter_arrays_read_late_equal_those_read_at_each_step():
         model = copy.deepcopy(base)
         opt = torch.optim.SGD(model.parameters(), lr=0.05)
         steps = []
-        with gx.watch(model, opt, update_ratio=False) as rec:
+        with gx.watch(model, opt, update_ratio=False, noise_every=1) as rec:
             for step in range(7):
                 x, y = data(step)
                 for i in range(K):  # side unused by every backward of step 3: not present

@@ -97,7 +97,7 @@ def test_noise_scale_equals_float64_from_each_micro_batch(tmp_path, monkeypatch,
     model = Net()
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
     seen, refs = [], []
-    with gx.watch(model, opt, tmp_path / "run", update_ratio=False) as rec:
+    with gx.watch(model, opt, tmp_path / "run", update_ratio=False, noise_every=1) as rec:
         orig = rec.noise.take
 
         def take(*args):
@@ -134,7 +134,7 @@ def test_summed_losses_need_the_divisor_only_for_the_absolute_figures(tmp_path):
     got = {}
     for divisor, settings in (("sum", NoiseSettings(loss_divisor=1)), ("wrong", True)):
         refs = []
-        with gx.watch(model, opt, noise_scale=settings, update_ratio=False) as rec:
+        with gx.watch(model, opt, noise_scale=settings, update_ratio=False, noise_every=1) as rec:
             train(model, opt, 1, divisor=1, refs=refs)  # losses summed over the micro-batches
             got[divisor] = rec.noise.latest
     check_step(got["sum"], refs[0])
@@ -149,7 +149,8 @@ def test_smoothed_b_simple_is_the_ratio_of_the_two_emas_with_a_delta_method_band
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
     beta, steps = 0.8, 6
     out, refs = [], []
-    with gx.watch(model, opt, noise_scale=NoiseSettings(beta=beta), update_ratio=False) as rec:
+    with gx.watch(model, opt, noise_scale=NoiseSettings(beta=beta), update_ratio=False,
+                  noise_every=1) as rec:
         for step in range(steps):
             x, y = data(step)
             refs.append(reference(model, x, y + 2, K, B))
@@ -185,7 +186,7 @@ def test_one_backward_a_step_has_no_noise_scale_and_keeps_no_copy(tmp_path):
     model = Net()
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
     lines = []
-    with gx.watch(model, opt, tmp_path / "run", update_ratio=False) as rec:
+    with gx.watch(model, opt, tmp_path / "run", update_ratio=False, noise_every=1) as rec:
         rec.noise._report = lines.append
         train(model, opt, MB.SINGLE_STEPS + 1, k=1, b=24)
         assert rec.noise.latest is None and not rec.noise.capture.keep
@@ -205,7 +206,7 @@ def test_unequal_micro_batches_are_said_once_and_not_estimated():
     model = Net()
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
     lines = []
-    rec = gx.watch(model, opt, update_ratio=False)
+    rec = gx.watch(model, opt, update_ratio=False, noise_every=1)
     rec.noise._report = lines.append
     for _ in range(2):
         x, y = data(0)
@@ -231,7 +232,7 @@ def test_inspect_shows_the_noise_scale_and_old_runs_still_open(tmp_path, run_cli
     torch.manual_seed(5)
     model = Net()
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
-    with gx.watch(model, opt, tmp_path / "run", update_ratio=False):
+    with gx.watch(model, opt, tmp_path / "run", update_ratio=False, noise_every=1):
         train(model, opt, 3)
     code, out, _ = run_cli("inspect", tmp_path / "run")
     assert code == 0
@@ -251,7 +252,7 @@ def test_the_report_draws_the_noise_scale_and_says_when_a_run_has_none(tmp_path)
     torch.manual_seed(6)
     model = Net()
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
-    with gx.watch(model, opt, tmp_path / "run", update_ratio=False):
+    with gx.watch(model, opt, tmp_path / "run", update_ratio=False, noise_every=1):
         train(model, opt, 4)
     with Run(tmp_path / "run") as run:
         write_report(run, tmp_path / "r.html")
@@ -277,7 +278,7 @@ def test_a_grad_scalers_scale_is_divided_out(tmp_path):
         opt = torch.optim.SGD(model.parameters(), lr=0.0)
         scaler = torch.amp.GradScaler("cpu", init_scale=1024.0) if scaled else None
         refs = []
-        with gx.watch(model, opt, scaler=scaler, update_ratio=False) as rec:
+        with gx.watch(model, opt, scaler=scaler, update_ratio=False, noise_every=1) as rec:
             x, y = data(0)
             refs.append(reference(model, x, y, K, B))
             for i in range(K):
@@ -299,7 +300,7 @@ def test_a_step_with_inf_is_left_out_and_the_smoothing_goes_on():
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     scaler = torch.amp.GradScaler("cpu", init_scale=64.0)  # skips the step that holds Inf
     lines, out = [], []
-    with gx.watch(model, opt, scaler=scaler, update_ratio=False) as rec:
+    with gx.watch(model, opt, scaler=scaler, update_ratio=False, noise_every=1) as rec:
         rec.noise._report = lines.append
         for step in range(3):
             x, y = data(step)
@@ -361,7 +362,7 @@ def test_shared_weights_unused_parameters_and_either_zero_grad(monkeypatch, hold
     model = Tied()
     opt = torch.optim.SGD(model.parameters(), lr=0.05 if zero == "zero_grad" else 0.0)
     seen, refs = [], []
-    rec = gx.watch(model, opt, update_ratio=False)
+    rec = gx.watch(model, opt, update_ratio=False, noise_every=1)
     assert rec.noise.capture.hold == (1 if hold == "each backward" else MB.HOLD_BYTES // (4 * 66))
     hooked = [p for p in model.parameters() if p._backward_hooks]
     assert len(hooked) == 6  # one hook a parameter tensor, the shared one once

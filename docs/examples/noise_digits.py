@@ -34,7 +34,8 @@ def main(out: Path, example: str = "digits") -> None:
     model, loss_fn = work.model, work.loss_fn
     opt = make_optimizer(model.parameters())
     size = BATCH // MICRO
-    with gx.watch(model, opt, out / folder, overwrite=True) as rec:
+    # every step (a short run; the default "auto" takes one step in N where it costs more than 5%)
+    with gx.watch(model, opt, out / folder, overwrite=True, noise_every=1) as rec:
         for step in range(steps):
             x, y = work.make_batch(step)
             for i in range(MICRO):

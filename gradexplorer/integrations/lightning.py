@@ -31,12 +31,12 @@ class GradexplorerLightningCallback(Callback):
                  histogram_every: int = 1, bins: int = 64, snapshot_every: int | None = None,
                  hooks: dict[str, str] | None = None, keep_snapshots: int | None = None,
                  overwrite: bool = False, resume: bool = False, log_scalars: bool = False,
-                 every: int | None = None) -> None:
+                 every: int | None = None, noise_every: int | str = "auto") -> None:
         super().__init__()
         self.settings = WatchSettings.of(
             "GradexplorerLightningCallback", run_dir, stats_every, histogram_every, every,
             bins=bins, snapshot_every=snapshot_every, hooks=hooks, keep_snapshots=keep_snapshots,
-            overwrite=overwrite, resume=resume)
+            overwrite=overwrite, resume=resume, noise_every=noise_every)
         self.log_scalars, self._logged = log_scalars, None
         self.recorder = None
 

@@ -21,6 +21,7 @@ class WatchSettings:
     overwrite: bool = False
     resume: bool = False
     histogram_every: int = 1
+    noise_every: int | str = "auto"  # the noise scale's cadence (docs/noise.md)
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -41,7 +42,8 @@ class WatchSettings:
                         histogram_every=self.histogram_every, bins=self.bins,
                         snapshot_every=self.snapshot_every, hooks=self.hooks,
                         keep_snapshots=self.keep_snapshots, scaler=scaler,
-                        step_number=step_number, overwrite=self.overwrite, resume=self.resume)
+                        step_number=step_number, overwrite=self.overwrite, resume=self.resume,
+                        noise_every=self.noise_every)
 
 
 def step_scalars(recorder) -> dict[str, float]:

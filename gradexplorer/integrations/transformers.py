@@ -36,11 +36,11 @@ class GradexplorerTrainerCallback(TrainerCallback):
                  histogram_every: int = 1, bins: int = 64, snapshot_every: int | None = None,
                  hooks: dict[str, str] | None = None, keep_snapshots: int | None = None,
                  overwrite: bool = False, resume: bool = False, log_scalars: bool = False,
-                 every: int | None = None) -> None:
+                 every: int | None = None, noise_every: int | str = "auto") -> None:
         self.settings = WatchSettings.of(
             "GradexplorerTrainerCallback", run_dir, stats_every, histogram_every, every,
             bins=bins, snapshot_every=snapshot_every, hooks=hooks, keep_snapshots=keep_snapshots,
-            overwrite=overwrite, resume=resume)
+            overwrite=overwrite, resume=resume, noise_every=noise_every)
         self.log_scalars = log_scalars
         self.recorder = None
         self._loss_hook = None

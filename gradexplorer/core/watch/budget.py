@@ -164,6 +164,44 @@ class CostBudget:
                 self.on_change(step, every)
 
 
+class HookClock:
+    """The training thread's CPU inside watch's optimizer hooks so far: what
+    ``noise_every="auto"`` (``noise_cadence.py``) takes out of a span of steps to leave the
+    loop's own step, as the budget does (``CostBudget.timed``). ``clock``: that thread's CPU."""
+
+    def __init__(self, clock=time.thread_time) -> None:
+        self.clock, self._total, self._entered = clock, 0.0, None
+        self.active = False  # on while "auto" measures (noise_cadence.py): else not timed
+
+    def timed(self, hook):
+        """``hook`` with the CPU in it counted (while ``active``)."""
+        def run(*args, **kwargs):
+            if not self.active:
+                return hook(*args, **kwargs)
+            self._entered = self.clock()
+            try:
+                return hook(*args, **kwargs)
+            finally:
+                self._total += self.clock() - self._entered
+                self._entered = None
+        return run
+
+    def seconds(self, now: float) -> float:
+        """The CPU in the hooks up to ``now`` (its clock's), the one under way's part included."""
+        return self._total + (0.0 if self._entered is None else now - self._entered)
+
+
+def hook_timing(recorder):
+    """How ``recorder``'s optimizer hooks are wrapped: timed by its budget (``overhead=``), by a
+    ``HookClock`` (``recorder.hook_clock``) for ``noise_every="auto"``, or not at all."""
+    if recorder.budget is not None:
+        return recorder.budget.timed
+    if recorder._noise_every == "auto":
+        recorder.hook_clock = HookClock()
+        return recorder.hook_clock.timed
+    return lambda hook: hook
+
+
 def budget_for(recorder, overhead: float | None) -> CostBudget | None:
     """``recorder``'s CostBudget for ``overhead`` (checked), None without one: watch's other
     threads' CPU read from its monitor (the worker) and its run directory's writer thread."""

@@ -8,23 +8,26 @@ after it; a step it does not record has none, and the probe's end-of-backward ca
 A recorded step's figures are exactly that step's; the EMAs and their band run over the
 recorded steps only (``beta`` a recorded step).
 
-``"auto"`` measures, as ``core/watch/budget.py`` does (its ``choose_every``, ``MARGIN``,
-``CHANGE``): the training thread's CPU from the end of one recorded step's figures to the next
-(``time.thread_time``), split by whether the capture was on. Its cost a step is the median of
-the last steps with it less the median of those without (the hooks inside the engine, the held
-gradients, the pass and the figures at the step; the step before one pays the hooks' putting
-on); the loop's bare step is the budget's (``overhead=`` given) or else the median of the steps
-without the capture (watch's other figures in it: the share is then of a somewhat larger
-step). It starts at ``START`` (both kinds measured), then, once ``MIN_SAMPLES`` of each are,
-takes the smallest ``N`` with cost/N ≤ (1 − MARGIN)·TARGET·bare: rarer as soon as the ``N`` in
-force is measured over TARGET, more frequent only where that ``N`` is ``1 + CHANGE`` times or
-more, and at most once in ``LIGHT_SAMPLES`` steps (the step's CPU moves by ±10% from step to
-step on a loaded machine: no flapping on noise); at 1 the last steps without it
-stay the measure of the bare step. Every change is kept (``changes``) and told (``on_change``).
+``"auto"`` (``watch``'s default) measures the training thread's CPU (``time.thread_time``)
+from the end of one recorded step's figures to the next, on the steps with the capture and
+on the step just before each (without it): the capture's cost a step is the median of the
+last ``LIGHT_SAMPLES`` differences of such pairs (a machine whose load drifts moves both
+alike) plus its standard error (``upper_median``: a loaded machine's steps move by ±10%, and a
+plain median is low half the time); the loop's own step is the steps without it less watch's
+CPU in its optimizer hooks (``budget.py``'s ``HookClock``), or the budget's (``overhead=``
+given). It starts at ``START``, then, once ``MIN_SAMPLES`` pairs are measured, takes the
+smallest ``N`` with cost/N ≤ (1 − MARGIN)·TARGET·bare (``budget.py``'s ``choose_every``,
+``MARGIN``, ``CHANGE``): rarer as soon as the ``N`` in force is measured over TARGET, more
+frequent only on ``LIGHT_SAMPLES`` pairs and where that ``N`` is ``1 + CHANGE`` times or
+more, at most once in ``LIGHT_SAMPLES`` steps (no flapping on noise); at 1 nothing more is
+measured. Its clocks are read only around the steps it measures (a step it does not record
+costs a check). Every change is kept (``changes``) and told (``on_change``), from the first
+step with figures.
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from collections import deque
@@ -36,49 +39,102 @@ START = 2  # "auto"'s first cadence: steps with and without the capture, both me
 MIN_SAMPLES = 4  # steps of each kind measured before a first choice
 
 
+def upper_median(values) -> float:
+    """The median of ``values`` plus one standard error of it, from their spread (the median
+    absolute deviation, as robust as the median): a cost planned on it is met in about 5 of 6
+    runs however noisy the steps (a loaded machine's ±10% a step), not in 1 of 2."""
+    mid = statistics.median(values)
+    spread = 1.4826 * statistics.median(abs(v - mid) for v in values)  # a normal's σ
+    return mid + 1.2533 * spread / math.sqrt(len(values))  # the median's standard error
+
+
 class NoiseCadence:
     """Which recorded steps the capture is on for (``every``), chosen (``auto``) or given."""
 
     def __init__(self, every: int | str, stats_every: int = 1, bare=None,
-                 clock=time.thread_time) -> None:
+                 clock=time.thread_time, hooks=None) -> None:
         self.auto = every == "auto"
         self.every = START if self.auto else int(every)
+        self.hooks = hooks  # a HookClock: watch's CPU in its optimizer hooks (budget.py)
+        if hooks is not None:
+            hooks.active = self.auto  # from the first step (then around the steps measured)
         self.stats_every, self.bare_of, self.clock = stats_every, bare, clock
         self.changes: list[list[int]] = []  # [step, every] where "auto" changed it
-        self.on_change = None  # called with (step, every)
+        self.on_change = None  # called with (step, every): from the first figures, each change
+        self.shown = False  # whether a recorded step has had figures (the run's settings say it)
         self.now = True  # the capture is on for the step under way (the first recorded one)
         self._last: int | None = None  # the last step it was on for
-        self._on: deque = deque(maxlen=LIGHT_SAMPLES)  # CPU a step with the capture
-        self._off: deque = deque(maxlen=LIGHT_SAMPLES)  # and without
-        self._mark: tuple | None = None  # (step, CPU) at the end of the last recorded step
+        self._on: deque = deque(maxlen=LIGHT_SAMPLES)  # a step with it less the one before
+        self._off: deque = deque(maxlen=LIGHT_SAMPLES)  # CPU a step without it
+        self._loop: deque = deque(maxlen=LIGHT_SAMPLES)  # the same less watch's hooks: the loop's
+        self._before: tuple | None = None  # (step, CPU) of the last step measured without it
+        self._mark: tuple | None = None  # (step, CPU, hooks' CPU) at the last recorded step's end
         self._spans = 0
         self._hold = 0  # no change before this step (one a LIGHT_SAMPLES steps at most)
+
+    @property
+    def clock(self):
+        """The training thread's CPU clock (a bench's arm clock, a test's made-up one): the
+        hooks' clock too."""
+        return self._clock
+
+    @clock.setter
+    def clock(self, clock) -> None:
+        self._clock = clock
+        if self.hooks is not None:
+            self.hooks.clock = clock
 
     @property
     def costs(self) -> tuple[float, float] | None:
         """``(capture, bare)`` CPU seconds a step as now measured, None until both are."""
         if len(self._on) < MIN_SAMPLES or len(self._off) < MIN_SAMPLES:
             return None
-        off = statistics.median(self._off)
-        bare = self.bare_of() if self.bare_of is not None else None
-        return max(statistics.median(self._on) - off, 0.0), bare or off
+        bare = (self.bare_of() if self.bare_of is not None else None) or \
+            statistics.median(self._loop) or statistics.median(self._off)
+        return max(upper_median(self._on), 0.0), bare
 
-    def close(self, step: int) -> bool:
-        """At the end of recorded ``step``'s figures: its CPU measured (``auto``), the cadence
-        chosen, and whether the next recorded step has the capture on (``now``)."""
+    def close(self, step: int, figures: bool = True) -> bool:
+        """At the end of recorded ``step``'s figures (``figures``: whether it had some): its CPU
+        measured (``auto``), the cadence chosen, and whether the next recorded step has the
+        capture on (``now``)."""
         if self.now:
             self._last = step
+        if figures and self.now and not self.shown:  # a loop of one backward a step never is
+            self.shown = True
+            if self.on_change is not None:
+                self.on_change(step, self.every)
         if self.auto:
-            t = self.clock()
-            if self._mark is not None:
-                self._spans += 1
-                if self._spans > 1:  # the first span holds one-off work
-                    (self._on if self.now else self._off).append(
-                        (t - self._mark[1]) / max(step - self._mark[0], 1))
-            self._mark = (step, t)
-            self._choose(step)
-        self.now = self._last is None or step + self.stats_every - self._last >= self.every
+            self._measure(step)
+        else:
+            self.now = self._last is None or step + self.stats_every - self._last >= self.every
         return self.now
+
+    def _measure(self, step: int) -> None:
+        """``auto``: the span since the last recorded step measured where it is the step with
+        the capture or the one before it, and the clocks read only around those."""
+        se, mark = self.stats_every, self._mark
+        if self.every == 1:  # every recorded step: no step without it to measure against
+            self.now, self._mark, self._before = True, None, None
+            if self.hooks is not None:
+                self.hooks.active = False
+            return
+        if mark is not None or step + 2 * se - self._last >= self.every:
+            t = self._clock()
+            hooks = self.hooks.seconds(t) if self.hooks is not None else 0.0
+            self._spans += 1
+            if mark is not None and step - mark[0] == se and self._spans > 2:  # (the first
+                took, before = (t - mark[1]) / se, self._before  # span holds one-off work)
+                self._before = None if self.now else (step, took)
+                if not self.now:
+                    self._off.append(took)
+                    self._loop.append((t - mark[1] - hooks + mark[2]) / se)
+                elif before is not None and before[0] == step - se:  # with the step before
+                    self._on.append(took - before[1])
+                    self._choose(step)  # (only here: a step it does not record costs least)
+            self._mark = (step, t, hooks) if step + 2 * se - self._last >= self.every else None
+        self.now = step + se - self._last >= self.every
+        if self.hooks is not None:  # watch's hooks timed from the step before the one before
+            self.hooks.active = step + 3 * se - self._last >= self.every
 
     def _choose(self, step: int) -> None:
         costs = self.costs
@@ -86,7 +142,8 @@ class NoiseCadence:
             return
         every = choose_every(0.0, costs[0], costs[1], TARGET * (1 - MARGIN))
         over = costs[0] / self.every > TARGET * costs[1]  # the cadence in force, over TARGET
-        if (over and every > self.every) or every * (1 + CHANGE) < self.every:
+        sure = len(self._on) == LIGHT_SAMPLES  # more frequent (dearer) on a full measure only
+        if (over and every > self.every) or (sure and every * (1 + CHANGE) < self.every):
             self._change(step, every)
 
     def _change(self, step: int, every: int) -> None:
@@ -94,26 +151,29 @@ class NoiseCadence:
         largest made so on every rank: ``noise_ranks.py``'s ``RankCadence``)."""
         self.every, self._hold = every, step + LIGHT_SAMPLES
         self.changes.append([step, every])
-        if self.on_change is not None:
+        if self.on_change is not None and self.shown:
             self.on_change(step, every)
 
 
 def cadence_for(recorder, every: int | str, kind=NoiseCadence) -> NoiseCadence | None:
     """``recorder``'s NoiseCadence (or ``kind``, one of its subclasses) for ``noise_every`` (None
     at 1: every recorded step), its choice kept in the run's settings (``noise_every``;
-    ``noise_cadence``: "auto"'s changes)."""
+    ``noise_cadence``: "auto"'s changes) from the first step with figures: a run without a noise
+    scale (one backward a step, the default "auto" in force) says nothing of one."""
     if every == 1:
         return None
     budget = recorder.budget
     bare = None if budget is None else (lambda: (budget.costs or (0.0, 0.0, None))[2])
-    cadence = kind(every, recorder.stats_every, bare)
+    cadence = kind(every, recorder.stats_every, bare,  # budget.py's hook_timing
+                   hooks=getattr(recorder, "hook_clock", None))  # ("auto" only)
     if recorder.writer is not None:
         settings = recorder._settings  # shared with the budget's (budget.py)
 
         def announce(step: int, now: int) -> None:
-            settings["noise_cadence"] = cadence.changes[-100:]
+            settings["noise_every"] = every
+            if cadence.auto:
+                settings["noise_cadence"] = cadence.changes[-100:]
             recorder.writer.set_meta({"settings": dict(settings)})
-        settings["noise_every"] = every
         cadence.on_change = announce
-        recorder.writer.set_meta({"settings": dict(settings)})
     return cadence
+

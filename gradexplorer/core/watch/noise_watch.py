@@ -149,7 +149,7 @@ class NoiseWatch:
             if found is not None and self._writer is not None:
                 self._writer.write_noise(found)
         if cadence is not None:  # on or off for the next recorded step
-            self._arm(cadence.close(step))
+            self._arm(cadence.close(step, found is not None))
         return found
 
     def _figures(self, step: int, scale: float | None, accumulated) -> NoiseStep | None:

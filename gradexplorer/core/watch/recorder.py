@@ -31,7 +31,7 @@ from gradexplorer.core.steps.points import (
     with_closure,
 )
 from gradexplorer.core.watch import arguments as A
-from gradexplorer.core.watch.budget import budget_for, checked_overhead, plan_step
+from gradexplorer.core.watch.budget import budget_for, checked_overhead, hook_timing, plan_step
 from gradexplorer.core.watch.graph_capture import GraphCapture
 from gradexplorer.core.watch.measure import measure_for, probe_for
 from gradexplorer.core.watch.noise_choice import noise_for
@@ -61,7 +61,7 @@ class Recorder:
                  history: int = 16, report=None, auto_steps: bool = True, per_rank: bool = False,
                  scaler=None, step_number=None, optimizer_state: bool = True,
                  overwrite: bool = False, resume: bool = False, spikes=True,
-                 every: int | None = None, update_ratio: bool = True, noise_scale=True, noise_every=1,
+                 every: int | None = None, update_ratio: bool = True, noise_scale=True, noise_every="auto",
                  per_sample_norms: bool = False, per_sample_reduction: str = "mean",
                  overhead: float | None = None) -> None:
         self._closed = True  # until everything is in place: close() undoes what was done
@@ -139,7 +139,7 @@ class Recorder:
                 self._spike_log.grad_samples_of = self.per_sample_watch.top_of
         self.auto_steps = auto_steps and optimizer is not None
         self.budget = budget_for(self, self._overhead)  # watch(overhead=): the heavy figures' cadence
-        timed = self.budget.timed if self.budget is not None else (lambda hook: hook)
+        timed = hook_timing(self)  # watch(overhead=), noise_every="auto": its CPU (budget.py)
         if self.auto_steps:
             self._handles.append(optimizer.register_step_pre_hook(timed(self._step_pre_hook)))
             self._handles.append(optimizer.register_step_post_hook(timed(self.after_optimizer_step)))
@@ -371,7 +371,7 @@ def watch(model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
           keep_snapshots: int | None = None, per_rank: bool = False, scaler=None,
           optimizer_state: bool = True, overwrite: bool = False, resume: bool = False,
           spikes=True, every: int | None = None, update_ratio: bool = True,
-          noise_scale=True, per_sample_norms: bool = False, noise_every=1,
+          noise_scale=True, per_sample_norms: bool = False, noise_every="auto",
           per_sample_reduction: str = "mean", overhead: float | None = None) -> Recorder:
     """Record ``model``'s gradient statistics every ``stats_every`` steps into ``run_dir``, histograms
     on those divisible by ``histogram_every`` (``every``: stats_every's old name).
@@ -382,7 +382,7 @@ def watch(model: nn.Module, optimizer: torch.optim.Optimizer | None = None,
     (docs/diagnose.md); ``update_ratio=False``: no ‖Δθ‖/‖θ‖ (its two passes over the weights are
     most of watch's cost a step on a small model); ``noise_scale`` (True, False or NoiseSettings):
     a step of several backwards gives the gradient noise scale and each parameter's SNR
-    (docs/noise.md), on one recorded step in ``noise_every`` (or "auto": ≤ 5% of the step);
+    (docs/noise.md), on one recorded step in ``noise_every`` ("auto", the default: ≤ 5% a step);
     ``overhead=0.05``: histograms, update ratio and optimizer state on a cadence
     measured to keep watch within 5% of the step, the rest every step (core/watch/budget.py);
     ``per_sample_norms=True``: each sample's gradient norm, as ``rec.per_sample``
