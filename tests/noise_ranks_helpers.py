@@ -16,7 +16,7 @@ STEPS, B = 3, 3  # B: samples a micro-batch
 # name: (micro-batches a rank, DDP's keyword arguments, watch's stats_every, noise_every, steps)
 CONFIGS = {"ranks": (1, {}, 1, 1, STEPS), "both": (2, {"gradient_as_bucket_view": True}, 1, 1, STEPS),
            "every2": (2, {}, 2, 1, STEPS), "noise2": (2, {}, 1, 2, 5),
-           "stats2noise3": (1, {}, 2, 3, 10), "auto": (2, {}, 1, "auto", 18),
+           "stats2noise3": (1, {}, 2, 3, 10), "auto": (2, {}, 1, "auto", 20),
            "resumed": (2, {}, 1, 1, 6), "resumed_stats2": (1, {}, 2, 1, 6),
            "resumed_noise2": (2, {}, 1, 2, 7)}
 # recorded in two parts: the first run's steps and its stats_every, then the rest resumed (rank 0
@@ -27,13 +27,14 @@ RANK0_DIR = {"resumed_stats2"}  # run_dir (and so the resumed run) given on rank
 # rank 0 (alone it would take N = 4), 20% on rank 1 (N = 6)
 AUTO_COSTS = {0: 0.0012, 1: 0.0020}
 # the steps with a noise scale: the recorded ones, or on a cadence one in N of them. "auto": 2
-# (START) until both kinds of step are measured 4 times after the first span (step 10's end);
-# each rank's proposal (4 and 6) goes in step 11's reduce, the largest adopted at its end
-ROWS = {"noise2": [1, 3, 5], "stats2noise3": [2, 6, 10], "auto": [1, 3, 5, 7, 9, 11, 17],
+# (START) until 4 steps with the capture are each measured against the step before (step 11's
+# end); each rank's proposal (4 and 6) goes in the next recorded step's reduce (13), the largest
+# adopted at its end
+ROWS = {"noise2": [1, 3, 5], "stats2noise3": [2, 6, 10], "auto": [1, 3, 5, 7, 9, 11, 13, 19],
         # resumed: steps 1-3 every step, then 4 and 6 (stats_every=2); on a cadence of 2 the
         # resumed recorder's starts again at its first recorded step (4), as its EMAs do
         "resumed_stats2": [1, 2, 3, 4, 6], "resumed_noise2": [1, 3, 4, 6]}
-AUTO_CHANGES = [[11, 6]]
+AUTO_CHANGES = [[13, 6]]
 
 
 def rows_of(name):
@@ -43,14 +44,16 @@ def rows_of(name):
 
 
 class AutoClock:
-    """A made-up CPU clock for "auto" (``NoiseCadence(clock=)``): each call, one 10 ms step more,
-    plus the rank's capture cost where the step just closed had the capture on."""
+    """A made-up CPU clock for "auto" (``NoiseCadence(clock=)``), moved by the loop: each step
+    10 ms, plus the rank's capture cost where the step had the capture on (``advance``)."""
 
-    def __init__(self, cadence, cost):
-        self.cadence, self.cost, self.now = cadence, cost, 0.0
+    def __init__(self, cost):
+        self.cost, self.now = cost, 0.0
+
+    def advance(self, captured: bool) -> None:
+        self.now += 0.010 + (self.cost if captured else 0.0)
 
     def __call__(self):
-        self.now += 0.010 + (self.cost if self.cadence.now else 0.0)
         return self.now
 
 
@@ -114,8 +117,9 @@ def record(rank, world, run_dir, name, model, opt, steps, stats_every, seen):
         capture, cadence = rec.noise.capture, rec.noise.cadence
         send = capture._send
         capture._send = lambda step: (reduced.append(step), send(step))  # its reduces, counted
-        if noise_every == "auto":
-            cadence.clock = AutoClock(cadence, AUTO_COSTS[rank])
+        clock = AutoClock(AUTO_COSTS[rank]) if noise_every == "auto" else None
+        if clock is not None:
+            cadence.clock = clock
         for step in steps:
             x, y = data(step, world, m)
             opt.zero_grad()
@@ -127,6 +131,8 @@ def record(rank, world, run_dir, name, model, opt, steps, stats_every, seen):
                         hooked.append(step + 1)
                     loss.backward()
             opt.step()
+            if clock is not None:  # the step's CPU, read at the next step's first forward
+                clock.advance(bool(hooked) and hooked[-1] == step + 1)
             latest = rec.noise.latest
             fresh = latest is not None and latest.step == step + 1
             assert fresh == (rank == 0 and step + 1 in rows_of(name)), (rank, step, latest)

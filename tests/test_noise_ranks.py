@@ -133,12 +133,12 @@ def test_settings_inspect_and_the_report_say_the_ranks_cadence(runs, capsys, tmp
     assert auto.settings["noise_every"] == "auto" and auto.settings["noise_cadence"] == AUTO_CHANGES
     assert gx.open_run(runs / "noise2").settings["noise_every"] == 2
     said = "noise scale on one step in 6 (auto, for ≤ 5% of the step; the EMAs over those steps: " \
-           "6 from step 11)"
-    assert main(["inspect", str(runs / "auto"), "--step", "17"]) == 0
+           "6 from step 13)"
+    assert main(["inspect", str(runs / "auto"), "--step", "19"]) == 0
     out = capsys.readouterr().out
     assert f"noise scale: {WORLD} ranks × 2 micro-batches of {B}: B_simple" in out and said in out
-    assert main(["inspect", str(runs / "auto"), "--step", "15"]) == 0
-    assert f"noise scale: none at this step; {said}; the last at step 11 (`--step 11`)" in \
+    assert main(["inspect", str(runs / "auto"), "--step", "17"]) == 0
+    assert f"noise scale: none at this step; {said}; the last at step 13 (`--step 13`)" in \
         capsys.readouterr().out
     assert main(["inspect", str(runs / "noise2"), "--step", "3"]) == 0
     assert "noise scale on one step in 2 (the EMAs over those steps)" in capsys.readouterr().out
@@ -149,13 +149,13 @@ def test_settings_inspect_and_the_report_say_the_ranks_cadence(runs, capsys, tmp
 def test_a_ranks_auto_change_is_a_proposal_until_the_ranks_adopt_the_largest():
     clock = [0.0]
     cadence = RankCadence("auto", clock=lambda: clock[0])
-    for step in range(1, 11):  # the capture 12% of a 10 ms step: alone it would take 4
+    for step in range(1, 13):  # the capture 12% of a 10 ms step: alone it would take 4
         clock[0] += 0.010 + (0.0012 if cadence.now else 0.0)
-        cadence.close(step)
+        cadence.close(step)  # proposed at step 11's close, kept over step 12 (no capture)
     assert (cadence.every, cadence.proposal, cadence.changes) == (2, 4, [])
-    cadence.adopt(11, 6)  # another rank's 6: the largest
-    assert (cadence.every, cadence.changes) == (6, [[11, 6]])
-    assert not cadence.close(11) and cadence.proposal == 6  # held (16 steps): none proposed
+    cadence.adopt(13, 6)  # another rank's 6: the largest
+    assert (cadence.every, cadence.proposal, cadence.changes) == (6, 6, [[13, 6]])
+    assert not cadence.close(13) and cadence.proposal == 6  # held (16 steps): none proposed
     fixed = RankCadence(3)
     fixed.adopt(1, 6)
     assert (fixed.every, fixed.changes) == (3, [])

@@ -86,17 +86,15 @@ class RankCadence(NoiseCadence):
         super().__init__(*args, **kwargs)
         self.proposal = self.every
 
-    def close(self, step: int) -> bool:
-        self.proposal = self.every  # unless this step's measure asks for a change
-        return super().close(step)
-
     def _change(self, step: int, every: int) -> None:
-        self.proposal = every
+        self.proposal = every  # kept over the steps without the capture until a reduce sends it
 
     def adopt(self, step: int, every: int) -> None:
-        """The ranks' largest proposal, in force after ``step`` (none over its budget)."""
+        """The ranks' largest proposal, in force after ``step`` (none over its budget); this
+        rank's proposal, sent, is the cadence in force again."""
         if self.auto and every != self.every:
             super()._change(step, every)
+        self.proposal = self.every
 
 
 class RankCapture:
