@@ -35,10 +35,10 @@ class NumbaBackend:
         from gradexplorer.core.stats.backends.numba import cpu as grad_backend_cpu
         from gradexplorer.core.stats.backends.numba import in_place as grad_backend_at
         from gradexplorer.core.stats.backends.numba import worker as stats_worker
-        from gradexplorer.core.stats.backends.numba.update_ratio import UpdateTracker
+        from gradexplorer.core.stats.backends.numba.update_state import UpdateStateTracker
 
         self._cpu, self._at, self._worker = grad_backend_cpu, grad_backend_at, stats_worker
-        self._tracker = UpdateTracker()
+        self._tracker = UpdateStateTracker()
         self._offloaded = stats_worker.OffloadedStats() if offload else None
 
     def begin(self, grads, params, want_histograms, bins, hist_range, optimizer=None):
@@ -86,14 +86,21 @@ class NumbaBackend:
         raw = self._settled(raw)
         return bool(raw.moments[:, NANS].any() or raw.moments[:, INFS].any()), raw
 
-    def finish(self, raw, params, optimizer=None):
-        if params is None or self._offloaded is None:
-            update = None if params is None else self._tracker.after(params, optimizer)
-        else:  # the worker may take half of the update norms (``UpdateCopies.update_norms``)
-            update = self._tracker.after(params, optimizer, self._offloaded.then)
+    def finish(self, raw, params, optimizer=None, states=None):
+        """``states`` (with ``params``: a state tensor of each, e.g. SGD's momentum): their
+        norms read in the update norms' pass where it can (``numba.update_state``), as
+        ``raw.state_norms``."""
+        helper = None if self._offloaded is None else self._offloaded.then  # may take half
+        state_norms = None
+        if params is None:
+            update = None
+        elif states:
+            update, state_norms = self._tracker.after_with_states(params, helper, states)
+        else:
+            update = self._tracker.after(params, optimizer, helper)
         raw = self._settled(raw)
         if params is not None:
-            raw.update = update
+            raw.update, raw.state_norms = update, state_norms
         return raw
 
 
@@ -124,8 +131,8 @@ class TorchBackend:
         queued with their statistics (no pass of its own; one scalar read per device)."""
         return self._dev.nonfinite(pending), pending
 
-    def finish(self, pending, params, optimizer=None):
-        return self._dev.finish(pending, params)
+    def finish(self, pending, params, optimizer=None, states=None):
+        return self._dev.finish(pending, params)  # no states' norms: the caller reads them
 
 
 def numba_available() -> bool:
