@@ -224,21 +224,22 @@ class GradientMonitor:
     def _states(self, named, present, params, optimizer) -> list[torch.Tensor] | None:
         """With ``state_norms``, the update ratio and an optimizer: the state tensor of each
         measured parameter whose norm ``optimizer_state`` reports (``NORMED``: Adam's
-        ``exp_avg``, SGD's ``momentum_buffer``), measured as its parameter is; None where any
-        has none (the optimizer's figures then read them all themselves); the state's own
-        tensors (kept by the optimizer from step to step: ``found_state_norms``' keys)."""
+        ``exp_avg``, SGD's ``momentum_buffer``; the field the first parameter holds), as the
+        optimizer keeps them (``found_state_norms``' keys); None where any lacks it (the
+        optimizer's figures then read them themselves)."""
         if not (self.state_norms and self.update_ratio and params and optimizer is not None):
             return None
-        from gradexplorer.core.stats.optimizer_state import normed_state
+        from gradexplorer.core.stats.optimizer_state import NORMED
 
-        states = []
-        for (_, p), has in zip(named, present, strict=True):
-            if has:
-                state = normed_state(optimizer.state.get(p))
-                if state is None:
-                    return None
-                states.append(state)
-        return states
+        owners = [p for (_, p), has in zip(named, present, strict=True) if has]
+        held = list(map(optimizer.state.get, owners))  # .get: no empty state made for a missing one
+        first = held[0] or {}
+        field = next((f for f, _ in NORMED if isinstance(first.get(f), torch.Tensor)), None)
+        try:
+            states = [state[field] for state in held]
+        except (KeyError, TypeError):  # a parameter without it (or without state)
+            return None
+        return states if all(isinstance(t, torch.Tensor) for t in states) else None
 
     def _keep_state_norms(self, states, norms) -> None:
         if states is not None and norms is not None:

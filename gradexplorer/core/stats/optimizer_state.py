@@ -47,15 +47,6 @@ def _second_moment(state: dict, group: dict) -> torch.Tensor:
 NORMED = (("exp_avg", "exp_avg_norm"), ("momentum_buffer", "momentum_norm"))  # state → ‖·‖ figure
 
 
-def normed_state(state: dict | None) -> torch.Tensor | None:
-    """The one tensor of a parameter's ``state`` whose norm is a figure (``NORMED``), as the
-    optimizer keeps it; None where it holds none or both (the monitor then leaves them to
-    ``optimizer_state``)."""
-    found = [t for field, _ in NORMED if isinstance(t := (state or {}).get(field), torch.Tensor)
-             and t.numel()]
-    return found[0] if len(found) == 1 else None
-
-
 @dataclass
 class _SecondMoment:
     """What Adam's second-moment figures of one parameter are computed from."""

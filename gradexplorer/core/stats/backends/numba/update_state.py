@@ -83,6 +83,7 @@ class UpdateStateCopies(UpdateCopies):
     def __init__(self) -> None:
         super().__init__()
         self._states = KeptAddresses()
+        self._split: tuple[bytes, list[np.ndarray]] | None = None  # (sizes, their halves)
 
     def update_state_norms(self, params: list[torch.Tensor], helper, states: list[torch.Tensor]
                            ) -> tuple[np.ndarray, np.ndarray | None]:
@@ -101,7 +102,7 @@ class UpdateStateCopies(UpdateCopies):
                                   buffer.starts[rows], state_at.addresses[rows], out)
             return out
         out = np.zeros((at.sizes.size, 3))
-        halves = balanced(at.sizes, 2) if helper is not None and at.total >= SHARED_MIN \
+        halves = self._halves(at.sizes) if helper is not None and at.total >= SHARED_MIN \
             and at.sizes.size > 1 and len(shares(at)) == 1 else []
         other = helper(lambda: norms(at.part(halves[1]), halves[1])) if len(halves) == 2 else None
         if other is None:
@@ -110,6 +111,13 @@ class UpdateStateCopies(UpdateCopies):
             out[halves[0]] = norms(at.part(halves[0]), halves[0])
             out[halves[1]] = other.result()  # done on the worker, or here if it has not begun
         return out[:, :2], out[:, 2].copy()
+
+    def _halves(self, sizes: np.ndarray) -> list[np.ndarray]:
+        """``balanced(sizes, 2)``, kept while the sizes are the same (the weights' every step)."""
+        key = sizes.tobytes()
+        if self._split is None or self._split[0] != key:
+            self._split = (key, balanced(sizes, 2))
+        return self._split[1]
 
     def _fused(self, params, states):
         """``(weights' Addresses, states' Addresses, the copies' buffer)`` where one pass can
