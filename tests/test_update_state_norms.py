@@ -123,3 +123,22 @@ def test_in_memory_nothing_of_the_state_is_read(tmp_path):
             model(torch.randn(4, 8)).sum().backward()
             opt.step()
         assert rec.monitor.found_state_norms is None
+
+
+def test_a_parameter_the_optimizer_does_not_hold_leaves_the_state_to_optimizer_state(tmp_path):
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 8), nn.Linear(8, 1))  # the optimizer holds the first only
+    opt = torch.optim.SGD(model[0].parameters(), lr=0.1, momentum=0.9)
+    with gx.watch(model, opt, tmp_path / "run") as rec:
+        for _ in range(2):
+            opt.zero_grad()
+            model(torch.randn(4, 8)).sum().backward()
+            opt.step()
+            assert rec.monitor.found_state_norms is None  # not read in the update pass
+        expected = {f"0.{n}": norm64(opt.state[p]["momentum_buffer"])
+                    for n, p in model[0].named_parameters()}
+    with open_run(tmp_path / "run") as run:
+        state = run.optimizer_state(run.steps[-1])
+        for name, want in expected.items():
+            assert math.isclose(state[name].momentum_norm, want, rel_tol=1e-13)
+        assert state.get("1.weight") is None or state["1.weight"].momentum_norm is None

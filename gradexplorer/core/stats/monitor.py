@@ -231,13 +231,13 @@ class GradientMonitor:
             return None
         from gradexplorer.core.stats.optimizer_state import NORMED
 
-        owners = [p for (_, p), has in zip(named, present, strict=True) if has]
-        held = list(map(optimizer.state.get, owners))  # .get: no empty state made for a missing one
-        first = held[0] or {}
-        field = next((f for f, _ in NORMED if isinstance(first.get(f), torch.Tensor)), None)
-        try:
+        try:  # whatever the optimizer keeps (a wrapper's own ``state``): read apart if unusual
+            owners = [p for (_, p), has in zip(named, present, strict=True) if has]
+            held = list(map(optimizer.state.get, owners))  # .get: no empty state made
+            first = held[0] or {}
+            field = next((f for f, _ in NORMED if isinstance(first.get(f), torch.Tensor)), None)
             states = [state[field] for state in held]
-        except (KeyError, TypeError):  # a parameter without it (or without state)
+        except Exception:  # noqa: BLE001 - a parameter without it, or no state: read apart
             return None
         return states if all(isinstance(t, torch.Tensor) for t in states) else None
 
