@@ -13,6 +13,7 @@ import gradexplorer as gx
 from gradexplorer.core.runs.run import open_run
 from gradexplorer.core.stats.backends import warmup
 from gradexplorer.core.stats.backends.numba import update_state as US
+from gradexplorer.core.stats.backends.numba import worker as WK
 
 
 @pytest.fixture(autouse=True)
@@ -89,10 +90,16 @@ def test_states_that_cannot_be_read_beside_the_weights_are_left_to_the_caller():
     assert norms is None and np.array_equal(update[:, 0], [0.0, 0.0])  # not contiguous
 
 
-@pytest.mark.parametrize("kind", ["sgd", "adam"])
-def test_a_watched_run_records_the_momentum_norms_from_the_update_pass(tmp_path, kind):
+@pytest.mark.parametrize(("kind", "too_big"), [("sgd", False), ("adam", False), ("sgd", True)])
+def test_a_watched_run_records_the_momentum_norms_from_the_update_pass(tmp_path, monkeypatch,
+                                                                      kind, too_big):
+    """A step's momentum norms are read in the update pass; a step too big for the worker
+    (GPT-2 small's) has them read apart, off the training thread where a core is free, as
+    before. Float64 figures either way."""
+    if too_big:
+        monkeypatch.setattr(WK, "OFFLOAD_MAX", 16)
     torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 1))
+    model = nn.Sequential(nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 1))
     opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9) if kind == "sgd" \
         else torch.optim.Adam(model.parameters(), lr=0.01)
     field, key = ("momentum_buffer", "momentum_norm") if kind == "sgd" else ("exp_avg", "exp_avg_norm")
@@ -101,12 +108,12 @@ def test_a_watched_run_records_the_momentum_norms_from_the_update_pass(tmp_path,
     with gx.watch(model, opt, tmp_path / "run") as rec:
         for _ in range(3):
             opt.zero_grad()
-            nn.functional.mse_loss(model(torch.randn(16, 64)), torch.randn(16, 1)).backward()
+            nn.functional.mse_loss(model(torch.randn(16, 256)), torch.randn(16, 1)).backward()
             opt.step()
             found.append(rec.monitor.found_state_norms is not None)
             expected.append({n: norm64(opt.state[p][field]) for n, p in zip(
                 names, model.parameters(), strict=True)})
-    assert all(found)  # every step's norms came from the update ratio's pass
+    assert found == [not too_big] * 3  # read in the update ratio's pass, or apart
     with open_run(tmp_path / "run") as run:
         for step, want in zip(run.steps, expected, strict=True):
             state = run.optimizer_state(step)
