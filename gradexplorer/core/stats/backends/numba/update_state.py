@@ -10,6 +10,10 @@ squares (the additions reordered, as every norm kernel here), so each norm equal
 independent float64 computation to rounding; where a sum is not a clean finite float64 (a
 NaN or Inf, an overflow, squares small enough to underflow) that tensor's norms are taken by
 the careful kernels (``update_norm_of``, ``norm_of_array``: scaled passes, NaN and Inf kept).
+Used where a run directory records the optimizer's figures (``GradientMonitor.state_norms``) on
+steps the worker's size takes (``registry.NumbaBackend.finish``). As ``kernels_in_place``,
+Numba's on-disk cache of these kernels holds the ``kernels`` they call compiled in and is
+invalidated only by a change to this file: touch it when those change.
 """
 
 from __future__ import annotations
