@@ -103,7 +103,9 @@ class NumbaBackend:
             update = None
         elif states:
             update, state_norms = self._tracker.after_with_states(params, helper, states)
-        else:
+        elif helper is None:
+            update = self._tracker.after(params, optimizer)
+        else:  # the worker may take half of the update norms (``UpdateCopies.update_norms``)
             update = self._tracker.after(params, optimizer, helper)
         raw = self._settled(raw)
         if params is not None:
