@@ -92,6 +92,10 @@ class GradientMonitor:
         self.bins, self.histogram_every = bins, histogram_every
         self.hist_range = parse_hist_range(hist_range)
         self.update_ratio = update_ratio
+        # ``state_norms`` (watch with a run directory): the optimizer's first-moment state's
+        # norms read with the update ratio's (``optimizer_state``'s ``known``), kept in
+        # ``found_state_norms`` after each step: ``{id(state): (state, ‖state‖)}``
+        self.state_norms, self.found_state_norms = False, None
         self.backend_name, self.overlap, self.offload = backend, overlap, offload
         self.history = GradientHistory(history)
         self._backend = None
@@ -198,10 +202,14 @@ class GradientMonitor:
         start = time.perf_counter()
         named, present, params, pending, spent = self._pending
         self._pending = None
+        self.found_state_norms = None
         try:
             if isinstance(pending, Exception):
                 raise pending
-            raw = self._backend.finish(pending, params if self.update_ratio else None, optimizer)
+            states = self._states(named, present, params, optimizer)
+            raw = self._backend.finish(pending, params if self.update_ratio else None, optimizer,
+                                       None if states is None else measured_tensors(states))
+            self._keep_state_norms(states, getattr(raw, "state_norms", None))
             if self._shapes is None or self._shapes[0] is not named:  # once per list of parameters
                 self._shapes = (named, [(n, _shape(p)) for n, p in named])
             record = build_step_gradients(step, self._shapes[1], present, raw, self.bins,
@@ -212,6 +220,31 @@ class GradientMonitor:
         self.history.append(record)
         emit_guarded(self.recorded, "a subscriber of the recorded gradients", record)
         return record
+
+    def _states(self, named, present, params, optimizer) -> list[torch.Tensor] | None:
+        """With ``state_norms``, the update ratio and an optimizer: the state tensor of each
+        measured parameter whose norm ``optimizer_state`` reports (``NORMED``: Adam's
+        ``exp_avg``, SGD's ``momentum_buffer``; the field the first parameter holds), as the
+        optimizer keeps them (``found_state_norms``' keys); None where any lacks it (the
+        optimizer's figures then read them themselves)."""
+        if not (self.state_norms and self.update_ratio and params and optimizer is not None):
+            return None
+        from gradexplorer.core.stats.optimizer_state import NORMED
+
+        try:  # whatever the optimizer keeps (a wrapper's own ``state``): read apart if unusual
+            owners = [p for (_, p), has in zip(named, present, strict=True) if has]
+            held = list(map(optimizer.state.get, owners))  # .get: no empty state made
+            first = held[0] or {}
+            field = next((f for f, _ in NORMED if isinstance(first.get(f), torch.Tensor)), None)
+            states = [state[field] for state in held]
+        except Exception:  # noqa: BLE001 - a parameter without it, or no state: read apart
+            return None
+        return states if all(isinstance(t, torch.Tensor) for t in states) else None
+
+    def _keep_state_norms(self, states, norms) -> None:
+        if states is not None and norms is not None:
+            self.found_state_norms = {id(t): (t, v) for t, v in zip(
+                states, norms.tolist(), strict=True)}
 
     def _one_by_one(self, step: int, named, present: list[bool], cause: str) -> StepGradients:
         """The step measured again parameter by parameter, after the whole step's measurement
@@ -293,6 +326,7 @@ def monitor_pass(model: nn.Module, optimizer: torch.optim.Optimizer, bins: int,
     model.bias.grad[0], model.bias.grad[1] = float("nan"), float("inf")
 
     monitor = GradientMonitor(bins=bins, history=1, backend=backend)
+    monitor.state_norms = True  # a run directory's pass: the state's norms with the update ratio
     monitor.begin(_named(model), optimizer, 1)
     with torch.no_grad():
         optimizer.step()

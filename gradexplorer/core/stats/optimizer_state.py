@@ -111,12 +111,15 @@ def _set_norms(states: dict[str, ParamOptimState], normed: list[tuple[str, str, 
 
 
 def optimizer_state(optimizer: torch.optim.Optimizer, named: list[tuple[str, nn.Parameter]],
-                    lrs: list[float | None] | None = None) -> dict[str, ParamOptimState]:
+                    lrs: list[float | None] | None = None,
+                    known: dict | None = None) -> dict[str, ParamOptimState]:
     """``name -> ParamOptimState`` of every parameter ``optimizer`` holds: on the CPU one
     Numba call for every norm and one for every second-moment figure, reading the states in
     place; on a device a fixed number of ops per (device, dtype) and one transfer per device.
     ``lrs``: each group's learning rate as the step used it (read now where not given: a
-    scheduler changes it after the step)."""
+    scheduler changes it after the step). ``known``: ``{id(t): (t, ‖t‖)}`` of state tensors
+    already measured since the step (``GradientMonitor.found_state_norms``: read with the
+    update ratio), taken as they are."""
     if lrs is None:
         lrs = [_number(g.get("lr")) for g in optimizer.param_groups]
     group_of = {id(p): (g, lr) for g, lr in zip(optimizer.param_groups, lrs, strict=True)
@@ -132,8 +135,14 @@ def optimizer_state(optimizer: torch.optim.Optimizer, named: list[tuple[str, nn.
         state = optimizer.state.get(p)
         if not state:
             continue
-        normed += [(name, key, t.detach()) for field, key in NORMED
-                   if isinstance(t := state.get(field), torch.Tensor) and t.numel()]
+        for field, key in NORMED:
+            t = state.get(field)
+            if isinstance(t, torch.Tensor) and t.numel():
+                seen = known.get(id(t)) if known else None
+                if seen is not None and seen[0] is t:  # the very tensor, read since the step
+                    setattr(states[name], key, seen[1])
+                else:
+                    normed.append((name, key, t.detach()))
         if (moment := _second_moment_of(name, state, group, lr or 0.0)) is not None:
             moments.append(moment)
     _set_norms(states, normed)

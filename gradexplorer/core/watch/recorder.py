@@ -127,6 +127,8 @@ class Recorder:
             "a skipped step", self._skipped_step, self._warned), lambda: self._steps_taken)
         if run_dir is not None and self.plan.writes:
             self._open_run(run_dir, overwrite, resume, hooks)
+            # the optimizer's momentum norms read in the update ratio's pass (step_writes.py)
+            self.monitor.state_norms = self._optimizer_state
         self.batches, self._spike_log = BatchNotes(), None  # the batch: StepResult.batch
         if self.writer is not None and spikes is not False:  # the stack's spike reporter
             self._spike_log = SpikeLog(self.writer, None if self.plan.sharded else

@@ -35,7 +35,9 @@ def optimizer_state_of(recorder, step: int, lrs):
     thread calls what this returns: it waits for the worker's read, or reads it itself where
     no other thread has (the worker still on the step's histograms); either way before the
     next optimizer step, whose pre-hook settles the worker (``monitor.settle``: the read done
-    first, on the training thread where nobody began it)."""
+    first, on the training thread where nobody began it). The norms of SGD's momentum and Adam's
+    ``exp_avg`` come from the update ratio's pass where it read them (``monitor.state_norms``:
+    ``numba.update_state``), the rest from here."""
     if not recorder._optimizer_state or not getattr(recorder.budget, "heavy_now", True):
         return {}  # none asked for, or a light step of watch(overhead=) (budget.py)
     from gradexplorer.core.stats.optimizer_state import optimizer_state
@@ -43,8 +45,10 @@ def optimizer_state_of(recorder, step: int, lrs):
     if recorder._named_params is None:  # once: the probe keeps the parameters as well
         recorder._named_params = [(recorder.plan.names.get(n, n), p)
                                   for n, p in recorder.plan.stats_model.named_parameters()]
+    known = recorder.monitor.found_state_norms  # read with the update ratio (monitor.state_norms)
+
     def read():  # {} when unreadable (one warning)
         return guarded("the optimizer state", lambda: optimizer_state(
-            recorder.optimizer, recorder._named_params, lrs), recorder._warned, {}, step)
+            recorder.optimizer, recorder._named_params, lrs, known), recorder._warned, {}, step)
     later = recorder.monitor.later(read)
     return read() if later is None else later.result

@@ -40,6 +40,7 @@ class RawStats:
     extra: np.ndarray | None = None
     update: np.ndarray | None = None
     pending: Any = None
+    state_norms: np.ndarray | None = None  # ‖state‖ of each parameter read with ``update``
 
     def histogram_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
         """``(edges, counts, extra)``, waiting for counts still under way (any thread may ask);

@@ -35,14 +35,16 @@ class NumbaBackend:
         from gradexplorer.core.stats.backends.numba import cpu as grad_backend_cpu
         from gradexplorer.core.stats.backends.numba import in_place as grad_backend_at
         from gradexplorer.core.stats.backends.numba import worker as stats_worker
-        from gradexplorer.core.stats.backends.numba.update_ratio import UpdateTracker
+        from gradexplorer.core.stats.backends.numba.update_state import UpdateStateTracker
 
         self._cpu, self._at, self._worker = grad_backend_cpu, grad_backend_at, stats_worker
-        self._tracker = UpdateTracker()
+        self._tracker = UpdateStateTracker()
         self._offloaded = stats_worker.OffloadedStats() if offload else None
+        self._values: int | None = None  # gradient values of the step under way, read in place
 
     def begin(self, grads, params, want_histograms, bins, hist_range, optimizer=None):
         at = self._at.addresses_of(grads)  # in place, one call per pass, where it can
+        self._values = None if at is None else at.total  # the step's size (finish's states)
         offloaded = self._offloaded
         if offloaded is not None and at is not None and (want_histograms or params is not None) \
                 and self._worker.worth_offloading(at) and offloaded.wanted():
@@ -86,14 +88,28 @@ class NumbaBackend:
         raw = self._settled(raw)
         return bool(raw.moments[:, NANS].any() or raw.moments[:, INFS].any()), raw
 
-    def finish(self, raw, params, optimizer=None):
-        if params is None or self._offloaded is None:
-            update = None if params is None else self._tracker.after(params, optimizer)
+    def finish(self, raw, params, optimizer=None, states=None):
+        """``states`` (with ``params``: a state tensor of each, e.g. SGD's momentum): their
+        norms read in the update norms' pass where it can (``numba.update_state``), as
+        ``raw.state_norms``; a step of more values than the worker takes (``OFFLOAD_MAX``:
+        GPT-2 small's) leaves them to the caller, as before (``optimizer_state``, by the writer
+        thread where a core is free: its training thread as light as it was). Decided by the
+        step's size alone, so a run's figures are the same bits whatever the machine's load."""
+        helper = None if self._offloaded is None else self._offloaded.then  # may take half
+        state_norms = None
+        if states and (self._values is None or self._values > self._worker.OFFLOAD_MAX):
+            states = None  # too big for the worker: read apart, off this thread where a core is free
+        if params is None:
+            update = None
+        elif states:
+            update, state_norms = self._tracker.after_with_states(params, helper, states)
+        elif helper is None:
+            update = self._tracker.after(params, optimizer)
         else:  # the worker may take half of the update norms (``UpdateCopies.update_norms``)
-            update = self._tracker.after(params, optimizer, self._offloaded.then)
+            update = self._tracker.after(params, optimizer, helper)
         raw = self._settled(raw)
         if params is not None:
-            raw.update = update
+            raw.update, raw.state_norms = update, state_norms
         return raw
 
 
@@ -124,8 +140,8 @@ class TorchBackend:
         queued with their statistics (no pass of its own; one scalar read per device)."""
         return self._dev.nonfinite(pending), pending
 
-    def finish(self, pending, params, optimizer=None):
-        return self._dev.finish(pending, params)
+    def finish(self, pending, params, optimizer=None, states=None):
+        return self._dev.finish(pending, params)  # no states' norms: the caller reads them
 
 
 def numba_available() -> bool:

@@ -21,10 +21,12 @@ def _cached() -> bool:
     from gradexplorer.core.stats.backends.numba import kernels as K
     from gradexplorer.core.stats.backends.numba import kernels_in_place as KA
     from gradexplorer.core.stats.backends.numba import kernels_rows as KR
+    from gradexplorer.core.stats.backends.numba import update_state as US
 
     return index_files_exist((KA.moments_at, KA.histograms_at, KA.edges_of, KA.norms_at,
                               KA.copy_at, KA.copy_moments_at, KA.update_norms_at, KA.second_moments_at,
-                              KR.stat_columns, K.segment_moments, K.segment_histograms))
+                              KR.stat_columns, K.segment_moments, K.segment_histograms,
+                              US.update_state_norms_at))
 
 
 # the helper process and the warm-up thread run ``numba.warm_pass.compile_kernels`` (apart: it
