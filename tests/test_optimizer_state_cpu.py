@@ -9,6 +9,7 @@ import torch
 from torch import nn
 
 from gradexplorer.core.stats import optimizer_state as S
+from gradexplorer.core.stats.backends import warmup
 from gradexplorer.core.stats.backends.numba import kernels_in_place as kernels_at
 
 
@@ -45,6 +46,10 @@ def torch_figures(opt, named) -> dict:
 def test_cpu_state_comes_from_the_kernels_and_agrees_with_torch(monkeypatch, kind):
     model, opt = trained(kind)
     named = list(model.named_parameters())
+    # the kernels loaded first: until they are, the state is read by torch's ops, and the
+    # warm-up's own pass (its thread) would call the kernel counted below
+    warmup.ready()
+    assert warmup.wait() and warmup.ready() is True
     calls = []
     kernel = kernels_at.second_moments_at
     monkeypatch.setattr(kernels_at, "second_moments_at", lambda *a: calls.append(a) or kernel(*a))
