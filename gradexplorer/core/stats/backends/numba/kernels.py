@@ -16,10 +16,9 @@ from numba import njit
 
 from gradexplorer.core.stats.backends.numba.kernels32 import (
     NEAR,
-    PAIR_BINS,
+    counted_in_pairs,
     exact_bin,
     guess_bins32,
-    pair_histogram32,
     scan32,
 )
 from gradexplorer.core.stats.backends.numba.moments32 import one_pass32
@@ -206,9 +205,7 @@ def _fast_histogram(x, edges, counts, guess, lanes):
         extra = np.zeros(4, np.int64)
         _careful_histogram(x, edges, counts, extra)
         return
-    done = 0  # float32, 64 bins or fewer: whole chunks in pairs of values (kernels32), the rest here
-    if x.itemsize == 4 and bins <= PAIR_BINS:
-        done = pair_histogram32(x, edges, counts, delta)
+    done = counted_in_pairs(x, edges, counts, delta)  # float32, 64 bins or fewer: whole chunks
     typed = np.empty(5, x.dtype)  # lo, scale, top; float32: the near test's margins (doubled)
     typed[0], typed[1], typed[2], typed[3], typed[4] = lo64, scale64, bins - 1, 2 * delta, 1 - 2 * delta
     step = CHUNK // 4 if x.itemsize == 4 else CHUNK

@@ -21,7 +21,7 @@ import numpy as np
 from llvmlite import ir
 from numba import njit, types
 from numba.core import cgutils
-from numba.extending import intrinsic
+from numba.extending import intrinsic, overload
 
 BLOCK = 1 << 30  # values per block of int32 zero counts (no overflow)
 NEAR = 1 << 30  # ``guess_bins32``'s mark of a guess near a bin edge (bins are fewer)
@@ -208,3 +208,20 @@ def pair_histogram32(x, edges, counts, delta):
                 counts[b] += row[b]
         table[:] = 0
     return whole
+
+
+def counted_in_pairs(x, edges, counts, delta):
+    """In compiled code: ``pair_histogram32(x, edges, counts, delta)`` where ``x`` is float32 and
+    the edges ``PAIR_BINS`` bins or fewer, else 0 (values counted: none); the choice by ``x``'s
+    type is made when compiling, so no pair kernel is compiled for float64 gradients."""
+    raise NotImplementedError("compiled code only")
+
+
+@overload(counted_in_pairs)
+def _counted_in_pairs(x, edges, counts, delta):
+    if getattr(x, "dtype", None) != types.float32:
+        return lambda x, edges, counts, delta: 0
+
+    def counted(x, edges, counts, delta):
+        return pair_histogram32(x, edges, counts, delta) if edges.size - 1 <= PAIR_BINS else 0
+    return counted
