@@ -5,13 +5,12 @@ one pass of integer operations on the values' bits, which LLVM vectorises (a flo
 reduction it does not, even with fast math): 5× faster than the two float passes it replaces.
 ``guess_bins32``: the histogram's bin guesses with the near-an-edge test in float32 as well
 (the float64 test kept LLVM from vectorising it), its margin doubled so that it flags every
-value the float64 test flags. ``pair_histogram32``: the histogram (64 bins or fewer) of whole
-chunks, two values counted by one increment of a table of pairs of bins, their guesses in fixed
-point (int32: 8 to a vector, where ``guess_bins32``'s int64 flags leave 4), the chunks ahead
-asked for (``_prefetch``: without it the pass waits on memory); ~1.9× faster than
-``guess_bins32`` with 8 sub-histograms of single counts (bench/histogram_kernels.py). Counts,
-zeros, NaN/Inf counts, min and max are exact, so any correct kernel gives them bit for bit; the
-float sums stay in ``kernels``, unchanged.
+value the float64 test flags, in int32 throughout (8 to a vector; int64 flags left 4).
+``pair_histogram32``: the histogram (64 bins or fewer) of whole chunks, two values counted by
+one increment of a table of pairs of bins, their guesses in fixed point (int32), the chunks
+ahead asked for (``_prefetch``: without it the pass waits on memory); ~1.9× faster than the
+single-value path was (bench/histogram_kernels.py). Counts, zeros, NaN/Inf counts, min and max
+are exact, so any correct kernel gives them bit for bit; the float sums stay in ``kernels``.
 """
 
 from __future__ import annotations
@@ -117,9 +116,9 @@ def guess_bins32(part, lo, scale, top, below, above, guess):
         tc = tc if tc < top else top
         b = np.int32(tc)
         frac = t - np.float32(b)
-        flag = np.int32(frac < below) | np.int32(frac > above)
-        near |= flag
-        guess[j] = b | (flag << np.int32(30))
+        flag = np.int32(np.int32(frac < below) | np.int32(frac > above))  # int32 throughout:
+        near = np.int32(near | flag)  # 8 to a vector (numba's int64 for int32 operands: 4)
+        guess[j] = np.int32(b | np.int32(flag << np.int32(30)))
     return near != 0
 
 
