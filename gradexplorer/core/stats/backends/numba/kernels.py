@@ -14,7 +14,13 @@ import math
 import numpy as np
 from numba import njit
 
-from gradexplorer.core.stats.backends.numba.kernels32 import NEAR, guess_bins32, scan32
+from gradexplorer.core.stats.backends.numba.kernels32 import (
+    NEAR,
+    counted_in_pairs,
+    exact_bin,
+    guess_bins32,
+    scan32,
+)
 from gradexplorer.core.stats.backends.numba.moments32 import one_pass32
 from gradexplorer.core.stats.backends.raw import (
     DSQ,
@@ -164,17 +170,6 @@ def moments_of(part, row):
     row[SCALE], row[SHIFT] = scale, shift
 
 
-@njit(nogil=True, cache=True)
-def _exact_bin(v, guess, edges, bins):
-    """Move ``guess`` until ``edges[b] <= v < edges[b+1]`` (last bin closed)."""
-    b = min(max(guess, 0), bins - 1)
-    while b > 0 and v < edges[b]:
-        b -= 1
-    while b < bins - 1 and v >= edges[b + 1]:
-        b += 1
-    return b
-
-
 @njit(nogil=True, cache=True, fastmath=True)  # fast path only: values finite, in range
 def _guess_bins(part, lo, scale, top, delta, guess):
     """Vectorised bin guesses in the input's precision; True if one may be off by a bin.
@@ -210,10 +205,11 @@ def _fast_histogram(x, edges, counts, guess, lanes):
         extra = np.zeros(4, np.int64)
         _careful_histogram(x, edges, counts, extra)
         return
+    done = counted_in_pairs(x, edges, counts, delta)  # float32, 64 bins or fewer: whole chunks
     typed = np.empty(5, x.dtype)  # lo, scale, top; float32: the near test's margins (doubled)
     typed[0], typed[1], typed[2], typed[3], typed[4] = lo64, scale64, bins - 1, 2 * delta, 1 - 2 * delta
     step = CHUNK // 4 if x.itemsize == 4 else CHUNK
-    for chunk in range(0, x.size, step):
+    for chunk in range(done, x.size, step):
         part = x[chunk : chunk + step]
         n = part.size
         near = guess_bins32(part, typed[0], typed[1], typed[2], typed[3], typed[4], guess) \
@@ -221,10 +217,10 @@ def _fast_histogram(x, edges, counts, guess, lanes):
         if near and x.itemsize == 4:  # only the values marked near an edge (``NEAR``)
             for j in range(n):
                 if guess[j] >= NEAR:
-                    guess[j] = _exact_bin(np.float64(part[j]), guess[j] - NEAR, edges, bins)
+                    guess[j] = exact_bin(np.float64(part[j]), guess[j] - NEAR, edges, bins)
         elif near:
             for j in range(n):
-                guess[j] = _exact_bin(np.float64(part[j]), guess[j], edges, bins)
+                guess[j] = exact_bin(np.float64(part[j]), guess[j], edges, bins)
         m = n - n % 8
         for j in range(0, m, 8):  # unsigned indices (every guess is a bin): no wraparound
             for lane in range(8):  # test, ~1 read pass of ResNet-18's 11.7M values less
@@ -257,7 +253,7 @@ def _careful_histogram(x, edges, counts, extra):
         else:
             t = (v - lo) * scale
             guess = np.int64(t) if t == t and t < bins else bins - 1
-            counts[_exact_bin(v, guess, edges, bins)] += 1
+            counts[exact_bin(v, guess, edges, bins)] += 1
 
 
 @njit(nogil=True, cache=True)

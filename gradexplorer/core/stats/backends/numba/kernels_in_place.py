@@ -53,7 +53,8 @@ def moments_at(addresses, sizes, like, out):
 
 @njit(nogil=True, cache=True)
 def histograms_at(addresses, sizes, like, edges, counts, extra, careful):
-    """``counts[i]``: the exact histogram of tensor ``i`` with ``edges[i]`` (``kernels.histogram_of``)."""
+    """``counts[i]``: the exact histogram of tensor ``i`` with ``edges[i]`` (``kernels.histogram_of``;
+    float32 with 64 bins or fewer: in pairs of values, ``kernels32.pair_histogram32``)."""
     guess = np.empty(CHUNK, np.int32)
     lanes = np.zeros((8, edges.shape[1] - 1), np.int64)
     for i in range(addresses.size):
