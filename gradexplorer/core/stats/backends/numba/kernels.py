@@ -325,7 +325,8 @@ def update_norm_of(new, old, row):
     if d2 != d2 or o2 != o2:
         row[0], row[1] = np.nan, np.nan
         return
-    if d2 - d2 == 0.0 and o2 - o2 == 0.0 and not (0 < d2 < TINY or 0 < o2 < TINY):
+    # 0 is not clean either: squares below 2^-1074 vanish (weights of 1e-170 summed to 0)
+    if d2 - d2 == 0.0 and o2 - o2 == 0.0 and not (d2 < TINY or o2 < TINY):
         row[0], row[1] = math.sqrt(d2), math.sqrt(o2)
         return
     md, mo = _update_maxima(new, old)
