@@ -297,3 +297,18 @@ def test_auto_resumed_goes_on_at_the_n_last_in_force(tmp_path):
     with Run(tmp_path / "run") as run:
         assert run.settings["noise_every"] == "auto" and run.settings["noise_cadence"] == changes
         assert [r["step"] for r in noise_rows(run)] == sorted(seen)
+
+
+def test_a_cadence_resumed_behind_its_last_noise_step_counts_anew():
+    """A trainer resumed from a checkpoint before the run's last noise-scale step (an
+    integration numbers the steps by its global step): the cadence counts anew from its first
+    recorded step, as a fresh one; ahead of it, on from it."""
+    for last, step, ons in ((4, 2, [3, 6, 9]), (4, 4, [7, 10]), (None, 4, [5, 8])):
+        cadence = NC.NoiseCadence(3, stats_every=1)
+        cadence.go_on(last, step=step)
+        on = []
+        for s in range(step + 1, 11):
+            if cadence.now:
+                on.append(s)
+            cadence.close(s)
+        assert on == ons, (last, step)

@@ -90,8 +90,8 @@ class NoiseCadence:
         (None: ``START``), its ``changes`` kept (its measures start again, as the EMAs do)."""
         if self.auto:
             self.every, self.changes = every or self.every, [list(c) for c in changes]
-        if last is not None:  # on for the next recorded step where it is N steps on or more
-            self._last = last
+        if last is not None and last <= step:  # on for the next recorded step N steps on or more
+            self._last = last  # (a trainer gone back to an earlier checkpoint: counted anew)
             self.now = (step // self.stats_every + 1) * self.stats_every - last >= self.every
 
     @property
@@ -189,7 +189,8 @@ def cadence_for(recorder, every: int | str, kind=NoiseCadence) -> NoiseCadence |
                    hooks=getattr(recorder, "hook_clock", None))  # ("auto" only)
     if recorder.writer is not None and recorder.writer.resumed:  # resume=True: counted on
         resumed = recorder.writer.resumed  # (runs/writer.py's resume_point)
-        cadence.go_on(resumed["noise_step"], *in_force(resumed["settings"]), step=recorder.step_count)
+        cadence.go_on(resumed["noise_step"], *in_force(resumed["settings"]),
+                      step=recorder._next_step() - 1)  # (an integration's: its trainer's step)
     if recorder.writer is not None:
         settings = recorder._settings  # shared with the budget's (budget.py)
 
