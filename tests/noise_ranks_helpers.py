@@ -18,10 +18,12 @@ CONFIGS = {"ranks": (1, {}, 1, 1, STEPS), "both": (2, {"gradient_as_bucket_view"
            "every2": (2, {}, 2, 1, STEPS), "noise2": (2, {}, 1, 2, 5),
            "stats2noise3": (1, {}, 2, 3, 10), "auto": (2, {}, 1, "auto", 20),
            "resumed": (2, {}, 1, 1, 6), "resumed_stats2": (1, {}, 2, 1, 6),
-           "resumed_noise2": (2, {}, 1, 2, 7)}
+           "resumed_noise2": (2, {}, 1, 2, 7), "resumed_counted": (2, {}, 2, 3, 11)}
 # recorded in two parts: the first run's steps and its stats_every, then the rest resumed (rank 0
-# alone reads the run's last step: every rank's step numbers must still agree)
-RESUMED = {"resumed": (3, 1), "resumed_stats2": (3, 1), "resumed_noise2": (3, 1)}
+# alone reads the step the run's loop reached and its last noise-scale step: every rank's step
+# numbers and cadence must still agree)
+RESUMED = {"resumed": (3, 1), "resumed_stats2": (3, 1), "resumed_noise2": (3, 1),
+           "resumed_counted": (5, 2)}
 RANK0_DIR = {"resumed_stats2"}  # run_dir (and so the resumed run) given on rank 0 alone
 # "auto"'s made-up CPU a step on each rank (``AutoClock``): the capture 12% of a 10 ms step on
 # rank 0 (alone it would take N = 4), 20% on rank 1 (N = 6)
@@ -32,8 +34,11 @@ AUTO_COSTS = {0: 0.0012, 1: 0.0020}
 # adopted at its end
 ROWS = {"noise2": [1, 3, 5], "stats2noise3": [2, 6, 10], "auto": [1, 3, 5, 7, 9, 11, 13, 19],
         # resumed: steps 1-3 every step, then 4 and 6 (stats_every=2); on a cadence of 2 the
-        # resumed recorder's starts again at its first recorded step (4), as its EMAs do
-        "resumed_stats2": [1, 2, 3, 4, 6], "resumed_noise2": [1, 3, 4, 6]}
+        # resumed recorder's counts on from the run's last step with a noise scale (3): 5, 7;
+        # "resumed_counted": steps 1-5 recorded at 2 and 4 (the noise scale at 2), resumed at the
+        # loop's step 6 (not 5, after the last recorded one): 6 and 10, 3 or more steps apart
+        "resumed_stats2": [1, 2, 3, 4, 6], "resumed_noise2": [1, 3, 5, 7],
+        "resumed_counted": [2, 6, 10]}
 AUTO_CHANGES = [[13, 6]]
 
 

@@ -211,14 +211,15 @@ def test_with_stats_every_the_recorded_steps_are_at_least_n_apart_and_exact(tmp_
         assert [r["step"] for r in noise_rows(run)] == [2, 6, 10]
 
 
-def test_a_resumed_run_goes_on_from_its_last_step_its_cadence_started_again(tmp_path):
-    """``resume=True``: the noise scale's steps go on from the run's last step, the resumed
-    recorder's cadence (and EMAs) from its own first recorded step; every figure exact."""
+def test_a_resumed_run_goes_on_from_its_last_step_and_counts_its_cadence_on(tmp_path):
+    """``resume=True``: the noise scale's steps go on from the run's last step, its cadence
+    counted on from the run's last step with a noise scale (the EMAs start again); every
+    figure exact."""
     torch.manual_seed(4)
     model = Net()
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
     refs, seen = [], {}
-    for steps, resume in ((range(1, 5), False), (range(5, 10), True)):
+    for steps, resume in ((range(1, 5), False), (range(5, 11), True)):
         with gx.watch(model, opt, tmp_path / "run", update_ratio=False, noise_every=3,
                       resume=resume) as rec:
             for step in steps:
@@ -232,10 +233,82 @@ def test_a_resumed_run_goes_on_from_its_last_step_its_cadence_started_again(tmp_
                 if rec.noise.latest is not None and rec.noise.latest.step == step:
                     seen[step] = rec.noise.latest
             assert rec.step_count == steps[-1]
-    assert sorted(seen) == [1, 4, 5, 8]  # 1, 4; resumed after step 4: 5, then 3 steps on
+    assert sorted(seen) == [1, 4, 7, 10]  # as one run's: resumed after step 4, 3 steps on from it
     for step, noise in seen.items():
         check_step(noise, refs[step - 1])
-    assert seen[5].smoothed.trace == pytest.approx(seen[5].whole.trace, rel=1e-12)  # EMAs anew
+    assert seen[7].smoothed.trace == pytest.approx(seen[7].whole.trace, rel=1e-12)  # EMAs anew
     with Run(tmp_path / "run") as run:
-        run.check(last=9)
-        assert [r["step"] for r in noise_rows(run)] == [1, 4, 5, 8]
+        run.check(last=10)
+        assert [r["step"] for r in noise_rows(run)] == [1, 4, 7, 10]
+
+
+def test_a_resumed_run_with_stats_every_numbers_the_loops_steps(tmp_path):
+    """``stats_every=2``: a first run of 5 steps records 2 and 4; resumed, the loop's 6th step
+    is step 6 (not 5), so the recorded steps and the noise scale's are one run's: 2, 6, 10."""
+    torch.manual_seed(3)
+    model = Net()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    refs, seen = [], {}
+    for steps, resume in ((range(1, 6), False), (range(6, 11), True)):
+        with gx.watch(model, opt, tmp_path / "run", update_ratio=False, stats_every=2,
+                      noise_every=3, resume=resume) as rec:
+            for step in steps:
+                refs.append(reference(model, *data(step), K, B))
+                train_step(model, opt, step)
+                if rec.noise.latest is not None and rec.noise.latest.step == step:
+                    seen[step] = rec.noise.latest
+            assert rec.step_count == steps[-1]
+    assert sorted(seen) == [2, 6, 10]
+    for step, noise in seen.items():
+        check_step(noise, refs[step - 1])  # the loop's step 6 is the run's step 6
+    with Run(tmp_path / "run") as run:
+        assert run.steps == [2, 4, 6, 8, 10]
+        assert [r["step"] for r in noise_rows(run)] == [2, 6, 10]
+
+
+def test_auto_resumed_goes_on_at_the_n_last_in_force(tmp_path):
+    """``"auto"`` resumed: the ``N`` the run's settings last kept (``noise_cadence``) is in force
+    from the resumed recorder's first step, counted on from the run's last noise-scale step."""
+    torch.manual_seed(1)
+    model = Net()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    clock, refs, seen, changes = [0.0], [], {}, None
+    for steps, resume in ((range(1, 31), False), (range(31, 46), True)):
+        with gx.watch(model, opt, tmp_path / "run", update_ratio=False, resume=resume) as rec:
+            cadence = rec.noise.cadence
+            cadence.clock = lambda: clock[0]  # made-up costs: the capture 20% of a 10 ms step
+            if resume:
+                assert cadence.every == 6 and cadence.changes == changes
+            for step in steps:
+                clock[0] += 0.010 + (0.002 if cadence.now else 0.0)
+                refs.append(reference(model, *data(step), K, B))
+                train_step(model, opt, step)
+                if rec.noise.latest is not None and rec.noise.latest.step == step:
+                    seen[step] = rec.noise.latest
+            changes = cadence.changes
+        if not resume:
+            assert cadence.every == 6
+            last = max(seen)
+    assert cadence.every == 6 and cadence.changes == changes
+    after = [s for s in sorted(seen) if s > 30]
+    assert after[0] == last + 6 and all(b - a == 6 for a, b in zip(after, after[1:], strict=False))
+    for step in after:
+        check_step(seen[step], refs[step - 1])
+    with Run(tmp_path / "run") as run:
+        assert run.settings["noise_every"] == "auto" and run.settings["noise_cadence"] == changes
+        assert [r["step"] for r in noise_rows(run)] == sorted(seen)
+
+
+def test_a_cadence_resumed_behind_its_last_noise_step_counts_anew():
+    """A trainer resumed from a checkpoint before the run's last noise-scale step (an
+    integration numbers the steps by its global step): the cadence counts anew from its first
+    recorded step, as a fresh one; ahead of it, on from it."""
+    for last, step, ons in ((4, 2, [3, 6, 9]), (4, 4, [7, 10]), (None, 4, [5, 8])):
+        cadence = NC.NoiseCadence(3, stats_every=1)
+        cadence.go_on(last, step=step)
+        on = []
+        for s in range(step + 1, 11):
+            if cadence.now:
+                on.append(s)
+            cadence.close(s)
+        assert on == ons, (last, step)

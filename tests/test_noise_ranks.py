@@ -4,8 +4,8 @@ parameter and for the model, equal a float64 computation from every rank's expli
 taken here with ``torch.autograd.grad`` on each rank's shard (and micro-batch) along the same
 training, to 1e-9; with ``noise_every`` (2, 3 with ``stats_every=2``, "auto" on a made-up clock
 that differs between the ranks) on the steps the cadence gives, the same on every rank; runs
-resumed in their run_dir (``resume=True``: only rank 0 reads the last step) going on from it on
-every rank."""
+resumed in their run_dir (``resume=True``: only rank 0 reads the step the loop reached and the
+cadence's last step) going on from them on every rank."""
 
 import math
 import multiprocessing

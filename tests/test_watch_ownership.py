@@ -221,6 +221,67 @@ def test_follow_ends_when_the_writer_dies_and_its_lock_refuses_others(tmp_path):
     gx.watch(nn.Linear(3, 2), None, tmp_path / "run", resume=True).close()  # the lock went with it
 
 
+KILLED = textwrap.dedent("""
+    import sys, torch
+    from torch import nn
+    import gradexplorer as gx
+    from gradexplorer.core.runs import write_thread
+    write_thread.PERIOD = 3600  # steps 2 and 4 committed together, after step 5, by the flush
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))  # make_model's
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    rec = gx.watch(model, opt, sys.argv[1], stats_every=2)
+    for step in range(5):
+        opt.zero_grad()
+        model(torch.randn(5, 4)).square().mean().backward()
+        opt.step()
+    rec.writer.flush()
+    print("ready", flush=True)
+    sys.stdin.read()  # killed here: never closed
+""")
+
+
+def test_a_resumed_run_goes_on_at_the_loops_step_closed_or_killed(tmp_path):
+    """``stats_every=2``: the run keeps the step its loop reached (5, not its last recorded
+    step 4) with its steps' transactions and at the close, so a resumed run counts the loop's
+    steps on (its 6th is step 6) whether the first process closed its recorder or was killed;
+    every recorded step's figures those of the loop's step of that number."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    with subprocess.Popen([sys.executable, "-c", KILLED, str(tmp_path / "killed")], env=env,
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) as proc:
+        try:
+            assert proc.stdout.readline().strip() == "ready"
+            os.kill(proc.pid, signal.SIGKILL)
+        finally:
+            proc.kill()
+            proc.wait()
+    with gx.open_run(tmp_path / "killed") as run:
+        assert run.steps == [2, 4] and run.meta("loop_step") == 5 and run.meta("finished") is None
+    model = make_model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with gx.watch(model, opt, tmp_path / "closed", stats_every=2) as rec:
+        train(model, opt, 5, rec)
+    assert gx.open_run(tmp_path / "closed").meta("loop_step") == 5
+    for name in ("killed", "closed"):
+        model = make_model()
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        with gx.watch(model, opt, tmp_path / name, stats_every=2, resume=True) as rec:
+            assert rec.step_count == 5
+            norms = []
+            for _ in range(5):  # the loop's steps 6..10
+                x = torch.randn(5, 4, generator=torch.Generator().manual_seed(len(norms)))
+                opt.zero_grad()
+                model(x).square().mean().backward()
+                norms.append(math.sqrt(math.fsum(float(p.grad.double().square().sum())
+                                                 for p in model.parameters())))
+                opt.step()
+        with gx.open_run(tmp_path / name) as run:
+            assert run.steps == [2, 4, 6, 8, 10] and run.meta("loop_step") == 10
+            for step in (6, 8, 10):
+                assert run.step_info(step)["global_norm"] == pytest.approx(norms[step - 6],
+                                                                           rel=1e-12)
+
+
 def test_complex_parameters_are_measured_over_both_parts(tmp_path):
     class Complex(nn.Module):
         def __init__(self):

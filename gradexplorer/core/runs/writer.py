@@ -16,6 +16,8 @@ from gradexplorer.core.files.folder_lock import FolderLock
 from gradexplorer.core.messages.errors import UserError, first_line
 from gradexplorer.core.messages.failures import FailureChannel
 from gradexplorer.core.runs import schema as S
+from gradexplorer.core.runs import validate as V
+from gradexplorer.core.runs.noise_rows import last_noise_step
 from gradexplorer.core.runs.open_writers import OPEN
 from gradexplorer.core.runs.param_rows import ParamRows
 from gradexplorer.core.runs.param_summaries import SummaryFolds
@@ -39,6 +41,16 @@ def ledger_row(ledger: StepLedger) -> tuple:
     values = [int(v) if isinstance(v, bool) else v for v in values]
     values[-1] = None if ledger.lr is None else json.dumps(list(ledger.lr))
     return (ledger.optimizer_step, *(_real(v) for v in values))
+
+
+def resume_point(run) -> dict[str, Any]:
+    """Where a resumed run goes on: ``step``, the last step its loop reached (``loop_step``,
+    kept with every transaction of steps and at the recorder's close; an older run's: its last
+    recorded step), ``noise_step`` its last step with a noise scale, its ``settings``."""
+    step, counted = run.last_step or 0, run.meta("loop_step")
+    if isinstance(counted, int) and not isinstance(counted, bool) and 0 <= counted <= V.MAX_STEP:
+        step = max(step, counted)
+    return {"step": step, "noise_step": last_noise_step(run, step + 1), "settings": run.settings}
 
 
 def leftover_files(run_dir: Path) -> list[Path]:
@@ -77,7 +89,9 @@ class RunWriter:
     The run directory is locked while the writer lives (``core/files/folder_lock.py``): a second
     writer is refused in one line, and a reader knows when the writer is gone. A directory that
     already holds a run is refused unless ``overwrite`` (the earlier run is deleted) or
-    ``resume`` (its steps go on: ``first_step`` is the step after its last one).
+    ``resume`` (its steps go on: ``first_step`` is the step after the last one its loop
+    reached, ``resumed`` says where it was: ``resume_point``). ``counted()``, where given, is
+    the loop's step now: kept as ``loop_step`` in every transaction of steps.
     """
 
     def __init__(self, run_dir: str | Path, report=None, *, overwrite: bool = False,
@@ -89,6 +103,8 @@ class RunWriter:
         self._place: RunPlace | None = None
         self.first_step = 1
         self.recorded: dict[str, Any] = {}  # the resumed run's structure
+        self.resumed: dict[str, Any] = {}  # where the resumed run was (resume_point)
+        self.counted = None  # the loop's step now (the recorder's count), read by the writer thread
         self.around_steps: list = []  # f(step, db) before and after steps are inserted
         self._report = FailureChannel.of(report)  # MonitorWarning, or the caller's report(line)
         try:
@@ -129,7 +145,8 @@ class RunWriter:
             from gradexplorer.core.runs.run import Run
 
             with Run(self.run_dir) as run:  # continued in the format it was written in
-                self.first_step = (run.last_step or 0) + 1
+                self.resumed = resume_point(run)
+                self.first_step = self.resumed["step"] + 1
                 self.recorded = run.structure
                 version = run.version
         else:
@@ -265,6 +282,9 @@ class RunWriter:
                                f"({','.join('?' * len(rows[0]))})", rows)
         # no ParamStats built: the rows column by column from the steps' arrays
         self._param_rows.insert_steps(db, per_param)
+        counted = writes[-1][0].step if self.counted is None else self.counted()
+        db.execute("INSERT OR REPLACE INTO meta VALUES ('loop_step', ?)",
+                   (json.dumps(max(counted, writes[-1][0].step)),))  # resume_point reads it
         for write in writes:  # every FOLD_EVERY steps: param_summaries.py
             self._summaries.after_step(db, write[0].step)
         for note in self.around_steps:

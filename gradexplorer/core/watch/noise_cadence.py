@@ -84,6 +84,16 @@ class NoiseCadence:
         if self.hooks is not None:
             self.hooks.clock = clock
 
+    def go_on(self, last: int | None, every: int | None = None, changes=(), step: int = 0) -> None:
+        """A resumed run's cadence, counted on from ``last``, its last step with a noise scale
+        (None: none), the recorder at ``step``; "auto" from ``every``, the ``N`` last in force
+        (None: ``START``), its ``changes`` kept (its measures start again, as the EMAs do)."""
+        if self.auto:
+            self.every, self.changes = every or self.every, [list(c) for c in changes]
+        if last is not None and last <= step:  # on for the next recorded step N steps on or more
+            self._last = last  # (a trainer gone back to an earlier checkpoint: counted anew)
+            self.now = (step // self.stats_every + 1) * self.stats_every - last >= self.every
+
     @property
     def costs(self) -> tuple[float, float] | None:
         """``(capture, bare)`` CPU seconds a step as now measured, None until both are."""
@@ -155,6 +165,17 @@ class NoiseCadence:
             self.on_change(step, every)
 
 
+def in_force(settings: dict) -> tuple[int | None, list]:
+    """"auto"'s ``N`` last in force in a run's ``settings`` (None: none kept, or another
+    ``noise_every``) and its changes, ``[step, N]`` each."""
+    changes = settings.get("noise_cadence") if settings.get("noise_every") == "auto" else None
+    if not isinstance(changes, list) or not all(
+            isinstance(c, list) and len(c) == 2 and all(type(v) is int and v >= 1 for v in c)
+            for c in changes):
+        return None, []
+    return (changes[-1][1] if changes else None), changes
+
+
 def cadence_for(recorder, every: int | str, kind=NoiseCadence) -> NoiseCadence | None:
     """``recorder``'s NoiseCadence (or ``kind``, one of its subclasses) for ``noise_every`` (None
     at 1: every recorded step), its choice kept in the run's settings (``noise_every``;
@@ -166,6 +187,10 @@ def cadence_for(recorder, every: int | str, kind=NoiseCadence) -> NoiseCadence |
     bare = None if budget is None else (lambda: (budget.costs or (0.0, 0.0, None))[2])
     cadence = kind(every, recorder.stats_every, bare,  # budget.py's hook_timing
                    hooks=getattr(recorder, "hook_clock", None))  # ("auto" only)
+    if recorder.writer is not None and recorder.writer.resumed:  # resume=True: counted on
+        resumed = recorder.writer.resumed  # (runs/writer.py's resume_point)
+        cadence.go_on(resumed["noise_step"], *in_force(resumed["settings"]),
+                      step=recorder._next_step() - 1)  # (an integration's: its trainer's step)
     if recorder.writer is not None:
         settings = recorder._settings  # shared with the budget's (budget.py)
 

@@ -86,6 +86,10 @@ class RankCadence(NoiseCadence):
         super().__init__(*args, **kwargs)
         self.proposal = self.every
 
+    def go_on(self, *args, **kwargs) -> None:
+        super().go_on(*args, **kwargs)
+        self.proposal = self.every  # a resumed run's N, proposed until measured otherwise
+
     def _change(self, step: int, every: int) -> None:
         self.proposal = every  # kept over the steps without the capture until a reduce sends it
 
@@ -124,11 +128,19 @@ class RankCapture:
 
     def agreed_step(self, step: int) -> int:
         """Rank 0's ``step``, on every rank (one broadcast, at ``watch``): a resumed run goes on
-        from the run's last step, which only rank 0 (its writer) reads; the ranks count on from
-        the same number, so they decide the recorded steps alike and reduce on the same ones."""
-        count = torch.tensor([step], dtype=torch.int64)
-        dist.broadcast(count, src=0, group=self.group)  # the group: every rank (global rank 0)
-        return int(count.item())
+        from the step its loop reached, which only rank 0 (its writer) reads, and so does its
+        cadence (its last step with a noise scale, "auto"'s ``N`` in force: ``go_on``); the
+        ranks count on from the same numbers, so they decide the recorded steps alike and
+        reduce on the same ones."""
+        cadence = self.cadence
+        last = None if cadence is None else cadence._last
+        sent = torch.tensor([step, -1 if last is None else last, 0 if cadence is None else
+                             cadence.every], dtype=torch.int64)
+        dist.broadcast(sent, src=0, group=self.group)  # the group: every rank (global rank 0)
+        step, last, every = sent.tolist()
+        if cadence is not None and self.rank != 0:
+            cadence.go_on(None if last < 0 else last, every, step=step)
+        return step
 
     def pause(self, paused: bool) -> None:
         """The gradient hooks off for a step the cadence does not record (``noise_every``), on

@@ -125,7 +125,7 @@ class NoiseWatch:
         probe.on_backward = self.capture.backward
         self._probe, self._model, self.cadence = probe, model, cadence  # noise_cadence.py
         self._handle = None
-        self._arm(True)
+        self._arm(cadence is None or cadence.now)  # a resumed run's cadence: maybe not yet
 
     def _arm(self, on: bool) -> None:
         """The capture's hooks (and the forward hook for ``b``) on, or off for steps it does

@@ -20,7 +20,7 @@ from gradexplorer.core.stack.assembly import SessionStack
 from gradexplorer.core.stats.monitor import GradientMonitor
 from gradexplorer.core.stats.records import StepGradients
 from gradexplorer.core.steps import points as SP
-from gradexplorer.core.steps.ledger import StepLedger, headline_norm
+from gradexplorer.core.steps.ledger import headline_norm
 from gradexplorer.core.steps.points import (
     ScalerWatch,
     accumulated_by_name,
@@ -109,8 +109,7 @@ class Recorder:
         self.optimizer = optimizer
         (self.stats_every, self.histogram_every), self.bins = cadence, bins
         self.snapshot_every, self.keep_snapshots = snapshot_every, keep_snapshots
-        self.step_count, self._step_number = 0, step_number
-        self.ledger: StepLedger | None = None
+        self.step_count, self._step_number, self.ledger = 0, step_number, None  # rec.ledger: a StepLedger
         self.monitor = GradientMonitor(bins, self.histogram_every, history=history, offload=True,
                                        update_ratio=self._update_ratio and optimizer is not None)
         self.stack = SessionStack(self.monitor, self.hooks)  # the app's and run's, no session
@@ -150,7 +149,8 @@ class Recorder:
         structure = model_structure(self.plan.stats_model, self.plan.names)
         self.writer = RunWriter(run_dir, self._failures, overwrite=overwrite, resume=resume)
         self.writer.check_resumed(structure)
-        self.step_count = self.writer.first_step - 1
+        self.step_count = self.writer.first_step - 1  # the step its loop reached (resume_point)
+        self.writer.counted = lambda: self.step_count  # kept with each transaction of steps
         self._settings = {"stats_every": self.stats_every, "bins": self.bins,
                           "histogram_every": self.histogram_every, "snapshot_every": self.snapshot_every,
                           "keep_snapshots": self.keep_snapshots, "hooks": hooks or {},
@@ -356,7 +356,7 @@ class Recorder:
         if self.spikes is not None:
             self.spikes.close()  # its kernels' warm-up ended (spike_warmup)
         if self.writer is not None:
-            self.writer.set_meta({"finished": time.time()})  # readers following it can say so
+            self.writer.set_meta({"finished": time.time(), "loop_step": self.step_count})  # resume_point
             self.writer.close()
         self._failures.tell_waiting()
 
