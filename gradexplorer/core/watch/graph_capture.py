@@ -78,6 +78,12 @@ class GraphCapture:
     A monitor: nothing here ever raises into the user's step."""
 
     def __init__(self, model: nn.Module, on_graph: Callable[[dict], Any]) -> None:
+        # what ``settle`` needs, imported here (at ``watch``, before the loop): imported at the
+        # first step's end they were most of its cost above a later step's (networkx's ~300
+        # modules: ~150 ms of its 200, bench/first_step.py --modes rundir)
+        import gradexplorer.core.graph.export.files  # noqa: F401
+        import gradexplorer.core.graph.extract  # noqa: F401
+
         self.model = model
         self._on_graph = on_graph
         self._root = None
