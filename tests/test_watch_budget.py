@@ -131,6 +131,45 @@ class Slowed(Costs):
         pass
 
 
+class Noisy(Costs):
+    """A loaded machine's loop: every step's CPU, the loop's own and watch's, off by up to ±10%
+    (a seeded draw, the same every run)."""
+
+    def __init__(self, seed, **costs):
+        super().__init__(**costs)
+        self.draw = np.random.default_rng(seed)
+        self.kept = dict(costs)
+
+    def __getattribute__(self, name):
+        if name in ("bare", "light", "heavy", "other_light", "other_heavy"):
+            return self.kept[name] * self.draw.uniform(0.9, 1.1)
+        return super().__getattribute__(name)
+
+    def __setattr__(self, name, value):
+        if name in ("bare", "light", "heavy", "other_light", "other_heavy"):
+            self.__dict__.setdefault("kept", {})[name] = value
+        else:
+            super().__setattr__(name, value)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_light_figures_near_the_budget_change_the_cadence_rarely_and_keep_the_share(seed):
+    # bench/watch_floor.py's ResNet-18: the light figures 3.4% of the step against the 3.5%
+    # planned; the room left for heavy steps is within the noise, so the cadence the estimates
+    # give swings by 5-10× from step to step (before: 23 changes in 58 steps)
+    costs = Noisy(seed, bare=0.188, light=0.0050, heavy=0.045, other_light=0.0014,
+                  other_heavy=0.030)
+    budget = CostBudget(0.05, lambda: costs.others, clock=lambda: costs.t)
+    kinds = costs.run(budget, 600)
+    assert len(budget.changes) <= 3, budget.changes
+    steps = [s for s, _ in budget.changes]
+    assert all(b - a >= 16 for a, b in zip(steps, steps[1:]))  # the hold: one in 16 steps
+    assert not budget.over_budget
+    light, heavy = 0.0064, 0.075  # watch's CPU a step, all threads, as drawn on average
+    spent = sum(heavy if h else light for h in kinds[20:]) / len(kinds[20:])
+    assert spent <= 0.05 * 0.188  # within the share, the first steps' measures aside
+
+
 def test_a_few_slow_steps_do_not_move_the_loops_own_estimate():
     # the loop's own step is the median of its last steps, not their mean (1.5× it here): the
     # budget does not think it has more room than it has
@@ -138,7 +177,10 @@ def test_a_few_slow_steps_do_not_move_the_loops_own_estimate():
     budget = CostBudget(0.05, lambda: costs.others, clock=lambda: costs.t)
     costs.run(budget, 300)
     assert budget.costs[2] == pytest.approx(0.100)
-    assert budget.every == choose_every(0.002, 0.0455, 0.100, 0.05 * (1 - MARGIN))
+    planned = choose_every(0.002, 0.0455, 0.100, 0.05 * (1 - MARGIN))
+    # the cadence first chosen kept while within the share (a 1-in-30 plan, not a change)
+    assert planned / (1 + CHANGE) <= budget.every <= planned
+    assert 0.002 + 0.0435 / budget.every <= 0.05 * 0.100  # (on the mean, 1.5×: one in 14, over)
 
 
 def test_a_slower_loop_allows_more_heavy_steps_again():

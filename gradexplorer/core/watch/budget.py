@@ -12,16 +12,20 @@ thread — are taken on one step in ``every``: the smallest ``every`` with
 
 where ``light`` and ``heavy`` are watch's CPU a step (the training thread inside its optimizer
 hooks, the statistics worker and the run directory's writer thread: all of watch's threads) on
-light and heavy steps, the means of their last steps, and ``bare`` the training thread's CPU a
-step outside watch (the loop's own), the median of its last steps (a step slowed by the
-machine's load, or by the cache misses a heavy step's copies leave, does not move it). 30% of
-the share (``MARGIN``) is kept for the estimates' noise, so that what is spent, measured
-afterwards, stays within the share (a step's CPU moves by a few % from step to step on a loaded
-machine). The figures are measured as the run goes and re-evaluated at every recorded step; the
-cadence in force changes at once to the one they give where that is over 1 + ``CHANGE`` (1.5)
-times rarer or more frequent (no flapping on noise: with light figures near the budget, the room left
-for heavy steps is small and the cadence it gives moves by ±30% from step to step; a first
-estimate off by more is undone by the next steps' figures). A figure is always that of the step
+light and heavy steps, each the median of its last steps plus its standard error
+(``upper_median``, as ``noise_every="auto"`` plans: a plain median is low half the time on a
+loaded machine), and ``bare`` the training thread's CPU a step outside watch (the loop's own),
+the median of its last steps (a step slowed by the machine's load, or by the cache misses a
+heavy step's copies leave, does not move it). 30% of the share (``MARGIN``) is kept for the
+estimates' noise, so that what is spent, measured afterwards, stays within the share. The
+figures are measured as the run goes and re-evaluated at every recorded step; the cadence in
+force changes as ``noise_every="auto"``'s does (``changed_cadence``): rarer as soon as the one
+in force is measured over the share, more frequent only on ``LIGHT_SAMPLES`` light steps
+measured and to one ``1 + CHANGE`` (1.5) times more frequent or more, and at most once in
+``LIGHT_SAMPLES`` steps (the hold). No flapping on noise: with light figures near the budget,
+the room left for heavy steps is small and the cadence it gives swings by 5-10× from step to
+step (bench/watch_floor.py's ResNet-18: light 3.4% of the step against the 3.5% planned); the
+cadence in force is kept while it is measured within the share. A figure is always that of the step
 it is recorded at; a light step simply has no histogram, update ratio or optimizer state. The
 cadence in force is ``Recorder.budget.every``; a run directory keeps it in its settings
 (``histogram_every``, the overhead, and every change as ``[step, every]`` in ``cadence``), which
@@ -43,8 +47,28 @@ from gradexplorer.core.messages.errors import UserError
 
 MAX_EVERY = 1000  # the rarest heavy steps: one in this many
 MARGIN = 0.3  # of the share, kept for the estimates' noise: the cadence plans for the rest
-LIGHT_SAMPLES, HEAVY_SAMPLES = 16, 3  # the means over the last steps of each kind
-CHANGE = 0.5  # a cadence changed only to one this many times rarer or more frequent (noise)
+LIGHT_SAMPLES, HEAVY_SAMPLES = 16, 3  # the estimates over the last steps of each kind
+CHANGE = 0.5  # a cadence made more frequent only where this many times more so (noise)
+
+
+def upper_median(values) -> float:
+    """The median of ``values`` plus one standard error of it, from their spread (the median
+    absolute deviation, as robust as the median): a cost planned on it is met in about 5 of 6
+    runs however noisy the steps (a loaded machine's ±10% a step), not in 1 of 2."""
+    mid = statistics.median(values)
+    spread = 1.4826 * statistics.median(abs(v - mid) for v in values)  # a normal's σ
+    return mid + 1.2533 * spread / math.sqrt(len(values))  # the median's standard error
+
+
+def changed_cadence(now: int, chosen: int, over: bool, sure: bool) -> int | None:
+    """The cadence to change to from ``now`` (None: keep it), ``chosen`` the one the estimates
+    give: rarer at once where ``now`` is measured ``over`` its share, more frequent only on a
+    full measure (``sure``) and where ``chosen`` is ``1 + CHANGE`` times more frequent or more
+    (the budget's and ``noise_every="auto"``'s rule: no flapping on noise; each caller holds a
+    change for ``LIGHT_SAMPLES`` steps)."""
+    if (over and chosen > now) or (sure and chosen * (1 + CHANGE) < now):
+        return chosen
+    return None
 
 
 def choose_every(light: float, heavy: float, bare: float, share: float) -> int:
@@ -97,6 +121,7 @@ class CostBudget:
         self._mark: tuple | None = None  # (step, thread CPU, others' CPU, heavy) at the last plan
         self._last_heavy: int | None = None
         self._spans = 0
+        self._hold = 0  # no change before this step (one a LIGHT_SAMPLES steps at most)
 
     def timed(self, hook):
         """``hook`` with the training thread's CPU in it counted as watch's."""
@@ -114,8 +139,7 @@ class CostBudget:
         """``(light, heavy, bare)`` CPU seconds a step as now estimated, None until measured."""
         if not (self._light and self._heavy and self._bare):
             return None
-        mean = lambda xs: sum(xs) / len(xs)  # noqa: E731
-        return mean(self._light), mean(self._heavy), statistics.median(self._bare)
+        return upper_median(self._light), upper_median(self._heavy), statistics.median(self._bare)
 
     @property
     def over_budget(self) -> bool:
@@ -150,15 +174,14 @@ class CostBudget:
 
     def _choose(self, step: int) -> None:
         costs = self.costs
-        if costs is None:
+        if costs is None or step < self._hold:
             return
-        planned = self.share * (1 - MARGIN)
-        every = choose_every(*costs, planned)
-        # the cadence in force kept unless this one is 1 + CHANGE times rarer or more frequent: either
-        # way at once (a cadence fixed only by a budget CHANGE tighter would be stuck, light
-        # figures near the budget, at whatever a noisy first estimate gave)
-        if every > self.every * (1 + CHANGE) or every * (1 + CHANGE) < self.every:
-            self.every = every
+        light, heavy, bare = costs
+        every = choose_every(light, heavy, bare, self.share * (1 - MARGIN))
+        over = light + (heavy - light) / self.every > self.share * bare  # the cadence in force
+        every = changed_cadence(self.every, every, over, len(self._light) == LIGHT_SAMPLES)
+        if every is not None:
+            self.every, self._hold = every, step + LIGHT_SAMPLES
             self.changes.append([step, every])
             if self.on_change is not None:
                 self.on_change(step, every)

@@ -27,25 +27,21 @@ step with figures.
 
 from __future__ import annotations
 
-import math
 import statistics
 import time
 from collections import deque
 
-from gradexplorer.core.watch.budget import CHANGE, LIGHT_SAMPLES, MARGIN, choose_every
+from gradexplorer.core.watch.budget import (
+    LIGHT_SAMPLES,
+    MARGIN,
+    changed_cadence,
+    choose_every,
+    upper_median,
+)
 
 TARGET = 0.05  # "auto": the capture's cost a step, at most this share of the loop's step
 START = 2  # "auto"'s first cadence: steps with and without the capture, both measured
 MIN_SAMPLES = 4  # steps of each kind measured before a first choice
-
-
-def upper_median(values) -> float:
-    """The median of ``values`` plus one standard error of it, from their spread (the median
-    absolute deviation, as robust as the median): a cost planned on it is met in about 5 of 6
-    runs however noisy the steps (a loaded machine's ±10% a step), not in 1 of 2."""
-    mid = statistics.median(values)
-    spread = 1.4826 * statistics.median(abs(v - mid) for v in values)  # a normal's σ
-    return mid + 1.2533 * spread / math.sqrt(len(values))  # the median's standard error
 
 
 class NoiseCadence:
@@ -152,8 +148,8 @@ class NoiseCadence:
             return
         every = choose_every(0.0, costs[0], costs[1], TARGET * (1 - MARGIN))
         over = costs[0] / self.every > TARGET * costs[1]  # the cadence in force, over TARGET
-        sure = len(self._on) == LIGHT_SAMPLES  # more frequent (dearer) on a full measure only
-        if (over and every > self.every) or (sure and every * (1 + CHANGE) < self.every):
+        every = changed_cadence(self.every, every, over, len(self._on) == LIGHT_SAMPLES)
+        if every is not None:
             self._change(step, every)
 
     def _change(self, step: int, every: int) -> None:
