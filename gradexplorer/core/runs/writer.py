@@ -22,6 +22,7 @@ from gradexplorer.core.runs.open_writers import OPEN
 from gradexplorer.core.runs.param_rows import ParamRows
 from gradexplorer.core.runs.param_summaries import SummaryFolds
 from gradexplorer.core.runs.run_place import RunDirectoryGone, RunPlace, refuse_linked_snapshots
+from gradexplorer.core.runs.settings_text import resumed_settings
 from gradexplorer.core.runs.write_thread import WriteThread
 from gradexplorer.core.snapshot.retention import steps_to_remove
 from gradexplorer.core.stats.records import StepGradients
@@ -238,6 +239,8 @@ class RunWriter:
 
     def set_meta(self, values: dict[str, Any]) -> bool:
         """Store JSON values under their keys (model structure, graph, settings)."""
+        if self.resumed and "settings" in values:  # the earlier run's histories kept (resume=True)
+            values = dict(values, settings=resumed_settings(self.resumed, values["settings"]))
         rows = [(k, json.dumps(v, default=str)) for k, v in values.items()]
         return self._submit("the run's description", lambda db: db.executemany(
             "INSERT OR REPLACE INTO meta VALUES (?, ?)", rows))

@@ -44,6 +44,7 @@ import time
 from collections import deque
 
 from gradexplorer.core.messages.errors import UserError
+from gradexplorer.core.runs.settings_text import cadence_changes
 
 MAX_EVERY = 1000  # the rarest heavy steps: one in this many
 MARGIN = 0.3  # of the share, kept for the estimates' noise: the cadence plans for the rest
@@ -123,6 +124,14 @@ class CostBudget:
         self._spans = 0
         self._hold = 0  # no change before this step (one a LIGHT_SAMPLES steps at most)
 
+    def go_on(self, changes: list, over_budget: bool) -> None:
+        """A resumed run's budget: the cadence last in force in its ``changes`` (kept, the resumed
+        one's added to them), and whether it was over budget (told again once measured within);
+        its measures start again."""
+        self.changes = [list(c) for c in changes]
+        self.every = self.changes[-1][1] if self.changes else 1
+        self._said_over = over_budget
+
     def timed(self, hook):
         """``hook`` with the training thread's CPU in it counted as watch's."""
         def run(*args, **kwargs):
@@ -166,7 +175,7 @@ class CostBudget:
         if heavy:
             self._last_heavy, self.heavy_steps = step, self.heavy_steps + 1
         self.heavy_now, self._mark = heavy, (step, now, others, heavy)
-        if self.over_budget != self._said_over:  # the light figures alone over (or back within)
+        if self.costs is not None and self.over_budget != self._said_over:  # light alone over, or back
             self._said_over = not self._said_over
             if self.on_change is not None:
                 self.on_change(step, self.every)
@@ -248,8 +257,14 @@ def budget_for(recorder, overhead: float | None) -> CostBudget | None:
 
     budget = CostBudget(overhead, others)
     if recorder.writer is not None:
+        earlier = recorder.writer.resumed.get("settings") or {}  # resume=True: goes on from it
+        if "overhead" in earlier:  # (settings_text.py's resumed_settings: what the run keeps)
+            budget.go_on(cadence_changes(earlier, "cadence", recorder.writer.first_step),
+                         earlier.get("over_budget") is True)
         settings = recorder._settings  # shared with noise_every's (noise_cadence.py)
-        settings["overhead"] = overhead
+        settings.update(overhead=overhead, histogram_every=budget.every)
+        if budget.changes:
+            settings["cadence"] = budget.changes[-100:]
 
         def announce(step: int, every: int) -> None:
             costs = budget.costs  # (light, heavy, bare): the light figures' share of the step

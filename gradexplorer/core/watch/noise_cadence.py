@@ -31,6 +31,7 @@ import statistics
 import time
 from collections import deque
 
+from gradexplorer.core.runs.settings_text import cadence_changes
 from gradexplorer.core.watch.budget import (
     LIGHT_SAMPLES,
     MARGIN,
@@ -164,11 +165,8 @@ class NoiseCadence:
 def in_force(settings: dict) -> tuple[int | None, list]:
     """"auto"'s ``N`` last in force in a run's ``settings`` (None: none kept, or another
     ``noise_every``) and its changes, ``[step, N]`` each."""
-    changes = settings.get("noise_cadence") if settings.get("noise_every") == "auto" else None
-    if not isinstance(changes, list) or not all(
-            isinstance(c, list) and len(c) == 2 and all(type(v) is int and v >= 1 for v in c)
-            for c in changes):
-        return None, []
+    changes = cadence_changes(settings, "noise_cadence") if settings.get("noise_every") == "auto" \
+        else []
     return (changes[-1][1] if changes else None), changes
 
 
