@@ -75,6 +75,10 @@ def test_a_resumed_run_keeps_the_earlier_cadence_history_and_says_it(tmp_path, c
 
     inspect_run(str(tmp_path / "run"), None, 8)
     assert f"recorded: {text}" in capsys.readouterr().out
+    from gradexplorer.core.share.report_data import gather
+    from gradexplorer.core.share.report_html import summary_section
+
+    assert "resumed at step 11, 17" in summary_section(gather(gx.open_run(tmp_path / "run")))
 
 
 def test_resumed_settings_are_the_new_recorders_with_the_earlier_histories():
