@@ -32,7 +32,8 @@ cadence in force is ``Recorder.budget.every``; a run directory keeps it in its s
 ``inspect`` and the report print (``runs.settings_text``). Where the light figures alone cost
 more than the budget, heavy steps are as rare as ``MAX_EVERY`` allows and ``over_budget`` says
 so (kept in the settings too, from the step it was first seen, with the light and bare costs
-then measured).
+then measured). A resumed run's budget (``resume=True``) goes on at the cadence last in force,
+its changes kept (``CostBudget.go_on``; what the settings keep: ``resumed_settings``).
 """
 
 from __future__ import annotations
