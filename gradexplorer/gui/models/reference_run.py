@@ -41,7 +41,7 @@ class RunFigures:
         self.latest = None if newest is None else StepPoint(
             newest["step"], math.nan if newest["loss"] is None else float(newest["loss"]),
             newest["global_norm"], newest["seconds"] or 0.0, ledger=self.ledger.latest,
-            time=float(newest["time"]))
+            time=float(newest["time"]), loss_known=newest["loss"] is not None)
         self.latest_gradients = None if newest is None else run.step_gradients(newest["step"])
         self.gradients = [] if self.latest_gradients is None else [self.latest_gradients]
         self._histogram_steps: list[int] = []

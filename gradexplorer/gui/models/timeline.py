@@ -39,6 +39,7 @@ class StepPoint:
     time: float = math.nan  # wall clock (Unix seconds) when the step was recorded
     gradients: Any = None  # the step's StepGradients (the monitor's record), or None
     noise: Any = None  # the step's NoiseStep (≥ 2 micro-batches: docs/noise.md), or None
+    loss_known: bool = True  # False: no loss was recorded (``loss`` NaN for the curves), not a NaN loss
 
 
 PINNED = 64  # spike steps whose records are kept beside the (thinned) live history

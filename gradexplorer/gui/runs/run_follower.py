@@ -152,7 +152,7 @@ class RunFollower(QObject):
             points.append(StepPoint(r["step"], math.nan if r["loss"] is None else float(r["loss"]),
                                     r["global_norm"], r["seconds"] or 0.0, ledger=f.ledger,
                                     optimizer=f.optimizer, spikes=f.spikes, time=float(r["time"]),
-                                    gradients=record))
+                                    gradients=record, loss_known=r["loss"] is not None))
         self.last_step = rows[-1]["step"]
         self._times = (self._times + [r["time"] for r in rows])[-64:]
         span = self._times[-1] - self._times[0]

@@ -157,7 +157,7 @@ class RunStatusBar(QStatusBar):
         self.step_label.setText(run_progress(latest.step, self.controller.run_span,
                                              timeline.steps_per_second,
                                              self.controller.session.state in (RUNNING, PAUSED)))
-        self.loss_label.setText(f"loss {latest.loss:.4g}")
+        self.loss_label.setText(f"loss {latest.loss:.4g}" if latest.loss_known else "loss —")
         rate = timeline.steps_per_second  # 0 until two steps fall in the rate window
         if self._run_state not in (None, "following"):
             rate = 0.0  # a run no longer written: its last rate is no rate
