@@ -204,7 +204,8 @@ def main() -> None:
                 every = "no noise" if row["every"] == CONTROL else every
                 verdict = "ok" if row["steady"] and row["steady"][0] <= TARGET else "OVER"
                 verdict = "(the resolution)" if row["every"] == CONTROL else \
-                    f"steady ≤ {TARGET:.0%} {verdict}"
+                    f"steady ≤ {TARGET:.0%} {verdict}" + (" (watch's default)" if row["every"] == "auto"
+                                                         else " (on request, not the default)")
                 b_simple = "none yet" if row["b_simple"] is None else f"{row['b_simple']:.4g}"
                 print(f"  {name:12s} {k:2d} {got['bare_ms']:8.2f} {every:>10s} "
                       f"{_share(row['recorded'])} {_share(row['other'])} {_share(row['steady'])} "
