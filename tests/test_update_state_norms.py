@@ -67,7 +67,8 @@ def test_the_three_norms_of_each_tensor_equal_float64(dtype):
     alone = copies.update_norms(before)  # the update ratio's own pass
     for i, (a, old, s) in enumerate(zip(after, copies_before(copies, before), states, strict=True)):
         assert same(norms[i], norm64(s)), (i, norms[i], norm64(s))
-        assert all(same(x, y) for x, y in zip(update[i], alone[i], strict=True)), (i, update[i], alone[i])
+        # the update ratio's own pass gives the same bits (one compiled loop: kernels.update_state_sums)
+        assert np.array_equal(update[i], alone[i], equal_nan=True), (i, update[i], alone[i])
         if bool(torch.isfinite(a).all() and torch.isfinite(old).all()):  # tiny and huge too
             want = (norm64(a.double() - old.double()), norm64(old))
             assert all(same(x, y) for x, y in zip(update[i], want, strict=True)), (i, update[i], want)

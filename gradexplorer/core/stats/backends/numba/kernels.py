@@ -281,6 +281,25 @@ def histogram_of(part, edges, counts, extra, careful, guess, lanes):
 
 
 @njit(nogil=True, cache=True, fastmath=_FAST)
+def update_state_sums(new, old, state):
+    """``(Σ(new − old)², Σ old², Σ state²)`` in float64, one loop: the update norms' first pass
+    (``update_norm_of`` passes ``old`` as ``state``: the same compiled loop as the one that reads
+    a state beside the weights, ``numba.update_state``, so ‖Δθ‖ and ‖θ‖ are the same bits with
+    or without it; the repeated stream is read from L1)."""
+    d2 = 0.0
+    o2 = 0.0
+    s2 = 0.0
+    for i in range(new.size):
+        o = np.float64(old[i])
+        d = np.float64(new[i]) - o
+        s = np.float64(state[i])
+        d2 += d * d
+        o2 += o * o
+        s2 += s * s
+    return d2, o2, s2
+
+
+@njit(nogil=True, cache=True, fastmath=_FAST)
 def _update_sums(new, old, inv_d, inv_o):
     d2 = 0.0
     o2 = 0.0
@@ -321,7 +340,7 @@ def segment_update_norms(new, old, offsets, out):
 @njit(nogil=True, cache=True)
 def update_norm_of(new, old, row):
     """``row[:] = (‖new - old‖, ‖old‖)`` (see ``segment_update_norms``)."""
-    d2, o2 = _update_sums(new, old, 1.0, 1.0)
+    d2, o2, _ = update_state_sums(new, old, old)
     if d2 != d2 or o2 != o2:
         row[0], row[1] = np.nan, np.nan
         return

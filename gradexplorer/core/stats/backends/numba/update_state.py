@@ -33,26 +33,14 @@ from gradexplorer.core.stats.backends.numba.in_place import (
     in_shares,
     shares,
 )
-from gradexplorer.core.stats.backends.numba.kernels import TINY, norm_of_array, update_norm_of
+from gradexplorer.core.stats.backends.numba.kernels import (
+    TINY,
+    norm_of_array,
+    update_norm_of,
+    update_state_sums,
+)
 from gradexplorer.core.stats.backends.numba.kernels_in_place import _at
 from gradexplorer.core.stats.backends.numba.update_ratio import UpdateTracker
-
-_FAST = {"reassoc", "contract"}  # as ``kernels``: the sums vectorised, NaN/Inf semantics kept
-
-
-@njit(nogil=True, cache=True, fastmath=_FAST)
-def _update_state_sums(new, old, state):
-    d2 = 0.0
-    o2 = 0.0
-    s2 = 0.0
-    for i in range(new.size):
-        o = np.float64(old[i])
-        d = np.float64(new[i]) - o
-        s = np.float64(state[i])
-        d2 += d * d
-        o2 += o * o
-        s2 += s * s
-    return d2, o2, s2
 
 
 @njit(nogil=True, cache=True)
@@ -72,7 +60,7 @@ def update_state_norms_at(addresses, sizes, like, before, starts, state_addresse
         new = _at(addresses, sizes, i, like)
         old = before[starts[i]:starts[i] + sizes[i]]
         state = _at(state_addresses, sizes, i, like)
-        d2, o2, s2 = _update_state_sums(new, old, state)
+        d2, o2, s2 = update_state_sums(new, old, state)
         if _clean(d2) and _clean(o2) and _clean(s2):
             out[i, 0], out[i, 1], out[i, 2] = math.sqrt(d2), math.sqrt(o2), math.sqrt(s2)
             continue
