@@ -33,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import recorder as R  # noqa: E402 - worker_cpu, writer_cpu
 import watch_floor as F  # noqa: E402 - ready_kernels, HookClock
 import workloads as W  # noqa: E402
+from light_steps import profiled_writer  # noqa: E402 - the writer thread under cProfile
 
 import gradexplorer as gx  # noqa: E402
 
@@ -50,20 +51,6 @@ def profiled_hooks(opt, profile: cProfile.Profile) -> None:
                 finally:
                     profile.disable()
             hooks[key] = run
-
-
-def profiled_writer(rec, profile: cProfile.Profile) -> None:
-    """The writer thread's transactions run under ``profile``."""
-    writes = rec.writer._writes
-    commit = writes._commit
-
-    def run(batch):
-        profile.enable()
-        try:
-            return commit(batch)
-        finally:
-            profile.disable()
-    writes._commit = run
 
 
 def main(argv=None) -> int:
