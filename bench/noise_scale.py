@@ -19,15 +19,16 @@ gradients it held), one torch thread, each step timed on the training thread
 - watch with it, ``noise_every`` = 1, 2, 4 and "auto" (the default; core/watch/noise_cadence.py)
 
 Cost: (a noise arm's CPU − the second arm's) / the bare arm's over the same steps, per round,
-the median over rounds: on the steps the arm's capture records, on the others (its hooks off:
-~0 expected), and a step on average (what the 5% target is about) at steady state — the steps
-after "auto"'s first choice, its ramp at ``START`` before it — and over the whole run, the ramp
-included: everything the noise scale adds to the training thread, its gradient hooks inside
-the engine included (no timing wrapper inside the timed arms: they would add calls to it; "auto"'s
-own clock of watch's hooks is its cost). "auto" measures its own arm's CPU only (``ArmClock``:
-the arms share one thread). No run directory: the per-parameter arrays (SNR and its EMA) are made when
-first read (``core/watch/noise_params.py``: by a run directory's writer thread), here, unread,
-``MAX_WAITING`` steps at a time at a step (counted in the cost).
+the median over rounds: on the steps the arm's capture records, on the others (its hooks off: ~0
+expected), and a step on average (what the 5% target is about) at steady state — the steps after
+"auto"'s first choice, its ramp at ``START`` before it (every step where it keeps ``START``) —
+and over the whole run, the ramp included: everything the noise scale adds to the training
+thread, its gradient hooks inside the engine included (no timing wrapper inside the timed arms:
+they would add calls to it; "auto"'s own clock of watch's hooks is its cost). "auto" measures
+its own arm's CPU only (``ArmClock``: the arms share one thread). No run directory: the per-
+parameter arrays (SNR and its EMA) are made when first read (``core/watch/noise_params.py``: by
+a run directory's writer thread), here, unread, ``MAX_WAITING`` steps at a time at a step
+(counted in the cost).
 """
 
 from __future__ import annotations
@@ -135,8 +136,9 @@ def bench(name: str, steps: int, rounds: int, k: int) -> dict:
                     clock.end()
                 cpu[i].append(took)
         bare, off = cpu[0], cpu[1]
-        # steady state: after "auto"'s first choice (its step numbers count the warm steps)
-        steady = auto.changes[0][0] - warm if auto.changes else rounds * steps
+        # steady state: after "auto"'s first choice (its step numbers count the warm steps); an
+        # "auto" that kept its START found it within the target: the whole run is its steady state
+        steady = auto.changes[0][0] - warm if auto.changes else 0
 
         def share(j: int, at) -> float | None:  # the arm's CPU less watch without the noise scale's
             at = list(at)

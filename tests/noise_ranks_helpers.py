@@ -25,9 +25,9 @@ CONFIGS = {"ranks": (1, {}, 1, 1, STEPS), "both": (2, {"gradient_as_bucket_view"
 RESUMED = {"resumed": (3, 1), "resumed_stats2": (3, 1), "resumed_noise2": (3, 1),
            "resumed_counted": (5, 2)}
 RANK0_DIR = {"resumed_stats2"}  # run_dir (and so the resumed run) given on rank 0 alone
-# "auto"'s made-up CPU a step on each rank (``AutoClock``): the capture 12% of a 10 ms step on
-# rank 0 (alone it would take N = 4), 20% on rank 1 (N = 6)
-AUTO_COSTS = {0: 0.0012, 1: 0.0020}
+# "auto"'s made-up CPU a step on each rank (``AutoClock``): the capture 11% of a 10 ms step on
+# rank 0 (alone it would take N = 4), 17% on rank 1 (N = 6)
+AUTO_COSTS = {0: 0.0011, 1: 0.0017}
 # the steps with a noise scale: the recorded ones, or on a cadence one in N of them. "auto": 2
 # (START) until 4 steps with the capture are each measured against the step before (step 11's
 # end); each rank's proposal (4 and 6) goes in the next recorded step's reduce (13), the largest

@@ -149,8 +149,8 @@ def test_settings_inspect_and_the_report_say_the_ranks_cadence(runs, capsys, tmp
 def test_a_ranks_auto_change_is_a_proposal_until_the_ranks_adopt_the_largest():
     clock = [0.0]
     cadence = RankCadence("auto", clock=lambda: clock[0])
-    for step in range(1, 13):  # the capture 12% of a 10 ms step: alone it would take 4
-        clock[0] += 0.010 + (0.0012 if cadence.now else 0.0)
+    for step in range(1, 13):  # the capture 11% of a 10 ms step: alone it would take 4
+        clock[0] += 0.010 + (0.0011 if cadence.now else 0.0)
         cadence.close(step)  # proposed at step 11's close, kept over step 12 (no capture)
     assert (cadence.every, cadence.proposal, cadence.changes) == (2, 4, [])
     cadence.adopt(13, 6)  # another rank's 6: the largest

@@ -4,10 +4,23 @@
 A hook on each parameter tensor (``Tensor.register_hook``) receives the gradient backward is about
 to add to ``.grad`` — backward ``i``'s own gradient ``d_i``, summed over every use of the
 parameter in that backward, before accumulation (so it does not matter whether ``.grad`` was
-zeroed). The hook is the ``append`` of a list kept for that parameter (a C-level call: no Python
-frame, nothing made per parameter and backward but the reference). The references are read
-once a step: at the step (``take``) one pass over every backward's ``d_i`` adds their float64
-``|d_i|²`` to the step's sums, then they are dropped. The held gradients are at most
+zeroed). Where the statistics' Numba kernels are ready and ``d_i`` is a dense, contiguous CPU
+tensor of float32 or float64 of ``READ_MIN`` values or more, the hook reads its float64
+``|d_i|²`` there and then (``_Reader``): ``d_i`` was just written, so it is read from the cache,
+and autograd frees or reuses its memory as without the capture (holding every backward's large
+``d_i`` to the step made each backward write fresh memory and the step's pass read it all back:
+on a 64×256 MLP at 8 micro-batches, a step recorded one in 8 cost +52% of the bare step held,
++26% read in its hooks; every step +26–27% and +22–24%). Such a read costs a Python call and a
+kernel call (~2 µs) a parameter and backward, more than it saves on a small gradient, which stays
+in the cache until the step's pass anyway (with ``READ_MIN`` 4,096 the digits and transformer
+examples took 1–2% more of their step), and a gradient of ``SHARED_MIN`` values or more with
+several torch threads is held for a pass shared among them. What the hooks read in a backward
+counts once that backward's end says the step is recorded (the probe's callback), as the held
+references do. Every other gradient is held: its hook is the ``append`` of a list kept for that
+parameter (a C-level call: no Python frame, nothing made per parameter and backward but the
+reference), read once a step: at the step (``take``) one pass over every backward's held
+``d_i`` adds their float64 ``|d_i|²`` to the step's sums, then they are dropped (the same kernel
+a tensor as the hook's: the same figures). The held gradients are at most
 ``HOLD_BYTES`` (64 MiB); where the backwards of a step would hold more (a large model) they are
 read at the end of each backward instead, once ``HOLD_BYTES`` worth of backwards are held (the
 accumulation probe's callback, ``probe.py``, calls ``backward``): a model of over 64 MiB of
@@ -36,6 +49,7 @@ from gradexplorer.core.stats.backends import warmup as stats_warmup
 
 SINGLE_STEPS = 3  # recorded steps of one backward each before the hooks are removed
 HOLD_BYTES = 64 << 20  # the backwards' own gradients held for the step's one pass, at most
+READ_MIN = 1 << 16  # values: a gradient this large is read in its hook (_Reader), a smaller one held
 SHARED_MIN = 1 << 19  # values a pass shares out among torch's threads, at least (several threads)
 
 
@@ -107,6 +121,37 @@ def squared_norms(grads: list[torch.Tensor]) -> tuple[np.ndarray, str]:
         return torch.stack([n.to("cpu") for n in norms]).numpy() ** 2, "torch"
 
 
+class _Reader:
+    """A large parameter's hook: ``|d_i|²`` added to its capture's ``_now[row]`` (counted at the
+    backward's end, or dropped), or ``d_i`` held (``hold``) where it cannot be read in place."""
+
+    __slots__ = ("capture", "row", "hold", "at", "size", "norm")
+
+    def __init__(self, capture: MicroBatchNorms, row: int, hold) -> None:
+        self.capture, self.row, self.hold = capture, row, hold
+        self.at, self.size, self.norm = np.zeros(1, np.int64), np.zeros(1, np.int64), np.empty(1)
+
+    def __call__(self, grad: torch.Tensor) -> None:
+        kernel = _KERNEL or _kernel()
+        like = _LIKE.get(grad.dtype)
+        if kernel is None or like is None or not grad.is_cpu or grad.is_sparse or \
+                not grad.is_contiguous() or (grad.numel() >= SHARED_MIN and
+                                             torch.get_num_threads() > 1):
+            self.hold(grad)
+            return
+        capture = self.capture
+        try:
+            self.at[0], self.size[0] = grad.data_ptr(), grad.numel()
+            if not self.at[0]:  # no storage of its own: the held pass (torch's ops)
+                self.hold(grad)
+                return
+            kernel[0](self.at, self.size, like, self.norm)
+            capture._now[self.row] += self.norm[0] * self.norm[0]
+            capture._hot, capture.used = True, "numba"
+        except Exception as exc:  # noqa: BLE001 - a monitor never breaks the backward it watches
+            capture._why = f"the capture failed ({type(exc).__name__}: {exc})"
+
+
 class MicroBatchNorms:
     """Sums of each backward's own squared gradient norms over a step (see the module)."""
 
@@ -121,12 +166,15 @@ class MicroBatchNorms:
         self._singles = 0
         self.paused = self._off = False  # noise_every: hooks off until the next step it records
         self.used: str | None = None  # "numba" or "torch": the path of the last pass
+        self._now, self._hot = np.zeros(self.count), False  # read in the hooks, not yet counted
+        self._hooks = [_Reader(self, row, held.append) if p.numel() >= READ_MIN else held.append
+                       for row, (held, p) in enumerate(zip(self._held, params, strict=True))]
         self._reset()
         self._hook()
 
     def _hook(self) -> None:
-        self._handles = [p.register_hook(held.append)  # the reference only: read at the step
-                         for held, p in zip(self._held, self._params, strict=True)
+        self._handles = [p.register_hook(hook) for hook, p in zip(self._hooks, self._params,
+                                                                  strict=True)
                          if p.requires_grad]
 
     @property
@@ -154,6 +202,9 @@ class MicroBatchNorms:
     def _drop(self) -> None:
         deque(map(list.clear, self._held), 0)  # a C-level loop (this runs every step)
         self._pending = 0
+        if self._hot:  # the sums the hooks read, not yet counted
+            self._now.fill(0.0)
+            self._hot = False
 
     def backward(self, recorded: bool) -> None:
         """At the end of every backward: count it (a recorded step's), and read the gradients
@@ -171,6 +222,8 @@ class MicroBatchNorms:
         held = self._held
         counts = list(map(len, held))
         grads = list(chain.from_iterable(held))
+        if self._hot and self._why is None:  # read in the hooks (_Reader)
+            self._diff += self._now
         self._drop()
         if not grads or self._why is not None:
             return
@@ -185,7 +238,7 @@ class MicroBatchNorms:
 
     def take(self) -> MicroBatchSums:
         """At a recorded step: its sums; starts the next step."""
-        if self._pending or any(self._held):  # (any: a backward the probe did not count)
+        if self._pending or self._hot or any(self._held):  # (a backward the probe missed)
             self._read()
         parts, why = self.parts, self._why
         if not self.keep and parts > 1:
