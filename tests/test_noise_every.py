@@ -112,12 +112,14 @@ def test_auto_takes_the_smallest_cadence_within_five_percent_of_the_measured_ste
     assert cadence.every == want == 4 and told == [[1, 2], *cadence.changes] and told[-1][1] == want
     on = [s for s, o in zip(range(1, 41), ons, strict=True) if o]
     assert all(b - a == want for a, b in zip(on[-4:], on[-3:], strict=False))
-    # a capture that costs less than 5% · (1 − margin): every recorded step
-    costs["capture"] = 0.0002
-    for step in range(41, 120):  # (the means over the last 16 steps of each kind)
-        clock[0] += costs["bare"] + (costs["capture"] if cadence.now else 0.0)
-        cadence.close(step)
-    assert cadence.every == 1 and cadence.changes[-1][1] == 1
+    # a capture within 5% · (1 − margin), but not within half of it: one step in 2, for at 1
+    # nothing more is measured; within half of it: every recorded step
+    for cost, every, steps in ((0.0002, 2, range(41, 120)), (0.0001, 1, range(120, 200))):
+        costs["capture"] = cost
+        for step in steps:  # (the medians over the last 16 pairs)
+            clock[0] += costs["bare"] + (costs["capture"] if cadence.now else 0.0)
+            cadence.close(step)
+        assert cadence.every == every and cadence.changes[-1][1] == every
 
 
 def test_auto_is_the_default_and_its_recorded_steps_equal_float64_from_each_micro_batch(tmp_path):

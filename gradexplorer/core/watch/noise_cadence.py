@@ -23,9 +23,11 @@ step before a recorded one carries the hooks' arming, so on a 64×256 MLP at k =
 capture's share was measured 0% / 8% / 21% below the bench's, bench/noise_scale.py): rarer as
 soon as the ``N`` in force is measured over TARGET, more frequent only on ``LIGHT_SAMPLES``
 pairs and where that ``N`` is ``1 + CHANGE`` times or more, at most once in ``LIGHT_SAMPLES``
-steps (no flapping on noise); at 1 nothing more is measured. Its clocks are read only around the
-steps it measures (a step it does not record costs a check). Every change is kept (``changes``)
-and told (``on_change``), from the first step with figures.
+steps (no flapping on noise); at 1 nothing more is measured (no step without the capture to
+compare with), so every step is taken only where the capture is measured within ``ONE_SHARE`` of
+the planned share (LeNet at k = 4: measured within 3%, chosen 1, it then cost 4.4–5.1%). Its
+clocks are read only around the steps it measures (a step it does not record costs a check).
+Every change is kept (``changes``) and told (``on_change``), from the first step with figures.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from gradexplorer.core.watch.budget import LIGHT_SAMPLES, changed_cadence, choos
 
 TARGET = 0.05  # "auto": the capture's cost a step, at most this share of the loop's step
 MARGIN = 0.4  # of TARGET, kept for what the measure misses (see the module): planned within 3%
+ONE_SHARE = 0.5  # every step (N = 1) only where the capture is within this share of that plan
 START = 2  # "auto"'s first cadence: steps with and without the capture, both measured
 MIN_SAMPLES = 4  # steps of each kind measured before a first choice
 
@@ -146,6 +149,8 @@ class NoiseCadence:
         if costs is None or step < self._hold:
             return
         every = choose_every(0.0, costs[0], costs[1], TARGET * (1 - MARGIN))
+        if every == 1 and costs[0] > ONE_SHARE * TARGET * (1 - MARGIN) * costs[1]:
+            every = 2  # every step only well within: at 1 nothing more is measured
         over = costs[0] / self.every > TARGET * costs[1]  # the cadence in force, over TARGET
         every = changed_cadence(self.every, every, over, len(self._on) == LIGHT_SAMPLES)
         if every is not None:
