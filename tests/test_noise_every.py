@@ -122,6 +122,19 @@ def test_auto_takes_the_smallest_cadence_within_five_percent_of_the_measured_ste
         assert cadence.every == every and cadence.changes[-1][1] == every
 
 
+def test_auto_goes_rarer_once_over_its_plan_though_within_five_percent():
+    """At START (one step in 2) a capture of 8% of the step costs 4% a step: within TARGET, but
+    over the planned share (TARGET less the margin): one step in 3."""
+    clock = [0.0]
+    cadence = NC.NoiseCadence("auto", clock=lambda: clock[0])
+    for step in range(1, 21):
+        clock[0] += 0.010 + (0.0008 if cadence.now else 0.0)
+        cadence.close(step)
+    assert 0.0008 / NC.START < NC.TARGET * 0.010
+    assert cadence.every == math.ceil(0.0008 / (NC.TARGET * (1 - NC.MARGIN) * 0.010)) == 3
+    assert [every for _, every in cadence.changes] == [3]
+
+
 def test_auto_is_the_default_and_its_recorded_steps_equal_float64_from_each_micro_batch(tmp_path):
     assert inspect.signature(gx.watch).parameters["noise_every"].default == "auto"
     assert inspect.signature(gx.Recorder).parameters["noise_every"].default == "auto"

@@ -15,19 +15,21 @@ last ``LIGHT_SAMPLES`` differences of such pairs (a machine whose load drifts mo
 alike) plus its standard error (``upper_median``: a loaded machine's steps move by ±10%, and a
 plain median is low half the time); the loop's own step is the steps without it less watch's
 CPU in its optimizer hooks (``budget.py``'s ``HookClock``), or the budget's (``overhead=``
-given). It starts at ``START``, then, once ``MIN_SAMPLES`` pairs are measured, takes the
-smallest ``N`` with cost/N ≤ (1 − MARGIN)·TARGET·bare (``budget.py``'s ``choose_every`` and
+given). It starts at ``START``, then, once ``MIN_SAMPLES`` pairs are measured, takes the smallest ``N``
+with cost/N ≤ (1 − MARGIN)·TARGET·bare, the planned share (``budget.py``'s ``choose_every`` and
 ``CHANGE``; a wider ``MARGIN`` than the budget's, for what this measure misses: the loop's step
-taken as watch's step less its optimizer hooks still holds watch's per-backward work, and the
-step before a recorded one carries the hooks' arming, so on a 64×256 MLP at k = 2 / 4 / 8 the
-capture's share was measured 0% / 8% / 21% below the bench's, bench/noise_scale.py): rarer as
-soon as the ``N`` in force is measured over TARGET, more frequent only on ``LIGHT_SAMPLES``
-pairs and where that ``N`` is ``1 + CHANGE`` times or more, at most once in ``LIGHT_SAMPLES``
-steps (no flapping on noise); at 1 nothing more is measured (no step without the capture to
-compare with), so every step is taken only where the capture is measured within ``ONE_SHARE`` of
-the planned share (LeNet at k = 4: measured within 3%, chosen 1, it then cost 4.4–5.1%). Its
-clocks are read only around the steps it measures (a step it does not record costs a check).
-Every change is kept (``changes``) and told (``on_change``), from the first step with figures.
+taken as watch's step less its optimizer hooks still holds watch's per-backward work, and taking
+the hooks off after a recorded step falls in a step it does not measure, so on a 64×256 MLP at k
+= 2 / 4 / 8 the capture's share was measured 0% / 8% / 21% below the bench's,
+bench/noise_scale.py): rarer as soon as the ``N`` in force is measured over the planned share
+(over TARGET, as before, a capture of 9% of the step stayed at ``START``: digits at k = 4 then
+cost 5.0% a step), more frequent only on ``LIGHT_SAMPLES`` pairs and where that ``N`` is ``1 +
+CHANGE`` times or more, at most once in ``LIGHT_SAMPLES`` steps (no flapping on noise); at 1
+nothing more is measured (no step without the capture to compare with), so every step is taken
+only where the capture is measured within ``ONE_SHARE`` of the planned share (LeNet at k = 4:
+measured within 3%, chosen 1, it then cost 4.4–5.1%). Its clocks are read only around the steps
+it measures (a step it does not record costs a check). Every change is kept (``changes``) and
+told (``on_change``), from the first step with figures.
 """
 
 from __future__ import annotations
@@ -148,10 +150,11 @@ class NoiseCadence:
         costs = self.costs
         if costs is None or step < self._hold:
             return
-        every = choose_every(0.0, costs[0], costs[1], TARGET * (1 - MARGIN))
-        if every == 1 and costs[0] > ONE_SHARE * TARGET * (1 - MARGIN) * costs[1]:
+        plan = TARGET * (1 - MARGIN)  # the share planned for
+        every = choose_every(0.0, costs[0], costs[1], plan)
+        if every == 1 and costs[0] > ONE_SHARE * plan * costs[1]:
             every = 2  # every step only well within: at 1 nothing more is measured
-        over = costs[0] / self.every > TARGET * costs[1]  # the cadence in force, over TARGET
+        over = costs[0] / self.every > plan * costs[1]  # the cadence in force, over the plan
         every = changed_cadence(self.every, every, over, len(self._on) == LIGHT_SAMPLES)
         if every is not None:
             self._change(step, every)
