@@ -15,21 +15,21 @@ last ``LIGHT_SAMPLES`` differences of such pairs (a machine whose load drifts mo
 alike) plus its standard error (``upper_median``: a loaded machine's steps move by ±10%, and a
 plain median is low half the time); the loop's own step is the steps without it less watch's
 CPU in its optimizer hooks (``budget.py``'s ``HookClock``), or the budget's (``overhead=``
-given). It starts at ``START``, then, once ``MIN_SAMPLES`` pairs are measured, takes the smallest ``N``
-with cost/N ≤ (1 − MARGIN)·TARGET·bare, the planned share (``budget.py``'s ``choose_every`` and
-``CHANGE``; a wider ``MARGIN`` than the budget's, for what this measure misses: the loop's step
-taken as watch's step less its optimizer hooks still holds watch's per-backward work, and taking
-the hooks off after a recorded step falls in a step it does not measure, so on a 64×256 MLP at k
-= 2 / 4 / 8 the capture's share was measured 0% / 8% / 21% below the bench's,
-bench/noise_scale.py): rarer as soon as the ``N`` in force is measured over the planned share
-(over TARGET, as before, a capture of 9% of the step stayed at ``START``: digits at k = 4 then
-cost 5.0% a step), more frequent only on ``LIGHT_SAMPLES`` pairs and where that ``N`` is ``1 +
-CHANGE`` times or more, at most once in ``LIGHT_SAMPLES`` steps (no flapping on noise); at 1
-nothing more is measured (no step without the capture to compare with), so every step is taken
-only where the capture is measured within ``ONE_SHARE`` of the planned share (LeNet at k = 4:
-measured within 3%, chosen 1, it then cost 4.4–5.1%). Its clocks are read only around the steps
-it measures (a step it does not record costs a check). Every change is kept (``changes``) and
-told (``on_change``), from the first step with figures.
+given). It starts at ``START``, then, once ``MIN_SAMPLES`` pairs are measured, takes the
+smallest ``N`` with cost/N ≤ (1 − MARGIN)·TARGET·bare, the planned share (``budget.py``'s
+``choose_every`` and ``CHANGE``; a wider ``MARGIN`` than the budget's, for what this measure
+misses: the loop's step taken as watch's step less its optimizer hooks still holds watch's
+per-backward work, and taking the hooks off after a recorded step falls in a step it does not
+measure, so on a 64×256 MLP at 2, 4 and 8 micro-batches the capture's share was measured 0% / 8%
+/ 21% below the bench's, bench/noise_scale.py): rarer as soon as the ``N`` in force is measured
+over the planned share (over TARGET, as before, a capture of 9% of the step stayed at ``START``:
+digits at k = 4 then cost 5.0% a step), more frequent only on ``LIGHT_SAMPLES`` pairs and where
+that ``N`` is ``1+CHANGE`` times or more, at most once in ``LIGHT_SAMPLES`` steps (no flapping
+on noise); at 1 nothing more is measured (no step without the capture to compare with), so every
+step is taken only where the capture is measured within ``ONE_SHARE`` of the planned share
+(LeNet at k = 4: measured within 3%, chosen 1, it then cost 4.4–5.1%). Its clocks are read only
+around the steps it measures (a step it does not record costs a check). Every change is kept
+(``changes``) and told (``on_change``), from the first step with figures.
 """
 
 from __future__ import annotations
