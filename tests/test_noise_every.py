@@ -210,13 +210,8 @@ def test_with_stats_every_the_recorded_steps_are_at_least_n_apart_and_exact(tmp_
     with gx.watch(model, opt, tmp_path / "run", update_ratio=False, stats_every=2,
                   noise_every=3) as rec:
         for step in range(1, 11):
-            x, y = data(step)
-            refs.append(reference(model, x, y, K, B))
-            for i in range(K):
-                (nn.functional.mse_loss(model(x[i * B:(i + 1) * B]), y[i * B:(i + 1) * B]) / K
-                 ).backward()
-            opt.step()
-            opt.zero_grad()
+            refs.append(reference(model, *data(step), K, B))
+            train_step(model, opt, step)
             if rec.noise.latest is not None and rec.noise.latest.step == step:
                 seen[step] = rec.noise.latest
     assert sorted(seen) == [2, 6, 10]  # recorded steps 2, 4, …: the next one 3 or more steps on
@@ -238,13 +233,8 @@ def test_a_resumed_run_goes_on_from_its_last_step_and_counts_its_cadence_on(tmp_
         with gx.watch(model, opt, tmp_path / "run", update_ratio=False, noise_every=3,
                       resume=resume) as rec:
             for step in steps:
-                x, y = data(step)
-                refs.append(reference(model, x, y, K, B))
-                for i in range(K):
-                    (nn.functional.mse_loss(model(x[i * B:(i + 1) * B]), y[i * B:(i + 1) * B]) / K
-                     ).backward()
-                opt.step()
-                opt.zero_grad()
+                refs.append(reference(model, *data(step), K, B))
+                train_step(model, opt, step)
                 if rec.noise.latest is not None and rec.noise.latest.step == step:
                     seen[step] = rec.noise.latest
             assert rec.step_count == steps[-1]
