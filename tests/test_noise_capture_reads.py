@@ -124,8 +124,18 @@ def test_a_gradient_the_hook_cannot_read_in_place_is_held_and_still_exact(monkey
 
 def test_sums_a_backward_outside_the_step_read_in_the_hooks_are_dropped(monkeypatch):
     """A backward the step does not count (the app's gradient trace between steps; a step not
-    recorded) is dropped at its end (``backward(False)``), whatever its hooks read."""
+    recorded) is dropped at its end (``backward(False)``), whatever its hooks read, and a read
+    of its that failed with it."""
     monkeypatch.setattr(MB, "READ_MIN", 1)
+    kernel = MB._kernel()
+    calls = []
+
+    def failing_once(*args):
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("one bad read")
+        return kernel[0](*args)
+    monkeypatch.setattr(MB, "_KERNEL", (failing_once, kernel[1]))
     torch.manual_seed(5)
     model = Net()
     twin = copy.deepcopy(model).double()  # each micro-batch's own gradient, without the hooks
@@ -134,9 +144,9 @@ def test_sums_a_backward_outside_the_step_read_in_the_hooks_are_dropped(monkeypa
     try:
         x, y = data(1)
         nn.functional.mse_loss(model(x * 3), y).backward()  # outside the step
-        assert capture._hot
+        assert capture._hot and capture._why and "one bad read" in capture._why
         capture.backward(False)
-        assert not capture._hot and not capture._now.any()
+        assert not capture._hot and not capture._now.any() and capture._why is None
         model.zero_grad()
         own = []
         for i in range(K):

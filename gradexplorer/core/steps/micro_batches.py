@@ -208,9 +208,12 @@ class MicroBatchNorms:
 
     def backward(self, recorded: bool) -> None:
         """At the end of every backward: count it (a recorded step's), and read the gradients
-        held once ``hold`` backwards are (a step not recorded: drop them)."""
+        held once ``hold`` backwards are (a step not recorded: drop them, and a read of its that
+        failed in a hook with them, where none of a recorded step is counted yet)."""
         if not recorded:
             self._drop()
+            if not self.parts:
+                self._why = None
             return
         self.parts += 1
         self._pending += 1
