@@ -80,11 +80,18 @@ def test_squeezed_docks_recover_when_the_window_grows(make_window, qtbot):
 
 def test_a_squeezed_saved_layout_recovers_on_the_next_start(make_window, qtbot):
     first = make_window()
+    # a size the offscreen screen (800×800) holds: restoreGeometry clamps a bigger saved window
+    # to it (1500×920 came back 798×774, where the docks' 1500-wide shares cannot all fit)
+    first.resize(780, 700)
+    qtbot.waitUntil(lambda: first.size().toTuple() == (780, 700), timeout=TIMEOUT_MS)
+    first.dock_shares.reset()  # the shares a window of this size starts with
+    qtbot.wait(4 * window_fit.RECOVER_MS)  # (its layout applied)
     fresh = {d: share_of(first, getattr(first, d)) for d in ("model_dock", "gradients_dock")}
     first.resizeDocks([first.model_dock, first.gradients_dock], [60, 60], Qt.Horizontal)
     qtbot.waitUntil(lambda: share_of(first, first.model_dock) < 0.6 * fresh["model_dock"], timeout=TIMEOUT_MS)
     first.close()
     second = make_window()  # the squeezed layout was saved: it recovers on opening
+    assert second.size().toTuple() == (780, 700)  # restored as saved, so the shares compare
     for dock in fresh:  # no dock left well under its share (window_fit.RECOVER_BELOW)
         qtbot.waitUntil(lambda d=dock: share_of(second, getattr(second, d))
                         >= window_fit.RECOVER_BELOW * fresh[d], timeout=TIMEOUT_MS)
