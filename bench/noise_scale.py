@@ -174,10 +174,14 @@ def bench(name: str, steps: int, rounds: int, k: int) -> dict:
             figures["whole"].append(share(res, j, span))
         out["rows"].append({"every": every, "chosen": [res["chosen"][j] for res in got],
                             "b_simple": got[-1]["b_simple"][j],
-                            **{key: (statistics.median(v), min(v), max(v)) if v else None
-                               for key, v in ((key, [x for x in v if x is not None])
-                                              for key, v in figures.items())}})
+                            **{key: _spread(v) for key, v in figures.items()}})
     return out
+
+
+def _spread(values) -> tuple[float, float, float] | None:
+    """(median, min, max) of the rounds' figures (a round without such steps has None)."""
+    values = [v for v in values if v is not None]
+    return (statistics.median(values), min(values), max(values)) if values else None
 
 
 def _share(figure) -> str:
@@ -212,6 +216,7 @@ def main() -> None:
             load = os.getloadavg()[0]
             got = bench(name, args.steps, args.rounds, k)
             load = f"load {load:.2f} → {os.getloadavg()[0]:.2f}"
+            steady = "/".join(str(s + 1) for s in got["steady_from"])
             for row in got["rows"]:
                 every = f"{row['every']}" if row["every"] != "auto" else \
                     "auto→" + "/".join(map(str, row["chosen"]))
@@ -221,11 +226,11 @@ def main() -> None:
                     f"steady ≤ {TARGET:.0%} {verdict}" + (" (watch's default)" if row["every"] == "auto"
                                                          else " (on request, not the default)")
                 b_simple = "none yet" if row["b_simple"] is None else f"{row['b_simple']:.4g}"
-                steady = "/".join(str(s + 1) for s in got["steady_from"])
                 print(f"  {name:12s} {k:2d} {got['bare_ms']:8.2f} {every:>12s} "
                       f"{_share(row['recorded'])} {_share(row['other'])} {_share(row['steady'])} "
                       f"{_share(row['whole'])}   {verdict}   ({got['used']}; steady from step "
                       f"{steady}; smoothed B_simple {b_simple}; {load})", flush=True)
+
 
 if __name__ == "__main__":
     main()

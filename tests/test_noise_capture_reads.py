@@ -11,7 +11,7 @@ import warnings
 import numpy as np
 import pytest
 import torch
-from test_noise_scale import B, K, Net, check_step, data, reference, train
+from test_noise_scale import B, K, Net, check_step, data, reference, train, train_step
 from torch import nn
 
 import gradexplorer as gx
@@ -46,9 +46,8 @@ def test_gradients_read_in_their_hooks_give_the_float64_figures(monkeypatch, rea
     monkeypatch.setattr(MB.MicroBatchNorms, "_read", read)
     seen, refs = [], []
     for step in range(3):
-        x, y = data(step)
-        refs.append(reference(model, x, y, K, B))
-        train_one(model, opt, x, y)
+        refs.append(reference(model, *data(step), K, B))
+        train_step(model, opt, step)
         seen.append(rec.noise.latest)
         assert rec.noise.latest.step == step + 1
     rec.close()
@@ -58,14 +57,6 @@ def test_gradients_read_in_their_hooks_give_the_float64_figures(monkeypatch, rea
     for noise, ref in zip(seen, refs, strict=True):
         check_step(noise, ref)
     assert not any(p._backward_hooks for p in model.parameters())
-
-
-def train_one(model, opt, x, y, k=K, b=B):
-    for i in range(k):
-        loss = nn.functional.mse_loss(model(x[i * b:(i + 1) * b]), y[i * b:(i + 1) * b])
-        (loss / k).backward()
-    opt.step()
-    opt.zero_grad()
 
 
 class TransposedGrad(torch.autograd.Function):
@@ -112,7 +103,7 @@ def test_a_gradient_the_hook_cannot_read_in_place_is_held_and_still_exact(monkey
     grads = [torch.autograd.grad(nn.functional.mse_loss(twin(x[i * B:(i + 1) * B].double()),
                                                          y[i * B:(i + 1) * B].double()),
                                  list(twin.parameters())) for i in range(K)]
-    train_one(model, opt, x, y)
+    train_step(model, opt, 0)
     rec.close()
     assert False in seen and True in seen  # w's gradient is a strided view: held
     small = sum(float(g.pow(2).sum()) for per in grads for g in per) / K

@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 import torch
-from test_noise_scale import B, K, Net, check_step, data, expected, reference, train
+from test_noise_scale import B, K, Net, check_step, data, expected, reference, train, train_step
 from torch import nn
 
 import gradexplorer as gx
@@ -19,15 +19,6 @@ from gradexplorer.core.runs.noise_rows import noise_params, noise_rows, snr_curv
 from gradexplorer.core.runs.run import Run
 from gradexplorer.core.watch import noise_cadence as NC
 from gradexplorer.diagnose import NoiseSettings
-
-
-def train_step(model, opt, step: int) -> None:
-    """Step ``step`` of ``K`` micro-batches of ``B`` (``data(step)``), each loss ÷ K."""
-    x, y = data(step)
-    for i in range(K):
-        (nn.functional.mse_loss(model(x[i * B:(i + 1) * B]), y[i * B:(i + 1) * B]) / K).backward()
-    opt.step()
-    opt.zero_grad()
 
 
 def capture_hooks(model) -> int:

@@ -49,16 +49,22 @@ def reference(model, x, y, k, b):
     return per
 
 
+def train_step(model, opt, step, k=K, b=B, divisor=None):
+    """Step ``step`` of ``k`` micro-batches of ``b`` (``data(step)``), each loss ÷ ``divisor``
+    (``k`` by default)."""
+    x, y = data(step, k, b)
+    for i in range(k):
+        loss = nn.functional.mse_loss(model(x[i * b:(i + 1) * b]), y[i * b:(i + 1) * b])
+        (loss / (k if divisor is None else divisor)).backward()
+    opt.step()
+    opt.zero_grad()
+
+
 def train(model, opt, steps, k=K, b=B, divisor=None, refs=None):
     for step in range(steps):
-        x, y = data(step, k, b)
         if refs is not None:
-            refs.append(reference(model, x, y, k, b))
-        for i in range(k):
-            loss = nn.functional.mse_loss(model(x[i * b:(i + 1) * b]), y[i * b:(i + 1) * b])
-            (loss / (k if divisor is None else divisor)).backward()
-        opt.step()
-        opt.zero_grad()
+            refs.append(reference(model, *data(step, k, b), k, b))
+        train_step(model, opt, step, k, b, divisor)
 
 
 def expected(small, big, k, b):

@@ -123,7 +123,9 @@ def squared_norms(grads: list[torch.Tensor]) -> tuple[np.ndarray, str]:
 
 class _Reader:
     """A large parameter's hook: ``|d_i|²`` added to its capture's ``_now[row]`` (counted at the
-    backward's end, or dropped), or ``d_i`` held (``hold``) where it cannot be read in place."""
+    backward's end, or dropped), or ``d_i`` held (``hold``) where it cannot be read in place:
+    ``_in_place``'s conditions for one tensor, checked on its attributes (that helper's arrays
+    built for a list cost more than the read on this path, a call per parameter and backward)."""
 
     __slots__ = ("capture", "row", "hold", "at", "size", "norm")
 
